@@ -1,0 +1,48 @@
+# Test conventions.
+#
+# uf_add_test(NAME <name> SOURCES <files...> [LIBS <targets...>] [TIMEOUT <s>]
+#             [LABELS <labels...>] [CONFORMANCE])
+# builds one cmocka executable and registers it with CTest under a hard timeout (default 60 s).
+# CONFORMANCE marks a test that reads the third-party captures in ../shared/data: it gets
+# UF_SHARED_DATA in its environment and the label "conformance". Those files are never
+# copied into the build or the repository.
+
+set(UF_SHARED_DATA_DEFAULT "${CMAKE_SOURCE_DIR}/../shared/data")
+if(DEFINED ENV{UF_SHARED_DATA})
+  set(UF_SHARED_DATA_DEFAULT "$ENV{UF_SHARED_DATA}")
+endif()
+set(UF_SHARED_DATA "${UF_SHARED_DATA_DEFAULT}" CACHE PATH "Third-party captures for conformance tests")
+get_filename_component(UF_SHARED_DATA "${UF_SHARED_DATA}" ABSOLUTE)
+if(EXISTS "${UF_SHARED_DATA}/README.md")
+  set(UF_HAVE_SHARED_DATA ON)
+  message(STATUS "conformance data: ${UF_SHARED_DATA}")
+else()
+  set(UF_HAVE_SHARED_DATA OFF)
+  message(WARNING "conformance data not found at ${UF_SHARED_DATA}: conformance tests "
+                  "are NOT registered (set UF_SHARED_DATA to the shared/data folder)")
+endif()
+
+function(uf_add_test)
+  cmake_parse_arguments(T "CONFORMANCE" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  if(T_CONFORMANCE AND NOT UF_HAVE_SHARED_DATA)
+    message(STATUS "conformance test ${T_NAME} not registered: no data at ${UF_SHARED_DATA}")
+    return()
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test-bin)
+  target_link_libraries(${T_NAME} PRIVATE PkgConfig::CMOCKA uf_common ${T_LIBS})
+  target_compile_definitions(${T_NAME} PRIVATE UF_BIN_DIR="${CMAKE_BINARY_DIR}/bin"
+                             UF_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  set(env "UF_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  set(labels ${T_LABELS})
+  if(T_CONFORMANCE)
+    list(APPEND env "UF_SHARED_DATA=${UF_SHARED_DATA}")
+    list(APPEND labels conformance)
+  endif()
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${env}"
+                       LABELS "${labels}")
+endfunction()

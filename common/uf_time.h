@@ -1,0 +1,23 @@
+/* Clocks. Receive timestamps come from the kernel (CLOCK_REALTIME, SO_TIMESTAMPNS), so
+ * wire-to-consumer latency compares against the same clock. vDSO: no syscall. */
+#ifndef UF_TIME_H
+#define UF_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t uf_now_realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t uf_now_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif /* UF_TIME_H */
