@@ -1,0 +1,87 @@
+/* uringfeed configuration: what one JSON file describes (see configs/).
+ *
+ * Parsed by uf_config_load() (feed/config.c, jansson) into these plain structs, which the
+ * daemon hands to each feed thread. Key names in the JSON are the field names below, nested
+ * as in the structs (e.g. feeds[].lines[].group, feeds[].ring.capacity). Every optional key
+ * has a documented default (UF_CFG_DEFAULT_*). */
+#ifndef UF_CONFIG_H
+#define UF_CONFIG_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#define UF_CFG_MAX_FEEDS 16
+#define UF_CFG_MAX_LINES 2     /* A and B */
+#define UF_CFG_NAME_MAX 32
+#define UF_CFG_MAX_SYMBOLS 4096
+
+enum uf_backend {
+	UF_BACKEND_IO_URING = 0,   /* "io_uring": SQPOLL, provided buffers, multishot recvmsg */
+	UF_BACKEND_IO_URING_NOSQPOLL, /* "io_uring_nosqpoll": SINGLE_ISSUER|DEFER_TASKRUN */
+	UF_BACKEND_RECVMMSG,       /* "recvmmsg": busy-poll recvmmsg(MSG_DONTWAIT) */
+	UF_BACKEND_EPOLL,          /* "epoll": epoll_wait + recvmmsg, sleeps until data */
+};
+
+struct uf_line_config {
+	char name[UF_CFG_NAME_MAX];  /* "A" / "B" */
+	struct in_addr group;        /* multicast group */
+	uint16_t port;               /* UDP port */
+	struct in_addr interface;    /* local interface address to join on */
+};
+
+struct uf_feed_config {
+	char name[UF_CFG_NAME_MAX];      /* feed name, unique */
+	char protocol[UF_CFG_NAME_MAX];  /* "itch50-moldudp64" (only one so far) */
+	enum uf_backend backend;         /* default io_uring */
+	int cpu;                         /* feed thread CPU, -1 = not pinned (default) */
+	int sqpoll_cpu;                  /* SQPOLL thread CPU, -1 = not pinned (default) */
+	uint32_t sqpoll_idle_ms;         /* SQ thread idle before sleeping, default 1000 */
+	int numa_node;                   /* -1 = node of `cpu` (default) */
+	int nlines;                      /* 1 or 2 */
+	struct uf_line_config lines[UF_CFG_MAX_LINES];
+	struct {
+		int enabled;             /* 1 when "recovery.server" is given */
+		struct sockaddr_in server;   /* MoldUDP64 re-request server */
+		uint32_t max_count;          /* messages per re-request, default 1000 */
+		uint32_t timeout_ms;         /* per re-request, default 50 */
+		uint32_t retries;            /* default 5 */
+		uint32_t wait_ms;            /* wait for the other line before re-requesting, default 2 */
+		uint32_t wait_packets;       /* ... or this many packets, default 64 */
+		uint32_t queue_packets;      /* live packets buffered while recovering, default 65536 */
+		uint32_t max_requests_per_s; /* rate limit, default 1000 */
+	} recovery;
+	struct {
+		char name[UF_CFG_NAME_MAX];  /* ring (shm) name, unique across feeds; default feed name */
+		uint64_t capacity;           /* records, power of two, default 1048576 */
+		uint32_t mode;               /* shm mode, default 0600 */
+	} ring;
+	struct {
+		uint32_t depth;              /* levels per side in the book image, default 10 */
+		uint64_t max_orders;         /* order table size, default 4000000 */
+		uint32_t max_instruments;    /* default 16384 */
+	} book;
+	struct {
+		uint32_t count;              /* buffers in the provided buffer ring, default 4096 */
+		uint32_t size;               /* bytes per buffer, default 2048 */
+	} buffers;
+	uint32_t nsymbols;                   /* symbol filter: empty = all */
+	char (*symbols)[9];                  /* nsymbols trimmed symbols, NUL-terminated */
+};
+
+struct uf_config {
+	char path[256];                      /* file it came from */
+	struct sockaddr_in status_listen;    /* "status.listen", default 127.0.0.1:8080 */
+	int status_enabled;                  /* default 1 */
+	int log_level;                       /* "log.level": 0 error .. 3 debug, default 2 (info) */
+	int nfeeds;
+	struct uf_feed_config feeds[UF_CFG_MAX_FEEDS];
+};
+
+/* Parses and validates `path`. On error writes one line to `err` (file:line:col for syntax,
+ * key path and value for semantics) and returns -EINVAL (-errno when unreadable).
+ * The caller frees with uf_config_free(). */
+int uf_config_load(const char *path, struct uf_config *cfg, char *err, size_t errlen);
+int uf_config_load_string(const char *json, struct uf_config *cfg, char *err, size_t errlen);
+void uf_config_free(struct uf_config *cfg);
+
+#endif /* UF_CONFIG_H */
