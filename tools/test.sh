@@ -18,8 +18,11 @@ run_suite() { # name builddir ctest-args... ; cmake args come from $cfg
 	echo "=== $name: configure + build ($dir)"
 	cmake -S "$root" -B "$dir" -DUF_WERROR=ON "${cfg[@]}" >"$dir.configure.log" 2>&1 ||
 		{ cat "$dir.configure.log"; return 1; }
-	cmake --build "$dir" -j"$jobs" 2>&1 | grep -v '^\[' || true
-	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
+		grep -v '^\[' "$dir.build.log" | tail -60
+		echo "=== $name: BUILD FAILED (full log: $dir.build.log)"
+		return 1
+	fi
 	echo "=== $name: ctest"
 	(cd "$dir" && ctest --output-on-failure --no-tests=error -j"$ctest_jobs" "$@") | tee "$dir.ctest.log"
 	return "${PIPESTATUS[0]}"
