@@ -1,0 +1,61 @@
+/* uringfeed feed engine: one MoldUDP64 / ITCH 5.0 feed, from the wire to the ring.
+ *
+ * A feed owns its sockets (lines A and B, the re-request socket), its receive back end
+ * (io_uring with SQPOLL, io_uring without SQPOLL, recvmmsg busy-poll, epoll + recvmmsg), the
+ * A/B arbiter and gap recovery, the order books (publish/) and the shared-memory ring and
+ * book image (ring/). uf_feed_run() is the run-to-completion loop of one pinned thread:
+ *
+ *   receive batch -> MoldUDP64 header -> arbitration / gap recovery -> ITCH decode
+ *   -> books and records -> ring, then recycle the receive buffers.
+ *
+ * Threads: uf_feed_create() and uf_feed_destroy() on a control thread; uf_feed_run() on the
+ * feed thread (it pins itself to cfg->cpu when >= 0 and sets up the io_uring there, because
+ * IORING_SETUP_SINGLE_ISSUER / DEFER_TASKRUN tie the ring to the thread that uses it, and
+ * first-touch puts its memory on that CPU's NUMA node). uf_feed_stats() may be read from any
+ * thread at any time (relaxed counters, see uf_feed_stats.h). */
+#ifndef UF_FEED_H
+#define UF_FEED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "feed/uf_config.h"
+#include "feed/uf_feed_stats.h"
+
+struct uf_feed; /* opaque */
+
+/* Creates a feed from `cfg` (copied; the caller may free it afterwards): opens and joins the
+ * line sockets, opens the re-request socket, creates the books and the ring named
+ * cfg->ring.name. Touches no io_uring yet (see uf_feed_run).
+ * Returns 0 and *out, or -errno with one line in `err` saying what failed and why. */
+int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err,
+		   size_t errlen);
+
+/* Runs the feed loop on the calling thread until *stop becomes non-zero (checked between
+ * batches, so it returns within one batch). Sets up the receive back end first, falling back
+ * (logged to stderr) when the kernel refuses a feature: io_uring SQPOLL -> io_uring without
+ * SQPOLL -> recvmmsg. Returns 0 when stopped, -errno when the back end could not be set up or
+ * failed for good (message in uf_feed_error()). May be called again after it returned. */
+int uf_feed_run(struct uf_feed *feed, const volatile int *stop);
+
+/* Counters of the feed; valid until uf_feed_destroy(). Read with uf_feed_stats_read(). */
+const struct uf_feed_stats *uf_feed_stats(const struct uf_feed *feed);
+
+/* The back end actually in use (after fallbacks): "io_uring", "io_uring_nosqpoll",
+ * "recvmmsg", "epoll"; the configured one before the first uf_feed_run(). */
+const char *uf_feed_backend_name(const struct uf_feed *feed);
+
+/* Last setup or run error, "" when none. */
+const char *uf_feed_error(const struct uf_feed *feed);
+
+/* Marks the ring closed (consumers see it), closes sockets, frees everything. NULL is fine.
+ * Must not race uf_feed_run(): stop and join the feed thread first. */
+void uf_feed_destroy(struct uf_feed *feed);
+
+/* Name of a back end ("io_uring", ...), NULL for an unknown value. */
+const char *uf_backend_name(enum uf_backend b);
+
+/* Back end for a name, or -EINVAL. */
+int uf_backend_parse(const char *name, enum uf_backend *out);
+
+#endif /* UF_FEED_H */

@@ -1,0 +1,187 @@
+/* uringfeed feed counters: what one feed thread tells the status endpoint.
+ *
+ * One struct uf_feed_stats per feed, owned by the feed (uf_feed_stats(feed) returns it).
+ * Written ONLY by the feed thread, each counter with a relaxed atomic store (uf_stat_add), so
+ * a reader on another thread sees every counter untorn; counters are independent (no
+ * cross-counter consistency is promised: a snapshot may be a few packets apart between two
+ * counters). Readers use uf_feed_stats_read(), which copies with relaxed loads.
+ *
+ * The counter lists are X-macros so the status endpoint can print every counter with its name
+ * and help text without repeating the list: X(field, "help text"). All counters are
+ * monotonic uint64 totals since uf_feed_create() ("_total" in Prometheus terms).
+ *
+ * Latency: wire-to-publish (kernel receive timestamp, SO_TIMESTAMPNS, CLOCK_REALTIME, to the
+ * moment the message's records are in the ring) in a log-linear histogram of nanoseconds:
+ * 8 sub-buckets per power of two, so any percentile is exact to within 12.5 %. */
+#ifndef UF_FEED_STATS_H
+#define UF_FEED_STATS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "common/uf_atomic.h"
+#include "feed/uf_config.h"
+
+/* Per line (A, B): what arrived on that multicast group. */
+#define UF_FEED_LINE_COUNTERS(X)                                                               \
+	X(packets, "UDP datagrams received on this line")                                       \
+	X(bytes, "UDP payload bytes received on this line")                                     \
+	X(messages, "MoldUDP64 message blocks carried by packets of this line (incl. dups)")    \
+	X(wins, "packets of this line that delivered new messages first (A/B arbitration won)") \
+	X(duplicates, "packets of this line whose messages had all been seen already")          \
+	X(gaps, "sequence jumps seen on this line alone (this line lost packets)")              \
+	X(gap_messages, "messages this line lost (sum of its own sequence jumps)")              \
+	X(heartbeats, "MoldUDP64 heartbeats (count 0) received on this line")                   \
+	X(malformed, "packets dropped as malformed MoldUDP64 (any kind, see decode_* per feed)") \
+	X(wrong_session, "packets of an older session than the current one, dropped")           \
+	X(rearms, "multishot receives re-armed (-ENOBUFS or no IORING_CQE_F_MORE)")              \
+	X(enobufs, "receives that ended because the provided buffer ring was empty")           \
+	X(rx_errors, "receive errors other than -ENOBUFS / -EAGAIN (negative CQE or errno)")    \
+	X(truncated, "datagrams truncated because they exceeded the receive buffer (MSG_TRUNC)")
+
+/* Per feed: the ordered stream after arbitration, recovery, decode, books and the ring. */
+#define UF_FEED_COUNTERS(X)                                                                    \
+	X(packets, "packets received on all lines and from the re-request server")              \
+	X(bytes, "UDP payload bytes received on all lines and from the re-request server")      \
+	X(messages, "messages delivered in sequence to decode (exactly once each)")             \
+	X(gaps, "gaps detected in the arbitrated stream (missing on every line at once)")      \
+	X(gap_messages, "messages missing when those gaps were detected")                       \
+	X(gaps_filled_by_line, "gaps filled by the other line or reordering before a re-request") \
+	X(rerequests, "MoldUDP64 re-requests sent to the request server")                       \
+	X(rerequest_timeouts, "re-requests that got no useful answer within the timeout")       \
+	X(rerequest_rate_limited, "re-requests postponed by the rate limit")                    \
+	X(recovery_packets, "packets received from the re-request server")                      \
+	X(recovered_messages, "messages delivered that came from the re-request server")        \
+	X(gaps_unrecovered, "gaps given up (retries exhausted, no server, or queue overflow)")  \
+	X(messages_unrecovered, "messages given up: published as UF_REC_GAP markers")           \
+	X(queue_overflows, "times the bounded out-of-order queue was full (forced give-up)")    \
+	X(queued_packets, "live packets buffered while a gap was open")                         \
+	X(heartbeats, "heartbeats that advanced or confirmed the expected sequence")            \
+	X(end_of_session, "MoldUDP64 end-of-session packets acted on")                          \
+	X(sessions, "sessions started (the first session and every new one detected)")          \
+	X(decode_truncated_header, "packets shorter than the 20-byte MoldUDP64 header")        \
+	X(decode_block_overrun, "packets whose message block runs past the packet end")         \
+	X(decode_count_mismatch, "packets with bytes left after the announced message count")   \
+	X(decode_bad_length, "ITCH messages whose length does not match their type")            \
+	X(decode_unknown_type, "ITCH messages of an unknown type (skipped)")                    \
+	X(book_integrity_errors, "book integrity errors (unknown order ref, over-execution ...)") \
+	X(records, "records published to the ring")                                             \
+	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")     \
+	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")     \
+	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")     \
+	X(batches, "receive polls that returned at least one packet")
+
+#define UF_LAT_SUB_BITS 3                     /* 8 sub-buckets per power of two */
+#define UF_LAT_SUB (1u << UF_LAT_SUB_BITS)
+#define UF_LAT_MAX_EXP 40                     /* values >= 2^40 ns (~18 min) land in the last bucket */
+#define UF_LAT_NBUCKETS ((UF_LAT_MAX_EXP - UF_LAT_SUB_BITS + 1) * UF_LAT_SUB)
+
+/* Log-linear histogram of nanoseconds. bucket i covers [uf_lat_bucket_low(i),
+ * uf_lat_bucket_low(i + 1)); values below 8 ns have one bucket each. */
+struct uf_lat_hist {
+	uint64_t count;                       /* samples */
+	uint64_t sum_ns;                      /* sum of samples (mean = sum_ns / count) */
+	uint64_t max_ns;                      /* largest sample */
+	uint64_t negative;                    /* samples where publish time < rx time (clock step), not in buckets */
+	uint64_t buckets[UF_LAT_NBUCKETS];    /* counts per bucket */
+};
+
+#define UF_STAT_FIELD(name, help) uint64_t name;
+
+/* Counters of one line. Field names and help texts: UF_FEED_LINE_COUNTERS. */
+struct uf_feed_line_stats {
+	UF_FEED_LINE_COUNTERS(UF_STAT_FIELD)
+};
+
+/* Counters of one feed: feed-wide counters, then lines[0..nlines), then latency. */
+struct uf_feed_stats {
+	UF_FEED_COUNTERS(UF_STAT_FIELD)
+	uint64_t nlines;                              /* lines in use (1 or 2) */
+	char line_names[UF_CFG_MAX_LINES][UF_CFG_NAME_MAX]; /* copied from the config at create */
+	struct uf_feed_line_stats lines[UF_CFG_MAX_LINES]; /* per line counters */
+	struct uf_lat_hist latency;                   /* wire (kernel rx) to publish (ring), ns */
+};
+
+#undef UF_STAT_FIELD
+
+/* Feed thread only: add `n` to a counter. Relaxed: readers only need an untorn value. */
+static inline void uf_stat_add(uint64_t *c, uint64_t n)
+{
+	uf_store_relaxed_u64(c, *c + n);
+}
+
+/* Bucket index of a sample in ns. O(1): one count-leading-zeros. */
+static inline unsigned uf_lat_bucket(uint64_t ns)
+{
+	if (ns < UF_LAT_SUB)
+		return (unsigned)ns;
+	unsigned e = 63u - (unsigned)__builtin_clzll(ns); /* floor(log2 ns) >= SUB_BITS */
+	if (e > UF_LAT_MAX_EXP)
+		return UF_LAT_NBUCKETS - 1;
+	unsigned sub = (unsigned)(ns >> (e - UF_LAT_SUB_BITS)) & (UF_LAT_SUB - 1);
+	unsigned idx = (e - UF_LAT_SUB_BITS + 1) * UF_LAT_SUB + sub;
+	return idx < UF_LAT_NBUCKETS ? idx : UF_LAT_NBUCKETS - 1;
+}
+
+/* Smallest value (ns) that falls into bucket `i` (i may be UF_LAT_NBUCKETS: upper bound). */
+static inline uint64_t uf_lat_bucket_low(unsigned i)
+{
+	if (i < UF_LAT_SUB)
+		return i;
+	unsigned e = i / UF_LAT_SUB + UF_LAT_SUB_BITS - 1;
+	uint64_t sub = i % UF_LAT_SUB;
+	return (1ull << e) + (sub << (e - UF_LAT_SUB_BITS));
+}
+
+/* Feed thread only: record one latency sample. */
+static inline void uf_lat_record(struct uf_lat_hist *h, int64_t ns)
+{
+	if (ns < 0) {
+		uf_stat_add(&h->negative, 1);
+		return;
+	}
+	uint64_t v = (uint64_t)ns;
+	uf_stat_add(&h->buckets[uf_lat_bucket(v)], 1);
+	uf_stat_add(&h->count, 1);
+	uf_stat_add(&h->sum_ns, v);
+	if (v > h->max_ns)
+		uf_store_relaxed_u64(&h->max_ns, v);
+}
+
+/* Value at quantile q (0 < q <= 1) of a histogram COPY (see uf_feed_stats_read): the upper
+ * edge of the bucket holding that rank, capped at max_ns, so it never under-reports. 0 when
+ * empty. q = 0.5, 0.99, 0.999 give p50/p99/p99.9; max is h->max_ns. O(buckets). */
+static inline uint64_t uf_lat_quantile(const struct uf_lat_hist *h, double q)
+{
+	uint64_t total = 0;
+	for (unsigned i = 0; i < UF_LAT_NBUCKETS; i++)
+		total += h->buckets[i];
+	if (total == 0)
+		return 0;
+	uint64_t rank = (uint64_t)(q * (double)total);
+	if (rank == 0)
+		rank = 1;
+	if (rank > total)
+		rank = total;
+	uint64_t seen = 0;
+	for (unsigned i = 0; i < UF_LAT_NBUCKETS; i++) {
+		seen += h->buckets[i];
+		if (seen >= rank) {
+			uint64_t hi = uf_lat_bucket_low(i + 1) - 1;
+			return hi < h->max_ns ? hi : h->max_ns;
+		}
+	}
+	return h->max_ns;
+}
+
+/* Any thread: copy every counter of `src` into `dst` with relaxed loads (untorn values). */
+static inline void uf_feed_stats_read(const struct uf_feed_stats *src, struct uf_feed_stats *dst)
+{
+	const uint64_t *s = (const uint64_t *)src;
+	uint64_t *d = (uint64_t *)dst;
+	_Static_assert(sizeof(*src) % sizeof(uint64_t) == 0, "stats are whole uint64s");
+	for (size_t i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
+		d[i] = uf_load_relaxed_u64(&s[i]); /* names are written once before the thread starts */
+}
+
+#endif /* UF_FEED_STATS_H */
