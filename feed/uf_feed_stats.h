@@ -60,10 +60,13 @@
 	X(end_of_session, "MoldUDP64 end-of-session packets acted on")                          \
 	X(sessions, "sessions started (the first session and every new one detected)")          \
 	X(decode_truncated_header, "packets shorter than the 20-byte MoldUDP64 header")        \
-	X(decode_block_overrun, "packets whose message block runs past the packet end")         \
-	X(decode_count_mismatch, "packets with bytes left after the announced message count")   \
+	X(decode_block_length_truncated, "packets whose last block length runs past the end")  \
+	X(decode_block_overruns_packet, "packets whose message block runs past the packet end") \
+	X(decode_count_mismatch, "packets with fewer blocks than the announced count")         \
+	X(decode_trailing_bytes, "packets with bytes left after the announced count")          \
 	X(decode_bad_length, "ITCH messages whose length does not match their type")            \
 	X(decode_unknown_type, "ITCH messages of an unknown type (skipped)")                    \
+	X(decode_empty_message, "zero-length ITCH message blocks (skipped)")                    \
 	X(book_integrity_errors, "book integrity errors (unknown order ref, over-execution ...)") \
 	X(records, "records published to the ring")                                             \
 	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")     \
