@@ -66,6 +66,8 @@ struct uf_feed_config {
 	} buffers;
 	uint32_t nsymbols;                   /* symbol filter: empty = all */
 	char (*symbols)[9];                  /* nsymbols trimmed symbols, NUL-terminated */
+	char symbols_file[256];              /* "symbols_file": one symbol a line, read at load and
+					      * on SIGHUP (relative to the config's folder); "" = none */
 };
 
 struct uf_config {
@@ -83,5 +85,13 @@ struct uf_config {
 int uf_config_load(const char *path, struct uf_config *cfg, char *err, size_t errlen);
 int uf_config_load_string(const char *json, struct uf_config *cfg, char *err, size_t errlen);
 void uf_config_free(struct uf_config *cfg);
+
+/* Backend name as written in the JSON ("io_uring", ...) and back; -1 when unknown. */
+const char *uf_backend_name(enum uf_backend b);
+int uf_backend_parse(const char *name);
+
+/* Whether `sym` (NUL-terminated, trimmed) passes feed `f`'s symbol filter. O(log n): the
+ * loader keeps symbols sorted. An empty filter passes everything. */
+int uf_config_symbol_wanted(const struct uf_feed_config *f, const char *sym);
 
 #endif /* UF_CONFIG_H */
