@@ -661,6 +661,22 @@ out:
 	return r;
 }
 
+static const char *const backend_names[] = {
+	[UF_BACKEND_IO_URING] = "io_uring",
+	[UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
+	[UF_BACKEND_RECVMMSG] = "recvmmsg",
+	[UF_BACKEND_EPOLL] = "epoll",
+};
+
+/* Back end for its JSON name, -1 when unknown (feed/ has the public uf_backend_parse). */
+static int backend_parse(const char *name)
+{
+	for (size_t i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++)
+		if (strcmp(name, backend_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
 static int parse_feed(struct ctx *c, json_t *jf, struct uf_feed_config *f)
 {
 	static const char *const keys[] = { "name", "protocol", "backend", "cpu", "sqpoll_cpu",
@@ -681,10 +697,10 @@ static int parse_feed(struct ctx *c, json_t *jf, struct uf_feed_config *f)
 			    DEF_PROTOCOL);
 	if ((r = get_str(c, jf, "backend", "io_uring", backend, sizeof(backend))))
 		return r;
-	if (uf_backend_parse(backend) < 0)
+	if (backend_parse(backend) < 0)
 		return fail(c, "backend", "\"%s\" is not one of \"io_uring\", \"io_uring_nosqpoll\", "
 			    "\"recvmmsg\", \"epoll\"", backend);
-	f->backend = (enum uf_backend)uf_backend_parse(backend);
+	f->backend = (enum uf_backend)backend_parse(backend);
 	if ((r = get_cpu(c, jf, "cpu", &f->cpu)) || (r = get_cpu(c, jf, "sqpoll_cpu", &f->sqpoll_cpu)) ||
 	    (r = get_u32(c, jf, "sqpoll_idle_ms", 0, 60000, DEF_SQPOLL_IDLE_MS, &f->sqpoll_idle_ms)) ||
 	    (r = get_int(c, jf, "numa_node", -1, 1023, -1, &node)))
@@ -895,28 +911,6 @@ void uf_config_free(struct uf_config *cfg)
 		cfg->feeds[i].symbols = NULL;
 		cfg->feeds[i].nsymbols = 0;
 	}
-}
-
-static const char *const backend_names[] = {
-	[UF_BACKEND_IO_URING] = "io_uring",
-	[UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
-	[UF_BACKEND_RECVMMSG] = "recvmmsg",
-	[UF_BACKEND_EPOLL] = "epoll",
-};
-
-const char *uf_backend_name(enum uf_backend b)
-{
-	if ((unsigned)b >= sizeof(backend_names) / sizeof(backend_names[0]))
-		return "unknown";
-	return backend_names[b];
-}
-
-int uf_backend_parse(const char *name)
-{
-	for (size_t i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++)
-		if (strcmp(name, backend_names[i]) == 0)
-			return (int)i;
-	return -1;
 }
 
 int uf_config_symbol_wanted(const struct uf_feed_config *f, const char *sym)

@@ -86,10 +86,6 @@ int uf_config_load(const char *path, struct uf_config *cfg, char *err, size_t er
 int uf_config_load_string(const char *json, struct uf_config *cfg, char *err, size_t errlen);
 void uf_config_free(struct uf_config *cfg);
 
-/* Backend name as written in the JSON ("io_uring", ...) and back; -1 when unknown. */
-const char *uf_backend_name(enum uf_backend b);
-int uf_backend_parse(const char *name);
-
 /* Whether `sym` (NUL-terminated, trimmed) passes feed `f`'s symbol filter. O(log n): the
  * loader keeps symbols sorted. An empty filter passes everything. */
 int uf_config_symbol_wanted(const struct uf_feed_config *f, const char *sym);
