@@ -114,7 +114,30 @@ size_t uf_itch_msg_len(uint8_t type);
 
 /* Decodes one message of exactly `len` bytes at `p` into `m`.
  * Returns 0; -ENOMSG for an unknown type (m->type, m->len set, nothing else);
- * -EBADMSG when `len` does not match the type's length (nothing read past len). */
+ * -EBADMSG when `len` does not match the type's length (nothing read past len).
+ * Out-of-line copy of uf_itch_decode_inline() below. */
 int uf_itch_decode(const uint8_t *p, size_t len, struct uf_itch_msg *m);
+
+/* ---- additions (decode/, issue 3): hot-path inline forms and type tables ---- */
+
+/* The 23 type letters in the order counters index them (uf_itch_type_index). */
+#define UF_ITCH_TYPES "SRHYLVWKJhAFECXDUPQBINO"
+
+extern const uint8_t uf_itch_len_tab[256]; /* wire length by type letter, 0 = unknown */
+extern const uint8_t uf_itch_idx1_tab[256]; /* 1 + index into UF_ITCH_TYPES, 0 = unknown */
+
+/* Wire length of `type`, 0 if unknown: the inline form of uf_itch_msg_len. */
+static inline size_t uf_itch_len(uint8_t type)
+{
+	return uf_itch_len_tab[type];
+}
+
+/* Index of `type` in UF_ITCH_TYPES (0..22), -1 if unknown. */
+static inline int uf_itch_type_index(uint8_t type)
+{
+	return (int)uf_itch_idx1_tab[type] - 1;
+}
+
+#include "decode/uf_itch50_inline.h"
 
 #endif /* UF_ITCH50_H */

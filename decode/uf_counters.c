@@ -1,0 +1,72 @@
+/* Decode counters: the one place error kinds get their printed names. */
+#include "decode/uf_counters.h"
+
+#include <stdio.h>
+
+static const char *const mold_names[UF_MOLD_NERR] = {
+	[UF_MOLD_ERR_TRUNCATED_HEADER] = "truncated_header",
+	[UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED] = "block_length_truncated",
+	[UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET] = "block_overruns_packet",
+	[UF_MOLD_ERR_COUNT_MISMATCH] = "count_mismatch",
+	[UF_MOLD_ERR_TRAILING_BYTES] = "trailing_bytes",
+	[UF_MOLD_ERR_BAD_END_OF_SESSION] = "bad_end_of_session",
+};
+
+static const char *const file_names[UF_FILE_NERR] = {
+	[UF_FILE_ERR_TRUNCATED_RECORD] = "truncated_record",
+	[UF_FILE_ERR_TRUNCATED_FILE] = "truncated_file",
+	[UF_FILE_ERR_FRAME_NOT_IPV4] = "frame_not_ipv4",
+	[UF_FILE_ERR_FRAME_NOT_UDP] = "frame_not_udp",
+	[UF_FILE_ERR_IP_FRAGMENT] = "ip_fragment",
+	[UF_FILE_ERR_BAD_IP_HEADER] = "bad_ip_header",
+	[UF_FILE_ERR_BAD_UDP_LENGTH] = "bad_udp_length",
+	[UF_FILE_ERR_UNRESOLVABLE_LENGTH] = "unresolvable_length",
+};
+
+const char *uf_mold_err_name(int kind)
+{
+	if (kind < 0 || kind >= UF_MOLD_NERR)
+		return "unknown";
+	return mold_names[kind];
+}
+
+static uint64_t emit(uf_counter_fn fn, void *ctx, const char *name, const uint64_t *v)
+{
+	uint64_t x = uf_load_relaxed_u64(v);
+	if (fn)
+		fn(ctx, name, x);
+	return x;
+}
+
+uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf_counter_fn fn,
+					  void *ctx)
+{
+	uint64_t total = 0;
+	char name[32];
+	for (int i = 0; i < UF_MOLD_NERR; i++)
+		total += emit(fn, ctx, mold_names[i], &c->mold_err[i]);
+	for (int i = 0; i < UF_ITCH_NTYPES; i++) {
+		snprintf(name, sizeof(name), "bad_length_%c", UF_ITCH_TYPES[i]);
+		total += emit(fn, ctx, name, &c->itch_bad_len[i]);
+	}
+	total += emit(fn, ctx, "unknown_type", &c->itch_unknown_type);
+	total += emit(fn, ctx, "empty_message", &c->itch_empty);
+	for (int i = 0; i < UF_FILE_NERR; i++)
+		total += emit(fn, ctx, file_names[i], &c->file_err[i]);
+	return total;
+}
+
+uint64_t uf_decode_counters_errors(const struct uf_decode_counters *c)
+{
+	return uf_decode_counters_foreach_error(c, NULL, NULL);
+}
+
+void uf_decode_counters_add(struct uf_decode_counters *dst, const struct uf_decode_counters *src)
+{
+	/* The struct is uint64_t fields only (asserted below): add it as an array. */
+	_Static_assert(sizeof(*src) % sizeof(uint64_t) == 0, "counters are u64 only");
+	uint64_t *d = (uint64_t *)dst;
+	const uint64_t *s = (const uint64_t *)src;
+	for (size_t i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
+		d[i] += s[i];
+}

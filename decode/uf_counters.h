@@ -1,0 +1,81 @@
+/* Decode counters: what the MoldUDP64 parser, the ITCH decoder and the offline readers saw,
+ * every error counted by kind under a stable name.
+ *
+ * One struct per decoding thread; only that thread writes it (relaxed stores through
+ * UF_DC_ADD, so a status thread may read any field with uf_load_relaxed_u64 while the
+ * feed runs, without a lock). Names come from uf_decode_counters_foreach(), the one place
+ * that spells them, so `uf-decode stats` and the daemon's status endpoint print the same keys:
+ *   mold:  truncated_header, block_length_truncated, block_overruns_packet, count_mismatch,
+ *          trailing_bytes, bad_end_of_session
+ *   itch:  bad_length_<type> (one per type, e.g. bad_length_A), unknown_type, empty_message
+ *   files: truncated_record, truncated_file, frame_not_ipv4, frame_not_udp, ip_fragment,
+ *          bad_ip_header, bad_udp_length, unresolvable_length */
+#ifndef UF_COUNTERS_H
+#define UF_COUNTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/uf_atomic.h"
+#include "decode/uf_itch50.h"
+
+/* MoldUDP64 packet errors; a packet with any of these is dropped whole. */
+enum uf_mold_err {
+	UF_MOLD_ERR_TRUNCATED_HEADER = 0,   /* fewer than 20 bytes */
+	UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED, /* a block's 2-byte length runs past the packet */
+	UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET,  /* a block's data runs past the packet */
+	UF_MOLD_ERR_COUNT_MISMATCH,         /* fewer blocks than the header's count */
+	UF_MOLD_ERR_TRAILING_BYTES,         /* bytes left after `count` blocks */
+	UF_MOLD_ERR_BAD_END_OF_SESSION,     /* reserved: end of session carrying data */
+	UF_MOLD_NERR
+};
+
+/* Offline-reader errors (daily files and pcap framing). */
+enum uf_file_err {
+	UF_FILE_ERR_TRUNCATED_RECORD = 0, /* pcap record header says more than the file holds */
+	UF_FILE_ERR_TRUNCATED_FILE,       /* daily file ends inside a message */
+	UF_FILE_ERR_FRAME_NOT_IPV4,       /* Ethernet frame whose payload is not IPv4 */
+	UF_FILE_ERR_FRAME_NOT_UDP,        /* IPv4 packet that is not UDP */
+	UF_FILE_ERR_IP_FRAGMENT,          /* IPv4 fragment (MoldUDP64 never fragments) */
+	UF_FILE_ERR_BAD_IP_HEADER,        /* IPv4 header length/total length inconsistent */
+	UF_FILE_ERR_BAD_UDP_LENGTH,       /* UDP length disagrees with the frame */
+	UF_FILE_ERR_UNRESOLVABLE_LENGTH,  /* daily zero length prefix on an unknown type: stop */
+	UF_FILE_NERR
+};
+
+struct uf_decode_counters {
+	uint64_t packets;                     /* MoldUDP64 packets seen (valid or not) */
+	uint64_t heartbeats;                  /* packets with count 0 */
+	uint64_t end_of_session;              /* packets with count 0xFFFF */
+	uint64_t messages;                    /* ITCH messages decoded without error */
+	uint64_t bytes;                       /* ITCH message bytes decoded without error */
+	uint64_t gaps;                        /* forward sequence jumps between packets */
+	uint64_t zero_len_resolved;           /* daily zero length prefixes taken from the type:
+					       * not an error (a known quirk of real files) */
+	uint64_t by_type[UF_ITCH_NTYPES];     /* decoded messages per type, UF_ITCH_TYPES order */
+	uint64_t mold_err[UF_MOLD_NERR];      /* malformed packets, by kind */
+	uint64_t itch_bad_len[UF_ITCH_NTYPES];/* length does not match type, by type */
+	uint64_t itch_unknown_type;           /* unknown type letter: skipped */
+	uint64_t itch_empty;                  /* zero-length message block */
+	uint64_t file_err[UF_FILE_NERR];      /* offline reader framing errors, by kind */
+};
+
+/* Single-writer increment that a monitoring thread may read concurrently. */
+#define UF_DC_ADD(field, n) uf_store_relaxed_u64(&(field), uf_load_relaxed_u64(&(field)) + (n))
+
+/* Every error name, in a fixed order, with its current count (zero counts included).
+ * `fn` is called once per error kind; returns the total error count. Cold. */
+typedef void (*uf_counter_fn)(void *ctx, const char *name, uint64_t value);
+uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf_counter_fn fn,
+					  void *ctx);
+
+/* Sum of every error counter (what `uf-decode` exits 1 on). Cold. */
+uint64_t uf_decode_counters_errors(const struct uf_decode_counters *c);
+
+/* dst += src, field by field (merging per-file or per-thread counters). Cold. */
+void uf_decode_counters_add(struct uf_decode_counters *dst, const struct uf_decode_counters *src);
+
+/* Name of a MoldUDP64 error kind ("truncated_header"...), or "unknown". */
+const char *uf_mold_err_name(int kind);
+
+#endif /* UF_COUNTERS_H */

@@ -1,0 +1,417 @@
+/* Offline inputs: recognise the file, walk pcap framing down to MoldUDP64, or walk the
+ * daily format; every message leaves through the same MoldUDP64 iterator the feed uses. */
+#include "decode/uf_reader.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PCAP_GLOBAL_LEN 24
+#define PCAP_RECORD_LEN 16
+#define LINKTYPE_ETHERNET 1
+#define LINKTYPE_RAW 101
+#define LINKTYPE_LINUX_SLL 113
+#define LINKTYPE_IPV4 228
+#define LINKTYPE_LINUX_SLL2 276
+#define ETH_HLEN 14
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_VLAN 0x8100
+#define ETHERTYPE_QINQ 0x88a8
+#define ETHERTYPE_QINQ_OLD 0x9100
+#define MAX_VLAN_TAGS 4
+#define IPPROTO_UDP_NUM 17
+
+static void set_err(struct uf_reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+}
+
+const char *uf_reader_format_name(int format)
+{
+	return format == UF_INPUT_PCAP ? "pcap" : format == UF_INPUT_DAILY ? "daily" : "none";
+}
+
+static inline uint32_t rd32(const struct uf_reader *r, const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return r->pcap_swapped ? __builtin_bswap32(v) : v;
+}
+
+static inline uint16_t rd16(const struct uf_reader *r, const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return r->pcap_swapped ? __builtin_bswap16(v) : v;
+}
+
+/* Recognises the format from the first bytes; 0 or -EPROTONOSUPPORT/-ENODATA with r->err. */
+static int recognise(struct uf_reader *r)
+{
+	const uint8_t *b = r->base;
+	if (r->size == 0) {
+		set_err(r, "empty input");
+		return -ENODATA;
+	}
+	if (r->size >= 4) {
+		uint32_t magic;
+		memcpy(&magic, b, 4);
+		int known = 1;
+		switch (magic) {
+		case 0xa1b2c3d4: r->pcap_ns = 0; r->pcap_swapped = 0; break;
+		case 0xa1b23c4d: r->pcap_ns = 1; r->pcap_swapped = 0; break;
+		case 0xd4c3b2a1: r->pcap_ns = 0; r->pcap_swapped = 1; break;
+		case 0x4d3cb2a1: r->pcap_ns = 1; r->pcap_swapped = 1; break;
+		default: known = 0;
+		}
+		if (known) {
+			if (r->size < PCAP_GLOBAL_LEN) {
+				set_err(r, "pcap file shorter than its 24-byte global header");
+				return -EPROTONOSUPPORT;
+			}
+			uint16_t major = rd16(r, b + 4);
+			r->linktype = rd32(r, b + 20) & 0x0fffffff; /* high bits: FCS info */
+			if (major != 2) {
+				set_err(r, "pcap version %u is not supported (classic pcap 2.4 is)", major);
+				return -EPROTONOSUPPORT;
+			}
+			if (r->linktype != LINKTYPE_ETHERNET && r->linktype != LINKTYPE_LINUX_SLL &&
+			    r->linktype != LINKTYPE_LINUX_SLL2 && r->linktype != LINKTYPE_RAW &&
+			    r->linktype != LINKTYPE_IPV4) {
+				set_err(r,
+					"pcap link type %u is not supported (Ethernet, Linux cooked, "
+					"raw IPv4 are)",
+					r->linktype);
+				return -EPROTONOSUPPORT;
+			}
+			r->format = UF_INPUT_PCAP;
+			r->off = PCAP_GLOBAL_LEN;
+			return 0;
+		}
+		if (b[0] == 0x0a && b[1] == 0x0d && b[2] == 0x0d && b[3] == 0x0a) {
+			set_err(r, "pcapng is not supported: convert it with `editcap -F pcap IN OUT`");
+			return -EPROTONOSUPPORT;
+		}
+	}
+	if (r->size >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
+		set_err(r, "gzip-compressed input: decompress it first (gunzip -k FILE)");
+		return -EPROTONOSUPPORT;
+	}
+	/* Daily format: the first message must be a known type whose length matches its
+	 * prefix (or whose prefix is the zero quirk). */
+	if (r->size >= 3) {
+		uint16_t l = uf_be16(b);
+		size_t want = uf_itch_len(b[2]);
+		if (want && (l == 0 || l == want)) {
+			r->format = UF_INPUT_DAILY;
+			r->off = 0;
+			return 0;
+		}
+	}
+	set_err(r,
+		"not a recognised input: neither a classic pcap nor a Nasdaq daily-format ITCH 5.0 "
+		"file (first bytes %02x %02x %02x %02x)",
+		b[0], r->size > 1 ? b[1] : 0, r->size > 2 ? b[2] : 0, r->size > 3 ? b[3] : 0);
+	return -EPROTONOSUPPORT;
+}
+
+static void init(struct uf_reader *r, struct uf_decode_counters *c)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	r->c = c ? c : &r->own;
+}
+
+int uf_reader_open_mem(struct uf_reader *r, const uint8_t *buf, size_t len,
+		       struct uf_decode_counters *c)
+{
+	init(r, c);
+	r->base = buf;
+	r->size = len;
+	return recognise(r);
+}
+
+int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_counters *c)
+{
+	struct stat st;
+	int rc;
+	init(r, c);
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		rc = -errno;
+		set_err(r, "%s: cannot open: %s", path, strerror(errno));
+		return rc;
+	}
+	if (fstat(r->fd, &st) < 0) {
+		rc = -errno;
+		set_err(r, "%s: cannot stat: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		set_err(r, "%s: not a regular file", path);
+		goto out_close;
+	}
+	r->size = (size_t)st.st_size;
+	if (r->size == 0) {
+		set_err(r, "%s: empty file", path);
+		rc = -ENODATA;
+		goto out_close;
+	}
+	void *m = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
+	if (m == MAP_FAILED) {
+		rc = -errno;
+		set_err(r, "%s: cannot map %zu bytes: %s", path, r->size, strerror(errno));
+		goto out_close;
+	}
+	madvise(m, r->size, MADV_SEQUENTIAL | MADV_WILLNEED);
+	r->base = m;
+	r->mapped = 1;
+	rc = recognise(r);
+	if (rc < 0) {
+		char why[sizeof(r->err)];
+		memcpy(why, r->err, sizeof(why));
+		set_err(r, "%s: %s", path, why);
+		goto out_unmap;
+	}
+	return 0;
+out_unmap:
+	munmap(m, r->size);
+	r->mapped = 0;
+	r->base = NULL;
+out_close:
+	close(r->fd);
+	r->fd = -1;
+	return rc;
+}
+
+void uf_reader_close(struct uf_reader *r)
+{
+	if (r->mapped)
+		munmap((void *)r->base, r->size);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->mapped = 0;
+	r->fd = -1;
+	r->base = NULL;
+}
+
+void uf_reader_rewind(struct uf_reader *r)
+{
+	r->off = r->format == UF_INPUT_PCAP ? PCAP_GLOBAL_LEN : 0;
+	r->in_packet = 0;
+	r->ordinal = 0;
+	r->have_seq = 0;
+}
+
+/* Strips link, IPv4 and UDP headers from one captured frame. 1 with the UDP payload, or 0
+ * with the reason counted. */
+static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, size_t origlen,
+			 const uint8_t **pl, size_t *pllen)
+{
+	struct uf_decode_counters *c = r->c;
+	size_t off = 0;
+	uint16_t etype = ETHERTYPE_IPV4;
+	switch (r->linktype) {
+	case LINKTYPE_ETHERNET:
+		if (caplen < ETH_HLEN)
+			goto truncated;
+		etype = uf_be16(f + 12);
+		off = ETH_HLEN;
+		for (int tags = 0; (etype == ETHERTYPE_VLAN || etype == ETHERTYPE_QINQ ||
+				    etype == ETHERTYPE_QINQ_OLD) && tags < MAX_VLAN_TAGS; tags++) {
+			if (caplen < off + 4)
+				goto truncated;
+			etype = uf_be16(f + off + 2);
+			off += 4;
+		}
+		break;
+	case LINKTYPE_LINUX_SLL:
+		if (caplen < 16)
+			goto truncated;
+		etype = uf_be16(f + 14);
+		off = 16;
+		break;
+	case LINKTYPE_LINUX_SLL2:
+		if (caplen < 20)
+			goto truncated;
+		etype = uf_be16(f);
+		off = 20;
+		break;
+	default: /* raw IPv4 */
+		break;
+	}
+	if (etype != ETHERTYPE_IPV4 || caplen < off + 1 || (f[off] >> 4) != 4) {
+		UF_DC_ADD(c->file_err[UF_FILE_ERR_FRAME_NOT_IPV4], 1);
+		return 0;
+	}
+	const uint8_t *ip = f + off;
+	size_t avail = caplen - off;
+	if (avail < 20)
+		goto truncated;
+	size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
+	size_t tot = uf_be16(ip + 2);
+	if (ihl < 20 || tot < ihl) {
+		UF_DC_ADD(c->file_err[UF_FILE_ERR_BAD_IP_HEADER], 1);
+		return 0;
+	}
+	if (tot > avail) /* snapped by the capture's snaplen, or a lying header */
+		goto truncated;
+	if ((uf_be16(ip + 6) & 0x3fff) != 0) { /* MF flag or a fragment offset */
+		UF_DC_ADD(c->file_err[UF_FILE_ERR_IP_FRAGMENT], 1);
+		return 0;
+	}
+	if (ip[9] != IPPROTO_UDP_NUM) {
+		UF_DC_ADD(c->file_err[UF_FILE_ERR_FRAME_NOT_UDP], 1);
+		return 0;
+	}
+	const uint8_t *udp = ip + ihl;
+	size_t udp_avail = tot - ihl;
+	if (udp_avail < 8) {
+		UF_DC_ADD(c->file_err[UF_FILE_ERR_BAD_UDP_LENGTH], 1);
+		return 0;
+	}
+	size_t ulen = uf_be16(udp + 4);
+	if (ulen < 8 || ulen > udp_avail) {
+		UF_DC_ADD(c->file_err[UF_FILE_ERR_BAD_UDP_LENGTH], 1);
+		return 0;
+	}
+	*pl = udp + 8;
+	*pllen = ulen - 8;
+	return 1;
+truncated:
+	(void)origlen;
+	UF_DC_ADD(c->file_err[UF_FILE_ERR_TRUNCATED_RECORD], 1);
+	return 0;
+}
+
+/* Next pcap record's UDP payload: 1, or 0 at the end (a truncated tail is counted). */
+static int next_record(struct uf_reader *r, const uint8_t **pl, size_t *pllen, uint64_t *ts)
+{
+	while (r->off < r->size) {
+		if (r->size - r->off < PCAP_RECORD_LEN) {
+			UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_RECORD], 1);
+			r->off = r->size;
+			return 0;
+		}
+		const uint8_t *h = r->base + r->off;
+		uint64_t sec = rd32(r, h), frac = rd32(r, h + 4);
+		size_t caplen = rd32(r, h + 8), origlen = rd32(r, h + 12);
+		if (caplen > r->size - r->off - PCAP_RECORD_LEN) {
+			UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_RECORD], 1);
+			r->off = r->size;
+			return 0;
+		}
+		const uint8_t *f = h + PCAP_RECORD_LEN;
+		r->off += PCAP_RECORD_LEN + caplen;
+		*ts = sec * 1000000000ull + (r->pcap_ns ? frac : frac * 1000ull);
+		if (frame_payload(r, f, caplen, origlen, pl, pllen))
+			return 1;
+	}
+	return 0;
+}
+
+int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t *len,
+			   uint64_t *ts_ns)
+{
+	if (r->format != UF_INPUT_PCAP)
+		return -EINVAL;
+	return next_record(r, payload, len, ts_ns);
+}
+
+/* Gap tracking across the packets of one capture: a forward jump within a session. */
+static void track_seq(struct uf_reader *r, const struct uf_mold_packet *pkt)
+{
+	if (!r->have_seq || memcmp(r->session, pkt->session, UF_MOLD_SESSION_LEN) != 0) {
+		memcpy(r->session, pkt->session, UF_MOLD_SESSION_LEN);
+		r->have_seq = 1;
+		r->next_seq = uf_mold_next_seq(pkt);
+		return;
+	}
+	if (pkt->seq > r->next_seq)
+		UF_DC_ADD(r->c->gaps, 1);
+	uint64_t n = uf_mold_next_seq(pkt);
+	if (n > r->next_seq)
+		r->next_seq = n;
+}
+
+static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
+{
+	for (;;) {
+		struct uf_mold_block b;
+		if (r->in_packet && uf_mold_next(&r->it, &b)) {
+			m->seq = b.seq;
+			m->msg = b.msg;
+			m->len = b.len;
+			m->ts_ns = r->pcap_ts_ns;
+			return 1;
+		}
+		r->in_packet = 0;
+		const uint8_t *pl;
+		size_t len;
+		if (!next_record(r, &pl, &len, &r->pcap_ts_ns))
+			return 0;
+		int k = uf_mold_open_counted(&r->pkt, pl, len, r->c);
+		if (k < 0)
+			continue;
+		track_seq(r, &r->pkt);
+		if (k == UF_MOLD_DATA) {
+			uf_mold_iter_init(&r->it, &r->pkt);
+			r->in_packet = 1;
+		}
+	}
+}
+
+static int next_daily(struct uf_reader *r, struct uf_reader_msg *m)
+{
+	size_t left = r->size - r->off;
+	if (left == 0)
+		return 0;
+	const uint8_t *p = r->base + r->off;
+	if (left < 2) {
+		UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_FILE], 1);
+		r->off = r->size;
+		return 0;
+	}
+	size_t len = uf_be16(p);
+	if (len == 0) { /* the zero-length quirk: the type says how long the message is */
+		if (left < 3) {
+			UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_FILE], 1);
+			r->off = r->size;
+			return 0;
+		}
+		len = uf_itch_len(p[2]);
+		if (len == 0) { /* no way to find the next message: stop here, loudly */
+			UF_DC_ADD(r->c->file_err[UF_FILE_ERR_UNRESOLVABLE_LENGTH], 1);
+			r->off = r->size;
+			return 0;
+		}
+		UF_DC_ADD(r->c->zero_len_resolved, 1);
+	}
+	if (left - 2 < len) {
+		UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_FILE], 1);
+		r->off = r->size;
+		return 0;
+	}
+	m->seq = ++r->ordinal;
+	m->msg = p + 2;
+	m->len = (uint16_t)len;
+	m->ts_ns = 0;
+	r->off += 2 + len;
+	return 1;
+}
+
+int uf_reader_next(struct uf_reader *r, struct uf_reader_msg *m)
+{
+	if (r->format == UF_INPUT_DAILY)
+		return next_daily(r, m);
+	if (r->format == UF_INPUT_PCAP)
+		return next_pcap(r, m);
+	return 0;
+}

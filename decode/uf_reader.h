@@ -1,0 +1,92 @@
+/* Offline inputs: Nasdaq daily-format ITCH files and classic pcap captures of MoldUDP64.
+ *
+ * uf_reader_open() maps the file read-only and recognises its format:
+ *   - classic pcap, microsecond (a1b2c3d4) or nanosecond (a1b23c4d) magic, either byte
+ *     order; link type Ethernet (1) with or without 802.1Q/802.1ad tags, or Linux cooked
+ *     (113); IPv4; UDP; the UDP payload is a MoldUDP64 datagram and goes through
+ *     uf_mold_open(), the same parser the live feed uses;
+ *   - the daily format (u16 big-endian length + message, repeated); a zero length prefix
+ *     means "the length of this type" (seen in real files) and is resolved from the type;
+ *   - anything else (pcapng, gzip, other link types, random bytes) is refused with a message
+ *     in r->err saying what the file is and what to do.
+ * uf_reader_next() then yields every message as (sequence, pointer, length): MoldUDP64
+ * sequence numbers for pcap, the 1-based message ordinal for daily files. Framing errors
+ * and malformed packets are counted in the caller's uf_decode_counters and skipped; forward
+ * jumps in MoldUDP64 sequence numbers between packets of one session are counted in `gaps`.
+ * The messages are not decoded here: callers decode with uf_decode_msg_counted().
+ *
+ * Cold path: may log into r->err; allocation-free after open (the file is mmapped). */
+#ifndef UF_READER_H
+#define UF_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode/uf_counters.h"
+#include "decode/uf_mold.h"
+
+enum uf_input_format {
+	UF_INPUT_DAILY = 1, /* Nasdaq daily-file format */
+	UF_INPUT_PCAP = 2,  /* classic pcap of MoldUDP64 over UDP/IPv4 */
+};
+
+struct uf_reader {
+	const uint8_t *base;     /* mapped file (or caller's buffer) */
+	size_t size;             /* its size */
+	size_t off;              /* next unread byte */
+	int fd;                  /* open file, -1 for memory input */
+	int mapped;              /* 1 when base is our mmap */
+	int format;              /* enum uf_input_format */
+	int pcap_ns;             /* pcap timestamps in ns (else us) */
+	int pcap_swapped;        /* pcap header in the other byte order */
+	uint32_t linktype;       /* pcap link type */
+	int in_packet;           /* 1 while `it` has blocks left */
+	struct uf_mold_packet pkt;  /* current datagram (pcap) */
+	struct uf_mold_iter it;     /* blocks of the current datagram */
+	uint64_t ordinal;        /* daily: messages returned so far */
+	uint64_t pcap_ts_ns;     /* capture time of the current record (pcap) */
+	char session[UF_MOLD_SESSION_LEN]; /* session of the last data packet (gap tracking) */
+	uint64_t next_seq;       /* sequence expected next in that session */
+	int have_seq;            /* next_seq is meaningful */
+	struct uf_decode_counters *c; /* caller's counters (never NULL after open) */
+	struct uf_decode_counters own; /* used when the caller passes NULL */
+	char err[256];           /* why open/next failed, for the user */
+};
+
+/* One message from a file. */
+struct uf_reader_msg {
+	uint64_t seq;        /* MoldUDP64 sequence (pcap) or 1-based ordinal (daily) */
+	const uint8_t *msg;  /* message bytes, inside the mapping */
+	uint16_t len;        /* message length (zero prefixes already resolved) */
+	uint64_t ts_ns;      /* pcap capture time (ns since the epoch), 0 for daily files */
+};
+
+/* Opens and recognises `path`. Returns 0, or -errno with r->err set (-ENOENT and friends
+ * for unreadable files, -EPROTONOSUPPORT for a format that is refused, -ENODATA for an
+ * empty file). Counters go to `c` (may be NULL: r->own). */
+int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_counters *c);
+
+/* Same over a caller-owned buffer (tests, fuzzing). The buffer must outlive the reader. */
+int uf_reader_open_mem(struct uf_reader *r, const uint8_t *buf, size_t len,
+		       struct uf_decode_counters *c);
+
+/* Next message: 1 and `m` filled, 0 at the end of the input (including an input whose tail
+ * is truncated: that is counted as an error). Never fails otherwise. */
+int uf_reader_next(struct uf_reader *r, struct uf_reader_msg *m);
+
+/* pcap only: next UDP payload as captured (for replaying a capture packet by packet).
+ * Returns 1 with payload, len and ts_ns set, 0 at the end, -EINVAL on a daily file.
+ * Do not mix with uf_reader_next on the same reader. Payloads are not validated. */
+int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t *len,
+			   uint64_t *ts_ns);
+
+/* Rewinds to the first message (counters are not reset). */
+void uf_reader_rewind(struct uf_reader *r);
+
+/* Unmaps and closes. Safe on a reader whose open failed. */
+void uf_reader_close(struct uf_reader *r);
+
+/* "daily" / "pcap". */
+const char *uf_reader_format_name(int format);
+
+#endif /* UF_READER_H */
