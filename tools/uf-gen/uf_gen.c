@@ -1,0 +1,638 @@
+/* uf-gen: a seeded generator of realistic synthetic ITCH 5.0 days in the daily format.
+ *
+ *   uf-gen --out FILE --messages N --symbols K --seed S
+ *
+ * Same seed, same arguments: same bytes (one PRNG, no clocks, no floating-point libm calls
+ * whose results could differ between builds). What makes the day realistic:
+ *   - the day's shape: S O, a directory (R) for every symbol, MWCB levels (V), market makers
+ *     (L), trading state (H), Reg SHO (Y), S S, pre-open NOII (I), S Q with opening crosses
+ *     (Q), continuous trading, S M with closing crosses, S E, S C;
+ *   - skew: symbols are drawn from a Zipf(1) distribution, so a few carry most messages;
+ *   - orders live for varied times: half the events hit one of the most recent orders
+ *     (fleeting orders), half any live order (resting ones); replaces chain (a replaced
+ *     order can be replaced again); executions and cancels are often partial;
+ *   - prices cluster near a per-symbol mid that random-walks in ticks;
+ *   - every reference is valid: E, C, X, D and U only name live orders, never for more
+ *     shares than remain; B names an earlier match number; order references are unique.
+ * Every one of the 23 types appears at least once in any day with N >= K + 64. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/uf_endian.h"
+
+#define TICK 100u                     /* $0.01 in ITCH price units (4 decimals) */
+#define DAY_OPEN_NS (4ull * 3600 * 1000000000ull)   /* 04:00 system hours */
+#define DAY_CLOSE_NS (20ull * 3600 * 1000000000ull) /* 20:00 */
+#define RECENT_WINDOW 64              /* "most recent orders" for fleeting activity */
+#define MAX_SYMBOLS 65000             /* locate codes are u16 */
+#define OUTBUF (4u << 20)
+
+struct order {
+	uint64_t ref;    /* order reference number */
+	uint32_t shares; /* shares remaining */
+	uint32_t price;  /* limit price */
+	uint16_t locate; /* symbol */
+	uint8_t side;    /* 'B' / 'S' */
+};
+
+struct symbol {
+	char name[8];  /* space padded */
+	uint32_t mid;  /* moving mid price */
+};
+
+struct gen {
+	uint64_t rng;              /* xorshift64* state */
+	FILE *out;                 /* output file */
+	uint8_t *buf;              /* output buffer */
+	size_t blen;               /* bytes in buf */
+	uint64_t written;          /* messages written */
+	uint64_t ts;               /* current timestamp (ns since midnight) */
+	uint32_t nsym;             /* K */
+	struct symbol *sym;        /* K symbols, locate = index + 1 */
+	double *cdf;               /* Zipf cumulative weights */
+	struct order *pool;        /* live orders */
+	size_t live, cap;          /* live orders, pool capacity */
+	size_t target_live;        /* pool size the add rate steers towards */
+	uint64_t next_ref;         /* next order reference */
+	uint64_t match;            /* last match number used */
+	int io_err;                /* a write failed */
+};
+
+static inline uint64_t rnd(struct gen *g)
+{
+	uint64_t x = g->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	g->rng = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Uniform in [0, n). n > 0. */
+static inline uint32_t below(struct gen *g, uint32_t n)
+{
+	return (uint32_t)(((rnd(g) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* Uniform double in [0, 1). */
+static inline double unit(struct gen *g)
+{
+	return (double)(rnd(g) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static void flush_out(struct gen *g)
+{
+	if (g->blen && fwrite(g->buf, 1, g->blen, g->out) != g->blen)
+		g->io_err = errno ? errno : EIO;
+	g->blen = 0;
+}
+
+/* Starts a message of `len` bytes with the common header; returns where to write fields. */
+static uint8_t *msg_begin(struct gen *g, uint8_t type, uint16_t locate, size_t len)
+{
+	if (g->blen + 2 + len > OUTBUF)
+		flush_out(g);
+	uint8_t *p = g->buf + g->blen;
+	uf_put_be16(p, (uint16_t)len);
+	p += 2;
+	memset(p, 0, len);
+	p[0] = type;
+	uf_put_be16(p + 1, locate);
+	uf_put_be16(p + 3, (uint16_t)(rnd(g) & 3)); /* tracking numbers vary a little */
+	uf_put_be48(p + 5, g->ts);
+	g->blen += 2 + len;
+	g->written++;
+	return p;
+}
+
+static void advance_time(struct gen *g, uint64_t step)
+{
+	/* Bursty: mostly tiny gaps, occasionally a long quiet one. */
+	uint64_t r = rnd(g);
+	uint64_t d = (r & 7) == 0 ? step * 4 : step / 2;
+	g->ts += 1 + (d ? (r >> 16) % (d + 1) : 0);
+	if (g->ts >= DAY_CLOSE_NS + 3600ull * 1000000000ull)
+		g->ts = DAY_CLOSE_NS + 3600ull * 1000000000ull - 1;
+}
+
+static uint16_t pick_symbol(struct gen *g)
+{
+	double u = unit(g) * g->cdf[g->nsym - 1];
+	uint32_t lo = 0, hi = g->nsym - 1;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (g->cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint16_t)(lo + 1);
+}
+
+static inline struct symbol *sym_of(struct gen *g, uint16_t locate)
+{
+	return &g->sym[locate - 1];
+}
+
+/* Distance from the mid in ticks: geometric, so prices cluster at the touch. */
+static uint32_t depth_ticks(struct gen *g)
+{
+	uint64_t r = rnd(g);
+	uint32_t k = (uint32_t)__builtin_ctzll(r | (1ull << 40));
+	return k + below(g, 3);
+}
+
+static uint32_t order_price(struct gen *g, struct symbol *s, uint8_t side)
+{
+	uint32_t d = depth_ticks(g) * TICK;
+	if (side == 'B')
+		return s->mid > d + TICK ? s->mid - d : TICK;
+	return s->mid + TICK + d;
+}
+
+static uint32_t order_shares(struct gen *g)
+{
+	uint32_t r = below(g, 100);
+	if (r < 70)
+		return 100 * (1 + below(g, 5));
+	if (r < 85)
+		return 1 + below(g, 99); /* odd lots */
+	return 100 * (1 + below(g, 50));
+}
+
+static void put_stock(uint8_t *p, const struct symbol *s)
+{
+	memcpy(p, s->name, 8);
+}
+
+/* ---- order events ---- */
+
+static void emit_add(struct gen *g)
+{
+	uint16_t loc = pick_symbol(g);
+	struct symbol *s = sym_of(g, loc);
+	if (below(g, 8) == 0) { /* the mid drifts a tick now and then */
+		if (below(g, 2) && s->mid > 20 * TICK)
+			s->mid -= TICK;
+		else
+			s->mid += TICK;
+	}
+	struct order o = {.ref = g->next_ref++, .locate = loc, .side = below(g, 2) ? 'B' : 'S'};
+	o.price = order_price(g, s, o.side);
+	o.shares = order_shares(g);
+	int mpid = below(g, 20) == 0;
+	uint8_t *p = msg_begin(g, mpid ? 'F' : 'A', loc, mpid ? 40 : 36);
+	uf_put_be64(p + 11, o.ref);
+	p[19] = o.side;
+	uf_put_be32(p + 20, o.shares);
+	put_stock(p + 24, s);
+	uf_put_be32(p + 32, o.price);
+	if (mpid)
+		memcpy(p + 36, (const char *[]){"GSCO", "MSCO", "VIRT", "CDEL"}[below(g, 4)], 4);
+	g->pool[g->live++] = o;
+}
+
+/* A live order: half the time one of the most recent (fleeting), else any (resting). */
+static size_t pick_order(struct gen *g)
+{
+	if (below(g, 2) && g->live > RECENT_WINDOW)
+		return g->live - 1 - below(g, RECENT_WINDOW);
+	return below(g, (uint32_t)g->live);
+}
+
+static void remove_order(struct gen *g, size_t i)
+{
+	g->pool[i] = g->pool[--g->live];
+}
+
+static void emit_exec(struct gen *g, int with_price)
+{
+	size_t i = pick_order(g);
+	struct order *o = &g->pool[i];
+	uint32_t sh = (o->shares > 1 && below(g, 5) < 2) ? 1 + below(g, o->shares - 1) : o->shares;
+	uint8_t *p = msg_begin(g, with_price ? 'C' : 'E', o->locate, with_price ? 36 : 31);
+	uf_put_be64(p + 11, o->ref);
+	uf_put_be32(p + 19, sh);
+	uf_put_be64(p + 23, ++g->match);
+	if (with_price) {
+		p[31] = below(g, 10) ? 'Y' : 'N';
+		uint32_t px = o->price;
+		if (below(g, 3) == 0)
+			px = o->side == 'B' ? px + TICK : (px > TICK ? px - TICK : px);
+		uf_put_be32(p + 32, px);
+	}
+	o->shares -= sh;
+	if (o->shares == 0)
+		remove_order(g, i);
+}
+
+static void emit_cancel(struct gen *g)
+{
+	size_t i = pick_order(g);
+	struct order *o = &g->pool[i];
+	if (o->shares < 2) { /* a partial cancel needs two shares: delete instead */
+		uint8_t *p = msg_begin(g, 'D', o->locate, 19);
+		uf_put_be64(p + 11, o->ref);
+		remove_order(g, i);
+		return;
+	}
+	uint32_t sh = 1 + below(g, o->shares - 1);
+	uint8_t *p = msg_begin(g, 'X', o->locate, 23);
+	uf_put_be64(p + 11, o->ref);
+	uf_put_be32(p + 19, sh);
+	o->shares -= sh;
+}
+
+static void emit_delete(struct gen *g)
+{
+	size_t i = pick_order(g);
+	uint8_t *p = msg_begin(g, 'D', g->pool[i].locate, 19);
+	uf_put_be64(p + 11, g->pool[i].ref);
+	remove_order(g, i);
+}
+
+static void emit_replace(struct gen *g)
+{
+	size_t i = pick_order(g);
+	struct order *o = &g->pool[i];
+	struct symbol *s = sym_of(g, o->locate);
+	uint8_t *p = msg_begin(g, 'U', o->locate, 35);
+	uf_put_be64(p + 11, o->ref);
+	o->ref = g->next_ref++; /* the chain continues under the new reference */
+	o->price = order_price(g, s, o->side);
+	o->shares = below(g, 3) ? o->shares : order_shares(g);
+	uf_put_be64(p + 19, o->ref);
+	uf_put_be32(p + 27, o->shares);
+	uf_put_be32(p + 31, o->price);
+	/* Keep the replaced order among the recent ones so chains form. */
+	if (g->live > 1) {
+		struct order t = g->pool[g->live - 1];
+		g->pool[g->live - 1] = *o;
+		g->pool[i] = t;
+	}
+}
+
+static void emit_trade(struct gen *g)
+{
+	uint16_t loc = pick_symbol(g);
+	struct symbol *s = sym_of(g, loc);
+	uint8_t *p = msg_begin(g, 'P', loc, 44);
+	uf_put_be64(p + 11, 0); /* non-displayed order: Nasdaq sends reference 0 */
+	p[19] = below(g, 2) ? 'B' : 'S';
+	uf_put_be32(p + 20, order_shares(g));
+	put_stock(p + 24, s);
+	uf_put_be32(p + 32, s->mid);
+	uf_put_be64(p + 36, ++g->match);
+}
+
+/* ---- market and instrument events ---- */
+
+static void emit_system(struct gen *g, uint8_t code)
+{
+	uint8_t *p = msg_begin(g, 'S', 0, 12);
+	p[11] = code;
+}
+
+static void emit_directory(struct gen *g, uint16_t loc)
+{
+	struct symbol *s = sym_of(g, loc);
+	uint8_t *p = msg_begin(g, 'R', loc, 39);
+	put_stock(p + 11, s);
+	p[19] = "QGSNAPZ"[below(g, 7)];
+	p[20] = below(g, 20) ? 'N' : 'D';
+	uf_put_be32(p + 21, 100);
+	p[25] = 'N';
+	p[26] = "CCCCAEFO"[below(g, 8)];
+	memcpy(p + 27, "Z ", 2);
+	p[29] = 'P';
+	p[30] = below(g, 10) ? 'N' : 'Y';
+	p[31] = 'N';
+	p[32] = below(g, 3) ? '2' : '1';
+	p[33] = below(g, 10) ? 'N' : 'Y';
+	uf_put_be32(p + 34, p[33] == 'Y' ? 1 + below(g, 3) : 0);
+	p[38] = 'N';
+}
+
+static void emit_stock_event(struct gen *g, uint8_t type, uint16_t loc)
+{
+	struct symbol *s = sym_of(g, loc);
+	uint8_t *p;
+	switch (type) {
+	case 'H':
+		p = msg_begin(g, 'H', loc, 25);
+		put_stock(p + 11, s);
+		p[19] = "THPQT"[below(g, 5)];
+		p[20] = ' ';
+		memcpy(p + 21, p[19] == 'T' ? "    " : "T1  ", 4);
+		break;
+	case 'Y':
+		p = msg_begin(g, 'Y', loc, 20);
+		put_stock(p + 11, s);
+		p[19] = "012"[below(g, 3)];
+		break;
+	case 'L':
+		p = msg_begin(g, 'L', loc, 26);
+		memcpy(p + 11, (const char *[]){"GSCO", "MSCO", "VIRT", "CDEL"}[below(g, 4)], 4);
+		put_stock(p + 15, s);
+		p[23] = below(g, 2) ? 'Y' : 'N';
+		p[24] = "NPRSL"[below(g, 5)];
+		p[25] = "AESDP"[below(g, 5)];
+		break;
+	case 'K':
+		p = msg_begin(g, 'K', loc, 28);
+		put_stock(p + 11, s);
+		uf_put_be32(p + 19, (uint32_t)(g->ts / 1000000000ull) + 900);
+		p[23] = 'A';
+		uf_put_be32(p + 24, s->mid);
+		break;
+	case 'J':
+		p = msg_begin(g, 'J', loc, 35);
+		put_stock(p + 11, s);
+		uf_put_be32(p + 19, s->mid);
+		uf_put_be32(p + 23, s->mid + s->mid / 20);
+		uf_put_be32(p + 27, s->mid - s->mid / 20);
+		uf_put_be32(p + 31, below(g, 3));
+		break;
+	case 'h':
+		p = msg_begin(g, 'h', loc, 21);
+		put_stock(p + 11, s);
+		p[19] = "QBX"[below(g, 3)];
+		p[20] = below(g, 2) ? 'H' : 'T';
+		break;
+	case 'I': {
+		p = msg_begin(g, 'I', loc, 50);
+		uf_put_be64(p + 11, 100ull * (1 + below(g, 1000)));
+		uf_put_be64(p + 19, 100ull * below(g, 200));
+		p[27] = "BSNO"[below(g, 4)];
+		put_stock(p + 28, s);
+		uf_put_be32(p + 36, s->mid + TICK * below(g, 5));
+		uf_put_be32(p + 40, s->mid);
+		uf_put_be32(p + 44, s->mid);
+		p[48] = "OCH"[below(g, 3)];
+		p[49] = " LABC"[below(g, 5)];
+		break;
+	}
+	case 'N':
+		p = msg_begin(g, 'N', loc, 20);
+		put_stock(p + 11, s);
+		p[19] = "BSAN"[below(g, 4)];
+		break;
+	case 'O':
+		p = msg_begin(g, 'O', loc, 48);
+		put_stock(p + 11, s);
+		p[19] = below(g, 2) ? 'Y' : 'N';
+		uf_put_be32(p + 20, s->mid - s->mid / 10);
+		uf_put_be32(p + 24, s->mid + s->mid / 10);
+		uf_put_be32(p + 28, s->mid);
+		uf_put_be64(p + 32, g->ts + 60000000000ull);
+		uf_put_be32(p + 40, s->mid - s->mid / 20);
+		uf_put_be32(p + 44, s->mid + s->mid / 20);
+		break;
+	case 'Q':
+		p = msg_begin(g, 'Q', loc, 40);
+		uf_put_be64(p + 11, 100ull * (1 + below(g, 10000)));
+		put_stock(p + 19, s);
+		uf_put_be32(p + 27, s->mid);
+		uf_put_be64(p + 31, ++g->match);
+		p[39] = "OCHI"[below(g, 4)];
+		break;
+	}
+}
+
+static void emit_market_event(struct gen *g, uint8_t type)
+{
+	uint8_t *p;
+	if (type == 'V') {
+		p = msg_begin(g, 'V', 0, 35);
+		uf_put_be64(p + 11, 380000000000ull); /* 3800.00000000: 8 decimals */
+		uf_put_be64(p + 19, 350000000000ull);
+		uf_put_be64(p + 27, 320000000000ull);
+	} else if (type == 'W') {
+		p = msg_begin(g, 'W', 0, 12);
+		p[11] = '1';
+	} else if (type == 'B') {
+		p = msg_begin(g, 'B', 0, 19);
+		uf_put_be64(p + 11, 1 + (g->match > 1 ? rnd(g) % g->match : 0));
+	}
+}
+
+/* One continuous-trading event; the mix steers the live-order count to its target. */
+static void emit_body_event(struct gen *g)
+{
+	uint32_t r = below(g, 1000);
+	int want_add = g->live < g->target_live ? r < 520 : r < 380;
+	if (g->live == 0 || (want_add && g->live < g->cap)) {
+		emit_add(g);
+		return;
+	}
+	r = below(g, 10000);
+	if (r < 5400)
+		emit_delete(g);
+	else if (r < 6900)
+		emit_cancel(g);
+	else if (r < 8300)
+		emit_replace(g);
+	else if (r < 9500)
+		emit_exec(g, 0);
+	else if (r < 9700)
+		emit_exec(g, 1);
+	else if (r < 9990)
+		emit_trade(g);
+	else if (r < 9999) /* rare per-stock news, spread over the day */
+		emit_stock_event(g, (uint8_t)"HYLNIIIIJh"[below(g, 10)], pick_symbol(g));
+	else if (g->match)
+		emit_market_event(g, 'B'); /* a trade broken after the fact */
+	else
+		emit_trade(g);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: uf-gen --out FILE --messages N --symbols K --seed S\n"
+		   "  writes a synthetic ITCH 5.0 day (daily format: u16 length + message).\n"
+		   "  N >= K + 64 so that every message type appears; 1 <= K <= %d.\n",
+		MAX_SYMBOLS);
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static void make_symbols(struct gen *g)
+{
+	/* Unique tickers: an injective map of the index onto 4 letters (26^4 = 456976,
+	 * 7919 is coprime with it), shortened to 2-4 letters by a second hash. */
+	for (uint32_t i = 0; i < g->nsym; i++) {
+		uint32_t x = (uint32_t)(((uint64_t)i * 7919u + 12345u) % 456976u);
+		char *n = g->sym[i].name;
+		memset(n, ' ', 8);
+		for (int k = 3; k >= 0; k--) {
+			n[k] = (char)('A' + x % 26);
+			x /= 26;
+		}
+		g->sym[i].mid = (uint32_t)(5 + below(g, 60)) * 10000u * (below(g, 4) ? 1 : 5);
+	}
+	/* Zipf(1): weight 1/(rank+1). */
+	double acc = 0;
+	for (uint32_t i = 0; i < g->nsym; i++) {
+		acc += 1.0 / (double)(i + 1);
+		g->cdf[i] = acc;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"out", required_argument, 0, 'o'},     {"messages", required_argument, 0, 'n'},
+		{"symbols", required_argument, 0, 'k'}, {"seed", required_argument, 0, 's'},
+		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+	};
+	const char *out = NULL;
+	uint64_t n = 0, k = 0, seed = 0;
+	int have_n = 0, have_k = 0, have_s = 0, c;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'n': if (parse_u64(optarg, &n)) goto bad_value; have_n = 1; break;
+		case 'k': if (parse_u64(optarg, &k)) goto bad_value; have_k = 1; break;
+		case 's': if (parse_u64(optarg, &seed)) goto bad_value; have_s = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc || !out || !have_n || !have_k || !have_s) {
+		usage(stderr);
+		return 2;
+	}
+	if (k < 1 || k > MAX_SYMBOLS) {
+		fprintf(stderr, "uf-gen: --symbols %llu: must be 1..%d\n", (unsigned long long)k,
+			MAX_SYMBOLS);
+		return 2;
+	}
+	if (n < k + 64) {
+		fprintf(stderr, "uf-gen: --messages %llu: need at least symbols + 64 = %llu so "
+				"every message type appears\n",
+			(unsigned long long)n, (unsigned long long)(k + 64));
+		return 2;
+	}
+
+	struct gen g = {0};
+	int rc = 1;
+	g.rng = seed * 0x9E3779B97F4A7C15ull + 0x6A09E667F3BCC909ull;
+	if (!g.rng)
+		g.rng = 1;
+	for (int i = 0; i < 8; i++)
+		rnd(&g);
+	g.nsym = (uint32_t)k;
+	g.target_live = n / 20 < 1000 ? 1000 : n / 20 > 1000000 ? 1000000 : n / 20;
+	g.cap = g.target_live * 2;
+	g.next_ref = 1;
+	g.buf = malloc(OUTBUF);
+	g.sym = calloc(k, sizeof(*g.sym));
+	g.cdf = calloc(k, sizeof(*g.cdf));
+	g.pool = calloc(g.cap, sizeof(*g.pool));
+	if (!g.buf || !g.sym || !g.cdf || !g.pool) {
+		fprintf(stderr, "uf-gen: out of memory\n");
+		goto out_free;
+	}
+	g.out = fopen(out, "wb");
+	if (!g.out) {
+		fprintf(stderr, "uf-gen: %s: %s\n", out, strerror(errno));
+		rc = 2;
+		goto out_free;
+	}
+	make_symbols(&g);
+
+	/* Header: start of messages, directory, market-wide levels, start of system hours. */
+	g.ts = 3ull * 3600 * 1000000000ull;
+	emit_system(&g, 'O');
+	for (uint32_t i = 0; i < g.nsym; i++) {
+		g.ts += 1000;
+		emit_directory(&g, (uint16_t)(i + 1));
+	}
+	emit_market_event(&g, 'V');
+	g.ts = DAY_OPEN_NS;
+	emit_system(&g, 'S');
+	/* Rare events every day has, pinned to fractions of the body so any N shows them:
+	 * pre-open (L H Y K J O I), at the open (S Q, opening cross Q), during the day
+	 * (h N W, a C, a P and the B that breaks it), at the close (S M, closing cross Q). */
+	static const struct { uint16_t permille; uint8_t kind; } pinned[] = {
+		{10, 'L'}, {20, 'H'}, {30, 'Y'}, {40, 'K'}, {50, 'J'}, {60, 'O'}, {80, 'I'},
+		{160, 'q'}, /* S Q: market open */ {170, 'Q'}, {300, 'h'}, {400, 'N'},
+		{450, 'C'}, {500, 'P'}, {520, 'B'}, {600, 'W'}, {700, 'E'}, {750, 'X'},
+		{780, 'U'}, {800, 'I'}, {830, 'm'}, /* S M: market close */ {840, 'Q'},
+	};
+	uint64_t body = n - g.written - 2; /* the trailer is S E + S C */
+	uint64_t step = (DAY_CLOSE_NS - DAY_OPEN_NS) / (body ? body : 1);
+	size_t next_pin = 0;
+	uint64_t start = g.written;
+	while (g.written < start + body) {
+		uint64_t done = g.written - start;
+		advance_time(&g, step);
+		if (next_pin < sizeof(pinned) / sizeof(pinned[0]) &&
+		    done >= body * pinned[next_pin].permille / 1000) {
+			uint8_t kind = pinned[next_pin].kind;
+			int ok = 1;
+			switch (kind) {
+			case 'q': emit_system(&g, 'Q'); break;
+			case 'm': emit_system(&g, 'M'); break;
+			case 'W': case 'B': emit_market_event(&g, kind); break;
+			case 'P': emit_trade(&g); break;
+			case 'C': case 'E': case 'X': case 'U':
+				if (g.live == 0) { /* needs a live order: add one, retry next time */
+					emit_add(&g);
+					ok = 0;
+				} else if (kind == 'C' || kind == 'E') {
+					emit_exec(&g, kind == 'C');
+				} else if (kind == 'X') {
+					emit_cancel(&g); /* a D when the order has one share */
+				} else {
+					emit_replace(&g);
+				}
+				break;
+			default: emit_stock_event(&g, kind, pick_symbol(&g)); break;
+			}
+			if (ok)
+				next_pin++;
+			continue;
+		}
+		emit_body_event(&g);
+	}
+	g.ts = g.ts > DAY_CLOSE_NS ? g.ts + 1 : DAY_CLOSE_NS;
+	emit_system(&g, 'E');
+	g.ts += 1000;
+	emit_system(&g, 'C');
+	flush_out(&g);
+	if (fclose(g.out) != 0 && !g.io_err)
+		g.io_err = errno;
+	if (g.io_err) {
+		fprintf(stderr, "uf-gen: %s: write failed: %s\n", out, strerror(g.io_err));
+		goto out_free;
+	}
+	if (g.written != n) { /* a body event that emits two messages could overshoot */
+		fprintf(stderr, "uf-gen: internal error: wrote %llu messages, asked %llu\n",
+			(unsigned long long)g.written, (unsigned long long)n);
+		goto out_free;
+	}
+	rc = 0;
+out_free:
+	free(g.pool);
+	free(g.cdf);
+	free(g.sym);
+	free(g.buf);
+	return rc;
+bad_value:
+	fprintf(stderr, "uf-gen: not a non-negative integer: %s\n", optarg);
+	return 2;
+}
