@@ -1,34 +1,71 @@
 /* uringfeed normalized book-update records: the contract consumers compile against.
  *
- * Timestamps: exch_ts (exchange, ns since midnight), rx_ts (kernel receive time), and the
- * publish time as rx_ts + pub_delta_ns: a full publish timestamp did not fit the line.
- *
  * Every record is 64 bytes (one cache line), fixed-width fields, no pointers, host byte
  * order (producer and consumers share a host). A consumer reads a stream of these from a
  * ring (ring/) and may check UF_RECORD_VERSION against the ring header's record version.
  *
- * Prices are signed 64-bit integers with UF_PRICE_DECIMALS implied decimals (ITCH 5.0
- * prices have 4: 1284600 is $128.46). Shares are unsigned 64-bit.
+ * Units
+ *   price    signed 64-bit, UF_PRICE_DECIMALS (4) implied decimals: 1284600 is $128.46.
+ *            The one exception is UF_STATUS_MWCB_LEVELS, which keeps the wire's 8 decimals
+ *            (said again there).
+ *   shares   unsigned 64-bit.
+ *   exch_ts  exchange timestamp, ns since midnight (ITCH).
+ *   rx_ts    kernel receive timestamp, ns since the epoch (CLOCK_REALTIME); 0 when the source
+ *            had none (offline files).
+ *   publish  rx_ts + pub_delta_ns: a full publish timestamp did not fit the line.
+ *   feed_seq MoldUDP64 sequence number of the exchange message that caused the record (for
+ *            offline files: the message's 1-based position in the file).
  *
- * Record kinds and what their fields mean:
- *   UF_REC_LEVEL          a price level changed: `price`, `shares` and `orders` are the level's
- *                         new totals on `side` (shares == 0 and orders == 0: level removed).
- *   UF_REC_ORDER_ADD      market-by-order: order `ref` added with `shares` at `price`.
- *   UF_REC_ORDER_MODIFY   order `ref` now has `shares` left at `price` (execution or partial
- *                         cancel; `aux` = shares removed by this event).
- *   UF_REC_ORDER_DELETE   order `ref` left the book (`shares` = shares it had).
- *   UF_REC_TRADE          a trade: `price`, `shares`, `ref` = match number; `aux` =
- *                         UF_TRADE_* source; `side` as reported (0 when not).
- *   UF_REC_STATUS         instrument or market status: `aux` = UF_STATUS_* code, `price` and
- *                         `shares` carry the status's values (see UF_STATUS_*).
- *   UF_REC_GAP            the feed lost sequence numbers [`feed_seq`, `feed_seq + shares`) that
- *                         could not be recovered; every book may be wrong (UF_RECF_STALE set
- *                         on later records until a snapshot repairs them).
+ * Events. One exchange message produces 0 to UF_REC_MAX_PER_MSG records, all with the same
+ * feed_seq, exch_ts and rx_ts; the last of them carries UF_RECF_LAST. A consumer that applies
+ * a book only at UF_RECF_LAST never sees a half-applied event (e.g. the two halves of a
+ * replace). Messages that change nothing a consumer can see, or that the book rejected as
+ * integrity errors, produce no record.
+ *
+ * Record kinds, the ITCH messages that produce them, and what their fields mean
+ * (fields not named are 0):
+ *
+ *   UF_REC_LEVEL          (A F E C X D U) a price level changed: `price` and `side` name the
+ *                         level, `shares` and `orders` are its NEW totals (both 0: the level
+ *                         is gone). UF_RECF_BBO when this level is, or was, the best of its
+ *                         side. Applying LEVEL records in order reproduces the full-depth book.
+ *   UF_REC_ORDER_ADD      (A F U) market-by-order: order `ref` added on `side` with `shares` at
+ *                         `price`. `aux` = the 4 MPID attribution bytes of an `F` (as a
+ *                         little-endian u32 of the wire bytes; 0 for `A` and `U`).
+ *                         Time priority: last in its level.
+ *   UF_REC_ORDER_MODIFY   (E C X) order `ref` still rests, with `shares` left at `price`;
+ *                         `aux` = shares removed by this event (executed or cancelled).
+ *   UF_REC_ORDER_DELETE   (E C X D U) order `ref` left the book: `shares` = shares it had
+ *                         before this event, `aux` = shares removed by this event (for a full
+ *                         execution or cancel: the executed/cancelled shares, else `shares`).
+ *                         A replace (`U`) is ORDER_DELETE of the old reference, then
+ *                         ORDER_ADD of the new one, both with UF_RECF_REPLACE; the new order
+ *                         loses time priority.
+ *   UF_REC_TRADE          (E C P Q B) a trade: `price`, `shares`, `ref` = match number,
+ *                         `side` = side of the resting order (E, C, P) or 0 (Q, B);
+ *                         `aux` = UF_TRADE_* source in bits 0-7, the cross type letter of a `Q`
+ *                         in bits 8-15, UF_TRADE_NONPRINTABLE when the exchange marked it
+ *                         non-printable (`C` with printable 'N': do not count it in volume).
+ *                         UF_TRADE_BROKEN (`B`): the trade with match number `ref` was broken;
+ *                         `price` and `shares` are 0.
+ *   UF_REC_STATUS         (S H Y L V W K J h I N O) instrument or market status: `aux` =
+ *                         UF_STATUS_* code; `price`, `shares`, `ref` as listed at each code.
+ *                         Market-wide statuses have `instrument` = the message's locate
+ *                         (0 on Nasdaq).
+ *   UF_REC_GAP            the feed lost sequence numbers [`feed_seq`, `feed_seq + shares`)
+ *                         and could not recover them. Every book may be wrong from here on:
+ *                         UF_RECF_STALE is set on every later record of every instrument
+ *                         until the books are rebuilt (new session, or replay from the start).
+ *                         `instrument` = 0.
  *   UF_REC_SNAPSHOT_BEGIN / UF_REC_SNAPSHOT_END
- *                         bracket a series of UF_REC_LEVEL records (UF_RECF_SNAPSHOT set) that
- *                         together are the whole book of `instrument`.
- *   UF_REC_INSTRUMENT     directory entry: `instrument` = id, `ref` = 8-byte symbol (bytes,
- *                         space padded), `shares` = round lot size, `aux` = market category.
+ *                         bracket the whole book of `instrument` as UF_REC_LEVEL records with
+ *                         UF_RECF_SNAPSHOT set (bids best first, then asks best first);
+ *                         `feed_seq` = the last sequence applied to that book, so the stream
+ *                         continues at feed_seq + 1. BEGIN's `shares` = number of LEVEL
+ *                         records that follow; END carries UF_RECF_LAST.
+ *   UF_REC_INSTRUMENT     (R) directory entry: `instrument` = id, `ref` = the 8 symbol bytes
+ *                         (space padded, memcpy into char[8]), `shares` = round lot size,
+ *                         `aux` = market category letter, `price` = financial status letter.
  */
 #ifndef UF_RECORD_H
 #define UF_RECORD_H
@@ -38,6 +75,7 @@
 #define UF_RECORD_VERSION 1
 #define UF_RECORD_SIZE 64
 #define UF_PRICE_DECIMALS 4
+#define UF_REC_MAX_PER_MSG 4 /* most records one exchange message produces (U) */
 
 enum uf_rec_kind {
 	UF_REC_LEVEL = 1,
@@ -63,6 +101,48 @@ enum uf_rec_flags {
 	UF_RECF_BBO = 1u << 1,      /* best bid or offer changed with this record */
 	UF_RECF_SNAPSHOT = 1u << 2, /* part of a snapshot, not a live change */
 	UF_RECF_STALE = 1u << 3,    /* book possibly wrong: an unrecovered gap came before */
+	UF_RECF_REPLACE = 1u << 4,  /* ORDER_DELETE/ORDER_ADD halves of a replace (`U`) */
+};
+
+/* UF_REC_TRADE `aux`, bits 0-7: where the trade came from. */
+enum uf_trade_source {
+	UF_TRADE_EXEC = 1,       /* `E`: resting order executed at its own price */
+	UF_TRADE_EXEC_PRICE = 2, /* `C`: resting order executed at a different price */
+	UF_TRADE_NON_CROSS = 3,  /* `P`: execution against a non-displayed order */
+	UF_TRADE_CROSS = 4,      /* `Q`: opening/closing/IPO/halt cross; bits 8-15 = cross type */
+	UF_TRADE_BROKEN = 5,     /* `B`: trade `ref` broken (price and shares 0) */
+};
+#define UF_TRADE_NONPRINTABLE (1u << 16) /* `C` marked non-printable: not volume */
+
+/* UF_REC_STATUS `aux`: which status, and where its values sit. Letters are the wire's
+ * one-byte codes stored as numbers (e.g. shares = 'T' = 84 for "trading"). */
+enum uf_status_code {
+	UF_STATUS_SYSTEM = 1,       /* `S`: shares = event code ('O','S','Q','M','E','C') */
+	UF_STATUS_TRADING = 2,      /* `H`: shares = trading state ('H','P','Q','T'),
+				     * ref = the 4 reason bytes (little-endian u32 of wire bytes) */
+	UF_STATUS_REG_SHO = 3,      /* `Y`: shares = Reg SHO action ('0','1','2') */
+	UF_STATUS_MP_POSITION = 4,  /* `L`: ref = 4 MPID bytes (as ref above), shares = primary MM
+				     * | mode << 8 | participant state << 16 (letters) */
+	UF_STATUS_MWCB_LEVELS = 5,  /* `V`: price = level 1, shares = level 2, ref = level 3, all
+				     * with 8 implied decimals (as on the wire, not 4) */
+	UF_STATUS_MWCB_BREACH = 6,  /* `W`: shares = breached level ('1','2','3') */
+	UF_STATUS_IPO = 7,          /* `K`: price = IPO price, shares = quotation release time
+				     * (s since midnight), ref = release qualifier ('A','C') */
+	UF_STATUS_LULD = 8,         /* `J`: price = reference price, shares = upper collar,
+				     * ref = lower collar | extension number << 32 */
+	UF_STATUS_OP_HALT = 9,      /* `h`: shares = action ('H' halted, 'T' resumed),
+				     * ref = market code ('Q','B','X') */
+	UF_STATUS_NOII = 10,        /* `I` part 1: price = current reference price, shares =
+				     * imbalance shares, ref = paired shares, side = 'B'/'S' for a
+				     * buy/sell imbalance else 0 */
+	UF_STATUS_NOII_PRICES = 11, /* `I` part 2: price = near price, shares = far price, ref =
+				     * direction | cross type << 8 | price variation << 16 (letters) */
+	UF_STATUS_RPI = 12,         /* `N`: shares = interest flag ('B','S','A','N') */
+	UF_STATUS_DLCR = 13,        /* `O` part 1: price = near execution price, shares = near
+				     * execution time (ns since midnight), ref = open eligibility
+				     * ('N','Y') */
+	UF_STATUS_DLCR_COLLARS = 14, /* `O` part 2: price = lower collar, shares = upper collar,
+				      * ref = minimum price | maximum price << 32 */
 };
 
 struct uf_record {
@@ -85,5 +165,9 @@ struct uf_record {
 };
 
 _Static_assert(sizeof(struct uf_record) == UF_RECORD_SIZE, "record must be one cache line");
+_Static_assert(__builtin_offsetof(struct uf_record, price) == 8, "record layout is a contract");
+_Static_assert(__builtin_offsetof(struct uf_record, orders) == 24, "record layout is a contract");
+_Static_assert(__builtin_offsetof(struct uf_record, ref) == 32, "record layout is a contract");
+_Static_assert(__builtin_offsetof(struct uf_record, feed_seq) == 56, "record layout is a contract");
 
 #endif /* UF_RECORD_H */

@@ -1,0 +1,114 @@
+/* The order table: order reference -> (shares left, level), open addressing.
+ *
+ * Power-of-two slots, Fibonacci hashing (ITCH references are mostly consecutive numbers; the
+ * multiply spreads them over the table), linear probing, and backward-shift deletion so a
+ * day of adds and deletes leaves no tombstones and probe chains stay as short as the live
+ * load allows. Slots are 16 bytes, four to a cache line. Private to publish/. */
+#ifndef UF_PUB_ORDERS_H
+#define UF_PUB_ORDERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/uf_compiler.h"
+
+/* level == 0 marks an empty slot (level 0 is never handed out), so any reference, even 0,
+ * can be a key, and a zeroed table is empty. */
+struct uf_order {
+	uint64_t ref;    /* order reference number */
+	uint32_t shares; /* displayed shares left */
+	uint32_t level;  /* index of its price level (levels.h); 0 = slot empty */
+};
+
+_Static_assert(sizeof(struct uf_order) == 16, "four slots per cache line");
+
+struct uf_order_table {
+	struct uf_order *slots; /* 2^bits slots */
+	uint64_t mask;          /* slots - 1 */
+	uint32_t shift;         /* 64 - bits: hash keeps the top bits of the product */
+	uint32_t pad;           /* 0 */
+	uint64_t count;         /* live orders */
+	uint64_t max;           /* live orders allowed (keeps the load <= 3/4) */
+	size_t bytes;           /* mapping size, for freeing */
+};
+
+/* Sizes and maps the table for `max_orders` (slots: power of two >= max * 4/3). Cold. */
+int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node);
+void uf_orders_fini(struct uf_order_table *t);
+/* Empties the table. Cold: O(slots). */
+void uf_orders_clear(struct uf_order_table *t);
+
+static inline uint64_t uf_orders_home(const struct uf_order_table *t, uint64_t ref)
+{
+	return (ref * 0x9E3779B97F4A7C15ull) >> t->shift;
+}
+
+/* Address of the home slot of `ref`: what a prefetch should fetch. */
+static inline struct uf_order *uf_orders_home_slot(const struct uf_order_table *t, uint64_t ref)
+{
+	return &t->slots[uf_orders_home(t, ref)];
+}
+
+/* The live order `ref`, or NULL. */
+static inline struct uf_order *uf_orders_find(const struct uf_order_table *t, uint64_t ref)
+{
+	uint64_t i = uf_orders_home(t, ref);
+	for (;;) {
+		struct uf_order *s = &t->slots[i];
+		if (s->level == 0)
+			return NULL;
+		if (s->ref == ref)
+			return s;
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* Slot for a new order `ref`: the empty slot to fill (caller sets shares and level, which
+ * makes it live), NULL when `ref` is already live (*dup = 1) or the table is full (*dup = 0).
+ * Counts the order. */
+static inline struct uf_order *uf_orders_insert(struct uf_order_table *t, uint64_t ref, int *dup)
+{
+	if (UF_UNLIKELY(t->count >= t->max)) {
+		*dup = uf_orders_find(t, ref) != NULL;
+		return NULL;
+	}
+	uint64_t i = uf_orders_home(t, ref);
+	for (;;) {
+		struct uf_order *s = &t->slots[i];
+		if (s->level == 0) {
+			s->ref = ref;
+			t->count++;
+			return s;
+		}
+		if (UF_UNLIKELY(s->ref == ref)) {
+			*dup = 1;
+			return NULL;
+		}
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* Removes the live order in slot `s`, shifting later members of its probe chain back so no
+ * tombstone is left. Invalidates pointers to other slots of the chain. */
+static inline void uf_orders_remove(struct uf_order_table *t, struct uf_order *s)
+{
+	uint64_t i = (uint64_t)(s - t->slots);
+	uint64_t j = i;
+	t->count--;
+	for (;;) {
+		j = (j + 1) & t->mask;
+		struct uf_order *n = &t->slots[j];
+		if (n->level == 0)
+			break;
+		uint64_t k = uf_orders_home(t, n->ref);
+		/* n may move to the hole at i only if its home is not in (i, j] cyclically. */
+		int stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
+		if (!stays) {
+			t->slots[i] = *n;
+			i = j;
+		}
+	}
+	t->slots[i].level = 0;
+}
+
+#endif /* UF_PUB_ORDERS_H */

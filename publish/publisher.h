@@ -1,0 +1,83 @@
+/* The publisher's state, shared by the files of publish/. Private: other modules use
+ * publish/uf_publish.h. */
+#ifndef UF_PUB_PUBLISHER_H
+#define UF_PUB_PUBLISHER_H
+
+#include <stdint.h>
+
+#include "common/uf_atomic.h"
+#include "publish/levels.h"
+#include "publish/orders.h"
+#include "publish/uf_publish.h"
+
+struct uf_publisher {
+	struct uf_order_table orders;   /* live orders by reference */
+	struct uf_levels lv;            /* level nodes and sorted side arrays */
+	struct uf_book *books;          /* [max_instruments], hot */
+	struct uf_pub_instrument *inst; /* [max_instruments], directory/status, cold */
+	uint32_t max_instruments;       /* ids 0 .. max-1 */
+	uint32_t prefetch;              /* batch look-ahead, 0 = off */
+	uint32_t flags;                 /* UF_PUB_F_* */
+	int numa_node;                  /* placement given at create */
+	uint32_t *sym_slots;            /* symbol hash: instrument id + 1, 0 = empty */
+	uint32_t sym_mask;              /* slots - 1 */
+	uint64_t last_seq;              /* feed_seq of the last message applied */
+	uint64_t last_ts;               /* its exchange timestamp */
+	struct uf_pub_market market;    /* S, V, W */
+	struct uf_publish_stats st;     /* counters, relaxed stores (read by monitors) */
+	size_t books_bytes;             /* mapping sizes, for freeing */
+	size_t inst_bytes;
+	size_t sym_bytes;
+};
+
+/* Per-message values copied into every record of one event. */
+struct uf_pub_ctx {
+	uint64_t seq;       /* feed_seq */
+	uint64_t rx_ts;     /* kernel receive time */
+	uint64_t exch_ts;   /* exchange timestamp */
+	uint32_t delta;     /* pub_delta_ns */
+};
+
+/* Counter bump: single writer, relaxed store so a monitor's read is never torn. */
+static inline void uf_pub_count(uint64_t *c, uint64_t v)
+{
+	uf_store_relaxed_u64(c, *c + v);
+}
+
+static inline void uf_pub_error(struct uf_publisher *p, enum uf_pub_err kind)
+{
+	uf_pub_count(&p->st.errors[kind], 1);
+	uf_pub_count(&p->st.errors_total, 1);
+}
+
+static inline void uf_pub_rec(struct uf_record *r, const struct uf_pub_ctx *c, uint8_t kind,
+			      uint8_t side, uint16_t flags, uint32_t inst, int64_t price,
+			      uint64_t shares, uint32_t aux, uint64_t ref)
+{
+	r->kind = kind;
+	r->side = side;
+	r->flags = flags;
+	r->instrument = inst;
+	r->price = price;
+	r->shares = shares;
+	r->aux = aux;
+	r->pub_delta_ns = c->delta;
+	r->ref = ref;
+	r->exch_ts = c->exch_ts;
+	r->rx_ts = c->rx_ts;
+	r->feed_seq = c->seq;
+}
+
+/* Directory and status messages (S R H Y L V W K J h I N O): updates the directory and
+ * writes their records (without UF_RECF_LAST). Returns the records written. directory.c. */
+int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
+			const struct uf_pub_ctx *c, struct uf_record *out);
+
+/* Gives instrument `inst` the symbol `sym` (8 bytes, space padded). directory.c. */
+void uf_pub_dir_name(struct uf_publisher *p, uint32_t inst, const char sym[8]);
+
+/* Last printable trade bookkeeping. directory.c. */
+void uf_pub_last_trade(struct uf_publisher *p, uint32_t inst, uint64_t price, uint64_t shares,
+		       uint64_t ts, uint64_t match);
+
+#endif /* UF_PUB_PUBLISHER_H */
