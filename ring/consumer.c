@@ -1,0 +1,717 @@
+/* libufconsumer: attach, read, wait, snapshot. Reads the layout in ring/uf_ring_layout.h.
+ * Everything the producer wrote is mapped PROT_READ; the only stores go to this consumer's
+ * slot in the consumer table and to the table's sleeper count. */
+#include "ring/ufconsumer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/uf_atomic.h"
+#include "common/uf_compiler.h"
+#include "common/uf_time.h"
+#include "ring/ring_util.h"
+#include "ring/uf_ring_layout.h"
+
+#define IDLE_SEEN_EVERY 4096u      /* empty polls between last-seen stamps */
+#define IDLE_RESTART_EVERY 65536u  /* empty polls between restart checks (one stat()) */
+#define SNAPSHOT_TRIES 100000      /* seqlock retries before -EBUSY */
+#define SLEEP_SLICE_NS 50000000ll  /* a sleeper re-checks close/restart at least this often */
+#define ATTACH_TRIES 50            /* data/table generation mismatch retries (restart race) */
+
+struct uf_consumer {
+	const struct uf_ring_hdr *hdr;    /* data file, read-only */
+	const struct uf_record *slots;    /* ring slots */
+	const struct uf_image_hdr *image; /* book image */
+	struct uf_ring_ctable *ct;        /* consumer table, read-write */
+	struct uf_ring_cslot *slot;       /* our registration */
+	uint64_t pos;                     /* next sequence to read */
+	uint64_t mask;                    /* capacity - 1 */
+	uint64_t capacity;                /* records */
+	uint64_t generation;              /* of the mapped ring */
+	uint64_t received;                /* records returned */
+	uint64_t lost;                    /* records lost to laps */
+	uint64_t laps;                    /* laps */
+	uint32_t idle;                    /* consecutive empty polls */
+	int stale;                        /* 1 once a restart was seen */
+	size_t data_size;                 /* bytes mapped at hdr */
+	size_t ct_size;                   /* bytes mapped at ct */
+	dev_t dev;                        /* identity of the mapped data file ... */
+	ino_t ino;                        /* ... to notice a replacement */
+	struct uf_consumer_lap lap;       /* last lap */
+	struct uf_consumer_options opt;   /* as given at attach */
+	char tag[16];                     /* copy of opt.tag */
+	char dir[128];                    /* copy of the shm directory */
+	char name[UF_RING_NAME_MAX];      /* ring name */
+	char data_path[256];              /* <dir>/uf.<name> */
+};
+
+static void c_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+UF_RING_VISIBLE void uf_consumer_options_init(struct uf_consumer_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->spin_ns = 20000;
+	opt->start = UF_CONSUMER_START_LATEST;
+}
+
+/* Maps and validates the data file. Fills hdr/slots/image/sizes/identity of `c`. */
+static int map_data(struct uf_consumer *c, char *err, size_t errlen)
+{
+	struct uf_ring_hdr h;
+	struct stat st;
+	void *p;
+	int fd, rc;
+
+	fd = open(c->data_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		c_err(err, errlen, "ring %s: %s: %s", c->name, c->data_path,
+		      errno == ENOENT ? "no such ring (is the producer running?)" : strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(h) ||
+	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		c_err(err, errlen, "ring %s: %s is too short to be a ring", c->name, c->data_path);
+		rc = -EPROTO;
+		goto out_close;
+	}
+	if (h.magic != UF_RING_MAGIC) {
+		c_err(err, errlen, "ring %s: %s is not a uringfeed ring (bad magic)", c->name,
+		      c->data_path);
+		rc = -EPROTO;
+		goto out_close;
+	}
+	if (h.layout_version != UF_RING_LAYOUT_VERSION) {
+		c_err(err, errlen,
+		      "ring %s: layout version %u, but this libufconsumer reads version %u: "
+		      "use the libufconsumer of the producer's release",
+		      c->name, h.layout_version, UF_RING_LAYOUT_VERSION);
+		rc = -EPROTO;
+		goto out_close;
+	}
+	if (h.record_size != sizeof(struct uf_record) || h.record_version != UF_RECORD_VERSION) {
+		c_err(err, errlen,
+		      "ring %s: records are %u bytes version %u, this consumer expects %zu bytes "
+		      "version %u",
+		      c->name, h.record_size, h.record_version, sizeof(struct uf_record),
+		      UF_RECORD_VERSION);
+		rc = -EPROTO;
+		goto out_close;
+	}
+	if (h.capacity < 16 || (h.capacity & (h.capacity - 1)) || h.file_size != (uint64_t)st.st_size ||
+	    h.ring_off + h.capacity * sizeof(struct uf_record) > h.image_off ||
+	    h.image_off + sizeof(struct uf_image_hdr) > h.file_size) {
+		c_err(err, errlen, "ring %s: inconsistent header (capacity %llu, size %llu/%lld)",
+		      c->name, (unsigned long long)h.capacity, (unsigned long long)h.file_size,
+		      (long long)st.st_size);
+		rc = -EPROTO;
+		goto out_close;
+	}
+	/* PROT_READ: a stray write from this process faults instead of corrupting the ring */
+	p = mmap(NULL, h.file_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		c_err(err, errlen, "ring %s: mmap: %s", c->name, strerror(errno));
+		goto out_close;
+	}
+	close(fd);
+	c->hdr = p;
+	c->slots = (const struct uf_record *)((const char *)p + h.ring_off);
+	c->image = (const struct uf_image_hdr *)((const char *)p + h.image_off);
+	c->data_size = h.file_size;
+	c->capacity = h.capacity;
+	c->mask = h.capacity - 1;
+	c->generation = h.generation;
+	c->dev = st.st_dev;
+	c->ino = st.st_ino;
+	if (c->image->magic != UF_RING_IMAGE_MAGIC || c->image->depth > UF_RING_MAX_DEPTH ||
+	    h.image_off + c->image->entries_off +
+			    (uint64_t)c->image->max_instruments * c->image->entry_size >
+		    h.file_size) {
+		c_err(err, errlen, "ring %s: book image header is inconsistent", c->name);
+		munmap(p, h.file_size);
+		c->hdr = NULL;
+		return -EPROTO;
+	}
+	return 0;
+
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* Maps the consumer table, checks it belongs to the mapped data generation. */
+static int map_table(struct uf_consumer *c, char *err, size_t errlen)
+{
+	char path[256];
+	struct stat st;
+	void *p;
+	int fd, rc;
+
+	uf_ring_path(path, sizeof(path), c->dir, c->name, 1);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		c_err(err, errlen, "ring %s: consumer table %s: %s", c->name, path, strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct uf_ring_ctable)) {
+		close(fd);
+		c_err(err, errlen, "ring %s: consumer table %s too short", c->name, path);
+		return -EPROTO;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		c_err(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
+		return rc;
+	}
+	c->ct = p;
+	c->ct_size = (size_t)st.st_size;
+	if (c->ct->magic != UF_RING_CT_MAGIC || c->ct->layout_version != UF_RING_LAYOUT_VERSION ||
+	    sizeof(*c->ct) + (uint64_t)c->ct->nslots * sizeof(struct uf_ring_cslot) > c->ct_size) {
+		c_err(err, errlen, "ring %s: consumer table is not layout version %u", c->name,
+		      UF_RING_LAYOUT_VERSION);
+		rc = -EPROTO;
+		goto out_unmap;
+	}
+	if (c->ct->generation != c->generation) {
+		c_err(err, errlen, "ring %s: producer is restarting (table generation differs)",
+		      c->name);
+		rc = -ESTALE;
+		goto out_unmap;
+	}
+	return 0;
+
+out_unmap:
+	munmap(p, c->ct_size);
+	c->ct = NULL;
+	return rc;
+}
+
+static int claim_slot(struct uf_consumer *c, char *err, size_t errlen)
+{
+	struct uf_ring_cslot *slots = (struct uf_ring_cslot *)(c->ct + 1);
+	uint32_t me = (uint32_t)getpid();
+	uint64_t start = 0;
+
+	uf_ring_proc_stat(getpid(), &start, NULL);
+	for (uint32_t i = 0; i < c->ct->nslots; i++) {
+		uint32_t expect = 0;
+		if (uf_load_relaxed_u32(&slots[i].pid) != 0)
+			continue;
+		if (!uf_cas_u32(&slots[i].pid, &expect, me))
+			continue;
+		c->slot = &slots[i];
+		c->slot->start_time = start;
+		c->slot->attach_ns = uf_now_realtime_ns();
+		c->slot->last_seen_ns = c->slot->attach_ns;
+		c->slot->received = 0;
+		c->slot->lost = 0;
+		c->slot->laps = 0;
+		uf_store_relaxed_u32(&c->slot->flags, 0);
+		memcpy(c->slot->tag, c->tag, sizeof(c->slot->tag));
+		return 0;
+	}
+	c_err(err, errlen,
+	      "ring %s: all %u consumer slots are in use (the producer reaps dead consumers; "
+	      "raise max_consumers if they are all alive)",
+	      c->name, c->ct->nslots);
+	return -EUSERS;
+}
+
+static void unmap_all(struct uf_consumer *c)
+{
+	if (c->slot) {
+		/* slot contents first, then the release that frees it */
+		uf_store_release_u32(&c->slot->pid, 0);
+		c->slot = NULL;
+	}
+	if (c->ct)
+		munmap(c->ct, c->ct_size);
+	if (c->hdr)
+		munmap((void *)c->hdr, c->data_size);
+	c->ct = NULL;
+	c->hdr = NULL;
+}
+
+static uint64_t start_position(const struct uf_consumer *c)
+{
+	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail);
+	uint64_t claim = uf_load_relaxed_u64(&c->hdr->claim);
+
+	if (c->opt.start == UF_CONSUMER_START_OLDEST) {
+		uint64_t oldest = uf_ring_resume_seq(claim, c->capacity);
+		return oldest < tail ? oldest : tail;
+	}
+	return tail;
+}
+
+/* Maps a generation of the ring into `c` (whose name/dir/opt are set) and registers. */
+static int attach_maps(struct uf_consumer *c, char *err, size_t errlen)
+{
+	int rc = -ESTALE;
+
+	for (int tries = 0; tries < ATTACH_TRIES; tries++) {
+		rc = map_data(c, err, errlen);
+		if (rc < 0)
+			return rc;
+		rc = map_table(c, err, errlen);
+		if (rc == 0)
+			break;
+		munmap((void *)c->hdr, c->data_size);
+		c->hdr = NULL;
+		if (rc != -ESTALE)
+			return rc;
+		usleep(10000); /* the producer renames the second file within microseconds */
+	}
+	if (rc < 0)
+		return rc;
+	rc = claim_slot(c, err, errlen);
+	if (rc < 0) {
+		unmap_all(c);
+		return rc;
+	}
+	c->pos = start_position(c);
+	uf_store_relaxed_u64(&c->slot->position, c->pos);
+	c->stale = 0;
+	c->idle = 0;
+	return 0;
+}
+
+UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt,
+				       uf_consumer_t **out, char *err, size_t errlen)
+{
+	struct uf_consumer *c;
+	const char *dir;
+	int rc;
+
+	if (uf_ring_name_check(name) < 0) {
+		c_err(err, errlen, "ring name \"%s\" is not valid (1-31 bytes of A-Za-z0-9_.-)",
+		      name ? name : "(null)");
+		return -EINVAL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		c_err(err, errlen, "ring %s: out of memory", name);
+		return -ENOMEM;
+	}
+	if (opt)
+		c->opt = *opt;
+	else
+		uf_consumer_options_init(&c->opt);
+	if (c->opt.tag)
+		snprintf(c->tag, sizeof(c->tag), "%s", c->opt.tag);
+	c->opt.tag = NULL;
+	dir = uf_ring_dir_pick(c->opt.dir);
+	c->opt.dir = NULL;
+	snprintf(c->dir, sizeof(c->dir), "%s", dir);
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	if (strlen(dir) >= sizeof(c->dir) ||
+	    uf_ring_path(c->data_path, sizeof(c->data_path), c->dir, name, 0) < 0) {
+		c_err(err, errlen, "ring %s: directory path too long", name);
+		free(c);
+		return -ENAMETOOLONG;
+	}
+	rc = attach_maps(c, err, errlen);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+UF_RING_VISIBLE void uf_consumer_detach(uf_consumer_t *c)
+{
+	if (!c)
+		return;
+	unmap_all(c);
+	free(c);
+}
+
+UF_RING_VISIBLE int uf_consumer_reattach(uf_consumer_t *c, char *err, size_t errlen)
+{
+	struct uf_consumer fresh = *c;
+	int rc;
+
+	fresh.hdr = NULL;
+	fresh.ct = NULL;
+	fresh.slot = NULL;
+	rc = attach_maps(&fresh, err, errlen);
+	if (rc < 0)
+		return rc;
+	unmap_all(c);
+	fresh.received = 0;
+	fresh.lost = 0;
+	fresh.laps = 0;
+	memset(&fresh.lap, 0, sizeof(fresh.lap));
+	*c = fresh;
+	return 0;
+}
+
+/* Whether the name now points at another file (producer restarted). One stat(): cold. */
+static int restarted(struct uf_consumer *c)
+{
+	struct stat st;
+
+	if (c->stale)
+		return 1;
+	if (stat(c->data_path, &st) < 0)
+		return 0; /* removed: nothing to re-attach to (yet) */
+	c->stale = st.st_ino != c->ino || st.st_dev != c->dev;
+	return c->stale;
+}
+
+/* Nothing to read at c->pos: closed, restarted or just empty. */
+static UF_COLD int next_empty(struct uf_consumer *c)
+{
+	uint32_t idle = ++c->idle;
+
+	/* the state store is released after the final tail: re-read the tail after it */
+	if (uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED) {
+		if (uf_load_acquire_u64(&c->hdr->tail) > c->pos)
+			return -EAGAIN; /* records remain: the caller will come back */
+		return restarted(c) ? -ESTALE : -EPIPE;
+	}
+	if ((idle % IDLE_SEEN_EVERY) == 0)
+		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
+	if ((idle % IDLE_RESTART_EVERY) == 0 && restarted(c))
+		return -ESTALE;
+	return -EAGAIN;
+}
+
+static UF_COLD int lapped(struct uf_consumer *c, uint64_t from)
+{
+	uint64_t claim = uf_load_acquire_u64(&c->hdr->claim);
+	uint64_t resume = uf_ring_resume_seq(claim, c->capacity);
+
+	if (resume <= from)
+		resume = from + 1; /* cannot happen with claim - from > capacity; stay monotonic */
+	c->lap.from_seq = from;
+	c->lap.resume_seq = resume;
+	c->lap.lost = resume - from;
+	c->lost += resume - from;
+	c->laps++;
+	c->pos = resume;
+	uf_store_relaxed_u64(&c->slot->position, resume);
+	uf_store_relaxed_u64(&c->slot->lost, c->lost);
+	uf_store_relaxed_u64(&c->slot->laps, c->laps);
+	return -EOVERFLOW;
+}
+
+UF_RING_VISIBLE int uf_consumer_read(uf_consumer_t *c, struct uf_record *recs, size_t max,
+				     uint64_t *first_seq)
+{
+	uint64_t p = c->pos;
+	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail); /* slot contents after the tail */
+	uint64_t n, claim;
+
+	if (UF_UNLIKELY(p >= tail))
+		return next_empty(c);
+	if (UF_UNLIKELY(tail - p > c->capacity))
+		return lapped(c, p);
+	n = tail - p;
+	if (n > max)
+		n = max;
+	for (uint64_t i = 0; i < n; i++)
+		recs[i] = c->slots[(p + i) & c->mask];
+	uf_fence_acquire(); /* the copies complete before claim is re-read */
+	claim = uf_load_relaxed_u64(&c->hdr->claim);
+	if (UF_UNLIKELY(claim - p > c->capacity))
+		return lapped(c, p); /* the oldest copied slot may have been rewritten */
+	if (first_seq)
+		*first_seq = p;
+	c->pos = p + n;
+	c->received += n;
+	c->idle = 0;
+	/* our own line: the producer reads it only when reporting lag */
+	uf_store_relaxed_u64(&c->slot->position, c->pos);
+	uf_store_relaxed_u64(&c->slot->received, c->received);
+	return (int)n;
+}
+
+UF_RING_VISIBLE int uf_consumer_next(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq)
+{
+	int rc = uf_consumer_read(c, rec, 1, seq);
+
+	return rc > 0 ? 0 : rc;
+}
+
+/* Whether uf_consumer_next would return something other than -EAGAIN (cheap part). */
+static inline int has_news(const struct uf_consumer *c)
+{
+	return uf_load_acquire_u64(&c->hdr->tail) != c->pos ||
+	       uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED;
+}
+
+UF_RING_VISIBLE int uf_consumer_wait(uf_consumer_t *c, int64_t timeout_ns)
+{
+	uint64_t start = uf_now_mono_ns(), now = start;
+	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
+	uint64_t spin_end = start + c->opt.spin_ns;
+
+	/* spin phase: costs a CPU, saves the futex round trip (several microseconds) */
+	for (uint32_t i = 0;; i++) {
+		if (has_news(c))
+			return 0;
+		if ((i & 63) == 63) {
+			now = uf_now_mono_ns();
+			if (now >= spin_end || now >= deadline)
+				break;
+		}
+		uf_cpu_relax();
+	}
+	uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
+	for (;;) {
+		uint32_t word;
+		int64_t slice;
+		int rc;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (restarted(c))
+			return 0;
+		slice = (int64_t)(deadline - now);
+		if (slice > SLEEP_SLICE_NS)
+			slice = SLEEP_SLICE_NS;
+		word = uf_load_acquire_u32(&c->hdr->wake);
+		uf_store_relaxed_u32(&c->slot->flags, 1);
+		uf_fetch_add_u32(&c->ct->sleepers, 1);
+		uf_fence_seq_cst(); /* sleepers increment before the tail load: pairs with the
+				     * producer's tail store + fence + sleepers load */
+		if (has_news(c)) {
+			uf_fetch_add_u32(&c->ct->sleepers, (uint32_t)-1);
+			uf_store_relaxed_u32(&c->slot->flags, 0);
+			return 0;
+		}
+		rc = uf_ring_futex_wait(&c->hdr->wake, word, slice);
+		uf_fetch_add_u32(&c->ct->sleepers, (uint32_t)-1);
+		uf_store_relaxed_u32(&c->slot->flags, 0);
+		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
+		if (rc == -EINTR)
+			return -EINTR;
+		if (has_news(c))
+			return 0;
+		now = uf_now_mono_ns();
+	}
+}
+
+UF_RING_VISIBLE void uf_consumer_last_lap(const uf_consumer_t *c, struct uf_consumer_lap *lap)
+{
+	*lap = c->lap;
+}
+
+UF_RING_VISIBLE int uf_consumer_seek(uf_consumer_t *c, uint64_t seq)
+{
+	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail);
+	uint64_t claim = uf_load_relaxed_u64(&c->hdr->claim);
+	uint64_t oldest = claim > c->capacity ? claim - c->capacity : 0;
+
+	if (seq > tail || seq < oldest)
+		return -ERANGE;
+	c->pos = seq;
+	uf_store_relaxed_u64(&c->slot->position, seq);
+	return 0;
+}
+
+UF_RING_VISIBLE void uf_consumer_get_info(const uf_consumer_t *c, struct uf_consumer_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->generation = c->generation;
+	info->capacity = c->capacity;
+	info->position = c->pos;
+	info->tail = uf_load_acquire_u64(&c->hdr->tail);
+	info->received = c->received;
+	info->lost = c->lost;
+	info->laps = c->laps;
+	info->created_ns = c->hdr->created_ns;
+	info->producer_pid = c->hdr->producer_pid;
+	info->numa_node = c->hdr->numa_node;
+	info->depth = c->image->depth;
+	info->max_instruments = c->image->max_instruments;
+	info->closed = uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED;
+	info->hugepages = (int)c->hdr->hugepages;
+}
+
+static void symbol_unpack(uint64_t sym, char out[9])
+{
+	int n = 8;
+
+	memcpy(out, &sym, 8);
+	out[8] = '\0';
+	while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\0'))
+		out[--n] = '\0';
+}
+
+/* Copies one entry under its sequence lock. */
+static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_snapshot *s)
+{
+	const struct uf_image_entry *e;
+	const struct uf_level *lv;
+	uint32_t depth = c->image->depth;
+
+	if (id >= c->image->max_instruments)
+		return -ERANGE;
+	e = uf_image_entry_at(c->image, id);
+	lv = uf_image_levels((struct uf_image_entry *)e);
+	for (int tries = 0; tries < SNAPSHOT_TRIES; tries++) {
+		uint64_t l1 = uf_load_acquire_u64(&e->lock); /* fields are read after the lock */
+		uint32_t nb, na, ns = 0;
+
+		if (l1 & 1) {
+			uf_cpu_relax();
+			continue;
+		}
+		if (!e->present) {
+			uf_fence_acquire();
+			if (uf_load_relaxed_u64(&e->lock) == l1)
+				return -ENOENT;
+			continue;
+		}
+		s->instrument = id;
+		s->flags = e->flags;
+		s->stamp = e->stamp;
+		symbol_unpack(e->symbol, s->symbol);
+		s->round_lot = e->round_lot;
+		s->category = e->category;
+		nb = e->nbid;
+		na = e->nask;
+		nb = nb > depth ? depth : nb;
+		na = na > depth ? depth : na;
+		s->nbid = nb;
+		s->nask = na;
+		memcpy(s->bid, lv, nb * sizeof(*lv));
+		memcpy(s->ask, lv + depth, na * sizeof(*lv));
+		s->last_price = e->last_price;
+		s->last_shares = e->last_shares;
+		s->last_exch_ts = e->last_exch_ts;
+		s->last_rx_ts = e->last_rx_ts;
+		s->volume = e->volume;
+		s->trades = e->trades;
+		s->update_rx_ts = e->update_rx_ts;
+		for (int i = 0; i < UF_RING_STATUS_SLOTS && i < UF_BOOK_MAX_STATUS; i++) {
+			if (e->status[i].code == 0)
+				continue;
+			s->status[ns].code = e->status[i].code;
+			s->status[ns].reserved = 0;
+			s->status[ns].price = e->status[i].price;
+			s->status[ns].shares = e->status[i].shares;
+			s->status[ns].exch_ts = e->status[i].exch_ts;
+			ns++;
+		}
+		s->nstatus = ns;
+		s->reserved = 0;
+		uf_fence_acquire(); /* every copy above completes before the lock is re-read */
+		if (uf_load_relaxed_u64(&e->lock) == l1)
+			return 0;
+	}
+	return -EBUSY;
+}
+
+UF_RING_VISIBLE int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id,
+					 struct uf_book_snapshot *snap)
+{
+	return copy_entry(c, id, snap);
+}
+
+UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
+					     int (*fn)(const struct uf_book_snapshot *, void *),
+					     void *arg)
+{
+	struct uf_book_snapshot *s = malloc(sizeof(*s));
+	int rc = 0;
+
+	if (!s)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < c->image->max_instruments; id++) {
+		const struct uf_image_entry *e = uf_image_entry_at(c->image, id);
+
+		if (!uf_load_acquire_u32(&e->present))
+			continue; /* never written: skip without the lock dance */
+		rc = copy_entry(c, id, s);
+		if (rc == -ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		rc = fn(s, arg);
+		if (rc != 0)
+			break;
+	}
+	free(s);
+	return rc;
+}
+
+UF_RING_VISIBLE int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uint32_t *id)
+{
+	char want[9], have[9];
+	uint64_t packed;
+
+	if (!symbol || strlen(symbol) > 8)
+		return -ENOENT;
+	memset(want, ' ', 8);
+	memcpy(want, symbol, strlen(symbol));
+	memcpy(&packed, want, 8);
+	for (uint32_t i = 0; i < c->image->max_instruments; i++) {
+		const struct uf_image_entry *e = uf_image_entry_at(c->image, i);
+		/* a torn read of 8 bytes is impossible (one aligned load); re-check below */
+		if (uf_load_relaxed_u64(&e->symbol) != packed)
+			continue;
+		symbol_unpack(packed, have);
+		if (strcmp(have, symbol) == 0) {
+			*id = i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+UF_RING_VISIBLE const char *uf_consumer_strerror(int rc)
+{
+	switch (rc) {
+	case 0:
+		return "ok";
+	case -EAGAIN:
+		return "no new record";
+	case -EOVERFLOW:
+		return "lapped: records were lost";
+	case -EPIPE:
+		return "ring closed by the producer";
+	case -ESTALE:
+		return "producer restarted: re-attach";
+	case -ETIMEDOUT:
+		return "timed out";
+	case -EPROTO:
+		return "incompatible ring layout";
+	case -EUSERS:
+		return "consumer table full";
+	case -ERANGE:
+		return "out of range";
+	case -EBUSY:
+		return "entry kept changing";
+	case -ENOENT:
+		return "not found";
+	default:
+		return strerror(-rc);
+	}
+}

@@ -1,0 +1,187 @@
+/* Book image writer: per-instrument entries under a sequence lock, so a consumer copying an
+ * entry while the producer changes it retries instead of seeing half an update. Each setter
+ * is one lock/unlock pair around a few dozen stores: cheap enough for every message. */
+#include "ring/uf_ring.h"
+
+#include <string.h>
+
+/* Opens the entry for writing: readers that start now (or are mid-copy) will retry. */
+static inline struct uf_image_entry *entry_begin(struct uf_ring *r, uint32_t id)
+{
+	struct uf_image_entry *e;
+
+	if (UF_UNLIKELY(id >= r->image->max_instruments))
+		return NULL;
+	e = uf_image_entry_at(r->image, id);
+	uf_store_relaxed_u64(&e->lock, e->lock + 1);
+	uf_fence_release(); /* the odd lock is visible before any field of the entry changes */
+	return e;
+}
+
+static inline void entry_end(struct uf_image_entry *e, uint64_t seq)
+{
+	e->stamp = seq;
+	e->present = 1;
+	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
+}
+
+static void copy_side(struct uf_level *dst, uint32_t depth, const struct uf_level *src, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		dst[i].price = src[i].price;
+		dst[i].shares = src[i].shares;
+		dst[i].orders = src[i].orders;
+		dst[i].reserved = 0;
+	}
+	if (n < depth)
+		memset(&dst[n], 0, (size_t)(depth - n) * sizeof(*dst));
+}
+
+int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
+			     const struct uf_level *levels, uint32_t n, uint64_t seq, uint64_t rx_ts)
+{
+	uint32_t depth = r->image->depth;
+	struct uf_image_entry *e;
+
+	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
+		return -EINVAL;
+	if (n > depth)
+		n = depth;
+	e = entry_begin(r, instrument);
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	if (side == UF_SIDE_BID) {
+		copy_side(uf_image_levels(e), depth, levels, n);
+		e->nbid = n;
+	} else {
+		copy_side(uf_image_levels(e) + depth, depth, levels, n);
+		e->nask = n;
+	}
+	e->update_rx_ts = rx_ts;
+	entry_end(e, seq);
+	return 0;
+}
+
+int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
+			   uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
+			   uint64_t rx_ts)
+{
+	uint32_t depth = r->image->depth;
+	struct uf_image_entry *e;
+
+	if (nbid > depth)
+		nbid = depth;
+	if (nask > depth)
+		nask = depth;
+	e = entry_begin(r, instrument);
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	copy_side(uf_image_levels(e), depth, bids, nbid);
+	copy_side(uf_image_levels(e) + depth, depth, asks, nask);
+	e->nbid = nbid;
+	e->nask = nask;
+	e->update_rx_ts = rx_ts;
+	entry_end(e, seq);
+	return 0;
+}
+
+int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t code, int64_t price,
+			     uint64_t shares, uint64_t exch_ts, uint64_t seq)
+{
+	struct uf_image_entry *e;
+	struct uf_image_status_raw *st = NULL;
+
+	if (UF_UNLIKELY(code == 0))
+		return -EINVAL;
+	if (UF_UNLIKELY(instrument >= r->image->max_instruments))
+		return -ERANGE;
+	e = uf_image_entry_at(r->image, instrument);
+	/* find the slot before locking: only this thread writes codes */
+	for (int i = 0; i < UF_RING_STATUS_SLOTS; i++) {
+		if (e->status[i].code == code || e->status[i].code == 0) {
+			st = &e->status[i];
+			break;
+		}
+	}
+	if (UF_UNLIKELY(!st))
+		return -ENOSPC;
+	e = entry_begin(r, instrument);
+	st->code = code;
+	st->price = price;
+	st->shares = shares;
+	st->exch_ts = exch_ts;
+	entry_end(e, seq);
+	return 0;
+}
+
+int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t price, uint64_t shares,
+			    uint64_t exch_ts, uint64_t rx_ts, uint64_t seq)
+{
+	struct uf_image_entry *e = entry_begin(r, instrument);
+
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	e->last_price = price;
+	e->last_shares = shares;
+	e->last_exch_ts = exch_ts;
+	e->last_rx_ts = rx_ts;
+	e->volume += shares;
+	e->trades++;
+	e->update_rx_ts = rx_ts;
+	entry_end(e, seq);
+	return 0;
+}
+
+int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t symbol,
+			     uint32_t round_lot, uint32_t category, uint64_t seq)
+{
+	struct uf_image_entry *e = entry_begin(r, instrument);
+
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	e->symbol = symbol;
+	e->round_lot = round_lot;
+	e->category = category;
+	entry_end(e, seq);
+	return 0;
+}
+
+static void set_stale_one(struct uf_ring *r, uint32_t id, int stale, uint64_t seq)
+{
+	struct uf_image_entry *e = entry_begin(r, id);
+
+	if (stale)
+		e->flags |= UF_RECF_STALE;
+	else
+		e->flags &= ~(uint32_t)UF_RECF_STALE;
+	entry_end(e, seq);
+}
+
+int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, uint64_t seq)
+{
+	if (instrument == UINT32_MAX) {
+		for (uint32_t i = 0; i < r->image->max_instruments; i++)
+			if (uf_image_entry_at(r->image, i)->present)
+				set_stale_one(r, i, stale, seq);
+		return 0;
+	}
+	if (instrument >= r->image->max_instruments)
+		return -ERANGE;
+	set_stale_one(r, instrument, stale, seq);
+	return 0;
+}
+
+uint64_t uf_ring_symbol_pack(const char *sym)
+{
+	char b[8];
+	uint64_t v;
+	size_t i;
+
+	memset(b, ' ', sizeof(b));
+	for (i = 0; i < sizeof(b) && sym[i]; i++)
+		b[i] = sym[i];
+	memcpy(&v, b, sizeof(v));
+	return v;
+}

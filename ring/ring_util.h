@@ -1,0 +1,35 @@
+/* Helpers shared by the producer (uf_ring) and the consumer library (libufconsumer): names and
+ * paths of the shm files, process identity for reaping, the futex calls. Internal to ring/. */
+#ifndef UF_RING_UTIL_H
+#define UF_RING_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define UF_RING_VISIBLE __attribute__((visibility("default")))
+
+/* 0 when `name` is 1..31 bytes of [A-Za-z0-9_.-] and not starting with '.', else -EINVAL. */
+int uf_ring_name_check(const char *name);
+
+/* The shm directory to use: `dir` if given, else $UF_RING_DIR, else /dev/shm. */
+const char *uf_ring_dir_pick(const char *dir);
+
+/* Writes "<dir>/uf.<name>" (cons = 0) or "<dir>/uf.<name>.cons" (cons = 1). -ENAMETOOLONG. */
+int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int cons);
+
+/* The kernel's start time of `pid` (field 22 of /proc/pid/stat) and its state letter.
+ * Returns 0, or -ESRCH when the process does not exist. */
+int uf_ring_proc_stat(pid_t pid, uint64_t *start_time, char *state);
+
+/* FUTEX_WAIT on a shared (cross-process) word while it equals `val`, at most timeout_ns.
+ * Returns 0 when woken, -EAGAIN when the word already differs, -ETIMEDOUT, -EINTR. */
+int uf_ring_futex_wait(const uint32_t *word, uint32_t val, int64_t timeout_ns);
+
+/* FUTEX_WAKE every waiter on a shared word; returns the number woken or -errno. */
+int uf_ring_futex_wake_all(uint32_t *word);
+
+/* Coarse CLOCK_REALTIME in ns (vDSO, a few ns): for last-seen stamps. */
+uint64_t uf_ring_now_coarse_ns(void);
+
+#endif /* UF_RING_UTIL_H */

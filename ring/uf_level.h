@@ -1,0 +1,17 @@
+/* One aggregated price level: the unit of the book image, shared by the producer API
+ * (uf_ring.h) and the consumer API (ufconsumer.h). Installed with libufconsumer. */
+#ifndef UF_LEVEL_H
+#define UF_LEVEL_H
+
+#include <stdint.h>
+
+struct uf_level {
+	int64_t price;     /* UF_PRICE_DECIMALS implied decimals (feed units) */
+	uint64_t shares;   /* total shares resting at the price */
+	uint32_t orders;   /* number of orders at the price */
+	uint32_t reserved; /* zero; keeps the struct 24 bytes in shared memory */
+};
+
+_Static_assert(sizeof(struct uf_level) == 24, "level is 24 bytes in shared memory");
+
+#endif /* UF_LEVEL_H */

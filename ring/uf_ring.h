@@ -1,0 +1,177 @@
+/* uringfeed ring, producer side: one broadcast ring of 64-byte records plus the book image
+ * (last-value cache) in POSIX shared memory, read by any number of consumer processes through
+ * libufconsumer (ring/ufconsumer.h). Layout and protocol: ring/uf_ring_layout.h, docs/ring.md.
+ *
+ * Hot path (the feed thread, per exchange message): uf_ring_publish() and the
+ * uf_ring_image_*() setters. They never wait for a consumer, never allocate and make no system
+ * call, except one FUTEX_WAKE when (and only when) some consumer is asleep in
+ * uf_consumer_wait(). Everything else here is cold (setup, monitoring, shutdown).
+ *
+ * One producer thread per ring: the hot-path functions are not safe to call concurrently on
+ * the same ring.
+ */
+#ifndef UF_RING_H
+#define UF_RING_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/uf_atomic.h"
+#include "common/uf_compiler.h"
+#include "publish/uf_record.h"
+#include "ring/uf_level.h"
+#include "ring/uf_ring_layout.h"
+
+#define UF_RING_DEFAULT_CAPACITY (1u << 20)
+#define UF_RING_DEFAULT_CONSUMERS 64
+#define UF_RING_DEFAULT_DEPTH 10
+#define UF_RING_DEFAULT_INSTRUMENTS 16384
+#define UF_RING_NUMA_AUTO (-1) /* node of the CPU the creating thread runs on */
+#define UF_RING_NUMA_NONE (-2) /* do not bind */
+
+struct uf_ring_options {
+	uint64_t capacity;         /* records, power of two, >= 16 */
+	uint32_t mode;             /* permission bits of the data file: 0600, 0640 or 0644 (the
+				    * consumer table gets the same classes read+write) */
+	int64_t gid;               /* group owning both files, -1 = the creator's */
+	int numa_node;             /* node to bind to, UF_RING_NUMA_AUTO or UF_RING_NUMA_NONE */
+	int hugepages;             /* 1 = advise transparent huge pages when the kernel allows */
+	uint32_t max_consumers;    /* consumer table slots */
+	uint32_t depth;            /* book image levels per side, 1..UF_RING_MAX_DEPTH */
+	uint32_t max_instruments;  /* book image entries; instrument ids are 0..max-1 */
+	const char *dir;           /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
+};
+
+/* Producer handle. Fields are visible so the hot path can be inlined; treat them as private. */
+struct uf_ring {
+	struct uf_ring_hdr *hdr;        /* mapping of the data file (read-write) */
+	struct uf_ring_ctable *ct;      /* mapping of the consumer table (read-write) */
+	struct uf_record *slots;        /* hdr + ring_off */
+	struct uf_image_hdr *image;     /* hdr + image_off */
+	uint64_t mask;                  /* capacity - 1 */
+	uint64_t tail;                  /* local copy of hdr->tail (only this thread writes it) */
+	uint64_t max_batch;             /* largest n accepted by uf_ring_publish */
+	size_t data_size;               /* bytes mapped at hdr */
+	size_t ct_size;                 /* bytes mapped at ct */
+	char name[UF_RING_NAME_MAX];    /* ring name */
+	char dir[128];                  /* shm directory */
+};
+
+/* What uf_ring_consumers() reports per registered consumer. */
+struct uf_ring_consumer_info {
+	uint32_t slot;          /* index in the consumer table */
+	int32_t pid;            /* consumer process */
+	uint64_t position;      /* next sequence it will read */
+	uint64_t lag;           /* records published that it has not read yet */
+	uint64_t last_seen_ns;  /* CLOCK_REALTIME of its last activity (coarse) */
+	uint64_t received;      /* records it got */
+	uint64_t lost;          /* records it lost to laps */
+	uint64_t laps;          /* times it was lapped */
+	int sleeping;           /* 1 while blocked in FUTEX_WAIT */
+	char tag[16];           /* label the consumer gave itself */
+};
+
+/* Fills `opt` with the defaults above (mode 0600, hugepages on, NUMA auto). */
+void uf_ring_options_init(struct uf_ring_options *opt);
+
+/* Creates ring `name` ([A-Za-z0-9_.-], at most 31 bytes): builds both shm files under
+ * temporary names, binds them to the NUMA node, advises huge pages, then atomically replaces
+ * any previous ring of that name (whose consumers see -ESTALE). The new generation is greater
+ * than the old one. On error writes a one-line reason to `err` and returns -errno.
+ * Cold: allocates, maps, touches every page. */
+UF_COLD int uf_ring_create(const char *name, const struct uf_ring_options *opt, struct uf_ring **out,
+			   char *err, size_t errlen);
+
+/* Marks the ring closed (consumers drain what is left and then get -EPIPE), wakes every
+ * sleeper, unmaps and frees `r`. The files stay so late consumers see "closed"; the next
+ * uf_ring_create of the same name replaces them, uf_ring_unlink removes them. */
+UF_COLD void uf_ring_close(struct uf_ring *r);
+
+/* Removes the shm files of ring `name` in `dir` (NULL = default). -ENOENT when absent. */
+UF_COLD int uf_ring_unlink(const char *name, const char *dir);
+
+/* Fills up to `max` entries about the registered consumers; returns how many are registered.
+ * Reads the table only: never blocks and never waits for a consumer. */
+UF_COLD int uf_ring_consumers(struct uf_ring *r, struct uf_ring_consumer_info *out, size_t max);
+
+/* Frees the table slots of consumers whose process is gone (or a zombie, or a reused pid).
+ * Returns the number of slots freed. Cold: reads /proc. */
+UF_COLD int uf_ring_reap(struct uf_ring *r);
+
+/* Wakes every consumer sleeping on the ring. Called by uf_ring_publish when needed. */
+void uf_ring_wake(struct uf_ring *r);
+
+static inline uint64_t uf_ring_generation(const struct uf_ring *r)
+{
+	return r->hdr->generation;
+}
+
+/* Sequence the next published record will get (= records published so far). Stamp image
+ * updates with this value after publishing the records of the same message. */
+static inline uint64_t uf_ring_tail(const struct uf_ring *r)
+{
+	return r->tail;
+}
+
+/* Publishes `n` records (1 <= n <= capacity / 4). Never waits: a consumer that is more than
+ * `capacity` behind is lapped and learns it. Returns 0, or -EMSGSIZE when n is too large
+ * (nothing published). Cost: n 64-byte copies, two stores, one full fence; a syscall only
+ * when some consumer sleeps. */
+static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *recs, size_t n)
+{
+	uint64_t t = r->tail;
+	uint64_t end = t + n;
+
+	if (UF_UNLIKELY(n - 1 >= r->max_batch))
+		return n == 0 ? 0 : -EMSGSIZE;
+	uf_store_relaxed_u64(&r->hdr->claim, end);
+	uf_fence_release(); /* claim is visible before any slot of this batch changes */
+	for (size_t i = 0; i < n; i++)
+		r->slots[(t + i) & r->mask] = recs[i];
+	uf_store_release_u64(&r->hdr->tail, end); /* the records are visible before the tail */
+	r->tail = end;
+	uf_fence_seq_cst(); /* tail store before the sleepers load: pairs with the consumer's
+			     * sleepers increment + fence + tail load (no lost wake-up) */
+	if (UF_UNLIKELY(uf_load_relaxed_u32(&r->ct->sleepers) != 0))
+		uf_ring_wake(r);
+	return 0;
+}
+
+/* ---- Book image setters (hot path; each is one seqlock write of one instrument) ----
+ * `seq` is the stream sequence the entry reflects after this update: pass uf_ring_tail(r)
+ * taken after publishing the message's records. Return 0, or -ERANGE for an instrument id
+ * >= max_instruments, -EINVAL for a bad side or too many levels (n > depth is cut to depth). */
+
+/* Replaces the top levels of one side (`side` 'B' or 'S', best first); levels past `n` are
+ * cleared. */
+int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
+			     const struct uf_level *levels, uint32_t n, uint64_t seq, uint64_t rx_ts);
+
+/* Replaces both sides at once (one consistent update). */
+int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
+			   uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
+			   uint64_t rx_ts);
+
+/* Records the latest value of status `code` (code != 0; up to UF_RING_STATUS_SLOTS distinct
+ * codes per instrument, -ENOSPC beyond). */
+int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t code, int64_t price,
+			     uint64_t shares, uint64_t exch_ts, uint64_t seq);
+
+/* Records a trade: last price/shares/times, volume += shares, trades += 1. */
+int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t price, uint64_t shares,
+			    uint64_t exch_ts, uint64_t rx_ts, uint64_t seq);
+
+/* Directory entry: 8 symbol bytes (space padded, as UF_REC_INSTRUMENT's ref), round lot,
+ * market category. */
+int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t symbol,
+			     uint32_t round_lot, uint32_t category, uint64_t seq);
+
+/* Sets or clears UF_RECF_STALE on one instrument, or on every present one when instrument is
+ * UINT32_MAX (O(max_instruments): the gap path, not per message). */
+int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, uint64_t seq);
+
+/* Packs a symbol string ("AAPL") into the 8 space-padded bytes the image and records use. */
+uint64_t uf_ring_symbol_pack(const char *sym);
+
+#endif /* UF_RING_H */

@@ -1,0 +1,198 @@
+/* Shared-memory layout of one uringfeed ring: the contract between the producer (uf_ring) and
+ * every consumer (libufconsumer). Internal to ring/: other modules use uf_ring.h or
+ * ufconsumer.h.
+ *
+ * A ring named NAME is two POSIX shm objects (files under /dev/shm):
+ *
+ *   uf.NAME       producer-written, consumers map it PROT_READ (opened O_RDONLY):
+ *                 [struct uf_ring_hdr][records: capacity x 64 B][book image]
+ *   uf.NAME.cons  consumer table, the only thing consumers write:
+ *                 [struct uf_ring_ctable][struct uf_ring_cslot x nslots]
+ *
+ * Splitting them makes "a consumer can never corrupt what other consumers read" a property of
+ * file permissions, not of good manners: with a group mode the data file is 0640 and the
+ * table 0660, so a group member cannot even open the data file for writing.
+ *
+ * Restart: the producer builds both files under temporary names and rename()s them over the
+ * old ones (table first, data last), so an attaching consumer sees either the old pair or the
+ * new one, never half a file; a consumer still mapping the old data file notices that the
+ * name now points at another inode/generation (uf_consumer_next returns -ESTALE).
+ *
+ * Sequences: record number s (0, 1, 2, ... since this generation started) lives in slot
+ * s & (capacity - 1). `tail` is the number of records published; `claim` is tail plus the
+ * records being written right now. A consumer that copied slot s checks afterwards that
+ * claim - s <= capacity; otherwise the slot may have been overwritten during the copy and the
+ * record is discarded as lapped (never returned torn).
+ */
+#ifndef UF_RING_LAYOUT_H
+#define UF_RING_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/uf_compiler.h"
+#include "publish/uf_record.h"
+#include "ring/uf_level.h"
+
+#define UF_RING_MAGIC 0x474e4952464d5546ull  /* "UFMFRING" little-endian */
+#define UF_RING_CT_MAGIC 0x534e4f4346465546ull /* "UFFCONS" */
+#define UF_RING_LAYOUT_VERSION 1
+#define UF_RING_IMAGE_MAGIC 0x45474d4946465546ull /* "UFFIMGE" */
+
+#define UF_RING_NAME_MAX 32       /* ring name bytes incl. NUL */
+#define UF_RING_MAX_DEPTH 64      /* book image levels per side, upper bound */
+#define UF_RING_STATUS_SLOTS 8    /* distinct status codes kept per instrument */
+
+enum uf_ring_state {
+	UF_RING_STATE_OPEN = 1,   /* producer running */
+	UF_RING_STATE_CLOSED = 2, /* producer shut down cleanly; nothing more will come */
+};
+
+/* Header of the data file. Three lines written by the producer only; consumers read them. */
+struct uf_ring_hdr {
+	/* line 0: written once at creation, read by attach */
+	uint64_t magic;           /* UF_RING_MAGIC */
+	uint32_t layout_version;  /* UF_RING_LAYOUT_VERSION */
+	uint32_t record_size;     /* sizeof(struct uf_record) */
+	uint32_t record_version;  /* UF_RECORD_VERSION of the producer */
+	uint32_t hugepages;       /* 1 when the mapping was advised onto transparent huge pages */
+	uint64_t capacity;        /* records, power of two */
+	uint64_t generation;      /* changes on every producer start (strictly increasing) */
+	uint64_t created_ns;      /* CLOCK_REALTIME at creation */
+	uint64_t ring_off;        /* byte offset of slot 0 */
+	uint64_t image_off;       /* byte offset of struct uf_image_hdr */
+	uint64_t file_size;       /* total bytes of the data file */
+	int32_t producer_pid;     /* pid of the producer process */
+	int32_t numa_node;        /* node the memory was bound to, -1 when not bound */
+	uint8_t pad0[UF_FALSE_SHARING - 80];
+
+	/* line 1: lifecycle, written at start and at close */
+	uint32_t state;           /* enum uf_ring_state */
+	uint32_t pad1a;           /* keeps closed_ns aligned */
+	uint64_t closed_ns;       /* CLOCK_REALTIME when closed, 0 while open */
+	char name[UF_RING_NAME_MAX]; /* ring name, NUL-terminated */
+	uint8_t pad1[UF_FALSE_SHARING - 48];
+
+	/* line 2: the hot producer line, read by every consumer poll */
+	uint64_t tail;            /* records published; release-stored after the records */
+	uint64_t claim;           /* tail + records being written; stored before the records */
+	uint32_t wake;            /* futex word: bumped before FUTEX_WAKE, only when sleepers */
+	uint32_t pad2a;           /* keeps the line layout explicit */
+	uint64_t wakes;           /* FUTEX_WAKE calls made (monitoring) */
+	uint8_t pad2[UF_FALSE_SHARING - 32];
+};
+
+_Static_assert(sizeof(struct uf_ring_hdr) == 3 * UF_FALSE_SHARING, "ring header is 3 lines");
+_Static_assert(offsetof(struct uf_ring_hdr, state) == UF_FALSE_SHARING, "lifecycle line");
+_Static_assert(offsetof(struct uf_ring_hdr, tail) == 2 * UF_FALSE_SHARING, "producer line");
+_Static_assert(offsetof(struct uf_ring_hdr, layout_version) == 8, "version is at a fixed place");
+
+/* Consumer table header: consumer-written counters on their own line. */
+struct uf_ring_ctable {
+	uint64_t magic;           /* UF_RING_CT_MAGIC */
+	uint32_t layout_version;  /* UF_RING_LAYOUT_VERSION */
+	uint32_t nslots;          /* entries in the slot array */
+	uint64_t generation;      /* equals the data file's generation */
+	uint8_t pad0[UF_FALSE_SHARING - 24];
+
+	uint32_t sleepers;        /* consumers inside FUTEX_WAIT (or about to be) */
+	uint32_t pad1a;           /* explicit padding */
+	uint8_t pad1[UF_FALSE_SHARING - 8];
+};
+
+_Static_assert(sizeof(struct uf_ring_ctable) == 2 * UF_FALSE_SHARING, "table header is 2 lines");
+
+/* One consumer's registration. Written only by that consumer (and freed by the producer when
+ * the consumer's process is gone). */
+struct uf_ring_cslot {
+	uint32_t pid;             /* owner pid; 0 = free. Claimed with CAS 0 -> pid */
+	uint32_t flags;           /* 1 = currently sleeping in FUTEX_WAIT */
+	uint64_t start_time;      /* owner's /proc/pid/stat starttime, guards against pid reuse */
+	uint64_t attach_ns;       /* CLOCK_REALTIME at attach */
+	uint64_t position;        /* sequence of the next record this consumer will read */
+	uint64_t last_seen_ns;    /* CLOCK_REALTIME (coarse) of the consumer's last activity */
+	uint64_t received;        /* records returned to the application */
+	uint64_t lost;            /* records skipped because the consumer was lapped */
+	uint64_t laps;            /* times the consumer was lapped */
+	char tag[16];             /* application-chosen label, NUL-terminated */
+	uint8_t pad[UF_FALSE_SHARING - 80];
+};
+
+_Static_assert(sizeof(struct uf_ring_cslot) == UF_FALSE_SHARING, "one slot per line pair");
+
+/* ---- Book image (last-value cache) ---- */
+
+struct uf_image_status_raw {
+	uint32_t code;            /* status code (UF_STATUS_* of the record header); 0 = unused */
+	uint32_t pad;             /* zero */
+	int64_t price;            /* the status record's price field */
+	uint64_t shares;          /* the status record's shares field */
+	uint64_t exch_ts;         /* exchange timestamp of the status */
+};
+
+/* Per-instrument entry header; 2 x depth levels follow (bids then asks). Entry size is
+ * sizeof(this) + 2 * depth * 24 rounded up to 64. */
+struct uf_image_entry {
+	uint64_t lock;            /* seqlock: odd while the producer writes */
+	uint64_t stamp;           /* stream sequence this entry reflects: every record < stamp
+				   * that concerns the instrument is applied, none >= stamp */
+	uint32_t present;         /* 1 once any field was set */
+	uint32_t flags;           /* UF_RECF_STALE after an unrecovered gap */
+	uint64_t symbol;          /* 8 symbol bytes, space padded (as UF_REC_INSTRUMENT ref) */
+	uint32_t round_lot;       /* directory: round lot size */
+	uint32_t category;        /* directory: market category */
+	uint32_t nbid;            /* valid bid levels (<= depth) */
+	uint32_t nask;            /* valid ask levels (<= depth) */
+	int64_t last_price;       /* last trade price, 0 before any trade */
+	uint64_t last_shares;     /* last trade shares */
+	uint64_t last_exch_ts;    /* last trade exchange timestamp */
+	uint64_t last_rx_ts;      /* last trade receive timestamp */
+	uint64_t volume;          /* cumulative traded shares this generation */
+	uint64_t trades;          /* number of trades this generation */
+	uint64_t update_rx_ts;    /* rx_ts of the last update of any kind */
+	struct uf_image_status_raw status[UF_RING_STATUS_SLOTS]; /* latest value per code */
+};
+
+_Static_assert(sizeof(struct uf_image_entry) % 8 == 0, "entry header is 8-byte aligned");
+
+struct uf_image_hdr {
+	uint64_t magic;           /* UF_RING_IMAGE_MAGIC */
+	uint32_t depth;           /* levels per side per entry */
+	uint32_t max_instruments; /* entries; instrument id is the index */
+	uint64_t entry_size;      /* bytes per entry, multiple of 64 */
+	uint64_t entries_off;     /* offset of entry 0 from this header */
+	uint8_t pad[UF_FALSE_SHARING - 32];
+};
+
+_Static_assert(sizeof(struct uf_image_hdr) == UF_FALSE_SHARING, "image header is one line");
+
+static inline uint64_t uf_image_entry_size(uint32_t depth)
+{
+	uint64_t sz = sizeof(struct uf_image_entry) + 2ull * depth * sizeof(struct uf_level);
+	return (sz + UF_CACHELINE - 1) & ~(uint64_t)(UF_CACHELINE - 1);
+}
+
+static inline struct uf_image_entry *uf_image_entry_at(const struct uf_image_hdr *ih, uint32_t id)
+{
+	return (struct uf_image_entry *)((char *)ih + ih->entries_off + (uint64_t)id * ih->entry_size);
+}
+
+static inline struct uf_level *uf_image_levels(struct uf_image_entry *e)
+{
+	return (struct uf_level *)(e + 1);
+}
+
+/* Where a lapped reader resumes: the oldest record with a quarter ring of headroom, so the
+ * producer does not overwrite it again at once. Both sides use this formula. */
+static inline uint64_t uf_ring_resume_seq(uint64_t claim, uint64_t capacity)
+{
+	uint64_t keep = capacity - capacity / 4;
+	return claim > keep ? claim - keep : 0;
+}
+
+/* File names under the shm directory. */
+#define UF_RING_SHM_DIR "/dev/shm"
+#define UF_RING_DATA_FMT "uf.%s"
+#define UF_RING_CONS_FMT "uf.%s.cons"
+
+#endif /* UF_RING_LAYOUT_H */

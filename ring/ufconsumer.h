@@ -1,0 +1,174 @@
+/* libufconsumer: read a uringfeed ring from another process.
+ *
+ *   pkg-config --cflags --libs ufconsumer
+ *
+ * A consumer attaches to a ring by name, reads 64-byte records (publish/uf_record.h) in order,
+ * and always knows whether it saw everything: a consumer that fell more than a ring behind
+ * gets -EOVERFLOW with the exact number of records it lost and the sequence it resumes at;
+ * it never gets a torn record. It can copy a consistent book of any instrument from the book
+ * image (last-value cache), stamped with the stream sequence it reflects, and continue from
+ * the stream without a gap or a double count (see docs/ring.md, "handover").
+ *
+ * The producer never waits for consumers. A consumer maps the producer's memory read-only
+ * and writes only its own registration slot.
+ *
+ * Return convention: 0 (or a count) on success, -errno on failure. Expected outcomes of
+ * uf_consumer_next have their own codes:
+ *   -EAGAIN    nothing new yet
+ *   -EOVERFLOW lapped: see uf_consumer_last_lap(); the next call continues at resume_seq
+ *   -EPIPE     the producer closed the ring and everything was read
+ *   -ESTALE    the producer restarted (new generation): call uf_consumer_reattach()
+ *
+ * A handle is used by one thread at a time.
+ */
+#ifndef UFCONSUMER_H
+#define UFCONSUMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "publish/uf_record.h"
+#include "ring/uf_level.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UF_CONSUMER_API_VERSION 1
+#define UF_BOOK_MAX_DEPTH 64   /* levels per side a snapshot can hold */
+#define UF_BOOK_MAX_STATUS 8   /* status codes a snapshot can hold */
+
+typedef struct uf_consumer uf_consumer_t; /* opaque handle */
+
+enum uf_consumer_start {
+	UF_CONSUMER_START_LATEST = 0, /* first record read is the next one published */
+	UF_CONSUMER_START_OLDEST = 1, /* first record read is the oldest still safely in the ring */
+};
+
+struct uf_consumer_options {
+	uint64_t spin_ns;  /* uf_consumer_wait busy-polls this long before sleeping on a futex */
+	int start;         /* enum uf_consumer_start */
+	const char *tag;   /* label shown in the producer's consumer report (15 bytes kept) */
+	const char *dir;   /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
+};
+
+/* What the last -EOVERFLOW meant. */
+struct uf_consumer_lap {
+	uint64_t from_seq;   /* sequence the consumer wanted to read */
+	uint64_t resume_seq; /* sequence of the next record it will get */
+	uint64_t lost;       /* resume_seq - from_seq: records it will never see */
+};
+
+struct uf_consumer_info {
+	uint64_t generation;   /* producer generation of the attached ring */
+	uint64_t capacity;     /* records */
+	uint64_t position;     /* sequence of the next record this consumer reads */
+	uint64_t tail;         /* records published so far */
+	uint64_t received;     /* records returned */
+	uint64_t lost;         /* records lost to laps, in total */
+	uint64_t laps;         /* number of laps */
+	uint64_t created_ns;   /* when the producer created the ring (CLOCK_REALTIME) */
+	int32_t producer_pid;  /* producer process */
+	int32_t numa_node;     /* node the ring lives on, -1 when unbound */
+	uint32_t depth;        /* book image levels per side */
+	uint32_t max_instruments; /* book image entries */
+	int closed;            /* 1 once the producer closed the ring */
+	int hugepages;         /* 1 when the producer got huge pages advised */
+};
+
+struct uf_book_status {
+	uint32_t code;     /* status code (UF_STATUS_* of publish/uf_record.h) */
+	uint32_t reserved; /* zero */
+	int64_t price;     /* the status record's price field */
+	uint64_t shares;   /* the status record's shares field */
+	uint64_t exch_ts;  /* exchange timestamp */
+};
+
+/* A consistent copy of one instrument's image entry. */
+struct uf_book_snapshot {
+	uint32_t instrument;   /* id (ITCH stock locate) */
+	uint32_t flags;        /* UF_RECF_STALE when the book may be wrong after a gap */
+	uint64_t stamp;        /* the entry reflects every record < stamp of this instrument and
+				* none >= stamp: apply stream records with seq >= stamp */
+	char symbol[9];        /* trimmed symbol, NUL-terminated ("" when no directory entry) */
+	uint32_t round_lot;    /* directory round lot */
+	uint32_t category;     /* directory market category */
+	uint32_t nbid;         /* valid entries in bid[] (best = highest first) */
+	uint32_t nask;         /* valid entries in ask[] (best = lowest first) */
+	int64_t last_price;    /* last trade price */
+	uint64_t last_shares;  /* last trade shares */
+	uint64_t last_exch_ts; /* last trade exchange time */
+	uint64_t last_rx_ts;   /* last trade receive time */
+	uint64_t volume;       /* cumulative traded shares */
+	uint64_t trades;       /* number of trades */
+	uint64_t update_rx_ts; /* receive time of the update that last changed the entry */
+	uint32_t nstatus;      /* valid entries in status[] */
+	uint32_t reserved;     /* zero */
+	struct uf_book_status status[UF_BOOK_MAX_STATUS]; /* latest value per status code */
+	struct uf_level bid[UF_BOOK_MAX_DEPTH];          /* bids */
+	struct uf_level ask[UF_BOOK_MAX_DEPTH];          /* asks */
+};
+
+/* Defaults: spin 20 us before sleeping, start at the latest record. */
+void uf_consumer_options_init(struct uf_consumer_options *opt);
+
+/* Attaches to ring `name`: maps the producer's memory read-only, checks magic, layout version
+ * and record size, registers in the consumer table. `opt` may be NULL (defaults).
+ * Errors (with a one-line reason in `err`): -ENOENT no such ring, -EACCES, -EPROTO not a
+ * ring or a different layout version or record size, -EUSERS table full, -ESTALE the
+ * producer was restarting (retry). */
+int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt,
+		       uf_consumer_t **out, char *err, size_t errlen);
+
+/* Unregisters and unmaps; `c` is freed. NULL is accepted. */
+void uf_consumer_detach(uf_consumer_t *c);
+
+/* Attaches to the ring's current generation (after -ESTALE), with the same options; the
+ * position starts according to options.start. The handle stays valid on failure (still the
+ * old generation) and the call may be retried. */
+int uf_consumer_reattach(uf_consumer_t *c, char *err, size_t errlen);
+
+/* Copies the next record into `rec` and its sequence into `seq` (may be NULL). Non-blocking.
+ * Returns 0 or one of the codes in the header comment. */
+int uf_consumer_next(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq);
+
+/* Copies up to `max` consecutive records; `first_seq` (may be NULL) gets the first one's
+ * sequence. Returns the count (>0) or the codes of uf_consumer_next. */
+int uf_consumer_read(uf_consumer_t *c, struct uf_record *recs, size_t max, uint64_t *first_seq);
+
+/* Blocks until uf_consumer_next has something to say (a record, a lap, close or restart):
+ * busy-polls options.spin_ns, then sleeps on a futex (the producer wakes sleepers only).
+ * timeout_ns < 0 waits forever. Returns 0, -ETIMEDOUT or -EINTR. */
+int uf_consumer_wait(uf_consumer_t *c, int64_t timeout_ns);
+
+/* Details of the last -EOVERFLOW. */
+void uf_consumer_last_lap(const uf_consumer_t *c, struct uf_consumer_lap *lap);
+
+/* Moves the read position to `seq`, which must be in the ring: [oldest safe, tail].
+ * Used after a snapshot to continue from its stamp. Returns 0 or -ERANGE. */
+int uf_consumer_seek(uf_consumer_t *c, uint64_t seq);
+
+void uf_consumer_get_info(const uf_consumer_t *c, struct uf_consumer_info *info);
+
+/* Copies instrument `id` consistently (sequence lock, bounded retries). Returns 0, -ENOENT
+ * (never set), -ERANGE (id >= max_instruments), -EBUSY (the producer kept changing it). */
+int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id, struct uf_book_snapshot *snap);
+
+/* Calls `fn` with a snapshot of every present instrument in id order (`snap` is reused
+ * between calls); stops early and returns fn's value when it is not 0. Returns 0 or -errno. */
+int uf_consumer_snapshot_all(uf_consumer_t *c,
+			     int (*fn)(const struct uf_book_snapshot *snap, void *arg), void *arg);
+
+/* Instrument id of `symbol` ("AAPL"), from the directory in the book image. O(instruments).
+ * Returns 0 and sets *id, or -ENOENT. */
+int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uint32_t *id);
+
+/* The short message of a uf_consumer_* return code ("lapped", "ring closed", ...). */
+const char *uf_consumer_strerror(int rc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UFCONSUMER_H */
