@@ -151,6 +151,21 @@ static inline void uf_lat_record(struct uf_lat_hist *h, int64_t ns)
 		uf_store_relaxed_u64(&h->max_ns, v);
 }
 
+/* Feed thread only: record `n` samples of the same value (the messages of one packet). */
+static inline void uf_lat_record_n(struct uf_lat_hist *h, int64_t ns, uint64_t n)
+{
+	if (ns < 0) {
+		uf_stat_add(&h->negative, n);
+		return;
+	}
+	uint64_t v = (uint64_t)ns;
+	uf_stat_add(&h->buckets[uf_lat_bucket(v)], n);
+	uf_stat_add(&h->count, n);
+	uf_stat_add(&h->sum_ns, v * n);
+	if (v > h->max_ns)
+		uf_store_relaxed_u64(&h->max_ns, v);
+}
+
 /* Value at quantile q (0 < q <= 1) of a histogram COPY (see uf_feed_stats_read): the upper
  * edge of the bucket holding that rank, capped at max_ns, so it never under-reports. 0 when
  * empty. q = 0.5, 0.99, 0.999 give p50/p99/p99.9; max is h->max_ns. O(buckets). */

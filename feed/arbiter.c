@@ -1,0 +1,368 @@
+/* A/B arbitration, gap detection and recovery. See arbiter.h for the contract. */
+#include "feed/arbiter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include "common/uf_compiler.h"
+#include "common/uf_time.h"
+
+int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
+		struct uf_feed_stats *st, const struct uf_arb_cb *cb)
+{
+	memset(a, 0, sizeof(*a));
+	a->cb = *cb;
+	a->st = st;
+	a->nlines = cfg->nlines;
+	a->fd = fd;
+	a->recovery = cfg->recovery.enabled && fd >= 0;
+	a->server = cfg->recovery.server;
+	a->max_count = cfg->recovery.max_count ? cfg->recovery.max_count : 1000;
+	if (a->max_count > 0xFFFE)
+		a->max_count = 0xFFFE; /* 0xFFFF means end of session on the wire */
+	a->timeout_ns = (uint64_t)(cfg->recovery.timeout_ms ? cfg->recovery.timeout_ms : 50) * 1000000u;
+	a->retries = cfg->recovery.retries;
+	a->wait_ns = (uint64_t)cfg->recovery.wait_ms * 1000000u;
+	a->wait_packets = cfg->recovery.wait_packets ? cfg->recovery.wait_packets : 64;
+	uint32_t rate = cfg->recovery.max_requests_per_s ? cfg->recovery.max_requests_per_s : 1000;
+	a->min_interval_ns = 1000000000ull / rate;
+	a->cap = cfg->recovery.queue_packets ? cfg->recovery.queue_packets : 65536;
+	a->slot_size = slot_size;
+	a->heap = calloc(a->cap, sizeof(*a->heap));
+	a->freel = calloc(a->cap, sizeof(*a->freel));
+	a->slots = calloc(a->cap, sizeof(*a->slots));
+	a->mem_len = (size_t)a->cap * slot_size;
+	/* Reserved, not touched: pages fault in only when a gap actually queues packets. */
+	void *m = mmap(NULL, a->mem_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!a->heap || !a->freel || !a->slots || m == MAP_FAILED) {
+		if (m != MAP_FAILED)
+			munmap(m, a->mem_len);
+		uf_arb_fini(a);
+		return -ENOMEM;
+	}
+	a->mem = m;
+	for (uint32_t i = 0; i < a->cap; i++) {
+		a->slots[i].data = a->mem + (size_t)i * slot_size;
+		a->freel[i] = a->cap - 1 - i;
+	}
+	a->nfree = a->cap;
+	return 0;
+}
+
+void uf_arb_fini(struct uf_arb *a)
+{
+	free(a->heap);
+	free(a->freel);
+	free(a->slots);
+	if (a->mem)
+		munmap(a->mem, a->mem_len);
+	a->heap = a->freel = NULL;
+	a->slots = NULL;
+	a->mem = NULL;
+}
+
+/* ---- the queue: binary min-heap on slots[].seq ---- */
+
+static inline uint64_t uf_arb_key(const struct uf_arb *a, uint32_t i)
+{
+	return a->slots[a->heap[i]].seq;
+}
+
+static void uf_arb_heap_push(struct uf_arb *a, uint32_t slot)
+{
+	uint32_t i = a->nheap++;
+	a->heap[i] = slot;
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+		if (uf_arb_key(a, parent) <= uf_arb_key(a, i))
+			break;
+		uint32_t t = a->heap[parent];
+		a->heap[parent] = a->heap[i];
+		a->heap[i] = t;
+		i = parent;
+	}
+}
+
+static uint32_t uf_arb_heap_pop(struct uf_arb *a)
+{
+	uint32_t top = a->heap[0];
+	a->heap[0] = a->heap[--a->nheap];
+	uint32_t i = 0;
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < a->nheap && uf_arb_key(a, l) < uf_arb_key(a, m))
+			m = l;
+		if (r < a->nheap && uf_arb_key(a, r) < uf_arb_key(a, m))
+			m = r;
+		if (m == i)
+			break;
+		uint32_t t = a->heap[m];
+		a->heap[m] = a->heap[i];
+		a->heap[i] = t;
+		i = m;
+	}
+	return top;
+}
+
+static void uf_arb_queue_clear(struct uf_arb *a)
+{
+	while (a->nheap)
+		a->freel[a->nfree++] = uf_arb_heap_pop(a);
+}
+
+/* ---- delivery ---- */
+
+static void uf_arb_deliver(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+			   unsigned src)
+{
+	uint64_t end = pkt->seq + pkt->count;
+	uint32_t skip = (uint32_t)(a->expected - pkt->seq);
+	uint64_t n = end - a->expected;
+	a->expected = end;
+	if (src == UF_ARB_SRC_RECOVERY)
+		uf_stat_add(&a->st->recovered_messages, n);
+	else
+		uf_stat_add(&a->st->lines[src].wins, 1);
+	a->cb.deliver(a->cb.ctx, pkt, skip, rx_ns, src);
+}
+
+/* Delivers queued packets that now continue the stream; drops queued duplicates. */
+static void uf_arb_drain(struct uf_arb *a)
+{
+	while (a->nheap && uf_arb_key(a, 0) <= a->expected) {
+		uint32_t s = uf_arb_heap_pop(a);
+		struct uf_arb_slot *sl = &a->slots[s];
+		if (sl->end > a->expected) {
+			struct uf_mold_packet pkt;
+			/* Validated before it was queued: opening again only re-reads lengths. */
+			if (uf_mold_open(&pkt, sl->data, sl->len) == UF_MOLD_DATA)
+				uf_arb_deliver(a, &pkt, sl->rx_ns, sl->src);
+		}
+		a->freel[a->nfree++] = s;
+	}
+}
+
+/* End of the hole that starts at `expected`: the first queued packet, or what was
+ * announced (heartbeat, end of session, a packet that overflowed the queue). */
+static uint64_t uf_arb_hole_end(const struct uf_arb *a)
+{
+	return a->nheap ? uf_arb_key(a, 0) : a->high;
+}
+
+/* Re-evaluates the gap state after `expected` or `high` moved. */
+static void uf_arb_update_gap(struct uf_arb *a)
+{
+	if (a->expected >= a->high) {
+		if (a->gap_open && a->gap_reqs == 0)
+			uf_stat_add(&a->st->gaps_filled_by_line, 1);
+		a->gap_open = 0;
+		a->req_out = 0;
+		a->gap_pkts = 0;
+		if (a->eos_seen && !a->eos_done && a->expected >= a->eos_seq) {
+			a->eos_done = 1;
+			uf_stat_add(&a->st->end_of_session, 1);
+		}
+		return;
+	}
+	if (a->req_out && a->expected >= a->req_end)
+		a->req_out = 0; /* answered in full: the next hole (if any) gets its own request */
+	if (!a->gap_open) {
+		a->gap_open = 1;
+		a->gap_since_ns = uf_now_mono_ns();
+		a->gap_pkts = 0;
+		a->gap_reqs = 0;
+		a->rate_limited = 0;
+		uf_stat_add(&a->st->gaps, 1);
+		uf_stat_add(&a->st->gap_messages, uf_arb_hole_end(a) - a->expected);
+	}
+}
+
+/* Gives up the hole at `expected`: gap marker, counters, go on with what is queued. */
+static void uf_arb_give_up(struct uf_arb *a)
+{
+	uint64_t first = a->expected, end = uf_arb_hole_end(a);
+	if (end <= first)
+		return;
+	uf_stat_add(&a->st->gaps_unrecovered, 1);
+	uf_stat_add(&a->st->messages_unrecovered, end - first);
+	a->cb.gap(a->cb.ctx, first, end - first);
+	a->expected = end;
+	a->req_out = 0;
+	a->req_tries = 0;
+	a->gap_open = 0; /* a further hole is a new gap */
+	uf_arb_drain(a);
+	uf_arb_update_gap(a);
+}
+
+static void uf_arb_enqueue(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+			   unsigned src)
+{
+	if (UF_UNLIKELY(pkt->len > a->slot_size))
+		return; /* cannot happen: slots are as large as receive buffers */
+	while (a->nfree == 0) {
+		/* Full: the oldest hole will not be filled in time. Give it up and deliver what
+		 * follows it, which frees slots. */
+		uf_stat_add(&a->st->queue_overflows, 1);
+		uf_arb_give_up(a);
+	}
+	uint32_t s = a->freel[--a->nfree];
+	struct uf_arb_slot *sl = &a->slots[s];
+	sl->seq = pkt->seq;
+	sl->end = pkt->seq + pkt->count;
+	sl->rx_ns = rx_ns;
+	sl->len = (uint32_t)pkt->len;
+	sl->src = (uint16_t)src;
+	memcpy(sl->data, pkt->buf, pkt->len);
+	uf_arb_heap_push(a, s);
+	uf_stat_add(&a->st->queued_packets, 1);
+}
+
+/* A packet of another session: the first one, a new one, or a stale one. Returns 1 when
+ * the packet belongs to the (possibly new) current session. */
+static int uf_arb_session(struct uf_arb *a, const struct uf_mold_packet *pkt, unsigned src)
+{
+	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN)))
+		return 1;
+	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_MOLD_SESSION_LEN)) {
+		if (src < UF_CFG_MAX_LINES)
+			uf_stat_add(&a->st->lines[src].wrong_session, 1);
+		return 0;
+	}
+	if (a->have_session) {
+		/* The old session is over: whatever it still missed is lost. */
+		if (a->expected < a->high) {
+			uf_arb_queue_clear(a);
+			uint64_t first = a->expected, n = a->high - a->expected;
+			uf_stat_add(&a->st->gaps_unrecovered, 1);
+			uf_stat_add(&a->st->messages_unrecovered, n);
+			a->cb.gap(a->cb.ctx, first, n);
+		}
+		uf_arb_queue_clear(a);
+		memcpy(a->prev_session, a->session, UF_MOLD_SESSION_LEN);
+		a->have_prev = 1;
+		if (a->cb.new_session)
+			a->cb.new_session(a->cb.ctx, pkt->session);
+	}
+	memcpy(a->session, pkt->session, UF_MOLD_SESSION_LEN);
+	a->have_session = 1;
+	a->expected = 1; /* MoldUDP64 sessions start at 1: a late joiner recovers the start */
+	a->high = 1;
+	memset(a->line_next, 0, sizeof(a->line_next));
+	a->gap_open = 0;
+	a->req_out = 0;
+	a->req_tries = 0;
+	a->eos_seen = a->eos_done = 0;
+	uf_stat_add(&a->st->sessions, 1);
+	return 1;
+}
+
+void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+		   unsigned src)
+{
+	if (UF_UNLIKELY(!uf_arb_session(a, pkt, src)))
+		return;
+	uint64_t end = uf_mold_next_seq(pkt);
+	if (src < UF_CFG_MAX_LINES) {
+		/* Per-line view: what this line alone lost, whatever the other line did. */
+		struct uf_feed_line_stats *ls = &a->st->lines[src];
+		uint64_t ln = a->line_next[src];
+		if (UF_UNLIKELY(ln && pkt->seq > ln)) {
+			uf_stat_add(&ls->gaps, 1);
+			uf_stat_add(&ls->gap_messages, pkt->seq - ln);
+		}
+		if (end > ln)
+			a->line_next[src] = end;
+	}
+	if (UF_UNLIKELY(a->gap_open))
+		a->gap_pkts++;
+	if (end > a->high)
+		a->high = end;
+
+	if (UF_UNLIKELY(pkt->kind != UF_MOLD_DATA)) {
+		if (pkt->kind == UF_MOLD_HEARTBEAT) {
+			uf_stat_add(&a->st->heartbeats, 1);
+			if (src < UF_CFG_MAX_LINES)
+				uf_stat_add(&a->st->lines[src].heartbeats, 1);
+		} else if (!a->eos_seen) {
+			a->eos_seen = 1;
+			a->eos_seq = pkt->seq;
+		}
+		uf_arb_update_gap(a);
+		return;
+	}
+	if (end <= a->expected) {
+		if (src < UF_CFG_MAX_LINES)
+			uf_stat_add(&a->st->lines[src].duplicates, 1);
+		return;
+	}
+	if (UF_LIKELY(pkt->seq <= a->expected)) {
+		uf_arb_deliver(a, pkt, rx_ns, src);
+		if (UF_LIKELY(!a->nheap && !a->gap_open))
+			return; /* the common case: in order, nothing pending */
+	} else {
+		uf_arb_enqueue(a, pkt, rx_ns, src);
+	}
+	uf_arb_drain(a);
+	uf_arb_update_gap(a);
+}
+
+/* Sends one re-request for the start of the hole. Returns 0 or -errno. */
+static int uf_arb_request(struct uf_arb *a, uint64_t now_ns)
+{
+	uint64_t end = uf_arb_hole_end(a);
+	if (end > a->expected + a->max_count)
+		end = a->expected + a->max_count;
+	uint8_t req[UF_MOLD_REREQUEST_LEN];
+	uf_mold_rerequest_build(req, a->session, a->expected, (uint16_t)(end - a->expected));
+	a->req_out = 1;
+	a->req_first = a->expected;
+	a->req_end = end;
+	a->req_sent_ns = now_ns;
+	a->last_req_ns = now_ns;
+	a->req_tries++;
+	a->gap_reqs++;
+	a->rate_limited = 0;
+	ssize_t r = sendto(a->fd, req, sizeof(req), MSG_DONTWAIT, (struct sockaddr *)&a->server,
+			   sizeof(a->server));
+	if (r != (ssize_t)sizeof(req))
+		return -errno; /* counts as a try: a dead server ends in a give-up, not a loop */
+	uf_stat_add(&a->st->rerequests, 1);
+	return 0;
+}
+
+void uf_arb_tick(struct uf_arb *a, uint64_t now_ns)
+{
+	if (!a->gap_open)
+		return;
+	if (a->tries_at != a->expected) {
+		a->tries_at = a->expected; /* progress: the new hole start gets fresh retries */
+		a->req_tries = 0;
+	}
+	if (a->req_out) {
+		if (now_ns - a->req_sent_ns < a->timeout_ns)
+			return;
+		uf_stat_add(&a->st->rerequest_timeouts, 1);
+		a->req_out = 0;
+	}
+	/* Before the first request of a gap, give the other line (or a reordered packet) a
+	 * bounded chance: time or packets, whichever comes first. */
+	if (a->gap_reqs == 0 && now_ns - a->gap_since_ns < a->wait_ns &&
+	    a->gap_pkts < a->wait_packets)
+		return;
+	if (!a->recovery || a->req_tries > a->retries) {
+		uf_arb_give_up(a);
+		return;
+	}
+	if (a->last_req_ns && now_ns - a->last_req_ns < a->min_interval_ns) {
+		if (!a->rate_limited) {
+			a->rate_limited = 1;
+			uf_stat_add(&a->st->rerequest_rate_limited, 1);
+		}
+		return;
+	}
+	(void)uf_arb_request(a, now_ns);
+}

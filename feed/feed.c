@@ -1,0 +1,437 @@
+/* The feed engine: sockets, back end, arbiter, decode, books, ring, in one pinned loop.
+ * See uf_feed.h for the contract and docs/feed.md for the design and figures. */
+#include "feed/uf_feed.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/uf_compiler.h"
+#include "common/uf_time.h"
+#include "decode/uf_decode.h"
+#include "feed/arbiter.h"
+#include "feed/feed_ring.h"
+#include "feed/ingest.h"
+#include "feed/mcast.h"
+#include "publish/uf_publish.h"
+
+_Static_assert(sizeof(struct uf_level) == UF_FEED_LEVEL_SIZE, "publish level layout changed");
+
+#define UF_FEED_RECS 1024        /* records buffered per packet before they go to the ring */
+#define UF_FEED_RCVBUF (16 << 20) /* socket receive buffer: absorbs bursts during recovery */
+#define UF_FEED_MAX_DEPTH 64     /* image levels per side we copy at most */
+
+struct uf_feed {
+	struct uf_feed_config cfg;            /* copy (symbols not kept) */
+	struct uf_feed_stats stats;           /* counters (uf_feed_stats.h) */
+	int nsrc;                             /* sockets: lines, then the re-request socket */
+	int fds[UF_INGEST_MAX_SRC];           /* sockets by source index */
+	int req_fd;                           /* re-request socket, -1 without recovery */
+	struct uf_ingest ig;                  /* receive back end (set up by uf_feed_run) */
+	struct uf_arb arb;                    /* arbitration and recovery */
+	struct uf_publisher *pub;             /* books and records */
+	struct uf_ring *ring;                 /* shared-memory ring and book image */
+	enum uf_backend backend;              /* back end in use */
+	uint32_t depth;                       /* image depth per side */
+	uint32_t max_inst;                    /* instrument ids 0..max_inst-1 */
+	size_t nrec;                          /* records waiting in recs */
+	uint64_t lat_msgs;                    /* messages behind those records (latency samples) */
+	uint64_t lat_rx;                      /* their receive time */
+	uint32_t ndirty;                      /* instruments whose image book must be refreshed */
+	uint32_t *dirty;                      /* their ids */
+	uint8_t *is_dirty;                    /* per instrument: listed in dirty[] */
+	struct uf_level bids[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
+	struct uf_level asks[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
+	char err[256];                        /* last error */
+	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
+};
+
+static const char *const uf_backend_names[] = {
+	[UF_BACKEND_IO_URING] = "io_uring",
+	[UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
+	[UF_BACKEND_RECVMMSG] = "recvmmsg",
+	[UF_BACKEND_EPOLL] = "epoll",
+};
+
+const char *uf_backend_name(enum uf_backend b)
+{
+	if ((unsigned)b >= UF_ARRAY_SIZE(uf_backend_names))
+		return NULL;
+	return uf_backend_names[b];
+}
+
+int uf_backend_parse(const char *name, enum uf_backend *out)
+{
+	for (unsigned i = 0; i < UF_ARRAY_SIZE(uf_backend_names); i++) {
+		if (!strcmp(name, uf_backend_names[i])) {
+			*out = (enum uf_backend)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const struct uf_feed_stats *uf_feed_stats(const struct uf_feed *f)
+{
+	return &f->stats;
+}
+
+const char *uf_feed_backend_name(const struct uf_feed *f)
+{
+	const char *n = uf_backend_name(f->backend);
+	return n ? n : "unknown";
+}
+
+const char *uf_feed_error(const struct uf_feed *f)
+{
+	return f->err;
+}
+
+/* ---- the hot path ---- */
+
+/* Sends the records of the current packet to the ring, then updates the book image of
+ * what they touched, stamped with the ring sequence after them (snapshot-then-stream
+ * handover for late consumers), then records the wire-to-publish latency. */
+static void uf_feed_flush(struct uf_feed *f)
+{
+	if (f->nrec) {
+		uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, f->nrec);
+		uf_stat_add(&f->stats.records, f->nrec);
+		for (size_t i = 0; i < f->nrec; i++) {
+			const struct uf_record *r = &f->recs[i];
+			if (r->kind == UF_REC_LEVEL) {
+				if (r->instrument < f->max_inst && !f->is_dirty[r->instrument]) {
+					f->is_dirty[r->instrument] = 1;
+					f->dirty[f->ndirty++] = r->instrument;
+				}
+			} else if (r->kind == UF_REC_TRADE || r->kind == UF_REC_STATUS ||
+				   r->kind == UF_REC_INSTRUMENT) {
+				uf_feed_ring_image_record(f->ring, r, seq);
+			}
+		}
+		for (uint32_t i = 0; i < f->ndirty; i++) {
+			uint32_t id = f->dirty[i];
+			int nb = uf_publish_top(f->pub, id, UF_SIDE_BID, f->bids, f->depth);
+			int na = uf_publish_top(f->pub, id, UF_SIDE_ASK, f->asks, f->depth);
+			uf_feed_ring_set_book(f->ring, id, f->bids, nb > 0 ? (uint32_t)nb : 0, f->asks,
+					      na > 0 ? (uint32_t)na : 0, seq, f->lat_rx);
+			f->is_dirty[id] = 0;
+		}
+		f->ndirty = 0;
+		f->nrec = 0;
+	}
+	if (f->lat_msgs) {
+		if (f->lat_rx) {
+			int64_t d = (int64_t)(uf_now_realtime_ns() - f->lat_rx);
+			uf_lat_record_n(&f->stats.latency, d, f->lat_msgs);
+		}
+		f->lat_msgs = 0;
+	}
+}
+
+static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
+{
+	if (len == 0)
+		uf_stat_add(&f->stats.decode_empty_message, 1);
+	else if (rc == -ENOMSG)
+		uf_stat_add(&f->stats.decode_unknown_type, 1);
+	else
+		uf_stat_add(&f->stats.decode_bad_length, 1);
+}
+
+/* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order. */
+static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip,
+			    uint64_t rx_ns, unsigned src)
+{
+	struct uf_feed *f = ctx;
+	struct uf_mold_iter it;
+	struct uf_mold_block b;
+	struct uf_itch_msg m;
+	if (f->lat_msgs && rx_ns != f->lat_rx)
+		uf_feed_flush(f); /* one receive time per latency sample group */
+	f->lat_rx = rx_ns;
+	uf_mold_iter_init(&it, pkt);
+	uint32_t i = 0;
+	while (uf_mold_next(&it, &b)) {
+		if (i++ < skip)
+			continue;
+		uf_stat_add(&f->stats.messages, 1);
+		f->lat_msgs++;
+		int rc = uf_itch_decode_inline(b.msg, b.len, &m);
+		if (UF_UNLIKELY(rc != 0)) {
+			uf_feed_count_itch_error(f, rc, b.len);
+			continue;
+		}
+		if (UF_UNLIKELY(f->nrec + UF_REC_MAX_PER_MSG > UF_FEED_RECS))
+			uf_feed_flush(f);
+		int n = uf_publish_apply(f->pub, &m, b.seq, rx_ns, f->recs + f->nrec,
+					 UF_FEED_RECS - f->nrec);
+		if (n > 0)
+			f->nrec += (size_t)n;
+	}
+}
+
+static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
+{
+	struct uf_feed *f = ctx;
+	uf_feed_flush(f);
+	int n = uf_publish_gap(f->pub, first, count, f->recs, UF_FEED_RECS);
+	if (n > 0)
+		f->nrec = (size_t)n;
+	uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, f->nrec);
+	uf_stat_add(&f->stats.records, f->nrec);
+	f->nrec = 0;
+	uf_feed_ring_set_stale_all(f->ring, seq);
+}
+
+static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LEN])
+{
+	struct uf_feed *f = ctx;
+	uf_feed_flush(f);
+	uf_publish_reset(f->pub); /* a new session is a new day: old books are void */
+	uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, 0);
+	for (uint32_t i = 0; i < f->max_inst; i++)
+		uf_feed_ring_set_book(f->ring, i, f->bids, 0, f->asks, 0, seq, 0);
+}
+
+static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,
+				    unsigned src)
+{
+	if (src < UF_CFG_MAX_LINES)
+		uf_stat_add(&f->stats.lines[src].malformed, 1);
+	switch (mp->err) {
+	case UF_MOLD_ERR_TRUNCATED_HEADER: uf_stat_add(&f->stats.decode_truncated_header, 1); break;
+	case UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED:
+		uf_stat_add(&f->stats.decode_block_length_truncated, 1);
+		break;
+	case UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET:
+		uf_stat_add(&f->stats.decode_block_overruns_packet, 1);
+		break;
+	case UF_MOLD_ERR_COUNT_MISMATCH: uf_stat_add(&f->stats.decode_count_mismatch, 1); break;
+	default: uf_stat_add(&f->stats.decode_trailing_bytes, 1); break;
+	}
+}
+
+static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
+{
+	struct uf_mold_packet mp;
+	unsigned src = p->src;
+	uf_stat_add(&f->stats.packets, 1);
+	uf_stat_add(&f->stats.bytes, p->len);
+	if (src < (unsigned)f->cfg.nlines) {
+		uf_stat_add(&f->stats.lines[src].packets, 1);
+		uf_stat_add(&f->stats.lines[src].bytes, p->len);
+	} else {
+		src = UF_ARB_SRC_RECOVERY;
+		uf_stat_add(&f->stats.recovery_packets, 1);
+	}
+	int k = uf_mold_open(&mp, p->data, p->len);
+	if (UF_UNLIKELY(k < 0)) {
+		uf_feed_count_malformed(f, &mp, src);
+		return;
+	}
+	if (k == UF_MOLD_DATA && src < UF_CFG_MAX_LINES)
+		uf_stat_add(&f->stats.lines[src].messages, mp.count);
+	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
+	uf_feed_flush(f);
+}
+
+static void uf_feed_pin(int cpu)
+{
+	if (cpu < 0)
+		return;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (cpu >= ncpu) {
+		fprintf(stderr, "uf_feed: cpu %d does not exist (%ld CPUs): not pinned\n", cpu, ncpu);
+		return;
+	}
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (rc)
+		fprintf(stderr, "uf_feed: pinning to cpu %d: %s\n", cpu, strerror(rc));
+}
+
+int uf_feed_run(struct uf_feed *f, const volatile int *stop)
+{
+	struct uf_pkt pkts[UF_INGEST_BATCH];
+	struct uf_feed_line_stats scratch; /* the re-request socket has no line counters */
+	struct uf_feed_line_stats *st[UF_INGEST_MAX_SRC];
+	memset(&scratch, 0, sizeof(scratch));
+	for (int i = 0; i < f->nsrc; i++)
+		st[i] = i < f->cfg.nlines ? &f->stats.lines[i] : &scratch;
+	uf_feed_pin(f->cfg.cpu);
+	struct uf_ingest_params ip = {
+		.backend = f->cfg.backend,
+		.sqpoll_cpu = f->cfg.sqpoll_cpu,
+		.sqpoll_idle_ms = f->cfg.sqpoll_idle_ms,
+		.numa_node = f->cfg.numa_node,
+		.buf_count = f->cfg.buffers.count,
+		.buf_size = f->cfg.buffers.size,
+	};
+	int rc = uf_ingest_open(&f->ig, &ip, f->fds, f->nsrc, st, &f->stats, f->err, sizeof(f->err));
+	if (rc < 0) {
+		uf_ingest_close(&f->ig);
+		return rc;
+	}
+	f->backend = f->ig.backend;
+	if (f->backend != f->cfg.backend)
+		fprintf(stderr, "uf_feed: feed %s runs on back end %s (configured %s)\n", f->cfg.name,
+			uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
+	while (!*stop) {
+		/* epoll sleeps: not longer than a millisecond while a gap's timers run. */
+		int n = uf_ingest_poll(&f->ig, pkts, UF_INGEST_BATCH, uf_arb_gap_open(&f->arb) ? 1 : 50);
+		if (UF_UNLIKELY(n < 0)) {
+			snprintf(f->err, sizeof(f->err), "receive failed on back end %s: %s",
+				 uf_feed_backend_name(f), strerror(-n));
+			rc = n;
+			break;
+		}
+		if (n == 0) {
+			uf_stat_add(&f->stats.busy_polls, 1);
+			uf_cpu_relax();
+		} else {
+			uf_stat_add(&f->stats.batches, 1);
+			for (int i = 0; i < n; i++)
+				uf_feed_packet(f, &pkts[i]);
+			uf_ingest_release(&f->ig, pkts, n);
+		}
+		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
+			uf_arb_tick(&f->arb, uf_now_mono_ns());
+			uf_feed_flush(f); /* a give-up may have delivered queued packets */
+		}
+	}
+	uf_feed_flush(f);
+	uf_ingest_close(&f->ig);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- setup ---- */
+
+int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err,
+		   size_t errlen)
+{
+	int rc;
+	struct uf_feed *f = aligned_alloc(UF_CACHELINE, (sizeof(*f) + UF_CACHELINE - 1) &
+							  ~(size_t)(UF_CACHELINE - 1));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memset(f, 0, sizeof(*f));
+	f->cfg = *cfg;
+	f->cfg.symbols = NULL;
+	f->cfg.nsymbols = 0;
+	f->req_fd = -1;
+	for (int i = 0; i < UF_INGEST_MAX_SRC; i++)
+		f->fds[i] = -1;
+	f->backend = cfg->backend;
+	if (cfg->nlines < 1 || cfg->nlines > UF_CFG_MAX_LINES) {
+		snprintf(err, errlen, "feed %s: %d lines (1 or 2 supported)", cfg->name, cfg->nlines);
+		rc = -EINVAL;
+		goto out_free;
+	}
+	if (!uf_backend_name(cfg->backend)) {
+		snprintf(err, errlen, "feed %s: unknown back end %d", cfg->name, (int)cfg->backend);
+		rc = -EINVAL;
+		goto out_free;
+	}
+	f->stats.nlines = (uint64_t)cfg->nlines;
+	for (int i = 0; i < cfg->nlines; i++) {
+		memcpy(f->stats.line_names[i], cfg->lines[i].name, UF_CFG_NAME_MAX);
+		f->stats.line_names[i][UF_CFG_NAME_MAX - 1] = '\0';
+	}
+	char why[200];
+	for (int i = 0; i < cfg->nlines; i++) {
+		const struct uf_line_config *l = &cfg->lines[i];
+		rc = uf_mcast_open_rx(l->group, l->port, l->interface, UF_FEED_RCVBUF, why, sizeof(why));
+		if (rc < 0) {
+			snprintf(err, errlen, "feed %s line %s: %s", cfg->name, l->name, why);
+			goto out_close;
+		}
+		f->fds[f->nsrc++] = rc;
+	}
+	if (cfg->recovery.enabled) {
+		struct in_addr any = { .s_addr = htonl(INADDR_ANY) };
+		rc = uf_mcast_open_unicast(any, 0, UF_FEED_RCVBUF, why, sizeof(why));
+		if (rc < 0) {
+			snprintf(err, errlen, "feed %s re-request socket: %s", cfg->name, why);
+			goto out_close;
+		}
+		f->req_fd = rc;
+		f->fds[f->nsrc++] = rc;
+	}
+
+	struct uf_publish_params pp;
+	uf_publish_params_default(&pp);
+	if (cfg->book.max_orders)
+		pp.max_orders = cfg->book.max_orders;
+	if (cfg->book.max_instruments)
+		pp.max_instruments = cfg->book.max_instruments;
+	pp.numa_node = cfg->numa_node;
+	rc = uf_publish_create(&pp, &f->pub);
+	if (rc < 0) {
+		snprintf(err, errlen, "feed %s: creating books (max_orders %llu): %s", cfg->name,
+			 (unsigned long long)pp.max_orders, strerror(-rc));
+		goto out_close;
+	}
+	f->max_inst = uf_publish_max_instruments(f->pub);
+	f->depth = cfg->book.depth ? cfg->book.depth : 10;
+	if (f->depth > UF_FEED_MAX_DEPTH)
+		f->depth = UF_FEED_MAX_DEPTH;
+	f->dirty = calloc(f->max_inst, sizeof(*f->dirty));
+	f->is_dirty = calloc(f->max_inst, 1);
+	if (!f->dirty || !f->is_dirty) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out_pub;
+	}
+	rc = uf_feed_ring_create(cfg, &f->ring, why, sizeof(why));
+	if (rc < 0) {
+		snprintf(err, errlen, "feed %s: ring: %s", cfg->name, why);
+		goto out_pub;
+	}
+	struct uf_arb_cb cb = { .deliver = uf_feed_deliver, .gap = uf_feed_gap,
+				.new_session = uf_feed_new_session, .ctx = f };
+	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;
+	rc = uf_arb_init(&f->arb, &f->cfg, f->req_fd, slot, &f->stats, &cb);
+	if (rc < 0) {
+		snprintf(err, errlen, "feed %s: recovery queue of %u packets: %s", cfg->name,
+			 cfg->recovery.queue_packets, strerror(-rc));
+		goto out_ring;
+	}
+	*out = f;
+	return 0;
+
+out_ring:
+	uf_feed_ring_close(f->ring);
+out_pub:
+	free(f->dirty);
+	free(f->is_dirty);
+	uf_publish_destroy(f->pub);
+out_close:
+	for (int i = 0; i < f->nsrc; i++)
+		close(f->fds[i]);
+out_free:
+	free(f);
+	return rc;
+}
+
+void uf_feed_destroy(struct uf_feed *f)
+{
+	if (!f)
+		return;
+	uf_arb_fini(&f->arb);
+	uf_feed_ring_close(f->ring);
+	uf_publish_destroy(f->pub);
+	free(f->dirty);
+	free(f->is_dirty);
+	for (int i = 0; i < f->nsrc; i++)
+		close(f->fds[i]);
+	free(f);
+}

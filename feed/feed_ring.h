@@ -1,0 +1,40 @@
+/* The feed's side of ring/: a thin layer so the pipeline (feed.c, which includes
+ * publish/uf_publish.h) never includes ring/uf_ring.h in the same translation unit; both
+ * headers define a 24-byte `struct uf_level` with the same layout, passed here as
+ * `const void *` arrays of 24-byte levels. */
+#ifndef UF_FEED_RING_H
+#define UF_FEED_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "feed/uf_config.h"
+#include "publish/uf_record.h"
+
+struct uf_ring;
+
+#define UF_FEED_LEVEL_SIZE 24 /* sizeof(struct uf_level) in publish/ and ring/ */
+
+/* Creates ring cfg->ring.name with cfg's capacity, mode, depth and instruments. Cold. */
+int uf_feed_ring_create(const struct uf_feed_config *cfg, struct uf_ring **out, char *err,
+			size_t errlen);
+
+/* Publishes n records (split into the ring's largest batch when needed). Returns the ring
+ * sequence after them (the stamp for image updates of the same records). */
+uint64_t uf_feed_ring_publish(struct uf_ring *r, const struct uf_record *recs, size_t n);
+
+/* Applies one published record's effect on the image (trades, status, symbols);
+ * levels are refreshed separately with uf_feed_ring_set_book. */
+void uf_feed_ring_image_record(struct uf_ring *r, const struct uf_record *rec, uint64_t seq);
+
+/* Replaces the image book of one instrument; bids/asks are 24-byte levels, best first. */
+void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const void *bids, uint32_t nbid,
+			   const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts);
+
+/* Flags every instrument stale (after an unrecovered gap) or clears one. */
+void uf_feed_ring_set_stale_all(struct uf_ring *r, uint64_t seq);
+
+/* Marks the ring closed and frees the handle. */
+void uf_feed_ring_close(struct uf_ring *r);
+
+#endif /* UF_FEED_RING_H */
