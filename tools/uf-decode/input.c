@@ -1,0 +1,205 @@
+/* uf-decode: shared input loading and iteration (see input.h). */
+#include "input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_counters *c,
+		      uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx)
+{
+	for (int i = 0; i < npaths; i++) {
+		struct uf_reader r;
+		struct uf_reader_msg rm;
+		struct uf_itch_msg m;
+		if (uf_reader_open(&r, paths[i], c) < 0) {
+			fprintf(stderr, "uf-decode: %s\n", r.err);
+			uf_reader_close(&r);
+			return UF_EXIT_USAGE;
+		}
+		int stop = 0;
+		while (!stop && uf_reader_next(&r, &rm) > 0) {
+			int rc = uf_decode_msg_counted(rm.msg, rm.len, &m, c);
+			if (rc == 0)
+				stop = fn ? fn(ctx, rm.seq, &m) : 0;
+			else if (bad)
+				stop = bad(ctx, rm.seq, rm.msg, rm.len, rc);
+		}
+		uf_reader_close(&r);
+		if (stop)
+			break;
+	}
+	return UF_EXIT_OK;
+}
+
+/* splitmix64: a fixed shuffle, so bench layouts are the same run to run. */
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+int uf_input_load_packets(const char *path, size_t mtu_payload, struct uf_input_packets *out)
+{
+	struct uf_reader r;
+	struct uf_reader_msg rm;
+	memset(out, 0, sizeof(*out));
+	out->slot = 2048;
+	if (mtu_payload > out->slot)
+		mtu_payload = out->slot;
+	if (uf_reader_open(&r, path, &out->load) < 0) {
+		fprintf(stderr, "uf-decode: %s\n", r.err);
+		uf_reader_close(&r);
+		return UF_EXIT_USAGE;
+	}
+	size_t cap = 1024, n = 0; /* slots allocated, slots used */
+	uint8_t *arena = malloc(cap * out->slot);
+	if (!arena)
+		goto out_nomem;
+	static const char session[UF_MOLD_SESSION_LEN] = {'B', 'E', 'N', 'C', 'H', ' ', ' ', ' ',
+							  ' ', ' '};
+	struct uf_mold_builder b;
+	uint64_t seq = 1;
+	int open_pkt = 0;
+	while (uf_reader_next(&r, &rm) > 0) {
+		for (;;) {
+			if (!open_pkt) {
+				if (n == cap) {
+					uint8_t *na = realloc(arena, 2 * cap * out->slot);
+					if (!na)
+						goto out_nomem;
+					arena = na;
+					cap *= 2;
+				}
+				uf_mold_builder_init(&b, arena + n * out->slot, mtu_payload, session,
+						     seq);
+				open_pkt = 1;
+			}
+			if (uf_mold_builder_add(&b, rm.msg, rm.len) == 0)
+				break;
+			if (b.count == 0) { /* a message larger than the MTU: cannot happen for ITCH */
+				fprintf(stderr, "uf-decode: %s: message of %u bytes exceeds the MTU\n",
+					path, rm.len);
+				goto out_free;
+			}
+			out->pkt_bytes += b.len;
+			seq += b.count;
+			n++;
+			open_pkt = 0;
+		}
+		out->nmsgs++;
+		out->msg_bytes += rm.len;
+	}
+	if (open_pkt && b.count) {
+		out->pkt_bytes += b.len;
+		n++;
+	}
+	uf_reader_close(&r);
+	out->arena = arena;
+	out->npkts = n;
+	out->seq = calloc(n ? n : 1, sizeof(*out->seq));
+	out->scat = calloc(n ? n : 1, sizeof(*out->scat));
+	size_t *perm = malloc((n ? n : 1) * sizeof(*perm));
+	uint8_t *arena2 = malloc((n ? n : 1) * out->slot);
+	if (!out->seq || !out->scat || !perm || !arena2) {
+		free(perm);
+		free(arena2);
+		uf_input_free_packets(out);
+		fprintf(stderr, "uf-decode: out of memory loading %s\n", path);
+		return UF_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *p = arena + i * out->slot;
+		uint16_t count = uf_be16(p + 18);
+		/* The datagram's length: header plus its blocks (built above, so well-formed). */
+		size_t len = UF_MOLD_HDR_LEN;
+		for (uint16_t k = 0; k < count; k++)
+			len += 2 + uf_be16(p + len);
+		out->seq[i] = (struct uf_decode_pkt){.data = p, .len = (uint32_t)len};
+		perm[i] = i;
+	}
+	uint64_t s = 42;
+	for (size_t i = n; i > 1; i--) { /* Fisher-Yates over slots */
+		size_t j = (size_t)(mix(&s) % i);
+		size_t t = perm[i - 1];
+		perm[i - 1] = perm[j];
+		perm[j] = t;
+	}
+	/* Packet i of the stream lives in slot perm[i] of a second arena: the order of the
+	 * stream is unchanged, only where its buffers sit in memory. */
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *dst = arena2 + perm[i] * out->slot;
+		memcpy(dst, out->seq[i].data, out->seq[i].len);
+		out->scat[i] = (struct uf_decode_pkt){.data = dst, .len = out->seq[i].len};
+	}
+	free(perm);
+	out->arena2 = arena2;
+	return UF_EXIT_OK;
+out_nomem:
+	fprintf(stderr, "uf-decode: out of memory loading %s\n", path);
+out_free:
+	free(arena);
+	uf_reader_close(&r);
+	return UF_EXIT_USAGE;
+}
+
+void uf_input_free_packets(struct uf_input_packets *p)
+{
+	free(p->arena);
+	free(p->arena2);
+	free(p->seq);
+	free(p->scat);
+	memset(p, 0, sizeof(*p));
+}
+
+struct kv {
+	char name[32];
+	uint64_t v;
+};
+
+struct kvs {
+	struct kv a[128];
+	int n;
+};
+
+static void collect(void *ctx, const char *name, uint64_t v)
+{
+	struct kvs *k = ctx;
+	if (v && k->n < (int)(sizeof(k->a) / sizeof(k->a[0]))) {
+		snprintf(k->a[k->n].name, sizeof(k->a[k->n].name), "%s", name);
+		k->a[k->n++].v = v;
+	}
+}
+
+static int kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct kv *)a)->name, ((const struct kv *)b)->name);
+}
+
+static void print_obj(FILE *f, struct kvs *k)
+{
+	qsort(k->a, (size_t)k->n, sizeof(k->a[0]), kv_cmp);
+	fputc('{', f);
+	for (int i = 0; i < k->n; i++)
+		fprintf(f, "%s\"%s\":%llu", i ? "," : "", k->a[i].name,
+			(unsigned long long)k->a[i].v);
+	fputc('}', f);
+}
+
+void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c)
+{
+	struct kvs types = {.n = 0}, errs = {.n = 0};
+	for (int i = 0; i < UF_ITCH_NTYPES; i++) {
+		char name[2] = {UF_ITCH_TYPES[i], 0};
+		collect(&types, name, c->by_type[i]);
+	}
+	uf_decode_counters_foreach_error(c, collect, &errs);
+	fprintf(f, "{\"packets\":%llu,\"messages\":%llu,\"types\":", (unsigned long long)c->packets,
+		(unsigned long long)c->messages);
+	print_obj(f, &types);
+	fputs(",\"errors\":", f);
+	print_obj(f, &errs);
+	fprintf(f, ",\"gaps\":%llu}\n", (unsigned long long)c->gaps);
+}

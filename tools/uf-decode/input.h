@@ -1,0 +1,54 @@
+/* uf-decode: shared input loading and iteration for every subcommand (stats, print, bench,
+ * and books from publish/). Everything goes through decode/'s readers, so a file is decoded
+ * by exactly the code the live feed runs. */
+#ifndef UF_DECODE_INPUT_H
+#define UF_DECODE_INPUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "decode/uf_decode.h"
+
+/* Exit statuses of every subcommand. */
+#define UF_EXIT_OK 0         /* success */
+#define UF_EXIT_INPUT_ERR 1  /* the input had errors (counted) */
+#define UF_EXIT_USAGE 2      /* bad usage or unreadable input */
+
+/* Called for each message that decoded (after counting), in file order. `raw_len` is the
+ * wire length. Return nonzero to stop early (e.g. print --limit). */
+typedef int (*uf_input_msg_fn)(void *ctx, uint64_t seq, const struct uf_itch_msg *m);
+/* Called for each message that did not decode (unknown type, bad length); may be NULL. */
+typedef int (*uf_input_bad_fn)(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
+			       int rc);
+
+/* Decodes every message of each file in turn into `c`. Returns UF_EXIT_OK when all files
+ * were read (errors inside them are in `c`), or UF_EXIT_USAGE after printing why a file
+ * could not be opened or was refused. */
+int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_counters *c,
+		      uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx);
+
+/* A whole input re-packed as MoldUDP64 datagrams in memory, laid out like a receive buffer
+ * pool: one packet per fixed-size slot (what an io_uring provided-buffer ring hands out). */
+struct uf_input_packets {
+	uint8_t *arena;             /* npkts slots of `slot` bytes, stream order */
+	uint8_t *arena2;            /* the same packets in shuffled slots */
+	size_t slot;                /* slot size (2048) */
+	size_t npkts;               /* packets */
+	struct uf_decode_pkt *seq;  /* packets in slot order (sequential layout) */
+	struct uf_decode_pkt *scat; /* same packets, slots in a shuffled order (recycled buffers) */
+	uint64_t nmsgs;             /* messages in all packets */
+	uint64_t msg_bytes;         /* ITCH message bytes */
+	uint64_t pkt_bytes;         /* datagram bytes (headers included) */
+	struct uf_decode_counters load; /* what reading the file counted */
+};
+
+/* Loads `path` (daily or pcap) and packs its messages into datagrams of at most `mtu_payload`
+ * bytes (1472 for a 1500-byte MTU). Returns UF_EXIT_OK or UF_EXIT_USAGE (message printed). */
+int uf_input_load_packets(const char *path, size_t mtu_payload, struct uf_input_packets *out);
+void uf_input_free_packets(struct uf_input_packets *p);
+
+/* Prints `c` as the stats JSON object (sorted keys, zero counts omitted) plus newline. */
+void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c);
+
+#endif /* UF_DECODE_INPUT_H */

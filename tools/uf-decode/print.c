@@ -1,0 +1,268 @@
+/* uf-decode print FILE [--limit N]: one JSON line per message, every field named as in
+ * ../shared/ITCH50-MOLDUDP64.md (snake_case), prices as integers in the feed's units,
+ * character fields as strings with trailing spaces trimmed. Messages that did not decode
+ * get a line with "error" naming the counter they went to. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+struct print_ctx {
+	FILE *f;          /* output */
+	uint64_t limit;   /* lines to print, 0 = all */
+	uint64_t printed; /* lines printed */
+};
+
+/* Bytes as a JSON string, trailing spaces trimmed, anything unprintable escaped. */
+static void jstr(FILE *f, const char *key, const void *bytes, size_t n)
+{
+	const uint8_t *b = bytes;
+	while (n && (b[n - 1] == ' ' || b[n - 1] == 0))
+		n--;
+	fprintf(f, ",\"%s\":\"", key);
+	for (size_t i = 0; i < n; i++) {
+		if (b[i] == '"' || b[i] == '\\')
+			fprintf(f, "\\%c", b[i]);
+		else if (b[i] < 0x20 || b[i] >= 0x7f)
+			fprintf(f, "\\u%04x", b[i]);
+		else
+			fputc(b[i], f);
+	}
+	fputc('"', f);
+}
+
+/* One character field: kept even when it is a space (a space is a value in ITCH). */
+static void jchr(FILE *f, const char *key, uint8_t c)
+{
+	if (c == '"' || c == '\\')
+		fprintf(f, ",\"%s\":\"\\%c\"", key, c);
+	else if (c < 0x20 || c >= 0x7f)
+		fprintf(f, ",\"%s\":\"\\u%04x\"", key, c);
+	else
+		fprintf(f, ",\"%s\":\"%c\"", key, c);
+}
+
+static void ju(FILE *f, const char *key, uint64_t v)
+{
+	fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
+}
+
+static void print_fields(FILE *f, const struct uf_itch_msg *m)
+{
+	switch (m->type) {
+	case 'S':
+		jchr(f, "event_code", m->u.sys.event);
+		break;
+	case 'R':
+		jstr(f, "stock", m->u.dir.stock, 8);
+		jchr(f, "market_category", m->u.dir.market_category);
+		jchr(f, "financial_status", m->u.dir.financial_status);
+		ju(f, "round_lot_size", m->u.dir.round_lot_size);
+		jchr(f, "round_lots_only", m->u.dir.round_lots_only);
+		jchr(f, "issue_classification", m->u.dir.issue_classification);
+		jstr(f, "issue_sub_type", m->u.dir.issue_subtype, 2);
+		jchr(f, "authenticity", m->u.dir.authenticity);
+		jchr(f, "short_sale_threshold", m->u.dir.short_sale_threshold);
+		jchr(f, "ipo_flag", m->u.dir.ipo_flag);
+		jchr(f, "luld_tier", m->u.dir.luld_tier);
+		jchr(f, "etp_flag", m->u.dir.etp_flag);
+		ju(f, "etp_leverage", m->u.dir.etp_leverage);
+		jchr(f, "inverse", m->u.dir.inverse);
+		break;
+	case 'H':
+		jstr(f, "stock", m->u.trading_action.stock, 8);
+		jchr(f, "trading_state", m->u.trading_action.trading_state);
+		jchr(f, "reserved", m->u.trading_action.reserved);
+		jstr(f, "reason", m->u.trading_action.reason, 4);
+		break;
+	case 'Y':
+		jstr(f, "stock", m->u.reg_sho.stock, 8);
+		jchr(f, "action", m->u.reg_sho.action);
+		break;
+	case 'L':
+		jstr(f, "mpid", m->u.mp_position.mpid, 4);
+		jstr(f, "stock", m->u.mp_position.stock, 8);
+		jchr(f, "primary_mm", m->u.mp_position.primary_mm);
+		jchr(f, "mm_mode", m->u.mp_position.mm_mode);
+		jchr(f, "participant_state", m->u.mp_position.participant_state);
+		break;
+	case 'V':
+		ju(f, "level_1", m->u.mwcb_decline.level1);
+		ju(f, "level_2", m->u.mwcb_decline.level2);
+		ju(f, "level_3", m->u.mwcb_decline.level3);
+		break;
+	case 'W':
+		jchr(f, "breached_level", m->u.mwcb_status.breached_level);
+		break;
+	case 'K':
+		jstr(f, "stock", m->u.ipo.stock, 8);
+		ju(f, "release_time", m->u.ipo.release_time);
+		jchr(f, "qualifier", m->u.ipo.qualifier);
+		ju(f, "ipo_price", m->u.ipo.price);
+		break;
+	case 'J':
+		jstr(f, "stock", m->u.luld.stock, 8);
+		ju(f, "reference_price", m->u.luld.reference_price);
+		ju(f, "upper_price", m->u.luld.upper_price);
+		ju(f, "lower_price", m->u.luld.lower_price);
+		ju(f, "extension", m->u.luld.extension);
+		break;
+	case 'h':
+		jstr(f, "stock", m->u.op_halt.stock, 8);
+		jchr(f, "market_code", m->u.op_halt.market_code);
+		jchr(f, "action", m->u.op_halt.action);
+		break;
+	case 'A':
+	case 'F':
+		ju(f, "order_ref", m->u.add.order_ref);
+		jchr(f, "side", m->u.add.side);
+		ju(f, "shares", m->u.add.shares);
+		jstr(f, "stock", m->u.add.stock, 8);
+		ju(f, "price", m->u.add.price);
+		if (m->type == 'F')
+			jstr(f, "attribution", m->u.add.attribution, 4);
+		break;
+	case 'E':
+	case 'C':
+		ju(f, "order_ref", m->u.exec.order_ref);
+		ju(f, "executed_shares", m->u.exec.shares);
+		ju(f, "match_number", m->u.exec.match);
+		if (m->type == 'C') {
+			jchr(f, "printable", m->u.exec.printable);
+			ju(f, "execution_price", m->u.exec.price);
+		}
+		break;
+	case 'X':
+		ju(f, "order_ref", m->u.cancel.order_ref);
+		ju(f, "cancelled_shares", m->u.cancel.shares);
+		break;
+	case 'D':
+		ju(f, "order_ref", m->u.del.order_ref);
+		break;
+	case 'U':
+		ju(f, "original_ref", m->u.replace.orig_ref);
+		ju(f, "new_ref", m->u.replace.new_ref);
+		ju(f, "shares", m->u.replace.shares);
+		ju(f, "price", m->u.replace.price);
+		break;
+	case 'P':
+		ju(f, "order_ref", m->u.trade.order_ref);
+		jchr(f, "side", m->u.trade.side);
+		ju(f, "shares", m->u.trade.shares);
+		jstr(f, "stock", m->u.trade.stock, 8);
+		ju(f, "price", m->u.trade.price);
+		ju(f, "match_number", m->u.trade.match);
+		break;
+	case 'Q':
+		ju(f, "shares", m->u.cross.shares);
+		jstr(f, "stock", m->u.cross.stock, 8);
+		ju(f, "cross_price", m->u.cross.price);
+		ju(f, "match_number", m->u.cross.match);
+		jchr(f, "cross_type", m->u.cross.cross_type);
+		break;
+	case 'B':
+		ju(f, "match_number", m->u.broken.match);
+		break;
+	case 'I':
+		ju(f, "paired_shares", m->u.noii.paired_shares);
+		ju(f, "imbalance_shares", m->u.noii.imbalance_shares);
+		jchr(f, "direction", m->u.noii.direction);
+		jstr(f, "stock", m->u.noii.stock, 8);
+		ju(f, "far_price", m->u.noii.far_price);
+		ju(f, "near_price", m->u.noii.near_price);
+		ju(f, "current_ref_price", m->u.noii.current_ref_price);
+		jchr(f, "cross_type", m->u.noii.cross_type);
+		jchr(f, "price_variation", m->u.noii.price_variation);
+		break;
+	case 'N':
+		jstr(f, "stock", m->u.rpi.stock, 8);
+		jchr(f, "interest_flag", m->u.rpi.interest_flag);
+		break;
+	case 'O':
+		jstr(f, "stock", m->u.dlcr.stock, 8);
+		jchr(f, "open_eligibility", m->u.dlcr.open_eligibility);
+		ju(f, "min_price", m->u.dlcr.min_price);
+		ju(f, "max_price", m->u.dlcr.max_price);
+		ju(f, "near_exec_price", m->u.dlcr.near_exec_price);
+		ju(f, "near_exec_time", m->u.dlcr.near_exec_time);
+		ju(f, "lower_collar", m->u.dlcr.lower_collar);
+		ju(f, "upper_collar", m->u.dlcr.upper_collar);
+		break;
+	}
+}
+
+static int on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
+{
+	struct print_ctx *p = ctx;
+	FILE *f = p->f;
+	fprintf(f, "{\"seq\":%llu", (unsigned long long)seq);
+	jchr(f, "type", m->type);
+	ju(f, "stock_locate", m->locate);
+	ju(f, "tracking_number", m->tracking);
+	ju(f, "timestamp", m->timestamp);
+	print_fields(f, m);
+	fputs("}\n", f);
+	return p->limit && ++p->printed >= p->limit;
+}
+
+static int on_bad(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int rc)
+{
+	struct print_ctx *p = ctx;
+	char err[32];
+	if (len == 0)
+		snprintf(err, sizeof(err), "empty_message");
+	else if (rc == -ENOMSG)
+		snprintf(err, sizeof(err), "unknown_type");
+	else
+		snprintf(err, sizeof(err), "bad_length_%c", msg[0]);
+	fprintf(p->f, "{\"seq\":%llu,\"error\":\"%s\",\"length\":%zu", (unsigned long long)seq, err,
+		len);
+	if (len)
+		fprintf(p->f, ",\"type_byte\":%u", msg[0]);
+	fputs("}\n", p->f);
+	return p->limit && ++p->printed >= p->limit;
+}
+
+int uf_decode_cmd_print(int argc, char **argv)
+{
+	static char obuf[1 << 20];
+	struct print_ctx p = {.f = stdout};
+	const char *file = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
+			char *end;
+			errno = 0;
+			p.limit = strtoull(argv[++i], &end, 10);
+			if (errno || *end || argv[i][0] == '-' || end == argv[i]) {
+				fprintf(stderr, "uf-decode print: --limit wants a number, got %s\n",
+					argv[i]);
+				return UF_EXIT_USAGE;
+			}
+			if (p.limit == 0)
+				return UF_EXIT_OK;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "uf-decode print: unknown option %s\n", argv[i]);
+			return UF_EXIT_USAGE;
+		} else if (!file) {
+			file = argv[i];
+		} else {
+			fprintf(stderr, "uf-decode print: one FILE only\n");
+			return UF_EXIT_USAGE;
+		}
+	}
+	if (!file) {
+		fprintf(stderr, "usage: uf-decode print FILE [--limit N]\n");
+		return UF_EXIT_USAGE;
+	}
+	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+	struct uf_decode_counters c;
+	memset(&c, 0, sizeof(c));
+	int rc = uf_input_for_each((const char *const *)&file, 1, &c, on_msg, on_bad, &p);
+	if (fflush(stdout) != 0)
+		return UF_EXIT_USAGE;
+	if (rc != UF_EXIT_OK)
+		return rc;
+	return uf_decode_counters_errors(&c) ? UF_EXIT_INPUT_ERR : UF_EXIT_OK;
+}
