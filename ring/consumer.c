@@ -386,6 +386,8 @@ static UF_COLD int next_empty(struct uf_consumer *c)
 {
 	uint32_t idle = ++c->idle;
 
+	if (c->stale)
+		return -ESTALE; /* seen by uf_consumer_wait already */
 	/* the state store is released after the final tail: re-read the tail after it */
 	if (uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED) {
 		if (uf_load_acquire_u64(&c->hdr->tail) > c->pos)

@@ -1,0 +1,704 @@
+/* Broadcast ring: producer API (uf_ring.h) against consumer processes (libufconsumer).
+ * Multi-process through fork; every wait is bounded. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "ring/uf_ring.h"
+#include "ring/ufconsumer.h"
+#include "ring_test_util.h"
+
+static struct uf_ring *make_ring(const char *name, uint64_t capacity, uint32_t mode)
+{
+	struct uf_ring_options o;
+	struct uf_ring *r = NULL;
+	char err[256] = "";
+	int rc;
+
+	uf_ring_options_init(&o);
+	o.capacity = capacity;
+	o.mode = mode;
+	o.max_instruments = 64;
+	o.max_consumers = 8;
+	rc = uf_ring_create(name, &o, &r, err, sizeof(err));
+	if (rc != 0)
+		fprintf(stderr, "uf_ring_create(%s): %d %s\n", name, rc, err);
+	assert_int_equal(rc, 0);
+	return r;
+}
+
+static uf_consumer_t *attach(const char *name, uint64_t spin_ns, int start)
+{
+	struct uf_consumer_options o;
+	uf_consumer_t *c = NULL;
+	char err[256] = "";
+	int rc;
+
+	uf_consumer_options_init(&o);
+	o.spin_ns = spin_ns;
+	o.start = start;
+	o.tag = "test";
+	rc = uf_consumer_attach(name, &o, &c, err, sizeof(err));
+	if (rc != 0)
+		fprintf(stderr, "attach %s: %d %s\n", name, rc, err);
+	return rc == 0 ? c : NULL;
+}
+
+static void publish_range(struct uf_ring *r, uint64_t from, uint64_t to, size_t batch)
+{
+	struct uf_record recs[16];
+
+	while (from < to) {
+		size_t n = 0;
+		while (n < batch && n < 16 && from + n < to) {
+			test_rec_make(&recs[n], from + n);
+			n++;
+		}
+		assert_int_equal(uf_ring_publish(r, recs, n), 0);
+		from += n;
+	}
+}
+
+static void test_ring_reader_reads_in_order_across_wrap(void **state)
+{
+	char name[64];
+	struct uf_record rec, buf[5];
+	uint64_t seq = 0, want = 0, first;
+	struct uf_ring *r;
+	uf_consumer_t *c;
+	int rc;
+
+	test_ring_name(name, sizeof(name), "order");
+	r = make_ring(name, 64, 0600);
+	c = attach(name, 0, UF_CONSUMER_START_LATEST);
+	assert_non_null(c);
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EAGAIN);
+	for (uint64_t round = 0; round < 40; round++) {
+		publish_range(r, round * 37, (round + 1) * 37, 1 + round % 7);
+		while ((rc = uf_consumer_next(c, &rec, &seq)) == 0) {
+			assert_int_equal(seq, want);
+			assert_true(test_rec_ok(&rec, want));
+			want++;
+			if (want % 5 == 0) { /* batch read path too */
+				rc = uf_consumer_read(c, buf, 5, &first);
+				if (rc > 0) {
+					assert_int_equal(first, want);
+					for (int i = 0; i < rc; i++)
+						assert_true(test_rec_ok(&buf[i], want + i));
+					want += (uint64_t)rc;
+				}
+			}
+		}
+		assert_int_equal(rc, -EAGAIN);
+	}
+	assert_int_equal(want, 40 * 37);
+	assert_int_equal(uf_ring_publish(r, buf, 17), -EMSGSIZE); /* > capacity / 4 */
+	assert_int_equal(uf_ring_publish(r, buf, 0), 0);
+	uf_ring_close(r);
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EPIPE);
+	uf_consumer_detach(c);
+	uf_ring_unlink(name, NULL);
+}
+
+static void test_ring_reader_detects_lap_exactly(void **state)
+{
+	char name[64];
+	struct uf_consumer_lap lap;
+	struct uf_consumer_info info;
+	struct uf_record rec;
+	uint64_t seq;
+	struct uf_ring *r;
+	uf_consumer_t *c;
+
+	test_ring_name(name, sizeof(name), "lap");
+	r = make_ring(name, 16, 0600);
+	c = attach(name, 0, UF_CONSUMER_START_LATEST);
+	assert_non_null(c);
+	publish_range(r, 0, 100, 3);
+	/* claim = 100, capacity 16: resume keeps 12 records, at 88; 88 records lost */
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EOVERFLOW);
+	uf_consumer_last_lap(c, &lap);
+	assert_int_equal(lap.from_seq, 0);
+	assert_int_equal(lap.resume_seq, 88);
+	assert_int_equal(lap.lost, 88);
+	for (uint64_t s = 88; s < 100; s++) {
+		assert_int_equal(uf_consumer_next(c, &rec, &seq), 0);
+		assert_int_equal(seq, s);
+		assert_true(test_rec_ok(&rec, s));
+	}
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EAGAIN);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.lost, 88);
+	assert_int_equal(info.laps, 1);
+	assert_int_equal(info.received, 12);
+
+	/* the producer's report agrees */
+	{
+		struct uf_ring_consumer_info ci[4];
+		assert_int_equal(uf_ring_consumers(r, ci, 4), 1);
+		assert_int_equal(ci[0].pid, getpid());
+		assert_int_equal(ci[0].lost, 88);
+		assert_int_equal(ci[0].position, 100);
+		assert_int_equal(ci[0].lag, 0);
+		assert_string_equal(ci[0].tag, "test");
+		publish_range(r, 100, 103, 1);
+		assert_int_equal(uf_ring_consumers(r, ci, 4), 1);
+		assert_int_equal(ci[0].lag, 3);
+	}
+	uf_consumer_detach(c);
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+/* Child: reads every record until the ring is closed, checks order and content. */
+static int child_read_all(const char *name, uint64_t spin_ns, int use_wait, uint64_t total,
+			  int ready_fd)
+{
+	uf_consumer_t *c = attach(name, spin_ns, UF_CONSUMER_START_OLDEST);
+	uint64_t want = 0, seq, end = uf_now_mono_ns() + 20000000000ull;
+	struct uf_record rec;
+	int rc;
+
+	CHILD_CHECK(c != NULL);
+	test_pipe_put(ready_fd);
+	for (;;) {
+		CHILD_CHECK(uf_now_mono_ns() < end);
+		rc = uf_consumer_next(c, &rec, &seq);
+		if (rc == 0) {
+			CHILD_CHECK(seq == want);
+			CHILD_CHECK(test_rec_ok(&rec, seq));
+			want++;
+			continue;
+		}
+		if (rc == -EPIPE)
+			break;
+		CHILD_CHECK(rc == -EAGAIN);
+		if (use_wait) {
+			rc = uf_consumer_wait(c, 100000000);
+			CHILD_CHECK(rc == 0 || rc == -ETIMEDOUT);
+		}
+	}
+	CHILD_CHECK(want == total);
+	uf_consumer_detach(c);
+	return 0;
+}
+
+static void test_ring_several_consumers_see_every_record(void **state)
+{
+	const uint64_t total = 200000;
+	const int nc = 3;
+	char name[64];
+	int fds[2], st;
+	pid_t pids[3];
+	struct uf_ring *r;
+
+	test_ring_name(name, sizeof(name), "multi");
+	r = make_ring(name, 1 << 18, 0600); /* larger than the stream: nobody can be lapped */
+	assert_int_equal(pipe(fds), 0);
+	for (int i = 0; i < nc; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			/* 0: busy-poll, 1: spin then futex, 2: futex at once */
+			uint64_t spin = i == 1 ? 50000 : 0;
+			_exit(child_read_all(name, spin, i != 0, total, fds[1]));
+		}
+	}
+	for (int i = 0; i < nc; i++)
+		assert_true(test_pipe_get(fds[0], 5000));
+	for (uint64_t s = 0; s < total; s += 1000) {
+		publish_range(r, s, s + 1000, 1 + (s / 1000) % 8);
+		if ((s / 1000) % 20 == 0)
+			usleep(200); /* let the futex waiters fall asleep now and then */
+	}
+	uf_ring_close(r);
+	for (int i = 0; i < nc; i++) {
+		st = test_wait_child(pids[i], 30000);
+		assert_true(test_child_ok(st));
+	}
+	close(fds[0]);
+	close(fds[1]);
+	uf_ring_unlink(name, NULL);
+}
+
+/* Child: reads a ring that laps it; every record returned must be intact and in sequence;
+ * after a lap the next record is exactly resume_seq; received + lost = total. */
+static int child_lapped_reader(const char *name, uint64_t total, int ready_fd)
+{
+	uf_consumer_t *c = attach(name, 0, UF_CONSUMER_START_OLDEST);
+	uint64_t want = 0, seq, got = 0, lost = 0, laps = 0, n = 0;
+	uint64_t end = uf_now_mono_ns() + 20000000000ull;
+	struct uf_consumer_lap lap;
+	struct uf_record rec;
+	int rc;
+
+	CHILD_CHECK(c != NULL);
+	test_pipe_put(ready_fd);
+	for (;;) {
+		CHILD_CHECK(uf_now_mono_ns() < end);
+		rc = uf_consumer_next(c, &rec, &seq);
+		if (rc == 0) {
+			CHILD_CHECK(seq == want);
+			CHILD_CHECK(test_rec_ok(&rec, seq));
+			want++;
+			got++;
+			if (++n % 4096 == 0)
+				usleep(300); /* fall behind on purpose */
+			continue;
+		}
+		if (rc == -EOVERFLOW) {
+			uf_consumer_last_lap(c, &lap);
+			CHILD_CHECK(lap.from_seq == want);
+			CHILD_CHECK(lap.resume_seq > want);
+			CHILD_CHECK(lap.lost == lap.resume_seq - want);
+			lost += lap.lost;
+			laps++;
+			want = lap.resume_seq;
+			continue;
+		}
+		if (rc == -EPIPE)
+			break;
+		CHILD_CHECK(rc == -EAGAIN);
+		uf_cpu_relax();
+	}
+	CHILD_CHECK(got + lost == total);
+	CHILD_CHECK(laps > 0); /* the test must actually have lapped */
+	fprintf(stderr, "lapped reader %d: got %llu lost %llu in %llu laps\n", (int)getpid(),
+		(unsigned long long)got, (unsigned long long)lost, (unsigned long long)laps);
+	uf_consumer_detach(c);
+	return 0;
+}
+
+static void test_ring_lapped_reader_never_sees_torn_record(void **state)
+{
+	const uint64_t total = 2000000;
+	char name[64];
+	int fds[2];
+	pid_t pids[2];
+	struct uf_ring *r;
+
+	test_ring_name(name, sizeof(name), "torn");
+	r = make_ring(name, 64, 0600);
+	assert_int_equal(pipe(fds), 0);
+	for (int i = 0; i < 2; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0)
+			_exit(child_lapped_reader(name, total, fds[1]));
+	}
+	for (int i = 0; i < 2; i++)
+		assert_true(test_pipe_get(fds[0], 5000));
+	publish_range(r, 0, total, 5);
+	uf_ring_close(r);
+	for (int i = 0; i < 2; i++)
+		assert_true(test_child_ok(test_wait_child(pids[i], 30000)));
+	close(fds[0]);
+	close(fds[1]);
+	uf_ring_unlink(name, NULL);
+}
+
+/* Child: attaches, says so, then reads forever (bounded) until killed. */
+static int child_read_until_killed(const char *name, int ready_fd, int sleep_in_wait)
+{
+	uf_consumer_t *c = attach(name, 0, UF_CONSUMER_START_LATEST);
+	uint64_t end = uf_now_mono_ns() + 20000000000ull, seq;
+	struct uf_record rec;
+
+	CHILD_CHECK(c != NULL);
+	test_pipe_put(ready_fd);
+	while (uf_now_mono_ns() < end) {
+		int rc = uf_consumer_next(c, &rec, &seq);
+		if (rc == -EAGAIN && sleep_in_wait)
+			uf_consumer_wait(c, -1);
+	}
+	return 1; /* should have been killed */
+}
+
+static int sleeping_consumers(struct uf_ring *r)
+{
+	struct uf_ring_consumer_info ci[8];
+	int n = uf_ring_consumers(r, ci, 8), s = 0;
+
+	for (int i = 0; i < n && i < 8; i++)
+		s += ci[i].sleeping;
+	return s;
+}
+
+static void test_ring_killed_consumer_is_reaped_and_producer_unaffected(void **state)
+{
+	char name[64];
+	int fds[2], st, freed = 0;
+	pid_t busy, sleeper;
+	struct uf_ring *r;
+	uint64_t end, wakes;
+
+	test_ring_name(name, sizeof(name), "kill");
+	r = make_ring(name, 1024, 0600);
+	assert_int_equal(pipe(fds), 0);
+	busy = fork();
+	assert_true(busy >= 0);
+	if (busy == 0)
+		_exit(child_read_until_killed(name, fds[1], 0));
+	sleeper = fork();
+	assert_true(sleeper >= 0);
+	if (sleeper == 0)
+		_exit(child_read_until_killed(name, fds[1], 1));
+	assert_true(test_pipe_get(fds[0], 5000));
+	assert_true(test_pipe_get(fds[0], 5000));
+	assert_int_equal(uf_ring_consumers(r, NULL, 0), 2);
+
+	/* mid-stream: kill the busy reader while records flow */
+	publish_range(r, 0, 5000, 4);
+	kill(busy, SIGKILL);
+	publish_range(r, 5000, 100000, 4); /* never blocks on the dead reader */
+	end = uf_now_mono_ns() + 5000000000ull;
+	while (freed == 0 && uf_now_mono_ns() < end) {
+		freed = uf_ring_reap(r); /* the corpse is a zombie until waited for: still dead */
+		usleep(1000);
+	}
+	assert_int_equal(freed, 1);
+	assert_int_equal(uf_ring_consumers(r, NULL, 0), 1);
+	st = test_wait_child(busy, 5000);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+
+	/* now kill the other one while it sleeps in FUTEX_WAIT: its sleeper count must go */
+	end = uf_now_mono_ns() + 5000000000ull;
+	while (sleeping_consumers(r) == 0 && uf_now_mono_ns() < end)
+		usleep(1000);
+	assert_int_equal(sleeping_consumers(r), 1);
+	assert_int_equal(uf_load_relaxed_u32(&r->ct->sleepers), 1);
+	kill(sleeper, SIGKILL);
+	st = test_wait_child(sleeper, 5000);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(uf_ring_reap(r), 1);
+	assert_int_equal(uf_ring_consumers(r, NULL, 0), 0);
+	assert_int_equal(uf_load_relaxed_u32(&r->ct->sleepers), 0);
+	wakes = r->hdr->wakes;
+	publish_range(r, 100000, 101000, 4);
+	assert_int_equal(r->hdr->wakes, wakes); /* nobody sleeps: no FUTEX_WAKE */
+	assert_int_equal(uf_ring_reap(r), 0);
+	close(fds[0]);
+	close(fds[1]);
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+static void test_ring_wakes_only_when_a_consumer_sleeps(void **state)
+{
+	char name[64];
+	int fds[2], back[2];
+	struct uf_ring *r;
+	uf_consumer_t *c;
+	pid_t pid;
+	uint64_t end;
+
+	test_ring_name(name, sizeof(name), "wake");
+	r = make_ring(name, 1024, 0600);
+	c = attach(name, 0, UF_CONSUMER_START_LATEST); /* registered, never sleeping */
+	assert_non_null(c);
+	publish_range(r, 0, 10000, 8);
+	assert_int_equal(r->hdr->wakes, 0);
+	uf_consumer_detach(c);
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(back), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uf_consumer_t *cc = attach(name, 0, UF_CONSUMER_START_LATEST);
+		struct uf_record rec;
+		uint64_t seq;
+		CHILD_CHECK(cc != NULL);
+		test_pipe_put(fds[1]);
+		CHILD_CHECK(uf_consumer_wait(cc, 10000000000ll) == 0);
+		CHILD_CHECK(uf_consumer_next(cc, &rec, &seq) == 0);
+		CHILD_CHECK(seq == 10000 && test_rec_ok(&rec, seq));
+		test_pipe_put(back[1]);
+		uf_consumer_detach(cc);
+		_exit(0);
+	}
+	assert_true(test_pipe_get(fds[0], 5000));
+	end = uf_now_mono_ns() + 5000000000ull;
+	while (sleeping_consumers(r) == 0 && uf_now_mono_ns() < end)
+		usleep(500);
+	assert_int_equal(sleeping_consumers(r), 1);
+	publish_range(r, 10000, 10001, 1);
+	assert_true(r->hdr->wakes >= 1);
+	assert_true(test_pipe_get(back[0], 5000));
+	assert_true(test_child_ok(test_wait_child(pid, 5000)));
+	for (int i = 0; i < 2; i++) {
+		close(fds[i]);
+		close(back[i]);
+	}
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+static void test_ring_restart_changes_generation_and_reattach_works(void **state)
+{
+	char name[64];
+	int go[2], ready[2];
+	struct uf_ring *r, *r2;
+	pid_t pid;
+
+	test_ring_name(name, sizeof(name), "restart");
+	r = make_ring(name, 256, 0600);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uf_consumer_t *c = attach(name, 0, UF_CONSUMER_START_LATEST);
+		struct uf_consumer_info i1, i2;
+		struct uf_record rec;
+		uint64_t seq, want = 0, end = uf_now_mono_ns() + 20000000000ull;
+		char err[256];
+		int rc;
+
+		CHILD_CHECK(c != NULL);
+		uf_consumer_get_info(c, &i1);
+		test_pipe_put(ready[1]);
+		/* read the first generation until the restart shows */
+		for (;;) {
+			CHILD_CHECK(uf_now_mono_ns() < end);
+			rc = uf_consumer_next(c, &rec, &seq);
+			if (rc == 0) {
+				CHILD_CHECK(seq == want && test_rec_ok(&rec, seq));
+				want++;
+			} else if (rc == -EAGAIN) {
+				CHILD_CHECK(uf_consumer_wait(c, 100000000) != -EINTR);
+			} else {
+				CHILD_CHECK(rc == -ESTALE);
+				break;
+			}
+		}
+		CHILD_CHECK(want == 100);
+		CHILD_CHECK(uf_consumer_reattach(c, err, sizeof(err)) == 0);
+		uf_consumer_get_info(c, &i2);
+		CHILD_CHECK(i2.generation > i1.generation);
+		CHILD_CHECK(i2.position == 0);
+		test_pipe_put(ready[1]);
+		want = 0;
+		for (;;) {
+			CHILD_CHECK(uf_now_mono_ns() < end);
+			rc = uf_consumer_next(c, &rec, &seq);
+			if (rc == 0) {
+				CHILD_CHECK(seq == want && test_rec_ok(&rec, seq));
+				want++;
+			} else if (rc == -EAGAIN) {
+				uf_consumer_wait(c, 100000000);
+			} else {
+				CHILD_CHECK(rc == -EPIPE);
+				break;
+			}
+		}
+		CHILD_CHECK(want == 50);
+		uf_consumer_detach(c);
+		_exit(0);
+	}
+	assert_true(test_pipe_get(ready[0], 5000));
+	publish_range(r, 0, 100, 4);
+	usleep(20000);
+	/* restart without a clean close (as after a crash): a new generation replaces it */
+	r2 = make_ring(name, 256, 0600);
+	assert_true(uf_ring_generation(r2) > uf_ring_generation(r));
+	assert_true(test_pipe_get(ready[0], 10000));
+	publish_range(r2, 0, 50, 4);
+	uf_ring_close(r2);
+	assert_true(test_child_ok(test_wait_child(pid, 20000)));
+	uf_ring_close(r);
+	for (int i = 0; i < 2; i++) {
+		close(go[i]);
+		close(ready[i]);
+	}
+	uf_ring_unlink(name, NULL);
+}
+
+static void patch_u32(const char *name, size_t off, uint32_t v)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/uf.%s", name);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &v, sizeof(v), (off_t)off), (ssize_t)sizeof(v));
+	close(fd);
+}
+
+static void test_ring_refuses_other_layout_version(void **state)
+{
+	char name[64], err[256] = "";
+	struct uf_ring *r;
+	uf_consumer_t *c = NULL;
+
+	test_ring_name(name, sizeof(name), "version");
+	r = make_ring(name, 64, 0600);
+	patch_u32(name, offsetof(struct uf_ring_hdr, layout_version), UF_RING_LAYOUT_VERSION + 1);
+	assert_int_equal(uf_consumer_attach(name, NULL, &c, err, sizeof(err)), -EPROTO);
+	assert_null(c);
+	fprintf(stderr, "refused as expected: %s\n", err);
+	assert_non_null(strstr(err, "layout version 2"));
+	assert_non_null(strstr(err, "reads version 1"));
+	patch_u32(name, offsetof(struct uf_ring_hdr, layout_version), UF_RING_LAYOUT_VERSION);
+	patch_u32(name, offsetof(struct uf_ring_hdr, record_size), 128);
+	assert_int_equal(uf_consumer_attach(name, NULL, &c, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "128 bytes"));
+	patch_u32(name, offsetof(struct uf_ring_hdr, record_size), 64);
+	patch_u32(name, 0, 0xdeadbeef);
+	assert_int_equal(uf_consumer_attach(name, NULL, &c, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "not a uringfeed ring"));
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+	assert_int_equal(uf_consumer_attach(name, NULL, &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no such ring"));
+}
+
+static unsigned file_mode(const char *name, int cons)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), cons ? "/dev/shm/uf.%s.cons" : "/dev/shm/uf.%s", name);
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_mode & 0777;
+}
+
+/* Permissions the consumer's mapping of `path` has in /proc/self/maps ("r--s"), or "". */
+static void mapping_perms(const char *path, char out[5])
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	out[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+		if (n && line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (n >= strlen(path) && strcmp(line + n - strlen(path), path) == 0) {
+			sscanf(line, "%*s %4s", out);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+#define SEGV_EXIT 77
+
+static void *mapping_start(const char *path)
+{
+	char line[512];
+	void *p = NULL;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+		if (n && line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (n >= strlen(path) && strcmp(line + n - strlen(path), path) == 0) {
+			sscanf(line, "%p", &p);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return p;
+}
+
+static void segv_exit(int sig)
+{
+	_exit(SEGV_EXIT);
+}
+
+static void test_ring_access_modes_and_readonly_mapping(void **state)
+{
+	char name[64], name2[64], data_path[256], cons_path[256];
+	struct uf_ring *r, *r2;
+	pid_t pid;
+	int st;
+
+	test_ring_name(name, sizeof(name), "access");
+	r = make_ring(name, 64, 0600);
+	assert_int_equal(file_mode(name, 0), 0600);
+	assert_int_equal(file_mode(name, 1), 0600);
+	test_ring_name(name2, sizeof(name2), "group");
+	r2 = make_ring(name2, 64, 0640);
+	assert_int_equal(file_mode(name2, 0), 0640); /* group reads the data ... */
+	assert_int_equal(file_mode(name2, 1), 0660); /* ... and registers in the table */
+	uf_ring_close(r2);
+	uf_ring_unlink(name2, NULL);
+
+	snprintf(data_path, sizeof(data_path), "/dev/shm/uf.%s", name);
+	snprintf(cons_path, sizeof(cons_path), "/dev/shm/uf.%s.cons", name);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uf_consumer_t *c = attach(name, 0, UF_CONSUMER_START_LATEST);
+		char perms[5];
+		volatile uint64_t *p;
+		CHILD_CHECK(c != NULL);
+		mapping_perms(data_path, perms);
+		CHILD_CHECK(strcmp(perms, "r--s") == 0);
+		mapping_perms(cons_path, perms);
+		CHILD_CHECK(strcmp(perms, "rw-s") == 0);
+		p = mapping_start(data_path);
+		CHILD_CHECK(p != NULL);
+		CHILD_CHECK(p[0] == UF_RING_MAGIC);
+		/* our own handler, so a sanitizer's SEGV report does not hide the signal */
+		signal(SIGSEGV, segv_exit);
+		p[0] = 0; /* must fault: the producer's area is read-only here */
+		_exit(3);
+	}
+	st = test_wait_child(pid, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), SEGV_EXIT); /* the write faulted */
+	assert_int_equal(r->hdr->magic, UF_RING_MAGIC); /* and nothing changed */
+	assert_int_equal(uf_ring_reap(r), 1);           /* the crashed consumer is cleaned up */
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+static void test_ring_create_rejects_bad_options(void **state)
+{
+	struct uf_ring_options o;
+	struct uf_ring *r = NULL;
+	char err[256];
+
+	uf_ring_options_init(&o);
+	o.capacity = 1000;
+	assert_int_equal(uf_ring_create("ok", &o, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "power of two"));
+	uf_ring_options_init(&o);
+	assert_int_equal(uf_ring_create("bad/name", &o, &r, err, sizeof(err)), -EINVAL);
+	assert_int_equal(uf_ring_create("", &o, &r, err, sizeof(err)), -EINVAL);
+	o.depth = 65;
+	assert_int_equal(uf_ring_create("ok", &o, &r, err, sizeof(err)), -EINVAL);
+	uf_ring_options_init(&o);
+	o.mode = 01777;
+	assert_int_equal(uf_ring_create("ok", &o, &r, err, sizeof(err)), -EINVAL);
+	assert_null(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ring_reader_reads_in_order_across_wrap),
+		cmocka_unit_test(test_ring_reader_detects_lap_exactly),
+		cmocka_unit_test(test_ring_several_consumers_see_every_record),
+		cmocka_unit_test(test_ring_lapped_reader_never_sees_torn_record),
+		cmocka_unit_test(test_ring_killed_consumer_is_reaped_and_producer_unaffected),
+		cmocka_unit_test(test_ring_wakes_only_when_a_consumer_sleeps),
+		cmocka_unit_test(test_ring_restart_changes_generation_and_reattach_works),
+		cmocka_unit_test(test_ring_refuses_other_layout_version),
+		cmocka_unit_test(test_ring_access_modes_and_readonly_mapping),
+		cmocka_unit_test(test_ring_create_rejects_bad_options),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
