@@ -51,6 +51,7 @@ struct ctx {
 	char *err;         /* caller's buffer */
 	size_t errlen;     /* its size */
 	int failed;        /* set by the first error; later errors are not recorded */
+	unsigned flags;    /* UF_CFG_* */
 };
 
 /* Records the first error as "FILE: PATH: message". Always returns -EINVAL. */
@@ -345,7 +346,8 @@ static int get_cpu(struct ctx *c, json_t *obj, const char *key, int *out)
 	v = json_integer_value(j);
 	if (v < -1)
 		return fail(c, key, "%" PRId64 " is out of range (a CPU number, or -1 = not pinned)", v);
-	if (v >= 0 && (v >= CPU_SETSIZE || !uf_place_cpu_usable((int)v))) {
+	if (v >= CPU_SETSIZE || (v >= 0 && !(c->flags & UF_CFG_NO_HOST_CHECKS) &&
+				 !uf_place_cpu_usable((int)v))) {
 		uf_place_cpu_list(list, sizeof(list));
 		return fail(c, key, "CPU %" PRId64 " does not exist or is not available to this "
 			    "process (available: %s; -1 = not pinned)", v, list);
@@ -541,6 +543,17 @@ static int parse_recovery(struct ctx *c, json_t *feed, struct uf_feed_config *f)
 	if ((r = get_obj(c, feed, "recovery", &jr)))
 		return r;
 	save = path_push_key(c, "recovery");
+	if (jr && (r = check_keys(c, jr, keys))) {
+		path_pop(c, save);
+		return r;
+	}
+	if (jr && !json_object_get(jr, "server")) {
+		/* Tunables without a server would silently do nothing. */
+		r = fail(c, "server", "missing required key (the MoldUDP64 re-request server; leave "
+			 "\"recovery\" out to run without one)");
+		path_pop(c, save);
+		return r;
+	}
 	if (!jr)
 		jr = json_object(); /* all defaults; recovery stays disabled */
 	else
@@ -596,9 +609,9 @@ static int parse_ring(struct ctx *c, json_t *feed, struct uf_feed_config *f)
 		goto out;
 	f->ring.mode = (uint32_t)strtoul(mode, &end, 8);
 	if (*end || mode[0] != '0' || strlen(mode) != 4 ||
-	    (f->ring.mode != 0600 && f->ring.mode != 0640 && f->ring.mode != 0660)) {
-		r = fail(c, "mode", "\"%s\" is not one of \"0600\", \"0640\", \"0660\" (an octal string; "
-			 "consumers never need write access beyond their own slot)", mode);
+	    (f->ring.mode != 0600 && f->ring.mode != 0640 && f->ring.mode != 0644)) {
+		r = fail(c, "mode", "\"%s\" is not one of \"0600\", \"0640\", \"0644\" (an octal string; "
+			 "consumers only ever read the ring)", mode);
 		goto out;
 	}
 out:
@@ -705,7 +718,7 @@ static int parse_feed(struct ctx *c, json_t *jf, struct uf_feed_config *f)
 	    (r = get_u32(c, jf, "sqpoll_idle_ms", 0, 60000, DEF_SQPOLL_IDLE_MS, &f->sqpoll_idle_ms)) ||
 	    (r = get_int(c, jf, "numa_node", -1, 1023, -1, &node)))
 		return r;
-	if (node >= 0 && !uf_place_node_usable((int)node))
+	if (node >= 0 && !(c->flags & UF_CFG_NO_HOST_CHECKS) && !uf_place_node_usable((int)node))
 		return fail(c, "numa_node", "NUMA node %" PRId64 " does not exist (highest: %d; -1 = "
 			    "the node of \"cpu\")", node, uf_place_node_max());
 	f->numa_node = (int)node;
@@ -854,7 +867,13 @@ static int load(struct ctx *c, json_t *root, struct uf_config *cfg)
 
 int uf_config_load(const char *path, struct uf_config *cfg, char *err, size_t errlen)
 {
-	struct ctx c = { .file = path, .err = err, .errlen = errlen };
+	return uf_config_load_ex(path, 0, cfg, err, errlen);
+}
+
+int uf_config_load_ex(const char *path, unsigned flags, struct uf_config *cfg, char *err,
+		      size_t errlen)
+{
+	struct ctx c = { .file = path, .err = err, .errlen = errlen, .flags = flags };
 	json_error_t je;
 	json_t *root;
 	const char *slash;

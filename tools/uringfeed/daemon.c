@@ -1,0 +1,421 @@
+/* uringfeed daemon lifecycle: feeds, threads, status endpoint, signals. See main.c. */
+#include "tools/uringfeed/daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/uf_atomic.h"
+#include "common/uf_time.h"
+#include "feed/log.h"
+#include "feed/placement.h"
+#include "feed/status.h"
+#include "feed/uf_config.h"
+#include "feed/uf_feed.h"
+#include "ring/uf_ring.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_CONFIG 2
+#define STOP_TIMEOUT_S 10 /* a feed leaves its loop within one batch: 10 s means it is stuck */
+
+/* Optional engine hooks, resolved at link time when feed/ provides them (weak: the daemon
+ * builds and runs without them, and says what it cannot do). */
+extern struct uf_ring *uf_feed_ring(const struct uf_feed *feed) __attribute__((weak));
+extern int uf_feed_set_symbols(struct uf_feed *feed, const char (*symbols)[9], uint32_t n)
+	__attribute__((weak));
+
+/* One configured feed and its thread. */
+struct feed_slot {
+	struct uf_daemon *d;            /* back pointer */
+	const struct uf_feed_config *cfg; /* its configuration (in d->cfg) */
+	struct uf_feed *feed;           /* engine handle, NULL until created */
+	pthread_t thread;               /* feed thread */
+	int started;                    /* thread created */
+	int joined;                     /* thread joined */
+	uint32_t state;                 /* enum uf_status_state: feed thread and main write,
+					 * HTTP thread reads (relaxed: a display value) */
+	uint32_t done;                  /* 1 once the thread left uf_feed_run; release-stored
+					 * after rc/error so readers may use them */
+	int rc;                         /* uf_feed_run's result */
+	char error[160];                /* its error message */
+};
+
+struct uf_daemon {
+	struct uf_config cfg;           /* running configuration */
+	struct feed_slot slots[UF_CFG_MAX_FEEDS]; /* cfg.nfeeds used */
+	uint32_t stop;                  /* uf_feed_run's stop flag: main release-stores 1 */
+	uint64_t start_ns;              /* CLOCK_REALTIME at start */
+	uint64_t reloads;               /* SIGHUP reloads applied (main writes, HTTP reads) */
+	const char *version;            /* uringfeed version */
+	struct uf_status_server *status; /* HTTP endpoint, NULL when disabled */
+	pid_t pid;                      /* our pid, for the wake-up signal */
+};
+
+static const char *const backend_names[] = {
+	[UF_BACKEND_IO_URING] = "io_uring",
+	[UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
+	[UF_BACKEND_RECVMMSG] = "recvmmsg",
+	[UF_BACKEND_EPOLL] = "epoll",
+};
+
+const char *uf_daemon_backend_name(enum uf_backend b)
+{
+	if ((unsigned)b >= sizeof(backend_names) / sizeof(backend_names[0]))
+		return "unknown";
+	return backend_names[b];
+}
+
+/* ---- status snapshot (HTTP thread) ---- */
+
+static void fill_ring(struct feed_slot *s, struct uf_status_ring *out)
+{
+	struct uf_ring_consumer_info info[UF_STATUS_MAX_CONSUMERS];
+	struct uf_ring *r;
+	int n;
+
+	out->present = 1;
+	snprintf(out->name, sizeof(out->name), "%s", s->cfg->ring.name);
+	out->capacity = s->cfg->ring.capacity;
+	/* Without the ring handle, the records counter is the sequence: both count records
+	 * published in this generation. */
+	out->sequence = uf_load_relaxed_u64(&uf_feed_stats(s->feed)->records);
+	if (!uf_feed_ring || !(r = uf_feed_ring(s->feed)))
+		return;
+	/* The producer's header: tail is release-stored by the feed thread after the records. */
+	out->sequence = uf_load_acquire_u64(&r->hdr->tail);
+	out->generation = r->hdr->generation;
+	out->closed = uf_load_relaxed_u32(&r->hdr->state) == UF_RING_STATE_CLOSED;
+	n = uf_ring_consumers(r, info, UF_STATUS_MAX_CONSUMERS);
+	out->nconsumers = n < 0 ? 0 : n;
+	for (int i = 0; i < out->nconsumers && i < UF_STATUS_MAX_CONSUMERS; i++) {
+		struct uf_status_consumer *c = &out->consumers[i];
+		c->slot = info[i].slot;
+		c->pid = info[i].pid;
+		c->position = info[i].position;
+		c->lag = info[i].lag;
+		c->last_seen_ns = info[i].last_seen_ns;
+		c->lost = info[i].lost;
+		c->laps = info[i].laps;
+		c->sleeping = info[i].sleeping;
+		snprintf(c->tag, sizeof(c->tag), "%s", info[i].tag);
+	}
+}
+
+static int fill_status(void *arg, struct uf_status_snapshot *snap)
+{
+	struct uf_daemon *d = arg;
+
+	snprintf(snap->version, sizeof(snap->version), "%s", d->version);
+	snap->pid = (int32_t)d->pid;
+	snap->start_ns = d->start_ns;
+	snap->now_ns = uf_now_realtime_ns();
+	snprintf(snap->config, sizeof(snap->config), "%s", d->cfg.path);
+	snap->reloads = uf_load_relaxed_u64(&d->reloads);
+	snap->nfeeds = d->cfg.nfeeds;
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		struct feed_slot *s = &d->slots[i];
+		struct uf_status_feed *f = &snap->feeds[i];
+
+		snprintf(f->name, sizeof(f->name), "%s", s->cfg->name);
+		f->state = (enum uf_status_state)uf_load_relaxed_u32(&s->state);
+		if (!s->feed) {
+			snprintf(f->backend, sizeof(f->backend), "%s", uf_daemon_backend_name(s->cfg->backend));
+			continue;
+		}
+		snprintf(f->backend, sizeof(f->backend), "%s", uf_feed_backend_name(s->feed));
+		/* error is written before done is release-stored: read it only after. */
+		if (uf_load_acquire_u32(&s->done) && s->rc)
+			snprintf(f->error, sizeof(f->error), "%s", s->error);
+		uf_feed_stats_read(uf_feed_stats(s->feed), &f->stats);
+		fill_ring(s, &f->ring);
+	}
+	return 0;
+}
+
+/* ---- feed threads ---- */
+
+static void *feed_thread(void *arg)
+{
+	struct feed_slot *s = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "uf-%s", s->cfg->name);
+	pthread_setname_np(pthread_self(), name);
+	uf_store_relaxed_u32(&s->state, UF_STATUS_RUNNING);
+	s->rc = uf_feed_run(s->feed, (const volatile int *)&s->d->stop);
+	if (s->rc)
+		snprintf(s->error, sizeof(s->error), "%s", uf_feed_error(s->feed));
+	uf_store_relaxed_u32(&s->state, s->rc ? UF_STATUS_FAILED : UF_STATUS_STOPPED);
+	uf_store_release_u32(&s->done, 1); /* rc and error are visible before done */
+	/* Wake the main thread (SIGUSR1 is blocked everywhere; main takes it in sigtimedwait). */
+	kill(s->d->pid, SIGUSR1);
+	return NULL;
+}
+
+/* Busy CPUs: feed threads and the SQ poll threads of io_uring feeds. */
+static int busy_cpus(const struct uf_config *cfg, int *out)
+{
+	int n = 0;
+	for (int i = 0; i < cfg->nfeeds; i++) {
+		const struct uf_feed_config *f = &cfg->feeds[i];
+		if (f->cpu >= 0 && f->backend != UF_BACKEND_EPOLL)
+			out[n++] = f->cpu;
+		if (f->sqpoll_cpu >= 0 && f->backend == UF_BACKEND_IO_URING)
+			out[n++] = f->sqpoll_cpu;
+	}
+	return n;
+}
+
+/* ---- SIGHUP ---- */
+
+static int same_symbols(const struct uf_feed_config *a, const struct uf_feed_config *b)
+{
+	if (a->nsymbols != b->nsymbols)
+		return 0;
+	for (uint32_t i = 0; i < a->nsymbols; i++)
+		if (strcmp(a->symbols[i], b->symbols[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Whether anything but the symbol filter differs (those need a restart). */
+static int same_except_symbols(const struct uf_feed_config *a, const struct uf_feed_config *b)
+{
+	struct uf_feed_config x = *a, y = *b;
+	x.nsymbols = y.nsymbols = 0;
+	x.symbols = y.symbols = NULL;
+	return memcmp(&x, &y, sizeof(x)) == 0;
+}
+
+static void reload(struct uf_daemon *d)
+{
+	struct uf_config n;
+	char err[512];
+	int applied = 0;
+
+	uf_log_info("reload: SIGHUP, re-reading %s", d->cfg.path);
+	if (uf_config_load(d->cfg.path, &n, err, sizeof(err)) != 0) {
+		uf_log_error("reload: %s; keeping the running configuration", err);
+		return;
+	}
+	for (int i = 0; i < n.nfeeds; i++) {
+		int found = 0;
+		for (int j = 0; j < d->cfg.nfeeds; j++)
+			found |= strcmp(n.feeds[i].name, d->cfg.feeds[j].name) == 0;
+		if (!found)
+			uf_log_warn("reload: new feed \"%s\" needs a restart to start", n.feeds[i].name);
+	}
+	for (int j = 0; j < d->cfg.nfeeds; j++) {
+		struct uf_feed_config *cur = &d->cfg.feeds[j];
+		struct uf_feed_config *nf = NULL;
+
+		for (int i = 0; i < n.nfeeds && !nf; i++)
+			if (strcmp(n.feeds[i].name, cur->name) == 0)
+				nf = &n.feeds[i];
+		if (!nf) {
+			uf_log_warn("reload: feed \"%s\" is gone from the file; it keeps running until "
+				    "a restart", cur->name);
+			continue;
+		}
+		if (!same_except_symbols(cur, nf))
+			uf_log_warn("reload: feed \"%s\": changes other than the symbol filter need a "
+				    "restart", cur->name);
+		if (same_symbols(cur, nf))
+			continue;
+		if (!uf_feed_set_symbols) {
+			uf_log_error("reload: feed \"%s\": the symbol filter changed (%u -> %u symbols) "
+				     "but this build's feed engine cannot change it live; restart to "
+				     "apply", cur->name, cur->nsymbols, nf->nsymbols);
+			continue;
+		}
+		int r = uf_feed_set_symbols(d->slots[j].feed, (const char(*)[9])nf->symbols, nf->nsymbols);
+		if (r) {
+			uf_log_error("reload: feed \"%s\": symbol filter not applied: %s", cur->name,
+				     strerror(-r));
+			continue;
+		}
+		uf_log_info("reload: feed \"%s\": symbol filter now %u symbols%s", cur->name,
+			    nf->nsymbols, nf->nsymbols ? "" : " (all)");
+		/* The engine copied the filter: swap arrays so ours matches what runs. */
+		char(*old)[9] = cur->symbols;
+		cur->symbols = nf->symbols;
+		cur->nsymbols = nf->nsymbols;
+		nf->symbols = old;
+		applied++;
+	}
+	uf_config_free(&n);
+	/* Only main writes; relaxed: the HTTP thread shows it, nothing else depends on it. */
+	uf_store_relaxed_u64(&d->reloads, d->reloads + 1);
+	uf_log_info("reload: done (%d filter%s changed)", applied, applied == 1 ? "" : "s");
+}
+
+/* ---- lifecycle ---- */
+
+static int join_all(struct uf_daemon *d)
+{
+	struct timespec deadline;
+	int stuck = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += STOP_TIMEOUT_S;
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		struct feed_slot *s = &d->slots[i];
+		if (!s->started || s->joined)
+			continue;
+		int r = pthread_timedjoin_np(s->thread, NULL, &deadline);
+		if (r) {
+			uf_log_error("stop: feed \"%s\" did not stop within %d s (%s)", s->cfg->name,
+				     STOP_TIMEOUT_S, strerror(r));
+			stuck++;
+			continue;
+		}
+		s->joined = 1;
+	}
+	return stuck;
+}
+
+static void log_summary(struct uf_daemon *d)
+{
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		struct feed_slot *s = &d->slots[i];
+		struct uf_feed_stats st;
+		if (!s->feed)
+			continue;
+		uf_feed_stats_read(uf_feed_stats(s->feed), &st);
+		uf_log_info("feed %s: %" PRIu64 " packets, %" PRIu64 " messages, %" PRIu64
+			    " records, %" PRIu64 " gaps (%" PRIu64 " recovered by re-request, %" PRIu64
+			    " unrecovered), %" PRIu64 " re-requests", s->cfg->name, st.packets,
+			    st.messages, st.records, st.gaps, st.recovered_messages,
+			    st.gaps_unrecovered, st.rerequests);
+	}
+}
+
+int uf_daemon_run(const char *config_path, int log_level, const char *version)
+{
+	struct uf_daemon *d;
+	sigset_t set;
+	char err[512], line[1024];
+	int busy[2 * UF_CFG_MAX_FEEDS], nbusy, code = 0, stopping = 0;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fprintf(stderr, "uringfeed: out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	/* Validation first, and nothing else: a bad file never opens a socket. */
+	if (uf_config_load(config_path, &d->cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "uringfeed: %s\n", err);
+		free(d);
+		return EXIT_CONFIG;
+	}
+	uf_log_set_level(log_level >= 0 ? log_level : d->cfg.log_level);
+	d->version = version;
+	d->pid = getpid();
+	d->start_ns = uf_now_realtime_ns();
+	uf_log_info("uringfeed %s starting: pid %d, config %s, %d feed%s", version, (int)d->pid,
+		    config_path, d->cfg.nfeeds, d->cfg.nfeeds == 1 ? "" : "s");
+
+	/* Every thread created from here on inherits this mask: signals go to sigtimedwait. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a client closing the HTTP socket must not kill us */
+
+	nbusy = busy_cpus(&d->cfg, busy);
+	uf_place_control_threads(busy, nbusy);
+
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		struct feed_slot *s = &d->slots[i];
+		s->d = d;
+		s->cfg = &d->cfg.feeds[i];
+		uf_daemon_describe_feed(s->cfg, line, sizeof(line));
+		uf_log_info("%s", line);
+		int r = uf_feed_create(s->cfg, &s->feed, err, sizeof(err));
+		if (r) {
+			uf_log_error("feed %s: cannot start: %s", s->cfg->name, err);
+			s->feed = NULL;
+			code = EXIT_RUNTIME;
+			goto out_destroy;
+		}
+	}
+	if (d->cfg.status_enabled &&
+	    uf_status_start(&d->cfg.status_listen, fill_status, d, &d->status, err, sizeof(err)) != 0) {
+		uf_log_error("%s", err);
+		code = EXIT_RUNTIME;
+		goto out_destroy;
+	}
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		struct feed_slot *s = &d->slots[i];
+		int r = pthread_create(&s->thread, NULL, feed_thread, s);
+		if (r) {
+			uf_log_error("feed %s: cannot create its thread: %s", s->cfg->name, strerror(r));
+			code = EXIT_RUNTIME;
+			goto out_stop;
+		}
+		s->started = 1;
+	}
+	uf_log_info("running; SIGTERM or SIGINT stops, SIGHUP re-reads the symbol filters");
+
+	while (!stopping) {
+		struct timespec tick = { 1, 0 };
+		siginfo_t si;
+		int sig = sigtimedwait(&set, &si, &tick);
+
+		if (sig == SIGTERM || sig == SIGINT) {
+			uf_log_info("received %s from pid %d, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+				    (int)si.si_pid);
+			stopping = 1;
+		} else if (sig == SIGHUP) {
+			reload(d);
+		}
+		/* SIGUSR1 or the tick: a feed that left its loop on its own has failed. */
+		for (int i = 0; i < d->cfg.nfeeds && !stopping; i++) {
+			struct feed_slot *s = &d->slots[i];
+			if (!uf_load_acquire_u32(&s->done))
+				continue;
+			uf_log_error("feed %s stopped on its own: %s", s->cfg->name,
+				     s->rc ? s->error : "no error given");
+			code = EXIT_RUNTIME;
+			stopping = 1;
+		}
+	}
+
+out_stop:
+	for (int i = 0; i < d->cfg.nfeeds; i++)
+		if (d->slots[i].started && !uf_load_acquire_u32(&d->slots[i].done))
+			uf_store_relaxed_u32(&d->slots[i].state, UF_STATUS_STOPPING);
+	/* The feeds poll this between batches; release: nothing to order, but one helper. */
+	uf_store_release_u32(&d->stop, 1);
+	if (join_all(d)) {
+		/* A feed thread still runs: destroying its feed would pull memory from under it.
+		 * Leave without cleanup; the ring stays open and consumers see the producer gone. */
+		uf_log_error("stop: giving up; exiting without closing the rings");
+		_exit(EXIT_RUNTIME);
+	}
+	for (int i = 0; i < d->cfg.nfeeds; i++)
+		if (d->slots[i].started && d->slots[i].rc && !code) {
+			uf_log_error("feed %s: %s", d->slots[i].cfg->name, d->slots[i].error);
+			code = EXIT_RUNTIME;
+		}
+out_destroy:
+	/* HTTP first: its fill callback reads the feeds we are about to free. */
+	uf_status_stop(d->status);
+	log_summary(d);
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		uf_feed_destroy(d->slots[i].feed); /* marks the ring closed for consumers */
+		d->slots[i].feed = NULL;
+	}
+	uf_log_info("stopped%s", code ? " after a failure" : " cleanly");
+	uf_config_free(&d->cfg);
+	free(d);
+	return code;
+}
