@@ -1,0 +1,310 @@
+/* Helpers shared by the publish/ tests: message builders, engine-vs-model book comparison,
+ * and a record checker that rebuilds books from the record stream alone (what a consumer
+ * does) and checks the LAST / BBO flags and the MBO records against it. */
+#ifndef UF_TEST_PUB_UTIL_H
+#define UF_TEST_PUB_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "publish/uf_publish.h"
+#include "ref_model.h"
+
+/* ---- message builders (typed views, as uf_itch_decode would fill them) ---- */
+
+static inline struct uf_itch_msg mk_hdr(uint8_t type, uint16_t locate, uint64_t ts)
+{
+	struct uf_itch_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.locate = locate;
+	m.timestamp = ts;
+	m.len = (uint16_t)uf_itch_msg_len(type);
+	return m;
+}
+
+static inline void mk_sym(char out[8], const char *sym)
+{
+	memset(out, ' ', 8);
+	memcpy(out, sym, strlen(sym) > 8 ? 8 : strlen(sym));
+}
+
+static inline struct uf_itch_msg mk_add(uint16_t loc, uint64_t ref, uint8_t side, uint32_t shares,
+					uint32_t price, const char *sym)
+{
+	struct uf_itch_msg m = mk_hdr('A', loc, 1000);
+	m.u.add.order_ref = ref;
+	m.u.add.side = side;
+	m.u.add.shares = shares;
+	m.u.add.price = price;
+	mk_sym(m.u.add.stock, sym ? sym : "T");
+	return m;
+}
+
+static inline struct uf_itch_msg mk_exec(uint16_t loc, uint64_t ref, uint32_t shares,
+					 uint64_t match)
+{
+	struct uf_itch_msg m = mk_hdr('E', loc, 2000);
+	m.u.exec.order_ref = ref;
+	m.u.exec.shares = shares;
+	m.u.exec.match = match;
+	return m;
+}
+
+static inline struct uf_itch_msg mk_execp(uint16_t loc, uint64_t ref, uint32_t shares,
+					  uint64_t match, uint8_t printable, uint32_t price)
+{
+	struct uf_itch_msg m = mk_hdr('C', loc, 2000);
+	m.u.exec.order_ref = ref;
+	m.u.exec.shares = shares;
+	m.u.exec.match = match;
+	m.u.exec.printable = printable;
+	m.u.exec.price = price;
+	return m;
+}
+
+static inline struct uf_itch_msg mk_cancel(uint16_t loc, uint64_t ref, uint32_t shares)
+{
+	struct uf_itch_msg m = mk_hdr('X', loc, 3000);
+	m.u.cancel.order_ref = ref;
+	m.u.cancel.shares = shares;
+	return m;
+}
+
+static inline struct uf_itch_msg mk_del(uint16_t loc, uint64_t ref)
+{
+	struct uf_itch_msg m = mk_hdr('D', loc, 4000);
+	m.u.del.order_ref = ref;
+	return m;
+}
+
+static inline struct uf_itch_msg mk_replace(uint16_t loc, uint64_t orig, uint64_t nref,
+					    uint32_t shares, uint32_t price)
+{
+	struct uf_itch_msg m = mk_hdr('U', loc, 5000);
+	m.u.replace.orig_ref = orig;
+	m.u.replace.new_ref = nref;
+	m.u.replace.shares = shares;
+	m.u.replace.price = price;
+	return m;
+}
+
+/* ---- engine vs model ---- */
+
+/* Asserts that every book of the engine equals the model's, level by level; returns the
+ * number of levels compared. */
+static inline size_t pub_compare_books(const struct uf_publisher *p, const struct ref_model *r)
+{
+	size_t n;
+	struct ref_level *l = ref_levels(r, &n);
+	uint32_t max = uf_publish_max_instruments(p);
+	size_t pos = 0, total = 0;
+	struct uf_level *buf = malloc(65536 * sizeof(*buf));
+	assert_non_null(buf);
+	for (uint32_t inst = 0; inst < max; inst++) {
+		for (int s = 0; s < 2; s++) {
+			uint8_t side = s ? UF_SIDE_ASK : UF_SIDE_BID;
+			size_t depth = uf_publish_depth(p, inst, side);
+			assert_true(depth <= 65536);
+			int got = uf_publish_top(p, inst, side, buf, 65536);
+			assert_int_equal(got, (int)depth);
+			for (int i = 0; i < got; i++, pos++) {
+				if (pos >= n || l[pos].inst != inst || l[pos].side != side ||
+				    (int64_t)l[pos].price != buf[i].price ||
+				    l[pos].shares != buf[i].shares || l[pos].orders != buf[i].orders) {
+					print_error("book mismatch inst %u side %c level %d: engine "
+						    "%lld/%llu/%u, model %s %u/%c/%u/%llu/%u\n",
+						    inst, side, i, (long long)buf[i].price,
+						    (unsigned long long)buf[i].shares, buf[i].orders,
+						    pos < n ? "" : "(none)", pos < n ? l[pos].inst : 0,
+						    pos < n ? l[pos].side : '-', pos < n ? l[pos].price : 0,
+						    pos < n ? (unsigned long long)l[pos].shares : 0,
+						    pos < n ? l[pos].orders : 0);
+					fail();
+				}
+			}
+			total += (size_t)got;
+		}
+	}
+	if (pos != n) {
+		print_error("model has %zu levels, engine %zu\n", n, pos);
+		fail();
+	}
+	free(buf);
+	free(l);
+	return total;
+}
+
+static inline void pub_compare_errors(const struct uf_publisher *p, const struct ref_model *r)
+{
+	struct uf_publish_stats st;
+	uf_publish_stats(p, &st);
+	for (unsigned k = 0; k < UF_PUB_NERR; k++) {
+		if (st.errors[k] != r->err[k]) {
+			print_error("error %s: engine %llu, model %llu\n", uf_publish_err_name(k),
+				    (unsigned long long)st.errors[k], (unsigned long long)r->err[k]);
+			fail();
+		}
+	}
+	assert_int_equal(st.live_orders, r->live);
+}
+
+/* ---- record checker: a consumer's view ---- */
+
+struct rc_level {
+	uint32_t price;
+	uint64_t shares;
+	uint32_t orders;
+};
+
+struct rc_side {
+	struct rc_level *l; /* best first */
+	size_t n, cap;
+};
+
+struct rec_checker {
+	uint32_t max_inst;
+	struct rc_side *sides;   /* [max_inst * 2] */
+	struct ref_model mbo;    /* orders rebuilt from ORDER_* records */
+	int mbo_on;              /* check ORDER_* records */
+	uint64_t records;
+	uint64_t events;         /* records with UF_RECF_LAST */
+	uint64_t bbo;            /* LEVEL records with UF_RECF_BBO */
+};
+
+static inline void rc_init(struct rec_checker *c, uint32_t max_inst, int mbo_on)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_inst = max_inst;
+	c->sides = calloc((size_t)max_inst * 2, sizeof(*c->sides));
+	assert_non_null(c->sides);
+	ref_init(&c->mbo, UINT64_MAX, max_inst);
+	c->mbo_on = mbo_on;
+}
+
+static inline void rc_free(struct rec_checker *c)
+{
+	for (size_t i = 0; i < (size_t)c->max_inst * 2; i++)
+		free(c->sides[i].l);
+	free(c->sides);
+	ref_free(&c->mbo);
+}
+
+static inline int rc_better(uint8_t side, uint32_t a, uint32_t b)
+{
+	return side == 'B' ? a > b : a < b;
+}
+
+static inline void rc_level(struct rec_checker *c, const struct uf_record *r)
+{
+	assert_true(r->instrument < c->max_inst);
+	assert_true(r->side == 'B' || r->side == 'S');
+	struct rc_side *s = &c->sides[r->instrument * 2 + (r->side == 'S')];
+	struct rc_level before = s->n ? s->l[0] : (struct rc_level){0, 0, 0};
+	size_t i = 0;
+	uint32_t price = (uint32_t)r->price;
+	while (i < s->n && rc_better(r->side, s->l[i].price, price))
+		i++;
+	int found = i < s->n && s->l[i].price == price;
+	if (r->shares == 0 && r->orders == 0) {
+		assert_true(found); /* a removal names a level the consumer has */
+		memmove(&s->l[i], &s->l[i + 1], (s->n - i - 1) * sizeof(*s->l));
+		s->n--;
+	} else if (found) {
+		s->l[i].shares = r->shares;
+		s->l[i].orders = r->orders;
+	} else {
+		if (s->n == s->cap) {
+			s->cap = s->cap ? s->cap * 2 : 16;
+			s->l = realloc(s->l, s->cap * sizeof(*s->l));
+			assert_non_null(s->l);
+		}
+		memmove(&s->l[i + 1], &s->l[i], (s->n - i) * sizeof(*s->l));
+		s->l[i] = (struct rc_level){price, r->shares, r->orders};
+		s->n++;
+	}
+	struct rc_level after = s->n ? s->l[0] : (struct rc_level){0, 0, 0};
+	int changed = memcmp(&before, &after, sizeof(before)) != 0;
+	if (changed != !!(r->flags & UF_RECF_BBO)) {
+		print_error("BBO flag %d but best changed %d (inst %u side %c price %lld seq %llu)\n",
+			    !!(r->flags & UF_RECF_BBO), changed, r->instrument, r->side,
+			    (long long)r->price, (unsigned long long)r->feed_seq);
+		fail();
+	}
+	if (r->flags & UF_RECF_BBO)
+		c->bbo++;
+}
+
+static inline void rc_mbo(struct rec_checker *c, const struct uf_record *r)
+{
+	struct ref_order *o;
+	switch (r->kind) {
+	case UF_REC_ORDER_ADD:
+		assert_null(ref_find(&c->mbo, r->ref));
+		ref_add(&c->mbo, r->instrument, r->side, r->ref, (uint32_t)r->shares,
+			(uint32_t)r->price);
+		break;
+	case UF_REC_ORDER_MODIFY:
+		o = ref_find(&c->mbo, r->ref);
+		assert_non_null(o);
+		assert_int_equal(o->inst, r->instrument);
+		assert_int_equal(o->side, r->side);
+		assert_int_equal(o->price, r->price);
+		assert_int_equal(o->shares - r->aux, r->shares);
+		o->shares = (uint32_t)r->shares;
+		break;
+	case UF_REC_ORDER_DELETE:
+		o = ref_find(&c->mbo, r->ref);
+		assert_non_null(o);
+		assert_int_equal(o->shares, r->shares);
+		assert_int_equal(o->price, r->price);
+		o->live = 0;
+		c->mbo.live--;
+		break;
+	}
+}
+
+/* Feeds the records of one event (one apply call). */
+static inline void rc_event(struct rec_checker *c, const struct uf_record *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		/* LAST on exactly the final record of the event. */
+		assert_int_equal(!!(r[i].flags & UF_RECF_LAST), i == n - 1);
+		assert_int_equal(r[i].feed_seq, r[0].feed_seq);
+		if (r[i].kind == UF_REC_LEVEL)
+			rc_level(c, &r[i]);
+		else if (c->mbo_on)
+			rc_mbo(c, &r[i]);
+	}
+	c->records += (uint64_t)n;
+	if (n)
+		c->events++;
+}
+
+/* The consumer-built book equals the engine's. */
+static inline void rc_compare(const struct rec_checker *c, const struct uf_publisher *p)
+{
+	struct uf_level buf[4096];
+	for (uint32_t inst = 0; inst < c->max_inst; inst++) {
+		for (int s = 0; s < 2; s++) {
+			const struct rc_side *rs = &c->sides[inst * 2 + s];
+			int got = uf_publish_top(p, inst, s ? UF_SIDE_ASK : UF_SIDE_BID, buf, 4096);
+			assert_int_equal(got, (int)rs->n);
+			for (int i = 0; i < got; i++) {
+				assert_int_equal(buf[i].price, rs->l[i].price);
+				assert_int_equal(buf[i].shares, rs->l[i].shares);
+				assert_int_equal(buf[i].orders, rs->l[i].orders);
+			}
+		}
+	}
+	if (c->mbo_on)
+		pub_compare_books(p, &c->mbo);
+}
+
+#endif /* UF_TEST_PUB_UTIL_H */
