@@ -1,0 +1,177 @@
+/* uf-tail against a ring this test produces: --books format (as `uf-decode books`), records,
+ * clean ends (close, --count, --timeout), --top, errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "ring/uf_ring.h"
+#include "ring_test_util.h"
+
+static char g_bin[512];
+
+static struct uf_ring *make_ring(const char *name)
+{
+	struct uf_ring_options o;
+	struct uf_ring *r = NULL;
+	char err[256] = "";
+
+	uf_ring_options_init(&o);
+	o.capacity = 1024;
+	o.depth = 5;
+	o.max_instruments = 32;
+	if (uf_ring_create(name, &o, &r, err, sizeof(err)) != 0)
+		fprintf(stderr, "create: %s\n", err);
+	assert_non_null(r);
+	return r;
+}
+
+/* Runs uf-tail with `args`; stdout into out, returns the exit status (-1 if not exited). */
+static int run_tail(const char *args, char *out, size_t len)
+{
+	char cmd[1024];
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "timeout -s KILL 20 %s/uf-tail %s", g_bin, args);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (n + 1 < len) {
+		size_t k = fread(out + n, 1, len - 1 - n, p);
+		if (k == 0)
+			break;
+		n += k;
+	}
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void set_side(struct uf_ring *r, uint32_t id, int side, const int64_t *px, int n)
+{
+	struct uf_level lv[8];
+
+	for (int i = 0; i < n; i++)
+		lv[i] = (struct uf_level){.price = px[i], .shares = 100u * (i + 1), .orders = 1u + i};
+	assert_int_equal(uf_ring_image_set_levels(r, id, side, lv, (uint32_t)n, 1, 0), 0);
+}
+
+static void test_tail_books_prints_uf_decode_format_sorted_by_symbol(void **state)
+{
+	static const int64_t msft_b[] = {4100000, 4099900}, msft_a[] = {4100100};
+	static const int64_t aapl_b[] = {1284600}, aapl_a[] = {1284700, 1284800, 1284900};
+	static const int64_t aa_a[] = {300000};
+	char name[64], args[256], out[4096];
+	struct uf_ring *r;
+
+	test_ring_name(name, sizeof(name), "books");
+	r = make_ring(name);
+	uf_ring_image_set_symbol(r, 1, uf_ring_symbol_pack("MSFT"), 100, 'Q', 0);
+	uf_ring_image_set_symbol(r, 2, uf_ring_symbol_pack("AAPL"), 100, 'Q', 0);
+	uf_ring_image_set_symbol(r, 3, uf_ring_symbol_pack("ZZZ"), 100, 'Q', 0); /* empty book */
+	uf_ring_image_set_symbol(r, 4, uf_ring_symbol_pack("AA"), 100, 'N', 0);
+	set_side(r, 1, UF_SIDE_BID, msft_b, 2);
+	set_side(r, 1, UF_SIDE_ASK, msft_a, 1);
+	set_side(r, 2, UF_SIDE_BID, aapl_b, 1);
+	set_side(r, 2, UF_SIDE_ASK, aapl_a, 3);
+	set_side(r, 4, UF_SIDE_ASK, aa_a, 1);
+
+	snprintf(args, sizeof(args), "--ring %s --books", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_string_equal(out, "{\"symbol\":\"AA\",\"bid\":[],\"ask\":[[300000,100,1]]}\n"
+				 "{\"symbol\":\"AAPL\",\"bid\":[[1284600,100,1]],\"ask\":[[1284700,100,1],"
+				 "[1284800,200,2],[1284900,300,3]]}\n"
+				 "{\"symbol\":\"MSFT\",\"bid\":[[4100000,100,1],[4099900,200,2]],"
+				 "\"ask\":[[4100100,100,1]]}\n");
+	snprintf(args, sizeof(args), "--ring %s --books --depth 1", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_string_equal(out, "{\"symbol\":\"AA\",\"bid\":[],\"ask\":[[300000,100,1]]}\n"
+				 "{\"symbol\":\"AAPL\",\"bid\":[[1284600,100,1]],\"ask\":[[1284700,100,1]]}\n"
+				 "{\"symbol\":\"MSFT\",\"bid\":[[4100000,100,1]],\"ask\":[[4100100,100,1]]}\n");
+
+	/* --top resolves symbols through the directory and shows the best prices */
+	snprintf(args, sizeof(args), "--ring %s --top AAPL,NOPE --timeout 0.3 --interval 100", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "SYMBOL"));
+	assert_non_null(strstr(out, "128.4600"));
+	assert_non_null(strstr(out, "128.4700"));
+	assert_non_null(strstr(out, "NOPE     (not in the directory yet)"));
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+static void test_tail_prints_records_and_ends_cleanly(void **state)
+{
+	char name[64], args[256], out[16384];
+	struct uf_record recs[5];
+	struct uf_ring *r;
+	uint64_t t0;
+	int lines = 0;
+
+	test_ring_name(name, sizeof(name), "recs");
+	r = make_ring(name);
+	for (int i = 0; i < 5; i++)
+		test_rec_make(&recs[i], (uint64_t)i);
+	assert_int_equal(uf_ring_publish(r, recs, 5), 0);
+
+	/* --count bounds it */
+	snprintf(args, sizeof(args), "--ring %s --oldest --json --count 3", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	for (char *p = out; (p = strchr(p, '\n')); p++)
+		lines++;
+	assert_int_equal(lines, 3);
+	{
+		const char *want = "{\"seq\":0,\"kind\":\"level\",\"instrument\":0,";
+		assert_true(strncmp(out, want, strlen(want)) == 0);
+	}
+	assert_non_null(strstr(out, "\"seq\":2,"));
+	assert_non_null(strstr(out, "\"feed_seq\":1,"));
+
+	/* --timeout bounds it when nothing comes */
+	t0 = uf_now_mono_ns();
+	snprintf(args, sizeof(args), "--ring %s --timeout 0.3", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	assert_true(uf_now_mono_ns() - t0 < 5000000000ull);
+
+	/* a closed ring: everything is drained, then a clean exit */
+	uf_ring_close(r);
+	snprintf(args, sizeof(args), "--ring %s --oldest", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	lines = 0;
+	for (char *p = out; (p = strchr(p, '\n')); p++)
+		lines++;
+	assert_int_equal(lines, 5);
+	assert_non_null(strstr(out, "level"));
+
+	snprintf(args, sizeof(args), "--ring %s --info", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"closed\":1"));
+	assert_non_null(strstr(out, "\"tail\":5"));
+	uf_ring_unlink(name, NULL);
+}
+
+static void test_tail_reports_errors(void **state)
+{
+	char out[1024];
+
+	assert_int_equal(run_tail("--ring no_such_ring_here 2>/dev/null", out, sizeof(out)), 1);
+	assert_int_equal(run_tail("2>/dev/null", out, sizeof(out)), 2);
+	assert_int_equal(run_tail("--ring x --depth 0 2>/dev/null", out, sizeof(out)), 2);
+	assert_int_equal(run_tail("--ring 'bad/name' 2>/dev/null", out, sizeof(out)), 1);
+}
+
+int main(void)
+{
+	const char *env = getenv("UF_BIN_DIR");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tail_books_prints_uf_decode_format_sorted_by_symbol),
+		cmocka_unit_test(test_tail_prints_records_and_ends_cleanly),
+		cmocka_unit_test(test_tail_reports_errors),
+	};
+
+	snprintf(g_bin, sizeof(g_bin), "%s", env && env[0] ? env : UF_BIN_DIR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
