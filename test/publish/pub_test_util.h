@@ -290,11 +290,12 @@ static inline void rc_event(struct rec_checker *c, const struct uf_record *r, in
 /* The consumer-built book equals the engine's. */
 static inline void rc_compare(const struct rec_checker *c, const struct uf_publisher *p)
 {
-	struct uf_level buf[4096];
+	struct uf_level *buf = malloc(65536 * sizeof(*buf));
+	assert_non_null(buf);
 	for (uint32_t inst = 0; inst < c->max_inst; inst++) {
 		for (int s = 0; s < 2; s++) {
 			const struct rc_side *rs = &c->sides[inst * 2 + s];
-			int got = uf_publish_top(p, inst, s ? UF_SIDE_ASK : UF_SIDE_BID, buf, 4096);
+			int got = uf_publish_top(p, inst, s ? UF_SIDE_ASK : UF_SIDE_BID, buf, 65536);
 			assert_int_equal(got, (int)rs->n);
 			for (int i = 0; i < got; i++) {
 				assert_int_equal(buf[i].price, rs->l[i].price);
@@ -303,6 +304,7 @@ static inline void rc_compare(const struct rec_checker *c, const struct uf_publi
 			}
 		}
 	}
+	free(buf);
 	if (c->mbo_on)
 		pub_compare_books(p, &c->mbo);
 }
