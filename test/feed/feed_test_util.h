@@ -1,0 +1,169 @@
+/* Helpers for the feed tests: generated days, child processes with hard time limits, feed
+ * configurations on loopback multicast, reference books computed from the file, and books
+ * read back through libufconsumer, both printed in the `uf-decode books` JSON-lines format. */
+#ifndef FEED_TEST_UTIL_H
+#define FEED_TEST_UTIL_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/uf_time.h"
+#include "feed/uf_config.h"
+#include "publish/uf_record.h"
+
+static inline const char *ft_bin_dir(void)
+{
+	const char *d = getenv("UF_BIN_DIR");
+	return d ? d : UF_BIN_DIR;
+}
+
+/* Starts argv[0] from the bin dir with stdout to `out_path` (NULL: /dev/null). */
+static inline pid_t ft_spawn(char *const argv[], const char *out_path)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", ft_bin_dir(), argv[0]);
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "FATAL: %s is not built (%s)\n", path, strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0)
+			dup2(fd, 1);
+		execv(path, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits for `pid` at most timeout_ms; kills it when late. Returns its exit status, or -1. */
+static inline int ft_wait(pid_t pid, int timeout_ms)
+{
+	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000u;
+	int st;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		if (r < 0)
+			return -1;
+		if (uf_now_mono_ns() > end) {
+			fprintf(stderr, "child %d still running after %d ms: killed\n", (int)pid, timeout_ms);
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		struct timespec ts = { 0, 5000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static inline int ft_run(char *const argv[], const char *out_path, int timeout_ms)
+{
+	pid_t pid = ft_spawn(argv, out_path);
+	return pid < 0 ? -1 : ft_wait(pid, timeout_ms);
+}
+
+/* A scratch directory for this test process. */
+static inline const char *ft_tmpdir(void)
+{
+	static char dir[128];
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "/tmp/uf-feed-test.XXXXXX");
+		if (!mkdtemp(dir))
+			return NULL;
+	}
+	return dir;
+}
+
+/* Generates a day with uf-gen into the scratch dir. Returns 0. */
+static inline int ft_gen_day(char *path, size_t len, unsigned messages, unsigned symbols,
+			     unsigned seed)
+{
+	char m[32], s[32], sd[32];
+	snprintf(path, len, "%s/day-%u-%u-%u.itch", ft_tmpdir(), messages, symbols, seed);
+	snprintf(m, sizeof(m), "%u", messages);
+	snprintf(s, sizeof(s), "%u", symbols);
+	snprintf(sd, sizeof(sd), "%u", seed);
+	char *argv[] = { "uf-gen", "--out", path, "--messages", m, "--symbols", s, "--seed", sd, NULL };
+	return ft_run(argv, NULL, 30000) == 0 ? 0 : -1;
+}
+
+/* A growing string. */
+struct ft_buf {
+	char *p;
+	size_t len, cap;
+};
+
+static inline void ft_buf_add(struct ft_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static inline void ft_buf_add(struct ft_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && b->p && (size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		b->cap = b->cap ? b->cap * 2 + (size_t)n : 4096 + (size_t)n;
+		b->p = realloc(b->p, b->cap);
+	}
+}
+
+/* One book line in the uf-decode books format. */
+struct ft_book {
+	char symbol[9];
+	char *line;
+};
+
+static inline int ft_book_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ft_book *)a)->symbol, ((const struct ft_book *)b)->symbol);
+}
+
+static inline void ft_side(struct ft_buf *b, const char *name, const int64_t *px,
+			   const uint64_t *sh, const uint32_t *ord, unsigned n)
+{
+	ft_buf_add(b, "\"%s\":[", name);
+	for (unsigned i = 0; i < n; i++)
+		ft_buf_add(b, "%s[%lld,%llu,%u]", i ? "," : "", (long long)px[i],
+			   (unsigned long long)sh[i], ord[i]);
+	ft_buf_add(b, "]");
+}
+
+/* Joins sorted book lines into one string (each line ends in '\n'). Frees the lines. */
+static inline char *ft_books_join(struct ft_book *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), ft_book_cmp);
+	struct ft_buf b = { 0 };
+	ft_buf_add(&b, "%s", "");
+	for (size_t i = 0; i < n; i++) {
+		ft_buf_add(&b, "%s\n", v[i].line);
+		free(v[i].line);
+	}
+	return b.p;
+}
+
+/* ft_reference.c (its own file: publish/ and ring/ headers both define struct uf_level).
+ * Applies the daily file `path` through decode + publish as the feed would, and returns the
+ * final books (depth levels per side) in the uf-decode books format, and every record
+ * (caller frees both). Returns 0, or -errno. */
+int ft_reference(const char *path, unsigned depth, char **books, struct uf_record **recs,
+		 size_t *nrecs, uint64_t *nmsgs);
+
+#endif /* FEED_TEST_UTIL_H */

@@ -1,0 +1,425 @@
+/* End-to-end feed tests over loopback multicast, one executable per receive back end
+ * (FT_BACKEND): a feed thread runs uf_feed_run() in this process; uf-replay (child process)
+ * sends a generated day to its A and B groups with injected faults and serves re-requests;
+ * the books and the record stream read back through libufconsumer must equal the file
+ * applied directly (ft_reference.c). Each case uses its own groups, ports and ring, so
+ * concurrent tests cannot collide. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "feed/uf_feed.h"
+#include "ring/uf_ring.h"
+#include "ring/ufconsumer.h"
+#include "feed_test_util.h"
+
+#ifndef FT_BACKEND
+#error "FT_BACKEND must name the receive back end under test"
+#endif
+
+#define FT_MESSAGES 60000
+#define FT_SYMBOLS 24
+#define FT_DEPTH 10
+#define FT_RATE "150000"          /* messages/s: moderate, so a shared 2-CPU box keeps up */
+#define FT_DONE_TIMEOUT_MS 30000  /* a case that is not done by then fails */
+
+static char g_day[256];
+static char *g_ref_books;
+static struct uf_record *g_ref_recs;
+static size_t g_ref_nrecs;
+static uint64_t g_ref_msgs;
+
+struct ft_case {
+	struct uf_feed_config cfg;
+	struct uf_feed *feed;
+	pthread_t thr;
+	volatile int stop;
+	int run_rc;
+	pid_t replay;
+	char replay_out[256];
+	struct uf_feed_stats st; /* copy taken at the end */
+	char books[1]; /* unused */
+};
+
+static void *ft_feed_thread(void *arg)
+{
+	struct ft_case *c = arg;
+	c->run_rc = uf_feed_run(c->feed, &c->stop);
+	if (c->run_rc < 0)
+		fprintf(stderr, "uf_feed_run: %s\n", uf_feed_error(c->feed));
+	return NULL;
+}
+
+/* Feed configuration of case `sc`: lines 239.77.<backend>.<2sc>/<2sc+1>, ports
+ * 41000 + 100 * backend + 10 * sc (+1 B, +5 request server). */
+static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->name, sizeof(cfg->name), "ft%d", sc);
+	snprintf(cfg->protocol, sizeof(cfg->protocol), "itch50-moldudp64");
+	cfg->backend = FT_BACKEND;
+	cfg->cpu = -1;
+	cfg->sqpoll_cpu = -1;
+	cfg->sqpoll_idle_ms = 100;
+	cfg->numa_node = -1;
+	cfg->nlines = 2;
+	for (int l = 0; l < 2; l++) {
+		struct uf_line_config *lc = &cfg->lines[l];
+		snprintf(lc->name, sizeof(lc->name), "%c", 'A' + l);
+		char g[32];
+		snprintf(g, sizeof(g), "239.77.%d.%d", (int)FT_BACKEND, sc * 2 + l);
+		inet_pton(AF_INET, g, &lc->group);
+		lc->port = (uint16_t)(41000 + 100 * (int)FT_BACKEND + 10 * sc + l);
+		inet_pton(AF_INET, "127.0.0.1", &lc->interface);
+	}
+	cfg->recovery.enabled = with_recovery;
+	cfg->recovery.server.sin_family = AF_INET;
+	cfg->recovery.server.sin_port = htons((uint16_t)(41000 + 100 * (int)FT_BACKEND + 10 * sc + 5));
+	inet_pton(AF_INET, "127.0.0.1", &cfg->recovery.server.sin_addr);
+	cfg->recovery.max_count = 1000;
+	cfg->recovery.timeout_ms = 50;
+	cfg->recovery.retries = 5;
+	cfg->recovery.wait_ms = 2;
+	cfg->recovery.wait_packets = 64;
+	cfg->recovery.queue_packets = 16384;
+	cfg->recovery.max_requests_per_s = 1000;
+	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "uft%d_%d_%d", (int)FT_BACKEND, sc,
+		 (int)getpid());
+	cfg->ring.capacity = 1 << 20;
+	cfg->ring.mode = 0600;
+	cfg->book.depth = FT_DEPTH;
+	cfg->book.max_orders = 1 << 20;
+	cfg->book.max_instruments = 1024;
+	cfg->buffers.count = 4096;
+	cfg->buffers.size = 2048;
+}
+
+static void ft_start(struct ft_case *c, int sc, int with_recovery)
+{
+	char err[256];
+	ft_config(&c->cfg, sc, with_recovery);
+	int rc = uf_feed_create(&c->cfg, &c->feed, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("uf_feed_create: %s", err);
+	c->stop = 0;
+	assert_int_equal(pthread_create(&c->thr, NULL, ft_feed_thread, c), 0);
+}
+
+/* Starts uf-replay for case `sc` with extra arguments (NULL-terminated list). */
+static void ft_replay(struct ft_case *c, int sc, int serve, const char *extra, ...)
+{
+	char a[64], b[64], port[16];
+	const struct uf_line_config *l = c->cfg.lines;
+	char ga[INET_ADDRSTRLEN], gb[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &l[0].group, ga, sizeof(ga));
+	inet_ntop(AF_INET, &l[1].group, gb, sizeof(gb));
+	snprintf(a, sizeof(a), "%s:%u", ga, l[0].port);
+	snprintf(b, sizeof(b), "%s:%u", gb, l[1].port);
+	snprintf(port, sizeof(port), "%u", ntohs(c->cfg.recovery.server.sin_port));
+	char *argv[40] = { "uf-replay", "--in", g_day, "--a", a, "--b", b, "--interface",
+			   "127.0.0.1", "--rate", FT_RATE, "--seed", "42", NULL };
+	int n = 13;
+	if (serve) {
+		argv[n++] = "--serve-rerequests";
+		argv[n++] = port;
+		argv[n++] = "--linger";
+		argv[n++] = "20";
+	}
+	va_list ap;
+	va_start(ap, extra);
+	for (const char *s = extra; s && n < 38; s = va_arg(ap, const char *))
+		argv[n++] = (char *)s;
+	va_end(ap);
+	argv[n] = NULL;
+	snprintf(c->replay_out, sizeof(c->replay_out), "%s/replay-%d-%d.json", ft_tmpdir(),
+		 (int)FT_BACKEND, sc);
+	c->replay = ft_spawn(argv, c->replay_out);
+	assert_true(c->replay > 0);
+}
+
+/* Waits (bounded) until the feed has accounted for every message and the end of session. */
+static int ft_wait_done(struct ft_case *c)
+{
+	uint64_t end = uf_now_mono_ns() + (uint64_t)FT_DONE_TIMEOUT_MS * 1000000u;
+	const struct uf_feed_stats *s = uf_feed_stats(c->feed);
+	while (uf_now_mono_ns() < end) {
+		if (uf_load_relaxed_u64(&s->end_of_session) >= 1 &&
+		    uf_load_relaxed_u64(&s->messages) + uf_load_relaxed_u64(&s->messages_unrecovered) >=
+			    g_ref_msgs)
+			return 0;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	uf_feed_stats_read(s, &c->st);
+	fprintf(stderr, "not done: messages %llu unrecovered %llu eos %llu of %llu\n",
+		(unsigned long long)c->st.messages, (unsigned long long)c->st.messages_unrecovered,
+		(unsigned long long)c->st.end_of_session, (unsigned long long)g_ref_msgs);
+	return -1;
+}
+
+struct ft_books_ctx {
+	struct ft_book *v;
+	size_t n, cap;
+	int stale;
+};
+
+static int ft_book_cb(const struct uf_book_snapshot *s, void *arg)
+{
+	struct ft_books_ctx *x = arg;
+	if (s->flags & UF_RECF_STALE)
+		x->stale++;
+	if (s->nbid == 0 && s->nask == 0)
+		return 0;
+	if (x->n == x->cap) {
+		x->cap = x->cap ? x->cap * 2 : 64;
+		x->v = realloc(x->v, x->cap * sizeof(*x->v));
+	}
+	struct ft_buf line = { 0 };
+	int64_t px[UF_BOOK_MAX_DEPTH];
+	uint64_t sh[UF_BOOK_MAX_DEPTH];
+	uint32_t od[UF_BOOK_MAX_DEPTH];
+	ft_buf_add(&line, "{\"symbol\":\"%s\",", s->symbol[0] ? s->symbol : "?");
+	for (uint32_t i = 0; i < s->nbid; i++) {
+		px[i] = s->bid[i].price;
+		sh[i] = s->bid[i].shares;
+		od[i] = s->bid[i].orders;
+	}
+	ft_side(&line, "bid", px, sh, od, s->nbid);
+	ft_buf_add(&line, ",");
+	for (uint32_t i = 0; i < s->nask; i++) {
+		px[i] = s->ask[i].price;
+		sh[i] = s->ask[i].shares;
+		od[i] = s->ask[i].orders;
+	}
+	ft_side(&line, "ask", px, sh, od, s->nask);
+	ft_buf_add(&line, "}");
+	snprintf(x->v[x->n].symbol, sizeof(x->v[x->n].symbol), "%s", s->symbol);
+	x->v[x->n++].line = line.p;
+	return 0;
+}
+
+/* The feed's books from the book image, in the uf-decode books format. */
+static char *ft_feed_books(const char *ring, int *stale)
+{
+	char err[256];
+	uf_consumer_t *cons;
+	int rc = uf_consumer_attach(ring, NULL, &cons, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("attach %s: %s", ring, err);
+	struct ft_books_ctx x = { 0 };
+	assert_int_equal(uf_consumer_snapshot_all(cons, ft_book_cb, &x), 0);
+	uf_consumer_detach(cons);
+	if (stale)
+		*stale = x.stale;
+	char *s = ft_books_join(x.v, x.n);
+	free(x.v);
+	return s;
+}
+
+/* Reads every record of the ring (from the oldest) and compares it with the reference
+ * stream, field by field, except receive and publish times. Returns gap records seen. */
+static size_t ft_check_stream(const char *ring, int expect_identical)
+{
+	char err[256];
+	struct uf_consumer_options o;
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach %s: %s", ring, err);
+	struct uf_record r;
+	uint64_t seq;
+	size_t i = 0, gaps = 0;
+	for (;;) {
+		int rc = uf_consumer_next(cons, &r, &seq);
+		if (rc == -EAGAIN || rc == -EPIPE)
+			break;
+		assert_int_equal(rc, 0);
+		if (r.kind == UF_REC_GAP) {
+			gaps++;
+			continue;
+		}
+		if (!expect_identical)
+			continue;
+		assert_true(i < g_ref_nrecs);
+		const struct uf_record *e = &g_ref_recs[i];
+		if (r.kind != e->kind || r.side != e->side || r.flags != e->flags ||
+		    r.instrument != e->instrument || r.price != e->price || r.shares != e->shares ||
+		    r.aux != e->aux || r.ref != e->ref || r.exch_ts != e->exch_ts ||
+		    r.feed_seq != e->feed_seq)
+			fail_msg("record %zu differs: kind %u/%u seq %llu/%llu price %lld/%lld shares "
+				 "%llu/%llu flags %u/%u", i, r.kind, e->kind,
+				 (unsigned long long)r.feed_seq, (unsigned long long)e->feed_seq,
+				 (long long)r.price, (long long)e->price, (unsigned long long)r.shares,
+				 (unsigned long long)e->shares, r.flags, e->flags);
+		i++;
+	}
+	uf_consumer_detach(cons);
+	if (expect_identical)
+		assert_int_equal(i, g_ref_nrecs);
+	return gaps;
+}
+
+static void ft_finish(struct ft_case *c)
+{
+	c->stop = 1;
+	pthread_join(c->thr, NULL);
+	assert_int_equal(c->run_rc, 0);
+	uf_feed_stats_read(uf_feed_stats(c->feed), &c->st);
+	if (c->replay > 0) {
+		kill(c->replay, SIGTERM); /* it lingers to serve re-requests */
+		assert_int_equal(ft_wait(c->replay, 10000), 0);
+	}
+	uf_feed_destroy(c->feed);
+	uf_ring_unlink(c->cfg.ring.name, NULL);
+	fprintf(stderr, "[%s] packets %llu msgs %llu winsA %llu winsB %llu dupA %llu dupB %llu "
+		"gaps %llu filled_by_line %llu rereq %llu recovered %llu unrecovered %llu "
+		"rearms %llu cq_overflows %llu p50 %llu p99 %llu max %llu ns\n",
+		uf_backend_name(FT_BACKEND), (unsigned long long)c->st.packets,
+		(unsigned long long)c->st.messages, (unsigned long long)c->st.lines[0].wins,
+		(unsigned long long)c->st.lines[1].wins, (unsigned long long)c->st.lines[0].duplicates,
+		(unsigned long long)c->st.lines[1].duplicates, (unsigned long long)c->st.gaps,
+		(unsigned long long)c->st.gaps_filled_by_line, (unsigned long long)c->st.rerequests,
+		(unsigned long long)c->st.recovered_messages,
+		(unsigned long long)c->st.messages_unrecovered,
+		(unsigned long long)(c->st.lines[0].rearms + c->st.lines[1].rearms),
+		(unsigned long long)c->st.cq_overflows,
+		(unsigned long long)uf_lat_quantile(&c->st.latency, 0.5),
+		(unsigned long long)uf_lat_quantile(&c->st.latency, 0.99),
+		(unsigned long long)c->st.latency.max_ns);
+}
+
+/* Common end of the cases whose books must come out identical. */
+static void ft_expect_identical(struct ft_case *c)
+{
+	assert_int_equal(ft_wait_done(c), 0);
+	int stale = 0;
+	char *books = ft_feed_books(c->cfg.ring.name, &stale);
+	if (strcmp(books, g_ref_books) != 0) {
+		fprintf(stderr, "feed books:\n%.2000s\nreference books:\n%.2000s\n", books, g_ref_books);
+		fail_msg("books differ from the file's");
+	}
+	free(books);
+	assert_int_equal(stale, 0);
+	assert_int_equal(ft_check_stream(c->cfg.ring.name, 1), 0);
+	ft_finish(c);
+	assert_int_equal(c->st.messages, g_ref_msgs);
+	assert_int_equal(c->st.messages_unrecovered, 0);
+	assert_int_equal(c->st.gaps_unrecovered, 0);
+	assert_int_equal(c->st.end_of_session, 1);
+	assert_int_equal(c->st.sessions, 1);
+	assert_true(c->st.latency.count > 0);
+}
+
+static void test_feed_clean_day_gives_identical_books(void **state)
+{
+	struct ft_case c = { 0 };
+	ft_start(&c, 0, 1);
+	ft_replay(&c, 0, 1, NULL);
+	ft_expect_identical(&c);
+	assert_int_equal(c.st.gaps, 0);
+	assert_int_equal(c.st.rerequests, 0);
+	assert_true(c.st.lines[0].wins + c.st.lines[1].wins > 0);
+	/* every packet came twice: exactly one copy of each was a duplicate */
+	assert_int_equal(c.st.lines[0].wins + c.st.lines[1].wins,
+			 c.st.lines[0].duplicates + c.st.lines[1].duplicates);
+}
+
+static void test_feed_loss_on_a_only_needs_no_rerequest(void **state)
+{
+	struct ft_case c = { 0 };
+	ft_start(&c, 1, 1);
+	ft_replay(&c, 1, 1, "--drop-a", "0.10", NULL);
+	ft_expect_identical(&c);
+	assert_int_equal(c.st.rerequests, 0);
+	assert_int_equal(c.st.recovered_messages, 0);
+	assert_true(c.st.lines[0].gap_messages > 0); /* line A's own losses are visible */
+	assert_int_equal(c.st.lines[1].gap_messages, 0);
+	assert_true(c.st.lines[1].wins > c.st.lines[0].wins / 20);
+}
+
+static void test_feed_loss_on_both_lines_recovers_by_rerequest(void **state)
+{
+	struct ft_case c = { 0 };
+	ft_start(&c, 2, 1);
+	ft_replay(&c, 2, 1, "--drop-a", "0.05", "--drop-b", "0.05", NULL);
+	ft_expect_identical(&c);
+	assert_true(c.st.gaps > 0);
+	assert_true(c.st.rerequests > 0);
+	assert_true(c.st.recovered_messages > 0);
+	assert_true(c.st.recovery_packets > 0);
+}
+
+static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
+{
+	struct ft_case c = { 0 };
+	ft_start(&c, 3, 1); /* a request server is configured, but nobody answers */
+	/* the packets holding sequence 3000 are lost on both lines */
+	ft_replay(&c, 3, 0, "--drop-a", "@3000", "--drop-b", "@3000", NULL);
+	assert_int_equal(ft_wait_done(&c), 0);
+	int stale = 0;
+	char *books = ft_feed_books(c.cfg.ring.name, &stale);
+	free(books);
+	assert_true(stale > 0); /* the books say they may be wrong */
+	assert_int_equal(ft_check_stream(c.cfg.ring.name, 0), 1); /* one gap marker published */
+	ft_finish(&c);
+	assert_int_equal(c.st.gaps_unrecovered, 1);
+	assert_true(c.st.messages_unrecovered > 0);
+	assert_int_equal(c.st.messages + c.st.messages_unrecovered, g_ref_msgs);
+	assert_true(c.st.rerequests >= 1); /* it tried, retried, then gave up */
+	assert_true(c.st.rerequest_timeouts >= 1);
+	assert_int_equal(c.st.end_of_session, 1); /* and went on to the end of the day */
+}
+
+static void test_feed_duplicates_and_reordering_change_nothing(void **state)
+{
+	struct ft_case c = { 0 };
+	ft_start(&c, 4, 1);
+	ft_replay(&c, 4, 1, "--dup", "0.10", "--reorder", "0.10", NULL);
+	ft_expect_identical(&c);
+	assert_true(c.st.lines[0].duplicates + c.st.lines[1].duplicates >
+		    c.st.lines[0].wins + c.st.lines[1].wins);
+}
+
+static int ft_setup(void **state)
+{
+	if (ft_gen_day(g_day, sizeof(g_day), FT_MESSAGES, FT_SYMBOLS, 7) < 0) {
+		fprintf(stderr, "FATAL: uf-gen failed: the feed tests need it (tools/uf-gen)\n");
+		return -1;
+	}
+	if (ft_reference(g_day, FT_DEPTH, &g_ref_books, &g_ref_recs, &g_ref_nrecs, &g_ref_msgs) < 0)
+		return -1;
+	if (g_ref_msgs != FT_MESSAGES || g_ref_nrecs == 0 || !g_ref_books[0]) {
+		fprintf(stderr, "FATAL: reference has %llu messages, %zu records\n",
+			(unsigned long long)g_ref_msgs, g_ref_nrecs);
+		return -1;
+	}
+	return 0;
+}
+
+static int ft_teardown(void **state)
+{
+	free(g_ref_books);
+	free(g_ref_recs);
+	if (g_day[0])
+		unlink(g_day);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", ft_tmpdir());
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", ft_tmpdir());
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_feed_clean_day_gives_identical_books),
+		cmocka_unit_test(test_feed_loss_on_a_only_needs_no_rerequest),
+		cmocka_unit_test(test_feed_loss_on_both_lines_recovers_by_rerequest),
+		cmocka_unit_test(test_feed_dead_server_flags_gap_and_keeps_running),
+		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
+	};
+	return cmocka_run_group_tests(tests, ft_setup, ft_teardown);
+}
