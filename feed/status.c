@@ -419,9 +419,20 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	if (!is_status && !is_metrics && strcmp(url, "/") != 0)
 		return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
 			     textf("404 not found: %.100s (try /status or /metrics)\n", url), NULL);
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+		static const char *const known[] = { "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
+						     "TRACE", "CONNECT" };
+		int k = 0;
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			k |= strcmp(method, known[i]) == 0;
+		/* RFC 9110: 405 for a method this resource does not allow, 501 for one the
+		 * server does not know at all. */
+		if (!k)
+			return reply(conn, MHD_HTTP_NOT_IMPLEMENTED, "text/plain; charset=utf-8",
+				     textf("501 unknown method: %.20s\n", method), NULL);
 		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
 			     textf("405 method not allowed: %.20s (GET or HEAD)\n", method), "GET, HEAD");
+	}
 	if (!is_status && !is_metrics)
 		return reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
 			     textf("uringfeed status endpoint\n  GET /status   JSON\n  GET /metrics  "
@@ -500,10 +511,13 @@ int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void
 	}
 	getsockname(s->fd, (struct sockaddr *)&bound, &blen);
 	s->port = ntohs(bound.sin_port);
+	/* STRICT_FOR_CLIENT 1: refuse (400) what RFC 7230 forbids, e.g. HTTP/1.1 without Host
+	 * or header lines without a colon, instead of guessing. */
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0,
-				  NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT,
-				  (unsigned)10, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+				  NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				  MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_STRICT_FOR_CLIENT,
+				  (int)1, MHD_OPTION_END);
 	if (!s->mhd) {
 		r = -EIO;
 		snprintf(err, errlen, "status: libmicrohttpd could not start on %s:%u", host, s->port);

@@ -4,8 +4,9 @@
  *                 by kind, latency quantiles, the ring's sequence and its consumers.
  *   GET /metrics  the same numbers in the Prometheus text exposition format 0.0.4.
  *   GET /         a short plain-text index of the above.
- *   HEAD on each of these; any other method 405 (with Allow), any other path 404; malformed
- *   HTTP gets 400 from libmicrohttpd itself.
+ *   HEAD on each of these; other known methods 405 (with Allow), unknown ones 501, any other
+ *   path 404; malformed HTTP (HTTP/1.1 without Host, broken header lines) gets 400 and an
+ *   unsupported version 505 from libmicrohttpd itself (strict mode).
  *
  * The feed threads never see this module: they only store counters (relaxed atomics, see
  * feed/uf_feed_stats.h). On each request the HTTP thread calls the owner's fill callback,
@@ -94,7 +95,7 @@ int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void
 /* Port the server listens on (host order). */
 uint16_t uf_status_port(const struct uf_status_server *s);
 
-/* Requests served so far, by outcome (for tests and the shutdown log line). */
+/* Requests that reached the handler (libmicrohttpd answers malformed HTTP itself). */
 uint64_t uf_status_requests(const struct uf_status_server *s);
 
 /* Stops the thread, closes the socket, frees `s`. NULL is fine. */

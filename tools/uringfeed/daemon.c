@@ -145,7 +145,8 @@ static void *feed_thread(void *arg)
 	struct feed_slot *s = arg;
 	char name[16];
 
-	snprintf(name, sizeof(name), "uf-%s", s->cfg->name);
+	/* Thread names hold 15 bytes: "uf-" and the start of the feed name. */
+	snprintf(name, sizeof(name), "uf-%.12s", s->cfg->name);
 	pthread_setname_np(pthread_self(), name);
 	uf_store_relaxed_u32(&s->state, UF_STATUS_RUNNING);
 	s->rc = uf_feed_run(s->feed, (const volatile int *)&s->d->stop);
