@@ -53,9 +53,9 @@ int ft_reference(const char *path, unsigned depth, char **books, struct uf_recor
 		int a = uf_publish_top(pub, id, UF_SIDE_ASK, ask, depth);
 		if (b <= 0 && a <= 0)
 			continue;
-		char sym[9];
+		char sym[9] = "?";
 		if (uf_publish_symbol(pub, id, sym) < 0)
-			snprintf(sym, sizeof(sym), "#%u", id);
+			strcpy(sym, "?");
 		struct ft_buf line = { 0 };
 		int64_t px[256];
 		uint64_t sh[256];
