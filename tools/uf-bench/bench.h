@@ -1,0 +1,42 @@
+/* Shared helpers for uf-bench subcommands (one bench_<name>.c per subcommand). */
+#ifndef UF_BENCH_H
+#define UF_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define UF_BENCH_CMD(name, summary) int uf_bench_##name(int argc, char **argv);
+#include "bench_cmds.h"
+#undef UF_BENCH_CMD
+
+/* CLOCK_MONOTONIC in ns (vDSO). */
+uint64_t uf_bench_now_ns(void);
+
+/* Pins the calling thread to `cpu` when it exists; returns 0 or -errno. */
+int uf_bench_pin(int cpu);
+
+/* Number of CPUs this process may run on. */
+int uf_bench_ncpus(void);
+
+/* The 1-minute load average (to say how noisy the machine was). */
+double uf_bench_loadavg(void);
+
+/* Memory shared with forked children (MAP_SHARED | MAP_ANONYMOUS), zeroed; NULL on failure. */
+void *uf_bench_shared_alloc(size_t size);
+void uf_bench_shared_free(void *p, size_t size);
+
+/* Latency summary of `n` samples (sorted in place). */
+struct uf_bench_pct {
+	uint64_t n;    /* samples */
+	uint64_t p50;  /* ns */
+	uint64_t p99;  /* ns */
+	uint64_t p999; /* ns */
+	uint64_t max;  /* ns */
+};
+void uf_bench_percentiles(uint64_t *v, size_t n, struct uf_bench_pct *out);
+
+/* Waits for `pid` at most timeout_ms, then kills it. Returns the wait status or -1. */
+int uf_bench_wait_child(pid_t pid, int timeout_ms);
+
+#endif /* UF_BENCH_H */

@@ -1,0 +1,4 @@
+/* The uf-bench subcommands: one line each. UF_BENCH_CMD(name, summary) declares
+ * `int uf_bench_<name>(int argc, char **argv)` (defined in bench_<name>.c) and adds it to the
+ * dispatch table in main.c. */
+UF_BENCH_CMD(ring, "shm ring vs ZeroMQ PUB/SUB vs Unix datagram: latency and throughput")

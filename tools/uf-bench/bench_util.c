@@ -1,0 +1,105 @@
+/* Helpers every uf-bench subcommand uses: clocks, pinning, shared memory, percentiles. */
+#include "bench.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t uf_bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int uf_bench_pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE)
+		return -EINVAL;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
+}
+
+int uf_bench_ncpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+double uf_bench_loadavg(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
+void *uf_bench_shared_alloc(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void uf_bench_shared_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void uf_bench_percentiles(uint64_t *v, size_t n, struct uf_bench_pct *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->n = n;
+	if (n == 0)
+		return;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	out->p50 = v[(size_t)((double)(n - 1) * 0.50)];
+	out->p99 = v[(size_t)((double)(n - 1) * 0.99)];
+	out->p999 = v[(size_t)((double)(n - 1) * 0.999)];
+	out->max = v[n - 1];
+}
+
+int uf_bench_wait_child(pid_t pid, int timeout_ms)
+{
+	uint64_t end = uf_bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return st;
+		if (r < 0)
+			return -1;
+		if (uf_bench_now_ns() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		usleep(2000);
+	}
+}
