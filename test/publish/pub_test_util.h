@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "publish/uf_publish.h"
@@ -307,6 +308,119 @@ static inline void rc_compare(const struct rec_checker *c, const struct uf_publi
 	free(buf);
 	if (c->mbo_on)
 		pub_compare_books(p, &c->mbo);
+}
+
+/* ---- `uf-decode books` expectations, from the model alone ---- */
+
+/* Symbols as the engine names them: R always, the first A/F/P of a never-named id. */
+struct sym_map {
+	char sym[65536][9]; /* trimmed; "" = never named */
+	uint8_t named[65536];
+};
+
+static inline void sym_trim(char out[9], const char in[8])
+{
+	int n = 8;
+	while (n > 0 && (in[n - 1] == ' ' || in[n - 1] == '\0'))
+		n--;
+	memcpy(out, in, (size_t)n);
+	out[n] = '\0';
+}
+
+static inline void sym_apply(struct sym_map *s, const struct uf_itch_msg *m, uint32_t max_inst)
+{
+	if (m->locate >= max_inst)
+		return;
+	if (m->type == 'R') {
+		sym_trim(s->sym[m->locate], m->u.dir.stock);
+		s->named[m->locate] = 1;
+	} else if ((m->type == 'A' || m->type == 'F') && !s->named[m->locate] &&
+		   (m->u.add.side == 'B' || m->u.add.side == 'S')) {
+		sym_trim(s->sym[m->locate], m->u.add.stock);
+		s->named[m->locate] = 1;
+	} else if (m->type == 'P' && !s->named[m->locate]) {
+		sym_trim(s->sym[m->locate], m->u.trade.stock);
+		s->named[m->locate] = 1;
+	}
+}
+
+struct exp_book {
+	const char *sym;
+	uint32_t inst;
+};
+
+static int exp_book_cmp(const void *a, const void *b)
+{
+	const struct exp_book *x = a, *y = b;
+	int c = strcmp(x->sym, y->sym);
+	return c ? c : (x->inst < y->inst ? -1 : x->inst > y->inst);
+}
+
+/* The exact text `uf-decode books [--depth depth]` must print (depth 0 = all). Caller frees. */
+static inline char *model_books_json(const struct ref_model *r, const struct sym_map *s,
+				     size_t depth)
+{
+	size_t n;
+	struct ref_level *l = ref_levels(r, &n);
+	struct exp_book *b = malloc((n + 1) * sizeof(*b));
+	size_t nb = 0;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || l[i].inst != l[i - 1].inst)
+			b[nb++] = (struct exp_book){s->sym[l[i].inst], l[i].inst};
+	qsort(b, nb, sizeof(*b), exp_book_cmp);
+	size_t cap = 1024 + n * 64, len = 0;
+	char *out = malloc(cap);
+	assert_non_null(out);
+	for (size_t k = 0; k < nb; k++) {
+		len += (size_t)sprintf(out + len, "{\"symbol\":\"%s\",\"bid\":[", b[k].sym);
+		for (int side = 0; side < 2; side++) {
+			uint8_t sc = side ? 'S' : 'B';
+			size_t cnt = 0;
+			for (size_t i = 0; i < n; i++) {
+				if (l[i].inst != b[k].inst || l[i].side != sc)
+					continue;
+				if (depth && cnt == depth)
+					break;
+				len += (size_t)sprintf(out + len, "%s[%u,%llu,%u]", cnt ? "," : "",
+						       l[i].price, (unsigned long long)l[i].shares,
+						       l[i].orders);
+				cnt++;
+			}
+			len += (size_t)sprintf(out + len, side ? "]}\n" : "],\"ask\":[");
+		}
+	}
+	out[len] = '\0';
+	free(b);
+	free(l);
+	return out;
+}
+
+/* Runs a command and returns its stdout (caller frees); *status = exit status. */
+static inline char *run_capture(const char *cmd, int *status)
+{
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	size_t got;
+	while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += got;
+		if (cap - len < 2) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+	}
+	buf[len] = '\0';
+	int st = pclose(f);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return buf;
+}
+
+static inline const char *bin_dir(void)
+{
+	const char *b = getenv("UF_BIN_DIR");
+	return b ? b : UF_BIN_DIR;
 }
 
 #endif /* UF_TEST_PUB_UTIL_H */

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "decode/uf_decode.h"
 #include "pub_test_util.h"
@@ -233,12 +234,55 @@ static void test_real_captures_apply_like_the_model(void **state)
 	assert_true(adds > 0);
 }
 
+static void test_books_command_on_simulated_day_prints_model_books(void **state)
+{
+	(void)state;
+	char path[512], cmd[2048], bin[512];
+	snprintf(path, sizeof(path), "%s/itch50/ritch-simulated-zero-len.itch", data_dir());
+	snprintf(bin, sizeof(bin), "%s/uf-decode", bin_dir());
+	if (access(bin, X_OK) != 0) {
+		print_error("uf-decode not built at %s\n", bin);
+		fail();
+	}
+	struct ref_model *r = malloc(sizeof(*r));
+	struct sym_map *s = calloc(1, sizeof(*s));
+	ref_init(r, 4000000, 65536);
+	struct uf_reader rd;
+	assert_int_equal(uf_reader_open(&rd, path, NULL), 0);
+	struct uf_reader_msg rm;
+	struct uf_itch_msg m;
+	while (uf_reader_next(&rd, &rm) == 1) {
+		if (uf_itch_decode(rm.msg, rm.len, &m) != 0)
+			continue;
+		ref_apply(r, &m);
+		sym_apply(s, &m, 65536);
+	}
+	uf_reader_close(&rd);
+	for (size_t depth = 0; depth <= 10; depth += 10) {
+		snprintf(cmd, sizeof(cmd), "%s books %s %s 2>/dev/null", bin, path,
+			 depth ? "--depth 10" : "");
+		int st;
+		char *got = run_capture(cmd, &st);
+		char *want = model_books_json(r, s, depth);
+		/* 1: the file's D/E-before-A messages are integrity errors (books still printed). */
+		assert_int_equal(st, 1);
+		assert_non_null(strstr(got, "{\"symbol\":\"ALC\""));
+		assert_string_equal(got, want);
+		free(got);
+		free(want);
+	}
+	ref_free(r);
+	free(r);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_simulated_day_ends_with_reference_model_books),
 		cmocka_unit_test(test_real_head_builds_directory_and_status),
 		cmocka_unit_test(test_real_captures_apply_like_the_model),
+		cmocka_unit_test(test_books_command_on_simulated_day_prints_model_books),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
