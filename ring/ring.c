@@ -12,12 +12,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/uf_time.h"
 #include "ring/ring_util.h"
 
 #define UF_RING_HUGE_ALIGN (2ull << 20)
+#define UF_HUGETLBFS_MAGIC 0x958458f6 /* linux/magic.h */
 #define UF_RING_PAGE 4096ull
 
 static void ring_err(char *err, size_t errlen, const char *fmt, ...)
@@ -62,6 +64,16 @@ static int shmem_thp_allowed(void)
 	fclose(f);
 	return strstr(buf, "[always]") || strstr(buf, "[within_size]") ||
 	       strstr(buf, "[advise]") || strstr(buf, "[force]");
+}
+
+/* Huge page size when `dir` is a hugetlbfs mount (explicit huge pages), else 0. */
+static uint64_t hugetlbfs_page(const char *dir)
+{
+	struct statfs sf;
+
+	if (statfs(dir, &sf) < 0 || (unsigned long)sf.f_type != UF_HUGETLBFS_MAGIC)
+		return 0;
+	return (uint64_t)sf.f_bsize;
 }
 
 /* Generation of the ring currently under `path`, 0 when there is none or it is unreadable. */
@@ -141,7 +153,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 {
 	struct uf_ring_options opt;
 	char data_path[256], cons_path[256], data_tmp[300], cons_tmp[300];
-	uint64_t ring_off, image_off, image_size, data_size, ct_size, gen, now;
+	uint64_t ring_off, image_off, image_size, data_size, ct_size, gen, now, htlb_page, page;
 	const char *dir;
 	struct uf_ring *r;
 	int node = -1, huge = 0, rc;
@@ -196,16 +208,20 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 			return -EINVAL;
 		}
 	}
-	huge = opt.hugepages && shmem_thp_allowed();
+	/* explicit huge pages when the directory is hugetlbfs (sizes must be page multiples);
+	 * otherwise transparent huge pages on /dev/shm when the kernel allows them for shmem */
+	htlb_page = hugetlbfs_page(dir);
+	huge = htlb_page ? 2 : (opt.hugepages && shmem_thp_allowed());
+	page = htlb_page ? htlb_page : (huge ? UF_RING_HUGE_ALIGN : UF_RING_PAGE);
 
 	ring_off = align_up(sizeof(struct uf_ring_hdr), UF_RING_PAGE);
 	image_off = align_up(ring_off + opt.capacity * sizeof(struct uf_record), UF_RING_PAGE);
 	image_size = sizeof(struct uf_image_hdr) +
 		     (uint64_t)opt.max_instruments * uf_image_entry_size(opt.depth);
-	data_size = align_up(image_off + image_size, huge ? UF_RING_HUGE_ALIGN : UF_RING_PAGE);
+	data_size = align_up(image_off + image_size, page);
 	ct_size = align_up(sizeof(struct uf_ring_ctable) +
 				   (uint64_t)opt.max_consumers * sizeof(struct uf_ring_cslot),
-			   UF_RING_PAGE);
+			   htlb_page ? htlb_page : UF_RING_PAGE);
 
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -216,7 +232,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	unlink(cons_tmp);
 	/* data: owner writes; group/other get at most read. Table: read+write for the same
 	 * classes that may read the data, so they can register. */
-	rc = make_area(data_tmp, (opt.mode & 0444) | 0200, opt.gid, data_size, node, huge, &data,
+	rc = make_area(data_tmp, (opt.mode & 0444) | 0200, opt.gid, data_size, node, huge == 1, &data,
 		       err, errlen);
 	if (rc < 0)
 		goto out_free;

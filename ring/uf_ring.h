@@ -36,7 +36,8 @@ struct uf_ring_options {
 				    * consumer table gets the same classes read+write) */
 	int64_t gid;               /* group owning both files, -1 = the creator's */
 	int numa_node;             /* node to bind to, UF_RING_NUMA_AUTO or UF_RING_NUMA_NONE */
-	int hugepages;             /* 1 = advise transparent huge pages when the kernel allows */
+	int hugepages;             /* 1 = advise transparent huge pages when the kernel allows;
+				    * a hugetlbfs `dir` always gets explicit huge pages */
 	uint32_t max_consumers;    /* consumer table slots */
 	uint32_t depth;            /* book image levels per side, 1..UF_RING_MAX_DEPTH */
 	uint32_t max_instruments;  /* book image entries; instrument ids are 0..max-1 */
@@ -101,6 +102,19 @@ UF_COLD int uf_ring_reap(struct uf_ring *r);
 
 /* Wakes every consumer sleeping on the ring. Called by uf_ring_publish when needed. */
 void uf_ring_wake(struct uf_ring *r);
+
+/* 0 small pages (the fallback), 1 transparent huge pages advised (kernel allows THP for
+ * shmem), 2 explicit huge pages (options.dir is a hugetlbfs mount). For the startup log. */
+static inline int uf_ring_hugepages(const struct uf_ring *r)
+{
+	return (int)r->hdr->hugepages;
+}
+
+/* NUMA node the memory was bound to, -1 when not bound (no libnuma support). */
+static inline int uf_ring_numa_node(const struct uf_ring *r)
+{
+	return r->hdr->numa_node;
+}
 
 static inline uint64_t uf_ring_generation(const struct uf_ring *r)
 {

@@ -74,7 +74,7 @@ struct uf_consumer_info {
 	uint32_t depth;        /* book image levels per side */
 	uint32_t max_instruments; /* book image entries */
 	int closed;            /* 1 once the producer closed the ring */
-	int hugepages;         /* 1 when the producer got huge pages advised */
+	int hugepages;         /* 0 small pages, 1 transparent huge pages advised, 2 hugetlbfs */
 };
 
 struct uf_book_status {
