@@ -1,0 +1,366 @@
+/* The running daemon (UF_BIN_DIR/uringfeed) end to end on loopback multicast: uf-replay sends a
+ * generated day with loss while consumer processes read the ring; SIGTERM in the middle of
+ * the traffic makes uringfeed exit 0 and leaves every consumer with a clean "closed" state
+ * after it drained everything published. SIGHUP re-reads the file: a broken file is refused
+ * and the daemon keeps running. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ring/ufconsumer.h"
+
+#define NCONSUMERS 2
+
+static char tmpdir[64];
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const char *binpath(const char *name)
+{
+	static char path[4][512];
+	static int i;
+	const char *dir = getenv("UF_BIN_DIR");
+	char *p = path[i++ & 3];
+	snprintf(p, 512, "%s/%s", dir ? dir : UF_BIN_DIR, name);
+	if (access(p, X_OK) != 0)
+		fail_msg("cannot run %s: %s (build it first)", p, strerror(errno));
+	return p;
+}
+
+/* Starts argv with stdout/stderr to files in tmpdir; returns the pid. */
+static pid_t spawn(const char *const argv[], const char *out, const char *err)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char o[256], e[256];
+		snprintf(o, sizeof(o), "%s/%s", tmpdir, out);
+		snprintf(e, sizeof(e), "%s/%s", tmpdir, err);
+		int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Exit status of pid within timeout_ms, or fails (after killing it). */
+static int wait_exit(pid_t pid, int timeout_ms, const char *what)
+{
+	int st;
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	while (now_ms() < end) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	fail_msg("%s did not exit within %d ms", what, timeout_ms);
+	return -1;
+}
+
+static void read_file(const char *name, char *buf, size_t len)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", tmpdir, name);
+	FILE *f = fopen(p, "r");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* Waits until the daemon's log holds `needle`; returns a pointer into the static log copy. */
+static const char *wait_log(const char *needle, int timeout_ms)
+{
+	static char log[65536];
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	do {
+		read_file("daemon.err", log, sizeof(log));
+		const char *p = strstr(log, needle);
+		if (p)
+			return p;
+		usleep(20000);
+	} while (now_ms() < end);
+	fail_msg("daemon log never showed \"%s\"; log:\n%s", needle, log);
+	return NULL;
+}
+
+static void write_config(const char *json)
+{
+	char p[256], tmp[256];
+	snprintf(p, sizeof(p), "%s/uf.json", tmpdir);
+	snprintf(tmp, sizeof(tmp), "%s/uf.json.tmp", tmpdir);
+	FILE *f = fopen(tmp, "w");
+	assert_non_null(f);
+	fputs(json, f);
+	fclose(f);
+	assert_int_equal(rename(tmp, p), 0); /* the daemon never reads half a file */
+}
+
+static json_t *get_status(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	static char buf[1 << 20];
+	size_t len = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	const char *req = "GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	json_error_t je;
+	json_t *j = json_loads(strstr(buf, "\r\n\r\n") + 4, 0, &je);
+	if (!j)
+		fail_msg("status is not JSON: %s", je.text);
+	return j;
+}
+
+static uint16_t status_port(void)
+{
+	const char *p = wait_log("serving http://127.0.0.1:", 10000);
+	return (uint16_t)atoi(p + strlen("serving http://127.0.0.1:"));
+}
+
+/* Consumer process: reads until the ring says closed; exit 0 only when it saw "closed" after
+ * reading every record published (position == tail), with no lap and no sequence hole. */
+static int consumer_main(const char *ring, int idx)
+{
+	struct uf_consumer_options opt;
+	struct uf_consumer_info info;
+	uf_consumer_t *c = NULL;
+	struct uf_record rec;
+	uint64_t seq, expect = 0, n = 0;
+	char err[256], tag[16], out[256];
+	uint64_t end = now_ms() + 30000;
+	int r;
+
+	uf_consumer_options_init(&opt);
+	snprintf(tag, sizeof(tag), "test%d", idx);
+	opt.tag = tag;
+	opt.start = UF_CONSUMER_START_OLDEST;
+	opt.dir = tmpdir;
+	while ((r = uf_consumer_attach(ring, &opt, &c, err, sizeof(err))) != 0) {
+		if (now_ms() > end)
+			return 10;
+		usleep(10000);
+	}
+	for (;;) {
+		r = uf_consumer_next(c, &rec, &seq);
+		if (r == 0) {
+			if (seq != expect)
+				return 11; /* hole or repeat */
+			expect++;
+			n++;
+			continue;
+		}
+		if (r == -EAGAIN) {
+			if (now_ms() > end)
+				return 12; /* never closed */
+			uf_consumer_wait(c, 100000000);
+			continue;
+		}
+		break;
+	}
+	uf_consumer_get_info(c, &info);
+	snprintf(out, sizeof(out), "%s/consumer%d", tmpdir, idx);
+	FILE *f = fopen(out, "w");
+	if (f) {
+		fprintf(f, "rc %d records %llu position %llu tail %llu closed %d laps %llu\n", r,
+			(unsigned long long)n, (unsigned long long)info.position,
+			(unsigned long long)info.tail, info.closed, (unsigned long long)info.laps);
+		fclose(f);
+	}
+	uf_consumer_detach(c);
+	if (r != -EPIPE)
+		return 13;
+	if (!info.closed || info.position != info.tail || info.laps)
+		return 14;
+	return n > 0 ? 0 : 15;
+}
+
+static int setup(void **state)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/uf-life-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	setenv("UF_RING_DIR", tmpdir, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+#define CONFIG(symbols)                                                                           \
+	"{\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"level\":\"info\"},\"feeds\":[{"          \
+	"\"name\":\"life\",\"backend\":\"epoll\",\"cpu\":-1,"                                        \
+	"\"lines\":[{\"name\":\"A\",\"group\":\"239.77.7.1\",\"port\":41701,\"interface\":\"127.0.0.1\"}," \
+	"{\"name\":\"B\",\"group\":\"239.77.7.2\",\"port\":41702,\"interface\":\"127.0.0.1\"}],"        \
+	"\"recovery\":{\"server\":\"127.0.0.1:41710\"},"                                              \
+	"\"ring\":{\"name\":\"uf_life_test\",\"capacity\":1048576},"                                  \
+	"\"book\":{\"max_orders\":1000000}" symbols "}]}"
+
+static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void **state)
+{
+	char day[256], cfg[256], buf[512];
+	pid_t daemon, replay, cons[NCONSUMERS];
+
+	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
+	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
+	const char *gen[] = { binpath("uf-gen"), "--out", day, "--messages", "150000", "--symbols",
+			      "20", "--seed", "7", NULL };
+	assert_int_equal(wait_exit(spawn(gen, "gen.out", "gen.err"), 20000, "uf-gen"), 0);
+	write_config(CONFIG(""));
+
+	const char *dargv[] = { binpath("uringfeed"), "--config", cfg, NULL };
+	daemon = spawn(dargv, "daemon.out", "daemon.err");
+	uint16_t port = status_port();
+	wait_log("running;", 10000);
+	for (int i = 0; i < NCONSUMERS; i++) {
+		cons[i] = fork();
+		assert_true(cons[i] >= 0);
+		if (cons[i] == 0)
+			_exit(consumer_main("uf_life_test", i));
+	}
+	/* 150000 messages at 50000/s: three seconds of traffic, 2 % loss on each line. */
+	const char *rargv[] = { binpath("uf-replay"), "--in", day, "--a", "239.77.7.1:41701", "--b",
+				"239.77.7.2:41702", "--interface", "127.0.0.1", "--rate", "50000",
+				"--drop-a", "0.02", "--drop-b", "0.02", "--seed", "5",
+				"--serve-rerequests", "41710", NULL };
+	replay = spawn(rargv, "replay.out", "replay.err");
+
+	/* Wait until messages flow (bounded), then stop the daemon in the middle of the day. */
+	json_int_t msgs = 0;
+	uint64_t end = now_ms() + 10000;
+	while (msgs < 20000 && now_ms() < end) {
+		json_t *j = get_status(port);
+		json_t *f = json_array_get(json_object_get(j, "feeds"), 0);
+		msgs = json_integer_value(json_object_get(f, "messages"));
+		assert_string_equal(json_string_value(json_object_get(f, "state")), "running");
+		json_decref(j);
+		usleep(50000);
+	}
+	if (msgs < 20000)
+		fail_msg("traffic never reached the daemon (%lld messages)", (long long)msgs);
+	assert_int_equal(kill(replay, 0), 0); /* still sending: SIGTERM lands mid-traffic */
+	print_message("SIGTERM after %lld messages\n", (long long)msgs);
+	assert_int_equal(kill(daemon, SIGTERM), 0);
+	int st = wait_exit(daemon, 15000, "uringfeed after SIGTERM");
+	read_file("daemon.err", buf, sizeof(buf));
+	if (st != 0)
+		fail_msg("uringfeed exited %d after SIGTERM; log starts: %s", st, buf);
+	wait_log("stopped cleanly", 1000);
+
+	for (int i = 0; i < NCONSUMERS; i++) {
+		char name[32], line[256];
+		int cst = wait_exit(cons[i], 15000, "consumer");
+		snprintf(name, sizeof(name), "consumer%d", i);
+		read_file(name, line, sizeof(line));
+		if (cst != 0)
+			fail_msg("consumer %d exited %d (%s)", i, cst, line);
+		print_message("consumer %d: %s", i, line);
+		assert_non_null(strstr(line, "rc -32 ")); /* -EPIPE: closed and drained */
+		assert_non_null(strstr(line, "closed 1"));
+	}
+	kill(replay, SIGTERM);
+	wait_exit(replay, 10000, "uf-replay");
+
+	/* The ring stays, marked closed: a consumer that attaches now learns it at once. */
+	struct uf_consumer_options opt;
+	struct uf_consumer_info info;
+	uf_consumer_t *c;
+	struct uf_record rec;
+	char err[256];
+	uf_consumer_options_init(&opt);
+	opt.dir = tmpdir;
+	if (uf_consumer_attach("uf_life_test", &opt, &c, err, sizeof(err)) != 0)
+		fail_msg("late attach: %s", err);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.closed, 1);
+	assert_int_equal(uf_consumer_next(c, &rec, NULL), -EPIPE);
+	uf_consumer_detach(c);
+}
+
+static void test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one(void **state)
+{
+	char cfg[256];
+	pid_t daemon;
+
+	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
+	write_config(CONFIG(",\"symbols\":[\"AAPL\"]"));
+	const char *dargv[] = { binpath("uringfeed"), "--config", cfg, NULL };
+	daemon = spawn(dargv, "daemon.out", "daemon.err");
+	uint16_t port = status_port();
+	wait_log("running;", 10000);
+
+	/* A broken file: refused with its position, the daemon keeps running. */
+	write_config("{\"feeds\": [ {\"name\": \"life\" ");
+	assert_int_equal(kill(daemon, SIGHUP), 0);
+	wait_log("keeping the running configuration", 5000);
+	wait_log("uf.json:1:", 100);
+	json_t *j = get_status(port);
+	assert_int_equal(json_integer_value(json_object_get(j, "reloads")), 0);
+	json_decref(j);
+
+	/* A good file with another filter: re-read, counted, and the change is reported. */
+	write_config(CONFIG(",\"symbols\":[\"AAPL\",\"MSFT\"]"));
+	assert_int_equal(kill(daemon, SIGHUP), 0);
+	wait_log("reload: done", 5000);
+	wait_log("feed \"life\": ", 100);
+	j = get_status(port);
+	assert_int_equal(json_integer_value(json_object_get(j, "reloads")), 1);
+	json_decref(j);
+
+	assert_int_equal(kill(daemon, SIGINT), 0);
+	assert_int_equal(wait_exit(daemon, 15000, "uringfeed after SIGINT"), 0);
+	wait_log("received SIGINT", 100);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_lifecycle_sigterm_during_traffic_leaves_consumers_closed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
