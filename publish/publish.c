@@ -412,9 +412,15 @@ UF_HOT int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 	return k;
 }
 
+/* The look-ahead helpers must be inlined before GCC's pure-const analysis runs: GCC 12
+ * models __builtin_prefetch as side-effect free, finds an out-of-line helper that only reads
+ * and prefetches "pure", and deletes every call to it (seen: no prefetch instruction left in
+ * the object). always_inline puts the prefetches into the (impure) batch loop first. */
+#define UF_PUB_INLINE static inline __attribute__((always_inline))
+
 /* Look-ahead, stage 1 (far): the order-table home slots and the book of a coming message.
  * Both addresses come from the message alone. */
-static inline void uf_pub_prefetch_far(const struct uf_publisher *p, const struct uf_itch_msg *m)
+UF_PUB_INLINE void uf_pub_prefetch_far(const struct uf_publisher *p, const struct uf_itch_msg *m)
 {
 	uint64_t ref;
 	switch (m->type) {
@@ -446,7 +452,7 @@ static inline void uf_pub_prefetch_far(const struct uf_publisher *p, const struc
 
 /* Look-ahead, stage 2 (near): what the stage-1 lines point to: the order's level node and
  * the best end of the book side's sorted array. Reads only lines stage 1 fetched. */
-static inline void uf_pub_prefetch_near(const struct uf_publisher *p, const struct uf_itch_msg *m)
+UF_PUB_INLINE void uf_pub_prefetch_near(const struct uf_publisher *p, const struct uf_itch_msg *m)
 {
 	uint64_t ref;
 	switch (m->type) {
