@@ -84,8 +84,8 @@ static inline void uf_decode_prefetch_pkt(const struct uf_decode_pkt *pk)
 }
 
 /* Decodes packets[0..n) in order, prefetching `prefetch_distance` packets ahead (0 = off),
- * calling fn(ctx, seq, msg) for each message that decoded. Returns the number of messages
- * delivered. Heartbeats and end of session are counted, not delivered; sequence tracking
+ * calling fn(ctx, seq, msg) (if not NULL) for each message that decoded. Returns the
+ * number of messages delivered. Heartbeats and end of session are counted, not delivered; sequence tracking
  * (gaps, A/B) is the caller's business: it sees each packet through `pkt_fn` if given
  * (may be NULL), called with the opened packet before its messages, for valid packets only. */
 typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_mold_packet *pkt);
@@ -120,7 +120,8 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 				 * a store-to-load chain through the whole batch */
 				UF_DC_ADD(c->by_type[uf_itch_type_index(m.type)], 1);
 				bytes += b.len;
-				fn(ctx, b.seq, &m);
+				if (fn) /* folds away when fn is a constant */
+					fn(ctx, b.seq, &m);
 				delivered++;
 			} else {
 				uf_decode_count_error(&m, b.len, rc, c);

@@ -63,6 +63,8 @@ static inline int uf_mold_parse_header(struct uf_mold_packet *pkt, const uint8_t
 {
 	pkt->buf = buf;
 	pkt->len = len;
+	pkt->kind = 0; /* not a walkable packet until uf_mold_open says so */
+	pkt->err = 0;
 	if (UF_UNLIKELY(len < UF_MOLD_HDR_LEN)) {
 		pkt->err = UF_MOLD_ERR_TRUNCATED_HEADER;
 		return -EBADMSG;

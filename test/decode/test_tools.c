@@ -1,0 +1,371 @@
+/* uf-gen and uf-decode as users run them: a generated day is deterministic, has every type,
+ * skewed activity, partial executions, replace chains, varied order lifetimes and zero
+ * reference errors under an independent order-book check; uf-decode's subcommands print what
+ * they promise and exit 0 / 1 / 2 as documented. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/uf_endian.h"
+
+static char g_bin[4096];
+static char g_dir[64] = "/tmp/uf-decode-tools-XXXXXX";
+
+static int setup(void **s)
+{
+	const char *b = getenv("UF_BIN_DIR");
+	snprintf(g_bin, sizeof(g_bin), "%s", b && *b ? b : UF_BIN_DIR);
+	if (!mkdtemp(g_dir)) {
+		fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **s)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Runs a shell command; returns its exit status, output (stdout) in out if given. */
+static int run(char *out, size_t outlen, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t n = 0;
+	char tmp[4096];
+	size_t k;
+	while ((k = fread(tmp, 1, sizeof(tmp), p)) > 0) {
+		if (out && n + k < outlen) {
+			memcpy(out + n, tmp, k);
+			n += k;
+		}
+	}
+	if (out)
+		out[n] = 0;
+	int st = pclose(p);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)n + 1);
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+static int gen(const char *name, long n, int k, int seed)
+{
+	return run(NULL, 0, "'%s/uf-gen' --out '%s/%s' --messages %ld --symbols %d --seed %d",
+		   g_bin, g_dir, name, n, k, seed);
+}
+
+/* An independent order table for the check: open addressing on the reference. */
+struct slot {
+	uint64_t ref;    /* 0 = empty */
+	uint32_t shares; /* remaining */
+	uint16_t locate; /* instrument */
+	uint8_t via_u;   /* created by a replace */
+	uint64_t born;   /* message index of the add */
+};
+
+#define TABLE (1u << 20)
+static struct slot g_tab[TABLE];
+
+static struct slot *find(uint64_t ref, int insert)
+{
+	uint64_t h = (ref * 0x9E3779B97F4A7C15ull) >> 44;
+	for (uint32_t i = 0; i < TABLE; i++) {
+		struct slot *s = &g_tab[(h + i) & (TABLE - 1)];
+		if (s->ref == ref)
+			return s;
+		if (s->ref == 0)
+			return insert ? s : NULL;
+	}
+	return NULL;
+}
+
+static void erase(struct slot *s)
+{
+	/* backward-shift deletion keeps probe chains intact */
+	uint32_t i = (uint32_t)(s - g_tab);
+	for (;;) {
+		g_tab[i].ref = 0;
+		uint32_t j = i;
+		for (;;) {
+			j = (j + 1) & (TABLE - 1);
+			if (g_tab[j].ref == 0)
+				return;
+			uint32_t home = (uint32_t)((g_tab[j].ref * 0x9E3779B97F4A7C15ull) >> 44);
+			if (((j - home) & (TABLE - 1)) >= ((j - i) & (TABLE - 1))) {
+				g_tab[i] = g_tab[j];
+				i = j;
+				break;
+			}
+		}
+	}
+}
+
+static void test_uf_gen_is_deterministic(void **s)
+{
+	assert_int_equal(gen("a.itch", 50000, 50, 7), 0);
+	assert_int_equal(gen("b.itch", 50000, 50, 7), 0);
+	assert_int_equal(gen("c.itch", 50000, 50, 8), 0);
+	size_t la, lb, lc;
+	char p[256];
+	snprintf(p, sizeof(p), "%s/a.itch", g_dir);
+	uint8_t *a = slurp(p, &la);
+	snprintf(p, sizeof(p), "%s/b.itch", g_dir);
+	uint8_t *b = slurp(p, &lb);
+	snprintf(p, sizeof(p), "%s/c.itch", g_dir);
+	uint8_t *c = slurp(p, &lc);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	assert_true(la != lc || memcmp(a, c, la) != 0);
+	free(a);
+	free(b);
+	free(c);
+}
+
+static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
+{
+	const long N = 300000;
+	const int K = 200;
+	assert_int_equal(gen("day.itch", N, K, 42), 0);
+	char p[256];
+	snprintf(p, sizeof(p), "%s/day.itch", g_dir);
+	size_t len;
+	uint8_t *d = slurp(p, &len);
+	memset(g_tab, 0, sizeof(g_tab));
+	uint64_t types[256] = {0}, adds_by_locate[65536] = {0}, integrity = 0, n = 0;
+	uint64_t partial_exec = 0, chains = 0, short_lived = 0, long_lived = 0, last_ts = 0;
+	uint64_t max_match = 0, bad_break = 0, ts_back = 0;
+	size_t off = 0;
+	while (off + 2 <= len) {
+		uint16_t l = uf_be16(d + off);
+		const uint8_t *m = d + off + 2;
+		assert_true(off + 2 + l <= len);
+		off += 2 + (size_t)l;
+		n++;
+		types[m[0]]++;
+		uint64_t ts = uf_be48(m + 5);
+		if (ts < last_ts)
+			ts_back++;
+		last_ts = ts;
+		struct slot *o;
+		switch (m[0]) {
+		case 'A':
+		case 'F':
+			o = find(uf_be64(m + 11), 1);
+			if (o->ref)
+				integrity++; /* duplicate live reference */
+			*o = (struct slot){uf_be64(m + 11), uf_be32(m + 20), uf_be16(m + 1), 0, n};
+			adds_by_locate[uf_be16(m + 1)]++;
+			break;
+		case 'E':
+		case 'C':
+		case 'X': {
+			o = find(uf_be64(m + 11), 0);
+			uint32_t sh = uf_be32(m + 19);
+			if (!o || sh > o->shares || uf_be16(m + 1) != o->locate) {
+				integrity++;
+				break;
+			}
+			if (m[0] != 'X' && sh < o->shares)
+				partial_exec++;
+			if (m[0] != 'X') {
+				uint64_t mt = uf_be64(m + 23);
+				max_match = mt > max_match ? mt : max_match;
+			}
+			o->shares -= sh;
+			if (o->shares == 0) {
+				uint64_t life = n - o->born;
+				short_lived += life < 10;
+				long_lived += life > 10000;
+				erase(o);
+			}
+			break;
+		}
+		case 'D':
+			o = find(uf_be64(m + 11), 0);
+			if (!o) {
+				integrity++;
+				break;
+			}
+			short_lived += n - o->born < 10;
+			long_lived += n - o->born > 10000;
+			erase(o);
+			break;
+		case 'U': {
+			o = find(uf_be64(m + 11), 0);
+			if (!o) {
+				integrity++;
+				break;
+			}
+			chains += o->via_u;
+			uint16_t loc = o->locate;
+			erase(o);
+			struct slot *nw = find(uf_be64(m + 19), 1);
+			if (nw->ref)
+				integrity++;
+			*nw = (struct slot){uf_be64(m + 19), uf_be32(m + 27), loc, 1, n};
+			break;
+		}
+		case 'P':
+			max_match = uf_be64(m + 36) > max_match ? uf_be64(m + 36) : max_match;
+			break;
+		case 'Q':
+			max_match = uf_be64(m + 31) > max_match ? uf_be64(m + 31) : max_match;
+			break;
+		case 'B':
+			if (uf_be64(m + 11) == 0 || uf_be64(m + 11) > max_match)
+				bad_break++;
+			break;
+		}
+	}
+	free(d);
+	assert_int_equal(off, len);
+	assert_int_equal(n, N);
+	assert_int_equal(integrity, 0);
+	assert_int_equal(bad_break, 0);
+	assert_int_equal(ts_back, 0);
+	const char *all = "SRHYLVWKJhAFECXDUPQBINO";
+	for (const char *t = all; *t; t++)
+		if (!types[(uint8_t)*t]) {
+			print_error("type %c never appears\n", *t);
+			fail();
+		}
+	assert_int_equal(types['R'], K);
+	/* skew: the busiest 10% of symbols carry more than half of the adds */
+	uint64_t sorted[200], total = 0;
+	for (int i = 0; i < K; i++)
+		total += sorted[i] = adds_by_locate[i + 1];
+	for (int i = 0; i < K; i++) /* partial selection sort of the top 20 */
+		for (int j = i + 1; j < K && i < K / 10; j++)
+			if (sorted[j] > sorted[i]) {
+				uint64_t t = sorted[i];
+				sorted[i] = sorted[j];
+				sorted[j] = t;
+			}
+	uint64_t top = 0;
+	for (int i = 0; i < K / 10; i++)
+		top += sorted[i];
+	assert_true(top * 2 > total);
+	assert_true(partial_exec > 100);
+	assert_true(chains > 100);
+	assert_true(short_lived > 1000);
+	assert_true(long_lived > 1000);
+}
+
+static void test_uf_gen_rejects_bad_arguments(void **s)
+{
+	assert_int_equal(run(NULL, 0, "'%s/uf-gen' 2>/dev/null", g_bin), 2);
+	assert_int_equal(run(NULL, 0, "'%s/uf-gen' --out %s/x --messages 10 --symbols 100 --seed 1 "
+				      "2>/dev/null", g_bin, g_dir), 2);
+	assert_int_equal(run(NULL, 0, "'%s/uf-gen' --out %s/x --messages abc --symbols 1 --seed 1 "
+				      "2>/dev/null", g_bin, g_dir), 2);
+	assert_int_equal(run(NULL, 0, "'%s/uf-gen' --out /nonexistent/dir/x --messages 1000 "
+				      "--symbols 1 --seed 1 2>/dev/null", g_bin), 2);
+}
+
+static void test_uf_decode_stats_json_and_exit_codes(void **s)
+{
+	static char out[65536];
+	assert_int_equal(gen("s.itch", 20000, 20, 3), 0);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s/s.itch'", g_bin, g_dir), 0);
+	assert_non_null(strstr(out, "{\"packets\":0,\"messages\":20000,\"types\":{\"A\":"));
+	assert_non_null(strstr(out, ",\"errors\":{},\"gaps\":0}\n"));
+	/* keys sorted bytewise: ... "Y" before "h" */
+	assert_true(strstr(out, "\"Y\":") < strstr(out, "\"h\":"));
+	/* a file cut inside a message: counted, exit 1 */
+	assert_int_equal(run(NULL, 0, "head -c 100001 '%s/s.itch' > '%s/cut.itch'", g_dir, g_dir), 0);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s/cut.itch'", g_bin, g_dir),
+			 1);
+	assert_non_null(strstr(out, "\"truncated_file\":1"));
+	/* unreadable, refused, usage */
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats /nonexistent 2>/dev/null", g_bin), 2);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats /etc/hostname 2>&1", g_bin), 2);
+	assert_non_null(strstr(out, "not a recognised input"));
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats 2>/dev/null", g_bin), 2);
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' frobnicate x 2>/dev/null", g_bin), 2);
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' 2>/dev/null", g_bin), 2);
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' --help >/dev/null", g_bin), 0);
+}
+
+static void test_uf_decode_print_lines_and_limit(void **s)
+{
+	static char out[65536];
+	assert_int_equal(gen("p.itch", 5000, 5, 9), 0);
+	assert_int_equal(
+		run(out, sizeof(out), "'%s/uf-decode' print '%s/p.itch' --limit 3", g_bin, g_dir), 0);
+	int lines = 0;
+	for (char *p = out; *p; p++)
+		lines += *p == '\n';
+	assert_int_equal(lines, 3);
+	static const char first[] = "{\"seq\":1,\"type\":\"S\",\"stock_locate\":0,";
+	assert_true(!strncmp(out, first, strlen(first)));
+	assert_non_null(strstr(out, "\"event_code\":\"O\"}"));
+	/* the directory entry: symbol trimmed, round lot as an integer */
+	assert_non_null(strstr(out, "\"type\":\"R\",\"stock_locate\":1,"));
+	assert_non_null(strstr(out, "\"round_lot_size\":100,"));
+	assert_int_equal(run(out, sizeof(out),
+			     "'%s/uf-decode' print '%s/p.itch' | grep -m1 '\"type\":\"A\"'", g_bin,
+			     g_dir),
+			 0);
+	assert_non_null(strstr(out, "\"order_ref\":"));
+	assert_non_null(strstr(out, "\"price\":"));
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' print '%s/p.itch' --limit x 2>/dev/null",
+			     g_bin, g_dir),
+			 2);
+}
+
+static void test_uf_decode_bench_prints_all_rows(void **s)
+{
+	static char out[65536];
+	assert_int_equal(gen("bench.itch", 20000, 20, 5), 0);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' bench '%s/bench.itch' --reps 1",
+			     g_bin, g_dir),
+			 0);
+	assert_non_null(strstr(out, "20000 messages"));
+	assert_non_null(strstr(out, "read every byte (baseline)"));
+	assert_non_null(strstr(out, "decode prefetch off"));
+	assert_non_null(strstr(out, "decode prefetch 4"));
+	assert_non_null(strstr(out, "scattered"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_uf_gen_is_deterministic),
+		cmocka_unit_test(test_uf_gen_day_is_realistic_and_every_reference_valid),
+		cmocka_unit_test(test_uf_gen_rejects_bad_arguments),
+		cmocka_unit_test(test_uf_decode_stats_json_and_exit_codes),
+		cmocka_unit_test(test_uf_decode_print_lines_and_limit),
+		cmocka_unit_test(test_uf_decode_bench_prints_all_rows),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
