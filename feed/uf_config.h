@@ -86,6 +86,13 @@ int uf_config_load(const char *path, struct uf_config *cfg, char *err, size_t er
 int uf_config_load_string(const char *json, struct uf_config *cfg, char *err, size_t errlen);
 void uf_config_free(struct uf_config *cfg);
 
+/* uf_config_load() with flags. UF_CFG_NO_HOST_CHECKS skips the checks against THIS machine
+ * (CPUs and NUMA nodes exist and are usable): for validating a production file on a build
+ * host (`uringfeed --check-config FILE --no-host-checks`). Everything else is checked. */
+#define UF_CFG_NO_HOST_CHECKS 1u
+int uf_config_load_ex(const char *path, unsigned flags, struct uf_config *cfg, char *err,
+		      size_t errlen);
+
 /* Whether `sym` (NUL-terminated, trimmed) passes feed `f`'s symbol filter. O(log n): the
  * loader keeps symbols sorted. An empty filter passes everything. */
 int uf_config_symbol_wanted(const struct uf_feed_config *f, const char *sym);
