@@ -174,6 +174,7 @@ static void uf_arb_update_gap(struct uf_arb *a)
 		a->gap_open = 1;
 		a->gap_since_ns = uf_now_mono_ns();
 		a->gap_pkts = 0;
+		memset(a->gap_line_pkts, 0, sizeof(a->gap_line_pkts));
 		a->gap_reqs = 0;
 		a->rate_limited = 0;
 		uf_stat_add(&a->st->gaps, 1);
@@ -277,8 +278,11 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 		if (end > ln)
 			a->line_next[src] = end;
 	}
-	if (UF_UNLIKELY(a->gap_open))
+	if (UF_UNLIKELY(a->gap_open)) {
 		a->gap_pkts++;
+		if (src < UF_CFG_MAX_LINES)
+			a->gap_line_pkts[src]++;
+	}
 	if (end > a->high)
 		a->high = end;
 
@@ -334,7 +338,16 @@ static int uf_arb_request(struct uf_arb *a, uint64_t now_ns)
 	return 0;
 }
 
-void uf_arb_tick(struct uf_arb *a, uint64_t now_ns)
+/* 1 when every line has delivered wait_packets packets since the gap opened. */
+static int uf_arb_lines_moved_on(const struct uf_arb *a)
+{
+	for (int l = 0; l < a->nlines; l++)
+		if (a->gap_line_pkts[l] < a->wait_packets)
+			return 0;
+	return 1;
+}
+
+void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	if (!a->gap_open)
 		return;
@@ -350,8 +363,8 @@ void uf_arb_tick(struct uf_arb *a, uint64_t now_ns)
 	}
 	/* Before the first request of a gap, give the other line (or a reordered packet) a
 	 * bounded chance: time or packets, whichever comes first. */
-	if (a->gap_reqs == 0 && now_ns - a->gap_since_ns < a->wait_ns &&
-	    a->gap_pkts < a->wait_packets)
+	if (a->gap_reqs == 0 && !uf_arb_lines_moved_on(a) &&
+	    !(drained && now_ns - a->gap_since_ns >= a->wait_ns))
 		return;
 	if (!a->recovery || a->req_tries > a->retries) {
 		uf_arb_give_up(a);

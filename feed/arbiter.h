@@ -7,7 +7,8 @@
  *   - a packet that starts at or before the expected sequence is delivered (from the first
  *     new message) through the `deliver` callback: the first copy wins;
  *   - a packet that starts beyond it opens a gap: the packet is copied into a bounded queue
- *     (ordered by sequence) and the arbiter waits wait_ms / wait_packets for the other line;
+ *     (ordered by sequence) and the arbiter waits for the other line: wait_ms with every
+ *     socket drained, or until every line has moved wait_packets packets past the hole;
  *     then it sends re-requests (unicast, at most max_count messages each, retried after
  *     timeout_ms up to `retries` times, at most max_requests_per_s) and delivers queued
  *     packets in order as soon as the hole is filled;
@@ -83,6 +84,7 @@ struct uf_arb {
 	uint64_t gap_since_ns;               /* when it opened (monotonic) */
 	uint32_t gap_pkts;                   /* packets received since */
 	uint32_t gap_reqs;                   /* re-requests sent for this gap */
+	uint32_t gap_line_pkts[UF_CFG_MAX_LINES]; /* packets per line since the gap opened */
 	int req_out;                         /* a re-request is outstanding */
 	uint64_t req_first;                  /* its first sequence */
 	uint64_t req_end;                    /* sequence after its last */
@@ -116,8 +118,11 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 		   unsigned src);
 
 /* Timers: call when a.gap_open, at least every millisecond; sends re-requests, retries and
- * gives up. `now_ns` is CLOCK_MONOTONIC. */
-void uf_arb_tick(struct uf_arb *a, uint64_t now_ns);
+ * gives up. `now_ns` is CLOCK_MONOTONIC. `drained` says the last receive poll emptied every
+ * socket: only then can wait_ms prove that no line has the missing packets (a feed thread
+ * that was descheduled has not read the other line yet, however long it was away). A hole
+ * also stops waiting once EVERY line has delivered wait_packets packets since it opened. */
+void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained);
 
 /* 1 while a hole is open (the feed loop then calls uf_arb_tick). */
 static inline int uf_arb_gap_open(const struct uf_arb *a)

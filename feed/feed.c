@@ -302,7 +302,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_ingest_release(&f->ig, pkts, n);
 		}
 		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
-			uf_arb_tick(&f->arb, uf_now_mono_ns());
+			uf_arb_tick(&f->arb, uf_now_mono_ns(), n < UF_INGEST_BATCH);
 			uf_feed_flush(f); /* a give-up may have delivered queued packets */
 		}
 	}

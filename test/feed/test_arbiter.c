@@ -203,9 +203,9 @@ static void test_arb_gap_on_both_lines_is_rerequested_and_applied_in_order(void 
 	pkt(e, 6, 2, 1);
 	pkt(e, 8, 1, 1);
 	uint64_t now = uf_now_mono_ns();
-	uf_arb_tick(&e->a, now); /* neither wait_ms nor wait_packets reached yet */
+	uf_arb_tick(&e->a, now, 1); /* neither wait_ms nor wait_packets reached yet */
 	assert_int_equal(e->st.rerequests, 0);
-	uf_arb_tick(&e->a, now + 3000000ull);
+	uf_arb_tick(&e->a, now + 3000000ull, 1);
 	uint64_t seq = 0;
 	uint16_t cnt = 0;
 	assert_true(read_request(e, &seq, &cnt));
@@ -222,12 +222,28 @@ static void test_arb_gap_on_both_lines_is_rerequested_and_applied_in_order(void 
 	env_free(e);
 }
 
+static void test_arb_waits_until_every_line_moved_past_the_hole(void **s)
+{
+	struct env *e = env_new(1, 64);
+	pkt(e, 1, 1, 0);
+	pkt(e, 3, 1, 0);
+	for (uint64_t q = 4; q < 4 + 8; q++)
+		pkt(e, q, 1, 0); /* line A runs on; B has not been read yet */
+	uf_arb_tick(&e->a, uf_now_mono_ns() + 100000000ull, 0); /* long, but not drained */
+	assert_int_equal(e->st.rerequests, 0);
+	for (uint64_t q = 3; q < 3 + 4; q++)
+		pkt(e, q, 1, 1); /* B moved 4 packets (wait_packets) past the hole too */
+	uf_arb_tick(&e->a, uf_now_mono_ns(), 0);
+	assert_int_equal(e->st.rerequests, 1);
+	env_free(e);
+}
+
 static void test_arb_request_is_capped_at_max_count(void **s)
 {
 	struct env *e = env_new(1, 64);
 	pkt(e, 1, 1, 0);
 	pkt(e, 500, 1, 0);
-	uf_arb_tick(&e->a, uf_now_mono_ns() + 10000000ull); /* past wait_ms */
+	uf_arb_tick(&e->a, uf_now_mono_ns() + 10000000ull, 1); /* past wait_ms */
 	uint64_t seq;
 	uint16_t cnt;
 	assert_true(read_request(e, &seq, &cnt));
@@ -244,7 +260,7 @@ static void test_arb_retries_then_gives_up_with_a_gap_marker(void **s)
 	uint64_t t = uf_now_mono_ns() + 5000000ull;
 	/* first request, then retries after each 10 ms timeout: 1 + retries(2) requests */
 	for (int i = 0; i < 10 && uf_arb_gap_open(&e->a); i++, t += 11000000ull)
-		uf_arb_tick(&e->a, t);
+		uf_arb_tick(&e->a, t, 1);
 	assert_false(uf_arb_gap_open(&e->a));
 	assert_int_equal(e->st.rerequests, 3);
 	assert_int_equal(e->st.rerequest_timeouts, 3);
@@ -265,9 +281,9 @@ static void test_arb_without_recovery_gives_up_after_the_wait(void **s)
 	struct env *e = env_new(0, 64);
 	pkt(e, 1, 1, 0);
 	pkt(e, 3, 1, 0);
-	uf_arb_tick(&e->a, uf_now_mono_ns()); /* still waiting for the other line */
+	uf_arb_tick(&e->a, uf_now_mono_ns(), 1); /* still waiting for the other line */
 	assert_true(uf_arb_gap_open(&e->a));
-	uf_arb_tick(&e->a, uf_now_mono_ns() + 3000000ull);
+	uf_arb_tick(&e->a, uf_now_mono_ns() + 3000000ull, 1);
 	assert_false(uf_arb_gap_open(&e->a));
 	assert_int_equal(e->r.ngaps, 1);
 	assert_int_equal(e->r.gap_first[0], 2);
@@ -353,14 +369,14 @@ static void test_arb_rate_limit_spaces_requests(void **s)
 	pkt(e, 1, 1, 0);
 	pkt(e, 3, 1, 0);
 	uint64_t t = uf_now_mono_ns() + 5000000ull;
-	uf_arb_tick(&e->a, t);
+	uf_arb_tick(&e->a, t, 1);
 	assert_int_equal(e->st.rerequests, 1);
 	pkt(e, 2, 1, UF_ARB_SRC_RECOVERY);
 	pkt(e, 5, 1, 0); /* a second hole right away */
-	uf_arb_tick(&e->a, t + 3000000ull);
+	uf_arb_tick(&e->a, t + 3000000ull, 1);
 	assert_int_equal(e->st.rerequests, 1);
 	assert_int_equal(e->st.rerequest_rate_limited, 1);
-	uf_arb_tick(&e->a, t + 1001000000ull);
+	uf_arb_tick(&e->a, t + 1001000000ull, 1);
 	assert_int_equal(e->st.rerequests, 2);
 	env_free(e);
 }
@@ -387,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_arb_partial_overlap_delivers_only_new_messages),
 		cmocka_unit_test(test_arb_gap_on_one_line_is_filled_by_the_other),
 		cmocka_unit_test(test_arb_gap_on_both_lines_is_rerequested_and_applied_in_order),
+		cmocka_unit_test(test_arb_waits_until_every_line_moved_past_the_hole),
 		cmocka_unit_test(test_arb_request_is_capped_at_max_count),
 		cmocka_unit_test(test_arb_retries_then_gives_up_with_a_gap_marker),
 		cmocka_unit_test(test_arb_without_recovery_gives_up_after_the_wait),
