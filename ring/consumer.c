@@ -22,7 +22,8 @@
 
 #define IDLE_SEEN_EVERY 4096u      /* empty polls between last-seen stamps */
 #define IDLE_RESTART_EVERY 65536u  /* empty polls between restart checks (one stat()) */
-#define SNAPSHOT_TRIES 100000      /* seqlock retries before -EBUSY */
+#define SNAPSHOT_BUDGET_NS 20000000ull /* seqlock retries for this long before -EBUSY: a
+					   * producer preempted mid-write holds the lock odd */
 #define SLEEP_SLICE_NS 50000000ll  /* a sleeper re-checks close/restart at least this often */
 #define ATTACH_TRIES 50            /* data/table generation mismatch retries (restart race) */
 
@@ -575,10 +576,21 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 		return -ERANGE;
 	e = uf_image_entry_at(c->image, id);
 	lv = uf_image_levels((struct uf_image_entry *)e);
-	for (int tries = 0; tries < SNAPSHOT_TRIES; tries++) {
+	uint64_t give_up = 0;
+	/* read before the entry: every record < commit is already in the entry we copy next */
+	uint64_t commit = uf_load_acquire_u64(&c->image->commit_seq);
+
+	for (uint32_t tries = 0;; tries++) {
 		uint64_t l1 = uf_load_acquire_u64(&e->lock); /* fields are read after the lock */
 		uint32_t nb, na, ns = 0;
 
+		if ((tries & 255) == 255) { /* the clock only once in a while */
+			uint64_t now = uf_now_mono_ns();
+			if (give_up == 0)
+				give_up = now + SNAPSHOT_BUDGET_NS;
+			else if (now > give_up)
+				return -EBUSY;
+		}
 		if (l1 & 1) {
 			uf_cpu_relax();
 			continue;
@@ -591,7 +603,7 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 		}
 		s->instrument = id;
 		s->flags = e->flags;
-		s->stamp = e->stamp;
+		s->stamp = e->stamp > commit ? e->stamp : commit;
 		symbol_unpack(e->symbol, s->symbol);
 		s->round_lot = e->round_lot;
 		s->category = e->category;
@@ -626,7 +638,6 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 		if (uf_load_relaxed_u64(&e->lock) == l1)
 			return 0;
 	}
-	return -EBUSY;
 }
 
 UF_RING_VISIBLE int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id,

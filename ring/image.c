@@ -5,24 +5,58 @@
 
 #include <string.h>
 
-/* Opens the entry for writing: readers that start now (or are mid-copy) will retry. */
+static inline void lock_odd(struct uf_image_entry *e)
+{
+	uf_store_relaxed_u64(&e->lock, e->lock + 1);
+	uf_fence_release(); /* the odd lock is visible before any field of the entry changes */
+}
+
+static inline void lock_even(struct uf_image_entry *e, uint64_t seq)
+{
+	e->stamp = seq;
+	e->present = 1;
+	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
+}
+
+/* Opens the entry for writing: readers that start now (or are mid-copy) will retry. Inside
+ * uf_ring_image_begin/end of the same instrument the entry is already open. */
 static inline struct uf_image_entry *entry_begin(struct uf_ring *r, uint32_t id)
 {
 	struct uf_image_entry *e;
 
 	if (UF_UNLIKELY(id >= r->image->max_instruments))
 		return NULL;
+	if (r->open_e && r->open_id == id)
+		return r->open_e;
 	e = uf_image_entry_at(r->image, id);
-	uf_store_relaxed_u64(&e->lock, e->lock + 1);
-	uf_fence_release(); /* the odd lock is visible before any field of the entry changes */
+	lock_odd(e);
 	return e;
 }
 
-static inline void entry_end(struct uf_image_entry *e, uint64_t seq)
+static inline void entry_end(struct uf_ring *r, struct uf_image_entry *e, uint64_t seq)
 {
-	e->stamp = seq;
-	e->present = 1;
-	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
+	if (e != r->open_e)
+		lock_even(e, seq);
+}
+
+int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument)
+{
+	if (UF_UNLIKELY(instrument >= r->image->max_instruments))
+		return -ERANGE;
+	if (UF_UNLIKELY(r->open_e != NULL))
+		return -EBUSY;
+	r->open_e = uf_image_entry_at(r->image, instrument);
+	r->open_id = instrument;
+	lock_odd(r->open_e);
+	return 0;
+}
+
+void uf_ring_image_end(struct uf_ring *r, uint64_t seq)
+{
+	if (!r->open_e)
+		return;
+	lock_even(r->open_e, seq);
+	r->open_e = NULL;
 }
 
 static void copy_side(struct uf_level *dst, uint32_t depth, const struct uf_level *src, uint32_t n)
@@ -60,7 +94,7 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 		e->nask = n;
 	}
 	e->update_rx_ts = rx_ts;
-	entry_end(e, seq);
+	entry_end(r, e, seq);
 	return 0;
 }
 
@@ -83,7 +117,7 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 	e->nbid = nbid;
 	e->nask = nask;
 	e->update_rx_ts = rx_ts;
-	entry_end(e, seq);
+	entry_end(r, e, seq);
 	return 0;
 }
 
@@ -112,7 +146,7 @@ int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t co
 	st->price = price;
 	st->shares = shares;
 	st->exch_ts = exch_ts;
-	entry_end(e, seq);
+	entry_end(r, e, seq);
 	return 0;
 }
 
@@ -130,7 +164,7 @@ int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t pric
 	e->volume += shares;
 	e->trades++;
 	e->update_rx_ts = rx_ts;
-	entry_end(e, seq);
+	entry_end(r, e, seq);
 	return 0;
 }
 
@@ -144,7 +178,7 @@ int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t sy
 	e->symbol = symbol;
 	e->round_lot = round_lot;
 	e->category = category;
-	entry_end(e, seq);
+	entry_end(r, e, seq);
 	return 0;
 }
 
@@ -156,7 +190,7 @@ static void set_stale_one(struct uf_ring *r, uint32_t id, int stale, uint64_t se
 		e->flags |= UF_RECF_STALE;
 	else
 		e->flags &= ~(uint32_t)UF_RECF_STALE;
-	entry_end(e, seq);
+	entry_end(r, e, seq);
 }
 
 int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, uint64_t seq)

@@ -53,6 +53,8 @@ struct uf_ring {
 	uint64_t mask;                  /* capacity - 1 */
 	uint64_t tail;                  /* local copy of hdr->tail (only this thread writes it) */
 	uint64_t max_batch;             /* largest n accepted by uf_ring_publish */
+	struct uf_image_entry *open_e;  /* entry held open by uf_ring_image_begin, or NULL */
+	uint32_t open_id;               /* its instrument id */
 	size_t data_size;               /* bytes mapped at hdr */
 	size_t ct_size;                 /* bytes mapped at ct */
 	char name[UF_RING_NAME_MAX];    /* ring name */
@@ -156,6 +158,25 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
  * `seq` is the stream sequence the entry reflects after this update: pass uf_ring_tail(r)
  * taken after publishing the message's records. Return 0, or -ERANGE for an instrument id
  * >= max_instruments, -EINVAL for a bad side or too many levels (n > depth is cut to depth). */
+
+/* Brackets several setters for one instrument into one consistent update. A message that
+ * changes more than one thing of an instrument (both sides; a level and a trade) MUST use
+ * it: otherwise a reader could copy the first change already stamped as if the whole message
+ * were applied, and skip the stream records of the rest (a gap). Between begin and end, the
+ * setters for this instrument ignore their `seq`; end stamps the entry with `seq`.
+ * begin returns -ERANGE for a bad id, -EBUSY when another entry is still open. */
+int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument);
+void uf_ring_image_end(struct uf_ring *r, uint64_t seq);
+
+/* Declares that the image reflects every record published so far: call it once per message,
+ * after both publishing its records and updating the image (one release store). It lets a late consumer
+ * resume from a recent sequence even for instruments that have been quiet for longer than
+ * the ring holds: a snapshot's stamp is then max(entry stamp, commit sequence). */
+static inline void uf_ring_image_commit(struct uf_ring *r)
+{
+	/* the entry updates before it are visible to a reader that loads commit_seq */
+	uf_store_release_u64(&r->image->commit_seq, r->tail);
+}
 
 /* Replaces the top levels of one side (`side` 'B' or 'S', best first); levels past `n` are
  * cleared. */

@@ -161,7 +161,9 @@ struct uf_image_hdr {
 	uint32_t max_instruments; /* entries; instrument id is the index */
 	uint64_t entry_size;      /* bytes per entry, multiple of 64 */
 	uint64_t entries_off;     /* offset of entry 0 from this header */
-	uint8_t pad[UF_FALSE_SHARING - 32];
+	uint64_t commit_seq;      /* every record < commit_seq is reflected in every entry
+				   * (uf_ring_image_commit); 0 when the producer never commits */
+	uint8_t pad[UF_FALSE_SHARING - 40];
 };
 
 _Static_assert(sizeof(struct uf_image_hdr) == UF_FALSE_SHARING, "image header is one line");

@@ -90,7 +90,9 @@ struct uf_book_snapshot {
 	uint32_t instrument;   /* id (ITCH stock locate) */
 	uint32_t flags;        /* UF_RECF_STALE when the book may be wrong after a gap */
 	uint64_t stamp;        /* the entry reflects every record < stamp of this instrument and
-				* none >= stamp: apply stream records with seq >= stamp */
+				* none >= stamp: apply stream records with seq >= stamp.
+				* Handover: snapshot, uf_consumer_seek(min stamp), apply records
+				* of each instrument from its stamp on; -ERANGE or a lap: again */
 	char symbol[9];        /* trimmed symbol, NUL-terminated ("" when no directory entry) */
 	uint32_t round_lot;    /* directory round lot */
 	uint32_t category;     /* directory market category */
@@ -151,8 +153,9 @@ int uf_consumer_seek(uf_consumer_t *c, uint64_t seq);
 
 void uf_consumer_get_info(const uf_consumer_t *c, struct uf_consumer_info *info);
 
-/* Copies instrument `id` consistently (sequence lock, bounded retries). Returns 0, -ENOENT
- * (never set), -ERANGE (id >= max_instruments), -EBUSY (the producer kept changing it). */
+/* Copies instrument `id` consistently (sequence lock, retried for at most ~20 ms). Returns 0,
+ * -ENOENT (never set), -ERANGE (id >= max_instruments), -EBUSY (the producer kept changing
+ * it, or was descheduled in the middle of an update: try again). */
 int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id, struct uf_book_snapshot *snap);
 
 /* Calls `fn` with a snapshot of every present instrument in id order (`snap` is reused
