@@ -27,10 +27,31 @@
 		}                                                                           \
 	} while (0)
 
+/* Every ring name handed out is removed from /dev/shm at exit, even when an assertion
+ * failed half way (children leave with _exit and do not run this). */
+static char test_ring_names[64][64];
+static int test_ring_nnames;
+
+static inline void test_ring_cleanup(void)
+{
+	char path[128];
+
+	for (int i = 0; i < test_ring_nnames; i++) {
+		snprintf(path, sizeof(path), "/dev/shm/uf.%s", test_ring_names[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "/dev/shm/uf.%s.cons", test_ring_names[i]);
+		unlink(path);
+	}
+}
+
 static inline void test_ring_name(char *buf, size_t len, const char *what)
 {
 	static int n;
 	snprintf(buf, len, "t%d_%s_%d", (int)getpid(), what, n++);
+	if (test_ring_nnames == 0)
+		atexit(test_ring_cleanup);
+	if (test_ring_nnames < 64)
+		snprintf(test_ring_names[test_ring_nnames++], 64, "%s", buf);
 }
 
 /* Record number `seq`: every field a different function of seq. */
