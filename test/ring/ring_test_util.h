@@ -34,12 +34,12 @@ static int test_ring_nnames;
 
 static inline void test_ring_cleanup(void)
 {
-	char path[128];
+	char path[256];
 
 	for (int i = 0; i < test_ring_nnames; i++) {
-		snprintf(path, sizeof(path), "/dev/shm/uf.%s", test_ring_names[i]);
+		snprintf(path, sizeof(path), "/dev/shm/uf.%.63s", test_ring_names[i]);
 		unlink(path);
-		snprintf(path, sizeof(path), "/dev/shm/uf.%s.cons", test_ring_names[i]);
+		snprintf(path, sizeof(path), "/dev/shm/uf.%.63s.cons", test_ring_names[i]);
 		unlink(path);
 	}
 }
