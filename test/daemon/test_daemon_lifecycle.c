@@ -282,6 +282,30 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	}
 	if (msgs < 20000)
 		fail_msg("traffic never reached the daemon (%lld messages)", (long long)msgs);
+	/* The status endpoint lists both consumer processes on the ring, with their lag. */
+	int seen = 0;
+	end = now_ms() + 5000;
+	while (seen != 3 && now_ms() < end) {
+		json_t *j = get_status(port);
+		json_t *ring = json_object_get(json_array_get(json_object_get(j, "feeds"), 0), "ring");
+		json_t *cl = json_object_get(ring, "consumers");
+		assert_string_equal(json_string_value(json_object_get(ring, "name")), "uf_life_test");
+		assert_string_equal(json_string_value(json_object_get(ring, "state")), "open");
+		assert_true(json_integer_value(json_object_get(ring, "sequence")) > 0);
+		seen = 0;
+		for (size_t k = 0; k < json_array_size(cl); k++) {
+			json_t *c = json_array_get(cl, k);
+			json_int_t pid = json_integer_value(json_object_get(c, "pid"));
+			assert_non_null(json_object_get(c, "lag"));
+			for (int i = 0; i < NCONSUMERS; i++)
+				if (pid == cons[i])
+					seen |= 1 << i;
+		}
+		json_decref(j);
+		if (seen != 3)
+			usleep(50000);
+	}
+	assert_int_equal(seen, 3);
 	assert_int_equal(kill(replay, 0), 0); /* still sending: SIGTERM lands mid-traffic */
 	print_message("SIGTERM after %lld messages\n", (long long)msgs);
 	assert_int_equal(kill(daemon, SIGTERM), 0);

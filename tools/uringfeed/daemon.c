@@ -19,6 +19,7 @@
 #include "feed/uf_config.h"
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
+#include "tools/uringfeed/ring_view.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_CONFIG 2
@@ -43,6 +44,7 @@ struct feed_slot {
 	uint32_t done;                  /* 1 once the thread left uf_feed_run; release-stored
 					 * after rc/error so readers may use them */
 	int rc;                         /* uf_feed_run's result */
+	struct uf_ring_view view;       /* read-only view of the feed's ring (status) */
 	char error[160];                /* its error message */
 };
 
@@ -82,11 +84,16 @@ static void fill_ring(struct feed_slot *s, struct uf_status_ring *out)
 	out->present = 1;
 	snprintf(out->name, sizeof(out->name), "%s", s->cfg->ring.name);
 	out->capacity = s->cfg->ring.capacity;
-	/* Without the ring handle, the records counter is the sequence: both count records
-	 * published in this generation. */
-	out->sequence = uf_load_relaxed_u64(&uf_feed_stats(s->feed)->records);
-	if (!uf_feed_ring || !(r = uf_feed_ring(s->feed)))
+	if (!uf_feed_ring || !(r = uf_feed_ring(s->feed))) {
+		if (s->view.hdr) {
+			uf_ring_view_read(&s->view, out);
+		} else {
+			/* No view either: the records counter is the sequence (both count the
+			 * records published in this generation). */
+			out->sequence = uf_load_relaxed_u64(&uf_feed_stats(s->feed)->records);
+		}
 		return;
+	}
 	/* The producer's header: tail is release-stored by the feed thread after the records. */
 	out->sequence = uf_load_acquire_u64(&r->hdr->tail);
 	out->generation = r->hdr->generation;
@@ -104,6 +111,19 @@ static void fill_ring(struct feed_slot *s, struct uf_status_ring *out)
 		c->laps = info[i].laps;
 		c->sleeping = info[i].sleeping;
 		snprintf(c->tag, sizeof(c->tag), "%s", info[i].tag);
+	}
+}
+
+/* Frees the consumer slots of dead processes (cold: reads /proc), when the engine hands out
+ * its ring; otherwise the ring's own attach path reclaims them. */
+static void reap_consumers(struct uf_daemon *d)
+{
+	for (int i = 0; uf_feed_ring && i < d->cfg.nfeeds; i++) {
+		struct uf_ring *r = d->slots[i].feed ? uf_feed_ring(d->slots[i].feed) : NULL;
+		int n = r ? uf_ring_reap(r) : 0;
+		if (n > 0)
+			uf_log_info("feed %s: freed %d consumer slot%s of exited processes",
+				    d->slots[i].cfg->name, n, n == 1 ? "" : "s");
 	}
 }
 
@@ -303,6 +323,7 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 	sigset_t set;
 	char err[512], line[1024];
 	int busy[2 * UF_CFG_MAX_FEEDS], nbusy, code = 0, stopping = 0;
+	unsigned ticks = 0;
 
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -347,6 +368,19 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 			code = EXIT_RUNTIME;
 			goto out_destroy;
 		}
+		if (s->cfg->nsymbols) {
+			if (!uf_feed_set_symbols)
+				uf_log_warn("feed %s: %u symbols configured, but this build's feed engine "
+					    "has no symbol filter: every symbol is published",
+					    s->cfg->name, s->cfg->nsymbols);
+			else if ((r = uf_feed_set_symbols(s->feed, (const char(*)[9])s->cfg->symbols,
+							  s->cfg->nsymbols)) != 0)
+				uf_log_error("feed %s: symbol filter not applied: %s", s->cfg->name,
+					     strerror(-r));
+		}
+		if (!uf_feed_ring && (r = uf_ring_view_open(&s->view, s->cfg->ring.name, NULL)) != 0)
+			uf_log_warn("feed %s: cannot map ring %s for the status endpoint (%s): no "
+				    "consumer report", s->cfg->name, s->cfg->ring.name, strerror(-r));
 	}
 	if (d->cfg.status_enabled &&
 	    uf_status_start(&d->cfg.status_listen, fill_status, d, &d->status, err, sizeof(err)) != 0) {
@@ -377,6 +411,8 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 			stopping = 1;
 		} else if (sig == SIGHUP) {
 			reload(d);
+		} else if (sig < 0 && ++ticks % 5 == 0) {
+			reap_consumers(d);
 		}
 		/* SIGUSR1 or the tick: a feed that left its loop on its own has failed. */
 		for (int i = 0; i < d->cfg.nfeeds && !stopping; i++) {
@@ -414,6 +450,7 @@ out_destroy:
 	for (int i = 0; i < d->cfg.nfeeds; i++) {
 		uf_feed_destroy(d->slots[i].feed); /* marks the ring closed for consumers */
 		d->slots[i].feed = NULL;
+		uf_ring_view_close(&d->slots[i].view);
 	}
 	uf_log_info("stopped%s", code ? " after a failure" : " cleanly");
 	uf_config_free(&d->cfg);
