@@ -380,11 +380,55 @@ static void test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one(void *
 	wait_log("received SIGINT", 100);
 }
 
+/* A runtime failure after validation (the status port is taken) exits 1, says why, and
+ * still closes the ring it had created. */
+static void test_lifecycle_taken_status_port_exits_1_and_closes_the_ring(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	char cfg[256], json[2048], want[96];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	getsockname(fd, (struct sockaddr *)&a, &alen);
+	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
+	snprintf(json, sizeof(json), "%s", CONFIG(""));
+	char *p = strstr(json, "127.0.0.1:0");
+	assert_non_null(p);
+	char port[8];
+	snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
+	memmove(p + 10 + strlen(port), p + 11, strlen(p + 11) + 1);
+	memcpy(p + 10, port, strlen(port));
+	write_config(json);
+
+	const char *dargv[] = { binpath("uringfeed"), "--config", cfg, NULL };
+	assert_int_equal(wait_exit(spawn(dargv, "daemon.out", "daemon.err"), 15000, "uringfeed"), 1);
+	snprintf(want, sizeof(want), "cannot listen on 127.0.0.1:%s: Address already in use", port);
+	wait_log(want, 100);
+	wait_log("stopped after a failure", 100);
+	close(fd);
+
+	struct uf_consumer_options opt;
+	struct uf_consumer_info info;
+	uf_consumer_t *c;
+	char err[256];
+	uf_consumer_options_init(&opt);
+	opt.dir = tmpdir;
+	if (uf_consumer_attach("uf_life_test", &opt, &c, err, sizeof(err)) != 0)
+		fail_msg("attach after the failed start: %s", err);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.closed, 1);
+	uf_consumer_detach(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_lifecycle_sigterm_during_traffic_leaves_consumers_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lifecycle_taken_status_port_exits_1_and_closes_the_ring, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
