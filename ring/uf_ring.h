@@ -133,7 +133,8 @@ static inline uint64_t uf_ring_tail(const struct uf_ring *r)
 /* Publishes `n` records (1 <= n <= capacity / 4). Never waits: a consumer that is more than
  * `capacity` behind is lapped and learns it. Returns 0, or -EMSGSIZE when n is too large
  * (nothing published). Cost: n 64-byte copies, two stores, one full fence; a syscall only
- * when some consumer sleeps. */
+ * when some consumer sleeps. Publish each exchange message's records in one call: the call
+ * also declares the image complete for every record before it (see uf_ring_image_commit). */
 static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *recs, size_t n)
 {
 	uint64_t t = r->tail;
@@ -141,6 +142,9 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
 
 	if (UF_UNLIKELY(n - 1 >= r->max_batch))
 		return n == 0 ? 0 : -EMSGSIZE;
+	/* implicit uf_ring_image_commit: the previous message's image updates are done before
+	 * this message is published (release: they are visible to whoever loads the value) */
+	uf_store_release_u64(&r->image->commit_seq, t);
 	uf_store_relaxed_u64(&r->hdr->claim, end);
 	uf_fence_release(); /* claim is visible before any slot of this batch changes */
 	for (size_t i = 0; i < n; i++)
@@ -169,7 +173,10 @@ int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument);
 void uf_ring_image_end(struct uf_ring *r, uint64_t seq);
 
 /* Declares that the image reflects every record published so far: call it once per message,
- * after both publishing its records and updating the image (one release store). It lets a late consumer
+ * after both publishing its records and updating the image (one release store).
+ * uf_ring_publish does the same for the records before it, so a producer that publishes each
+ * message's records in one call gets this for free one message later; calling it makes a
+ * late consumer's snapshot current at once. It lets a late consumer
  * resume from a recent sequence even for instruments that have been quiet for longer than
  * the ring holds: a snapshot's stamp is then max(entry stamp, commit sequence). */
 static inline void uf_ring_image_commit(struct uf_ring *r)
