@@ -41,6 +41,7 @@ struct uf_consumer {
 	uint64_t lost;                    /* records lost to laps */
 	uint64_t laps;                    /* laps */
 	uint32_t idle;                    /* consecutive empty polls */
+	uint32_t reads;                   /* successful reads, for the last-seen stamp */
 	int stale;                        /* 1 once a restart was seen */
 	size_t data_size;                 /* bytes mapped at hdr */
 	size_t ct_size;                   /* bytes mapped at ct */
@@ -446,6 +447,8 @@ UF_RING_VISIBLE int uf_consumer_read(uf_consumer_t *c, struct uf_record *recs, s
 	c->pos = p + n;
 	c->received += n;
 	c->idle = 0;
+	if (UF_UNLIKELY((++c->reads % IDLE_SEEN_EVERY) == 0)) /* a busy reader is alive too */
+		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
 	/* our own line: the producer reads it only when reporting lag */
 	uf_store_relaxed_u64(&c->slot->position, c->pos);
 	uf_store_relaxed_u64(&c->slot->received, c->received);
