@@ -20,12 +20,13 @@
 #include "ring/ring_util.h"
 #include "ring/uf_ring_layout.h"
 
-#define IDLE_SEEN_EVERY 4096u      /* empty polls between last-seen stamps */
-#define IDLE_RESTART_EVERY 65536u  /* empty polls between restart checks (one stat()) */
-#define SNAPSHOT_BUDGET_NS 20000000ull /* seqlock retries for this long before -EBUSY: a
-					   * producer preempted mid-write holds the lock odd */
-#define SLEEP_SLICE_NS 50000000ll  /* a sleeper re-checks close/restart at least this often */
-#define ATTACH_TRIES 50            /* data/table generation mismatch retries (restart race) */
+#define IDLE_SEEN_EVERY    4096u  /* empty polls between last-seen stamps */
+#define IDLE_RESTART_EVERY 65536u /* empty polls between restart checks (one stat()) */
+#define SNAPSHOT_BUDGET_NS                                                                         \
+	20000000ull               /* seqlock retries for this long before -EBUSY: a                \
+	                           * producer preempted mid-write holds the lock odd */
+#define SLEEP_SLICE_NS 50000000ll /* a sleeper re-checks close/restart at least this often */
+#define ATTACH_TRIES   50         /* data/table generation mismatch retries (restart race) */
 
 struct uf_consumer {
 	const struct uf_ring_hdr *hdr;    /* data file, read-only */
@@ -85,7 +86,8 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	if (fd < 0) {
 		rc = -errno;
 		c_err(err, errlen, "ring %s: %s: %s", c->name, c->data_path,
-		      errno == ENOENT ? "no such ring (is the producer running?)" : strerror(errno));
+		      errno == ENOENT ? "no such ring (is the producer running?)"
+		                      : strerror(errno));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(h) ||
@@ -117,7 +119,8 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 		rc = -EPROTO;
 		goto out_close;
 	}
-	if (h.capacity < 16 || (h.capacity & (h.capacity - 1)) || h.file_size != (uint64_t)st.st_size ||
+	if (h.capacity < 16 || (h.capacity & (h.capacity - 1)) ||
+	    h.file_size != (uint64_t)st.st_size ||
 	    h.ring_off + h.capacity * sizeof(struct uf_record) > h.image_off ||
 	    h.image_off + sizeof(struct uf_image_hdr) > h.file_size) {
 		c_err(err, errlen, "ring %s: inconsistent header (capacity %llu, size %llu/%lld)",
@@ -145,8 +148,8 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	c->ino = st.st_ino;
 	if (c->image->magic != UF_RING_IMAGE_MAGIC || c->image->depth > UF_RING_MAX_DEPTH ||
 	    h.image_off + c->image->entries_off +
-			    (uint64_t)c->image->max_instruments * c->image->entry_size >
-		    h.file_size) {
+	            (uint64_t)c->image->max_instruments * c->image->entry_size >
+	        h.file_size) {
 		c_err(err, errlen, "ring %s: book image header is inconsistent", c->name);
 		munmap(p, h.file_size);
 		c->hdr = NULL;
@@ -171,7 +174,8 @@ static int map_table(struct uf_consumer *c, char *err, size_t errlen)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		c_err(err, errlen, "ring %s: consumer table %s: %s", c->name, path, strerror(errno));
+		c_err(err, errlen, "ring %s: consumer table %s: %s", c->name, path,
+		      strerror(errno));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct uf_ring_ctable)) {
@@ -300,7 +304,7 @@ static int attach_maps(struct uf_consumer *c, char *err, size_t errlen)
 }
 
 UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt,
-				       uf_consumer_t **out, char *err, size_t errlen)
+                                       uf_consumer_t **out, char *err, size_t errlen)
 {
 	struct uf_consumer *c;
 	const char *dir;
@@ -423,7 +427,7 @@ static UF_COLD int lapped(struct uf_consumer *c, uint64_t from)
 }
 
 UF_RING_VISIBLE int uf_consumer_read(uf_consumer_t *c, struct uf_record *recs, size_t max,
-				     uint64_t *first_seq)
+                                     uint64_t *first_seq)
 {
 	uint64_t p = c->pos;
 	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail); /* slot contents after the tail */
@@ -503,7 +507,7 @@ UF_RING_VISIBLE int uf_consumer_wait(uf_consumer_t *c, int64_t timeout_ns)
 		uf_store_relaxed_u32(&c->slot->flags, 1);
 		uf_fetch_add_u32(&c->ct->sleepers, 1);
 		uf_fence_seq_cst(); /* sleepers increment before the tail load: pairs with the
-				     * producer's tail store + fence + sleepers load */
+		                     * producer's tail store + fence + sleepers load */
 		if (has_news(c)) {
 			uf_fetch_add_u32(&c->ct->sleepers, (uint32_t)-1);
 			uf_store_relaxed_u32(&c->slot->flags, 0);
@@ -644,14 +648,14 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 }
 
 UF_RING_VISIBLE int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id,
-					 struct uf_book_snapshot *snap)
+                                         struct uf_book_snapshot *snap)
 {
 	return copy_entry(c, id, snap);
 }
 
 UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
-					     int (*fn)(const struct uf_book_snapshot *, void *),
-					     void *arg)
+                                             int (*fn)(const struct uf_book_snapshot *, void *),
+                                             void *arg)
 {
 	struct uf_book_snapshot *s = malloc(sizeof(*s));
 	int rc = 0;

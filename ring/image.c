@@ -74,7 +74,8 @@ static void copy_side(struct uf_level *dst, uint32_t depth, const struct uf_leve
 }
 
 int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
-			     const struct uf_level *levels, uint32_t n, uint64_t seq, uint64_t rx_ts)
+                             const struct uf_level *levels, uint32_t n, uint64_t seq,
+                             uint64_t rx_ts)
 {
 	uint32_t depth = r->image->depth;
 	struct uf_image_entry *e;
@@ -99,8 +100,8 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 }
 
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
-			   uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
-			   uint64_t rx_ts)
+                           uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
+                           uint64_t rx_ts)
 {
 	uint32_t depth = r->image->depth;
 	struct uf_image_entry *e;
@@ -122,7 +123,7 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 }
 
 int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t code, int64_t price,
-			     uint64_t shares, uint64_t exch_ts, uint64_t seq)
+                             uint64_t shares, uint64_t exch_ts, uint64_t seq)
 {
 	struct uf_image_entry *e;
 	struct uf_image_status_raw *st = NULL;
@@ -151,7 +152,7 @@ int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t co
 }
 
 int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t price, uint64_t shares,
-			    uint64_t exch_ts, uint64_t rx_ts, uint64_t seq)
+                            uint64_t exch_ts, uint64_t rx_ts, uint64_t seq)
 {
 	struct uf_image_entry *e = entry_begin(r, instrument);
 
@@ -169,7 +170,7 @@ int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t pric
 }
 
 int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t symbol,
-			     uint32_t round_lot, uint32_t category, uint64_t seq)
+                             uint32_t round_lot, uint32_t category, uint64_t seq)
 {
 	struct uf_image_entry *e = entry_begin(r, instrument);
 

@@ -20,7 +20,7 @@
 
 #define UF_RING_HUGE_ALIGN (2ull << 20)
 #define UF_HUGETLBFS_MAGIC 0x958458f6 /* linux/magic.h */
-#define UF_RING_PAGE 4096ull
+#define UF_RING_PAGE       4096ull
 
 static void ring_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -62,8 +62,8 @@ static int shmem_thp_allowed(void)
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = '\0';
 	fclose(f);
-	return strstr(buf, "[always]") || strstr(buf, "[within_size]") ||
-	       strstr(buf, "[advise]") || strstr(buf, "[force]");
+	return strstr(buf, "[always]") || strstr(buf, "[within_size]") || strstr(buf, "[advise]") ||
+	       strstr(buf, "[force]");
 }
 
 /* Huge page size when `dir` is a hugetlbfs mount (explicit huge pages), else 0. */
@@ -95,7 +95,7 @@ static uint64_t previous_generation(const char *path)
 /* Creates `path` exclusively with exactly `mode` (umask does not apply) and `size` bytes,
  * maps it read-write, binds it to `node` and touches every page there. */
 static int make_area(const char *path, uint32_t mode, int64_t gid, uint64_t size, int node,
-		     int huge, void **map, char *err, size_t errlen)
+                     int huge, void **map, char *err, size_t errlen)
 {
 	void *p;
 	int fd, rc;
@@ -109,13 +109,13 @@ static int make_area(const char *path, uint32_t mode, int64_t gid, uint64_t size
 	if (gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)gid) < 0) {
 		rc = -errno;
 		ring_err(err, errlen, "ring: chown %s to gid %lld: %s", path, (long long)gid,
-			 strerror(errno));
+		         strerror(errno));
 		goto out_unlink;
 	}
 	if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)size) < 0) {
 		rc = -errno;
 		ring_err(err, errlen, "ring: size/mode %s (%llu bytes): %s", path,
-			 (unsigned long long)size, strerror(errno));
+		         (unsigned long long)size, strerror(errno));
 		goto out_unlink;
 	}
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -149,7 +149,7 @@ static void fill_image(struct uf_image_hdr *ih, uint32_t depth, uint32_t max_ins
 }
 
 int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struct uf_ring **out,
-		   char *err, size_t errlen)
+                   char *err, size_t errlen)
 {
 	struct uf_ring_options opt;
 	char data_path[256], cons_path[256], data_tmp[300], cons_tmp[300];
@@ -165,21 +165,22 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 		uf_ring_options_init(&opt);
 	if (uf_ring_name_check(name) < 0) {
 		ring_err(err, errlen, "ring: bad name \"%s\" (1-31 bytes of A-Za-z0-9_.-)",
-			 name ? name : "(null)");
+		         name ? name : "(null)");
 		return -EINVAL;
 	}
-	if (opt.capacity < 16 || (opt.capacity & (opt.capacity - 1)) || opt.capacity > (1ull << 32)) {
+	if (opt.capacity < 16 || (opt.capacity & (opt.capacity - 1)) ||
+	    opt.capacity > (1ull << 32)) {
 		ring_err(err, errlen, "ring %s: capacity %llu is not a power of two in [16, 2^32]",
-			 name, (unsigned long long)opt.capacity);
+		         name, (unsigned long long)opt.capacity);
 		return -EINVAL;
 	}
 	if (opt.depth < 1 || opt.depth > UF_RING_MAX_DEPTH || opt.max_instruments < 1 ||
-	    opt.max_instruments > (1u << 24) || opt.max_consumers < 1 ||
-	    opt.max_consumers > 4096) {
+	    opt.max_instruments > (1u << 24) || opt.max_consumers < 1 || opt.max_consumers > 4096) {
 		ring_err(err, errlen,
-			 "ring %s: depth %u (1..%d), max_instruments %u (1..2^24) or "
-			 "max_consumers %u (1..4096) out of range",
-			 name, opt.depth, UF_RING_MAX_DEPTH, opt.max_instruments, opt.max_consumers);
+		         "ring %s: depth %u (1..%d), max_instruments %u (1..2^24) or "
+		         "max_consumers %u (1..4096) out of range",
+		         name, opt.depth, UF_RING_MAX_DEPTH, opt.max_instruments,
+		         opt.max_consumers);
 		return -EINVAL;
 	}
 	if (opt.mode & ~0666u) {
@@ -204,7 +205,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 		}
 		if (node < 0 || node > numa_max_node()) {
 			ring_err(err, errlen, "ring %s: NUMA node %d does not exist (max %d)", name,
-				 node, numa_max_node());
+			         node, numa_max_node());
 			return -EINVAL;
 		}
 	}
@@ -217,11 +218,11 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	ring_off = align_up(sizeof(struct uf_ring_hdr), UF_RING_PAGE);
 	image_off = align_up(ring_off + opt.capacity * sizeof(struct uf_record), UF_RING_PAGE);
 	image_size = sizeof(struct uf_image_hdr) +
-		     (uint64_t)opt.max_instruments * uf_image_entry_size(opt.depth);
+	             (uint64_t)opt.max_instruments * uf_image_entry_size(opt.depth);
 	data_size = align_up(image_off + image_size, page);
 	ct_size = align_up(sizeof(struct uf_ring_ctable) +
-				   (uint64_t)opt.max_consumers * sizeof(struct uf_ring_cslot),
-			   htlb_page ? htlb_page : UF_RING_PAGE);
+	                       (uint64_t)opt.max_consumers * sizeof(struct uf_ring_cslot),
+	                   htlb_page ? htlb_page : UF_RING_PAGE);
 
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -232,12 +233,12 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	unlink(cons_tmp);
 	/* data: owner writes; group/other get at most read. Table: read+write for the same
 	 * classes that may read the data, so they can register. */
-	rc = make_area(data_tmp, (opt.mode & 0444) | 0200, opt.gid, data_size, node, huge == 1, &data,
-		       err, errlen);
+	rc = make_area(data_tmp, (opt.mode & 0444) | 0200, opt.gid, data_size, node, huge == 1,
+	               &data, err, errlen);
 	if (rc < 0)
 		goto out_free;
 	rc = make_area(cons_tmp, (opt.mode & 0444) | ((opt.mode & 0444) >> 1), opt.gid, ct_size,
-		       node, 0, &ctmap, err, errlen);
+	               node, 0, &ctmap, err, errlen);
 	if (rc < 0)
 		goto out_unmap_data;
 
@@ -283,7 +284,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	if (rename(cons_tmp, cons_path) < 0 || rename(data_tmp, data_path) < 0) {
 		rc = -errno;
 		ring_err(err, errlen, "ring %s: publish files in %s: %s", name, dir,
-			 strerror(errno));
+		         strerror(errno));
 		goto out_unmap_ct;
 	}
 	*out = r;

@@ -26,7 +26,7 @@ int uf_ring_name_check(const char *name)
 	for (size_t i = 0; i < len; i++) {
 		char ch = name[i];
 		int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-			 (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.';
+		         (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.';
 		if (!ok)
 			return -EINVAL;
 	}
@@ -47,8 +47,8 @@ const char *uf_ring_dir_pick(const char *dir)
 
 int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int cons)
 {
-	int n = snprintf(buf, len, cons ? "%s/" UF_RING_CONS_FMT : "%s/" UF_RING_DATA_FMT, dir,
-			 name);
+	int n =
+	    snprintf(buf, len, cons ? "%s/" UF_RING_CONS_FMT : "%s/" UF_RING_DATA_FMT, dir, name);
 
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;

@@ -23,56 +23,56 @@
 #include "ring/uf_level.h"
 #include "ring/uf_ring_layout.h"
 
-#define UF_RING_DEFAULT_CAPACITY (1u << 20)
-#define UF_RING_DEFAULT_CONSUMERS 64
-#define UF_RING_DEFAULT_DEPTH 10
+#define UF_RING_DEFAULT_CAPACITY    (1u << 20)
+#define UF_RING_DEFAULT_CONSUMERS   64
+#define UF_RING_DEFAULT_DEPTH       10
 #define UF_RING_DEFAULT_INSTRUMENTS 16384
-#define UF_RING_NUMA_AUTO (-1) /* node of the CPU the creating thread runs on */
-#define UF_RING_NUMA_NONE (-2) /* do not bind */
+#define UF_RING_NUMA_AUTO           (-1) /* node of the CPU the creating thread runs on */
+#define UF_RING_NUMA_NONE           (-2) /* do not bind */
 
 struct uf_ring_options {
-	uint64_t capacity;         /* records, power of two, >= 16 */
-	uint32_t mode;             /* permission bits of the data file: 0600, 0640 or 0644 (the
-				    * consumer table gets the same classes read+write) */
-	int64_t gid;               /* group owning both files, -1 = the creator's */
-	int numa_node;             /* node to bind to, UF_RING_NUMA_AUTO or UF_RING_NUMA_NONE */
-	int hugepages;             /* 1 = advise transparent huge pages when the kernel allows;
-				    * a hugetlbfs `dir` always gets explicit huge pages */
-	uint32_t max_consumers;    /* consumer table slots */
-	uint32_t depth;            /* book image levels per side, 1..UF_RING_MAX_DEPTH */
-	uint32_t max_instruments;  /* book image entries; instrument ids are 0..max-1 */
-	const char *dir;           /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
+	uint64_t capacity;        /* records, power of two, >= 16 */
+	uint32_t mode;            /* permission bits of the data file: 0600, 0640 or 0644 (the
+	                           * consumer table gets the same classes read+write) */
+	int64_t gid;              /* group owning both files, -1 = the creator's */
+	int numa_node;            /* node to bind to, UF_RING_NUMA_AUTO or UF_RING_NUMA_NONE */
+	int hugepages;            /* 1 = advise transparent huge pages when the kernel allows;
+	                           * a hugetlbfs `dir` always gets explicit huge pages */
+	uint32_t max_consumers;   /* consumer table slots */
+	uint32_t depth;           /* book image levels per side, 1..UF_RING_MAX_DEPTH */
+	uint32_t max_instruments; /* book image entries; instrument ids are 0..max-1 */
+	const char *dir;          /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
 };
 
 /* Producer handle. Fields are visible so the hot path can be inlined; treat them as private. */
 struct uf_ring {
-	struct uf_ring_hdr *hdr;        /* mapping of the data file (read-write) */
-	struct uf_ring_ctable *ct;      /* mapping of the consumer table (read-write) */
-	struct uf_record *slots;        /* hdr + ring_off */
-	struct uf_image_hdr *image;     /* hdr + image_off */
-	uint64_t mask;                  /* capacity - 1 */
-	uint64_t tail;                  /* local copy of hdr->tail (only this thread writes it) */
-	uint64_t max_batch;             /* largest n accepted by uf_ring_publish */
-	struct uf_image_entry *open_e;  /* entry held open by uf_ring_image_begin, or NULL */
-	uint32_t open_id;               /* its instrument id */
-	size_t data_size;               /* bytes mapped at hdr */
-	size_t ct_size;                 /* bytes mapped at ct */
-	char name[UF_RING_NAME_MAX];    /* ring name */
-	char dir[128];                  /* shm directory */
+	struct uf_ring_hdr *hdr;       /* mapping of the data file (read-write) */
+	struct uf_ring_ctable *ct;     /* mapping of the consumer table (read-write) */
+	struct uf_record *slots;       /* hdr + ring_off */
+	struct uf_image_hdr *image;    /* hdr + image_off */
+	uint64_t mask;                 /* capacity - 1 */
+	uint64_t tail;                 /* local copy of hdr->tail (only this thread writes it) */
+	uint64_t max_batch;            /* largest n accepted by uf_ring_publish */
+	struct uf_image_entry *open_e; /* entry held open by uf_ring_image_begin, or NULL */
+	uint32_t open_id;              /* its instrument id */
+	size_t data_size;              /* bytes mapped at hdr */
+	size_t ct_size;                /* bytes mapped at ct */
+	char name[UF_RING_NAME_MAX];   /* ring name */
+	char dir[128];                 /* shm directory */
 };
 
 /* What uf_ring_consumers() reports per registered consumer. */
 struct uf_ring_consumer_info {
-	uint32_t slot;          /* index in the consumer table */
-	int32_t pid;            /* consumer process */
-	uint64_t position;      /* next sequence it will read */
-	uint64_t lag;           /* records published that it has not read yet */
-	uint64_t last_seen_ns;  /* CLOCK_REALTIME of its last activity (coarse) */
-	uint64_t received;      /* records it got */
-	uint64_t lost;          /* records it lost to laps */
-	uint64_t laps;          /* times it was lapped */
-	int sleeping;           /* 1 while blocked in FUTEX_WAIT */
-	char tag[16];           /* label the consumer gave itself */
+	uint32_t slot;         /* index in the consumer table */
+	int32_t pid;           /* consumer process */
+	uint64_t position;     /* next sequence it will read */
+	uint64_t lag;          /* records published that it has not read yet */
+	uint64_t last_seen_ns; /* CLOCK_REALTIME of its last activity (coarse) */
+	uint64_t received;     /* records it got */
+	uint64_t lost;         /* records it lost to laps */
+	uint64_t laps;         /* times it was lapped */
+	int sleeping;          /* 1 while blocked in FUTEX_WAIT */
+	char tag[16];          /* label the consumer gave itself */
 };
 
 /* Fills `opt` with the defaults above (mode 0600, hugepages on, NUMA auto). */
@@ -83,8 +83,8 @@ void uf_ring_options_init(struct uf_ring_options *opt);
  * any previous ring of that name (whose consumers see -ESTALE). The new generation is greater
  * than the old one. On error writes a one-line reason to `err` and returns -errno.
  * Cold: allocates, maps, touches every page. */
-UF_COLD int uf_ring_create(const char *name, const struct uf_ring_options *opt, struct uf_ring **out,
-			   char *err, size_t errlen);
+UF_COLD int uf_ring_create(const char *name, const struct uf_ring_options *opt,
+                           struct uf_ring **out, char *err, size_t errlen);
 
 /* Marks the ring closed (consumers drain what is left and then get -EPIPE), wakes every
  * sleeper, unmaps and frees `r`. The files stay so late consumers see "closed"; the next
@@ -152,7 +152,7 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
 	uf_store_release_u64(&r->hdr->tail, end); /* the records are visible before the tail */
 	r->tail = end;
 	uf_fence_seq_cst(); /* tail store before the sleepers load: pairs with the consumer's
-			     * sleepers increment + fence + tail load (no lost wake-up) */
+	                     * sleepers increment + fence + tail load (no lost wake-up) */
 	if (UF_UNLIKELY(uf_load_relaxed_u32(&r->ct->sleepers) != 0))
 		uf_ring_wake(r);
 	return 0;
@@ -188,26 +188,27 @@ static inline void uf_ring_image_commit(struct uf_ring *r)
 /* Replaces the top levels of one side (`side` 'B' or 'S', best first); levels past `n` are
  * cleared. */
 int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
-			     const struct uf_level *levels, uint32_t n, uint64_t seq, uint64_t rx_ts);
+                             const struct uf_level *levels, uint32_t n, uint64_t seq,
+                             uint64_t rx_ts);
 
 /* Replaces both sides at once (one consistent update). */
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
-			   uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
-			   uint64_t rx_ts);
+                           uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
+                           uint64_t rx_ts);
 
 /* Records the latest value of status `code` (code != 0; up to UF_RING_STATUS_SLOTS distinct
  * codes per instrument, -ENOSPC beyond). */
 int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t code, int64_t price,
-			     uint64_t shares, uint64_t exch_ts, uint64_t seq);
+                             uint64_t shares, uint64_t exch_ts, uint64_t seq);
 
 /* Records a trade: last price/shares/times, volume += shares, trades += 1. */
 int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t price, uint64_t shares,
-			    uint64_t exch_ts, uint64_t rx_ts, uint64_t seq);
+                            uint64_t exch_ts, uint64_t rx_ts, uint64_t seq);
 
 /* Directory entry: 8 symbol bytes (space padded, as UF_REC_INSTRUMENT's ref), round lot,
  * market category. */
 int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t symbol,
-			     uint32_t round_lot, uint32_t category, uint64_t seq);
+                             uint32_t round_lot, uint32_t category, uint64_t seq);
 
 /* Sets or clears UF_RECF_STALE on one instrument, or on every present one when instrument is
  * UINT32_MAX (O(max_instruments): the gap path, not per message). */

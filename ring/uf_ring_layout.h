@@ -34,14 +34,14 @@
 #include "publish/uf_record.h"
 #include "ring/uf_level.h"
 
-#define UF_RING_MAGIC 0x474e4952464d5546ull  /* "UFMFRING" little-endian */
-#define UF_RING_CT_MAGIC 0x534e4f4346465546ull /* "UFFCONS" */
+#define UF_RING_MAGIC          0x474e4952464d5546ull /* "UFMFRING" little-endian */
+#define UF_RING_CT_MAGIC       0x534e4f4346465546ull /* "UFFCONS" */
 #define UF_RING_LAYOUT_VERSION 1
-#define UF_RING_IMAGE_MAGIC 0x45474d4946465546ull /* "UFFIMGE" */
+#define UF_RING_IMAGE_MAGIC    0x45474d4946465546ull /* "UFFIMGE" */
 
-#define UF_RING_NAME_MAX 32       /* ring name bytes incl. NUL */
-#define UF_RING_MAX_DEPTH 64      /* book image levels per side, upper bound */
-#define UF_RING_STATUS_SLOTS 8    /* distinct status codes kept per instrument */
+#define UF_RING_NAME_MAX     32 /* ring name bytes incl. NUL */
+#define UF_RING_MAX_DEPTH    64 /* book image levels per side, upper bound */
+#define UF_RING_STATUS_SLOTS 8  /* distinct status codes kept per instrument */
 
 enum uf_ring_state {
 	UF_RING_STATE_OPEN = 1,   /* producer running */
@@ -51,34 +51,34 @@ enum uf_ring_state {
 /* Header of the data file. Three lines written by the producer only; consumers read them. */
 struct uf_ring_hdr {
 	/* line 0: written once at creation, read by attach */
-	uint64_t magic;           /* UF_RING_MAGIC */
-	uint32_t layout_version;  /* UF_RING_LAYOUT_VERSION */
-	uint32_t record_size;     /* sizeof(struct uf_record) */
-	uint32_t record_version;  /* UF_RECORD_VERSION of the producer */
-	uint32_t hugepages;       /* 0 small pages, 1 transparent huge pages advised, 2 hugetlbfs */
-	uint64_t capacity;        /* records, power of two */
-	uint64_t generation;      /* changes on every producer start (strictly increasing) */
-	uint64_t created_ns;      /* CLOCK_REALTIME at creation */
-	uint64_t ring_off;        /* byte offset of slot 0 */
-	uint64_t image_off;       /* byte offset of struct uf_image_hdr */
-	uint64_t file_size;       /* total bytes of the data file */
-	int32_t producer_pid;     /* pid of the producer process */
-	int32_t numa_node;        /* node the memory was bound to, -1 when not bound */
+	uint64_t magic;          /* UF_RING_MAGIC */
+	uint32_t layout_version; /* UF_RING_LAYOUT_VERSION */
+	uint32_t record_size;    /* sizeof(struct uf_record) */
+	uint32_t record_version; /* UF_RECORD_VERSION of the producer */
+	uint32_t hugepages;      /* 0 small pages, 1 transparent huge pages advised, 2 hugetlbfs */
+	uint64_t capacity;       /* records, power of two */
+	uint64_t generation;     /* changes on every producer start (strictly increasing) */
+	uint64_t created_ns;     /* CLOCK_REALTIME at creation */
+	uint64_t ring_off;       /* byte offset of slot 0 */
+	uint64_t image_off;      /* byte offset of struct uf_image_hdr */
+	uint64_t file_size;      /* total bytes of the data file */
+	int32_t producer_pid;    /* pid of the producer process */
+	int32_t numa_node;       /* node the memory was bound to, -1 when not bound */
 	uint8_t pad0[UF_FALSE_SHARING - 80];
 
 	/* line 1: lifecycle, written at start and at close */
-	uint32_t state;           /* enum uf_ring_state */
-	uint32_t pad1a;           /* keeps closed_ns aligned */
-	uint64_t closed_ns;       /* CLOCK_REALTIME when closed, 0 while open */
+	uint32_t state;              /* enum uf_ring_state */
+	uint32_t pad1a;              /* keeps closed_ns aligned */
+	uint64_t closed_ns;          /* CLOCK_REALTIME when closed, 0 while open */
 	char name[UF_RING_NAME_MAX]; /* ring name, NUL-terminated */
 	uint8_t pad1[UF_FALSE_SHARING - 48];
 
 	/* line 2: the hot producer line, read by every consumer poll */
-	uint64_t tail;            /* records published; release-stored after the records */
-	uint64_t claim;           /* tail + records being written; stored before the records */
-	uint32_t wake;            /* futex word: bumped before FUTEX_WAKE, only when sleepers */
-	uint32_t pad2a;           /* keeps the line layout explicit */
-	uint64_t wakes;           /* FUTEX_WAKE calls made (monitoring) */
+	uint64_t tail;  /* records published; release-stored after the records */
+	uint64_t claim; /* tail + records being written; stored before the records */
+	uint32_t wake;  /* futex word: bumped before FUTEX_WAKE, only when sleepers */
+	uint32_t pad2a; /* keeps the line layout explicit */
+	uint64_t wakes; /* FUTEX_WAKE calls made (monitoring) */
 	uint8_t pad2[UF_FALSE_SHARING - 32];
 };
 
@@ -89,14 +89,14 @@ _Static_assert(offsetof(struct uf_ring_hdr, layout_version) == 8, "version is at
 
 /* Consumer table header: consumer-written counters on their own line. */
 struct uf_ring_ctable {
-	uint64_t magic;           /* UF_RING_CT_MAGIC */
-	uint32_t layout_version;  /* UF_RING_LAYOUT_VERSION */
-	uint32_t nslots;          /* entries in the slot array */
-	uint64_t generation;      /* equals the data file's generation */
+	uint64_t magic;          /* UF_RING_CT_MAGIC */
+	uint32_t layout_version; /* UF_RING_LAYOUT_VERSION */
+	uint32_t nslots;         /* entries in the slot array */
+	uint64_t generation;     /* equals the data file's generation */
 	uint8_t pad0[UF_FALSE_SHARING - 24];
 
-	uint32_t sleepers;        /* consumers inside FUTEX_WAIT (or about to be) */
-	uint32_t pad1a;           /* explicit padding */
+	uint32_t sleepers; /* consumers inside FUTEX_WAIT (or about to be) */
+	uint32_t pad1a;    /* explicit padding */
 	uint8_t pad1[UF_FALSE_SHARING - 8];
 };
 
@@ -105,16 +105,16 @@ _Static_assert(sizeof(struct uf_ring_ctable) == 2 * UF_FALSE_SHARING, "table hea
 /* One consumer's registration. Written only by that consumer (and freed by the producer when
  * the consumer's process is gone). */
 struct uf_ring_cslot {
-	uint32_t pid;             /* owner pid; 0 = free. Claimed with CAS 0 -> pid */
-	uint32_t flags;           /* 1 = currently sleeping in FUTEX_WAIT */
-	uint64_t start_time;      /* owner's /proc/pid/stat starttime, guards against pid reuse */
-	uint64_t attach_ns;       /* CLOCK_REALTIME at attach */
-	uint64_t position;        /* sequence of the next record this consumer will read */
-	uint64_t last_seen_ns;    /* CLOCK_REALTIME (coarse) of the consumer's last activity */
-	uint64_t received;        /* records returned to the application */
-	uint64_t lost;            /* records skipped because the consumer was lapped */
-	uint64_t laps;            /* times the consumer was lapped */
-	char tag[16];             /* application-chosen label, NUL-terminated */
+	uint32_t pid;          /* owner pid; 0 = free. Claimed with CAS 0 -> pid */
+	uint32_t flags;        /* 1 = currently sleeping in FUTEX_WAIT */
+	uint64_t start_time;   /* owner's /proc/pid/stat starttime, guards against pid reuse */
+	uint64_t attach_ns;    /* CLOCK_REALTIME at attach */
+	uint64_t position;     /* sequence of the next record this consumer will read */
+	uint64_t last_seen_ns; /* CLOCK_REALTIME (coarse) of the consumer's last activity */
+	uint64_t received;     /* records returned to the application */
+	uint64_t lost;         /* records skipped because the consumer was lapped */
+	uint64_t laps;         /* times the consumer was lapped */
+	char tag[16];          /* application-chosen label, NUL-terminated */
 	uint8_t pad[UF_FALSE_SHARING - 80];
 };
 
@@ -123,33 +123,33 @@ _Static_assert(sizeof(struct uf_ring_cslot) == UF_FALSE_SHARING, "one slot per l
 /* ---- Book image (last-value cache) ---- */
 
 struct uf_image_status_raw {
-	uint32_t code;            /* status code (UF_STATUS_* of the record header); 0 = unused */
-	uint32_t pad;             /* zero */
-	int64_t price;            /* the status record's price field */
-	uint64_t shares;          /* the status record's shares field */
-	uint64_t exch_ts;         /* exchange timestamp of the status */
+	uint32_t code;    /* status code (UF_STATUS_* of the record header); 0 = unused */
+	uint32_t pad;     /* zero */
+	int64_t price;    /* the status record's price field */
+	uint64_t shares;  /* the status record's shares field */
+	uint64_t exch_ts; /* exchange timestamp of the status */
 };
 
 /* Per-instrument entry header; 2 x depth levels follow (bids then asks). Entry size is
  * sizeof(this) + 2 * depth * 24 rounded up to 64. */
 struct uf_image_entry {
-	uint64_t lock;            /* seqlock: odd while the producer writes */
-	uint64_t stamp;           /* stream sequence this entry reflects: every record < stamp
-				   * that concerns the instrument is applied, none >= stamp */
-	uint32_t present;         /* 1 once any field was set */
-	uint32_t flags;           /* UF_RECF_STALE after an unrecovered gap */
-	uint64_t symbol;          /* 8 symbol bytes, space padded (as UF_REC_INSTRUMENT ref) */
-	uint32_t round_lot;       /* directory: round lot size */
-	uint32_t category;        /* directory: market category */
-	uint32_t nbid;            /* valid bid levels (<= depth) */
-	uint32_t nask;            /* valid ask levels (<= depth) */
-	int64_t last_price;       /* last trade price, 0 before any trade */
-	uint64_t last_shares;     /* last trade shares */
-	uint64_t last_exch_ts;    /* last trade exchange timestamp */
-	uint64_t last_rx_ts;      /* last trade receive timestamp */
-	uint64_t volume;          /* cumulative traded shares this generation */
-	uint64_t trades;          /* number of trades this generation */
-	uint64_t update_rx_ts;    /* rx_ts of the last update of any kind */
+	uint64_t lock;         /* seqlock: odd while the producer writes */
+	uint64_t stamp;        /* stream sequence this entry reflects: every record < stamp
+	                        * that concerns the instrument is applied, none >= stamp */
+	uint32_t present;      /* 1 once any field was set */
+	uint32_t flags;        /* UF_RECF_STALE after an unrecovered gap */
+	uint64_t symbol;       /* 8 symbol bytes, space padded (as UF_REC_INSTRUMENT ref) */
+	uint32_t round_lot;    /* directory: round lot size */
+	uint32_t category;     /* directory: market category */
+	uint32_t nbid;         /* valid bid levels (<= depth) */
+	uint32_t nask;         /* valid ask levels (<= depth) */
+	int64_t last_price;    /* last trade price, 0 before any trade */
+	uint64_t last_shares;  /* last trade shares */
+	uint64_t last_exch_ts; /* last trade exchange timestamp */
+	uint64_t last_rx_ts;   /* last trade receive timestamp */
+	uint64_t volume;       /* cumulative traded shares this generation */
+	uint64_t trades;       /* number of trades this generation */
+	uint64_t update_rx_ts; /* rx_ts of the last update of any kind */
 	struct uf_image_status_raw status[UF_RING_STATUS_SLOTS]; /* latest value per code */
 };
 
@@ -162,7 +162,7 @@ struct uf_image_hdr {
 	uint64_t entry_size;      /* bytes per entry, multiple of 64 */
 	uint64_t entries_off;     /* offset of entry 0 from this header */
 	uint64_t commit_seq;      /* every record < commit_seq is reflected in every entry
-				   * (uf_ring_image_commit); 0 when the producer never commits */
+	                           * (uf_ring_image_commit); 0 when the producer never commits */
 	uint8_t pad[UF_FALSE_SHARING - 40];
 };
 
@@ -176,7 +176,8 @@ static inline uint64_t uf_image_entry_size(uint32_t depth)
 
 static inline struct uf_image_entry *uf_image_entry_at(const struct uf_image_hdr *ih, uint32_t id)
 {
-	return (struct uf_image_entry *)((char *)ih + ih->entries_off + (uint64_t)id * ih->entry_size);
+	return (struct uf_image_entry *)((char *)ih + ih->entries_off +
+	                                 (uint64_t)id * ih->entry_size);
 }
 
 static inline struct uf_level *uf_image_levels(struct uf_image_entry *e)
@@ -193,7 +194,7 @@ static inline uint64_t uf_ring_resume_seq(uint64_t claim, uint64_t capacity)
 }
 
 /* File names under the shm directory. */
-#define UF_RING_SHM_DIR "/dev/shm"
+#define UF_RING_SHM_DIR  "/dev/shm"
 #define UF_RING_DATA_FMT "uf.%s"
 #define UF_RING_CONS_FMT "uf.%s.cons"
 

@@ -36,8 +36,8 @@ extern "C" {
 #endif
 
 #define UF_CONSUMER_API_VERSION 1
-#define UF_BOOK_MAX_DEPTH 64   /* levels per side a snapshot can hold */
-#define UF_BOOK_MAX_STATUS 8   /* status codes a snapshot can hold */
+#define UF_BOOK_MAX_DEPTH       64 /* levels per side a snapshot can hold */
+#define UF_BOOK_MAX_STATUS      8  /* status codes a snapshot can hold */
 
 typedef struct uf_consumer uf_consumer_t; /* opaque handle */
 
@@ -47,10 +47,10 @@ enum uf_consumer_start {
 };
 
 struct uf_consumer_options {
-	uint64_t spin_ns;  /* uf_consumer_wait busy-polls this long before sleeping on a futex */
-	int start;         /* enum uf_consumer_start */
-	const char *tag;   /* label shown in the producer's consumer report (15 bytes kept) */
-	const char *dir;   /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
+	uint64_t spin_ns; /* uf_consumer_wait busy-polls this long before sleeping on a futex */
+	int start;        /* enum uf_consumer_start */
+	const char *tag;  /* label shown in the producer's consumer report (15 bytes kept) */
+	const char *dir;  /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
 };
 
 /* What the last -EOVERFLOW meant. */
@@ -61,20 +61,20 @@ struct uf_consumer_lap {
 };
 
 struct uf_consumer_info {
-	uint64_t generation;   /* producer generation of the attached ring */
-	uint64_t capacity;     /* records */
-	uint64_t position;     /* sequence of the next record this consumer reads */
-	uint64_t tail;         /* records published so far */
-	uint64_t received;     /* records returned */
-	uint64_t lost;         /* records lost to laps, in total */
-	uint64_t laps;         /* number of laps */
-	uint64_t created_ns;   /* when the producer created the ring (CLOCK_REALTIME) */
-	int32_t producer_pid;  /* producer process */
-	int32_t numa_node;     /* node the ring lives on, -1 when unbound */
-	uint32_t depth;        /* book image levels per side */
+	uint64_t generation;      /* producer generation of the attached ring */
+	uint64_t capacity;        /* records */
+	uint64_t position;        /* sequence of the next record this consumer reads */
+	uint64_t tail;            /* records published so far */
+	uint64_t received;        /* records returned */
+	uint64_t lost;            /* records lost to laps, in total */
+	uint64_t laps;            /* number of laps */
+	uint64_t created_ns;      /* when the producer created the ring (CLOCK_REALTIME) */
+	int32_t producer_pid;     /* producer process */
+	int32_t numa_node;        /* node the ring lives on, -1 when unbound */
+	uint32_t depth;           /* book image levels per side */
 	uint32_t max_instruments; /* book image entries */
-	int closed;            /* 1 once the producer closed the ring */
-	int hugepages;         /* 0 small pages, 1 transparent huge pages advised, 2 hugetlbfs */
+	int closed;               /* 1 once the producer closed the ring */
+	int hugepages;            /* 0 small pages, 1 transparent huge pages advised, 2 hugetlbfs */
 };
 
 struct uf_book_status {
@@ -90,9 +90,9 @@ struct uf_book_snapshot {
 	uint32_t instrument;   /* id (ITCH stock locate) */
 	uint32_t flags;        /* UF_RECF_STALE when the book may be wrong after a gap */
 	uint64_t stamp;        /* the entry reflects every record < stamp of this instrument and
-				* none >= stamp: apply stream records with seq >= stamp.
-				* Handover: snapshot, uf_consumer_seek(min stamp), apply records
-				* of each instrument from its stamp on; -ERANGE or a lap: again */
+	                        * none >= stamp: apply stream records with seq >= stamp.
+	                        * Handover: snapshot, uf_consumer_seek(min stamp), apply records
+	                        * of each instrument from its stamp on; -ERANGE or a lap: again */
 	char symbol[9];        /* trimmed symbol, NUL-terminated ("" when no directory entry) */
 	uint32_t round_lot;    /* directory round lot */
 	uint32_t category;     /* directory market category */
@@ -108,8 +108,8 @@ struct uf_book_snapshot {
 	uint32_t nstatus;      /* valid entries in status[] */
 	uint32_t reserved;     /* zero */
 	struct uf_book_status status[UF_BOOK_MAX_STATUS]; /* latest value per status code */
-	struct uf_level bid[UF_BOOK_MAX_DEPTH];          /* bids */
-	struct uf_level ask[UF_BOOK_MAX_DEPTH];          /* asks */
+	struct uf_level bid[UF_BOOK_MAX_DEPTH];           /* bids */
+	struct uf_level ask[UF_BOOK_MAX_DEPTH];           /* asks */
 };
 
 /* Defaults: spin 20 us before sleeping, start at the latest record. */
@@ -120,8 +120,8 @@ void uf_consumer_options_init(struct uf_consumer_options *opt);
  * Errors (with a one-line reason in `err`): -ENOENT no such ring, -EACCES, -EPROTO not a
  * ring or a different layout version or record size, -EUSERS table full, -ESTALE the
  * producer was restarting (retry). */
-int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt,
-		       uf_consumer_t **out, char *err, size_t errlen);
+int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt, uf_consumer_t **out,
+                       char *err, size_t errlen);
 
 /* Unregisters and unmaps; `c` is freed. NULL is accepted. */
 void uf_consumer_detach(uf_consumer_t *c);
@@ -161,7 +161,7 @@ int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id, struct uf_book_snapshot 
 /* Calls `fn` with a snapshot of every present instrument in id order (`snap` is reused
  * between calls); stops early and returns fn's value when it is not 0. Returns 0 or -errno. */
 int uf_consumer_snapshot_all(uf_consumer_t *c,
-			     int (*fn)(const struct uf_book_snapshot *snap, void *arg), void *arg);
+                             int (*fn)(const struct uf_book_snapshot *snap, void *arg), void *arg);
 
 /* Instrument id of `symbol` ("AAPL"), from the directory in the book image. O(instruments).
  * Returns 0 and sets *id, or -ENOENT. */

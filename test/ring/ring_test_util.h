@@ -18,13 +18,13 @@
 #include "publish/uf_record.h"
 
 /* A child reports failure with this: prints where, exits with the line number (1..255). */
-#define CHILD_CHECK(cond)                                                                   \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "child %d: %s:%d: check failed: %s\n", (int)getpid(),  \
-				__FILE__, __LINE__, #cond);                                 \
-			_exit(__LINE__ % 250 + 2);                                          \
-		}                                                                           \
+#define CHILD_CHECK(cond)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "child %d: %s:%d: check failed: %s\n", (int)getpid(),      \
+			        __FILE__, __LINE__, #cond);                                        \
+			_exit(__LINE__ % 250 + 2);                                                 \
+		}                                                                                  \
 	} while (0)
 
 /* Every ring name handed out is removed from /dev/shm at exit, even when an assertion
@@ -95,7 +95,7 @@ static inline int test_wait_child(pid_t pid, int timeout_ms)
 			return -1;
 		if (uf_now_mono_ns() > end) {
 			fprintf(stderr, "child %d did not finish in %d ms: killed\n", (int)pid,
-				timeout_ms);
+			        timeout_ms);
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			return -1;

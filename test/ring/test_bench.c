@@ -22,9 +22,9 @@ static void test_bench_ring_reports_every_transport(void **state)
 
 	assert_non_null(out);
 	snprintf(cmd, sizeof(cmd),
-		 "timeout -s KILL 50 %s/uf-bench ring --json --duration 0.3 --consumers 1,2 "
-		 "--rate 20000 2>/dev/null",
-		 env && env[0] ? env : UF_BIN_DIR);
+	         "timeout -s KILL 50 %s/uf-bench ring --json --duration 0.3 --consumers 1,2 "
+	         "--rate 20000 2>/dev/null",
+	         env && env[0] ? env : UF_BIN_DIR);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	while ((n += fread(out + n, 1, (1 << 16) - 1 - n, p)) < (1 << 16) - 1 && !feof(p))
@@ -51,9 +51,9 @@ static void test_bench_ring_reports_every_transport(void **state)
 		/* every case measured something: samples, ordered percentiles, a rate */
 		assert_true(json_integer_value(json_object_get(lat, "samples")) > 100);
 		assert_true(json_integer_value(json_object_get(lat, "p50")) <=
-			    json_integer_value(json_object_get(lat, "p99")));
+		            json_integer_value(json_object_get(lat, "p99")));
 		assert_true(json_integer_value(json_object_get(lat, "p99")) <=
-			    json_integer_value(json_object_get(lat, "max")));
+		            json_integer_value(json_object_get(lat, "max")));
 		assert_true(json_real_value(json_object_get(tp, "send_mps")) > 0);
 		assert_true(json_real_value(json_object_get(tp, "recv_min_mps")) > 0);
 	}
@@ -67,7 +67,7 @@ static void test_bench_ring_reports_every_transport(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bench_ring_reports_every_transport),
+	    cmocka_unit_test(test_bench_ring_reports_every_transport),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,10 +11,10 @@
 #include "ring/ufconsumer.h"
 #include "ring_test_util.h"
 
-#define NI 4        /* instruments in the handover stream (ids 1..NI) */
+#define NI    4        /* instruments in the handover stream (ids 1..NI) */
 #define QUIET (NI + 1) /* instrument with a book set once at the start, then never touched */
-#define NP 20       /* price points per side */
-#define DEPTH 32    /* image depth: holds the whole book of the stream */
+#define NP    20       /* price points per side */
+#define DEPTH 32       /* image depth: holds the whole book of the stream */
 
 static struct uf_ring *make_ring(const char *name, uint64_t capacity, uint32_t depth)
 {
@@ -137,15 +137,16 @@ static void produce_message(struct uf_ring *r, struct model *m, uint64_t *rng)
 		if (!touched_side[side])
 			continue;
 		uint32_t n = model_side(m, inst, side, lv);
-		assert_int_equal(uf_ring_image_set_levels(r, inst, side == 0 ? UF_SIDE_BID : UF_SIDE_ASK,
-							  lv, n, uf_ring_tail(r), 0),
-				 0);
+		assert_int_equal(uf_ring_image_set_levels(r, inst,
+		                                          side == 0 ? UF_SIDE_BID : UF_SIDE_ASK, lv,
+		                                          n, uf_ring_tail(r), 0),
+		                 0);
 	}
 	if (traded) {
 		for (int i = 0; i < nrec; i++)
 			if (recs[i].kind == UF_REC_TRADE)
-				uf_ring_image_add_trade(r, inst, recs[i].price, recs[i].shares, 0, 0,
-							uf_ring_tail(r));
+				uf_ring_image_add_trade(r, inst, recs[i].price, recs[i].shares, 0,
+				                        0, uf_ring_tail(r));
 	}
 	uf_ring_image_end(r, uf_ring_tail(r));
 	uf_ring_image_commit(r);
@@ -247,10 +248,11 @@ static int child_handover(const char *name, int done_fd)
 		CHILD_CHECK(uf_consumer_snapshot(c, inst, &s) == 0);
 		CHILD_CHECK(model_matches(&m, inst, &s));
 	}
-	fprintf(stderr, "handover: %llu records skipped as already in the snapshot, %llu applied, "
-			"%llu re-snapshots\n",
-		(unsigned long long)skipped, (unsigned long long)applied,
-		(unsigned long long)resnaps);
+	fprintf(stderr,
+	        "handover: %llu records skipped as already in the snapshot, %llu applied, "
+	        "%llu re-snapshots\n",
+	        (unsigned long long)skipped, (unsigned long long)applied,
+	        (unsigned long long)resnaps);
 	uf_consumer_detach(c);
 	return 0;
 }
@@ -278,7 +280,7 @@ static void test_image_snapshot_then_stream_has_no_gap_and_no_duplicate(void **s
 		/* a quiet instrument: its stamp falls out of the ring long before the consumer
 		 * comes; the commit sequence still lets the consumer resume */
 		struct uf_level q[2] = {{.price = price_of(0, 3), .shares = 500, .orders = 2},
-					{.price = price_of(1, 4), .shares = 700, .orders = 3}};
+		                        {.price = price_of(1, 4), .shares = 700, .orders = 3}};
 		m.shares[QUIET][0][3] = 500;
 		m.orders[QUIET][0][3] = 2;
 		m.shares[QUIET][1][4] = 700;
@@ -357,17 +359,18 @@ static void test_image_snapshot_is_consistent_while_written(void **state)
 			CHILD_CHECK(s.nask == depth - kb % depth);
 			for (uint32_t i = 0; i < s.nbid; i++)
 				CHILD_CHECK(s.bid[i].price == (int64_t)(kb * 10 - i) &&
-					    s.bid[i].shares == kb && s.bid[i].orders == (uint32_t)kb);
+				            s.bid[i].shares == kb &&
+				            s.bid[i].orders == (uint32_t)kb);
 			for (uint32_t i = 0; i < s.nask; i++)
 				CHILD_CHECK(s.ask[i].price == (int64_t)(kb * 10 + 1 + i) &&
-					    s.ask[i].shares == kb + 1);
+				            s.ask[i].shares == kb + 1);
 			CHILD_CHECK(s.trades == kt && s.last_price == (int64_t)kt);
 			changes += s.stamp != last;
 			last = s.stamp;
 		}
 		CHILD_CHECK(changes > 10); /* it really read while the writer wrote */
 		fprintf(stderr, "seqlock reader: %llu distinct versions, %llu busy\n",
-			(unsigned long long)changes, (unsigned long long)busy);
+		        (unsigned long long)changes, (unsigned long long)busy);
 		test_pipe_put(fds[1]);
 		uf_consumer_detach(c);
 		_exit(0);
@@ -377,10 +380,10 @@ static void test_image_snapshot_is_consistent_while_written(void **state)
 		k++;
 		uint32_t nb = 1 + (uint32_t)(k % depth), na = depth - (uint32_t)(k % depth);
 		for (uint32_t i = 0; i < depth; i++) {
-			bids[i] = (struct uf_level){.price = (int64_t)(k * 10 - i), .shares = k,
-						    .orders = (uint32_t)k};
-			asks[i] = (struct uf_level){.price = (int64_t)(k * 10 + 1 + i), .shares = k + 1,
-						    .orders = 1};
+			bids[i] = (struct uf_level){
+			    .price = (int64_t)(k * 10 - i), .shares = k, .orders = (uint32_t)k};
+			asks[i] = (struct uf_level){
+			    .price = (int64_t)(k * 10 + 1 + i), .shares = k + 1, .orders = 1};
 		}
 		/* two updates per k, each stamped: the reader checks every field against the
 		 * stamp it copied with them, so a torn copy cannot pass */
@@ -412,8 +415,10 @@ static void test_image_directory_status_and_limits(void **state)
 	assert_int_equal(uf_consumer_lookup(c, "AAPL", &id), -ENOENT);
 	assert_int_equal(uf_consumer_snapshot(c, 3, &s), -ENOENT);
 	assert_int_equal(uf_consumer_snapshot(c, 64, &s), -ERANGE);
-	assert_int_equal(uf_ring_image_set_symbol(r, 3, uf_ring_symbol_pack("AAPL"), 100, 'Q', 5), 0);
-	assert_int_equal(uf_ring_image_set_symbol(r, 9, uf_ring_symbol_pack("ZVZZT"), 1, 'S', 6), 0);
+	assert_int_equal(uf_ring_image_set_symbol(r, 3, uf_ring_symbol_pack("AAPL"), 100, 'Q', 5),
+	                 0);
+	assert_int_equal(uf_ring_image_set_symbol(r, 9, uf_ring_symbol_pack("ZVZZT"), 1, 'S', 6),
+	                 0);
 	assert_int_equal(uf_consumer_lookup(c, "AAPL", &id), 0);
 	assert_int_equal(id, 3);
 	assert_int_equal(uf_consumer_lookup(c, "ZVZZT", &id), 0);
@@ -486,9 +491,9 @@ static void test_image_directory_status_and_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_image_directory_status_and_limits),
-		cmocka_unit_test(test_image_snapshot_is_consistent_while_written),
-		cmocka_unit_test(test_image_snapshot_then_stream_has_no_gap_and_no_duplicate),
+	    cmocka_unit_test(test_image_directory_status_and_limits),
+	    cmocka_unit_test(test_image_snapshot_is_consistent_while_written),
+	    cmocka_unit_test(test_image_snapshot_then_stream_has_no_gap_and_no_duplicate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

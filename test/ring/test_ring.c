@@ -157,7 +157,7 @@ static void test_ring_reader_detects_lap_exactly(void **state)
 
 /* Child: reads every record until the ring is closed, checks order and content. */
 static int child_read_all(const char *name, uint64_t spin_ns, int use_wait, uint64_t total,
-			  int ready_fd)
+                          int ready_fd)
 {
 	uf_consumer_t *c = attach(name, spin_ns, UF_CONSUMER_START_OLDEST);
 	uint64_t want = 0, seq, end = uf_now_mono_ns() + 20000000000ull;
@@ -269,7 +269,7 @@ static int child_lapped_reader(const char *name, uint64_t total, int ready_fd)
 	CHILD_CHECK(got + lost == total);
 	CHILD_CHECK(laps > 0); /* the test must actually have lapped */
 	fprintf(stderr, "lapped reader %d: got %llu lost %llu in %llu laps\n", (int)getpid(),
-		(unsigned long long)got, (unsigned long long)lost, (unsigned long long)laps);
+	        (unsigned long long)got, (unsigned long long)lost, (unsigned long long)laps);
 	uf_consumer_detach(c);
 	return 0;
 }
@@ -658,7 +658,7 @@ static void test_ring_access_modes_and_readonly_mapping(void **state)
 	}
 	st = test_wait_child(pid, 10000);
 	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), SEGV_EXIT); /* the write faulted */
+	assert_int_equal(WEXITSTATUS(st), SEGV_EXIT);   /* the write faulted */
 	assert_int_equal(r->hdr->magic, UF_RING_MAGIC); /* and nothing changed */
 	assert_int_equal(uf_ring_reap(r), 1);           /* the crashed consumer is cleaned up */
 	uf_ring_close(r);
@@ -689,16 +689,16 @@ static void test_ring_create_rejects_bad_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ring_reader_reads_in_order_across_wrap),
-		cmocka_unit_test(test_ring_reader_detects_lap_exactly),
-		cmocka_unit_test(test_ring_several_consumers_see_every_record),
-		cmocka_unit_test(test_ring_lapped_reader_never_sees_torn_record),
-		cmocka_unit_test(test_ring_killed_consumer_is_reaped_and_producer_unaffected),
-		cmocka_unit_test(test_ring_wakes_only_when_a_consumer_sleeps),
-		cmocka_unit_test(test_ring_restart_changes_generation_and_reattach_works),
-		cmocka_unit_test(test_ring_refuses_other_layout_version),
-		cmocka_unit_test(test_ring_access_modes_and_readonly_mapping),
-		cmocka_unit_test(test_ring_create_rejects_bad_options),
+	    cmocka_unit_test(test_ring_reader_reads_in_order_across_wrap),
+	    cmocka_unit_test(test_ring_reader_detects_lap_exactly),
+	    cmocka_unit_test(test_ring_several_consumers_see_every_record),
+	    cmocka_unit_test(test_ring_lapped_reader_never_sees_torn_record),
+	    cmocka_unit_test(test_ring_killed_consumer_is_reaped_and_producer_unaffected),
+	    cmocka_unit_test(test_ring_wakes_only_when_a_consumer_sleeps),
+	    cmocka_unit_test(test_ring_restart_changes_generation_and_reattach_works),
+	    cmocka_unit_test(test_ring_refuses_other_layout_version),
+	    cmocka_unit_test(test_ring_access_modes_and_readonly_mapping),
+	    cmocka_unit_test(test_ring_create_rejects_bad_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,8 @@ static void set_side(struct uf_ring *r, uint32_t id, int side, const int64_t *px
 	struct uf_level lv[8];
 
 	for (int i = 0; i < n; i++)
-		lv[i] = (struct uf_level){.price = px[i], .shares = 100u * (i + 1), .orders = 1u + i};
+		lv[i] =
+		    (struct uf_level){.price = px[i], .shares = 100u * (i + 1), .orders = 1u + i};
 	assert_int_equal(uf_ring_image_set_levels(r, id, side, lv, (uint32_t)n, 1, 0), 0);
 }
 
@@ -80,19 +81,22 @@ static void test_tail_books_prints_uf_decode_format_sorted_by_symbol(void **stat
 
 	snprintf(args, sizeof(args), "--ring %s --books", name);
 	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
-	assert_string_equal(out, "{\"symbol\":\"AA\",\"bid\":[],\"ask\":[[300000,100,1]]}\n"
-				 "{\"symbol\":\"AAPL\",\"bid\":[[1284600,100,1]],\"ask\":[[1284700,100,1],"
-				 "[1284800,200,2],[1284900,300,3]]}\n"
-				 "{\"symbol\":\"MSFT\",\"bid\":[[4100000,100,1],[4099900,200,2]],"
-				 "\"ask\":[[4100100,100,1]]}\n");
+	assert_string_equal(
+	    out, "{\"symbol\":\"AA\",\"bid\":[],\"ask\":[[300000,100,1]]}\n"
+	         "{\"symbol\":\"AAPL\",\"bid\":[[1284600,100,1]],\"ask\":[[1284700,100,1],"
+	         "[1284800,200,2],[1284900,300,3]]}\n"
+	         "{\"symbol\":\"MSFT\",\"bid\":[[4100000,100,1],[4099900,200,2]],"
+	         "\"ask\":[[4100100,100,1]]}\n");
 	snprintf(args, sizeof(args), "--ring %s --books --depth 1", name);
 	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
-	assert_string_equal(out, "{\"symbol\":\"AA\",\"bid\":[],\"ask\":[[300000,100,1]]}\n"
-				 "{\"symbol\":\"AAPL\",\"bid\":[[1284600,100,1]],\"ask\":[[1284700,100,1]]}\n"
-				 "{\"symbol\":\"MSFT\",\"bid\":[[4100000,100,1]],\"ask\":[[4100100,100,1]]}\n");
+	assert_string_equal(
+	    out, "{\"symbol\":\"AA\",\"bid\":[],\"ask\":[[300000,100,1]]}\n"
+	         "{\"symbol\":\"AAPL\",\"bid\":[[1284600,100,1]],\"ask\":[[1284700,100,1]]}\n"
+	         "{\"symbol\":\"MSFT\",\"bid\":[[4100000,100,1]],\"ask\":[[4100100,100,1]]}\n");
 
 	/* --top resolves symbols through the directory and shows the best prices */
-	snprintf(args, sizeof(args), "--ring %s --top AAPL,NOPE --timeout 0.3 --interval 100", name);
+	snprintf(args, sizeof(args), "--ring %s --top AAPL,NOPE --timeout 0.3 --interval 100",
+	         name);
 	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "SYMBOL"));
 	assert_non_null(strstr(out, "128.4600"));
@@ -167,9 +171,9 @@ int main(void)
 {
 	const char *env = getenv("UF_BIN_DIR");
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tail_books_prints_uf_decode_format_sorted_by_symbol),
-		cmocka_unit_test(test_tail_prints_records_and_ends_cleanly),
-		cmocka_unit_test(test_tail_reports_errors),
+	    cmocka_unit_test(test_tail_books_prints_uf_decode_format_sorted_by_symbol),
+	    cmocka_unit_test(test_tail_prints_records_and_ends_cleanly),
+	    cmocka_unit_test(test_tail_reports_errors),
 	};
 
 	snprintf(g_bin, sizeof(g_bin), "%s", env && env[0] ? env : UF_BIN_DIR);

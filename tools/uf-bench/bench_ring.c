@@ -30,11 +30,11 @@
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 
-#define MAXC 4                 /* consumers per case, at most */
-#define BATCH 16               /* records per publish in the throughput phase */
-#define KIND_HELLO 0           /* zmq slow-joiner probe, ignored */
-#define KIND_LAT 1             /* latency-phase record */
-#define KIND_TPUT 2            /* throughput-phase record */
+#define MAXC       4  /* consumers per case, at most */
+#define BATCH      16 /* records per publish in the throughput phase */
+#define KIND_HELLO 0  /* zmq slow-joiner probe, ignored */
+#define KIND_LAT   1  /* latency-phase record */
+#define KIND_TPUT  2  /* throughput-phase record */
 
 enum transport { T_RING_BUSY, T_RING_FUTEX, T_ZMQ, T_UDS, T_COUNT };
 static const char *t_name[] = {"ring", "ring", "zeromq-ipc", "unix-dgram"};
@@ -43,46 +43,46 @@ static const char *t_wait[] = {"busy-poll", "futex", "zmq_poll", "poll"};
 enum phase { P_SETUP, P_LAT, P_LAT_END, P_TPUT, P_TPUT_END };
 
 struct cres {
-	uint64_t lat_recv;   /* latency-phase records received */
-	uint64_t tput_recv;  /* throughput-phase records received */
-	uint64_t tput_last;  /* mono ns of the last throughput record received */
-	uint64_t nsamples;   /* latency samples stored */
+	uint64_t lat_recv;  /* latency-phase records received */
+	uint64_t tput_recv; /* throughput-phase records received */
+	uint64_t tput_last; /* mono ns of the last throughput record received */
+	uint64_t nsamples;  /* latency samples stored */
 };
 
 /* Shared between the producer and the consumers of one case (MAP_SHARED anonymous). */
 struct ctl {
-	uint32_t phase;         /* enum phase, written by the producer */
-	uint32_t ack[MAXC];     /* per consumer: 1 ready, 2 latency drained, 4 throughput drained */
-	uint64_t tput_start;    /* mono ns the throughput phase began */
-	struct cres res[MAXC];  /* per consumer results */
+	uint32_t phase;        /* enum phase, written by the producer */
+	uint32_t ack[MAXC];    /* per consumer: 1 ready, 2 latency drained, 4 throughput drained */
+	uint64_t tput_start;   /* mono ns the throughput phase began */
+	struct cres res[MAXC]; /* per consumer results */
 };
 
 struct opts {
-	double duration;    /* seconds per case (split between the two phases) */
-	uint64_t records;   /* throughput-phase cap on records sent, 0 = none */
-	uint64_t rate;      /* latency-phase messages per second */
-	int json;           /* JSON output */
-	int pin;            /* pin producer to CPU 0, consumers round-robin from CPU 1 */
-	int consumers[3];   /* consumer counts to run */
-	int nconsumers;     /* entries in consumers[] */
-	uint32_t mask;      /* transports to run (bit per enum transport) */
-	int ncpu;           /* CPUs available at start (before the producer pins itself) */
+	double duration;  /* seconds per case (split between the two phases) */
+	uint64_t records; /* throughput-phase cap on records sent, 0 = none */
+	uint64_t rate;    /* latency-phase messages per second */
+	int json;         /* JSON output */
+	int pin;          /* pin producer to CPU 0, consumers round-robin from CPU 1 */
+	int consumers[3]; /* consumer counts to run */
+	int nconsumers;   /* entries in consumers[] */
+	uint32_t mask;    /* transports to run (bit per enum transport) */
+	int ncpu;         /* CPUs available at start (before the producer pins itself) */
 };
 
 struct result {
-	enum transport t;      /* transport */
-	int nc;                /* consumers */
-	int ok;                /* 0 when the case could not run */
-	char note[96];         /* why not, or a remark */
+	enum transport t;        /* transport */
+	int nc;                  /* consumers */
+	int ok;                  /* 0 when the case could not run */
+	char note[96];           /* why not, or a remark */
 	struct uf_bench_pct lat; /* latency over all consumers */
-	uint64_t lat_sent;     /* records sent per consumer in the latency phase */
-	uint64_t lat_lost;     /* sum over consumers */
-	uint64_t tput_sent;    /* records sent per consumer in the throughput phase */
-	double tput_secs;      /* throughput phase length */
-	double send_mps;       /* producer: million records per second (per consumer stream) */
-	double recv_min_mps;   /* slowest consumer's delivered rate */
-	double recv_sum_mps;   /* all consumers together */
-	double loss_pct;       /* records not delivered, % of sent, over all consumers */
+	uint64_t lat_sent;       /* records sent per consumer in the latency phase */
+	uint64_t lat_lost;       /* sum over consumers */
+	uint64_t tput_sent;      /* records sent per consumer in the throughput phase */
+	double tput_secs;        /* throughput phase length */
+	double send_mps;         /* producer: million records per second (per consumer stream) */
+	double recv_min_mps;     /* slowest consumer's delivered rate */
+	double recv_sum_mps;     /* all consumers together */
+	double loss_pct;         /* records not delivered, % of sent, over all consumers */
 };
 
 static uint64_t load_phase(const struct ctl *c)
@@ -103,12 +103,12 @@ static void set_ack(struct ctl *c, int i, uint32_t v)
 /* ---- consumer side: one function per transport family, sharing the accounting ---- */
 
 struct cons {
-	struct ctl *ctl;     /* control block */
-	int idx;             /* consumer index */
-	uint64_t *samples;   /* this consumer's sample array */
-	uint64_t max_samples;/* its capacity */
-	uint64_t deadline;   /* mono ns after which the consumer gives up */
-	uint64_t drain_from; /* mono ns an *_END phase was first seen (0 = not yet) */
+	struct ctl *ctl;      /* control block */
+	int idx;              /* consumer index */
+	uint64_t *samples;    /* this consumer's sample array */
+	uint64_t max_samples; /* its capacity */
+	uint64_t deadline;    /* mono ns after which the consumer gives up */
+	uint64_t drain_from;  /* mono ns an *_END phase was first seen (0 = not yet) */
 };
 
 static void account(struct cons *cs, const struct uf_record *r, uint64_t now)
@@ -420,10 +420,12 @@ static void run_case(enum transport t, int nc, const struct opts *o, struct resu
 			break;
 		}
 		if (pids[i] == 0) {
-			struct cons cs = {.ctl = ctl, .idx = i, .max_samples = max_samples,
-					  .samples = samples + (uint64_t)i * max_samples,
-					  .deadline = uf_bench_now_ns() +
-						      (uint64_t)((o->duration * 3 + 20) * 1e9)};
+			struct cons cs = {.ctl = ctl,
+			                  .idx = i,
+			                  .max_samples = max_samples,
+			                  .samples = samples + (uint64_t)i * max_samples,
+			                  .deadline = uf_bench_now_ns() +
+			                              (uint64_t)((o->duration * 3 + 20) * 1e9)};
 			int rc;
 			if (o->pin && ncpu > 1)
 				uf_bench_pin((1 + i) % ncpu);
@@ -473,14 +475,14 @@ static void run_case(enum transport t, int nc, const struct opts *o, struct resu
 		if (res->recv_min_mps < 0 || mps < res->recv_min_mps)
 			res->recv_min_mps = mps;
 		res->recv_sum_mps += mps;
-		res->loss_pct += (double)(res->tput_sent > cr->tput_recv ? res->tput_sent - cr->tput_recv
-									 : 0);
+		res->loss_pct +=
+		    (double)(res->tput_sent > cr->tput_recv ? res->tput_sent - cr->tput_recv : 0);
 	}
 	if (res->ok) {
 		uf_bench_percentiles(all, nall, &res->lat);
 		res->send_mps = (double)res->tput_sent / res->tput_secs / 1e6;
-		res->loss_pct = res->tput_sent ? 100.0 * res->loss_pct / ((double)res->tput_sent * nc)
-					       : 0;
+		res->loss_pct =
+		    res->tput_sent ? 100.0 * res->loss_pct / ((double)res->tput_sent * nc) : 0;
 	}
 	if (p.pub)
 		zmq_close(p.pub);
@@ -516,7 +518,8 @@ static void print_table(const struct result *rs, int n, const struct opts *o)
 		printf("%9" PRIu64 " %9" PRIu64 " %10" PRIu64 " %10" PRIu64 " %9" PRIu64
 		       " | %9.2f %9.2f %9.2f %7.2f%s%s\n",
 		       r->lat.p50, r->lat.p99, r->lat.p999, r->lat.max, r->lat_lost, r->send_mps,
-		       r->recv_min_mps, r->recv_sum_mps, r->loss_pct, r->note[0] ? "  " : "", r->note);
+		       r->recv_min_mps, r->recv_sum_mps, r->loss_pct, r->note[0] ? "  " : "",
+		       r->note);
 	}
 	printf("latency: %" PRIu64 " msg/s paced, %.2f s per phase; recv_M/s = slowest consumer; "
 	       "%d CPUs, load average %.2f at the end%s\n",
@@ -531,17 +534,17 @@ static void print_json(const struct result *rs, int n, const struct opts *o)
 	       o->ncpu, uf_bench_loadavg(), o->rate, o->duration / 2);
 	for (int i = 0; i < n; i++) {
 		const struct result *r = &rs[i];
-		printf("%s{\"transport\":\"%s\",\"consumers\":%d,\"wait\":\"%s\",\"ok\":%s", i ? "," : "",
-		       t_name[r->t], r->nc, t_wait[r->t], r->ok ? "true" : "false");
+		printf("%s{\"transport\":\"%s\",\"consumers\":%d,\"wait\":\"%s\",\"ok\":%s",
+		       i ? "," : "", t_name[r->t], r->nc, t_wait[r->t], r->ok ? "true" : "false");
 		if (r->ok)
 			printf(",\"latency_ns\":{\"samples\":%" PRIu64 ",\"p50\":%" PRIu64
 			       ",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64
 			       "},\"latency_lost\":%" PRIu64 ",\"throughput\":{\"sent\":%" PRIu64
 			       ",\"seconds\":%.3f,\"send_mps\":%.3f,\"recv_min_mps\":%.3f"
 			       ",\"recv_sum_mps\":%.3f,\"loss_pct\":%.3f}",
-			       r->lat.n, r->lat.p50, r->lat.p99, r->lat.p999, r->lat.max, r->lat_lost,
-			       r->tput_sent, r->tput_secs, r->send_mps, r->recv_min_mps, r->recv_sum_mps,
-			       r->loss_pct);
+			       r->lat.n, r->lat.p50, r->lat.p99, r->lat.p999, r->lat.max,
+			       r->lat_lost, r->tput_sent, r->tput_secs, r->send_mps,
+			       r->recv_min_mps, r->recv_sum_mps, r->loss_pct);
 		printf(",\"note\":\"%s\"}", r->note);
 	}
 	printf("]}\n");
@@ -550,22 +553,29 @@ static void print_json(const struct result *rs, int n, const struct opts *o)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: uf-bench ring [--json] [--duration S] [--records N] [--rate MSG_PER_S]\n"
-		   "                     [--consumers 1,2,4] [--only ring,zmq,uds] [--no-pin]\n"
-		   "  --duration S   seconds per case, half latency, half throughput (default 1)\n"
-		   "  --records N    cap on records sent in the throughput phase\n"
-		   "  --rate R       paced latency-phase rate (default 100000/s)\n");
+	           "                     [--consumers 1,2,4] [--only ring,zmq,uds] [--no-pin]\n"
+	           "  --duration S   seconds per case, half latency, half throughput (default 1)\n"
+	           "  --records N    cap on records sent in the throughput phase\n"
+	           "  --rate R       paced latency-phase rate (default 100000/s)\n");
 }
 
 int uf_bench_ring(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"json", no_argument, 0, 'j'},         {"duration", required_argument, 0, 'd'},
-		{"records", required_argument, 0, 'n'}, {"rate", required_argument, 0, 'r'},
-		{"consumers", required_argument, 0, 'c'}, {"only", required_argument, 0, 'o'},
-		{"no-pin", no_argument, 0, 'P'},        {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
-	struct opts o = {.duration = 1.0, .rate = 100000, .pin = 1, .consumers = {1, 2, 4},
-			 .nconsumers = 3, .mask = (1u << T_COUNT) - 1};
+	static const struct option lo[] = {{"json", no_argument, 0, 'j'},
+	                                   {"duration", required_argument, 0, 'd'},
+	                                   {"records", required_argument, 0, 'n'},
+	                                   {"rate", required_argument, 0, 'r'},
+	                                   {"consumers", required_argument, 0, 'c'},
+	                                   {"only", required_argument, 0, 'o'},
+	                                   {"no-pin", no_argument, 0, 'P'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
+	struct opts o = {.duration = 1.0,
+	                 .rate = 100000,
+	                 .pin = 1,
+	                 .consumers = {1, 2, 4},
+	                 .nconsumers = 3,
+	                 .mask = (1u << T_COUNT) - 1};
 	struct result rs[T_COUNT * 3];
 	int opt, n = 0;
 	char *end, *tok, *save;
@@ -605,7 +615,8 @@ int uf_bench_ring(int argc, char **argv)
 			break;
 		case 'o':
 			o.mask = 0;
-			for (tok = strtok_r(optarg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			for (tok = strtok_r(optarg, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
 				if (strcmp(tok, "ring") == 0)
 					o.mask |= 1u << T_RING_BUSY | 1u << T_RING_FUTEX;
 				else if (strcmp(tok, "zmq") == 0)
@@ -633,8 +644,8 @@ int uf_bench_ring(int argc, char **argv)
 		if (!(o.mask & (1u << t)))
 			continue;
 		for (int k = 0; k < o.nconsumers; k++) {
-			fprintf(stderr, "uf-bench ring: %s %s, %d consumer(s)...\n", t_name[t], t_wait[t],
-				o.consumers[k]);
+			fprintf(stderr, "uf-bench ring: %s %s, %d consumer(s)...\n", t_name[t],
+			        t_wait[t], o.consumers[k]);
 			run_case((enum transport)t, o.consumers[k], &o, &rs[n++]);
 		}
 	}

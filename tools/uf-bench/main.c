@@ -5,9 +5,9 @@
 #include "bench.h"
 
 struct bench_cmd {
-	const char *name;                   /* subcommand */
-	int (*run)(int argc, char **argv);  /* argv[0] is the subcommand name */
-	const char *summary;                /* one line for --help */
+	const char *name;                  /* subcommand */
+	int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+	const char *summary;               /* one line for --help */
 };
 
 static const struct bench_cmd cmds[] = {

@@ -56,30 +56,30 @@ static uint64_t now_ns(clockid_t clk)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: uf-tail --ring NAME [options]\n"
-		"  (records)         [--json] [--oldest] [--count N] [--timeout S] [--spin-us N]\n"
-		"  --books           print the book image as JSON lines (as `uf-decode books`)\n"
-		"  --depth N         levels per side for --books (default: all in the image)\n"
-		"  --top SYMS        live top-of-book view of comma-separated symbols\n"
-		"  --interval MS     --top refresh period (default 250)\n"
-		"  --info            print ring facts (generation, capacity, tail, ...)\n"
-		"  --dir DIR         shm directory (default $UF_RING_DIR or /dev/shm)\n"
-		"Ends on ring close, --count, --timeout or Ctrl-C (exit 0).\n");
+	        "usage: uf-tail --ring NAME [options]\n"
+	        "  (records)         [--json] [--oldest] [--count N] [--timeout S] [--spin-us N]\n"
+	        "  --books           print the book image as JSON lines (as `uf-decode books`)\n"
+	        "  --depth N         levels per side for --books (default: all in the image)\n"
+	        "  --top SYMS        live top-of-book view of comma-separated symbols\n"
+	        "  --interval MS     --top refresh period (default 250)\n"
+	        "  --info            print ring facts (generation, capacity, tail, ...)\n"
+	        "  --dir DIR         shm directory (default $UF_RING_DIR or /dev/shm)\n"
+	        "Ends on ring close, --count, --timeout or Ctrl-C (exit 0).\n");
 }
 
 static const char *kind_name(uint8_t k)
 {
-	static const char *names[] = {"?",        "level",    "add",      "modify",
-				      "delete",   "trade",    "status",   "gap",
-				      "snap_begin", "snap_end", "instrument"};
+	static const char *names[] = {"?",          "level",    "add",       "modify",
+	                              "delete",     "trade",    "status",    "gap",
+	                              "snap_begin", "snap_end", "instrument"};
 	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
 /* Symbol of an instrument from the image directory, cached; "" until the producer set it. */
 struct symcache {
-	uint32_t n;          /* entries */
-	char (*sym)[9];      /* per instrument id */
-	uf_consumer_t *c;    /* where to look */
+	uint32_t n;                    /* entries */
+	char (*sym)[9];                /* per instrument id */
+	uf_consumer_t *c;              /* where to look */
 	struct uf_book_snapshot *snap; /* scratch */
 };
 
@@ -109,7 +109,7 @@ static void json_str(FILE *f, const char *s)
 }
 
 static void print_record(FILE *f, const struct uf_record *r, uint64_t seq, int json,
-			 struct symcache *sc)
+                         struct symcache *sc)
 {
 	uint64_t now = now_ns(CLOCK_REALTIME);
 	int64_t lat = r->rx_ts ? (int64_t)(now - r->rx_ts) : -1;
@@ -117,23 +117,25 @@ static void print_record(FILE *f, const struct uf_record *r, uint64_t seq, int j
 	char side = r->side ? (char)r->side : '-';
 
 	if (json) {
-		fprintf(f, "{\"seq\":%" PRIu64 ",\"kind\":\"%s\",\"instrument\":%u,\"symbol\":", seq,
-			kind_name(r->kind), r->instrument);
+		fprintf(f,
+		        "{\"seq\":%" PRIu64 ",\"kind\":\"%s\",\"instrument\":%u,\"symbol\":", seq,
+		        kind_name(r->kind), r->instrument);
 		json_str(f, sym);
 		fprintf(f,
-			",\"side\":\"%c\",\"flags\":%u,\"price\":%" PRId64 ",\"shares\":%" PRIu64
-			",\"orders_aux\":%u,\"ref\":%" PRIu64 ",\"exch_ts\":%" PRIu64
-			",\"rx_ts\":%" PRIu64 ",\"pub_delta_ns\":%u,\"feed_seq\":%" PRIu64
-			",\"latency_ns\":%" PRId64 "}\n",
-			side, r->flags, r->price, r->shares, r->orders, r->ref, r->exch_ts, r->rx_ts,
-			r->pub_delta_ns, r->feed_seq, lat);
+		        ",\"side\":\"%c\",\"flags\":%u,\"price\":%" PRId64 ",\"shares\":%" PRIu64
+		        ",\"orders_aux\":%u,\"ref\":%" PRIu64 ",\"exch_ts\":%" PRIu64
+		        ",\"rx_ts\":%" PRIu64 ",\"pub_delta_ns\":%u,\"feed_seq\":%" PRIu64
+		        ",\"latency_ns\":%" PRId64 "}\n",
+		        side, r->flags, r->price, r->shares, r->orders, r->ref, r->exch_ts,
+		        r->rx_ts, r->pub_delta_ns, r->feed_seq, lat);
 		return;
 	}
-	fprintf(f, "%10" PRIu64 " %-10s %-8s %c %12" PRId64 ".%04" PRId64 " %10" PRIu64 " %6u",
-		seq, kind_name(r->kind), sym[0] ? sym : "?", side, r->price / 10000,
-		(r->price < 0 ? -r->price : r->price) % 10000, r->shares, r->orders);
-	fprintf(f, " feed_seq=%" PRIu64 "%s%s%s", r->feed_seq, r->flags & UF_RECF_LAST ? " LAST" : "",
-		r->flags & UF_RECF_BBO ? " BBO" : "", r->flags & UF_RECF_STALE ? " STALE" : "");
+	fprintf(f, "%10" PRIu64 " %-10s %-8s %c %12" PRId64 ".%04" PRId64 " %10" PRIu64 " %6u", seq,
+	        kind_name(r->kind), sym[0] ? sym : "?", side, r->price / 10000,
+	        (r->price < 0 ? -r->price : r->price) % 10000, r->shares, r->orders);
+	fprintf(f, " feed_seq=%" PRIu64 "%s%s%s", r->feed_seq,
+	        r->flags & UF_RECF_LAST ? " LAST" : "", r->flags & UF_RECF_BBO ? " BBO" : "",
+	        r->flags & UF_RECF_STALE ? " STALE" : "");
 	if (lat >= 0)
 		fprintf(f, " lat=%.1fus", (double)lat / 1000.0);
 	fputc('\n', f);
@@ -172,9 +174,10 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 			return 1;
 		case -EOVERFLOW:
 			uf_consumer_last_lap(c, &lap);
-			fprintf(stderr, "uf-tail: lapped: lost %" PRIu64 " records (%" PRIu64
-					"..%" PRIu64 "), resuming at %" PRIu64 "\n",
-				lap.lost, lap.from_seq, lap.resume_seq - 1, lap.resume_seq);
+			fprintf(stderr,
+			        "uf-tail: lapped: lost %" PRIu64 " records (%" PRIu64 "..%" PRIu64
+			        "), resuming at %" PRIu64 "\n",
+			        lap.lost, lap.from_seq, lap.resume_seq - 1, lap.resume_seq);
 			continue;
 		case -EPIPE:
 			fprintf(stderr, "uf-tail: ring closed by the producer\n");
@@ -197,13 +200,13 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 			return 0;
 		/* short slices so Ctrl-C and --timeout are noticed promptly */
 		uf_consumer_wait(c, deadline - now < 100000000ull ? (int64_t)(deadline - now)
-								  : 100000000ll);
+		                                                  : 100000000ll);
 	}
 	return 0;
 }
 
 static int run_records(const struct tail_opts *o, uf_consumer_t *c, struct symcache *sc,
-		       uint64_t deadline)
+                       uint64_t deadline)
 {
 	struct uf_record rec;
 	uint64_t seq, n = 0;
@@ -257,8 +260,8 @@ static void print_side(FILE *f, const struct uf_level *lv, uint32_t n, uint32_t 
 		n = depth;
 	fputc('[', f);
 	for (uint32_t i = 0; i < n; i++)
-		fprintf(f, "%s[%" PRId64 ",%" PRIu64 ",%u]", i ? "," : "", lv[i].price, lv[i].shares,
-			lv[i].orders);
+		fprintf(f, "%s[%" PRId64 ",%" PRIu64 ",%u]", i ? "," : "", lv[i].price,
+		        lv[i].shares, lv[i].orders);
 	fputc(']', f);
 }
 
@@ -289,12 +292,12 @@ static int run_books(const struct tail_opts *o, uf_consumer_t *c)
 
 /* ---- --top ---- */
 struct top_row {
-	char sym[9];        /* symbol as asked */
-	int found;          /* resolved in the directory */
-	uint32_t id;        /* instrument id */
-	uint64_t updates;   /* records seen for it */
-	int64_t last_lat;   /* wire-to-consumer latency of the last record, ns (-1 unknown) */
-	int64_t max_lat;    /* max latency since the last refresh */
+	char sym[9];      /* symbol as asked */
+	int found;        /* resolved in the directory */
+	uint32_t id;      /* instrument id */
+	uint64_t updates; /* records seen for it */
+	int64_t last_lat; /* wire-to-consumer latency of the last record, ns (-1 unknown) */
+	int64_t max_lat;  /* max latency since the last refresh */
 };
 
 static void fmt_px(char *buf, size_t len, int64_t px)
@@ -310,13 +313,15 @@ static void draw_top(uf_consumer_t *c, struct top_row *rows, int n, int redraw, 
 	if (redraw && tty)
 		printf("\033[%dA", n + 1);
 	printf("%-8s %10s %12s %12s %10s %12s %12s %9s %11s %11s%s\n", "SYMBOL", "BIDSZ", "BID",
-	       "ASK", "ASKSZ", "LAST", "VOLUME", "UPDATES", "LAT_US", "MAXLAT_US", tty ? "\033[K" : "");
+	       "ASK", "ASKSZ", "LAST", "VOLUME", "UPDATES", "LAT_US", "MAXLAT_US",
+	       tty ? "\033[K" : "");
 	for (int i = 0; i < n; i++) {
 		struct top_row *r = &rows[i];
 		if (!r->found && uf_consumer_lookup(c, r->sym, &r->id) == 0)
 			r->found = 1;
 		if (!r->found || uf_consumer_snapshot(c, r->id, &s) != 0) {
-			printf("%-8s %s%s\n", r->sym, "(not in the directory yet)", tty ? "\033[K" : "");
+			printf("%-8s %s%s\n", r->sym, "(not in the directory yet)",
+			       tty ? "\033[K" : "");
 			continue;
 		}
 		snprintf(bp, sizeof(bp), "-");
@@ -327,10 +332,11 @@ static void draw_top(uf_consumer_t *c, struct top_row *rows, int n, int redraw, 
 			fmt_px(ap, sizeof(ap), s.ask[0].price);
 		fmt_px(lp, sizeof(lp), s.last_price);
 		printf("%-8s %10" PRIu64 " %12s %12s %10" PRIu64 " %12s %12" PRIu64 " %9" PRIu64,
-		       r->sym, s.nbid ? s.bid[0].shares : 0, bp, ap, s.nask ? s.ask[0].shares : 0, lp,
-		       s.volume, r->updates);
+		       r->sym, s.nbid ? s.bid[0].shares : 0, bp, ap, s.nask ? s.ask[0].shares : 0,
+		       lp, s.volume, r->updates);
 		if (r->last_lat >= 0)
-			printf(" %11.1f %11.1f", (double)r->last_lat / 1e3, (double)r->max_lat / 1e3);
+			printf(" %11.1f %11.1f", (double)r->last_lat / 1e3,
+			       (double)r->max_lat / 1e3);
 		else
 			printf(" %11s %11s", "-", "-");
 		printf("%s%s\n", s.flags & UF_RECF_STALE ? " STALE" : "", tty ? "\033[K" : "");
@@ -348,7 +354,8 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 
 	if (!list)
 		return 1;
-	for (tok = strtok_r(list, ",", &save); tok && n < TOP_MAX; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = strtok_r(list, ",", &save); tok && n < TOP_MAX;
+	     tok = strtok_r(NULL, ",", &save)) {
 		if (strlen(tok) == 0 || strlen(tok) > 8) {
 			fprintf(stderr, "uf-tail: --top: bad symbol \"%s\"\n", tok);
 			free(list);
@@ -412,7 +419,8 @@ static int run_info(uf_consumer_t *c, const char *name)
 	uf_consumer_get_info(c, &i);
 	printf("{\"ring\":\"%s\",\"generation\":%" PRIu64 ",\"capacity\":%" PRIu64
 	       ",\"tail\":%" PRIu64 ",\"closed\":%d,\"producer_pid\":%d,\"numa_node\":%d"
-	       ",\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u,\"created_ns\":%" PRIu64 "}\n",
+	       ",\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u,\"created_ns\":%" PRIu64
+	       "}\n",
 	       name, i.generation, i.capacity, i.tail, i.closed, i.producer_pid, i.numa_node,
 	       i.hugepages, i.depth, i.max_instruments, i.created_ns);
 	return 0;
@@ -430,13 +438,13 @@ static int parse_u64(const char *s, uint64_t *v)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"ring", required_argument, 0, 'r'},    {"json", no_argument, 0, 'j'},
-		{"books", no_argument, 0, 'b'},         {"depth", required_argument, 0, 'd'},
-		{"top", required_argument, 0, 't'},     {"count", required_argument, 0, 'n'},
-		{"timeout", required_argument, 0, 'T'}, {"oldest", no_argument, 0, 'o'},
-		{"spin-us", required_argument, 0, 's'}, {"interval", required_argument, 0, 'i'},
-		{"dir", required_argument, 0, 'D'},     {"info", no_argument, 0, 'I'},
-		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+	    {"ring", required_argument, 0, 'r'},    {"json", no_argument, 0, 'j'},
+	    {"books", no_argument, 0, 'b'},         {"depth", required_argument, 0, 'd'},
+	    {"top", required_argument, 0, 't'},     {"count", required_argument, 0, 'n'},
+	    {"timeout", required_argument, 0, 'T'}, {"oldest", no_argument, 0, 'o'},
+	    {"spin-us", required_argument, 0, 's'}, {"interval", required_argument, 0, 'i'},
+	    {"dir", required_argument, 0, 'D'},     {"info", no_argument, 0, 'I'},
+	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
 	struct tail_opts o = {.spin_us = 20, .interval_ms = 250};
 	struct symcache sc = {0};
 	struct sigaction sa;
