@@ -24,6 +24,7 @@
 #define TOP_MAX 32
 
 static volatile sig_atomic_t g_stop;
+static int g_reattached; /* set when next_event followed a producer restart */
 
 static void on_signal(int sig)
 {
@@ -188,6 +189,7 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 				fprintf(stderr, "uf-tail: %s\n", err);
 				return -1;
 			}
+			g_reattached = 1; /* instrument ids may mean other symbols now */
 			continue;
 		case -EAGAIN:
 			break;
@@ -213,6 +215,10 @@ static int run_records(const struct tail_opts *o, uf_consumer_t *c, struct symca
 	int rc;
 
 	while ((o->count == 0 || n < o->count) && (rc = next_event(c, &rec, &seq, deadline)) == 1) {
+		if (g_reattached) {
+			memset(sc->sym, 0, (size_t)sc->n * sizeof(*sc->sym));
+			g_reattached = 0;
+		}
 		print_record(stdout, &rec, seq, o->json, sc);
 		n++;
 	}
