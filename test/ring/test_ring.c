@@ -686,6 +686,43 @@ static void test_ring_create_rejects_bad_options(void **state)
 	assert_null(r);
 }
 
+static void test_ring_full_table_and_bad_seek_are_refused(void **state)
+{
+	uf_consumer_t *c[8], *extra = NULL;
+	char name[64], err[256] = "";
+	struct uf_ring *r;
+
+	test_ring_name(name, sizeof(name), "full");
+	r = make_ring(name, 64, 0600); /* 8 consumer slots */
+	for (int i = 0; i < 8; i++) {
+		c[i] = attach(name, 0, UF_CONSUMER_START_LATEST);
+		assert_non_null(c[i]);
+	}
+	assert_int_equal(uf_consumer_attach(name, NULL, &extra, err, sizeof(err)), -EUSERS);
+	assert_non_null(strstr(err, "all 8 consumer slots are in use"));
+	uf_consumer_detach(c[7]); /* a slot comes back on detach */
+	c[7] = attach(name, 0, UF_CONSUMER_START_LATEST);
+	assert_non_null(c[7]);
+	assert_int_equal(uf_ring_consumers(r, NULL, 0), 8);
+
+	publish_range(r, 0, 200, 8);
+	assert_int_equal(uf_consumer_seek(c[0], 201), -ERANGE); /* not published yet */
+	assert_int_equal(uf_consumer_seek(c[0], 100), -ERANGE); /* overwritten already */
+	assert_int_equal(uf_consumer_seek(c[0], 150), 0);
+	{
+		struct uf_record rec;
+		uint64_t seq;
+		assert_int_equal(uf_consumer_next(c[0], &rec, &seq), 0);
+		assert_int_equal(seq, 150);
+		assert_true(test_rec_ok(&rec, 150));
+	}
+	for (int i = 0; i < 8; i++)
+		uf_consumer_detach(c[i]);
+	assert_int_equal(uf_ring_consumers(r, NULL, 0), 0);
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -699,6 +736,7 @@ int main(void)
 	    cmocka_unit_test(test_ring_refuses_other_layout_version),
 	    cmocka_unit_test(test_ring_access_modes_and_readonly_mapping),
 	    cmocka_unit_test(test_ring_create_rejects_bad_options),
+	    cmocka_unit_test(test_ring_full_table_and_bad_seek_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
