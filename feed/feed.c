@@ -25,6 +25,11 @@ _Static_assert(sizeof(struct uf_level) == UF_FEED_LEVEL_SIZE, "publish level lay
 #define UF_FEED_RCVBUF (16 << 20) /* socket receive buffer: absorbs bursts during recovery */
 #define UF_FEED_MAX_DEPTH 64     /* image levels per side we copy at most */
 
+struct uf_feed_filter {
+	uint32_t n;                           /* symbols (0 = everything passes) */
+	char (*syms)[9];                      /* sorted, NUL-terminated, trimmed */
+};
+
 struct uf_feed {
 	struct uf_feed_config cfg;            /* copy (symbols not kept) */
 	struct uf_feed_stats stats;           /* counters (uf_feed_stats.h) */
@@ -47,6 +52,13 @@ struct uf_feed {
 	struct uf_level bids[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
 	struct uf_level asks[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
 	char err[256];                        /* last error */
+	/* symbol filter: books for all, records and image only for wanted instruments */
+	int filter_on;                        /* a filter is active (else everything passes) */
+	uint8_t *wanted;                      /* per instrument: passes the filter */
+	struct uf_feed_filter filt[2];        /* double buffer: [active] read by the feed thread */
+	uint32_t filt_active;                 /* slot the feed thread uses (feed thread writes) */
+	uint32_t filt_pending;                /* 0, or slot + 1 published by uf_feed_set_symbols */
+	pthread_mutex_t filt_lock;            /* serialises uf_feed_set_symbols callers */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
 
@@ -91,13 +103,99 @@ const char *uf_feed_error(const struct uf_feed *f)
 	return f->err;
 }
 
+struct uf_ring *uf_feed_ring(const struct uf_feed *f)
+{
+	return f->ring;
+}
+
+static int uf_feed_sym_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* Copies and sorts a symbol list into filter slot `fl`. Cold. */
+static int uf_feed_filter_fill(struct uf_feed_filter *fl, const char (*symbols)[9], uint32_t n)
+{
+	char (*v)[9] = NULL;
+	if (n) {
+		v = calloc(n, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++) {
+			if (memchr(symbols[i], '\0', 9) == NULL) {
+				free(v);
+				return -EINVAL;
+			}
+			memcpy(v[i], symbols[i], 9);
+		}
+		qsort(v, n, sizeof(*v), uf_feed_sym_cmp);
+	}
+	free(fl->syms);
+	fl->syms = v;
+	fl->n = n;
+	return 0;
+}
+
+/* Whether the 8 space-padded symbol bytes pass filter `fl`. */
+static int uf_feed_filter_wants(const struct uf_feed_filter *fl, const char *sym8)
+{
+	char s[9];
+	size_t len = 8;
+	memcpy(s, sym8, 8);
+	while (len && s[len - 1] == ' ')
+		len--;
+	s[len] = '\0';
+	return fl->n == 0 || bsearch(s, fl->syms, fl->n, sizeof(*fl->syms), uf_feed_sym_cmp) != NULL;
+}
+
+int uf_feed_set_symbols(struct uf_feed *f, const char (*symbols)[9], uint32_t n)
+{
+	int rc = 0;
+	pthread_mutex_lock(&f->filt_lock);
+	/* The feed thread takes a published slot between batches; the inactive slot is only
+	 * ours once it did (pending == 0). Bounded wait. */
+	for (int i = 0; i < 1000 && uf_load_acquire_u32(&f->filt_pending) != 0; i++)
+		usleep(1000);
+	if (uf_load_acquire_u32(&f->filt_pending) != 0) {
+		rc = -EBUSY;
+		goto out_unlock;
+	}
+	uint32_t slot = 1 - uf_load_acquire_u32(&f->filt_active);
+	rc = uf_feed_filter_fill(&f->filt[slot], symbols, n);
+	if (rc == 0)
+		uf_store_release_u32(&f->filt_pending, slot + 1); /* the slot's contents first */
+out_unlock:
+	pthread_mutex_unlock(&f->filt_lock);
+	return rc;
+}
+
 /* ---- the hot path ---- */
 
 /* Sends the records of the current packet to the ring, then updates the book image of
  * what they touched, stamped with the ring sequence after them (snapshot-then-stream
  * handover for late consumers), then records the wire-to-publish latency. */
+static void uf_feed_filter_records(struct uf_feed *f)
+{
+	const struct uf_feed_filter *fl = &f->filt[f->filt_active];
+	size_t k = 0;
+	for (size_t i = 0; i < f->nrec; i++) {
+		const struct uf_record *r = &f->recs[i];
+		uint32_t id = r->instrument;
+		if (r->kind == UF_REC_INSTRUMENT && id < f->max_inst)
+			f->wanted[id] = (uint8_t)uf_feed_filter_wants(fl, (const char *)&r->ref);
+		if (r->kind == UF_REC_GAP || id == 0 || (id < f->max_inst && f->wanted[id])) {
+			if (k != i)
+				f->recs[k] = *r;
+			k++;
+		}
+	}
+	f->nrec = k;
+}
+
 static void uf_feed_flush(struct uf_feed *f)
 {
+	if (UF_UNLIKELY(f->filter_on) && f->nrec)
+		uf_feed_filter_records(f);
 	if (f->nrec) {
 		uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, f->nrec);
 		uf_stat_add(&f->stats.records, f->nrec);
@@ -240,6 +338,53 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	uf_feed_flush(f);
 }
 
+/* Feed thread: switches to a filter published by uf_feed_set_symbols. Instruments that
+ * enter it get their whole book as a snapshot in the stream and in the image. Cold. */
+static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
+{
+	uint32_t slot = pending - 1;
+	const struct uf_feed_filter *fl = &f->filt[slot];
+	uf_feed_flush(f);
+	for (uint32_t id = 1; id < f->max_inst; id++) {
+		char sym[9];
+		if (uf_publish_symbol(f->pub, id, sym) < 0)
+			continue;
+		char pad[8];
+		memset(pad, ' ', sizeof(pad));
+		memcpy(pad, sym, strlen(sym));
+		uint8_t now = (uint8_t)uf_feed_filter_wants(fl, pad);
+		if (now && !f->wanted[id]) {
+			/* Its directory entry first (the stream and the image never had it), then
+			 * its book. */
+			const struct uf_pub_instrument *pi = uf_publish_instrument(f->pub, id);
+			struct uf_record *ir = &f->recs[0];
+			memset(ir, 0, sizeof(*ir));
+			ir->kind = UF_REC_INSTRUMENT;
+			ir->flags = UF_RECF_LAST;
+			ir->instrument = id;
+			memcpy(&ir->ref, pi->symbol, sizeof(ir->ref));
+			ir->shares = pi->round_lot;
+			ir->aux = pi->market_category;
+			uint64_t iseq = uf_feed_ring_publish(f->ring, ir, 1);
+			uf_feed_ring_image_record(f->ring, ir, iseq);
+			uf_stat_add(&f->stats.records, 1);
+			int n = uf_publish_snapshot(f->pub, id, f->recs, UF_FEED_RECS);
+			if (n > 0) {
+				uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, (size_t)n);
+				uf_stat_add(&f->stats.records, (uint64_t)n);
+				int nb = uf_publish_top(f->pub, id, UF_SIDE_BID, f->bids, f->depth);
+				int na = uf_publish_top(f->pub, id, UF_SIDE_ASK, f->asks, f->depth);
+				uf_feed_ring_set_book(f->ring, id, f->bids, nb > 0 ? (uint32_t)nb : 0,
+						      f->asks, na > 0 ? (uint32_t)na : 0, seq, 0);
+			}
+		}
+		f->wanted[id] = now;
+	}
+	f->filter_on = fl->n != 0;
+	uf_store_release_u32(&f->filt_active, slot);
+	uf_store_release_u32(&f->filt_pending, 0); /* the old slot is free for the next change */
+}
+
 static void uf_feed_pin(int cpu)
 {
 	if (cpu < 0)
@@ -284,6 +429,9 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		fprintf(stderr, "uf_feed: feed %s runs on back end %s (configured %s)\n", f->cfg.name,
 			uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
 	while (!*stop) {
+		uint32_t pending = uf_load_acquire_u32(&f->filt_pending); /* pairs with set_symbols */
+		if (UF_UNLIKELY(pending))
+			uf_feed_apply_filter(f, pending);
 		/* epoll sleeps: not longer than a millisecond while a gap's timers run. */
 		int n = uf_ingest_poll(&f->ig, pkts, UF_INGEST_BATCH, uf_arb_gap_open(&f->arb) ? 1 : 50);
 		if (UF_UNLIKELY(n < 0)) {
@@ -386,9 +534,19 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		f->depth = UF_FEED_MAX_DEPTH;
 	f->dirty = calloc(f->max_inst, sizeof(*f->dirty));
 	f->is_dirty = calloc(f->max_inst, 1);
-	if (!f->dirty || !f->is_dirty) {
+	f->wanted = malloc(f->max_inst);
+	pthread_mutex_init(&f->filt_lock, NULL);
+	if (f->wanted)
+		memset(f->wanted, cfg->nsymbols ? 0 : 1, f->max_inst);
+	if (!f->dirty || !f->is_dirty || !f->wanted) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
+		goto out_pub;
+	}
+	rc = uf_feed_filter_fill(&f->filt[0], (const char(*)[9])cfg->symbols, cfg->nsymbols);
+	if (rc < 0) {
+		snprintf(err, errlen, "feed %s: symbol filter: %s", cfg->name,
+			 rc == -EINVAL ? "a symbol is longer than 8 characters" : strerror(-rc));
 		goto out_pub;
 	}
 	rc = uf_feed_ring_create(cfg, &f->ring, why, sizeof(why));
@@ -405,6 +563,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 			 cfg->recovery.queue_packets, strerror(-rc));
 		goto out_ring;
 	}
+	f->filter_on = cfg->nsymbols != 0;
 	*out = f;
 	return 0;
 
@@ -413,6 +572,8 @@ out_ring:
 out_pub:
 	free(f->dirty);
 	free(f->is_dirty);
+	free(f->wanted);
+	free(f->filt[0].syms);
 	uf_publish_destroy(f->pub);
 out_close:
 	for (int i = 0; i < f->nsrc; i++)
@@ -431,6 +592,10 @@ void uf_feed_destroy(struct uf_feed *f)
 	uf_publish_destroy(f->pub);
 	free(f->dirty);
 	free(f->is_dirty);
+	free(f->wanted);
+	free(f->filt[0].syms);
+	free(f->filt[1].syms);
+	pthread_mutex_destroy(&f->filt_lock);
 	for (int i = 0; i < f->nsrc; i++)
 		close(f->fds[i]);
 	free(f);

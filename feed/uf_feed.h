@@ -45,6 +45,21 @@ const struct uf_feed_stats *uf_feed_stats(const struct uf_feed *feed);
  * "recvmmsg", "epoll"; the configured one before the first uf_feed_run(). */
 const char *uf_feed_backend_name(const struct uf_feed *feed);
 
+/* The feed's ring (producer handle), for monitoring: uf_ring_consumers(), the header's
+ * tail and state. Valid until uf_feed_destroy(); never publish through it. */
+struct uf_ring *uf_feed_ring(const struct uf_feed *feed);
+
+/* Replaces the symbol filter (n == 0: every symbol), from any thread while the feed runs
+ * (SIGHUP). The list is copied. Books are kept for every instrument whatever the filter, so
+ * a symbol that enters the filter is published at once, correctly: its whole book goes out
+ * as a snapshot (SNAPSHOT_BEGIN, LEVEL..., SNAPSHOT_END) and into the book image; a symbol
+ * that leaves it gets no more records (its image entry keeps its last state). Records of
+ * instrument 0 (market-wide status) and gap markers always pass.
+ * The feed thread applies the change between two batches. Returns 0, -EINVAL for a symbol
+ * longer than 8 bytes, -ENOMEM, or -EBUSY when the previous change has not been picked up
+ * within a second (the feed thread is not running). */
+int uf_feed_set_symbols(struct uf_feed *feed, const char (*symbols)[9], uint32_t n);
+
 /* Last setup or run error, "" when none. */
 const char *uf_feed_error(const struct uf_feed *feed);
 
