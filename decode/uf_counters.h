@@ -26,7 +26,7 @@ enum uf_mold_err {
 	UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET,  /* a block's data runs past the packet */
 	UF_MOLD_ERR_COUNT_MISMATCH,         /* fewer blocks than the header's count */
 	UF_MOLD_ERR_TRAILING_BYTES,         /* bytes left after `count` blocks */
-	UF_MOLD_ERR_BAD_END_OF_SESSION,     /* reserved: end of session carrying data */
+	UF_MOLD_ERR_BAD_END_OF_SESSION,     /* end of session (0xFFFF) carrying bytes */
 	UF_MOLD_NERR
 };
 

@@ -84,8 +84,9 @@ static inline int uf_mold_open(struct uf_mold_packet *pkt, const uint8_t *buf, s
 		return -EBADMSG;
 	const uint8_t *p = buf + UF_MOLD_HDR_LEN, *end = buf + len;
 	if (pkt->count == 0 || pkt->count == UF_MOLD_COUNT_END) {
-		if (UF_UNLIKELY(p != end)) {
-			pkt->err = UF_MOLD_ERR_TRAILING_BYTES;
+		if (UF_UNLIKELY(p != end)) { /* a header-only packet carrying bytes */
+			pkt->err = pkt->count ? UF_MOLD_ERR_BAD_END_OF_SESSION
+					      : UF_MOLD_ERR_TRAILING_BYTES;
 			return -EBADMSG;
 		}
 		pkt->kind = pkt->count ? UF_MOLD_END_OF_SESSION : UF_MOLD_HEARTBEAT;

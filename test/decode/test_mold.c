@@ -111,6 +111,9 @@ static void test_mold_heartbeat_and_end_of_session(void **s)
 	bad[20] = 0;
 	assert_int_equal(uf_mold_open(&pkt, bad, 21), -EBADMSG);
 	assert_int_equal(pkt.err, UF_MOLD_ERR_TRAILING_BYTES);
+	uf_mold_build_end_of_session(bad, SESSION, 1);
+	assert_int_equal(uf_mold_open(&pkt, bad, 21), -EBADMSG);
+	assert_int_equal(pkt.err, UF_MOLD_ERR_BAD_END_OF_SESSION);
 	free(bad);
 }
 

@@ -471,8 +471,8 @@ static int parse_u64(const char *s, uint64_t *v)
 
 static void make_symbols(struct gen *g)
 {
-	/* Unique tickers: an injective map of the index onto 4 letters (26^4 = 456976,
-	 * 7919 is coprime with it), shortened to 2-4 letters by a second hash. */
+	/* Unique 4-letter tickers: an injective map of the index onto 26^4 = 456976 codes
+	 * (7919 is coprime with it), so neighbouring locates get unrelated names. */
 	for (uint32_t i = 0; i < g->nsym; i++) {
 		uint32_t x = (uint32_t)(((uint64_t)i * 7919u + 12345u) % 456976u);
 		char *n = g->sym[i].name;
