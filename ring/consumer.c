@@ -559,6 +559,12 @@ UF_RING_VISIBLE void uf_consumer_get_info(const uf_consumer_t *c, struct uf_cons
 	info->depth = c->image->depth;
 	info->max_instruments = c->image->max_instruments;
 	info->closed = uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED;
+	{
+		uint64_t start = 0;
+		info->producer_alive =
+		    uf_ring_proc_stat((pid_t)c->hdr->producer_pid, &start, NULL) == 0 &&
+		    (c->hdr->producer_start == 0 || start == c->hdr->producer_start);
+	}
 	info->hugepages = (int)c->hdr->hugepages;
 }
 

@@ -271,6 +271,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	r->hdr->file_size = data_size;
 	r->hdr->producer_pid = (int32_t)getpid();
 	r->hdr->numa_node = node;
+	uf_ring_proc_stat(getpid(), &r->hdr->producer_start, NULL);
 	snprintf(r->hdr->name, sizeof(r->hdr->name), "%s", name);
 	r->hdr->state = UF_RING_STATE_OPEN;
 

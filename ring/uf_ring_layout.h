@@ -64,7 +64,9 @@ struct uf_ring_hdr {
 	uint64_t file_size;      /* total bytes of the data file */
 	int32_t producer_pid;    /* pid of the producer process */
 	int32_t numa_node;       /* node the memory was bound to, -1 when not bound */
-	uint8_t pad0[UF_FALSE_SHARING - 80];
+	uint64_t producer_start; /* producer's /proc starttime: tells a dead producer from a
+	                          * reused pid */
+	uint8_t pad0[UF_FALSE_SHARING - 88];
 
 	/* line 1: lifecycle, written at start and at close */
 	uint32_t state;              /* enum uf_ring_state */

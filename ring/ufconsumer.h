@@ -74,6 +74,9 @@ struct uf_consumer_info {
 	uint32_t depth;           /* book image levels per side */
 	uint32_t max_instruments; /* book image entries */
 	int closed;               /* 1 once the producer closed the ring */
+	int producer_alive;       /* 0 when the producer process is gone (crashed without
+	                           * closing; a restart then shows as -ESTALE). Needs a shared
+	                           * pid namespace */
 	int hugepages;            /* 0 small pages, 1 transparent huge pages advised, 2 hugetlbfs */
 };
 
@@ -151,6 +154,7 @@ void uf_consumer_last_lap(const uf_consumer_t *c, struct uf_consumer_lap *lap);
  * Used after a snapshot to continue from its stamp. Returns 0 or -ERANGE. */
 int uf_consumer_seek(uf_consumer_t *c, uint64_t seq);
 
+/* Facts about the attached ring. Cold: reads /proc for producer_alive. */
 void uf_consumer_get_info(const uf_consumer_t *c, struct uf_consumer_info *info);
 
 /* Copies instrument `id` consistently (sequence lock, retried for at most ~20 ms). Returns 0,

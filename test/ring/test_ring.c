@@ -136,6 +136,8 @@ static void test_ring_reader_detects_lap_exactly(void **state)
 	assert_int_equal(info.lost, 88);
 	assert_int_equal(info.laps, 1);
 	assert_int_equal(info.received, 12);
+	assert_int_equal(info.producer_alive, 1);
+	assert_int_equal(info.producer_pid, getpid());
 
 	/* the producer's report agrees */
 	{
@@ -720,6 +722,49 @@ static void test_ring_full_table_and_bad_seek_are_refused(void **state)
 		uf_consumer_detach(c[i]);
 	assert_int_equal(uf_ring_consumers(r, NULL, 0), 0);
 	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+static void test_ring_consumer_sees_producer_died_without_closing(void **state)
+{
+	struct uf_consumer_info info;
+	struct uf_record rec;
+	char name[64];
+	uf_consumer_t *c;
+	uint64_t seq;
+	pid_t pid;
+	int st;
+
+	test_ring_name(name, sizeof(name), "dead");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct uf_ring_options o;
+		struct uf_ring *r = NULL;
+		struct uf_record recs[3];
+		uf_ring_options_init(&o);
+		o.capacity = 64;
+		o.max_instruments = 8;
+		CHILD_CHECK(uf_ring_create(name, &o, &r, NULL, 0) == 0);
+		for (int i = 0; i < 3; i++)
+			test_rec_make(&recs[i], (uint64_t)i);
+		CHILD_CHECK(uf_ring_publish(r, recs, 3) == 0);
+		_exit(0); /* a crash: no uf_ring_close */
+	}
+	st = test_wait_child(pid, 10000);
+	assert_true(test_child_ok(st));
+	c = attach(name, 0, UF_CONSUMER_START_OLDEST);
+	assert_non_null(c);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.producer_alive, 0);
+	assert_int_equal(info.closed, 0);
+	assert_int_equal(info.producer_pid, pid);
+	for (uint64_t s = 0; s < 3; s++) { /* what was published is still readable */
+		assert_int_equal(uf_consumer_next(c, &rec, &seq), 0);
+		assert_int_equal(seq, s);
+	}
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EAGAIN);
+	uf_consumer_detach(c);
 	uf_ring_unlink(name, NULL);
 }
 

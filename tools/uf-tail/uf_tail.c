@@ -163,6 +163,8 @@ static int attach(const struct tail_opts *o, uf_consumer_t **c)
  * time to stop (closed, deadline, signal), -1 on error. */
 static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, uint64_t deadline)
 {
+	static uint64_t next_alive_check;
+	static int dead_reported;
 	struct uf_consumer_lap lap;
 	char err[512];
 
@@ -200,6 +202,17 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= deadline)
 			return 0;
+		if (now >= next_alive_check) { /* cold: once a second while idle */
+			struct uf_consumer_info info;
+			uf_consumer_get_info(c, &info);
+			if (!info.producer_alive && !dead_reported)
+				fprintf(stderr,
+				        "uf-tail: producer (pid %d) is gone without closing the "
+				        "ring; waiting for a restart\n",
+				        info.producer_pid);
+			dead_reported = !info.producer_alive;
+			next_alive_check = now + 1000000000ull;
+		}
 		/* short slices so Ctrl-C and --timeout are noticed promptly */
 		uf_consumer_wait(c, deadline - now < 100000000ull ? (int64_t)(deadline - now)
 		                                                  : 100000000ll);
@@ -423,12 +436,12 @@ static int run_info(uf_consumer_t *c, const char *name)
 	struct uf_consumer_info i;
 
 	uf_consumer_get_info(c, &i);
-	printf("{\"ring\":\"%s\",\"generation\":%" PRIu64 ",\"capacity\":%" PRIu64
-	       ",\"tail\":%" PRIu64 ",\"closed\":%d,\"producer_pid\":%d,\"numa_node\":%d"
-	       ",\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u,\"created_ns\":%" PRIu64
-	       "}\n",
-	       name, i.generation, i.capacity, i.tail, i.closed, i.producer_pid, i.numa_node,
-	       i.hugepages, i.depth, i.max_instruments, i.created_ns);
+	printf(
+	    "{\"ring\":\"%s\",\"generation\":%" PRIu64 ",\"capacity\":%" PRIu64 ",\"tail\":%" PRIu64
+	    ",\"closed\":%d,\"producer_pid\":%d,\"producer_alive\":%d,\"numa_node\":%d"
+	    ",\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u,\"created_ns\":%" PRIu64 "}\n",
+	    name, i.generation, i.capacity, i.tail, i.closed, i.producer_pid, i.producer_alive,
+	    i.numa_node, i.hugepages, i.depth, i.max_instruments, i.created_ns);
 	return 0;
 }
 
