@@ -782,6 +782,7 @@ int main(void)
 	    cmocka_unit_test(test_ring_access_modes_and_readonly_mapping),
 	    cmocka_unit_test(test_ring_create_rejects_bad_options),
 	    cmocka_unit_test(test_ring_full_table_and_bad_seek_are_refused),
+	    cmocka_unit_test(test_ring_consumer_sees_producer_died_without_closing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
