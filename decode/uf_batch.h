@@ -19,7 +19,7 @@
 #include "decode/uf_itch50.h"
 #include "decode/uf_mold.h"
 
-#define UF_DECODE_PREFETCH_DEFAULT 4   /* packets ahead; see docs/decode.md for the figures */
+#define UF_DECODE_PREFETCH_DEFAULT   4  /* packets ahead; see docs/decode.md for the figures */
 #define UF_DECODE_PREFETCH_MAX_LINES 24 /* lines of one packet prefetched (1536 B: an MTU) */
 
 /* One received datagram. */
@@ -34,7 +34,7 @@ typedef void (*uf_decode_msg_fn)(void *ctx, uint64_t seq, const struct uf_itch_m
 
 /* Counts a message uf_itch_decode refused (rc = its return value). Cold. */
 static inline void uf_decode_count_error(const struct uf_itch_msg *m, size_t len, int rc,
-					 struct uf_decode_counters *c)
+                                         struct uf_decode_counters *c)
 {
 	if (len == 0)
 		UF_DC_ADD(c->itch_empty, 1);
@@ -47,7 +47,7 @@ static inline void uf_decode_count_error(const struct uf_itch_msg *m, size_t len
 /* Decodes one message and counts it (by type, or the error by kind). Returns as
  * uf_itch_decode: 0, -ENOMSG (unknown type), -EBADMSG (bad length). */
 static inline int uf_decode_msg_counted(const uint8_t *p, size_t len, struct uf_itch_msg *m,
-					struct uf_decode_counters *c)
+                                        struct uf_decode_counters *c)
 {
 	int rc = uf_itch_decode_inline(p, len, m);
 	if (UF_LIKELY(rc == 0)) {
@@ -85,15 +85,15 @@ static inline void uf_decode_prefetch_pkt(const struct uf_decode_pkt *pk)
 
 /* Decodes packets[0..n) in order, prefetching `prefetch_distance` packets ahead (0 = off),
  * calling fn(ctx, seq, msg) (if not NULL) for each message that decoded. Returns the
- * number of messages delivered. Heartbeats and end of session are counted, not delivered; sequence tracking
- * (gaps, A/B) is the caller's business: it sees each packet through `pkt_fn` if given
- * (may be NULL), called with the opened packet before its messages, for valid packets only. */
+ * number of messages delivered. Heartbeats and end of session are counted, not delivered; sequence
+ * tracking (gaps, A/B) is the caller's business: it sees each packet through `pkt_fn` if given (may
+ * be NULL), called with the opened packet before its messages, for valid packets only. */
 typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_mold_packet *pkt);
 
 static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, size_t n,
-					    unsigned prefetch_distance,
-					    struct uf_decode_counters *c, uf_decode_pkt_fn pkt_fn,
-					    uf_decode_msg_fn fn, void *ctx)
+                                            unsigned prefetch_distance,
+                                            struct uf_decode_counters *c, uf_decode_pkt_fn pkt_fn,
+                                            uf_decode_msg_fn fn, void *ctx)
 {
 	size_t delivered = 0;
 	uint64_t bytes = 0; /* kept in a register, added to the counters once per batch */
@@ -135,7 +135,7 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 
 /* Out-of-line form of uf_decode_batch_inline (for callers that do not need the inlining). */
 size_t uf_decode_batch(const struct uf_decode_pkt *pkts, size_t n, unsigned prefetch_distance,
-		       struct uf_decode_counters *c, uf_decode_pkt_fn pkt_fn, uf_decode_msg_fn fn,
-		       void *ctx);
+                       struct uf_decode_counters *c, uf_decode_pkt_fn pkt_fn, uf_decode_msg_fn fn,
+                       void *ctx);
 
 #endif /* UF_BATCH_H */

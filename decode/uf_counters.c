@@ -4,23 +4,23 @@
 #include <stdio.h>
 
 static const char *const mold_names[UF_MOLD_NERR] = {
-	[UF_MOLD_ERR_TRUNCATED_HEADER] = "truncated_header",
-	[UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED] = "block_length_truncated",
-	[UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET] = "block_overruns_packet",
-	[UF_MOLD_ERR_COUNT_MISMATCH] = "count_mismatch",
-	[UF_MOLD_ERR_TRAILING_BYTES] = "trailing_bytes",
-	[UF_MOLD_ERR_BAD_END_OF_SESSION] = "bad_end_of_session",
+    [UF_MOLD_ERR_TRUNCATED_HEADER] = "truncated_header",
+    [UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED] = "block_length_truncated",
+    [UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET] = "block_overruns_packet",
+    [UF_MOLD_ERR_COUNT_MISMATCH] = "count_mismatch",
+    [UF_MOLD_ERR_TRAILING_BYTES] = "trailing_bytes",
+    [UF_MOLD_ERR_BAD_END_OF_SESSION] = "bad_end_of_session",
 };
 
 static const char *const file_names[UF_FILE_NERR] = {
-	[UF_FILE_ERR_TRUNCATED_RECORD] = "truncated_record",
-	[UF_FILE_ERR_TRUNCATED_FILE] = "truncated_file",
-	[UF_FILE_ERR_FRAME_NOT_IPV4] = "frame_not_ipv4",
-	[UF_FILE_ERR_FRAME_NOT_UDP] = "frame_not_udp",
-	[UF_FILE_ERR_IP_FRAGMENT] = "ip_fragment",
-	[UF_FILE_ERR_BAD_IP_HEADER] = "bad_ip_header",
-	[UF_FILE_ERR_BAD_UDP_LENGTH] = "bad_udp_length",
-	[UF_FILE_ERR_UNRESOLVABLE_LENGTH] = "unresolvable_length",
+    [UF_FILE_ERR_TRUNCATED_RECORD] = "truncated_record",
+    [UF_FILE_ERR_TRUNCATED_FILE] = "truncated_file",
+    [UF_FILE_ERR_FRAME_NOT_IPV4] = "frame_not_ipv4",
+    [UF_FILE_ERR_FRAME_NOT_UDP] = "frame_not_udp",
+    [UF_FILE_ERR_IP_FRAGMENT] = "ip_fragment",
+    [UF_FILE_ERR_BAD_IP_HEADER] = "bad_ip_header",
+    [UF_FILE_ERR_BAD_UDP_LENGTH] = "bad_udp_length",
+    [UF_FILE_ERR_UNRESOLVABLE_LENGTH] = "unresolvable_length",
 };
 
 const char *uf_mold_err_name(int kind)
@@ -39,7 +39,7 @@ static uint64_t emit(uf_counter_fn fn, void *ctx, const char *name, const uint64
 }
 
 uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf_counter_fn fn,
-					  void *ctx)
+                                          void *ctx)
 {
 	uint64_t total = 0;
 	char name[32];

@@ -44,20 +44,20 @@ enum uf_file_err {
 };
 
 struct uf_decode_counters {
-	uint64_t packets;                     /* MoldUDP64 packets seen (valid or not) */
-	uint64_t heartbeats;                  /* packets with count 0 */
-	uint64_t end_of_session;              /* packets with count 0xFFFF */
-	uint64_t messages;                    /* ITCH messages decoded without error */
-	uint64_t bytes;                       /* ITCH message bytes decoded without error */
-	uint64_t gaps;                        /* forward sequence jumps between packets */
-	uint64_t zero_len_resolved;           /* daily zero length prefixes taken from the type:
-					       * not an error (a known quirk of real files) */
-	uint64_t by_type[UF_ITCH_NTYPES];     /* decoded messages per type, UF_ITCH_TYPES order */
-	uint64_t mold_err[UF_MOLD_NERR];      /* malformed packets, by kind */
-	uint64_t itch_bad_len[UF_ITCH_NTYPES];/* length does not match type, by type */
-	uint64_t itch_unknown_type;           /* unknown type letter: skipped */
-	uint64_t itch_empty;                  /* zero-length message block */
-	uint64_t file_err[UF_FILE_NERR];      /* offline reader framing errors, by kind */
+	uint64_t packets;                      /* MoldUDP64 packets seen (valid or not) */
+	uint64_t heartbeats;                   /* packets with count 0 */
+	uint64_t end_of_session;               /* packets with count 0xFFFF */
+	uint64_t messages;                     /* ITCH messages decoded without error */
+	uint64_t bytes;                        /* ITCH message bytes decoded without error */
+	uint64_t gaps;                         /* forward sequence jumps between packets */
+	uint64_t zero_len_resolved;            /* daily zero length prefixes taken from the type:
+	                                        * not an error (a known quirk of real files) */
+	uint64_t by_type[UF_ITCH_NTYPES];      /* decoded messages per type, UF_ITCH_TYPES order */
+	uint64_t mold_err[UF_MOLD_NERR];       /* malformed packets, by kind */
+	uint64_t itch_bad_len[UF_ITCH_NTYPES]; /* length does not match type, by type */
+	uint64_t itch_unknown_type;            /* unknown type letter: skipped */
+	uint64_t itch_empty;                   /* zero-length message block */
+	uint64_t file_err[UF_FILE_NERR];       /* offline reader framing errors, by kind */
 };
 
 /* Single-writer increment that a monitoring thread may read concurrently. */
@@ -67,7 +67,7 @@ struct uf_decode_counters {
  * `fn` is called once per error kind; returns the total error count. Cold. */
 typedef void (*uf_counter_fn)(void *ctx, const char *name, uint64_t value);
 uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf_counter_fn fn,
-					  void *ctx);
+                                          void *ctx);
 
 /* Sum of every error counter (what `uf-decode` exits 1 on). Cold. */
 uint64_t uf_decode_counters_errors(const struct uf_decode_counters *c);

@@ -11,19 +11,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UF_ITCH_HDR_LEN 11  /* type, locate, tracking, 6-byte timestamp */
-#define UF_ITCH_MAX_LEN 50  /* longest message: NOII ('I') */
-#define UF_ITCH_NTYPES 23
+#define UF_ITCH_HDR_LEN 11 /* type, locate, tracking, 6-byte timestamp */
+#define UF_ITCH_MAX_LEN 50 /* longest message: NOII ('I') */
+#define UF_ITCH_NTYPES  23
 
 struct uf_itch_msg {
-	uint8_t type;          /* message type letter, e.g. 'A' */
-	uint16_t locate;       /* stock locate code (per day, from 'R') */
-	uint16_t tracking;     /* Nasdaq internal tracking number */
-	uint64_t timestamp;    /* ns since midnight */
-	uint16_t len;          /* wire length of the message */
-	const uint8_t *raw;    /* the message in the caller's buffer (zero copy) */
+	uint8_t type;       /* message type letter, e.g. 'A' */
+	uint16_t locate;    /* stock locate code (per day, from 'R') */
+	uint16_t tracking;  /* Nasdaq internal tracking number */
+	uint64_t timestamp; /* ns since midnight */
+	uint16_t len;       /* wire length of the message */
+	const uint8_t *raw; /* the message in the caller's buffer (zero copy) */
 	union {
-		struct { uint8_t event; } sys;                                  /* S */
+		struct {
+			uint8_t event;
+		} sys; /* S */
 		struct {
 			char stock[8];
 			uint8_t market_category, financial_status;
@@ -33,48 +35,67 @@ struct uf_itch_msg {
 			uint8_t authenticity, short_sale_threshold, ipo_flag, luld_tier, etp_flag;
 			uint32_t etp_leverage;
 			uint8_t inverse;
-		} dir;                                                          /* R */
-		struct { char stock[8]; uint8_t trading_state, reserved; char reason[4]; } trading_action; /* H */
-		struct { char stock[8]; uint8_t action; } reg_sho;             /* Y */
+		} dir; /* R */
+		struct {
+			char stock[8];
+			uint8_t trading_state, reserved;
+			char reason[4];
+		} trading_action; /* H */
+		struct {
+			char stock[8];
+			uint8_t action;
+		} reg_sho; /* Y */
 		struct {
 			char mpid[4];
 			char stock[8];
 			uint8_t primary_mm, mm_mode, participant_state;
-		} mp_position;                                                  /* L */
-		struct { uint64_t level1, level2, level3; } mwcb_decline;      /* V, 8 decimals */
-		struct { uint8_t breached_level; } mwcb_status;                 /* W */
+		} mp_position; /* L */
+		struct {
+			uint64_t level1, level2, level3;
+		} mwcb_decline; /* V, 8 decimals */
+		struct {
+			uint8_t breached_level;
+		} mwcb_status; /* W */
 		struct {
 			char stock[8];
 			uint32_t release_time; /* seconds since midnight */
 			uint8_t qualifier;
 			uint32_t price;
-		} ipo;                                                          /* K */
+		} ipo; /* K */
 		struct {
 			char stock[8];
 			uint32_t reference_price, upper_price, lower_price, extension;
-		} luld;                                                         /* J */
-		struct { char stock[8]; uint8_t market_code, action; } op_halt; /* h */
+		} luld; /* J */
+		struct {
+			char stock[8];
+			uint8_t market_code, action;
+		} op_halt; /* h */
 		struct {
 			uint64_t order_ref;
-			uint8_t side;          /* 'B' or 'S' */
+			uint8_t side; /* 'B' or 'S' */
 			uint32_t shares;
 			char stock[8];
 			uint32_t price;
-			char attribution[4];   /* 'F' only; zero bytes for 'A' */
-		} add;                                                          /* A, F */
+			char attribution[4]; /* 'F' only; zero bytes for 'A' */
+		} add;                       /* A, F */
 		struct {
 			uint64_t order_ref;
-			uint32_t shares;       /* executed shares */
+			uint32_t shares; /* executed shares */
 			uint64_t match;
-			uint8_t printable;     /* 'C' only */
-			uint32_t price;        /* 'C' only: the print price, not the order's */
-		} exec;                                                         /* E, C */
-		struct { uint64_t order_ref; uint32_t shares; } cancel;         /* X: cancelled shares */
-		struct { uint64_t order_ref; } del;                             /* D */
+			uint8_t printable; /* 'C' only */
+			uint32_t price;    /* 'C' only: the print price, not the order's */
+		} exec;                    /* E, C */
+		struct {
+			uint64_t order_ref;
+			uint32_t shares;
+		} cancel; /* X: cancelled shares */
+		struct {
+			uint64_t order_ref;
+		} del; /* D */
 		struct {
 			uint64_t orig_ref, new_ref;
 			uint32_t shares, price;
-		} replace;                                                      /* U */
+		} replace; /* U */
 		struct {
 			uint64_t order_ref;
 			uint8_t side;
@@ -82,30 +103,35 @@ struct uf_itch_msg {
 			char stock[8];
 			uint32_t price;
 			uint64_t match;
-		} trade;                                                        /* P */
+		} trade; /* P */
 		struct {
 			uint64_t shares;
 			char stock[8];
 			uint32_t price;
 			uint64_t match;
 			uint8_t cross_type;
-		} cross;                                                        /* Q */
-		struct { uint64_t match; } broken;                              /* B */
+		} cross; /* Q */
+		struct {
+			uint64_t match;
+		} broken; /* B */
 		struct {
 			uint64_t paired_shares, imbalance_shares;
 			uint8_t direction;
 			char stock[8];
 			uint32_t far_price, near_price, current_ref_price;
 			uint8_t cross_type, price_variation;
-		} noii;                                                         /* I */
-		struct { char stock[8]; uint8_t interest_flag; } rpi;          /* N */
+		} noii; /* I */
+		struct {
+			char stock[8];
+			uint8_t interest_flag;
+		} rpi; /* N */
 		struct {
 			char stock[8];
 			uint8_t open_eligibility;
 			uint32_t min_price, max_price, near_exec_price;
 			uint64_t near_exec_time;
 			uint32_t lower_collar, upper_collar;
-		} dlcr;                                                         /* O */
+		} dlcr; /* O */
 	} u;
 };
 
@@ -123,7 +149,7 @@ int uf_itch_decode(const uint8_t *p, size_t len, struct uf_itch_msg *m);
 /* The 23 type letters in the order counters index them (uf_itch_type_index). */
 #define UF_ITCH_TYPES "SRHYLVWKJhAFECXDUPQBINO"
 
-extern const uint8_t uf_itch_len_tab[256]; /* wire length by type letter, 0 = unknown */
+extern const uint8_t uf_itch_len_tab[256];  /* wire length by type letter, 0 = unknown */
 extern const uint8_t uf_itch_idx1_tab[256]; /* 1 + index into UF_ITCH_TYPES, 0 = unknown */
 
 /* Wire length of `type`, 0 if unknown: the inline form of uf_itch_msg_len. */

@@ -2,7 +2,7 @@
 #include "decode/uf_mold.h"
 
 int uf_mold_builder_init(struct uf_mold_builder *b, uint8_t *buf, size_t cap,
-			 const char session[UF_MOLD_SESSION_LEN], uint64_t seq)
+                         const char session[UF_MOLD_SESSION_LEN], uint64_t seq)
 {
 	if (cap < UF_MOLD_HDR_LEN)
 		return -EINVAL;
@@ -41,13 +41,13 @@ static void build_header(uint8_t *out, const char *session, uint64_t seq, uint16
 }
 
 void uf_mold_build_heartbeat(uint8_t out[UF_MOLD_HDR_LEN], const char session[UF_MOLD_SESSION_LEN],
-			     uint64_t next_seq)
+                             uint64_t next_seq)
 {
 	build_header(out, session, next_seq, 0);
 }
 
 void uf_mold_build_end_of_session(uint8_t out[UF_MOLD_HDR_LEN],
-				  const char session[UF_MOLD_SESSION_LEN], uint64_t next_seq)
+                                  const char session[UF_MOLD_SESSION_LEN], uint64_t next_seq)
 {
 	build_header(out, session, next_seq, UF_MOLD_COUNT_END);
 }

@@ -20,11 +20,11 @@
 #include "common/uf_endian.h"
 #include "decode/uf_counters.h"
 
-#define UF_MOLD_HDR_LEN 20
-#define UF_MOLD_SESSION_LEN 10
-#define UF_MOLD_COUNT_END 0xFFFFu   /* message count meaning "end of session" */
-#define UF_MOLD_REREQUEST_LEN 20    /* a re-request is a header alone */
-#define UF_MOLD_MAX_PAYLOAD 65507   /* largest UDP payload over IPv4 */
+#define UF_MOLD_HDR_LEN       20
+#define UF_MOLD_SESSION_LEN   10
+#define UF_MOLD_COUNT_END     0xFFFFu /* message count meaning "end of session" */
+#define UF_MOLD_REREQUEST_LEN 20      /* a re-request is a header alone */
+#define UF_MOLD_MAX_PAYLOAD   65507   /* largest UDP payload over IPv4 */
 
 enum uf_mold_kind {
 	UF_MOLD_DATA = 1,           /* count >= 1 message blocks */
@@ -86,7 +86,7 @@ static inline int uf_mold_open(struct uf_mold_packet *pkt, const uint8_t *buf, s
 	if (pkt->count == 0 || pkt->count == UF_MOLD_COUNT_END) {
 		if (UF_UNLIKELY(p != end)) { /* a header-only packet carrying bytes */
 			pkt->err = pkt->count ? UF_MOLD_ERR_BAD_END_OF_SESSION
-					      : UF_MOLD_ERR_TRAILING_BYTES;
+			                      : UF_MOLD_ERR_TRAILING_BYTES;
 			return -EBADMSG;
 		}
 		pkt->kind = pkt->count ? UF_MOLD_END_OF_SESSION : UF_MOLD_HEARTBEAT;
@@ -118,7 +118,7 @@ static inline int uf_mold_open(struct uf_mold_packet *pkt, const uint8_t *buf, s
 
 /* uf_mold_open plus counting: packets, heartbeats, end_of_session, mold_err[kind]. */
 static inline int uf_mold_open_counted(struct uf_mold_packet *pkt, const uint8_t *buf, size_t len,
-				       struct uf_decode_counters *c)
+                                       struct uf_decode_counters *c)
 {
 	int k = uf_mold_open(pkt, buf, len);
 	UF_DC_ADD(c->packets, 1);
@@ -171,8 +171,8 @@ static inline uint64_t uf_mold_next_seq(const struct uf_mold_packet *pkt)
 
 /* Writes a 20-byte re-request for `count` messages from `seq` of `session` (10 bytes). */
 static inline void uf_mold_rerequest_build(uint8_t out[UF_MOLD_REREQUEST_LEN],
-					   const char session[UF_MOLD_SESSION_LEN], uint64_t seq,
-					   uint16_t count)
+                                           const char session[UF_MOLD_SESSION_LEN], uint64_t seq,
+                                           uint16_t count)
 {
 	memcpy(out, session, UF_MOLD_SESSION_LEN);
 	uf_put_be64(out + 10, seq);
@@ -182,7 +182,7 @@ static inline void uf_mold_rerequest_build(uint8_t out[UF_MOLD_REREQUEST_LEN],
 /* Parses a re-request. Returns 0, or -EBADMSG unless it is exactly 20 bytes with a count
  * of 1..0xFFFE (0 and 0xFFFF mean nothing in a request). */
 static inline int uf_mold_rerequest_parse(struct uf_mold_packet *req, const uint8_t *buf,
-					  size_t len)
+                                          size_t len)
 {
 	if (uf_mold_parse_header(req, buf, len) < 0)
 		return -EBADMSG;
@@ -202,22 +202,22 @@ static inline int uf_mold_rerequest_parse(struct uf_mold_packet *req, const uint
 
 /* A packet under construction in a caller-owned buffer. */
 struct uf_mold_builder {
-	uint8_t *buf;  /* caller's buffer, at least UF_MOLD_HDR_LEN */
-	size_t cap;    /* its size (e.g. MTU payload: 1472 for a 1500-byte MTU) */
-	size_t len;    /* bytes written so far */
-	uint16_t count;/* blocks added so far */
+	uint8_t *buf;   /* caller's buffer, at least UF_MOLD_HDR_LEN */
+	size_t cap;     /* its size (e.g. MTU payload: 1472 for a 1500-byte MTU) */
+	size_t len;     /* bytes written so far */
+	uint16_t count; /* blocks added so far */
 };
 
 /* Starts a data packet for `session` whose first block is `seq`. -EINVAL if cap < 20. */
 int uf_mold_builder_init(struct uf_mold_builder *b, uint8_t *buf, size_t cap,
-			 const char session[UF_MOLD_SESSION_LEN], uint64_t seq);
+                         const char session[UF_MOLD_SESSION_LEN], uint64_t seq);
 /* Appends one message block. -ENOSPC when it does not fit (the packet is unchanged),
  * -EMSGSIZE if len > 0xFFFF, -EOVERFLOW at 0xFFFE blocks. */
 int uf_mold_builder_add(struct uf_mold_builder *b, const uint8_t *msg, size_t len);
 /* Writes a heartbeat (count 0) or end-of-session (count 0xFFFF) header into out[20]. */
 void uf_mold_build_heartbeat(uint8_t out[UF_MOLD_HDR_LEN], const char session[UF_MOLD_SESSION_LEN],
-			     uint64_t next_seq);
+                             uint64_t next_seq);
 void uf_mold_build_end_of_session(uint8_t out[UF_MOLD_HDR_LEN],
-				  const char session[UF_MOLD_SESSION_LEN], uint64_t next_seq);
+                                  const char session[UF_MOLD_SESSION_LEN], uint64_t next_seq);
 
 #endif /* UF_MOLD_H */

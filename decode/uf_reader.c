@@ -9,20 +9,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PCAP_GLOBAL_LEN 24
-#define PCAP_RECORD_LEN 16
-#define LINKTYPE_ETHERNET 1
-#define LINKTYPE_RAW 101
-#define LINKTYPE_LINUX_SLL 113
-#define LINKTYPE_IPV4 228
+#define PCAP_GLOBAL_LEN     24
+#define PCAP_RECORD_LEN     16
+#define LINKTYPE_ETHERNET   1
+#define LINKTYPE_RAW        101
+#define LINKTYPE_LINUX_SLL  113
+#define LINKTYPE_IPV4       228
 #define LINKTYPE_LINUX_SLL2 276
-#define ETH_HLEN 14
-#define ETHERTYPE_IPV4 0x0800
-#define ETHERTYPE_VLAN 0x8100
-#define ETHERTYPE_QINQ 0x88a8
-#define ETHERTYPE_QINQ_OLD 0x9100
-#define MAX_VLAN_TAGS 4
-#define IPPROTO_UDP_NUM 17
+#define ETH_HLEN            14
+#define ETHERTYPE_IPV4      0x0800
+#define ETHERTYPE_VLAN      0x8100
+#define ETHERTYPE_QINQ      0x88a8
+#define ETHERTYPE_QINQ_OLD  0x9100
+#define MAX_VLAN_TAGS       4
+#define IPPROTO_UDP_NUM     17
 
 static void set_err(struct uf_reader *r, const char *fmt, ...)
 {
@@ -64,11 +64,24 @@ static int recognise(struct uf_reader *r)
 		memcpy(&magic, b, 4);
 		int known = 1;
 		switch (magic) {
-		case 0xa1b2c3d4: r->pcap_ns = 0; r->pcap_swapped = 0; break;
-		case 0xa1b23c4d: r->pcap_ns = 1; r->pcap_swapped = 0; break;
-		case 0xd4c3b2a1: r->pcap_ns = 0; r->pcap_swapped = 1; break;
-		case 0x4d3cb2a1: r->pcap_ns = 1; r->pcap_swapped = 1; break;
-		default: known = 0;
+		case 0xa1b2c3d4:
+			r->pcap_ns = 0;
+			r->pcap_swapped = 0;
+			break;
+		case 0xa1b23c4d:
+			r->pcap_ns = 1;
+			r->pcap_swapped = 0;
+			break;
+		case 0xd4c3b2a1:
+			r->pcap_ns = 0;
+			r->pcap_swapped = 1;
+			break;
+		case 0x4d3cb2a1:
+			r->pcap_ns = 1;
+			r->pcap_swapped = 1;
+			break;
+		default:
+			known = 0;
 		}
 		if (known) {
 			if (r->size < PCAP_GLOBAL_LEN) {
@@ -78,16 +91,18 @@ static int recognise(struct uf_reader *r)
 			uint16_t major = rd16(r, b + 4);
 			r->linktype = rd32(r, b + 20) & 0x0fffffff; /* high bits: FCS info */
 			if (major != 2) {
-				set_err(r, "pcap version %u is not supported (classic pcap 2.4 is)", major);
+				set_err(r, "pcap version %u is not supported (classic pcap 2.4 is)",
+				        major);
 				return -EPROTONOSUPPORT;
 			}
 			if (r->linktype != LINKTYPE_ETHERNET && r->linktype != LINKTYPE_LINUX_SLL &&
 			    r->linktype != LINKTYPE_LINUX_SLL2 && r->linktype != LINKTYPE_RAW &&
 			    r->linktype != LINKTYPE_IPV4) {
-				set_err(r,
-					"pcap link type %u is not supported (Ethernet, Linux cooked, "
-					"raw IPv4 are)",
-					r->linktype);
+				set_err(
+				    r,
+				    "pcap link type %u is not supported (Ethernet, Linux cooked, "
+				    "raw IPv4 are)",
+				    r->linktype);
 				return -EPROTONOSUPPORT;
 			}
 			r->format = UF_INPUT_PCAP;
@@ -95,7 +110,8 @@ static int recognise(struct uf_reader *r)
 			return 0;
 		}
 		if (b[0] == 0x0a && b[1] == 0x0d && b[2] == 0x0d && b[3] == 0x0a) {
-			set_err(r, "pcapng is not supported: convert it with `editcap -F pcap IN OUT`");
+			set_err(
+			    r, "pcapng is not supported: convert it with `editcap -F pcap IN OUT`");
 			return -EPROTONOSUPPORT;
 		}
 	}
@@ -115,9 +131,9 @@ static int recognise(struct uf_reader *r)
 		}
 	}
 	set_err(r,
-		"not a recognised input: neither a classic pcap nor a Nasdaq daily-format ITCH 5.0 "
-		"file (first bytes %02x %02x %02x %02x)",
-		b[0], r->size > 1 ? b[1] : 0, r->size > 2 ? b[2] : 0, r->size > 3 ? b[3] : 0);
+	        "not a recognised input: neither a classic pcap nor a Nasdaq daily-format ITCH 5.0 "
+	        "file (first bytes %02x %02x %02x %02x)",
+	        b[0], r->size > 1 ? b[1] : 0, r->size > 2 ? b[2] : 0, r->size > 3 ? b[3] : 0);
 	return -EPROTONOSUPPORT;
 }
 
@@ -129,7 +145,7 @@ static void init(struct uf_reader *r, struct uf_decode_counters *c)
 }
 
 int uf_reader_open_mem(struct uf_reader *r, const uint8_t *buf, size_t len,
-		       struct uf_decode_counters *c)
+                       struct uf_decode_counters *c)
 {
 	init(r, c);
 	r->base = buf;
@@ -213,7 +229,7 @@ void uf_reader_rewind(struct uf_reader *r)
 /* Strips link, IPv4 and UDP headers from one captured frame. 1 with the UDP payload, or 0
  * with the reason counted. */
 static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, size_t origlen,
-			 const uint8_t **pl, size_t *pllen)
+                         const uint8_t **pl, size_t *pllen)
 {
 	struct uf_decode_counters *c = r->c;
 	size_t off = 0;
@@ -225,7 +241,9 @@ static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, s
 		etype = uf_be16(f + 12);
 		off = ETH_HLEN;
 		for (int tags = 0; (etype == ETHERTYPE_VLAN || etype == ETHERTYPE_QINQ ||
-				    etype == ETHERTYPE_QINQ_OLD) && tags < MAX_VLAN_TAGS; tags++) {
+		                    etype == ETHERTYPE_QINQ_OLD) &&
+		                   tags < MAX_VLAN_TAGS;
+		     tags++) {
 			if (caplen < off + 4)
 				goto truncated;
 			etype = uf_be16(f + off + 2);
@@ -318,7 +336,7 @@ static int next_record(struct uf_reader *r, const uint8_t **pl, size_t *pllen, u
 }
 
 int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t *len,
-			   uint64_t *ts_ns)
+                           uint64_t *ts_ns)
 {
 	if (r->format != UF_INPUT_PCAP)
 		return -EINVAL;

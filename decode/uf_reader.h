@@ -31,34 +31,34 @@ enum uf_input_format {
 };
 
 struct uf_reader {
-	const uint8_t *base;     /* mapped file (or caller's buffer) */
-	size_t size;             /* its size */
-	size_t off;              /* next unread byte */
-	int fd;                  /* open file, -1 for memory input */
-	int mapped;              /* 1 when base is our mmap */
-	int format;              /* enum uf_input_format */
-	int pcap_ns;             /* pcap timestamps in ns (else us) */
-	int pcap_swapped;        /* pcap header in the other byte order */
-	uint32_t linktype;       /* pcap link type */
-	int in_packet;           /* 1 while `it` has blocks left */
-	struct uf_mold_packet pkt;  /* current datagram (pcap) */
-	struct uf_mold_iter it;     /* blocks of the current datagram */
-	uint64_t ordinal;        /* daily: messages returned so far */
-	uint64_t pcap_ts_ns;     /* capture time of the current record (pcap) */
+	const uint8_t *base;               /* mapped file (or caller's buffer) */
+	size_t size;                       /* its size */
+	size_t off;                        /* next unread byte */
+	int fd;                            /* open file, -1 for memory input */
+	int mapped;                        /* 1 when base is our mmap */
+	int format;                        /* enum uf_input_format */
+	int pcap_ns;                       /* pcap timestamps in ns (else us) */
+	int pcap_swapped;                  /* pcap header in the other byte order */
+	uint32_t linktype;                 /* pcap link type */
+	int in_packet;                     /* 1 while `it` has blocks left */
+	struct uf_mold_packet pkt;         /* current datagram (pcap) */
+	struct uf_mold_iter it;            /* blocks of the current datagram */
+	uint64_t ordinal;                  /* daily: messages returned so far */
+	uint64_t pcap_ts_ns;               /* capture time of the current record (pcap) */
 	char session[UF_MOLD_SESSION_LEN]; /* session of the last data packet (gap tracking) */
-	uint64_t next_seq;       /* sequence expected next in that session */
-	int have_seq;            /* next_seq is meaningful */
-	struct uf_decode_counters *c; /* caller's counters (never NULL after open) */
-	struct uf_decode_counters own; /* used when the caller passes NULL */
-	char err[256];           /* why open/next failed, for the user */
+	uint64_t next_seq;                 /* sequence expected next in that session */
+	int have_seq;                      /* next_seq is meaningful */
+	struct uf_decode_counters *c;      /* caller's counters (never NULL after open) */
+	struct uf_decode_counters own;     /* used when the caller passes NULL */
+	char err[256];                     /* why open/next failed, for the user */
 };
 
 /* One message from a file. */
 struct uf_reader_msg {
-	uint64_t seq;        /* MoldUDP64 sequence (pcap) or 1-based ordinal (daily) */
-	const uint8_t *msg;  /* message bytes, inside the mapping */
-	uint16_t len;        /* message length (zero prefixes already resolved) */
-	uint64_t ts_ns;      /* pcap capture time (ns since the epoch), 0 for daily files */
+	uint64_t seq;       /* MoldUDP64 sequence (pcap) or 1-based ordinal (daily) */
+	const uint8_t *msg; /* message bytes, inside the mapping */
+	uint16_t len;       /* message length (zero prefixes already resolved) */
+	uint64_t ts_ns;     /* pcap capture time (ns since the epoch), 0 for daily files */
 };
 
 /* Opens and recognises `path`. Returns 0, or -errno with r->err set (-ENOENT and friends
@@ -68,7 +68,7 @@ int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_count
 
 /* Same over a caller-owned buffer (tests, fuzzing). The buffer must outlive the reader. */
 int uf_reader_open_mem(struct uf_reader *r, const uint8_t *buf, size_t len,
-		       struct uf_decode_counters *c);
+                       struct uf_decode_counters *c);
 
 /* Next message: 1 and `m` filled, 0 at the end of the input (including an input whose tail
  * is truncated: that is counted as an error). Never fails otherwise. */
@@ -78,7 +78,7 @@ int uf_reader_next(struct uf_reader *r, struct uf_reader_msg *m);
  * Returns 1 with payload, len and ts_ns set, 0 at the end, -EINVAL on a daily file.
  * Do not mix with uf_reader_next on the same reader. Payloads are not validated. */
 int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t *len,
-			   uint64_t *ts_ns);
+                           uint64_t *ts_ns);
 
 /* Rewinds to the first message (counters are not reset). */
 void uf_reader_rewind(struct uf_reader *r);

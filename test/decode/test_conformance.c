@@ -37,11 +37,11 @@ static int setup(void **s)
 }
 
 struct seen {
-	uint64_t n;                 /* messages decoded */
-	uint64_t first_seq[4];      /* first sequence of the first packets */
-	int googl_1284600;          /* a GOOGL message at 128.46 */
-	int match_255554;           /* a message with match number 255554 */
-	uint8_t first_event;        /* S event code of the first message */
+	uint64_t n;            /* messages decoded */
+	uint64_t first_seq[4]; /* first sequence of the first packets */
+	int googl_1284600;     /* a GOOGL message at 128.46 */
+	int match_255554;      /* a message with match number 255554 */
+	uint8_t first_event;   /* S event code of the first message */
 };
 
 /* Decodes a whole file into `c`; fails the test if it cannot be opened. */
@@ -107,7 +107,7 @@ static int visit(const char *path, const struct stat *st, int flag, struct FTW *
 	uint64_t errs = uf_decode_counters_errors(&c);
 	if (errs || c.messages == 0) {
 		fprintf(stderr, "%s: %llu errors, %llu messages\n", path, (unsigned long long)errs,
-			(unsigned long long)c.messages);
+		        (unsigned long long)c.messages);
 		g_walk->failures++;
 	}
 	return 0;
@@ -133,7 +133,7 @@ static void test_multiple_packets_capture_sessions_and_sequences(void **s)
 {
 	char path[4200];
 	snprintf(path, sizeof(path),
-		 "%s/omi-real/Nasdaq.Equities.TotalView.Itch.v5.0/Multiple.Packets.pcap", g_root);
+	         "%s/omi-real/Nasdaq.Equities.TotalView.Itch.v5.0/Multiple.Packets.pcap", g_root);
 	struct uf_reader r;
 	struct uf_decode_counters c;
 	memset(&c, 0, sizeof(c));
@@ -219,10 +219,10 @@ static void test_real_head_gives_published_counts(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_real_capture_decodes_without_errors),
-		cmocka_unit_test(test_multiple_packets_capture_sessions_and_sequences),
-		cmocka_unit_test(test_simulated_day_gives_published_counts),
-		cmocka_unit_test(test_real_head_gives_published_counts),
+	    cmocka_unit_test(test_every_real_capture_decodes_without_errors),
+	    cmocka_unit_test(test_multiple_packets_capture_sessions_and_sequences),
+	    cmocka_unit_test(test_simulated_day_gives_published_counts),
+	    cmocka_unit_test(test_real_head_gives_published_counts),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -15,7 +15,10 @@
 #include "decode/uf_decode.h"
 
 /* Big-endian writers of the test's own (not the decoder's). */
-static void w8(uint8_t *p, size_t off, uint8_t v) { p[off] = v; }
+static void w8(uint8_t *p, size_t off, uint8_t v)
+{
+	p[off] = v;
+}
 static void wn(uint8_t *p, size_t off, uint64_t v, int n)
 {
 	for (int i = n - 1; i >= 0; i--, v >>= 8)
@@ -445,17 +448,19 @@ static void test_itch_dlcr_O(void **s)
  * nothing read past len (exact-size heap buffers under ASan). */
 static void test_itch_wrong_length_rejected_for_every_type(void **s)
 {
-	static const struct { char t; size_t len; } spec[] = {
-		{'S', 12}, {'R', 39}, {'H', 25}, {'Y', 20}, {'L', 26}, {'V', 35}, {'W', 12},
-		{'K', 28}, {'J', 35}, {'h', 21}, {'A', 36}, {'F', 40}, {'E', 31}, {'C', 36},
-		{'X', 23}, {'D', 19}, {'U', 35}, {'P', 44}, {'Q', 40}, {'B', 19}, {'I', 50},
-		{'N', 20}, {'O', 48},
+	static const struct {
+		char t;
+		size_t len;
+	} spec[] = {
+	    {'S', 12}, {'R', 39}, {'H', 25}, {'Y', 20}, {'L', 26}, {'V', 35}, {'W', 12}, {'K', 28},
+	    {'J', 35}, {'h', 21}, {'A', 36}, {'F', 40}, {'E', 31}, {'C', 36}, {'X', 23}, {'D', 19},
+	    {'U', 35}, {'P', 44}, {'Q', 40}, {'B', 19}, {'I', 50}, {'N', 20}, {'O', 48},
 	};
 	assert_int_equal(UF_ARRAY_SIZE(spec), UF_ITCH_NTYPES);
 	for (size_t i = 0; i < UF_ARRAY_SIZE(spec); i++) {
 		assert_int_equal(uf_itch_msg_len((uint8_t)spec[i].t), spec[i].len);
 		assert_int_equal(uf_itch_type_index((uint8_t)spec[i].t),
-				 strchr(UF_ITCH_TYPES, spec[i].t) - UF_ITCH_TYPES);
+		                 strchr(UF_ITCH_TYPES, spec[i].t) - UF_ITCH_TYPES);
 		for (size_t len = 1; len <= 60; len++) {
 			if (len == spec[i].len)
 				continue;
@@ -532,7 +537,7 @@ static void test_counters_have_stable_names(void **s)
 	assert_int_equal(nm.seen_unknown, 2);
 	assert_int_equal(nm.seen_trunc_hdr, 1);
 	assert_string_equal(uf_mold_err_name(UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET),
-			    "block_overruns_packet");
+	                    "block_overruns_packet");
 	struct uf_decode_counters d;
 	memset(&d, 0, sizeof(d));
 	uf_decode_counters_add(&d, &c);
@@ -543,32 +548,32 @@ static void test_counters_have_stable_names(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_itch_system_event_S),
-		cmocka_unit_test(test_itch_stock_directory_R),
-		cmocka_unit_test(test_itch_trading_action_H),
-		cmocka_unit_test(test_itch_reg_sho_Y),
-		cmocka_unit_test(test_itch_market_participant_L),
-		cmocka_unit_test(test_itch_mwcb_decline_V),
-		cmocka_unit_test(test_itch_mwcb_status_W),
-		cmocka_unit_test(test_itch_ipo_quoting_K),
-		cmocka_unit_test(test_itch_luld_collar_J),
-		cmocka_unit_test(test_itch_operational_halt_h),
-		cmocka_unit_test(test_itch_add_order_A),
-		cmocka_unit_test(test_itch_add_order_mpid_F),
-		cmocka_unit_test(test_itch_order_executed_E),
-		cmocka_unit_test(test_itch_order_executed_price_C),
-		cmocka_unit_test(test_itch_order_cancel_X),
-		cmocka_unit_test(test_itch_order_delete_D),
-		cmocka_unit_test(test_itch_order_replace_U),
-		cmocka_unit_test(test_itch_trade_P),
-		cmocka_unit_test(test_itch_cross_trade_Q),
-		cmocka_unit_test(test_itch_broken_trade_B),
-		cmocka_unit_test(test_itch_noii_I),
-		cmocka_unit_test(test_itch_retail_interest_N),
-		cmocka_unit_test(test_itch_dlcr_O),
-		cmocka_unit_test(test_itch_wrong_length_rejected_for_every_type),
-		cmocka_unit_test(test_itch_unknown_type_counted_and_skipped),
-		cmocka_unit_test(test_counters_have_stable_names),
+	    cmocka_unit_test(test_itch_system_event_S),
+	    cmocka_unit_test(test_itch_stock_directory_R),
+	    cmocka_unit_test(test_itch_trading_action_H),
+	    cmocka_unit_test(test_itch_reg_sho_Y),
+	    cmocka_unit_test(test_itch_market_participant_L),
+	    cmocka_unit_test(test_itch_mwcb_decline_V),
+	    cmocka_unit_test(test_itch_mwcb_status_W),
+	    cmocka_unit_test(test_itch_ipo_quoting_K),
+	    cmocka_unit_test(test_itch_luld_collar_J),
+	    cmocka_unit_test(test_itch_operational_halt_h),
+	    cmocka_unit_test(test_itch_add_order_A),
+	    cmocka_unit_test(test_itch_add_order_mpid_F),
+	    cmocka_unit_test(test_itch_order_executed_E),
+	    cmocka_unit_test(test_itch_order_executed_price_C),
+	    cmocka_unit_test(test_itch_order_cancel_X),
+	    cmocka_unit_test(test_itch_order_delete_D),
+	    cmocka_unit_test(test_itch_order_replace_U),
+	    cmocka_unit_test(test_itch_trade_P),
+	    cmocka_unit_test(test_itch_cross_trade_Q),
+	    cmocka_unit_test(test_itch_broken_trade_B),
+	    cmocka_unit_test(test_itch_noii_I),
+	    cmocka_unit_test(test_itch_retail_interest_N),
+	    cmocka_unit_test(test_itch_dlcr_O),
+	    cmocka_unit_test(test_itch_wrong_length_rejected_for_every_type),
+	    cmocka_unit_test(test_itch_unknown_type_counted_and_skipped),
+	    cmocka_unit_test(test_counters_have_stable_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

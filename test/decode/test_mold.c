@@ -301,7 +301,7 @@ static void test_batch_same_messages_at_every_prefetch_distance(void **s)
 		size_t total = 0;
 		for (size_t i = 0; i < NPKT; i += 16)
 			total += uf_decode_batch(pk + i, NPKT - i < 16 ? NPKT - i : 16, dist, &cnt,
-						 on_pkt, on_msg, c);
+			                         on_pkt, on_msg, c);
 		assert_int_equal(total, want);
 		assert_int_equal(c->n, want);
 		assert_int_equal(cnt.messages, want);
@@ -323,14 +323,14 @@ static void test_batch_same_messages_at_every_prefetch_distance(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mold_data_packet_yields_blocks_with_sequences),
-		cmocka_unit_test(test_mold_heartbeat_and_end_of_session),
-		cmocka_unit_test(test_mold_rerequest_round_trip_and_rejects),
-		cmocka_unit_test(test_mold_builder_matches_hand_packet_and_respects_capacity),
-		cmocka_unit_test(test_mold_truncation_at_every_byte_is_refused),
-		cmocka_unit_test(test_mold_lying_counts_and_lengths_are_counted_by_kind),
-		cmocka_unit_test(test_mold_zero_length_block_reaches_decoder_as_empty),
-		cmocka_unit_test(test_batch_same_messages_at_every_prefetch_distance),
+	    cmocka_unit_test(test_mold_data_packet_yields_blocks_with_sequences),
+	    cmocka_unit_test(test_mold_heartbeat_and_end_of_session),
+	    cmocka_unit_test(test_mold_rerequest_round_trip_and_rejects),
+	    cmocka_unit_test(test_mold_builder_matches_hand_packet_and_respects_capacity),
+	    cmocka_unit_test(test_mold_truncation_at_every_byte_is_refused),
+	    cmocka_unit_test(test_mold_lying_counts_and_lengths_are_counted_by_kind),
+	    cmocka_unit_test(test_mold_zero_length_block_reaches_decoder_as_empty),
+	    cmocka_unit_test(test_batch_same_messages_at_every_prefetch_distance),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,7 +95,7 @@ static void pcap_global(struct buf *b, const struct pcap_opts *o)
 }
 
 static void pcap_record(struct buf *b, const struct pcap_opts *o, uint32_t sec, uint32_t frac,
-			const uint8_t *payload, size_t plen)
+                        const uint8_t *payload, size_t plen)
 {
 	uint8_t f[2048];
 	size_t n = 0;
@@ -185,13 +185,14 @@ static void test_reader_pcap_every_variant_yields_same_messages(void **s)
 					struct uf_reader_msg m;
 					assert_int_equal(uf_reader_next(&r, &m), 1);
 					assert_int_equal(m.ts_ns, 1692711000ull * 1000000000ull +
-									  (ns ? 5 : 5000));
+					                              (ns ? 5 : 5000));
 					uf_reader_rewind(&r);
 					read_all(&r, seqs, &n);
 					assert_int_equal(n, 5);
 					for (size_t i = 0; i < n; i++)
 						assert_int_equal(seqs[i], i + 1);
-					assert_int_equal(c.packets, 4); /* 3 + 1 read before rewind */
+					assert_int_equal(c.packets,
+					                 4); /* 3 + 1 read before rewind */
 					assert_int_equal(uf_decode_counters_errors(&c), 0);
 					assert_int_equal(c.gaps, 0);
 					uf_reader_close(&r);
@@ -473,16 +474,16 @@ static void test_reader_file_paths_errors_and_payloads(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reader_pcap_every_variant_yields_same_messages),
-		cmocka_unit_test(test_reader_pcap_counts_non_udp_non_ipv4_and_fragments),
-		cmocka_unit_test(test_reader_pcap_sequence_jump_is_a_gap_not_an_error),
-		cmocka_unit_test(test_reader_pcap_truncation_at_every_byte),
-		cmocka_unit_test(test_reader_daily_resolves_zero_length_without_error),
-		cmocka_unit_test(test_reader_daily_truncation_at_every_byte),
-		cmocka_unit_test(test_reader_daily_zero_length_on_unknown_type_stops_loudly),
-		cmocka_unit_test(test_reader_daily_wrong_prefix_is_a_bad_length_of_that_type),
-		cmocka_unit_test(test_reader_refuses_other_formats_with_clear_message),
-		cmocka_unit_test(test_reader_file_paths_errors_and_payloads),
+	    cmocka_unit_test(test_reader_pcap_every_variant_yields_same_messages),
+	    cmocka_unit_test(test_reader_pcap_counts_non_udp_non_ipv4_and_fragments),
+	    cmocka_unit_test(test_reader_pcap_sequence_jump_is_a_gap_not_an_error),
+	    cmocka_unit_test(test_reader_pcap_truncation_at_every_byte),
+	    cmocka_unit_test(test_reader_daily_resolves_zero_length_without_error),
+	    cmocka_unit_test(test_reader_daily_truncation_at_every_byte),
+	    cmocka_unit_test(test_reader_daily_zero_length_on_unknown_type_stops_loudly),
+	    cmocka_unit_test(test_reader_daily_wrong_prefix_is_a_bad_length_of_that_type),
+	    cmocka_unit_test(test_reader_refuses_other_formats_with_clear_message),
+	    cmocka_unit_test(test_reader_file_paths_errors_and_payloads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

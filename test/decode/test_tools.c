@@ -81,7 +81,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 static int gen(const char *name, long n, int k, int seed)
 {
 	return run(NULL, 0, "'%s/uf-gen' --out '%s/%s' --messages %ld --symbols %d --seed %d",
-		   g_bin, g_dir, name, n, k, seed);
+	           g_bin, g_dir, name, n, k, seed);
 }
 
 /* An independent order table for the check: open addressing on the reference. */
@@ -284,31 +284,43 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 static void test_uf_gen_rejects_bad_arguments(void **s)
 {
 	assert_int_equal(run(NULL, 0, "'%s/uf-gen' 2>/dev/null", g_bin), 2);
-	assert_int_equal(run(NULL, 0, "'%s/uf-gen' --out %s/x --messages 10 --symbols 100 --seed 1 "
-				      "2>/dev/null", g_bin, g_dir), 2);
-	assert_int_equal(run(NULL, 0, "'%s/uf-gen' --out %s/x --messages abc --symbols 1 --seed 1 "
-				      "2>/dev/null", g_bin, g_dir), 2);
-	assert_int_equal(run(NULL, 0, "'%s/uf-gen' --out /nonexistent/dir/x --messages 1000 "
-				      "--symbols 1 --seed 1 2>/dev/null", g_bin), 2);
+	assert_int_equal(run(NULL, 0,
+	                     "'%s/uf-gen' --out %s/x --messages 10 --symbols 100 --seed 1 "
+	                     "2>/dev/null",
+	                     g_bin, g_dir),
+	                 2);
+	assert_int_equal(run(NULL, 0,
+	                     "'%s/uf-gen' --out %s/x --messages abc --symbols 1 --seed 1 "
+	                     "2>/dev/null",
+	                     g_bin, g_dir),
+	                 2);
+	assert_int_equal(run(NULL, 0,
+	                     "'%s/uf-gen' --out /nonexistent/dir/x --messages 1000 "
+	                     "--symbols 1 --seed 1 2>/dev/null",
+	                     g_bin),
+	                 2);
 }
 
 static void test_uf_decode_stats_json_and_exit_codes(void **s)
 {
 	static char out[65536];
 	assert_int_equal(gen("s.itch", 20000, 20, 3), 0);
-	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s/s.itch'", g_bin, g_dir), 0);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s/s.itch'", g_bin, g_dir),
+	                 0);
 	assert_non_null(strstr(out, "{\"packets\":0,\"messages\":20000,\"types\":{\"A\":"));
 	assert_non_null(strstr(out, ",\"errors\":{},\"gaps\":0}\n"));
 	/* keys sorted bytewise: ... "Y" before "h" */
 	assert_true(strstr(out, "\"Y\":") < strstr(out, "\"h\":"));
 	/* a file cut inside a message: counted, exit 1 */
-	assert_int_equal(run(NULL, 0, "head -c 100001 '%s/s.itch' > '%s/cut.itch'", g_dir, g_dir), 0);
+	assert_int_equal(run(NULL, 0, "head -c 100001 '%s/s.itch' > '%s/cut.itch'", g_dir, g_dir),
+	                 0);
 	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s/cut.itch'", g_bin, g_dir),
-			 1);
+	                 1);
 	assert_non_null(strstr(out, "\"truncated_file\":1"));
 	/* unreadable, refused, usage */
 	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats /nonexistent 2>/dev/null", g_bin), 2);
-	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats /etc/hostname 2>&1", g_bin), 2);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats /etc/hostname 2>&1", g_bin),
+	                 2);
 	assert_non_null(strstr(out, "not a recognised input"));
 	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats 2>/dev/null", g_bin), 2);
 	assert_int_equal(run(NULL, 0, "'%s/uf-decode' frobnicate x 2>/dev/null", g_bin), 2);
@@ -321,7 +333,7 @@ static void test_uf_decode_print_lines_and_limit(void **s)
 	static char out[65536];
 	assert_int_equal(gen("p.itch", 5000, 5, 9), 0);
 	assert_int_equal(
-		run(out, sizeof(out), "'%s/uf-decode' print '%s/p.itch' --limit 3", g_bin, g_dir), 0);
+	    run(out, sizeof(out), "'%s/uf-decode' print '%s/p.itch' --limit 3", g_bin, g_dir), 0);
 	int lines = 0;
 	for (char *p = out; *p; p++)
 		lines += *p == '\n';
@@ -333,23 +345,23 @@ static void test_uf_decode_print_lines_and_limit(void **s)
 	assert_non_null(strstr(out, "\"type\":\"R\",\"stock_locate\":1,"));
 	assert_non_null(strstr(out, "\"round_lot_size\":100,"));
 	assert_int_equal(run(out, sizeof(out),
-			     "'%s/uf-decode' print '%s/p.itch' | grep -m1 '\"type\":\"A\"'", g_bin,
-			     g_dir),
-			 0);
+	                     "'%s/uf-decode' print '%s/p.itch' | grep -m1 '\"type\":\"A\"'", g_bin,
+	                     g_dir),
+	                 0);
 	assert_non_null(strstr(out, "\"order_ref\":"));
 	assert_non_null(strstr(out, "\"price\":"));
-	assert_int_equal(run(NULL, 0, "'%s/uf-decode' print '%s/p.itch' --limit x 2>/dev/null",
-			     g_bin, g_dir),
-			 2);
+	assert_int_equal(
+	    run(NULL, 0, "'%s/uf-decode' print '%s/p.itch' --limit x 2>/dev/null", g_bin, g_dir),
+	    2);
 }
 
 static void test_uf_decode_bench_prints_all_rows(void **s)
 {
 	static char out[65536];
 	assert_int_equal(gen("bench.itch", 20000, 20, 5), 0);
-	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' bench '%s/bench.itch' --reps 1",
-			     g_bin, g_dir),
-			 0);
+	assert_int_equal(
+	    run(out, sizeof(out), "'%s/uf-decode' bench '%s/bench.itch' --reps 1", g_bin, g_dir),
+	    0);
 	assert_non_null(strstr(out, "20000 messages"));
 	assert_non_null(strstr(out, "read every byte (baseline)"));
 	assert_non_null(strstr(out, "decode prefetch off"));
@@ -360,12 +372,12 @@ static void test_uf_decode_bench_prints_all_rows(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_uf_gen_is_deterministic),
-		cmocka_unit_test(test_uf_gen_day_is_realistic_and_every_reference_valid),
-		cmocka_unit_test(test_uf_gen_rejects_bad_arguments),
-		cmocka_unit_test(test_uf_decode_stats_json_and_exit_codes),
-		cmocka_unit_test(test_uf_decode_print_lines_and_limit),
-		cmocka_unit_test(test_uf_decode_bench_prints_all_rows),
+	    cmocka_unit_test(test_uf_gen_is_deterministic),
+	    cmocka_unit_test(test_uf_gen_day_is_realistic_and_every_reference_valid),
+	    cmocka_unit_test(test_uf_gen_rejects_bad_arguments),
+	    cmocka_unit_test(test_uf_decode_stats_json_and_exit_codes),
+	    cmocka_unit_test(test_uf_decode_print_lines_and_limit),
+	    cmocka_unit_test(test_uf_decode_bench_prints_all_rows),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

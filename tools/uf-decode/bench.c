@@ -29,8 +29,8 @@ static void sink_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 }
 
 /* Decodes every packet once; returns elapsed ns. */
-static uint64_t pass_decode(const struct uf_decode_pkt *pk, size_t n, size_t batch,
-			    unsigned dist, struct sink *s, struct uf_decode_counters *c)
+static uint64_t pass_decode(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
+                            struct sink *s, struct uf_decode_counters *c)
 {
 	uint64_t t0 = uf_now_mono_ns();
 	for (size_t i = 0; i < n; i += batch) {
@@ -72,14 +72,14 @@ static void print_row(const struct row *r, const struct uf_input_packets *in)
 	       (double)r->best_ns / (double)in->nmsgs, (double)in->pkt_bytes / s / 1e9);
 }
 
-static int parse_num(const char *opt, const char *s, unsigned long long max,
-		     unsigned long long *v)
+static int parse_num(const char *opt, const char *s, unsigned long long max, unsigned long long *v)
 {
 	char *end;
 	errno = 0;
 	*v = strtoull(s, &end, 10);
 	if (errno || end == s || *end || s[0] == '-' || *v > max) {
-		fprintf(stderr, "uf-decode bench: %s wants a number <= %llu, got %s\n", opt, max, s);
+		fprintf(stderr, "uf-decode bench: %s wants a number <= %llu, got %s\n", opt, max,
+		        s);
 		return -1;
 	}
 	return 0;
@@ -114,7 +114,8 @@ int uf_decode_cmd_bench(int argc, char **argv)
 		}
 	}
 	if (!file) {
-		fprintf(stderr, "usage: uf-decode bench FILE [--reps N] [--prefetch D] [--batch B]\n");
+		fprintf(stderr,
+		        "usage: uf-decode bench FILE [--reps N] [--prefetch D] [--batch B]\n");
 		return UF_EXIT_USAGE;
 	}
 	struct uf_input_packets in;
@@ -138,7 +139,8 @@ int uf_decode_cmd_bench(int argc, char **argv)
 	unsigned sweep[] = {1, 2, 8, 16};
 	for (int layout = 0; layout < 2; layout++) {
 		const struct uf_decode_pkt *pk = layout ? in.scat : in.seq;
-		struct row base = {.layout = layout ? "scattered" : "sequential", .best_ns = UINT64_MAX};
+		struct row base = {.layout = layout ? "scattered" : "sequential",
+		                   .best_ns = UINT64_MAX};
 		struct row off = base, on = base;
 		snprintf(base.what, sizeof(base.what), "read every byte (baseline)");
 		snprintf(off.what, sizeof(off.what), "decode prefetch off");
@@ -178,7 +180,8 @@ int uf_decode_cmd_bench(int argc, char **argv)
 					struct sink s = {0, 0};
 					struct uf_decode_counters c;
 					memset(&c, 0, sizeof(c));
-					uint64_t t = pass_decode(pk, in.npkts, o.batch, sweep[d], &s, &c);
+					uint64_t t =
+					    pass_decode(pk, in.npkts, o.batch, sweep[d], &s, &c);
 					sw.best_ns = t < sw.best_ns ? t : sw.best_ns;
 					acc += s.acc;
 				}
@@ -193,7 +196,8 @@ int uf_decode_cmd_bench(int argc, char **argv)
 	printf("(checksum %llx; shared 2-vCPU machine: figures are noisy)\n",
 	       (unsigned long long)(acc & 0xffff));
 	if (bad) {
-		fprintf(stderr, "uf-decode bench: a decode pass did not see every message cleanly\n");
+		fprintf(stderr,
+		        "uf-decode bench: a decode pass did not see every message cleanly\n");
 		rc = UF_EXIT_INPUT_ERR;
 	}
 	if (uf_decode_counters_errors(&in.load))

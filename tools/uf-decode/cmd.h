@@ -26,7 +26,7 @@ int uf_decode_cmd_books(int argc, char **argv);
 /* Prints decode+book rows (prefetch on and off) in bench's table format, over the same
  * packets the decode rows used. Returns 0 or an exit status. */
 int uf_decode_bench_books(const struct uf_input_packets *in, const struct uf_bench_opts *o,
-			  FILE *out);
+                          FILE *out);
 #endif
 
 #endif /* UF_DECODE_CMD_H */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_counters *c,
-		      uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx)
+                      uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx)
 {
 	for (int i = 0; i < npaths; i++) {
 		struct uf_reader r;
@@ -58,8 +58,8 @@ int uf_input_load_packets(const char *path, size_t mtu_payload, struct uf_input_
 	uint8_t *arena = malloc(cap * out->slot);
 	if (!arena)
 		goto out_nomem;
-	static const char session[UF_MOLD_SESSION_LEN] = {'B', 'E', 'N', 'C', 'H', ' ', ' ', ' ',
-							  ' ', ' '};
+	static const char session[UF_MOLD_SESSION_LEN] = {'B', 'E', 'N', 'C', 'H',
+	                                                  ' ', ' ', ' ', ' ', ' '};
 	struct uf_mold_builder b;
 	uint64_t seq = 1;
 	int open_pkt = 0;
@@ -73,15 +73,17 @@ int uf_input_load_packets(const char *path, size_t mtu_payload, struct uf_input_
 					arena = na;
 					cap *= 2;
 				}
-				uf_mold_builder_init(&b, arena + n * out->slot, mtu_payload, session,
-						     seq);
+				uf_mold_builder_init(&b, arena + n * out->slot, mtu_payload,
+				                     session, seq);
 				open_pkt = 1;
 			}
 			if (uf_mold_builder_add(&b, rm.msg, rm.len) == 0)
 				break;
-			if (b.count == 0) { /* a message larger than the MTU: cannot happen for ITCH */
-				fprintf(stderr, "uf-decode: %s: message of %u bytes exceeds the MTU\n",
-					path, rm.len);
+			if (b.count ==
+			    0) { /* a message larger than the MTU: cannot happen for ITCH */
+				fprintf(stderr,
+				        "uf-decode: %s: message of %u bytes exceeds the MTU\n",
+				        path, rm.len);
 				goto out_free;
 			}
 			out->pkt_bytes += b.len;
@@ -184,7 +186,7 @@ static void print_obj(FILE *f, struct kvs *k)
 	fputc('{', f);
 	for (int i = 0; i < k->n; i++)
 		fprintf(f, "%s\"%s\":%llu", i ? "," : "", k->a[i].name,
-			(unsigned long long)k->a[i].v);
+		        (unsigned long long)k->a[i].v);
 	fputc('}', f);
 }
 
@@ -197,7 +199,7 @@ void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c)
 	}
 	uf_decode_counters_foreach_error(c, collect, &errs);
 	fprintf(f, "{\"packets\":%llu,\"messages\":%llu,\"types\":", (unsigned long long)c->packets,
-		(unsigned long long)c->messages);
+	        (unsigned long long)c->messages);
 	print_obj(f, &types);
 	fputs(",\"errors\":", f);
 	print_obj(f, &errs);

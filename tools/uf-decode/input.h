@@ -11,22 +11,21 @@
 #include "decode/uf_decode.h"
 
 /* Exit statuses of every subcommand. */
-#define UF_EXIT_OK 0         /* success */
-#define UF_EXIT_INPUT_ERR 1  /* the input had errors (counted) */
-#define UF_EXIT_USAGE 2      /* bad usage or unreadable input */
+#define UF_EXIT_OK        0 /* success */
+#define UF_EXIT_INPUT_ERR 1 /* the input had errors (counted) */
+#define UF_EXIT_USAGE     2 /* bad usage or unreadable input */
 
 /* Called for each message that decoded (after counting), in file order. `raw_len` is the
  * wire length. Return nonzero to stop early (e.g. print --limit). */
 typedef int (*uf_input_msg_fn)(void *ctx, uint64_t seq, const struct uf_itch_msg *m);
 /* Called for each message that did not decode (unknown type, bad length); may be NULL. */
-typedef int (*uf_input_bad_fn)(void *ctx, uint64_t seq, const uint8_t *msg, size_t len,
-			       int rc);
+typedef int (*uf_input_bad_fn)(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int rc);
 
 /* Decodes every message of each file in turn into `c`. Returns UF_EXIT_OK when all files
  * were read (errors inside them are in `c`), or UF_EXIT_USAGE after printing why a file
  * could not be opened or was refused. */
 int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_counters *c,
-		      uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx);
+                      uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx);
 
 /* A whole input re-packed as MoldUDP64 datagrams in memory, laid out like a receive buffer
  * pool: one packet per fixed-size slot (what an io_uring provided-buffer ring hands out). */

@@ -6,19 +6,19 @@
 #include "cmd.h"
 
 struct subcommand {
-	const char *name;                /* argv[1] */
+	const char *name;                  /* argv[1] */
 	int (*run)(int argc, char **argv); /* gets argv from the subcommand name on */
-	const char *usage;               /* one line for --help */
+	const char *usage;                 /* one line for --help */
 };
 
 static const struct subcommand commands[] = {
-	{"stats", uf_decode_cmd_stats, "stats FILE...            counts as one JSON object"},
-	{"print", uf_decode_cmd_print, "print FILE [--limit N]   one JSON line per message"},
-	{"bench", uf_decode_cmd_bench,
-	 "bench FILE [--reps N] [--prefetch D] [--batch B]   decode throughput vs byte reading"},
-	/* ---- publish/ subcommands plug in here ---- */
+    {"stats", uf_decode_cmd_stats, "stats FILE...            counts as one JSON object"},
+    {"print", uf_decode_cmd_print, "print FILE [--limit N]   one JSON line per message"},
+    {"bench", uf_decode_cmd_bench,
+     "bench FILE [--reps N] [--prefetch D] [--batch B]   decode throughput vs byte reading"},
+/* ---- publish/ subcommands plug in here ---- */
 #ifdef UF_DECODE_HAVE_BOOKS
-	{"books", uf_decode_cmd_books, "books FILE [--depth N]   final books, one JSON line each"},
+    {"books", uf_decode_cmd_books, "books FILE [--depth N]   final books, one JSON line each"},
 #endif
 };
 
@@ -28,8 +28,8 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  uf-decode %s\n", commands[i].usage);
 	fprintf(f, "inputs: Nasdaq daily-format ITCH 5.0 files, or classic pcap (us/ns) of "
-		   "Ethernet[/802.1Q]/IPv4/UDP/MoldUDP64\n"
-		   "exit status: 0 ok, 1 the input had errors, 2 bad usage or unreadable input\n");
+	           "Ethernet[/802.1Q]/IPv4/UDP/MoldUDP64\n"
+	           "exit status: 0 ok, 1 the input had errors, 2 bad usage or unreadable input\n");
 }
 
 int main(int argc, char **argv)

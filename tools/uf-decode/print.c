@@ -218,7 +218,7 @@ static int on_bad(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int r
 	else
 		snprintf(err, sizeof(err), "bad_length_%c", msg[0]);
 	fprintf(p->f, "{\"seq\":%llu,\"error\":\"%s\",\"length\":%zu", (unsigned long long)seq, err,
-		len);
+	        len);
 	if (len)
 		fprintf(p->f, ",\"type_byte\":%u", msg[0]);
 	fputs("}\n", p->f);
@@ -237,7 +237,7 @@ int uf_decode_cmd_print(int argc, char **argv)
 			p.limit = strtoull(argv[++i], &end, 10);
 			if (errno || *end || argv[i][0] == '-' || end == argv[i]) {
 				fprintf(stderr, "uf-decode print: --limit wants a number, got %s\n",
-					argv[i]);
+				        argv[i]);
 				return UF_EXIT_USAGE;
 			}
 			if (p.limit == 0)

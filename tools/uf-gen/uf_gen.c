@@ -24,12 +24,12 @@
 
 #include "common/uf_endian.h"
 
-#define TICK 100u                     /* $0.01 in ITCH price units (4 decimals) */
-#define DAY_OPEN_NS (4ull * 3600 * 1000000000ull)   /* 04:00 system hours */
-#define DAY_CLOSE_NS (20ull * 3600 * 1000000000ull) /* 20:00 */
-#define RECENT_WINDOW 64              /* "most recent orders" for fleeting activity */
-#define MAX_SYMBOLS 65000             /* locate codes are u16 */
-#define OUTBUF (4u << 20)
+#define TICK          100u                           /* $0.01 in ITCH price units (4 decimals) */
+#define DAY_OPEN_NS   (4ull * 3600 * 1000000000ull)  /* 04:00 system hours */
+#define DAY_CLOSE_NS  (20ull * 3600 * 1000000000ull) /* 20:00 */
+#define RECENT_WINDOW 64    /* "most recent orders" for fleeting activity */
+#define MAX_SYMBOLS   65000 /* locate codes are u16 */
+#define OUTBUF        (4u << 20)
 
 struct order {
 	uint64_t ref;    /* order reference number */
@@ -40,26 +40,26 @@ struct order {
 };
 
 struct symbol {
-	char name[8];  /* space padded */
-	uint32_t mid;  /* moving mid price */
+	char name[8]; /* space padded */
+	uint32_t mid; /* moving mid price */
 };
 
 struct gen {
-	uint64_t rng;              /* xorshift64* state */
-	FILE *out;                 /* output file */
-	uint8_t *buf;              /* output buffer */
-	size_t blen;               /* bytes in buf */
-	uint64_t written;          /* messages written */
-	uint64_t ts;               /* current timestamp (ns since midnight) */
-	uint32_t nsym;             /* K */
-	struct symbol *sym;        /* K symbols, locate = index + 1 */
-	double *cdf;               /* Zipf cumulative weights */
-	struct order *pool;        /* live orders */
-	size_t live, cap;          /* live orders, pool capacity */
-	size_t target_live;        /* pool size the add rate steers towards */
-	uint64_t next_ref;         /* next order reference */
-	uint64_t match;            /* last match number used */
-	int io_err;                /* a write failed */
+	uint64_t rng;       /* xorshift64* state */
+	FILE *out;          /* output file */
+	uint8_t *buf;       /* output buffer */
+	size_t blen;        /* bytes in buf */
+	uint64_t written;   /* messages written */
+	uint64_t ts;        /* current timestamp (ns since midnight) */
+	uint32_t nsym;      /* K */
+	struct symbol *sym; /* K symbols, locate = index + 1 */
+	double *cdf;        /* Zipf cumulative weights */
+	struct order *pool; /* live orders */
+	size_t live, cap;   /* live orders, pool capacity */
+	size_t target_live; /* pool size the add rate steers towards */
+	uint64_t next_ref;  /* next order reference */
+	uint64_t match;     /* last match number used */
+	int io_err;         /* a write failed */
 };
 
 static inline uint64_t rnd(struct gen *g)
@@ -443,7 +443,7 @@ static void emit_body_event(struct gen *g)
 	else if (r < 9990)
 		emit_trade(g);
 	else if (r < 9999) /* rare per-stock news, spread over the day */
-		emit_stock_event(g, (uint8_t)"HYLNIIIIJh"[below(g, 10)], pick_symbol(g));
+		emit_stock_event(g, (uint8_t) "HYLNIIIIJh"[below(g, 10)], pick_symbol(g));
 	else if (g->match)
 		emit_market_event(g, 'B'); /* a trade broken after the fact */
 	else
@@ -452,10 +452,11 @@ static void emit_body_event(struct gen *g)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uf-gen --out FILE --messages N --symbols K --seed S\n"
-		   "  writes a synthetic ITCH 5.0 day (daily format: u16 length + message).\n"
-		   "  N >= K + 64 so that every message type appears; 1 <= K <= %d.\n",
-		MAX_SYMBOLS);
+	fprintf(f,
+	        "usage: uf-gen --out FILE --messages N --symbols K --seed S\n"
+	        "  writes a synthetic ITCH 5.0 day (daily format: u16 length + message).\n"
+	        "  N >= K + 64 so that every message type appears; 1 <= K <= %d.\n",
+	        MAX_SYMBOLS);
 }
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -494,21 +495,39 @@ static void make_symbols(struct gen *g)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"out", required_argument, 0, 'o'},     {"messages", required_argument, 0, 'n'},
-		{"symbols", required_argument, 0, 'k'}, {"seed", required_argument, 0, 's'},
-		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+	    {"out", required_argument, 0, 'o'},     {"messages", required_argument, 0, 'n'},
+	    {"symbols", required_argument, 0, 'k'}, {"seed", required_argument, 0, 's'},
+	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 	};
 	const char *out = NULL;
 	uint64_t n = 0, k = 0, seed = 0;
 	int have_n = 0, have_k = 0, have_s = 0, c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
-		case 'n': if (parse_u64(optarg, &n)) goto bad_value; have_n = 1; break;
-		case 'k': if (parse_u64(optarg, &k)) goto bad_value; have_k = 1; break;
-		case 's': if (parse_u64(optarg, &seed)) goto bad_value; have_s = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'o':
+			out = optarg;
+			break;
+		case 'n':
+			if (parse_u64(optarg, &n))
+				goto bad_value;
+			have_n = 1;
+			break;
+		case 'k':
+			if (parse_u64(optarg, &k))
+				goto bad_value;
+			have_k = 1;
+			break;
+		case 's':
+			if (parse_u64(optarg, &seed))
+				goto bad_value;
+			have_s = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc || !out || !have_n || !have_k || !have_s) {
@@ -517,13 +536,14 @@ int main(int argc, char **argv)
 	}
 	if (k < 1 || k > MAX_SYMBOLS) {
 		fprintf(stderr, "uf-gen: --symbols %llu: must be 1..%d\n", (unsigned long long)k,
-			MAX_SYMBOLS);
+		        MAX_SYMBOLS);
 		return 2;
 	}
 	if (n < k + 64) {
-		fprintf(stderr, "uf-gen: --messages %llu: need at least symbols + 64 = %llu so "
-				"every message type appears\n",
-			(unsigned long long)n, (unsigned long long)(k + 64));
+		fprintf(stderr,
+		        "uf-gen: --messages %llu: need at least symbols + 64 = %llu so "
+		        "every message type appears\n",
+		        (unsigned long long)n, (unsigned long long)(k + 64));
 		return 2;
 	}
 
@@ -567,11 +587,17 @@ int main(int argc, char **argv)
 	/* Rare events every day has, pinned to fractions of the body so any N shows them:
 	 * pre-open (L H Y K J O I), at the open (S Q, opening cross Q), during the day
 	 * (h N W, a C, a P and the B that breaks it), at the close (S M, closing cross Q). */
-	static const struct { uint16_t permille; uint8_t kind; } pinned[] = {
-		{10, 'L'}, {20, 'H'}, {30, 'Y'}, {40, 'K'}, {50, 'J'}, {60, 'O'}, {80, 'I'},
-		{160, 'q'}, /* S Q: market open */ {170, 'Q'}, {300, 'h'}, {400, 'N'},
-		{450, 'C'}, {500, 'P'}, {520, 'B'}, {600, 'W'}, {700, 'E'}, {750, 'X'},
-		{780, 'U'}, {800, 'I'}, {830, 'm'}, /* S M: market close */ {840, 'Q'},
+	static const struct {
+		uint16_t permille;
+		uint8_t kind;
+	} pinned[] = {
+	    {10, 'L'},  {20, 'H'},  {30, 'Y'},
+	    {40, 'K'},  {50, 'J'},  {60, 'O'},
+	    {80, 'I'},  {160, 'q'}, /* S Q: market open */ {170, 'Q'},
+	    {300, 'h'}, {400, 'N'}, {450, 'C'},
+	    {500, 'P'}, {520, 'B'}, {600, 'W'},
+	    {700, 'E'}, {750, 'X'}, {780, 'U'},
+	    {800, 'I'}, {830, 'm'}, /* S M: market close */ {840, 'Q'},
 	};
 	uint64_t body = n - g.written - 2; /* the trailer is S E + S C */
 	uint64_t step = (DAY_CLOSE_NS - DAY_OPEN_NS) / (body ? body : 1);
@@ -585,12 +611,25 @@ int main(int argc, char **argv)
 			uint8_t kind = pinned[next_pin].kind;
 			int ok = 1;
 			switch (kind) {
-			case 'q': emit_system(&g, 'Q'); break;
-			case 'm': emit_system(&g, 'M'); break;
-			case 'W': case 'B': emit_market_event(&g, kind); break;
-			case 'P': emit_trade(&g); break;
-			case 'C': case 'E': case 'X': case 'U':
-				if (g.live == 0) { /* needs a live order: add one, retry next time */
+			case 'q':
+				emit_system(&g, 'Q');
+				break;
+			case 'm':
+				emit_system(&g, 'M');
+				break;
+			case 'W':
+			case 'B':
+				emit_market_event(&g, kind);
+				break;
+			case 'P':
+				emit_trade(&g);
+				break;
+			case 'C':
+			case 'E':
+			case 'X':
+			case 'U':
+				if (g.live ==
+				    0) { /* needs a live order: add one, retry next time */
 					emit_add(&g);
 					ok = 0;
 				} else if (kind == 'C' || kind == 'E') {
@@ -601,7 +640,9 @@ int main(int argc, char **argv)
 					emit_replace(&g);
 				}
 				break;
-			default: emit_stock_event(&g, kind, pick_symbol(&g)); break;
+			default:
+				emit_stock_event(&g, kind, pick_symbol(&g));
+				break;
 			}
 			if (ok)
 				next_pin++;
@@ -622,7 +663,7 @@ int main(int argc, char **argv)
 	}
 	if (g.written != n) { /* a body event that emits two messages could overshoot */
 		fprintf(stderr, "uf-gen: internal error: wrote %llu messages, asked %llu\n",
-			(unsigned long long)g.written, (unsigned long long)n);
+		        (unsigned long long)g.written, (unsigned long long)n);
 		goto out_free;
 	}
 	rc = 0;
