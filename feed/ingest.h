@@ -75,6 +75,7 @@ struct uf_ingest {
 	unsigned br_pending;                           /* buffers added, not yet advanced */
 	struct msghdr rmsg;                            /* template for multishot recvmsg */
 	int armed[UF_INGEST_MAX_SRC];                  /* multishot in flight per source */
+	int need_rearm;                                /* some multishot ended: re-arm after release */
 	uint32_t koverflow_seen;                       /* last value of *cq.koverflow */
 	unsigned idle_polls;                           /* polls since the last CQE (no SQPOLL) */
 	/* recvmmsg / epoll */

@@ -161,6 +161,16 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	return 0;
 }
 
+/* Re-arms every source whose multishot receive ended, in one submit. */
+static void uf_uring_rearm(struct uf_ingest *ig)
+{
+	for (int s = 0; s < ig->nsrc; s++)
+		if (!ig->armed[s])
+			(void)uf_uring_arm(ig, s);
+	ig->need_rearm = 0;
+	uf_uring_submit(ig);
+}
+
 static inline void uf_uring_recycle(struct uf_ingest *ig, unsigned bid)
 {
 	io_uring_buf_ring_add(ig->br, ig->region + (size_t)bid * ig->buf_size, ig->buf_size,
@@ -263,15 +273,11 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 		k->rx_ns = rx;
 	}
 	io_uring_cq_advance(r, cnt);
+	uf_uring_flush_recycled(ig);
 	if (UF_UNLIKELY(rearm)) {
-		/* Give back what was already consumed first, so the re-armed receive has room. */
-		uf_uring_flush_recycled(ig);
-		for (int s = 0; s < ig->nsrc; s++)
-			if (!ig->armed[s])
-				(void)uf_uring_arm(ig, s);
-		uf_uring_submit(ig);
-	} else {
-		uf_uring_flush_recycled(ig);
+		ig->need_rearm = 1;
+		if (n == 0)
+			uf_uring_rearm(ig); /* nothing to release: the buffers are back already */
 	}
 	return n;
 }
@@ -281,6 +287,10 @@ void uf_ingest_uring_release(struct uf_ingest *ig, const struct uf_pkt *pkts, in
 	for (int i = 0; i < n; i++)
 		uf_uring_recycle(ig, pkts[i].bid);
 	uf_uring_flush_recycled(ig);
+	/* Re-arm only now: with the batch's buffers back in the ring, the new receive does not
+	 * end in -ENOBUFS at once. */
+	if (UF_UNLIKELY(ig->need_rearm))
+		uf_uring_rearm(ig);
 }
 
 void uf_ingest_uring_close(struct uf_ingest *ig)

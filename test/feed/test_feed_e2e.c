@@ -399,6 +399,26 @@ static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 		    c.st.lines[0].wins + c.st.lines[1].wins);
 }
 
+#if FT_BACKEND == UF_BACKEND_IO_URING || FT_BACKEND == UF_BACKEND_IO_URING_NOSQPOLL
+/* A buffer ring far too small for the burst: multishot receives end with -ENOBUFS, are
+ * re-armed and counted, and nothing is lost (the datagrams wait in the socket). */
+static void test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing(void **state)
+{
+	struct ft_case c = { 0 };
+	char err[256];
+	ft_config(&c.cfg, 6, 1);
+	c.cfg.buffers.count = 64;
+	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_replay(&c, 6, 1, "--rate", "0", NULL); /* as fast as the sender can */
+	ft_expect_identical(&c);
+	assert_true(c.st.lines[0].rearms + c.st.lines[1].rearms > 0);
+	assert_true(c.st.lines[0].enobufs + c.st.lines[1].enobufs > 0);
+	assert_int_equal(c.st.cq_overflows, 0);
+}
+#endif
+
 /* The reference lines of the symbols in `syms` only. */
 static char *ft_ref_books_of(const char (*syms)[9], int n)
 {
@@ -501,6 +521,9 @@ int main(void)
 		cmocka_unit_test(test_feed_dead_server_flags_gap_and_keeps_running),
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
+#if FT_BACKEND == UF_BACKEND_IO_URING || FT_BACKEND == UF_BACKEND_IO_URING_NOSQPOLL
+		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
+#endif
 	};
 	return cmocka_run_group_tests(tests, ft_setup, ft_teardown);
 }
