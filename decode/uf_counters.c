@@ -56,6 +56,23 @@ uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf
 	return total;
 }
 
+void uf_decode_counters_foreach_stat(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                     void *ctx)
+{
+	char name[16];
+	emit(fn, ctx, "packets", &c->packets);
+	emit(fn, ctx, "heartbeats", &c->heartbeats);
+	emit(fn, ctx, "end_of_session", &c->end_of_session);
+	emit(fn, ctx, "messages", &c->messages);
+	emit(fn, ctx, "bytes", &c->bytes);
+	emit(fn, ctx, "gaps", &c->gaps);
+	emit(fn, ctx, "zero_len_resolved", &c->zero_len_resolved);
+	for (int i = 0; i < UF_ITCH_NTYPES; i++) {
+		snprintf(name, sizeof(name), "type_%c", UF_ITCH_TYPES[i]);
+		emit(fn, ctx, name, &c->by_type[i]);
+	}
+}
+
 uint64_t uf_decode_counters_errors(const struct uf_decode_counters *c)
 {
 	return uf_decode_counters_foreach_error(c, NULL, NULL);

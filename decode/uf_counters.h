@@ -69,6 +69,12 @@ typedef void (*uf_counter_fn)(void *ctx, const char *name, uint64_t value);
 uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf_counter_fn fn,
                                           void *ctx);
 
+/* Every non-error counter with its name: packets, heartbeats, end_of_session, messages,
+ * bytes, gaps, zero_len_resolved, then type_<letter> for each of the 23 types (for a status
+ * endpoint that shows the traffic beside the errors). Cold. */
+void uf_decode_counters_foreach_stat(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                     void *ctx);
+
 /* Sum of every error counter (what `uf-decode` exits 1 on). Cold. */
 uint64_t uf_decode_counters_errors(const struct uf_decode_counters *c);
 

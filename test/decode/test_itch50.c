@@ -523,6 +523,21 @@ static void name_cb(void *ctx, const char *name, uint64_t v)
 		nm->seen_trunc_hdr = (int)v;
 }
 
+struct stat_names {
+	int n;
+	uint64_t packets, type_h;
+};
+
+static void stat_cb(void *ctx, const char *name, uint64_t v)
+{
+	struct stat_names *sn = ctx;
+	sn->n++;
+	if (!strcmp(name, "packets"))
+		sn->packets = v;
+	if (!strcmp(name, "type_h"))
+		sn->type_h = v;
+}
+
 static void test_counters_have_stable_names(void **s)
 {
 	struct uf_decode_counters c;
@@ -538,6 +553,13 @@ static void test_counters_have_stable_names(void **s)
 	assert_int_equal(nm.seen_trunc_hdr, 1);
 	assert_string_equal(uf_mold_err_name(UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET),
 	                    "block_overruns_packet");
+	c.packets = 7;
+	c.by_type[uf_itch_type_index('h')] = 5;
+	struct stat_names sn = {0};
+	uf_decode_counters_foreach_stat(&c, stat_cb, &sn);
+	assert_int_equal(sn.n, 7 + UF_ITCH_NTYPES);
+	assert_int_equal(sn.packets, 7);
+	assert_int_equal(sn.type_h, 5);
 	struct uf_decode_counters d;
 	memset(&d, 0, sizeof(d));
 	uf_decode_counters_add(&d, &c);
