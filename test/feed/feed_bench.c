@@ -1,0 +1,204 @@
+/* feed_bench: how fast can a back end take a generated day without loss, and what CPU does
+ * it use? Runs one feed in-process (as the tests do) against uf-replay at a given rate, and
+ * prints one JSON line: losses per line and after arbitration, re-requests, CPU of the feed
+ * thread, of the SQ poll thread (io_uring) and of the whole process, and the wire-to-publish
+ * latency. Not a test: run by hand (docs/feed.md, "Figures").
+ *
+ *   feed_bench --backend io_uring --rate 400000 [--messages 200000] [--cpu 0]
+ *              [--sqpoll-cpu 1] [--symbols 50] [--no-b] */
+#include <dirent.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sys/resource.h>
+
+#include "feed/uf_feed.h"
+#include "ring/uf_ring.h"
+#include "feed_test_util.h"
+
+static volatile int g_stop;
+static struct uf_feed *g_feed;
+
+static void *run(void *arg)
+{
+	int rc = uf_feed_run(g_feed, &g_stop);
+	if (rc < 0)
+		fprintf(stderr, "uf_feed_run: %s\n", uf_feed_error(g_feed));
+	return NULL;
+}
+
+static double cpu_of(clockid_t cid)
+{
+	struct timespec ts;
+	clock_gettime(cid, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* utime + stime (s) of this process's threads whose name starts with `prefix`. */
+static double threads_cpu(const char *prefix)
+{
+	double sum = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	long hz = sysconf(_SC_CLK_TCK);
+	while (d && (e = readdir(d))) {
+		char path[300], buf[1024];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		char *l = strchr(buf, '('), *r = strrchr(buf, ')');
+		if (!l || !r || strncmp(l + 1, prefix, strlen(prefix)))
+			continue;
+		unsigned long ut, st;
+		if (sscanf(r + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+			sum += (double)(ut + st) / (double)hz;
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+int main(int argc, char **argv)
+{
+	const char *backend = "io_uring";
+	double rate = 200000;
+	unsigned messages = 200000, symbols = 50;
+	int cpu = -1, sqcpu = -1, no_b = 0;
+	static const struct option o[] = { { "backend", 1, 0, 'b' }, { "rate", 1, 0, 'r' },
+					   { "messages", 1, 0, 'm' }, { "cpu", 1, 0, 'c' },
+					   { "sqpoll-cpu", 1, 0, 's' }, { "symbols", 1, 0, 'y' },
+					   { "no-b", 0, 0, 'n' }, { 0, 0, 0, 0 } };
+	int c;
+	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
+		switch (c) {
+		case 'b': backend = optarg; break;
+		case 'r': rate = atof(optarg); break;
+		case 'm': messages = (unsigned)atoi(optarg); break;
+		case 'c': cpu = atoi(optarg); break;
+		case 's': sqcpu = atoi(optarg); break;
+		case 'y': symbols = (unsigned)atoi(optarg); break;
+		case 'n': no_b = 1; break;
+		default: return 2;
+		}
+	}
+	struct uf_feed_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.name, sizeof(cfg.name), "bench");
+	if (uf_backend_parse(backend, &cfg.backend) < 0) {
+		fprintf(stderr, "unknown back end %s\n", backend);
+		return 2;
+	}
+	char day[256];
+	if (ft_gen_day(day, sizeof(day), messages, symbols, 11) < 0) {
+		fprintf(stderr, "uf-gen failed\n");
+		return 1;
+	}
+	cfg.cpu = cpu;
+	cfg.sqpoll_cpu = sqcpu;
+	cfg.sqpoll_idle_ms = 1000;
+	cfg.numa_node = -1;
+	cfg.nlines = no_b ? 1 : 2;
+	for (int l = 0; l < 2; l++) {
+		snprintf(cfg.lines[l].name, sizeof(cfg.lines[l].name), "%c", 'A' + l);
+		char g[32];
+		snprintf(g, sizeof(g), "239.78.0.%d", l + 1);
+		inet_pton(AF_INET, g, &cfg.lines[l].group);
+		cfg.lines[l].port = (uint16_t)(42001 + l);
+		inet_pton(AF_INET, "127.0.0.1", &cfg.lines[l].interface);
+	}
+	cfg.recovery.enabled = 1;
+	cfg.recovery.server.sin_family = AF_INET;
+	cfg.recovery.server.sin_port = htons(42010);
+	inet_pton(AF_INET, "127.0.0.1", &cfg.recovery.server.sin_addr);
+	cfg.recovery.max_count = 1000;
+	cfg.recovery.timeout_ms = 50;
+	cfg.recovery.retries = 5;
+	cfg.recovery.wait_ms = 20;
+	cfg.recovery.wait_packets = 64;
+	cfg.recovery.queue_packets = 65536;
+	cfg.recovery.max_requests_per_s = 1000;
+	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "ufbench_%d", (int)getpid());
+	cfg.ring.capacity = 1 << 22;
+	cfg.book.depth = 10;
+	cfg.book.max_orders = 1 << 21;
+	cfg.book.max_instruments = 1024;
+	cfg.buffers.count = 4096;
+	cfg.buffers.size = 2048;
+	char err[256];
+	if (uf_feed_create(&cfg, &g_feed, err, sizeof(err)) < 0) {
+		fprintf(stderr, "uf_feed_create: %s\n", err);
+		return 1;
+	}
+	pthread_t thr;
+	pthread_create(&thr, NULL, run, NULL);
+	clockid_t fcid;
+	pthread_getcpuclockid(thr, &fcid);
+	struct timespec settle = { 0, 200000000 };
+	nanosleep(&settle, NULL); /* ring set up, SQ thread spinning */
+	double f0 = cpu_of(fcid), s0 = threads_cpu("iou-sqp");
+	struct rusage ru0, ru1;
+	getrusage(RUSAGE_SELF, &ru0);
+	uint64_t t0 = uf_now_mono_ns();
+	char a[64], b[64], r[32];
+	snprintf(a, sizeof(a), "239.78.0.1:42001");
+	snprintf(b, sizeof(b), "239.78.0.2:42002");
+	snprintf(r, sizeof(r), "%.0f", rate);
+	char *args[] = { "uf-replay", "--in", day, "--a", a, "--b", b, "--rate", r,
+			 "--serve-rerequests", "42010", "--linger", "30", NULL };
+	if (no_b) {
+		args[5] = "--rate";
+		args[6] = r;
+		args[7] = "--serve-rerequests";
+		args[8] = "42010";
+		args[9] = "--linger";
+		args[10] = "30";
+		args[11] = NULL;
+	}
+	pid_t rp = ft_spawn(args, NULL);
+	const struct uf_feed_stats *st = uf_feed_stats(g_feed);
+	uint64_t limit = t0 + 120ull * 1000000000ull;
+	while (uf_now_mono_ns() < limit &&
+	       !(uf_load_relaxed_u64(&st->end_of_session) &&
+		 uf_load_relaxed_u64(&st->messages) + uf_load_relaxed_u64(&st->messages_unrecovered) >=
+			 messages)) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	uint64_t t1 = uf_now_mono_ns();
+	double f1 = cpu_of(fcid), s1 = threads_cpu("iou-sqp");
+	getrusage(RUSAGE_SELF, &ru1);
+	g_stop = 1;
+	pthread_join(thr, NULL);
+	kill(rp, SIGTERM);
+	ft_wait(rp, 10000);
+	static struct uf_feed_stats s;
+	uf_feed_stats_read(st, &s);
+	double wall = (double)(t1 - t0) / 1e9;
+	double proc = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec -
+			       ru0.ru_stime.tv_sec) +
+		      (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
+			       ru0.ru_stime.tv_usec) / 1e6;
+	printf("{\"backend\":\"%s\",\"used\":\"%s\",\"rate\":%.0f,\"messages\":%llu,\"wall_s\":%.3f,"
+	       "\"achieved_msgs_per_s\":%.0f,\"line_a_lost\":%llu,\"line_b_lost\":%llu,\"gaps\":%llu,"
+	       "\"rerequests\":%llu,\"recovered\":%llu,\"unrecovered\":%llu,\"rearms\":%llu,"
+	       "\"cq_overflows\":%llu,\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
+	       "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu}\n",
+	       backend, uf_feed_backend_name(g_feed), rate, (unsigned long long)s.messages, wall,
+	       (double)s.messages / wall, (unsigned long long)s.lines[0].gap_messages,
+	       (unsigned long long)s.lines[1].gap_messages, (unsigned long long)s.gaps,
+	       (unsigned long long)s.rerequests, (unsigned long long)s.recovered_messages,
+	       (unsigned long long)s.messages_unrecovered,
+	       (unsigned long long)(s.lines[0].rearms + s.lines[1].rearms),
+	       (unsigned long long)s.cq_overflows, (f1 - f0) / wall, (s1 - s0) / wall, proc / wall,
+	       (unsigned long long)uf_lat_quantile(&s.latency, 0.5),
+	       (unsigned long long)uf_lat_quantile(&s.latency, 0.99),
+	       (unsigned long long)uf_lat_quantile(&s.latency, 0.999),
+	       (unsigned long long)s.latency.max_ns);
+	uf_feed_destroy(g_feed);
+	uf_ring_unlink(cfg.ring.name, NULL);
+	unlink(day);
+	return 0;
+}
