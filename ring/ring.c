@@ -76,20 +76,33 @@ static uint64_t hugetlbfs_page(const char *dir)
 	return (uint64_t)sf.f_bsize;
 }
 
-/* Generation of the ring currently under `path`, 0 when there is none or it is unreadable. */
-static uint64_t previous_generation(const char *path)
+/* Reads the header of the ring currently under `path`. Returns 0, or -ENOENT when there is
+ * none (or it is not a ring). */
+static int previous_header(const char *path, struct uf_ring_hdr *h)
 {
-	struct uf_ring_hdr h;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
-		return 0;
-	n = pread(fd, &h, sizeof(h), 0);
+		return -ENOENT;
+	n = pread(fd, h, sizeof(*h), 0);
 	close(fd);
-	if (n != (ssize_t)sizeof(h) || h.magic != UF_RING_MAGIC)
+	if (n != (ssize_t)sizeof(*h) || h->magic != UF_RING_MAGIC)
+		return -ENOENT;
+	return 0;
+}
+
+/* Whether another live process still produces into the ring `h` describes (two daemons
+ * configured with the same ring name): replacing it would silently cut its consumers off. */
+static int owned_by_other_producer(const struct uf_ring_hdr *h)
+{
+	uint64_t start = 0;
+
+	if (h->state != UF_RING_STATE_OPEN || h->producer_pid == (int32_t)getpid())
 		return 0;
-	return h.generation;
+	if (uf_ring_proc_stat((pid_t)h->producer_pid, &start, NULL) < 0)
+		return 0;
+	return h->producer_start == 0 || start == h->producer_start;
 }
 
 /* Creates `path` exclusively with exactly `mode` (umask does not apply) and `size` bytes,
@@ -155,6 +168,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	char data_path[256], cons_path[256], data_tmp[300], cons_tmp[300];
 	uint64_t ring_off, image_off, image_size, data_size, ct_size, gen, now, htlb_page, page;
 	const char *dir;
+	struct uf_ring_hdr prev;
 	struct uf_ring *r;
 	int node = -1, huge = 0, rc;
 	void *data, *ctmap;
@@ -224,6 +238,14 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	                       (uint64_t)opt.max_consumers * sizeof(struct uf_ring_cslot),
 	                   htlb_page ? htlb_page : UF_RING_PAGE);
 
+	if (previous_header(data_path, &prev) == 0 && owned_by_other_producer(&prev)) {
+		ring_err(
+		    err, errlen,
+		    "ring %s: %s is in use by running producer pid %d (two feeds with one ring "
+		    "name?)",
+		    name, data_path, (int)prev.producer_pid);
+		return -EBUSY;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		ring_err(err, errlen, "ring %s: out of memory", name);
@@ -243,7 +265,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 		goto out_unmap_data;
 
 	now = uf_now_realtime_ns();
-	gen = previous_generation(data_path);
+	gen = previous_header(data_path, &prev) == 0 ? prev.generation : 0;
 	gen = gen >= now ? gen + 1 : now;
 
 	r->hdr = data;

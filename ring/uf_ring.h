@@ -81,7 +81,8 @@ void uf_ring_options_init(struct uf_ring_options *opt);
 /* Creates ring `name` ([A-Za-z0-9_.-], at most 31 bytes): builds both shm files under
  * temporary names, binds them to the NUMA node, advises huge pages, then atomically replaces
  * any previous ring of that name (whose consumers see -ESTALE). The new generation is greater
- * than the old one. On error writes a one-line reason to `err` and returns -errno.
+ * than the old one. Refuses (-EBUSY) to replace a ring another live process still produces
+ * into. On error writes a one-line reason to `err` and returns -errno.
  * Cold: allocates, maps, touches every page. */
 UF_COLD int uf_ring_create(const char *name, const struct uf_ring_options *opt,
                            struct uf_ring **out, char *err, size_t errlen);

@@ -768,6 +768,46 @@ static void test_ring_consumer_sees_producer_died_without_closing(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+static void test_ring_create_refuses_a_ring_another_producer_runs(void **state)
+{
+	char name[64], err[256] = "";
+	struct uf_ring *r = NULL;
+	int go[2], ready[2];
+	pid_t pid;
+
+	test_ring_name(name, sizeof(name), "busy");
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct uf_ring *cr = NULL;
+		struct uf_ring_options o;
+		uf_ring_options_init(&o);
+		o.capacity = 64;
+		o.max_instruments = 8;
+		CHILD_CHECK(uf_ring_create(name, &o, &cr, NULL, 0) == 0);
+		test_pipe_put(ready[1]);
+		test_pipe_get(go[0], 10000);
+		uf_ring_close(cr);
+		_exit(0);
+	}
+	assert_true(test_pipe_get(ready[0], 5000));
+	assert_int_equal(uf_ring_create(name, NULL, &r, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "in use by running producer"));
+	assert_null(r);
+	test_pipe_put(go[1]);
+	assert_true(test_child_ok(test_wait_child(pid, 5000)));
+	/* closed by its producer: a new producer may take the name */
+	r = make_ring(name, 64, 0600);
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+	for (int i = 0; i < 2; i++) {
+		close(go[i]);
+		close(ready[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +823,7 @@ int main(void)
 	    cmocka_unit_test(test_ring_create_rejects_bad_options),
 	    cmocka_unit_test(test_ring_full_table_and_bad_seek_are_refused),
 	    cmocka_unit_test(test_ring_consumer_sees_producer_died_without_closing),
+	    cmocka_unit_test(test_ring_create_refuses_a_ring_another_producer_runs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
