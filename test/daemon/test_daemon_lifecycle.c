@@ -370,7 +370,7 @@ static void test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one(void *
 	write_config(CONFIG(",\"symbols\":[\"AAPL\",\"MSFT\"]"));
 	assert_int_equal(kill(daemon, SIGHUP), 0);
 	wait_log("reload: done", 5000);
-	wait_log("feed \"life\": ", 100);
+	wait_log("feed \"life\": symbol filter now 2 symbols", 100);
 	j = get_status(port);
 	assert_int_equal(json_integer_value(json_object_get(j, "reloads")), 1);
 	json_decref(j);

@@ -19,17 +19,10 @@
 #include "feed/uf_config.h"
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
-#include "tools/uringfeed/ring_view.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_CONFIG 2
 #define STOP_TIMEOUT_S 10 /* a feed leaves its loop within one batch: 10 s means it is stuck */
-
-/* Optional engine hooks, resolved at link time when feed/ provides them (weak: the daemon
- * builds and runs without them, and says what it cannot do). */
-extern struct uf_ring *uf_feed_ring(const struct uf_feed *feed) __attribute__((weak));
-extern int uf_feed_set_symbols(struct uf_feed *feed, const char (*symbols)[9], uint32_t n)
-	__attribute__((weak));
 
 /* One configured feed and its thread. */
 struct feed_slot {
@@ -44,7 +37,6 @@ struct feed_slot {
 	uint32_t done;                  /* 1 once the thread left uf_feed_run; release-stored
 					 * after rc/error so readers may use them */
 	int rc;                         /* uf_feed_run's result */
-	struct uf_ring_view view;       /* read-only view of the feed's ring (status) */
 	char error[160];                /* its error message */
 };
 
@@ -84,14 +76,9 @@ static void fill_ring(struct feed_slot *s, struct uf_status_ring *out)
 	out->present = 1;
 	snprintf(out->name, sizeof(out->name), "%s", s->cfg->ring.name);
 	out->capacity = s->cfg->ring.capacity;
-	if (!uf_feed_ring || !(r = uf_feed_ring(s->feed))) {
-		if (s->view.hdr) {
-			uf_ring_view_read(&s->view, out);
-		} else {
-			/* No view either: the records counter is the sequence (both count the
-			 * records published in this generation). */
-			out->sequence = uf_load_relaxed_u64(&uf_feed_stats(s->feed)->records);
-		}
+	r = uf_feed_ring(s->feed);
+	if (!r) {
+		out->present = 0;
 		return;
 	}
 	/* The producer's header: tail is release-stored by the feed thread after the records. */
@@ -114,11 +101,11 @@ static void fill_ring(struct feed_slot *s, struct uf_status_ring *out)
 	}
 }
 
-/* Frees the consumer slots of dead processes (cold: reads /proc), when the engine hands out
- * its ring; otherwise the ring's own attach path reclaims them. */
+/* Frees the consumer table slots of processes that exited without detaching (cold: reads
+ * /proc), so the status endpoint and the table's capacity only count live consumers. */
 static void reap_consumers(struct uf_daemon *d)
 {
-	for (int i = 0; uf_feed_ring && i < d->cfg.nfeeds; i++) {
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
 		struct uf_ring *r = d->slots[i].feed ? uf_feed_ring(d->slots[i].feed) : NULL;
 		int n = r ? uf_ring_reap(r) : 0;
 		if (n > 0)
@@ -249,12 +236,6 @@ static void reload(struct uf_daemon *d)
 				    "restart", cur->name);
 		if (same_symbols(cur, nf))
 			continue;
-		if (!uf_feed_set_symbols) {
-			uf_log_error("reload: feed \"%s\": the symbol filter changed (%u -> %u symbols) "
-				     "but this build's feed engine cannot change it live; restart to "
-				     "apply", cur->name, cur->nsymbols, nf->nsymbols);
-			continue;
-		}
 		int r = uf_feed_set_symbols(d->slots[j].feed, (const char(*)[9])nf->symbols, nf->nsymbols);
 		if (r) {
 			uf_log_error("reload: feed \"%s\": symbol filter not applied: %s", cur->name,
@@ -368,19 +349,6 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 			code = EXIT_RUNTIME;
 			goto out_destroy;
 		}
-		if (s->cfg->nsymbols) {
-			if (!uf_feed_set_symbols)
-				uf_log_warn("feed %s: %u symbols configured, but this build's feed engine "
-					    "has no symbol filter: every symbol is published",
-					    s->cfg->name, s->cfg->nsymbols);
-			else if ((r = uf_feed_set_symbols(s->feed, (const char(*)[9])s->cfg->symbols,
-							  s->cfg->nsymbols)) != 0)
-				uf_log_error("feed %s: symbol filter not applied: %s", s->cfg->name,
-					     strerror(-r));
-		}
-		if (!uf_feed_ring && (r = uf_ring_view_open(&s->view, s->cfg->ring.name, NULL)) != 0)
-			uf_log_warn("feed %s: cannot map ring %s for the status endpoint (%s): no "
-				    "consumer report", s->cfg->name, s->cfg->ring.name, strerror(-r));
 	}
 	if (d->cfg.status_enabled &&
 	    uf_status_start(&d->cfg.status_listen, fill_status, d, &d->status, err, sizeof(err)) != 0) {
@@ -450,7 +418,6 @@ out_destroy:
 	for (int i = 0; i < d->cfg.nfeeds; i++) {
 		uf_feed_destroy(d->slots[i].feed); /* marks the ring closed for consumers */
 		d->slots[i].feed = NULL;
-		uf_ring_view_close(&d->slots[i].view);
 	}
 	uf_log_info("stopped%s", code ? " after a failure" : " cleanly");
 	uf_config_free(&d->cfg);
