@@ -631,7 +631,23 @@ static void test_ring_access_modes_and_readonly_mapping(void **state)
 	assert_int_equal(file_mode(name, 0), 0600);
 	assert_int_equal(file_mode(name, 1), 0600);
 	test_ring_name(name2, sizeof(name2), "group");
-	r2 = make_ring(name2, 64, 0640);
+	{
+		struct uf_ring_options o;
+		char err[256] = "", path[256];
+		struct stat st;
+		uf_ring_options_init(&o);
+		o.capacity = 64;
+		o.max_instruments = 8;
+		o.mode = 0640;
+		o.gid = 4242; /* the consumers' group (root may give files to any group) */
+		assert_int_equal(uf_ring_create(name2, &o, &r2, err, sizeof(err)), 0);
+		for (int cons = 0; cons < 2; cons++) {
+			snprintf(path, sizeof(path),
+			         cons ? "/dev/shm/uf.%s.cons" : "/dev/shm/uf.%s", name2);
+			assert_int_equal(stat(path, &st), 0);
+			assert_int_equal(st.st_gid, 4242);
+		}
+	}
 	assert_int_equal(file_mode(name2, 0), 0640); /* group reads the data ... */
 	assert_int_equal(file_mode(name2, 1), 0660); /* ... and registers in the table */
 	uf_ring_close(r2);
