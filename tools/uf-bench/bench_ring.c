@@ -455,6 +455,9 @@ static void run_case(enum transport t, int nc, const struct opts *o, struct resu
 	if (res->note[0] == '\0') {
 		run_phases(&p, ctl, o, res);
 		res->ok = 1;
+		if (nc + 1 > ncpu) /* say it next to the figures, not only in a footnote */
+			snprintf(res->note, sizeof(res->note), "%d processes on %d CPUs", nc + 1,
+				 ncpu);
 	} else {
 		set_phase(ctl, P_TPUT_END);
 	}
