@@ -10,11 +10,12 @@
 
 #include "common/uf_atomic.h"
 
-static uint32_t log_level = UF_LOG_INFO; /* read by every thread: relaxed, a stale level is harmless */
-static uint32_t log_fd = 2;              /* destination; tests redirect it */
+static uint32_t log_level =
+    UF_LOG_INFO;            /* read by every thread: relaxed, a stale level is harmless */
+static uint32_t log_fd = 2; /* destination; tests redirect it */
 
-static const char *const level_names[] = { "error", "warn", "info", "debug" };
-static const char *const level_tags[] = { "ERROR", "WARN ", "INFO ", "DEBUG" };
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static const char *const level_tags[] = {"ERROR", "WARN ", "INFO ", "DEBUG"};
 
 void uf_log_set_level(int level)
 {
@@ -72,7 +73,7 @@ void uf_log(int level, const char *fmt, ...)
 	gmtime_r(&ts.tv_sec, &tm);
 	n = strftime(line, 32, "%Y-%m-%dT%H:%M:%S", &tm);
 	n += (size_t)snprintf(line + n, sizeof(line) - n, ".%06ldZ %s ", ts.tv_nsec / 1000,
-			      level_tags[level]);
+	                      level_tags[level]);
 
 	va_start(ap, fmt);
 	r = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);

@@ -29,8 +29,8 @@ int uf_log_level_parse(const char *name);
 void uf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define uf_log_error(...) uf_log(UF_LOG_ERROR, __VA_ARGS__)
-#define uf_log_warn(...) uf_log(UF_LOG_WARN, __VA_ARGS__)
-#define uf_log_info(...) uf_log(UF_LOG_INFO, __VA_ARGS__)
+#define uf_log_warn(...)  uf_log(UF_LOG_WARN, __VA_ARGS__)
+#define uf_log_info(...)  uf_log(UF_LOG_INFO, __VA_ARGS__)
 #define uf_log_debug(...) uf_log(UF_LOG_DEBUG, __VA_ARGS__)
 
 #endif /* UF_LOG_H */

@@ -51,7 +51,8 @@ int uf_place_cpu_list(char *buf, size_t len)
 		n += end - c + 1;
 		if (off < len) {
 			int w = end == c ? snprintf(buf + off, len - off, "%s%d", off ? "," : "", c)
-					 : snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "", c, end);
+			                 : snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "",
+			                            c, end);
 			off += w > 0 ? (size_t)w : 0;
 		}
 		c = end;
@@ -100,7 +101,7 @@ int uf_place_pin_self(int cpu, const char *what)
 		return -err;
 	}
 	uf_log_info("placement: %s pinned to CPU %d (NUMA node %d)", what, cpu,
-		    uf_place_node_of_cpu(cpu));
+	            uf_place_node_of_cpu(cpu));
 	return 0;
 }
 
@@ -129,7 +130,7 @@ int uf_place_control_threads(const int *busy, int nbusy)
 	if (left == 0) {
 		/* Every CPU spins for a feed: control threads must share with one of them. */
 		uf_log_warn("placement: every usable CPU runs a feed or SQ poll thread; the HTTP "
-			    "and control threads share them (expect jitter on the feeds)");
+		            "and control threads share them (expect jitter on the feeds)");
 		return 0;
 	}
 	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
@@ -164,7 +165,7 @@ int uf_place_alloc(size_t len, int node, const char *what, struct uf_place_mem *
 	 * sweeps all day. They need pages reserved by the admin (vm.nr_hugepages). */
 	map_len = (len + UF_HUGE_PAGE - 1) & ~((size_t)UF_HUGE_PAGE - 1);
 	p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
-		 -1, 0);
+	         -1, 0);
 	if (p != MAP_FAILED) {
 		out->huge = 1;
 	} else {
@@ -174,14 +175,14 @@ int uf_place_alloc(size_t len, int node, const char *what, struct uf_place_mem *
 		p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			uf_log_error("placement: %s: cannot map %zu bytes: %s", what, len,
-				     strerror(errno));
+			             strerror(errno));
 			return -ENOMEM;
 		}
 		/* Transparent huge pages are the next best thing, when the kernel allows them. */
 		madvise(p, map_len, MADV_HUGEPAGE);
 		uf_log_info("placement: %s: no explicit huge pages (%s; reserve with "
-			    "vm.nr_hugepages), using %zu KiB pages with THP advice",
-			    what, strerror(err), page / 1024);
+		            "vm.nr_hugepages), using %zu KiB pages with THP advice",
+		            what, strerror(err), page / 1024);
 	}
 	bind_to_node(p, map_len, node);
 	/* Fault every page in now: a page fault on the hot path costs microseconds. */
@@ -193,10 +194,10 @@ int uf_place_alloc(size_t len, int node, const char *what, struct uf_place_mem *
 	out->node = node >= 0 && numa_ok() ? node : -1;
 	if (out->node >= 0)
 		uf_log_info("placement: %s: %zu KiB on NUMA node %d%s", what, map_len / 1024,
-			    out->node, out->huge ? " (2 MiB huge pages)" : "");
+		            out->node, out->huge ? " (2 MiB huge pages)" : "");
 	else
 		uf_log_info("placement: %s: %zu KiB on the local node%s", what, map_len / 1024,
-			    out->huge ? " (2 MiB huge pages)" : "");
+		            out->huge ? " (2 MiB huge pages)" : "");
 	return 0;
 }
 

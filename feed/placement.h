@@ -39,11 +39,11 @@ int uf_place_control_threads(const int *busy, int nbusy);
 
 /* Memory placed on one NUMA node. */
 struct uf_place_mem {
-	void *addr;      /* start, page aligned, zero-filled and faulted in */
-	size_t len;      /* bytes usable (what was asked) */
-	size_t map_len;  /* bytes mapped (rounded to the page size used) */
-	int node;        /* node the pages were bound to, -1 when not bound */
-	int huge;        /* 1 when backed by explicit 2 MiB huge pages (MAP_HUGETLB) */
+	void *addr;     /* start, page aligned, zero-filled and faulted in */
+	size_t len;     /* bytes usable (what was asked) */
+	size_t map_len; /* bytes mapped (rounded to the page size used) */
+	int node;       /* node the pages were bound to, -1 when not bound */
+	int huge;       /* 1 when backed by explicit 2 MiB huge pages (MAP_HUGETLB) */
 };
 
 /* Allocates `len` bytes on NUMA node `node` (-1: the calling thread's node, no binding):

@@ -21,15 +21,15 @@
 #define DECODE_PREFIX "decode_"
 
 struct uf_status_server {
-	struct MHD_Daemon *mhd;  /* libmicrohttpd daemon with its own polling thread */
-	int fd;                  /* listening socket (ours: MHD closes it at stop) */
-	uint16_t port;           /* bound port, host order */
-	uf_status_fill_fn fill;  /* owner's snapshot callback */
-	void *arg;               /* its argument */
-	uint64_t requests;       /* requests answered (HTTP thread writes, others read relaxed) */
+	struct MHD_Daemon *mhd; /* libmicrohttpd daemon with its own polling thread */
+	int fd;                 /* listening socket (ours: MHD closes it at stop) */
+	uint16_t port;          /* bound port, host order */
+	uf_status_fill_fn fill; /* owner's snapshot callback */
+	void *arg;              /* its argument */
+	uint64_t requests;      /* requests answered (HTTP thread writes, others read relaxed) */
 };
 
-static const char *const state_names[] = { "starting", "running", "stopping", "stopped", "failed" };
+static const char *const state_names[] = {"starting", "running", "stopping", "stopped", "failed"};
 
 const char *uf_status_state_name(enum uf_status_state st)
 {
@@ -41,15 +41,15 @@ const char *uf_status_state_name(enum uf_status_state st)
 /* ---- counters by name, from the X-macro lists of uf_feed_stats.h ---- */
 
 struct counter_def {
-	const char *name;  /* field name (also the JSON key) */
-	const char *help;  /* one-line help (Prometheus HELP) */
-	size_t off;        /* offset in its struct */
+	const char *name; /* field name (also the JSON key) */
+	const char *help; /* one-line help (Prometheus HELP) */
+	size_t off;       /* offset in its struct */
 };
 
-#define UF_DEF_FEED(f, h) { #f, h, offsetof(struct uf_feed_stats, f) },
-#define UF_DEF_LINE(f, h) { #f, h, offsetof(struct uf_feed_line_stats, f) },
-static const struct counter_def feed_counters[] = { UF_FEED_COUNTERS(UF_DEF_FEED) };
-static const struct counter_def line_counters[] = { UF_FEED_LINE_COUNTERS(UF_DEF_LINE) };
+#define UF_DEF_FEED(f, h) {#f, h, offsetof(struct uf_feed_stats, f)},
+#define UF_DEF_LINE(f, h) {#f, h, offsetof(struct uf_feed_line_stats, f)},
+static const struct counter_def feed_counters[] = {UF_FEED_COUNTERS(UF_DEF_FEED)};
+static const struct counter_def line_counters[] = {UF_FEED_LINE_COUNTERS(UF_DEF_LINE)};
 #undef UF_DEF_FEED
 #undef UF_DEF_LINE
 #define NFEEDC (sizeof(feed_counters) / sizeof(feed_counters[0]))
@@ -78,10 +78,11 @@ static int feed_nlines(const struct uf_status_feed *f)
 static json_t *latency_json(const struct uf_lat_hist *h)
 {
 	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "count", (json_int_t)h->count, "mean",
-			 (json_int_t)(h->count ? h->sum_ns / h->count : 0), "p50",
-			 (json_int_t)uf_lat_quantile(h, 0.5), "p99", (json_int_t)uf_lat_quantile(h, 0.99),
-			 "p99_9", (json_int_t)uf_lat_quantile(h, 0.999), "max", (json_int_t)h->max_ns,
-			 "negative", (json_int_t)h->negative);
+	                 (json_int_t)(h->count ? h->sum_ns / h->count : 0), "p50",
+	                 (json_int_t)uf_lat_quantile(h, 0.5), "p99",
+	                 (json_int_t)uf_lat_quantile(h, 0.99), "p99_9",
+	                 (json_int_t)uf_lat_quantile(h, 0.999), "max", (json_int_t)h->max_ns,
+	                 "negative", (json_int_t)h->negative);
 }
 
 static json_t *ring_json(const struct uf_status_ring *r, uint64_t now_ns)
@@ -97,13 +98,15 @@ static json_t *ring_json(const struct uf_status_ring *r, uint64_t now_ns)
 	json_object_set_new(o, "nconsumers", json_integer(r->nconsumers));
 	for (int i = 0; i < n; i++) {
 		const struct uf_status_consumer *c = &r->consumers[i];
-		json_t *jc = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:b,s:s}", "slot", (int)c->slot, "pid",
-				       (int)c->pid, "position", (json_int_t)c->position, "lag",
-				       (json_int_t)c->lag, "lost", (json_int_t)c->lost, "laps",
-				       (json_int_t)c->laps, "sleeping", c->sleeping, "tag", c->tag);
+		json_t *jc =
+		    json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:b,s:s}", "slot", (int)c->slot, "pid",
+		              (int)c->pid, "position", (json_int_t)c->position, "lag",
+		              (json_int_t)c->lag, "lost", (json_int_t)c->lost, "laps",
+		              (json_int_t)c->laps, "sleeping", c->sleeping, "tag", c->tag);
 		if (jc && c->last_seen_ns && now_ns >= c->last_seen_ns)
-			json_object_set_new(jc, "idle_ms",
-					    json_integer((json_int_t)((now_ns - c->last_seen_ns) / 1000000)));
+			json_object_set_new(
+			    jc, "idle_ms",
+			    json_integer((json_int_t)((now_ns - c->last_seen_ns) / 1000000)));
 		if (jc)
 			json_array_append_new(cons, jc);
 	}
@@ -125,7 +128,8 @@ static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 		const struct counter_def *d = &feed_counters[i];
 		uint64_t v = counter_at(&f->stats, d);
 		if (is_decode_error(d)) {
-			json_object_set_new(dec, d->name + strlen(DECODE_PREFIX), json_integer((json_int_t)v));
+			json_object_set_new(dec, d->name + strlen(DECODE_PREFIX),
+			                    json_integer((json_int_t)v));
 			dec_total += v;
 		} else {
 			json_object_set_new(o, d->name, json_integer((json_int_t)v));
@@ -138,8 +142,8 @@ static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 		json_object_set_new(jl, "name", json_string(f->stats.line_names[l]));
 		for (size_t i = 0; i < NLINEC; i++)
 			json_object_set_new(jl, line_counters[i].name,
-					    json_integer((json_int_t)counter_at(&f->stats.lines[l],
-										  &line_counters[i])));
+			                    json_integer((json_int_t)counter_at(
+			                        &f->stats.lines[l], &line_counters[i])));
 		json_array_append_new(lines, jl);
 	}
 	json_object_set_new(o, "lines", lines);
@@ -159,8 +163,9 @@ char *uf_status_render_json(const struct uf_status_snapshot *snap)
 	json_object_set_new(root, "config", json_string(snap->config));
 	json_object_set_new(root, "time_ns", json_integer((json_int_t)snap->now_ns));
 	json_object_set_new(root, "uptime_s",
-			    json_real(snap->now_ns > snap->start_ns
-					      ? (double)(snap->now_ns - snap->start_ns) / 1e9 : 0.0));
+	                    json_real(snap->now_ns > snap->start_ns
+	                                  ? (double)(snap->now_ns - snap->start_ns) / 1e9
+	                                  : 0.0));
 	json_object_set_new(root, "reloads", json_integer((json_int_t)snap->reloads));
 	for (int i = 0; i < snap->nfeeds && i < UF_CFG_MAX_FEEDS; i++)
 		json_array_append_new(feeds, feed_json(&snap->feeds[i], snap->now_ns));
@@ -174,10 +179,10 @@ char *uf_status_render_json(const struct uf_status_snapshot *snap)
 
 /* Growing text buffer; on allocation failure it latches `failed` and drops later output. */
 struct tbuf {
-	char *p;       /* text */
-	size_t len;    /* bytes used */
-	size_t cap;    /* bytes allocated */
-	int failed;    /* an allocation failed */
+	char *p;    /* text */
+	size_t len; /* bytes used */
+	size_t cap; /* bytes allocated */
+	int failed; /* an allocation failed */
 };
 
 __attribute__((format(printf, 2, 3))) static void tb_printf(struct tbuf *b, const char *fmt, ...)
@@ -251,13 +256,15 @@ static void family(struct tbuf *b, const char *name, const char *type, const cha
 
 char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 {
-	struct tbuf b = { 0 };
+	struct tbuf b = {0};
 	char fe[128], le[128], re[128], tg[64];
 	int nf = snap->nfeeds < UF_CFG_MAX_FEEDS ? snap->nfeeds : UF_CFG_MAX_FEEDS;
 
 	family(&b, "uringfeed_build_info", "gauge", "uringfeed version (value is always 1)");
-	tb_printf(&b, "uringfeed_build_info{version=\"%s\"} 1\n", esc(snap->version, fe, sizeof(fe)));
-	family(&b, "uringfeed_start_time_seconds", "gauge", "daemon start time, seconds since the epoch");
+	tb_printf(&b, "uringfeed_build_info{version=\"%s\"} 1\n",
+	          esc(snap->version, fe, sizeof(fe)));
+	family(&b, "uringfeed_start_time_seconds", "gauge",
+	       "daemon start time, seconds since the epoch");
 	tb_printf(&b, "uringfeed_start_time_seconds %.3f\n", (double)snap->start_ns / 1e9);
 	family(&b, "uringfeed_config_reloads_total", "counter", "SIGHUP reloads applied");
 	tb_printf(&b, "uringfeed_config_reloads_total %" PRIu64 "\n", snap->reloads);
@@ -266,8 +273,8 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 	for (int i = 0; i < nf; i++) {
 		const struct uf_status_feed *f = &snap->feeds[i];
 		tb_printf(&b, "uringfeed_feed_up{feed=\"%s\",backend=\"%s\",state=\"%s\"} %d\n",
-			  esc(f->name, fe, sizeof(fe)), esc(f->backend, le, sizeof(le)),
-			  uf_status_state_name(f->state), f->state == UF_STATUS_RUNNING);
+		          esc(f->name, fe, sizeof(fe)), esc(f->backend, le, sizeof(le)),
+		          uf_status_state_name(f->state), f->state == UF_STATUS_RUNNING);
 	}
 
 	/* Feed-wide counters, one family each; decode_* become one family with a kind label. */
@@ -280,17 +287,20 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 		family(&b, name, "counter", d->help);
 		for (int i = 0; i < nf; i++)
 			tb_printf(&b, "%s{feed=\"%s\"} %" PRIu64 "\n", name,
-				  esc(snap->feeds[i].name, fe, sizeof(fe)), counter_at(&snap->feeds[i].stats, d));
+			          esc(snap->feeds[i].name, fe, sizeof(fe)),
+			          counter_at(&snap->feeds[i].stats, d));
 	}
 	family(&b, "uringfeed_decode_errors_total", "counter",
 	       "malformed MoldUDP64 packets and ITCH messages, by kind");
 	for (int i = 0; i < nf; i++)
 		for (size_t c = 0; c < NFEEDC; c++)
 			if (is_decode_error(&feed_counters[c]))
-				tb_printf(&b, "uringfeed_decode_errors_total{feed=\"%s\",kind=\"%s\"} %" PRIu64 "\n",
-					  esc(snap->feeds[i].name, fe, sizeof(fe)),
-					  feed_counters[c].name + strlen(DECODE_PREFIX),
-					  counter_at(&snap->feeds[i].stats, &feed_counters[c]));
+				tb_printf(&b,
+				          "uringfeed_decode_errors_total{feed=\"%s\",kind=\"%s\"} "
+				          "%" PRIu64 "\n",
+				          esc(snap->feeds[i].name, fe, sizeof(fe)),
+				          feed_counters[c].name + strlen(DECODE_PREFIX),
+				          counter_at(&snap->feeds[i].stats, &feed_counters[c]));
 
 	for (size_t c = 0; c < NLINEC; c++) {
 		const struct counter_def *d = &line_counters[c];
@@ -300,59 +310,73 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 		for (int i = 0; i < nf; i++)
 			for (int l = 0; l < feed_nlines(&snap->feeds[i]); l++)
 				tb_printf(&b, "%s{feed=\"%s\",line=\"%s\"} %" PRIu64 "\n", name,
-					  esc(snap->feeds[i].name, fe, sizeof(fe)),
-					  esc(snap->feeds[i].stats.line_names[l], le, sizeof(le)),
-					  counter_at(&snap->feeds[i].stats.lines[l], d));
+				          esc(snap->feeds[i].name, fe, sizeof(fe)),
+				          esc(snap->feeds[i].stats.line_names[l], le, sizeof(le)),
+				          counter_at(&snap->feeds[i].stats.lines[l], d));
 	}
 
 	family(&b, "uringfeed_wire_to_publish_ns", "summary",
 	       "kernel receive timestamp to records in the ring, nanoseconds");
 	for (int i = 0; i < nf; i++) {
 		const struct uf_lat_hist *h = &snap->feeds[i].stats.latency;
-		static const double qs[] = { 0.5, 0.99, 0.999 };
+		static const double qs[] = {0.5, 0.99, 0.999};
 		esc(snap->feeds[i].name, fe, sizeof(fe));
 		for (size_t q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)
-			tb_printf(&b, "uringfeed_wire_to_publish_ns{feed=\"%s\",quantile=\"%g\"} %" PRIu64 "\n",
-				  fe, qs[q], uf_lat_quantile(h, qs[q]));
-		tb_printf(&b, "uringfeed_wire_to_publish_ns_sum{feed=\"%s\"} %" PRIu64 "\n", fe, h->sum_ns);
-		tb_printf(&b, "uringfeed_wire_to_publish_ns_count{feed=\"%s\"} %" PRIu64 "\n", fe, h->count);
+			tb_printf(
+			    &b,
+			    "uringfeed_wire_to_publish_ns{feed=\"%s\",quantile=\"%g\"} %" PRIu64
+			    "\n",
+			    fe, qs[q], uf_lat_quantile(h, qs[q]));
+		tb_printf(&b, "uringfeed_wire_to_publish_ns_sum{feed=\"%s\"} %" PRIu64 "\n", fe,
+		          h->sum_ns);
+		tb_printf(&b, "uringfeed_wire_to_publish_ns_count{feed=\"%s\"} %" PRIu64 "\n", fe,
+		          h->count);
 	}
 	family(&b, "uringfeed_wire_to_publish_max_ns", "gauge",
 	       "largest wire-to-publish latency since start, nanoseconds");
 	for (int i = 0; i < nf; i++)
 		tb_printf(&b, "uringfeed_wire_to_publish_max_ns{feed=\"%s\"} %" PRIu64 "\n",
-			  esc(snap->feeds[i].name, fe, sizeof(fe)), snap->feeds[i].stats.latency.max_ns);
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          snap->feeds[i].stats.latency.max_ns);
 
 	/* Rings: gauges (the sequence restarts with a new generation). */
 	static const struct {
 		const char *name, *help;
 	} ringm[] = {
-		{ "uringfeed_ring_sequence", "records published to the ring so far (next sequence)" },
-		{ "uringfeed_ring_capacity", "ring capacity in records" },
-		{ "uringfeed_ring_closed", "1 once the ring is marked closed for consumers" },
-		{ "uringfeed_ring_consumers", "consumers registered on the ring" },
+	    {"uringfeed_ring_sequence", "records published to the ring so far (next sequence)"},
+	    {"uringfeed_ring_capacity", "ring capacity in records"},
+	    {"uringfeed_ring_closed", "1 once the ring is marked closed for consumers"},
+	    {"uringfeed_ring_consumers", "consumers registered on the ring"},
 	};
 	for (size_t m = 0; m < sizeof(ringm) / sizeof(ringm[0]); m++) {
 		family(&b, ringm[m].name, "gauge", ringm[m].help);
 		for (int i = 0; i < nf; i++) {
 			const struct uf_status_ring *r = &snap->feeds[i].ring;
-			uint64_t v = m == 0 ? r->sequence : m == 1 ? r->capacity
-						  : m == 2 ? (uint64_t)r->closed : (uint64_t)r->nconsumers;
+			uint64_t v = m == 0   ? r->sequence
+			             : m == 1 ? r->capacity
+			             : m == 2 ? (uint64_t)r->closed
+			                      : (uint64_t)r->nconsumers;
 			if (!r->present)
 				continue;
 			tb_printf(&b, "%s{feed=\"%s\",ring=\"%s\"} %" PRIu64 "\n", ringm[m].name,
-				  esc(snap->feeds[i].name, fe, sizeof(fe)), esc(r->name, re, sizeof(re)), v);
+			          esc(snap->feeds[i].name, fe, sizeof(fe)),
+			          esc(r->name, re, sizeof(re)), v);
 		}
 	}
-	family(&b, "uringfeed_consumer_lag", "gauge", "records published that the consumer has not read");
+	family(&b, "uringfeed_consumer_lag", "gauge",
+	       "records published that the consumer has not read");
 	for (int i = 0; i < nf; i++) {
 		const struct uf_status_ring *r = &snap->feeds[i].ring;
-		int n = r->nconsumers < UF_STATUS_MAX_CONSUMERS ? r->nconsumers : UF_STATUS_MAX_CONSUMERS;
+		int n = r->nconsumers < UF_STATUS_MAX_CONSUMERS ? r->nconsumers
+		                                                : UF_STATUS_MAX_CONSUMERS;
 		for (int c = 0; r->present && c < n; c++)
-			tb_printf(&b, "uringfeed_consumer_lag{feed=\"%s\",ring=\"%s\",slot=\"%u\",pid=\"%d\",tag=\"%s\"} %" PRIu64 "\n",
-				  esc(snap->feeds[i].name, fe, sizeof(fe)), esc(r->name, re, sizeof(re)),
-				  r->consumers[c].slot, (int)r->consumers[c].pid,
-				  esc(r->consumers[c].tag, tg, sizeof(tg)), r->consumers[c].lag);
+			tb_printf(&b,
+			          "uringfeed_consumer_lag{feed=\"%s\",ring=\"%s\",slot=\"%u\",pid="
+			          "\"%d\",tag=\"%s\"} %" PRIu64 "\n",
+			          esc(snap->feeds[i].name, fe, sizeof(fe)),
+			          esc(r->name, re, sizeof(re)), r->consumers[c].slot,
+			          (int)r->consumers[c].pid,
+			          esc(r->consumers[c].tag, tg, sizeof(tg)), r->consumers[c].lag);
 	}
 	if (b.failed) {
 		free(b.p);
@@ -365,8 +389,8 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 
 /* ---- HTTP ---- */
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type, char *body,
-			     const char *allow)
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type,
+                             char *body, const char *allow)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result r;
@@ -400,8 +424,8 @@ static char *textf(const char *fmt, ...)
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
-			      const char *method, const char *version, const char *upload_data,
-			      size_t *upload_data_size, void **req_cls)
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
 {
 	struct uf_status_server *s = cls;
 	struct uf_status_snapshot *snap;
@@ -418,10 +442,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	is_metrics = strcmp(url, "/metrics") == 0;
 	if (!is_status && !is_metrics && strcmp(url, "/") != 0)
 		return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
-			     textf("404 not found: %.100s (try /status or /metrics)\n", url), NULL);
+		             textf("404 not found: %.100s (try /status or /metrics)\n", url), NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
-		static const char *const known[] = { "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
-						     "TRACE", "CONNECT" };
+		static const char *const known[] = {"POST",    "PUT",   "DELETE", "PATCH",
+		                                    "OPTIONS", "TRACE", "CONNECT"};
 		int k = 0;
 		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			k |= strcmp(method, known[i]) == 0;
@@ -429,29 +453,32 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		 * server does not know at all. */
 		if (!k)
 			return reply(conn, MHD_HTTP_NOT_IMPLEMENTED, "text/plain; charset=utf-8",
-				     textf("501 unknown method: %.20s\n", method), NULL);
+			             textf("501 unknown method: %.20s\n", method), NULL);
 		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-			     textf("405 method not allowed: %.20s (GET or HEAD)\n", method), "GET, HEAD");
+		             textf("405 method not allowed: %.20s (GET or HEAD)\n", method),
+		             "GET, HEAD");
 	}
 	if (!is_status && !is_metrics)
-		return reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
-			     textf("uringfeed status endpoint\n  GET /status   JSON\n  GET /metrics  "
-				   "Prometheus text format\n"), NULL);
+		return reply(
+		    conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
+		    textf("uringfeed status endpoint\n  GET /status   JSON\n  GET /metrics  "
+		          "Prometheus text format\n"),
+		    NULL);
 
 	snap = calloc(1, sizeof(*snap));
 	if (!snap)
 		return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
-			     textf("503 out of memory\n"), NULL);
+		             textf("503 out of memory\n"), NULL);
 	if (s->fill(s->arg, snap) != 0) {
 		free(snap);
 		return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
-			     textf("503 status not available yet\n"), NULL);
+		             textf("503 status not available yet\n"), NULL);
 	}
 	body = is_status ? uf_status_render_json(snap) : uf_status_render_prometheus(snap);
 	free(snap);
 	if (!body)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
-			     textf("500 could not render\n"), NULL);
+		             textf("500 could not render\n"), NULL);
 	if (is_status) {
 		/* json_dumps output has no trailing newline; curl users appreciate one. */
 		size_t n = strlen(body);
@@ -463,7 +490,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		}
 	}
 	return reply(conn, MHD_HTTP_OK,
-		     is_status ? "application/json" : "text/plain; version=0.0.4; charset=utf-8", body, NULL);
+	             is_status ? "application/json" : "text/plain; version=0.0.4; charset=utf-8",
+	             body, NULL);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -479,7 +507,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void *arg,
-		    struct uf_status_server **out, char *err, size_t errlen)
+                    struct uf_status_server **out, char *err, size_t errlen)
 {
 	struct uf_status_server *s;
 	struct sockaddr_in bound;
@@ -503,24 +531,26 @@ int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void
 		goto out_free;
 	}
 	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0 || listen(s->fd, 64) != 0) {
+	if (bind(s->fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0 ||
+	    listen(s->fd, 64) != 0) {
 		r = -errno;
-		snprintf(err, errlen, "status: cannot listen on %s:%u: %s", host, ntohs(addr->sin_port),
-			 strerror(errno));
+		snprintf(err, errlen, "status: cannot listen on %s:%u: %s", host,
+		         ntohs(addr->sin_port), strerror(errno));
 		goto out_close;
 	}
 	getsockname(s->fd, (struct sockaddr *)&bound, &blen);
 	s->port = ntohs(bound.sin_port);
 	/* STRICT_FOR_CLIENT 1: refuse (400) what RFC 7230 forbids, e.g. HTTP/1.1 without Host
 	 * or header lines without a colon, instead of guessing. */
-	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0,
-				  NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				  MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_STRICT_FOR_CLIENT,
-				  (int)1, MHD_OPTION_END);
+	s->mhd = MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, s->fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
 	if (!s->mhd) {
 		r = -EIO;
-		snprintf(err, errlen, "status: libmicrohttpd could not start on %s:%u", host, s->port);
+		snprintf(err, errlen, "status: libmicrohttpd could not start on %s:%u", host,
+		         s->port);
 		goto out_close;
 	}
 	uf_log_info("status: serving http://%s:%u/status and /metrics", host, s->port);

@@ -34,49 +34,49 @@ enum uf_status_state {
 
 /* One consumer registered on a ring. */
 struct uf_status_consumer {
-	uint32_t slot;          /* consumer table slot */
-	int32_t pid;            /* consumer process id */
-	uint64_t position;      /* next sequence it will read */
-	uint64_t lag;           /* records published that it has not read */
-	uint64_t last_seen_ns;  /* CLOCK_REALTIME of its last activity, 0 unknown */
-	uint64_t lost;          /* records it lost to laps */
-	uint64_t laps;          /* times it was lapped */
-	int sleeping;           /* 1 while blocked on the futex */
-	char tag[16];           /* label the consumer gave itself */
+	uint32_t slot;         /* consumer table slot */
+	int32_t pid;           /* consumer process id */
+	uint64_t position;     /* next sequence it will read */
+	uint64_t lag;          /* records published that it has not read */
+	uint64_t last_seen_ns; /* CLOCK_REALTIME of its last activity, 0 unknown */
+	uint64_t lost;         /* records it lost to laps */
+	uint64_t laps;         /* times it was lapped */
+	int sleeping;          /* 1 while blocked on the futex */
+	char tag[16];          /* label the consumer gave itself */
 };
 
 /* The ring a feed publishes to. */
 struct uf_status_ring {
-	int present;            /* 0 when the feed has no ring (yet) */
+	int present;                /* 0 when the feed has no ring (yet) */
 	char name[UF_CFG_NAME_MAX]; /* ring name */
-	uint64_t capacity;      /* records */
-	uint64_t sequence;      /* records published so far (next sequence) */
-	uint64_t generation;    /* changes when the producer restarts */
-	int closed;             /* 1 once marked closed for consumers */
-	int nconsumers;         /* registered consumers (may exceed the entries kept) */
+	uint64_t capacity;          /* records */
+	uint64_t sequence;          /* records published so far (next sequence) */
+	uint64_t generation;        /* changes when the producer restarts */
+	int closed;                 /* 1 once marked closed for consumers */
+	int nconsumers;             /* registered consumers (may exceed the entries kept) */
 	struct uf_status_consumer consumers[UF_STATUS_MAX_CONSUMERS]; /* first entries */
 };
 
 /* One feed, as copied on the HTTP thread. */
 struct uf_status_feed {
-	char name[UF_CFG_NAME_MAX];  /* feed name */
-	char backend[24];            /* back end in use */
-	enum uf_status_state state;  /* lifecycle */
-	char error[160];             /* last error, "" when none */
-	struct uf_feed_stats stats;  /* copy of the feed's counters (uf_feed_stats_read) */
-	struct uf_status_ring ring;  /* its ring */
+	char name[UF_CFG_NAME_MAX]; /* feed name */
+	char backend[24];           /* back end in use */
+	enum uf_status_state state; /* lifecycle */
+	char error[160];            /* last error, "" when none */
+	struct uf_feed_stats stats; /* copy of the feed's counters (uf_feed_stats_read) */
+	struct uf_status_ring ring; /* its ring */
 };
 
 /* What one request renders. Filled by the owner's callback; large (tens of KiB), so the
  * server allocates it per request on the HTTP thread. */
 struct uf_status_snapshot {
-	char version[32];       /* uringfeed version */
-	int32_t pid;            /* daemon pid */
-	uint64_t start_ns;      /* CLOCK_REALTIME at daemon start */
-	uint64_t now_ns;        /* CLOCK_REALTIME of this snapshot */
-	char config[256];       /* configuration file */
-	uint64_t reloads;       /* SIGHUP reloads applied */
-	int nfeeds;             /* feeds[0..nfeeds) are valid */
+	char version[32];                              /* uringfeed version */
+	int32_t pid;                                   /* daemon pid */
+	uint64_t start_ns;                             /* CLOCK_REALTIME at daemon start */
+	uint64_t now_ns;                               /* CLOCK_REALTIME of this snapshot */
+	char config[256];                              /* configuration file */
+	uint64_t reloads;                              /* SIGHUP reloads applied */
+	int nfeeds;                                    /* feeds[0..nfeeds) are valid */
 	struct uf_status_feed feeds[UF_CFG_MAX_FEEDS]; /* per feed */
 };
 
@@ -90,7 +90,7 @@ struct uf_status_server; /* opaque */
  * libmicrohttpd thread created here, which inherits the caller's CPU affinity (call
  * uf_place_control_threads first). Returns 0, or -errno with a one-line reason in `err`. */
 int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void *arg,
-		    struct uf_status_server **out, char *err, size_t errlen);
+                    struct uf_status_server **out, char *err, size_t errlen);
 
 /* Port the server listens on (host order). */
 uint16_t uf_status_port(const struct uf_status_server *s);

@@ -20,9 +20,9 @@
 static char tmpdir[64];
 
 struct run {
-	int status;         /* exit status, or 128 + signal */
-	char out[8192];     /* stdout */
-	char err[8192];     /* stderr */
+	int status;     /* exit status, or 128 + signal */
+	char out[8192]; /* stdout */
+	char err[8192]; /* stderr */
 };
 
 static const char *bin(void)
@@ -31,7 +31,8 @@ static const char *bin(void)
 	const char *dir = getenv("UF_BIN_DIR");
 	snprintf(path, sizeof(path), "%s/uringfeed", dir ? dir : UF_BIN_DIR);
 	if (access(path, X_OK) != 0)
-		fail_msg("cannot run %s: %s (build the uringfeed target first)", path, strerror(errno));
+		fail_msg("cannot run %s: %s (build the uringfeed target first)", path,
+		         strerror(errno));
 	return path;
 }
 
@@ -110,32 +111,47 @@ static int teardown(void **state)
 #define OKFEED "\"name\":\"cli\",\"lines\":[{\"group\":\"239.9.9.1\",\"port\":31001}]"
 
 static const struct bad {
-	const char *json;   /* file content */
-	const char *want;   /* expected on stderr after "<file>" */
+	const char *json; /* file content */
+	const char *want; /* expected on stderr after "<file>" */
 } bads[] = {
-	{ "{\"feeds\":[{" OKFEED ",}]}", ":1:" },                       /* trailing comma: syntax */
-	{ "{\n\"feeds\": [\n{" OKFEED "}\n]\n", ":5:" },                 /* unterminated: line 5 */
-	{ "{\"feeds\":[{" OKFEED ",\"cpu\":1,\"cpu\":0}]}", ":1:82: syntax error: duplicate object key near '\"cpu\"'" },
-	{ "{\"feeds\":[{" OKFEED ",\"cpus\":1}]}", ": feeds[0].cpus: unknown key" },
-	{ "{\"feeds\":[{" OKFEED ",\"cpu\":\"one\"}]}", ": feeds[0].cpu: expected an integer CPU number, got a string \"one\"" },
-	{ "{\"feeds\":[{" OKFEED ",\"cpu\":1023}]}", ": feeds[0].cpu: CPU 1023 does not exist or is not available to this process" },
-	{ "{\"feeds\":[{" OKFEED ",\"sqpoll_cpu\":999}]}", ": feeds[0].sqpoll_cpu: CPU 999 does not exist" },
-	{ "{\"feeds\":[{" OKFEED ",\"ring\":{\"capacity\":3000}}]}", ": feeds[0].ring.capacity: 3000 is not a power of two" },
-	{ "{\"feeds\":[{" OKFEED ",\"ring\":{\"capacity\":4294967296000}}]}", ": feeds[0].ring.capacity: 4294967296000 is out of range" },
-	{ "{\"feeds\":[{" OKFEED ",\"book\":{\"depth\":100}}]}", ": feeds[0].book.depth: 100 is out of range (1..64)" },
-	{ "{\"feeds\":[{" OKFEED ",\"backend\":\"dpdk\"}]}", ": feeds[0].backend: \"dpdk\" is not one of" },
-	{ "{\"feeds\":[{" OKFEED ",\"recovery\":{\"server\":\"10.0.0.1:0\"}}]}", ": feeds[0].recovery.server: \"10.0.0.1:0\": port 0 is out of range (1..65535)" },
-	{ "{\"feeds\":[{\"name\":\"x\",\"lines\":[{\"group\":\"10.9.9.1\",\"port\":1}]}]}", ": feeds[0].lines[0].group: \"10.9.9.1\" is not a multicast group" },
-	{ "{\"feeds\":[{\"name\":\"x\",\"lines\":[{\"group\":\"239.9.9.1\",\"port\":1},{\"group\":\"239.9.9.2\",\"port\":65536}]}]}",
-	  ": feeds[0].lines[1].port: 65536 is out of range (1..65535)" },
-	{ "{\"feeds\":[{" OKFEED "},{\"name\":\"two\",\"ring\":{\"name\":\"cli\"},\"lines\":[{\"group\":\"239.9.9.7\",\"port\":1}]}]}",
-	  ": feeds[1].ring.name: duplicate ring name \"cli\"" },
-	{ "{\"feeds\":[{" OKFEED "},{\"name\":\"cli\",\"lines\":[{\"group\":\"239.9.9.7\",\"port\":1}]}]}",
-	  ": feeds[1].name: duplicate feed name \"cli\"" },
-	{ "{\"status\":{\"listen\":\"127.0.0.1:99999\"},\"feeds\":[{" OKFEED "}]}", ": status.listen: \"127.0.0.1:99999\": port 99999 is out of range" },
-	{ "{\"log\":{\"level\":3},\"feeds\":[{" OKFEED "}]}", ": log.level: expected a string, got an integer 3" },
-	{ "{\"feeds\":{}}", ": feeds: expected an array of feed objects, got an object" },
-	{ "", ":1:" }, /* empty file: syntax error with a position */
+    {"{\"feeds\":[{" OKFEED ",}]}", ":1:"},        /* trailing comma: syntax */
+    {"{\n\"feeds\": [\n{" OKFEED "}\n]\n", ":5:"}, /* unterminated: line 5 */
+    {"{\"feeds\":[{" OKFEED ",\"cpu\":1,\"cpu\":0}]}",
+     ":1:82: syntax error: duplicate object key near '\"cpu\"'"},
+    {"{\"feeds\":[{" OKFEED ",\"cpus\":1}]}", ": feeds[0].cpus: unknown key"},
+    {"{\"feeds\":[{" OKFEED ",\"cpu\":\"one\"}]}",
+     ": feeds[0].cpu: expected an integer CPU number, got a string \"one\""},
+    {"{\"feeds\":[{" OKFEED ",\"cpu\":1023}]}",
+     ": feeds[0].cpu: CPU 1023 does not exist or is not available to this process"},
+    {"{\"feeds\":[{" OKFEED ",\"sqpoll_cpu\":999}]}",
+     ": feeds[0].sqpoll_cpu: CPU 999 does not exist"},
+    {"{\"feeds\":[{" OKFEED ",\"ring\":{\"capacity\":3000}}]}",
+     ": feeds[0].ring.capacity: 3000 is not a power of two"},
+    {"{\"feeds\":[{" OKFEED ",\"ring\":{\"capacity\":4294967296000}}]}",
+     ": feeds[0].ring.capacity: 4294967296000 is out of range"},
+    {"{\"feeds\":[{" OKFEED ",\"book\":{\"depth\":100}}]}",
+     ": feeds[0].book.depth: 100 is out of range (1..64)"},
+    {"{\"feeds\":[{" OKFEED ",\"backend\":\"dpdk\"}]}",
+     ": feeds[0].backend: \"dpdk\" is not one of"},
+    {"{\"feeds\":[{" OKFEED ",\"recovery\":{\"server\":\"10.0.0.1:0\"}}]}",
+     ": feeds[0].recovery.server: \"10.0.0.1:0\": port 0 is out of range (1..65535)"},
+    {"{\"feeds\":[{\"name\":\"x\",\"lines\":[{\"group\":\"10.9.9.1\",\"port\":1}]}]}",
+     ": feeds[0].lines[0].group: \"10.9.9.1\" is not a multicast group"},
+    {"{\"feeds\":[{\"name\":\"x\",\"lines\":[{\"group\":\"239.9.9.1\",\"port\":1},{\"group\":\"239."
+     "9.9.2\",\"port\":65536}]}]}",
+     ": feeds[0].lines[1].port: 65536 is out of range (1..65535)"},
+    {"{\"feeds\":[{" OKFEED "},{\"name\":\"two\",\"ring\":{\"name\":\"cli\"},\"lines\":[{\"group\":"
+                            "\"239.9.9.7\",\"port\":1}]}]}",
+     ": feeds[1].ring.name: duplicate ring name \"cli\""},
+    {"{\"feeds\":[{" OKFEED
+     "},{\"name\":\"cli\",\"lines\":[{\"group\":\"239.9.9.7\",\"port\":1}]}]}",
+     ": feeds[1].name: duplicate feed name \"cli\""},
+    {"{\"status\":{\"listen\":\"127.0.0.1:99999\"},\"feeds\":[{" OKFEED "}]}",
+     ": status.listen: \"127.0.0.1:99999\": port 99999 is out of range"},
+    {"{\"log\":{\"level\":3},\"feeds\":[{" OKFEED "}]}",
+     ": log.level: expected a string, got an integer 3"},
+    {"{\"feeds\":{}}", ": feeds: expected an array of feed objects, got an object"},
+    {"", ":1:"}, /* empty file: syntax error with a position */
 };
 
 static void test_cli_bad_configs_exit_2_with_the_key_path_on_stderr(void **state)
@@ -148,12 +164,13 @@ static void test_cli_bad_configs_exit_2_with_the_key_path_on_stderr(void **state
 		snprintf(name, sizeof(name), "bad%zu.json", i);
 		const char *path = write_cfg(name, bads[i].json);
 		snprintf(want, sizeof(want), "%s%s", path, bads[i].want);
-		const char *modes[] = { "--check-config", "--config" };
+		const char *modes[] = {"--check-config", "--config"};
 		for (int m = 0; m < 2; m++) {
 			run(&r, modes[m], path, NULL, NULL);
 			if (r.status != 2 || !strstr(r.err, want))
-				fail_msg("uringfeed %s %s (%s)\n  exit %d, stderr: %s  wanted exit 2 and: %s",
-					 modes[m], path, bads[i].json, r.status, r.err, want);
+				fail_msg("uringfeed %s %s (%s)\n  exit %d, stderr: %s  wanted exit "
+				         "2 and: %s",
+				         modes[m], path, bads[i].json, r.status, r.err, want);
 			/* One line, and nothing on stdout. */
 			assert_int_equal(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err));
 			assert_string_equal(r.out, "");
@@ -201,20 +218,24 @@ static void test_cli_version_help_and_good_configs_exit_0(void **state)
 	if (r.status != 0)
 		fail_msg("configs/loopback.json refused: %s", r.err);
 	assert_non_null(strstr(r.out, "loopback.json: valid: 1 feed, status on 127.0.0.1:8080"));
-	assert_non_null(strstr(r.out, "feed nasdaq: itch50-moldudp64, io_uring_nosqpoll, cpu 1, "
-				      "line A 239.1.1.1:30001 on 127.0.0.1, line B 239.1.1.2:30002 on 127.0.0.1, "
-				      "recovery 127.0.0.1:30100, ring nasdaq (1048576 records, mode 0600)"));
-	run(&r, "--check-config", UF_SOURCE_DIR "/configs/nasdaq-production.json", "--no-host-checks", NULL);
+	assert_non_null(strstr(
+	    r.out, "feed nasdaq: itch50-moldudp64, io_uring_nosqpoll, cpu 1, "
+	           "line A 239.1.1.1:30001 on 127.0.0.1, line B 239.1.1.2:30002 on 127.0.0.1, "
+	           "recovery 127.0.0.1:30100, ring nasdaq (1048576 records, mode 0600)"));
+	run(&r, "--check-config", UF_SOURCE_DIR "/configs/nasdaq-production.json",
+	    "--no-host-checks", NULL);
 	if (r.status != 0)
 		fail_msg("configs/nasdaq-production.json refused: %s", r.err);
 	assert_non_null(strstr(r.out, "valid (CPU/NUMA not checked against this host): 2 feeds"));
-	assert_non_null(strstr(r.out, "feed nasdaq_bx: itch50-moldudp64, io_uring, cpu 4, sqpoll_cpu 5"));
+	assert_non_null(
+	    strstr(r.out, "feed nasdaq_bx: itch50-moldudp64, io_uring, cpu 4, sqpoll_cpu 5"));
 	assert_non_null(strstr(r.out, "7 symbols"));
 	/* On this host the production CPUs may be missing: then it must say so and exit 2. */
 	run(&r, "--check-config", UF_SOURCE_DIR "/configs/nasdaq-production.json", NULL, NULL);
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 6) {
 		assert_int_equal(r.status, 2);
-		assert_non_null(strstr(r.err, "nasdaq-production.json: feeds[0].cpu: CPU 2 does not exist"));
+		assert_non_null(
+		    strstr(r.err, "nasdaq-production.json: feeds[0].cpu: CPU 2 does not exist"));
 	} else {
 		assert_int_equal(r.status, 0);
 	}
@@ -226,9 +247,9 @@ static void test_cli_version_help_and_good_configs_exit_0(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cli_bad_configs_exit_2_with_the_key_path_on_stderr),
-		cmocka_unit_test(test_cli_missing_file_and_bad_usage_exit_2),
-		cmocka_unit_test(test_cli_version_help_and_good_configs_exit_0),
+	    cmocka_unit_test(test_cli_bad_configs_exit_2_with_the_key_path_on_stderr),
+	    cmocka_unit_test(test_cli_missing_file_and_bad_usage_exit_2),
+	    cmocka_unit_test(test_cli_version_help_and_good_configs_exit_0),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

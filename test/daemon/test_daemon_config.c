@@ -16,7 +16,7 @@
 #include "feed/log.h"
 #include "feed/uf_config.h"
 
-#define MIN_FEED                                                                                 \
+#define MIN_FEED                                                                                   \
 	"{\"feeds\":[{\"name\":\"nasdaq\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":30001}]}]}"
 
 static void assert_addr(struct in_addr a, const char *want)
@@ -76,19 +76,24 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 static void test_config_every_key_parses_to_its_value(void **state)
 {
 	const char *json =
-		"{\"_comment\":\"top\",\"status\":{\"listen\":\"127.0.0.2:9100\",\"enabled\":false},"
-		"\"log\":{\"level\":\"debug\"},"
-		"\"feeds\":[{\"_comment_x\":\"feed\",\"name\":\"f1\",\"protocol\":\"itch50-moldudp64\","
-		"\"backend\":\"io_uring\",\"cpu\":0,\"sqpoll_cpu\":1,\"sqpoll_idle_ms\":250,\"numa_node\":0,"
-		"\"lines\":[{\"name\":\"east\",\"group\":\"239.2.2.2\",\"port\":1234,\"interface\":\"127.0.0.1\"},"
-		"{\"name\":\"west\",\"group\":\"239.2.2.3\",\"port\":1235,\"interface\":\"127.0.0.1\"}],"
-		"\"recovery\":{\"server\":\"10.1.2.3:4567\",\"max_count\":500,\"timeout_ms\":20,\"retries\":3,"
-		"\"wait_ms\":7,\"wait_packets\":9,\"queue_packets\":1024,\"max_requests_per_s\":100},"
-		"\"ring\":{\"name\":\"r1\",\"capacity\":65536,\"mode\":\"0640\"},"
-		"\"book\":{\"depth\":5,\"max_orders\":123456,\"max_instruments\":100},"
-		"\"buffers\":{\"count\":1024,\"size\":4096},"
-		"\"symbols\":[\"MSFT\",\"AAPL\",\"BRK.A\"]},"
-		"{\"name\":\"f2\",\"backend\":\"epoll\",\"lines\":[{\"group\":\"239.2.2.4\",\"port\":1}]}]}";
+	    "{\"_comment\":\"top\",\"status\":{\"listen\":\"127.0.0.2:9100\",\"enabled\":false},"
+	    "\"log\":{\"level\":\"debug\"},"
+	    "\"feeds\":[{\"_comment_x\":\"feed\",\"name\":\"f1\",\"protocol\":\"itch50-moldudp64\","
+	    "\"backend\":\"io_uring\",\"cpu\":0,\"sqpoll_cpu\":1,\"sqpoll_idle_ms\":250,\"numa_"
+	    "node\":0,"
+	    "\"lines\":[{\"name\":\"east\",\"group\":\"239.2.2.2\",\"port\":1234,\"interface\":"
+	    "\"127.0.0.1\"},"
+	    "{\"name\":\"west\",\"group\":\"239.2.2.3\",\"port\":1235,\"interface\":\"127.0.0.1\"}]"
+	    ","
+	    "\"recovery\":{\"server\":\"10.1.2.3:4567\",\"max_count\":500,\"timeout_ms\":20,"
+	    "\"retries\":3,"
+	    "\"wait_ms\":7,\"wait_packets\":9,\"queue_packets\":1024,\"max_requests_per_s\":100},"
+	    "\"ring\":{\"name\":\"r1\",\"capacity\":65536,\"mode\":\"0640\"},"
+	    "\"book\":{\"depth\":5,\"max_orders\":123456,\"max_instruments\":100},"
+	    "\"buffers\":{\"count\":1024,\"size\":4096},"
+	    "\"symbols\":[\"MSFT\",\"AAPL\",\"BRK.A\"]},"
+	    "{\"name\":\"f2\",\"backend\":\"epoll\",\"lines\":[{\"group\":\"239.2.2.4\",\"port\":1}"
+	    "]}]}";
 	struct uf_config cfg;
 	char err[512];
 	const struct uf_feed_config *f;
@@ -154,7 +159,8 @@ static void test_config_symbols_file_is_read_relative_to_the_config(void **state
 	fp = fopen(path, "w");
 	assert_non_null(fp);
 	fputs("{\"feeds\":[{\"name\":\"x\",\"symbols_file\":\"desk.txt\","
-	      "\"lines\":[{\"group\":\"239.1.1.1\",\"port\":1}]}]}", fp);
+	      "\"lines\":[{\"group\":\"239.1.1.1\",\"port\":1}]}]}",
+	      fp);
 	fclose(fp);
 	assert_int_equal(uf_config_load(path, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.feeds[0].nsymbols, 3);
@@ -166,7 +172,8 @@ static void test_config_symbols_file_is_read_relative_to_the_config(void **state
 	fputs("TOOLONGSYM\n", fp);
 	fclose(fp);
 	assert_int_equal(uf_config_load(path, &cfg, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "feeds[0].symbols_file:6: symbol \"TOOLONGSYM\" must be 1 to 8"));
+	assert_non_null(
+	    strstr(err, "feeds[0].symbols_file:6: symbol \"TOOLONGSYM\" must be 1 to 8"));
 	unlink(syms);
 	unlink(path);
 	rmdir(dir);
@@ -183,74 +190,105 @@ static void expect_error(const char *json, const char *want)
 		fail_msg("config %s\n  returned %d, message: %s\n  wanted: %s", json, r, err, want);
 }
 
-#define FEED(extra) "{\"feeds\":[{\"name\":\"n\"," extra ",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}"
+#define FEED(extra)                                                                                \
+	"{\"feeds\":[{\"name\":\"n\"," extra ",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]" \
+	                                     "}"
 #define LINES(l) "{\"feeds\":[{\"name\":\"n\",\"lines\":[" l "]}]}"
 
 static void test_config_semantic_errors_name_key_path_and_value(void **state)
 {
-	expect_error(FEED("\"ring\":{\"capcity\":1024}"),
-		     "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, capacity, mode)");
+	expect_error(
+	    FEED("\"ring\":{\"capcity\":1024}"),
+	    "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, capacity, mode)");
 	expect_error("{\"feeds\":[],\"stauts\":{}}", "<string>: stauts: unknown key");
-	expect_error(FEED("\"cpu\":\"0\""), "feeds[0].cpu: expected an integer CPU number, got a string \"0\"");
-	expect_error(FEED("\"cpu\":4095"), "feeds[0].cpu: CPU 4095 does not exist or is not available");
+	expect_error(FEED("\"cpu\":\"0\""),
+	             "feeds[0].cpu: expected an integer CPU number, got a string \"0\"");
+	expect_error(FEED("\"cpu\":4095"),
+	             "feeds[0].cpu: CPU 4095 does not exist or is not available");
 	expect_error(FEED("\"cpu\":-2"), "feeds[0].cpu: -2 is out of range");
 	expect_error(FEED("\"ring\":{\"capacity\":1000000}"),
-		     "feeds[0].ring.capacity: 1000000 is not a power of two");
-	expect_error(FEED("\"ring\":{\"capacity\":512}"), "feeds[0].ring.capacity: 512 is out of range");
-	expect_error(FEED("\"ring\":{\"mode\":\"0666\"}"), "feeds[0].ring.mode: \"0666\" is not one of");
+	             "feeds[0].ring.capacity: 1000000 is not a power of two");
+	expect_error(FEED("\"ring\":{\"capacity\":512}"),
+	             "feeds[0].ring.capacity: 512 is out of range");
+	expect_error(FEED("\"ring\":{\"mode\":\"0666\"}"),
+	             "feeds[0].ring.mode: \"0666\" is not one of");
 	expect_error(FEED("\"backend\":\"uring\""), "feeds[0].backend: \"uring\" is not one of");
-	expect_error(FEED("\"protocol\":\"pitch\""), "feeds[0].protocol: \"pitch\" is not supported");
+	expect_error(FEED("\"protocol\":\"pitch\""),
+	             "feeds[0].protocol: \"pitch\" is not supported");
 	expect_error(FEED("\"backend\":\"epoll\",\"sqpoll_cpu\":0"),
-		     "feeds[0].sqpoll_cpu: 0 is set but backend \"epoll\" has no SQ poll thread");
-	expect_error(FEED("\"book\":{\"depth\":0}"), "feeds[0].book.depth: 0 is out of range (1..64)");
-	expect_error(FEED("\"book\":{\"max_orders\":1.5}"),
-		     "feeds[0].book.max_orders: expected an integer, got a number with a fraction 1.5");
-	expect_error(FEED("\"buffers\":{\"count\":1000}"), "feeds[0].buffers.count: 1000 is not a power of two");
-	expect_error(FEED("\"recovery\":{\"server\":\"239.1.1.9:5\"}"),
-		     "feeds[0].recovery.server: \"239.1.1.9:5\": \"239.1.1.9\" is not a unicast address");
+	             "feeds[0].sqpoll_cpu: 0 is set but backend \"epoll\" has no SQ poll thread");
+	expect_error(FEED("\"book\":{\"depth\":0}"),
+	             "feeds[0].book.depth: 0 is out of range (1..64)");
+	expect_error(
+	    FEED("\"book\":{\"max_orders\":1.5}"),
+	    "feeds[0].book.max_orders: expected an integer, got a number with a fraction 1.5");
+	expect_error(FEED("\"buffers\":{\"count\":1000}"),
+	             "feeds[0].buffers.count: 1000 is not a power of two");
+	expect_error(
+	    FEED("\"recovery\":{\"server\":\"239.1.1.9:5\"}"),
+	    "feeds[0].recovery.server: \"239.1.1.9:5\": \"239.1.1.9\" is not a unicast address");
 	expect_error(FEED("\"recovery\":{\"server\":\"10.0.0.1\"}"),
-		     "feeds[0].recovery.server: \"10.0.0.1\" is not ADDRESS:PORT");
-	expect_error(FEED("\"recovery\":{\"server\":\"10.0.0.1:70000\"}"), "port 70000 is out of range");
-	expect_error(FEED("\"recovery\":{\"timeout_ms\":5}"), "feeds[0].recovery.server: missing required key");
-	expect_error(FEED("\"recovery\":{\"sever\":\"10.0.0.1:5\"}"), "feeds[0].recovery.sever: unknown key");
-	expect_error(FEED("\"symbols\":[\"AAPL\",\"AAPL\"]"), "feeds[0].symbols: symbol \"AAPL\" is listed twice");
-	expect_error(FEED("\"symbols\":[\"AAPL\",7]"), "feeds[0].symbols[1]: expected a string, got an integer 7");
-	expect_error(FEED("\"name\":\"x\""), "syntax error"); /* duplicate key: JSON_REJECT_DUPLICATES */
+	             "feeds[0].recovery.server: \"10.0.0.1\" is not ADDRESS:PORT");
+	expect_error(FEED("\"recovery\":{\"server\":\"10.0.0.1:70000\"}"),
+	             "port 70000 is out of range");
+	expect_error(FEED("\"recovery\":{\"timeout_ms\":5}"),
+	             "feeds[0].recovery.server: missing required key");
+	expect_error(FEED("\"recovery\":{\"sever\":\"10.0.0.1:5\"}"),
+	             "feeds[0].recovery.sever: unknown key");
+	expect_error(FEED("\"symbols\":[\"AAPL\",\"AAPL\"]"),
+	             "feeds[0].symbols: symbol \"AAPL\" is listed twice");
+	expect_error(FEED("\"symbols\":[\"AAPL\",7]"),
+	             "feeds[0].symbols[1]: expected a string, got an integer 7");
+	expect_error(FEED("\"name\":\"x\""),
+	             "syntax error"); /* duplicate key: JSON_REJECT_DUPLICATES */
 	expect_error(FEED("\"numa_node\":77"), "feeds[0].numa_node: NUMA node 77 does not exist");
 	expect_error(LINES("{\"group\":\"10.1.1.1\",\"port\":5}"),
-		     "feeds[0].lines[0].group: \"10.1.1.1\" is not a multicast group");
+	             "feeds[0].lines[0].group: \"10.1.1.1\" is not a multicast group");
 	expect_error(LINES("{\"group\":\"239.1.1\",\"port\":5}"),
-		     "feeds[0].lines[0].group: \"239.1.1\" is not an IPv4 address");
-	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5},{\"group\":\"239.1.1.2\",\"port\":70000}"),
-		     "feeds[0].lines[1].port: 70000 is out of range (1..65535)");
-	expect_error(LINES("{\"group\":\"239.1.1.1\"}"), "feeds[0].lines[0].port: missing required key");
-	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5},{\"group\":\"239.1.1.1\",\"port\":5}"),
-		     "feeds[0].lines[1]: same group and port as lines[0]");
-	expect_error(LINES("{\"name\":\"A\",\"group\":\"239.1.1.1\",\"port\":5},{\"name\":\"A\",\"group\":\"239.1.1.2\",\"port\":5}"),
-		     "feeds[0].lines[1].name: \"A\" is the name of lines[0] too");
+	             "feeds[0].lines[0].group: \"239.1.1\" is not an IPv4 address");
+	expect_error(
+	    LINES("{\"group\":\"239.1.1.1\",\"port\":5},{\"group\":\"239.1.1.2\",\"port\":70000}"),
+	    "feeds[0].lines[1].port: 70000 is out of range (1..65535)");
+	expect_error(LINES("{\"group\":\"239.1.1.1\"}"),
+	             "feeds[0].lines[0].port: missing required key");
+	expect_error(
+	    LINES("{\"group\":\"239.1.1.1\",\"port\":5},{\"group\":\"239.1.1.1\",\"port\":5}"),
+	    "feeds[0].lines[1]: same group and port as lines[0]");
+	expect_error(LINES("{\"name\":\"A\",\"group\":\"239.1.1.1\",\"port\":5},{\"name\":\"A\","
+	                   "\"group\":\"239.1.1.2\",\"port\":5}"),
+	             "feeds[0].lines[1].name: \"A\" is the name of lines[0] too");
 	expect_error(LINES(""), "feeds[0].lines: has 0 entries");
 	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"interface\":\"224.0.0.1\"}"),
-		     "feeds[0].lines[0].interface: \"224.0.0.1\" is not a local interface address");
+	             "feeds[0].lines[0].interface: \"224.0.0.1\" is not a local interface address");
 	expect_error("{\"feeds\":[{\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}",
-		     "feeds[0].name: missing required key");
-	expect_error("{\"feeds\":[{\"name\":\"a b\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}",
-		     "feeds[0].name: \"a b\" may only hold letters, digits");
-	expect_error("{\"feeds\":[{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
-		     "{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.2\",\"port\":5}]}]}",
-		     "feeds[1].name: duplicate feed name \"a\" (also feeds[0].name)");
-	expect_error("{\"feeds\":[{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
-		     "{\"name\":\"b\",\"ring\":{\"name\":\"a\"},\"lines\":[{\"group\":\"239.1.1.2\",\"port\":5}]}]}",
-		     "feeds[1].ring.name: duplicate ring name \"a\" (also the ring of feeds[0] \"a\")");
-	expect_error("{\"feeds\":[{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
-		     "{\"name\":\"b\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}",
-		     "feeds[1].lines[0]: group 239.1.1.1 port 5 is also feeds[0].lines[0]");
-	expect_error("{\"feeds\":[{\"name\":\"a\",\"cpu\":0,\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
-		     "{\"name\":\"b\",\"cpu\":0,\"lines\":[{\"group\":\"239.1.1.2\",\"port\":5}]}]}",
-		     "feeds[1].cpu: CPU 0 is already busy-polled by feeds[0] \"a\"");
+	             "feeds[0].name: missing required key");
+	expect_error(
+	    "{\"feeds\":[{\"name\":\"a b\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}",
+	    "feeds[0].name: \"a b\" may only hold letters, digits");
+	expect_error(
+	    "{\"feeds\":[{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
+	    "{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.2\",\"port\":5}]}]}",
+	    "feeds[1].name: duplicate feed name \"a\" (also feeds[0].name)");
+	expect_error(
+	    "{\"feeds\":[{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
+	    "{\"name\":\"b\",\"ring\":{\"name\":\"a\"},\"lines\":[{\"group\":\"239.1.1.2\","
+	    "\"port\":5}]}]}",
+	    "feeds[1].ring.name: duplicate ring name \"a\" (also the ring of feeds[0] \"a\")");
+	expect_error(
+	    "{\"feeds\":[{\"name\":\"a\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
+	    "{\"name\":\"b\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}",
+	    "feeds[1].lines[0]: group 239.1.1.1 port 5 is also feeds[0].lines[0]");
+	expect_error(
+	    "{\"feeds\":[{\"name\":\"a\",\"cpu\":0,\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]"
+	    "},"
+	    "{\"name\":\"b\",\"cpu\":0,\"lines\":[{\"group\":\"239.1.1.2\",\"port\":5}]}]}",
+	    "feeds[1].cpu: CPU 0 is already busy-polled by feeds[0] \"a\"");
 	expect_error("{\"status\":{\"listen\":\"localhost:80\"},\"feeds\":[]}",
-		     "status.listen: \"localhost:80\": \"localhost\" is not an IPv4 address");
-	expect_error("{\"status\":{\"enabled\":1},\"feeds\":[]}", "status.enabled: expected true or false");
-	expect_error("{\"log\":{\"level\":\"verbose\"},\"feeds\":[]}", "log.level: \"verbose\" is not one of");
+	             "status.listen: \"localhost:80\": \"localhost\" is not an IPv4 address");
+	expect_error("{\"status\":{\"enabled\":1},\"feeds\":[]}",
+	             "status.enabled: expected true or false");
+	expect_error("{\"log\":{\"level\":\"verbose\"},\"feeds\":[]}",
+	             "log.level: \"verbose\" is not one of");
 	expect_error("{\"feeds\":[]}", "feeds: has 0 entries");
 	expect_error("{}", "feeds: missing required key");
 	expect_error("[]", "<string>: the top level must be an object, got an array");
@@ -282,7 +320,8 @@ static void test_config_shipped_files_in_configs_are_valid(void **state)
 	struct uf_config cfg;
 	char err[512];
 
-	assert_int_equal(uf_config_load(UF_SOURCE_DIR "/configs/loopback.json", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(
+	    uf_config_load(UF_SOURCE_DIR "/configs/loopback.json", &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.nfeeds, 1);
 	assert_string_equal(cfg.feeds[0].name, "nasdaq");
 	assert_int_equal(cfg.feeds[0].nlines, 2);
@@ -293,13 +332,15 @@ static void test_config_shipped_files_in_configs_are_valid(void **state)
 	/* The production example names CPUs 2-5, which a small test machine may lack: it must be
 	 * valid apart from host checks, and fail on CPUs only when they are missing here. */
 	assert_int_equal(uf_config_load_ex(UF_SOURCE_DIR "/configs/nasdaq-production.json",
-					   UF_CFG_NO_HOST_CHECKS, &cfg, err, sizeof(err)), 0);
+	                                   UF_CFG_NO_HOST_CHECKS, &cfg, err, sizeof(err)),
+	                 0);
 	assert_int_equal(cfg.nfeeds, 2);
 	assert_int_equal(cfg.feeds[0].ring.capacity, 4194304);
 	assert_int_equal(cfg.feeds[0].ring.mode, 0640);
 	assert_int_equal(cfg.feeds[1].nsymbols, 7);
 	uf_config_free(&cfg);
-	int r = uf_config_load(UF_SOURCE_DIR "/configs/nasdaq-production.json", &cfg, err, sizeof(err));
+	int r =
+	    uf_config_load(UF_SOURCE_DIR "/configs/nasdaq-production.json", &cfg, err, sizeof(err));
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 6) {
 		assert_int_equal(r, -EINVAL);
 		assert_non_null(strstr(err, "feeds[0].cpu: CPU 2 does not exist"));
@@ -312,13 +353,13 @@ static void test_config_shipped_files_in_configs_are_valid(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config_minimal_file_gets_documented_defaults),
-		cmocka_unit_test(test_config_every_key_parses_to_its_value),
-		cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
-		cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
-		cmocka_unit_test(test_config_syntax_errors_give_line_and_column),
-		cmocka_unit_test(test_config_missing_file_is_an_errno_error),
-		cmocka_unit_test(test_config_shipped_files_in_configs_are_valid),
+	    cmocka_unit_test(test_config_minimal_file_gets_documented_defaults),
+	    cmocka_unit_test(test_config_every_key_parses_to_its_value),
+	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
+	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
+	    cmocka_unit_test(test_config_syntax_errors_give_line_and_column),
+	    cmocka_unit_test(test_config_missing_file_is_an_errno_error),
+	    cmocka_unit_test(test_config_shipped_files_in_configs_are_valid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -125,7 +125,7 @@ static void write_config(const char *json)
 
 static json_t *get_status(uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	static char buf[1 << 20];
 	size_t len = 0;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -135,7 +135,7 @@ static json_t *get_status(uint16_t port)
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		assert_int_equal(poll(&p, 1, 5000), 1);
 		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
 		if (n <= 0)
@@ -203,8 +203,8 @@ static int consumer_main(const char *ring, int idx)
 	FILE *f = fopen(out, "w");
 	if (f) {
 		fprintf(f, "rc %d records %llu position %llu tail %llu closed %d laps %llu\n", r,
-			(unsigned long long)n, (unsigned long long)info.position,
-			(unsigned long long)info.tail, info.closed, (unsigned long long)info.laps);
+		        (unsigned long long)n, (unsigned long long)info.position,
+		        (unsigned long long)info.tail, info.closed, (unsigned long long)info.laps);
 		fclose(f);
 	}
 	uf_consumer_detach(c);
@@ -231,13 +231,14 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-#define CONFIG(symbols)                                                                           \
-	"{\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"level\":\"info\"},\"feeds\":[{"          \
-	"\"name\":\"life\",\"backend\":\"epoll\",\"cpu\":-1,"                                        \
-	"\"lines\":[{\"name\":\"A\",\"group\":\"239.77.7.1\",\"port\":41701,\"interface\":\"127.0.0.1\"}," \
-	"{\"name\":\"B\",\"group\":\"239.77.7.2\",\"port\":41702,\"interface\":\"127.0.0.1\"}],"        \
-	"\"recovery\":{\"server\":\"127.0.0.1:41710\"},"                                              \
-	"\"ring\":{\"name\":\"uf_life_test\",\"capacity\":1048576},"                                  \
+#define CONFIG(symbols)                                                                            \
+	"{\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"level\":\"info\"},\"feeds\":[{"       \
+	"\"name\":\"life\",\"backend\":\"epoll\",\"cpu\":-1,"                                      \
+	"\"lines\":[{\"name\":\"A\",\"group\":\"239.77.7.1\",\"port\":41701,\"interface\":\"127."  \
+	"0.0.1\"},"                                                                                \
+	"{\"name\":\"B\",\"group\":\"239.77.7.2\",\"port\":41702,\"interface\":\"127.0.0.1\"}],"   \
+	"\"recovery\":{\"server\":\"127.0.0.1:41710\"},"                                           \
+	"\"ring\":{\"name\":\"uf_life_test\",\"capacity\":1048576},"                               \
 	"\"book\":{\"max_orders\":1000000}" symbols "}]}"
 
 static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void **state)
@@ -247,12 +248,12 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
 	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
-	const char *gen[] = { binpath("uf-gen"), "--out", day, "--messages", "150000", "--symbols",
-			      "20", "--seed", "7", NULL };
+	const char *gen[] = {binpath("uf-gen"), "--out", day,      "--messages", "150000",
+	                     "--symbols",       "20",    "--seed", "7",          NULL};
 	assert_int_equal(wait_exit(spawn(gen, "gen.out", "gen.err"), 20000, "uf-gen"), 0);
 	write_config(CONFIG(""));
 
-	const char *dargv[] = { binpath("uringfeed"), "--config", cfg, NULL };
+	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
 	daemon = spawn(dargv, "daemon.out", "daemon.err");
 	uint16_t port = status_port();
 	wait_log("running;", 10000);
@@ -263,10 +264,26 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 			_exit(consumer_main("uf_life_test", i));
 	}
 	/* 150000 messages at 50000/s: three seconds of traffic, 2 % loss on each line. */
-	const char *rargv[] = { binpath("uf-replay"), "--in", day, "--a", "239.77.7.1:41701", "--b",
-				"239.77.7.2:41702", "--interface", "127.0.0.1", "--rate", "50000",
-				"--drop-a", "0.02", "--drop-b", "0.02", "--seed", "5",
-				"--serve-rerequests", "41710", NULL };
+	const char *rargv[] = {binpath("uf-replay"),
+	                       "--in",
+	                       day,
+	                       "--a",
+	                       "239.77.7.1:41701",
+	                       "--b",
+	                       "239.77.7.2:41702",
+	                       "--interface",
+	                       "127.0.0.1",
+	                       "--rate",
+	                       "50000",
+	                       "--drop-a",
+	                       "0.02",
+	                       "--drop-b",
+	                       "0.02",
+	                       "--seed",
+	                       "5",
+	                       "--serve-rerequests",
+	                       "41710",
+	                       NULL};
 	replay = spawn(rargv, "replay.out", "replay.err");
 
 	/* Wait until messages flow (bounded), then stop the daemon in the middle of the day. */
@@ -287,9 +304,11 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	end = now_ms() + 5000;
 	while (seen != 3 && now_ms() < end) {
 		json_t *j = get_status(port);
-		json_t *ring = json_object_get(json_array_get(json_object_get(j, "feeds"), 0), "ring");
+		json_t *ring =
+		    json_object_get(json_array_get(json_object_get(j, "feeds"), 0), "ring");
 		json_t *cl = json_object_get(ring, "consumers");
-		assert_string_equal(json_string_value(json_object_get(ring, "name")), "uf_life_test");
+		assert_string_equal(json_string_value(json_object_get(ring, "name")),
+		                    "uf_life_test");
 		assert_string_equal(json_string_value(json_object_get(ring, "state")), "open");
 		assert_true(json_integer_value(json_object_get(ring, "sequence")) > 0);
 		seen = 0;
@@ -352,7 +371,7 @@ static void test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one(void *
 
 	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
 	write_config(CONFIG(",\"symbols\":[\"AAPL\"]"));
-	const char *dargv[] = { binpath("uringfeed"), "--config", cfg, NULL };
+	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
 	daemon = spawn(dargv, "daemon.out", "daemon.err");
 	uint16_t port = status_port();
 	wait_log("running;", 10000);
@@ -384,7 +403,7 @@ static void test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one(void *
  * still closes the ring it had created. */
 static void test_lifecycle_taken_status_port_exits_1_and_closes_the_ring(void **state)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t alen = sizeof(a);
 	char cfg[256], json[2048], want[96];
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -403,8 +422,9 @@ static void test_lifecycle_taken_status_port_exits_1_and_closes_the_ring(void **
 	memcpy(p + 10, port, strlen(port));
 	write_config(json);
 
-	const char *dargv[] = { binpath("uringfeed"), "--config", cfg, NULL };
-	assert_int_equal(wait_exit(spawn(dargv, "daemon.out", "daemon.err"), 15000, "uringfeed"), 1);
+	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
+	assert_int_equal(wait_exit(spawn(dargv, "daemon.out", "daemon.err"), 15000, "uringfeed"),
+	                 1);
 	snprintf(want, sizeof(want), "cannot listen on 127.0.0.1:%s: Address already in use", port);
 	wait_log(want, 100);
 	wait_log("stopped after a failure", 100);
@@ -426,9 +446,12 @@ static void test_lifecycle_taken_status_port_exits_1_and_closes_the_ring(void **
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lifecycle_sigterm_during_traffic_leaves_consumers_closed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lifecycle_taken_status_port_exits_1_and_closes_the_ring, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_lifecycle_sigterm_during_traffic_leaves_consumers_closed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_lifecycle_taken_status_port_exits_1_and_closes_the_ring, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

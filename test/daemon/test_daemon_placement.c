@@ -80,9 +80,9 @@ static void test_place_cpu_checks_follow_the_affinity_mask(void **state)
 }
 
 struct pin_arg {
-	int cpu;     /* where to pin */
-	int rc;      /* uf_place_pin_self result */
-	int ran_on;  /* sched_getcpu() after pinning */
+	int cpu;    /* where to pin */
+	int rc;     /* uf_place_pin_self result */
+	int ran_on; /* sched_getcpu() after pinning */
 };
 
 static void *pin_main(void *p)
@@ -96,7 +96,7 @@ static void *pin_main(void *p)
 
 static void test_place_pin_self_moves_the_thread_to_its_cpu(void **state)
 {
-	struct pin_arg a = { .cpu = highest_usable_cpu() };
+	struct pin_arg a = {.cpu = highest_usable_cpu()};
 	pthread_t t;
 	const char *log;
 
@@ -137,7 +137,8 @@ static void test_place_alloc_is_zeroed_on_its_node_and_says_which_pages(void **s
 	if (numa_available() == 0) {
 		assert_int_equal(m.node, 0);
 		/* The kernel says which node backs the first page. */
-		assert_int_equal(get_mempolicy(&node, NULL, 0, m.addr, MPOL_F_NODE | MPOL_F_ADDR), 0);
+		assert_int_equal(get_mempolicy(&node, NULL, 0, m.addr, MPOL_F_NODE | MPOL_F_ADDR),
+		                 0);
 		assert_int_equal(node, 0);
 		assert_non_null(strstr(log, "on NUMA node 0"));
 	}
@@ -161,9 +162,9 @@ static void test_place_alloc_refuses_a_node_that_does_not_exist(void **state)
 }
 
 struct ctl_arg {
-	int busy[2];  /* busy CPUs to avoid */
-	int nbusy;    /* how many */
-	int left;     /* uf_place_control_threads result */
+	int busy[2];     /* busy CPUs to avoid */
+	int nbusy;       /* how many */
+	int left;        /* uf_place_control_threads result */
 	cpu_set_t after; /* the thread's mask afterwards */
 };
 
@@ -178,7 +179,7 @@ static void *ctl_main(void *p)
 static void test_place_control_threads_stay_off_busy_cpus(void **state)
 {
 	cpu_set_t set;
-	struct ctl_arg a = { .busy = { highest_usable_cpu() }, .nbusy = 1 };
+	struct ctl_arg a = {.busy = {highest_usable_cpu()}, .nbusy = 1};
 	pthread_t t;
 	const char *log;
 
@@ -211,8 +212,12 @@ static void test_log_lines_have_time_level_and_respect_the_level(void **state)
 	char big[3000];
 	const char *log;
 
-	assert_int_equal(regcomp(&re, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z "
-				 "WARN  disk 42 full\n$", REG_EXTENDED), 0);
+	assert_int_equal(
+	    regcomp(&re,
+	            "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z "
+	            "WARN  disk 42 full\n$",
+	            REG_EXTENDED),
+	    0);
 	uf_log_set_level(UF_LOG_WARN);
 	capture_start();
 	uf_log_info("not shown");
@@ -243,12 +248,12 @@ static void test_log_lines_have_time_level_and_respect_the_level(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_place_cpu_checks_follow_the_affinity_mask),
-		cmocka_unit_test(test_place_pin_self_moves_the_thread_to_its_cpu),
-		cmocka_unit_test(test_place_alloc_is_zeroed_on_its_node_and_says_which_pages),
-		cmocka_unit_test(test_place_alloc_refuses_a_node_that_does_not_exist),
-		cmocka_unit_test(test_place_control_threads_stay_off_busy_cpus),
-		cmocka_unit_test(test_log_lines_have_time_level_and_respect_the_level),
+	    cmocka_unit_test(test_place_cpu_checks_follow_the_affinity_mask),
+	    cmocka_unit_test(test_place_pin_self_moves_the_thread_to_its_cpu),
+	    cmocka_unit_test(test_place_alloc_is_zeroed_on_its_node_and_says_which_pages),
+	    cmocka_unit_test(test_place_alloc_refuses_a_node_that_does_not_exist),
+	    cmocka_unit_test(test_place_control_threads_stay_off_busy_cpus),
+	    cmocka_unit_test(test_log_lines_have_time_level_and_respect_the_level),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,9 +25,9 @@
 /* ---- what the "feeds" hold ---- */
 
 struct fixture {
-	struct uf_feed_stats stats[2];  /* written by the test / a writer thread */
-	int fail;                       /* fill returns -EAGAIN when set */
-	struct uf_status_server *srv;   /* server under test */
+	struct uf_feed_stats stats[2]; /* written by the test / a writer thread */
+	int fail;                      /* fill returns -EAGAIN when set */
+	struct uf_status_server *srv;  /* server under test */
 };
 
 static int fill(void *arg, struct uf_status_snapshot *s)
@@ -59,11 +59,20 @@ static int fill(void *arg, struct uf_status_snapshot *s)
 	r->sequence = 777;
 	r->generation = 5;
 	r->nconsumers = 2;
-	r->consumers[0] = (struct uf_status_consumer){ .slot = 0, .pid = 100, .position = 700,
-						       .lag = 77, .last_seen_ns = s->now_ns, .tag = "tail" };
-	r->consumers[1] = (struct uf_status_consumer){ .slot = 3, .pid = 101, .position = 777,
-						       .lag = 0, .lost = 12, .laps = 1, .sleeping = 1,
-						       .tag = "risk\"x" };
+	r->consumers[0] = (struct uf_status_consumer){.slot = 0,
+	                                              .pid = 100,
+	                                              .position = 700,
+	                                              .lag = 77,
+	                                              .last_seen_ns = s->now_ns,
+	                                              .tag = "tail"};
+	r->consumers[1] = (struct uf_status_consumer){.slot = 3,
+	                                              .pid = 101,
+	                                              .position = 777,
+	                                              .lag = 0,
+	                                              .lost = 12,
+	                                              .laps = 1,
+	                                              .sleeping = 1,
+	                                              .tag = "risk\"x"};
 	return 0;
 }
 
@@ -103,7 +112,7 @@ static void set_counters(struct fixture *fx)
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
 	char err[256];
 
 	uf_log_set_level(UF_LOG_WARN);
@@ -126,16 +135,16 @@ static int teardown(void **state)
 /* ---- a small HTTP client (the test's side; the server is libmicrohttpd) ---- */
 
 struct resp {
-	int code;          /* status code, -1 when none */
+	int code;           /* status code, -1 when none */
 	char headers[2048]; /* raw header block */
-	char *body;        /* malloc'ed, NUL-terminated */
-	size_t body_len;   /* bytes */
+	char *body;         /* malloc'ed, NUL-terminated */
+	size_t body_len;    /* bytes */
 };
 
 /* Sends `raw` as is, reads until the server closes (bounded by a 5 s poll timeout). */
 static void http_raw(uint16_t port, const char *raw, struct resp *r)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	size_t cap = 65536, len = 0;
 	char *buf = malloc(cap);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -147,7 +156,7 @@ static void http_raw(uint16_t port, const char *raw, struct resp *r)
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(write(fd, raw, strlen(raw)), (ssize_t)strlen(raw));
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 5000) != 1)
 			fail_msg("no answer within 5 s to: %s", raw);
 		if (len + 4096 > cap)
@@ -178,7 +187,7 @@ static void http(uint16_t port, const char *method, const char *path, struct res
 {
 	char req[256];
 	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-		 method, path);
+	         method, path);
 	http_raw(port, req, r);
 }
 
@@ -186,14 +195,20 @@ static void http(uint16_t port, const char *method, const char *path, struct res
 
 #define MAX_SERIES 2048
 struct prom {
-	int n;                         /* series parsed */
-	char key[MAX_SERIES][256];     /* name{labels as written} */
-	double val[MAX_SERIES];        /* value */
-	char err[256];                 /* why it was refused */
+	int n;                     /* series parsed */
+	char key[MAX_SERIES][256]; /* name{labels as written} */
+	double val[MAX_SERIES];    /* value */
+	char err[256];             /* why it was refused */
 };
 
-static int name_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; }
-static int name_char(int c) { return name_start(c) || (c >= '0' && c <= '9'); }
+static int name_start(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+}
+static int name_char(int c)
+{
+	return name_start(c) || (c >= '0' && c <= '9');
+}
 
 /* Family a sample name belongs to, given the declared TYPE of `fam`. */
 static int sample_in_family(const char *sample, const char *fam, const char *type)
@@ -252,7 +267,8 @@ static int prom_parse(const char *text, struct prom *p)
 					return prom_fail(p, lineno, "bad family name", line);
 				for (char *c = name; *c; c++)
 					if (!name_char((unsigned char)*c))
-						return prom_fail(p, lineno, "bad family name", line);
+						return prom_fail(p, lineno, "bad family name",
+						                 line);
 				if (!strcmp(kw, "TYPE")) {
 					if (strcmp(rest, "counter") && strcmp(rest, "gauge") &&
 					    strcmp(rest, "summary") && strcmp(rest, "histogram") &&
@@ -260,10 +276,14 @@ static int prom_parse(const char *text, struct prom *p)
 						return prom_fail(p, lineno, "unknown TYPE", line);
 					for (int i = 0; i < nseen; i++)
 						if (!strcmp(seen_fams[i], name))
-							return prom_fail(p, lineno, "family declared twice", line);
+							return prom_fail(p, lineno,
+							                 "family declared twice",
+							                 line);
 					if (nseen == 256)
-						return prom_fail(p, lineno, "too many families", line);
-					snprintf(seen_fams[nseen++], sizeof(seen_fams[0]), "%s", name);
+						return prom_fail(p, lineno, "too many families",
+						                 line);
+					snprintf(seen_fams[nseen++], sizeof(seen_fams[0]), "%s",
+					         name);
 					snprintf(fam, sizeof(fam), "%s", name);
 					snprintf(type, sizeof(type), "%.15s", rest);
 				}
@@ -280,8 +300,10 @@ static int prom_parse(const char *text, struct prom *p)
 			name[nl++] = *c++;
 		name[nl] = '\0';
 		if (!fam[0] || !sample_in_family(name, fam, type))
-			return prom_fail(p, lineno, "sample outside its declared family (no TYPE, or "
-					 "families interleaved)", line);
+			return prom_fail(p, lineno,
+			                 "sample outside its declared family (no TYPE, or "
+			                 "families interleaved)",
+			                 line);
 		kl = (size_t)snprintf(key, sizeof(key), "%s", name);
 		if (*c == '{') {
 			kl += (size_t)snprintf(key + kl, sizeof(key) - kl, "{");
@@ -292,35 +314,43 @@ static int prom_parse(const char *text, struct prom *p)
 				size_t i = 0, j = 0;
 				if (!first) {
 					if (*c != ',')
-						return prom_fail(p, lineno, "expected , between labels", line);
+						return prom_fail(p, lineno,
+						                 "expected , between labels", line);
 					c++;
 					if (*c == '}')
 						break; /* trailing comma is allowed */
 				}
 				if (!(name_start((unsigned char)*c) && *c != ':'))
 					return prom_fail(p, lineno, "bad label name", line);
-				while ((name_char((unsigned char)*c) && *c != ':') && i + 1 < sizeof(ln))
+				while ((name_char((unsigned char)*c) && *c != ':') &&
+				       i + 1 < sizeof(ln))
 					ln[i++] = *c++;
 				ln[i] = '\0';
 				if (*c++ != '=' || *c++ != '"')
-					return prom_fail(p, lineno, "expected =\" after label name", line);
+					return prom_fail(p, lineno, "expected =\" after label name",
+					                 line);
 				while (*c && *c != '"') {
 					if (*c == '\\') {
 						c++;
 						if (*c != '\\' && *c != '"' && *c != 'n')
-							return prom_fail(p, lineno, "bad escape in label value", line);
+							return prom_fail(
+							    p, lineno, "bad escape in label value",
+							    line);
 						lv[j++] = *c == 'n' ? '\n' : *c;
 						c++;
 					} else {
 						lv[j++] = *c++;
 					}
 					if (j + 1 >= sizeof(lv))
-						return prom_fail(p, lineno, "label value too long", line);
+						return prom_fail(p, lineno, "label value too long",
+						                 line);
 				}
 				lv[j] = '\0';
 				if (*c++ != '"')
-					return prom_fail(p, lineno, "unterminated label value", line);
-				kl += (size_t)snprintf(key + kl, sizeof(key) - kl, "%s%s=\"%s\"", first ? "" : ",", ln, lv);
+					return prom_fail(p, lineno, "unterminated label value",
+					                 line);
+				kl += (size_t)snprintf(key + kl, sizeof(key) - kl, "%s%s=\"%s\"",
+				                       first ? "" : ",", ln, lv);
 				first = 0;
 			}
 			c++;
@@ -436,7 +466,9 @@ static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 	assert_int_equal(jint(j, "feeds/0/decode_errors/truncated_header"), 2);
 	assert_int_equal(jint(j, "feeds/0/decode_errors/unknown_type"), 9);
 	assert_int_equal(jint(j, "feeds/0/decode_errors_total"), 11);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(a, "lines"), 1), "name")), "B");
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_array_get(json_object_get(a, "lines"), 1), "name")),
+	                    "B");
 	assert_int_equal(jint(j, "feeds/0/lines/0/wins"), 550);
 	assert_int_equal(jint(j, "feeds/0/lines/1/wins"), 451);
 	assert_int_equal(jint(j, "feeds/0/lines/1/duplicates"), 33);
@@ -445,7 +477,8 @@ static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 	assert_int_equal(jint(j, "feeds/0/latency_ns/max"), 1000000);
 	assert_int_equal(jint(j, "feeds/0/latency_ns/p50"), (json_int_t)uf_lat_quantile(h, 0.5));
 	assert_int_equal(jint(j, "feeds/0/latency_ns/p99"), (json_int_t)uf_lat_quantile(h, 0.99));
-	assert_int_equal(jint(j, "feeds/0/latency_ns/p99_9"), (json_int_t)uf_lat_quantile(h, 0.999));
+	assert_int_equal(jint(j, "feeds/0/latency_ns/p99_9"),
+	                 (json_int_t)uf_lat_quantile(h, 0.999));
 	/* The histogram's 12.5 % resolution: p50 of 1..1000 us lies in [500, 563] us. */
 	assert_in_range(jint(j, "feeds/0/latency_ns/p50"), 500000, 563000);
 	assert_int_equal(jint(j, "feeds/0/ring/sequence"), 777);
@@ -455,7 +488,8 @@ static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 	assert_int_equal(jint(j, "feeds/0/ring/consumers/1/lost"), 12);
 	json_t *b = json_array_get(json_object_get(j, "feeds"), 1);
 	assert_string_equal(json_string_value(json_object_get(b, "state")), "failed");
-	assert_string_equal(json_string_value(json_object_get(b, "error")), "bind: \"quoted\" \\ error");
+	assert_string_equal(json_string_value(json_object_get(b, "error")),
+	                    "bind: \"quoted\" \\ error");
 	assert_int_equal(json_array_size(json_object_get(b, "lines")), 1);
 	assert_null(json_object_get(b, "ring"));
 	json_decref(j);
@@ -478,21 +512,33 @@ static void test_status_metrics_are_strict_prometheus_text_with_the_same_counter
 	assert_true(prom_get(p, "uringfeed_messages_total{feed=\"beta\"}") == 3);
 	assert_true(prom_get(p, "uringfeed_rerequests_total{feed=\"alpha\"}") == 5);
 	assert_true(prom_get(p, "uringfeed_gaps_unrecovered_total{feed=\"alpha\"}") == 1);
-	assert_true(prom_get(p, "uringfeed_decode_errors_total{feed=\"alpha\",kind=\"truncated_header\"}") == 2);
-	assert_true(prom_get(p, "uringfeed_decode_errors_total{feed=\"alpha\",kind=\"unknown_type\"}") == 9);
+	assert_true(
+	    prom_get(
+	        p, "uringfeed_decode_errors_total{feed=\"alpha\",kind=\"truncated_header\"}") == 2);
+	assert_true(
+	    prom_get(p, "uringfeed_decode_errors_total{feed=\"alpha\",kind=\"unknown_type\"}") ==
+	    9);
 	assert_true(prom_get(p, "uringfeed_line_wins_total{feed=\"alpha\",line=\"B\"}") == 451);
 	assert_true(prom_get(p, "uringfeed_line_packets_total{feed=\"beta\",line=\"only\"}") == 2);
-	assert_true(prom_get(p, "uringfeed_feed_up{feed=\"alpha\",backend=\"io_uring\",state=\"running\"}") == 1);
-	assert_true(prom_get(p, "uringfeed_feed_up{feed=\"beta\",backend=\"epoll\",state=\"failed\"}") == 0);
+	assert_true(
+	    prom_get(p,
+	             "uringfeed_feed_up{feed=\"alpha\",backend=\"io_uring\",state=\"running\"}") ==
+	    1);
+	assert_true(
+	    prom_get(p, "uringfeed_feed_up{feed=\"beta\",backend=\"epoll\",state=\"failed\"}") ==
+	    0);
 	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns{feed=\"alpha\",quantile=\"0.99\"}") ==
-		    (double)uf_lat_quantile(&fx->stats[0].latency, 0.99));
+	            (double)uf_lat_quantile(&fx->stats[0].latency, 0.99));
 	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns_count{feed=\"alpha\"}") == 1000);
 	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns_sum{feed=\"alpha\"}") == 500500000.0);
 	assert_true(prom_get(p, "uringfeed_wire_to_publish_max_ns{feed=\"alpha\"}") == 1000000);
-	assert_true(prom_get(p, "uringfeed_ring_sequence{feed=\"alpha\",ring=\"alpha_ring\"}") == 777);
-	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot=\"0\",pid=\"100\",tag=\"tail\"}") == 77);
+	assert_true(prom_get(p, "uringfeed_ring_sequence{feed=\"alpha\",ring=\"alpha_ring\"}") ==
+	            777);
+	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot="
+	                        "\"0\",pid=\"100\",tag=\"tail\"}") == 77);
 	/* The consumer's tag had a quote: escaped on the wire, unescaped by the parser. */
-	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot=\"3\",pid=\"101\",tag=\"risk\"x\"}") == 0);
+	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot="
+	                        "\"3\",pid=\"101\",tag=\"risk\"x\"}") == 0);
 	assert_true(prom_get(p, "uringfeed_config_reloads_total") == 3);
 	free(r.body);
 	free(p);
@@ -501,26 +547,29 @@ static void test_status_metrics_are_strict_prometheus_text_with_the_same_counter
 static void test_status_prometheus_parser_refuses_malformed_text(void **state)
 {
 	static const char *const bad[] = {
-		"# TYPE m counter\nm 1",                          /* no final newline */
-		"m 1\n",                                          /* no TYPE */
-		"# TYPE 1m counter\n1m 1\n",                      /* bad name */
-		"# TYPE m counter\nm{a=\"x} 1\n",                 /* unterminated label */
-		"# TYPE m counter\nm{a=x} 1\n",                   /* unquoted label */
-		"# TYPE m counter\nm{a=\"\\t\"} 1\n",             /* bad escape */
-		"# TYPE m counter\nm one\n",                      /* bad value */
-		"# TYPE m counter\nm 1\nm 2\n",                   /* series twice */
-		"# TYPE m counter\n# TYPE n gauge\nm 1\n",        /* interleaved */
-		"# TYPE m counter\nm 1\n# TYPE m counter\n",      /* family twice */
-		"# TYPE m counter\nm 1 x\n",                      /* bad timestamp */
-		"# TYPE m counter\n\nm 1\n",                      /* empty line */
-		"# TYPE m summary\nm_bucket 1\n",                 /* suffix of another type */
+	    "# TYPE m counter\nm 1",                     /* no final newline */
+	    "m 1\n",                                     /* no TYPE */
+	    "# TYPE 1m counter\n1m 1\n",                 /* bad name */
+	    "# TYPE m counter\nm{a=\"x} 1\n",            /* unterminated label */
+	    "# TYPE m counter\nm{a=x} 1\n",              /* unquoted label */
+	    "# TYPE m counter\nm{a=\"\\t\"} 1\n",        /* bad escape */
+	    "# TYPE m counter\nm one\n",                 /* bad value */
+	    "# TYPE m counter\nm 1\nm 2\n",              /* series twice */
+	    "# TYPE m counter\n# TYPE n gauge\nm 1\n",   /* interleaved */
+	    "# TYPE m counter\nm 1\n# TYPE m counter\n", /* family twice */
+	    "# TYPE m counter\nm 1 x\n",                 /* bad timestamp */
+	    "# TYPE m counter\n\nm 1\n",                 /* empty line */
+	    "# TYPE m summary\nm_bucket 1\n",            /* suffix of another type */
 	};
 	struct prom *p = malloc(sizeof(*p));
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (prom_parse(bad[i], p) == 0)
 			fail_msg("parser accepted malformed text #%zu: %s", i, bad[i]);
-	assert_int_equal(prom_parse("# HELP m h\n# TYPE m counter\nm{a=\"\\\"\",b=\"c\",} 1.5e3 1700000000000\n", p), 0);
+	assert_int_equal(
+	    prom_parse("# HELP m h\n# TYPE m counter\nm{a=\"\\\"\",b=\"c\",} 1.5e3 1700000000000\n",
+	               p),
+	    0);
 	assert_true(prom_get(p, "m{a=\"\"\",b=\"c\"}") == 1500.0);
 	free(p);
 }
@@ -547,7 +596,8 @@ static void test_status_bad_requests_get_proper_codes(void **state)
 	http(port, "BREW", "/status", &r); /* unknown method: 501, not 405 */
 	assert_int_equal(r.code, 501);
 	free(r.body);
-	http_raw(port, "GET /status HTTP/1.1\r\nHost: x\r\nNoColonHere\r\nConnection: close\r\n\r\n", &r);
+	http_raw(port,
+	         "GET /status HTTP/1.1\r\nHost: x\r\nNoColonHere\r\nConnection: close\r\n\r\n", &r);
 	assert_int_equal(r.code, 400);
 	free(r.body);
 	http_raw(port, "GET /status FOO/1.0\r\nHost: x\r\n\r\n", &r);
@@ -602,7 +652,7 @@ static void *writer_main(void *arg)
 static void test_status_reads_counters_while_a_feed_thread_writes(void **state)
 {
 	struct fixture *fx = *state;
-	struct writer w = { &fx->stats[1], 20000000 };
+	struct writer w = {&fx->stats[1], 20000000};
 	json_int_t last = 0, v;
 	pthread_t t;
 
@@ -624,7 +674,7 @@ static void test_status_reads_counters_while_a_feed_thread_writes(void **state)
 static void test_status_port_in_use_is_reported_with_the_address(void **state)
 {
 	struct fixture *fx = *state;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(uf_status_port(fx->srv)) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(uf_status_port(fx->srv))};
 	struct uf_status_server *second = NULL;
 	char err[256], want[64];
 
@@ -638,12 +688,18 @@ static void test_status_port_in_use_is_reported_with_the_address(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_status_json_carries_the_counters_the_feeds_wrote, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_status_metrics_are_strict_prometheus_text_with_the_same_counters, setup, teardown),
-		cmocka_unit_test(test_status_prometheus_parser_refuses_malformed_text),
-		cmocka_unit_test_setup_teardown(test_status_bad_requests_get_proper_codes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_status_reads_counters_while_a_feed_thread_writes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_status_port_in_use_is_reported_with_the_address, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_status_json_carries_the_counters_the_feeds_wrote,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_status_metrics_are_strict_prometheus_text_with_the_same_counters, setup,
+	        teardown),
+	    cmocka_unit_test(test_status_prometheus_parser_refuses_malformed_text),
+	    cmocka_unit_test_setup_teardown(test_status_bad_requests_get_proper_codes, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_status_reads_counters_while_a_feed_thread_writes,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_status_port_in_use_is_reported_with_the_address,
+	                                    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

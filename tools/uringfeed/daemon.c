@@ -20,42 +20,42 @@
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
 
-#define EXIT_RUNTIME 1
-#define EXIT_CONFIG 2
+#define EXIT_RUNTIME   1
+#define EXIT_CONFIG    2
 #define STOP_TIMEOUT_S 10 /* a feed leaves its loop within one batch: 10 s means it is stuck */
 
 /* One configured feed and its thread. */
 struct feed_slot {
-	struct uf_daemon *d;            /* back pointer */
+	struct uf_daemon *d;              /* back pointer */
 	const struct uf_feed_config *cfg; /* its configuration (in d->cfg) */
-	struct uf_feed *feed;           /* engine handle, NULL until created */
-	pthread_t thread;               /* feed thread */
-	int started;                    /* thread created */
-	int joined;                     /* thread joined */
-	uint32_t state;                 /* enum uf_status_state: feed thread and main write,
-					 * HTTP thread reads (relaxed: a display value) */
-	uint32_t done;                  /* 1 once the thread left uf_feed_run; release-stored
-					 * after rc/error so readers may use them */
-	int rc;                         /* uf_feed_run's result */
-	char error[160];                /* its error message */
+	struct uf_feed *feed;             /* engine handle, NULL until created */
+	pthread_t thread;                 /* feed thread */
+	int started;                      /* thread created */
+	int joined;                       /* thread joined */
+	uint32_t state;                   /* enum uf_status_state: feed thread and main write,
+	                                   * HTTP thread reads (relaxed: a display value) */
+	uint32_t done;                    /* 1 once the thread left uf_feed_run; release-stored
+	                                   * after rc/error so readers may use them */
+	int rc;                           /* uf_feed_run's result */
+	char error[160];                  /* its error message */
 };
 
 struct uf_daemon {
-	struct uf_config cfg;           /* running configuration */
+	struct uf_config cfg;                     /* running configuration */
 	struct feed_slot slots[UF_CFG_MAX_FEEDS]; /* cfg.nfeeds used */
-	uint32_t stop;                  /* uf_feed_run's stop flag: main release-stores 1 */
-	uint64_t start_ns;              /* CLOCK_REALTIME at start */
-	uint64_t reloads;               /* SIGHUP reloads applied (main writes, HTTP reads) */
-	const char *version;            /* uringfeed version */
+	uint32_t stop;                   /* uf_feed_run's stop flag: main release-stores 1 */
+	uint64_t start_ns;               /* CLOCK_REALTIME at start */
+	uint64_t reloads;                /* SIGHUP reloads applied (main writes, HTTP reads) */
+	const char *version;             /* uringfeed version */
 	struct uf_status_server *status; /* HTTP endpoint, NULL when disabled */
-	pid_t pid;                      /* our pid, for the wake-up signal */
+	pid_t pid;                       /* our pid, for the wake-up signal */
 };
 
 static const char *const backend_names[] = {
-	[UF_BACKEND_IO_URING] = "io_uring",
-	[UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
-	[UF_BACKEND_RECVMMSG] = "recvmmsg",
-	[UF_BACKEND_EPOLL] = "epoll",
+    [UF_BACKEND_IO_URING] = "io_uring",
+    [UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
+    [UF_BACKEND_RECVMMSG] = "recvmmsg",
+    [UF_BACKEND_EPOLL] = "epoll",
 };
 
 const char *uf_daemon_backend_name(enum uf_backend b)
@@ -110,7 +110,7 @@ static void reap_consumers(struct uf_daemon *d)
 		int n = r ? uf_ring_reap(r) : 0;
 		if (n > 0)
 			uf_log_info("feed %s: freed %d consumer slot%s of exited processes",
-				    d->slots[i].cfg->name, n, n == 1 ? "" : "s");
+			            d->slots[i].cfg->name, n, n == 1 ? "" : "s");
 	}
 }
 
@@ -132,7 +132,8 @@ static int fill_status(void *arg, struct uf_status_snapshot *snap)
 		snprintf(f->name, sizeof(f->name), "%s", s->cfg->name);
 		f->state = (enum uf_status_state)uf_load_relaxed_u32(&s->state);
 		if (!s->feed) {
-			snprintf(f->backend, sizeof(f->backend), "%s", uf_daemon_backend_name(s->cfg->backend));
+			snprintf(f->backend, sizeof(f->backend), "%s",
+			         uf_daemon_backend_name(s->cfg->backend));
 			continue;
 		}
 		snprintf(f->backend, sizeof(f->backend), "%s", uf_feed_backend_name(s->feed));
@@ -217,7 +218,8 @@ static void reload(struct uf_daemon *d)
 		for (int j = 0; j < d->cfg.nfeeds; j++)
 			found |= strcmp(n.feeds[i].name, d->cfg.feeds[j].name) == 0;
 		if (!found)
-			uf_log_warn("reload: new feed \"%s\" needs a restart to start", n.feeds[i].name);
+			uf_log_warn("reload: new feed \"%s\" needs a restart to start",
+			            n.feeds[i].name);
 	}
 	for (int j = 0; j < d->cfg.nfeeds; j++) {
 		struct uf_feed_config *cur = &d->cfg.feeds[j];
@@ -227,23 +229,28 @@ static void reload(struct uf_daemon *d)
 			if (strcmp(n.feeds[i].name, cur->name) == 0)
 				nf = &n.feeds[i];
 		if (!nf) {
-			uf_log_warn("reload: feed \"%s\" is gone from the file; it keeps running until "
-				    "a restart", cur->name);
+			uf_log_warn(
+			    "reload: feed \"%s\" is gone from the file; it keeps running until "
+			    "a restart",
+			    cur->name);
 			continue;
 		}
 		if (!same_except_symbols(cur, nf))
-			uf_log_warn("reload: feed \"%s\": changes other than the symbol filter need a "
-				    "restart", cur->name);
+			uf_log_warn(
+			    "reload: feed \"%s\": changes other than the symbol filter need a "
+			    "restart",
+			    cur->name);
 		if (same_symbols(cur, nf))
 			continue;
-		int r = uf_feed_set_symbols(d->slots[j].feed, (const char(*)[9])nf->symbols, nf->nsymbols);
+		int r = uf_feed_set_symbols(d->slots[j].feed, (const char(*)[9])nf->symbols,
+		                            nf->nsymbols);
 		if (r) {
-			uf_log_error("reload: feed \"%s\": symbol filter not applied: %s", cur->name,
-				     strerror(-r));
+			uf_log_error("reload: feed \"%s\": symbol filter not applied: %s",
+			             cur->name, strerror(-r));
 			continue;
 		}
 		uf_log_info("reload: feed \"%s\": symbol filter now %u symbols%s", cur->name,
-			    nf->nsymbols, nf->nsymbols ? "" : " (all)");
+		            nf->nsymbols, nf->nsymbols ? "" : " (all)");
 		/* The engine copied the filter: swap arrays so ours matches what runs. */
 		char(*old)[9] = cur->symbols;
 		cur->symbols = nf->symbols;
@@ -272,8 +279,8 @@ static int join_all(struct uf_daemon *d)
 			continue;
 		int r = pthread_timedjoin_np(s->thread, NULL, &deadline);
 		if (r) {
-			uf_log_error("stop: feed \"%s\" did not stop within %d s (%s)", s->cfg->name,
-				     STOP_TIMEOUT_S, strerror(r));
+			uf_log_error("stop: feed \"%s\" did not stop within %d s (%s)",
+			             s->cfg->name, STOP_TIMEOUT_S, strerror(r));
 			stuck++;
 			continue;
 		}
@@ -291,10 +298,11 @@ static void log_summary(struct uf_daemon *d)
 			continue;
 		uf_feed_stats_read(uf_feed_stats(s->feed), &st);
 		uf_log_info("feed %s: %" PRIu64 " packets, %" PRIu64 " messages, %" PRIu64
-			    " records, %" PRIu64 " gaps (%" PRIu64 " recovered by re-request, %" PRIu64
-			    " unrecovered), %" PRIu64 " re-requests", s->cfg->name, st.packets,
-			    st.messages, st.records, st.gaps, st.recovered_messages,
-			    st.gaps_unrecovered, st.rerequests);
+		            " records, %" PRIu64 " gaps (%" PRIu64
+		            " recovered by re-request, %" PRIu64 " unrecovered), %" PRIu64
+		            " re-requests",
+		            s->cfg->name, st.packets, st.messages, st.records, st.gaps,
+		            st.recovered_messages, st.gaps_unrecovered, st.rerequests);
 	}
 }
 
@@ -322,7 +330,7 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 	d->pid = getpid();
 	d->start_ns = uf_now_realtime_ns();
 	uf_log_info("uringfeed %s starting: pid %d, config %s, %d feed%s", version, (int)d->pid,
-		    config_path, d->cfg.nfeeds, d->cfg.nfeeds == 1 ? "" : "s");
+	            config_path, d->cfg.nfeeds, d->cfg.nfeeds == 1 ? "" : "s");
 
 	/* Every thread created from here on inherits this mask: signals go to sigtimedwait. */
 	sigemptyset(&set);
@@ -350,8 +358,8 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 			goto out_destroy;
 		}
 	}
-	if (d->cfg.status_enabled &&
-	    uf_status_start(&d->cfg.status_listen, fill_status, d, &d->status, err, sizeof(err)) != 0) {
+	if (d->cfg.status_enabled && uf_status_start(&d->cfg.status_listen, fill_status, d,
+	                                             &d->status, err, sizeof(err)) != 0) {
 		uf_log_error("%s", err);
 		code = EXIT_RUNTIME;
 		goto out_destroy;
@@ -360,7 +368,8 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 		struct feed_slot *s = &d->slots[i];
 		int r = pthread_create(&s->thread, NULL, feed_thread, s);
 		if (r) {
-			uf_log_error("feed %s: cannot create its thread: %s", s->cfg->name, strerror(r));
+			uf_log_error("feed %s: cannot create its thread: %s", s->cfg->name,
+			             strerror(r));
 			code = EXIT_RUNTIME;
 			goto out_stop;
 		}
@@ -369,13 +378,13 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 	uf_log_info("running; SIGTERM or SIGINT stops, SIGHUP re-reads the symbol filters");
 
 	while (!stopping) {
-		struct timespec tick = { 1, 0 };
+		struct timespec tick = {1, 0};
 		siginfo_t si;
 		int sig = sigtimedwait(&set, &si, &tick);
 
 		if (sig == SIGTERM || sig == SIGINT) {
-			uf_log_info("received %s from pid %d, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-				    (int)si.si_pid);
+			uf_log_info("received %s from pid %d, stopping",
+			            sig == SIGTERM ? "SIGTERM" : "SIGINT", (int)si.si_pid);
 			stopping = 1;
 		} else if (sig == SIGHUP) {
 			reload(d);
@@ -388,7 +397,7 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 			if (!uf_load_acquire_u32(&s->done))
 				continue;
 			uf_log_error("feed %s stopped on its own: %s", s->cfg->name,
-				     s->rc ? s->error : "no error given");
+			             s->rc ? s->error : "no error given");
 			code = EXIT_RUNTIME;
 			stopping = 1;
 		}
@@ -402,7 +411,8 @@ out_stop:
 	uf_store_release_u32(&d->stop, 1);
 	if (join_all(d)) {
 		/* A feed thread still runs: destroying its feed would pull memory from under it.
-		 * Leave without cleanup; the ring stays open and consumers see the producer gone. */
+		 * Leave without cleanup; the ring stays open and consumers see the producer gone.
+		 */
 		uf_log_error("stop: giving up; exiting without closing the rings");
 		_exit(EXIT_RUNTIME);
 	}

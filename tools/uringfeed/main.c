@@ -40,19 +40,21 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: uringfeed --config FILE [--log-level error|warn|info|debug]\n"
-		"       uringfeed --check-config FILE [--no-host-checks]\n"
-		"       uringfeed --version | --help\n"
-		"\n"
-		"Runs the feeds described by a JSON configuration file (see configs/README.md).\n"
-		"  --config FILE        run; SIGTERM/SIGINT stop cleanly, SIGHUP re-reads symbol filters\n"
-		"  --check-config FILE  validate FILE, print a summary, exit 0 (valid) or 2 (invalid)\n"
-		"  --no-host-checks     with --check-config: skip the checks against this machine\n"
-		"                       (CPUs and NUMA nodes exist), e.g. on a build host\n"
-		"  --log-level LEVEL    override log.level of the file\n"
-		"  --version            print the version\n"
-		"Exit status: 0 stopped cleanly, 1 runtime failure, 2 bad usage or configuration.\n");
+	fprintf(
+	    out,
+	    "usage: uringfeed --config FILE [--log-level error|warn|info|debug]\n"
+	    "       uringfeed --check-config FILE [--no-host-checks]\n"
+	    "       uringfeed --version | --help\n"
+	    "\n"
+	    "Runs the feeds described by a JSON configuration file (see configs/README.md).\n"
+	    "  --config FILE        run; SIGTERM/SIGINT stop cleanly, SIGHUP re-reads symbol "
+	    "filters\n"
+	    "  --check-config FILE  validate FILE, print a summary, exit 0 (valid) or 2 (invalid)\n"
+	    "  --no-host-checks     with --check-config: skip the checks against this machine\n"
+	    "                       (CPUs and NUMA nodes exist), e.g. on a build host\n"
+	    "  --log-level LEVEL    override log.level of the file\n"
+	    "  --version            print the version\n"
+	    "Exit status: 0 stopped cleanly, 1 runtime failure, 2 bad usage or configuration.\n");
 }
 
 /* One summary line per feed: what --check-config prints and what the daemon logs at start. */
@@ -61,34 +63,35 @@ void uf_daemon_describe_feed(const struct uf_feed_config *f, char *buf, size_t l
 	size_t off = 0;
 	char g[INET_ADDRSTRLEN], ifa[INET_ADDRSTRLEN];
 
-	off += (size_t)snprintf(buf + off, len - off, "feed %s: %s, %s, cpu %d", f->name, f->protocol,
-				uf_daemon_backend_name(f->backend), f->cpu);
+	off += (size_t)snprintf(buf + off, len - off, "feed %s: %s, %s, cpu %d", f->name,
+	                        f->protocol, uf_daemon_backend_name(f->backend), f->cpu);
 	if (f->backend == UF_BACKEND_IO_URING && off < len)
 		off += (size_t)snprintf(buf + off, len - off, ", sqpoll_cpu %d", f->sqpoll_cpu);
 	for (int i = 0; i < f->nlines && off < len; i++) {
 		inet_ntop(AF_INET, &f->lines[i].group, g, sizeof(g));
 		inet_ntop(AF_INET, &f->lines[i].interface, ifa, sizeof(ifa));
-		off += (size_t)snprintf(buf + off, len - off, ", line %s %s:%u on %s", f->lines[i].name,
-					g, f->lines[i].port, ifa);
+		off += (size_t)snprintf(buf + off, len - off, ", line %s %s:%u on %s",
+		                        f->lines[i].name, g, f->lines[i].port, ifa);
 	}
 	if (off < len) {
 		if (f->recovery.enabled) {
 			inet_ntop(AF_INET, &f->recovery.server.sin_addr, g, sizeof(g));
 			off += (size_t)snprintf(buf + off, len - off, ", recovery %s:%u", g,
-						ntohs(f->recovery.server.sin_port));
+			                        ntohs(f->recovery.server.sin_port));
 		} else {
 			off += (size_t)snprintf(buf + off, len - off, ", no recovery server");
 		}
 	}
 	if (off < len)
-		off += (size_t)snprintf(buf + off, len - off, ", ring %s (%" PRIu64 " records, mode %04o)",
-					f->ring.name, f->ring.capacity, f->ring.mode);
+		off += (size_t)snprintf(buf + off, len - off,
+		                        ", ring %s (%" PRIu64 " records, mode %04o)", f->ring.name,
+		                        f->ring.capacity, f->ring.mode);
 	if (off < len && f->nsymbols)
 		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, %u symbols",
-			 f->book.depth, f->book.max_orders, f->nsymbols);
+		         f->book.depth, f->book.max_orders, f->nsymbols);
 	else if (off < len)
 		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, all symbols",
-			 f->book.depth, f->book.max_orders);
+		         f->book.depth, f->book.max_orders);
 }
 
 static int check_config(const char *path, unsigned flags)
@@ -116,13 +119,13 @@ static int check_config(const char *path, unsigned flags)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "check-config", required_argument, NULL, 'k' },
-		{ "no-host-checks", no_argument, NULL, 'n' },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"config", required_argument, NULL, 'c'},
+	    {"check-config", required_argument, NULL, 'k'},
+	    {"no-host-checks", no_argument, NULL, 'n'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *check = NULL, *level = NULL;
 	unsigned flags = 0;
@@ -131,10 +134,18 @@ int main(int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "c:k:l:Vh", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': config = optarg; break;
-		case 'k': check = optarg; break;
-		case 'n': flags |= UF_CFG_NO_HOST_CHECKS; break;
-		case 'l': level = optarg; break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'k':
+			check = optarg;
+			break;
+		case 'n':
+			flags |= UF_CFG_NO_HOST_CHECKS;
+			break;
+		case 'l':
+			level = optarg;
+			break;
 		case 'V':
 			printf("uringfeed %s\n", UF_VERSION);
 			return 0;
@@ -143,8 +154,9 @@ int main(int argc, char **argv)
 			return 0;
 		default:
 			if (optopt)
-				fprintf(stderr, "uringfeed: option -%c needs an argument or is unknown\n",
-					optopt);
+				fprintf(stderr,
+				        "uringfeed: option -%c needs an argument or is unknown\n",
+				        optopt);
 			else
 				fprintf(stderr, "uringfeed: unknown option %s\n", argv[optind - 1]);
 			usage(stderr);
@@ -157,12 +169,14 @@ int main(int argc, char **argv)
 		return EXIT_CONFIG;
 	}
 	if (level && (log_level = uf_log_level_parse(level)) < 0) {
-		fprintf(stderr, "uringfeed: --log-level \"%s\" is not one of error, warn, info, debug\n",
-			level);
+		fprintf(stderr,
+		        "uringfeed: --log-level \"%s\" is not one of error, warn, info, debug\n",
+		        level);
 		return EXIT_CONFIG;
 	}
 	if (!!config + !!check != 1) {
-		fprintf(stderr, "uringfeed: give exactly one of --config FILE or --check-config FILE\n");
+		fprintf(stderr,
+		        "uringfeed: give exactly one of --config FILE or --check-config FILE\n");
 		usage(stderr);
 		return EXIT_CONFIG;
 	}
