@@ -4,6 +4,7 @@
  * after it drained everything published. SIGHUP re-reads the file: a broken file is refused
  * and the daemon keeps running. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -443,6 +444,104 @@ static void test_lifecycle_taken_status_port_exits_1_and_closes_the_ring(void **
 	uf_consumer_detach(c);
 }
 
+/* Cpus_allowed_list of every thread of `pid`, as "name=list;" pairs in `out`. */
+static void thread_cpus(pid_t pid, char *out, size_t len)
+{
+	char dir[64], path[384], comm[64], line[256];
+	struct dirent *e;
+	size_t off = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	out[0] = '\0';
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((e = readdir(d)) && off < len) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread just exited */
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+		comm[strcspn(comm, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s/%s/status", dir, e->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+				line[strcspn(line, "\n")] = '\0';
+				off += (size_t)snprintf(out + off, len - off, "%s=%s;", comm,
+				                        line + 18 + strspn(line + 18, " \t"));
+			}
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+}
+
+/* Whether the Cpus_allowed_list of thread `name` in `cpus` (see thread_cpus) holds `cpu`;
+ * -1 when there is no such thread. */
+static int thread_has_cpu(const char *cpus, const char *name, int cpu)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof(key), "%s=", name);
+	p = strstr(cpus, key);
+	if (!p)
+		return -1;
+	p += strlen(key);
+	while (*p && *p != ';') {
+		char *e;
+		long lo = strtol(p, &e, 10), hi = lo;
+		if (*e == '-')
+			hi = strtol(e + 1, &e, 10);
+		if (cpu >= lo && cpu <= hi)
+			return 1;
+		p = *e == ',' ? e + 1 : e;
+	}
+	return 0;
+}
+
+/* The feed thread and its SQ poll thread run on the configured CPU; the main and HTTP
+ * threads stay off it. Needs two CPUs (fails, saying so, on one). */
+static void test_lifecycle_threads_run_where_the_config_says(void **state)
+{
+	char cfg[256], json[2048], cpus[1024];
+	pid_t daemon;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		fail_msg("this test needs 2 CPUs to tell feed CPUs from control CPUs");
+	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
+	snprintf(json, sizeof(json), "%s", CONFIG(""));
+	char *p = strstr(json, "\"backend\":\"epoll\",\"cpu\":-1,");
+	assert_non_null(p);
+	const char *with = "\"backend\":\"io_uring\",\"cpu\":1,\"sqpoll_cpu\":1,";
+	size_t oldlen = strlen("\"backend\":\"epoll\",\"cpu\":-1,");
+	memmove(p + strlen(with), p + oldlen, strlen(p + oldlen) + 1);
+	memcpy(p, with, strlen(with));
+	write_config(json);
+
+	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
+	daemon = spawn(dargv, "daemon.out", "daemon.err");
+	wait_log("running;", 10000);
+	usleep(300000); /* the feed thread pins itself and sets up its ring first */
+	thread_cpus(daemon, cpus, sizeof(cpus));
+	print_message("threads: %s\n", cpus);
+	assert_int_equal(thread_has_cpu(cpus, "uringfeed", 1), 0);  /* main thread: off CPU 1 */
+	assert_int_equal(thread_has_cpu(cpus, "MHD-single", 1), 0); /* HTTP thread: off CPU 1 */
+	assert_int_equal(thread_has_cpu(cpus, "uf-life", 1), 1);    /* feed thread: on it ... */
+	assert_int_equal(thread_has_cpu(cpus, "uf-life", 0), 0);    /* ... and only there */
+	char *sqp = strstr(cpus, "iou-sqp-");
+	if (!sqp)
+		fail_msg("no SQ poll thread (did the kernel refuse SQPOLL?): %s", cpus);
+	assert_non_null(strstr(sqp, "=1;")); /* SQ poll thread pinned to sqpoll_cpu */
+	assert_int_equal(kill(daemon, SIGTERM), 0);
+	assert_int_equal(wait_exit(daemon, 15000, "uringfeed after SIGTERM"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +551,8 @@ int main(void)
 	        test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 	        test_lifecycle_taken_status_port_exits_1_and_closes_the_ring, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lifecycle_threads_run_where_the_config_says, setup,
+	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
