@@ -109,7 +109,7 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 		m = mk_add((uint16_t)inst, g->next_ref, side, gen_shares(g), gen_price(g, inst, side),
 			   NULL);
 		char sym[9];
-		snprintf(sym, sizeof(sym), "S%u", inst);
+		snprintf(sym, sizeof(sym), "S%u", inst % 100000u);
 		mk_sym(m.u.add.stock, sym);
 		if (rndn(g, 10) == 0) {
 			m.type = 'F';
@@ -166,7 +166,7 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 		m = mk_hdr(st[rndn(g, sizeof(st))], (uint16_t)gen_inst(g), 0);
 		if (m.type == 'R') {
 			char sym[9];
-			snprintf(sym, sizeof(sym), "S%u", m.locate);
+			snprintf(sym, sizeof(sym), "S%u", m.locate % 100000u);
 			mk_sym(m.u.dir.stock, sym);
 			m.u.dir.round_lot_size = 100;
 		}
