@@ -280,7 +280,9 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 	}
 	if (UF_UNLIKELY(a->gap_open)) {
 		a->gap_pkts++;
-		if (src < UF_CFG_MAX_LINES)
+		/* Only packets beyond the hole show that a line went on without it; a lagging
+		 * line's older packets say nothing. */
+		if (src < UF_CFG_MAX_LINES && pkt->seq > a->expected)
 			a->gap_line_pkts[src]++;
 	}
 	if (end > a->high)

@@ -231,6 +231,10 @@ static void test_arb_waits_until_every_line_moved_past_the_hole(void **s)
 		pkt(e, q, 1, 0); /* line A runs on; B has not been read yet */
 	uf_arb_tick(&e->a, uf_now_mono_ns() + 100000000ull, 0); /* long, but not drained */
 	assert_int_equal(e->st.rerequests, 0);
+	for (int i = 0; i < 8; i++)
+		pkt(e, 1, 1, 1); /* B lagging behind: old packets do not count */
+	uf_arb_tick(&e->a, uf_now_mono_ns(), 0);
+	assert_int_equal(e->st.rerequests, 0);
 	for (uint64_t q = 3; q < 3 + 4; q++)
 		pkt(e, q, 1, 1); /* B moved 4 packets (wait_packets) past the hole too */
 	uf_arb_tick(&e->a, uf_now_mono_ns(), 0);

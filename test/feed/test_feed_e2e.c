@@ -399,7 +399,7 @@ static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 		    c.st.lines[0].wins + c.st.lines[1].wins);
 }
 
-#if FT_BACKEND == UF_BACKEND_IO_URING || FT_BACKEND == UF_BACKEND_IO_URING_NOSQPOLL
+#if FT_URING
 /* A buffer ring far too small for the burst: multishot receives end with -ENOBUFS, are
  * re-armed and counted, and nothing is lost (the datagrams wait in the socket). */
 static void test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing(void **state)
@@ -521,7 +521,7 @@ int main(void)
 		cmocka_unit_test(test_feed_dead_server_flags_gap_and_keeps_running),
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
-#if FT_BACKEND == UF_BACKEND_IO_URING || FT_BACKEND == UF_BACKEND_IO_URING_NOSQPOLL
+#if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 #endif
 	};
