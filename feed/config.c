@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "feed/config_json.h"
 #include "feed/log.h"
@@ -639,6 +640,7 @@ int uf_config_load_ex(const char *path, unsigned flags, struct uf_config *cfg, c
 	json_error_t je;
 	json_t *root;
 	const char *slash;
+	struct stat st;
 
 	cfg_init(cfg);
 	if (err && errlen)
@@ -650,6 +652,10 @@ int uf_config_load_ex(const char *path, unsigned flags, struct uf_config *cfg, c
 	else
 		snprintf(c.dir, sizeof(c.dir), ".");
 
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: cannot read: is a directory", path);
+		return -EISDIR;
+	}
 	errno = 0;
 	root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {

@@ -84,7 +84,7 @@ const char *uf_cj_type(const json_t *v)
 	case JSON_INTEGER:
 		return "an integer";
 	case JSON_REAL:
-		return "a number with a fraction";
+		return "a real number";
 	case JSON_TRUE:
 	case JSON_FALSE:
 		return "a boolean";

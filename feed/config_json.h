@@ -54,7 +54,7 @@ int uf_cj_is_pow2(uint64_t v);
  * listing the known keys in the message. */
 int uf_cj_check_keys(struct uf_cj *c, json_t *obj, const char *const *known);
 
-/* Integer member in [min, max] (a number with a fraction is refused); absent: def. */
+/* Integer member in [min, max] (a real number such as 1e3 or 1.0 is refused); absent: def. */
 int uf_cj_int(struct uf_cj *c, json_t *obj, const char *key, int64_t min, int64_t max, int64_t def,
               int64_t *out);
 int uf_cj_u32(struct uf_cj *c, json_t *obj, const char *key, int64_t min, int64_t max, int64_t def,

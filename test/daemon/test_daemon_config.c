@@ -221,7 +221,7 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	             "feeds[0].book.depth: 0 is out of range (1..64)");
 	expect_error(
 	    FEED("\"book\":{\"max_orders\":1.5}"),
-	    "feeds[0].book.max_orders: expected an integer, got a number with a fraction 1.5");
+	    "feeds[0].book.max_orders: expected an integer, got a real number 1.5");
 	expect_error(FEED("\"buffers\":{\"count\":1000}"),
 	             "feeds[0].buffers.count: 1000 is not a power of two");
 	expect_error(
@@ -313,6 +313,8 @@ static void test_config_missing_file_is_an_errno_error(void **state)
 	assert_true(r < 0);
 	assert_int_not_equal(r, -EINVAL);
 	assert_non_null(strstr(err, "/nonexistent/uf.json: cannot read"));
+	assert_int_equal(uf_config_load("/tmp", &cfg, err, sizeof(err)), -EISDIR);
+	assert_string_equal(err, "/tmp: cannot read: is a directory");
 }
 
 static void test_config_shipped_files_in_configs_are_valid(void **state)
