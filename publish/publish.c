@@ -222,7 +222,8 @@ static inline int uf_pub_reduce(struct uf_publisher *p, struct uf_order *o, uint
 			uf_pub_rec(&r[k++], c, UF_REC_ORDER_MODIFY, uf_pub_side_char[sidx], st,
 				   inst, price, left, removed, ref);
 	}
-	int best = uf_levels_is_best(&p->lv, &b->side[sidx], lvl);
+	/* BBO only when the best level really changed (a 0-share execution changes nothing). */
+	int best = (removed || left == 0) && uf_levels_is_best(&p->lv, &b->side[sidx], lvl);
 	k += uf_pub_level_out(p, b, lvl, best, c, &r[k]);
 	*inst_out = inst;
 	*sidx_out = sidx;
