@@ -27,8 +27,9 @@
  *
  *   UF_REC_LEVEL          (A F E C X D U) a price level changed: `price` and `side` name the
  *                         level, `shares` and `orders` are its NEW totals (both 0: the level
- *                         is gone). UF_RECF_BBO when this level is, or was, the best of its
- *                         side. Applying LEVEL records in order reproduces the full-depth book.
+ *                         is gone). UF_RECF_BBO exactly when the best level of `side`
+ *                         (its price, shares or orders) differs after this record from
+ *                         before it. Applying LEVEL records in order reproduces the full-depth book.
  *   UF_REC_ORDER_ADD      (A F U) market-by-order: order `ref` added on `side` with `shares` at
  *                         `price`. `aux` = the 4 MPID attribution bytes of an `F` (as a
  *                         little-endian u32 of the wire bytes; 0 for `A` and `U`).
