@@ -26,25 +26,6 @@
 #include "feed/log.h"
 #include "feed/placement.h"
 
-/* Defaults, in one place (documented in uf_config.h and configs/README.md). */
-#define DEF_STATUS_LISTEN          "127.0.0.1:8080"
-#define DEF_PROTOCOL               "itch50-moldudp64"
-#define DEF_SQPOLL_IDLE_MS         1000
-#define DEF_RECOVERY_MAX_COUNT     1000
-#define DEF_RECOVERY_TIMEOUT_MS    50
-#define DEF_RECOVERY_RETRIES       5
-#define DEF_RECOVERY_WAIT_MS       2
-#define DEF_RECOVERY_WAIT_PACKETS  64
-#define DEF_RECOVERY_QUEUE_PACKETS 65536
-#define DEF_RECOVERY_MAX_RPS       1000
-#define DEF_RING_CAPACITY          1048576
-#define DEF_RING_MODE              0600
-#define DEF_BOOK_DEPTH             10
-#define DEF_BOOK_MAX_ORDERS        4000000
-#define DEF_BOOK_MAX_INSTRUMENTS   16384
-#define DEF_BUFFERS_COUNT          4096
-#define DEF_BUFFERS_SIZE           2048
-
 /* CPU member: -1 (not pinned) or a CPU this process may run on (sched_getaffinity). */
 static int get_cpu(struct uf_cj *c, json_t *obj, const char *key, int *out)
 {
@@ -52,7 +33,7 @@ static int get_cpu(struct uf_cj *c, json_t *obj, const char *key, int *out)
 	char b[80], list[128];
 	int64_t v;
 
-	*out = -1;
+	*out = UF_CFG_DEFAULT_CPU;
 	if (!j)
 		return 0;
 	if (!json_is_integer(j))
@@ -208,7 +189,7 @@ static int parse_line(struct uf_cj *c, json_t *jl, size_t idx, struct uf_line_co
 	if ((r = uf_cj_int(c, jl, "port", 1, 65535, 0, &port)))
 		return r;
 	l->port = (uint16_t)port;
-	return uf_cj_ipv4(c, jl, "interface", "0.0.0.0", UF_CJ_LOCAL, &l->interface);
+	return uf_cj_ipv4(c, jl, "interface", UF_CFG_DEFAULT_INTERFACE, UF_CJ_LOCAL, &l->interface);
 }
 
 static int parse_lines(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
@@ -295,19 +276,19 @@ static int parse_recovery(struct uf_cj *c, json_t *feed, struct uf_feed_config *
 	    (r = uf_cj_hostport(c, jr, "server", NULL, UF_CJ_UNICAST, 1, &f->recovery.server)))
 		goto out;
 	/* max_count: MoldUDP64 re-requests carry a 16-bit message count. */
-	if ((r = uf_cj_u32(c, jr, "max_count", 1, 65534, DEF_RECOVERY_MAX_COUNT,
+	if ((r = uf_cj_u32(c, jr, "max_count", 1, 65534, UF_CFG_DEFAULT_RECOVERY_MAX_COUNT,
 	                   &f->recovery.max_count)) ||
-	    (r = uf_cj_u32(c, jr, "timeout_ms", 1, 60000, DEF_RECOVERY_TIMEOUT_MS,
+	    (r = uf_cj_u32(c, jr, "timeout_ms", 1, 60000, UF_CFG_DEFAULT_RECOVERY_TIMEOUT_MS,
 	                   &f->recovery.timeout_ms)) ||
-	    (r = uf_cj_u32(c, jr, "retries", 0, 1000, DEF_RECOVERY_RETRIES,
+	    (r = uf_cj_u32(c, jr, "retries", 0, 1000, UF_CFG_DEFAULT_RECOVERY_RETRIES,
 	                   &f->recovery.retries)) ||
-	    (r = uf_cj_u32(c, jr, "wait_ms", 0, 10000, DEF_RECOVERY_WAIT_MS,
+	    (r = uf_cj_u32(c, jr, "wait_ms", 0, 10000, UF_CFG_DEFAULT_RECOVERY_WAIT_MS,
 	                   &f->recovery.wait_ms)) ||
-	    (r = uf_cj_u32(c, jr, "wait_packets", 0, 1000000, DEF_RECOVERY_WAIT_PACKETS,
+	    (r = uf_cj_u32(c, jr, "wait_packets", 0, 1000000, UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS,
 	                   &f->recovery.wait_packets)) ||
-	    (r = uf_cj_u32(c, jr, "queue_packets", 1, 1 << 24, DEF_RECOVERY_QUEUE_PACKETS,
-	                   &f->recovery.queue_packets)) ||
-	    (r = uf_cj_u32(c, jr, "max_requests_per_s", 1, 1000000, DEF_RECOVERY_MAX_RPS,
+	    (r = uf_cj_u32(c, jr, "queue_packets", 1, 1 << 24,
+	                   UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS, &f->recovery.queue_packets)) ||
+	    (r = uf_cj_u32(c, jr, "max_requests_per_s", 1, 1000000, UF_CFG_DEFAULT_RECOVERY_MAX_RPS,
 	                   &f->recovery.max_requests_per_s)))
 		goto out;
 out:
@@ -332,7 +313,7 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	if ((r = uf_cj_check_keys(c, jr, keys)) ||
 	    (r = uf_cj_str(c, jr, "name", f->name, f->ring.name, sizeof(f->ring.name))) ||
 	    (r = uf_cj_name(c, "name", f->ring.name)) ||
-	    (r = uf_cj_int(c, jr, "capacity", 1024, 1ll << 30, DEF_RING_CAPACITY, &cap)))
+	    (r = uf_cj_int(c, jr, "capacity", 1024, 1ll << 30, UF_CFG_DEFAULT_RING_CAPACITY, &cap)))
 		goto out;
 	if (!uf_cj_is_pow2((uint64_t)cap)) {
 		r = uf_cj_fail(c, "capacity",
@@ -340,7 +321,7 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 		goto out;
 	}
 	f->ring.capacity = (uint64_t)cap;
-	if ((r = uf_cj_str(c, jr, "mode", "0600", mode, sizeof(mode))))
+	if ((r = uf_cj_str(c, jr, "mode", UF_CFG_DEFAULT_RING_MODE, mode, sizeof(mode))))
 		goto out;
 	f->ring.mode = (uint32_t)strtoul(mode, &end, 8);
 	if (*end || mode[0] != '0' || strlen(mode) != 4 ||
@@ -371,10 +352,11 @@ static int parse_book(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	save = uf_cj_push_key(c, "book");
 	jb = jb ? json_incref(jb) : json_object();
 	if ((r = uf_cj_check_keys(c, jb, keys)) ||
-	    (r = uf_cj_u32(c, jb, "depth", 1, 64, DEF_BOOK_DEPTH, &f->book.depth)) ||
-	    (r = uf_cj_int(c, jb, "max_orders", 1, 1ll << 32, DEF_BOOK_MAX_ORDERS, &orders)) ||
+	    (r = uf_cj_u32(c, jb, "depth", 1, 64, UF_CFG_DEFAULT_BOOK_DEPTH, &f->book.depth)) ||
+	    (r = uf_cj_int(c, jb, "max_orders", 1, 1ll << 32, UF_CFG_DEFAULT_BOOK_MAX_ORDERS,
+	                   &orders)) ||
 	    /* ITCH stock locate codes are 16 bits: 65535 instruments at most. */
-	    (r = uf_cj_u32(c, jb, "max_instruments", 1, 65535, DEF_BOOK_MAX_INSTRUMENTS,
+	    (r = uf_cj_u32(c, jb, "max_instruments", 1, 65535, UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS,
 	                   &f->book.max_instruments)))
 		goto out;
 	f->book.max_orders = (uint64_t)orders;
@@ -397,7 +379,8 @@ static int parse_buffers(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 	jb = jb ? json_incref(jb) : json_object();
 	/* io_uring provided buffer rings hold a power of two entries, at most 32768. */
 	if ((r = uf_cj_check_keys(c, jb, keys)) ||
-	    (r = uf_cj_u32(c, jb, "count", 8, 32768, DEF_BUFFERS_COUNT, &f->buffers.count)))
+	    (r = uf_cj_u32(c, jb, "count", 8, 32768, UF_CFG_DEFAULT_BUFFERS_COUNT,
+	                   &f->buffers.count)))
 		goto out;
 	if (!uf_cj_is_pow2(f->buffers.count)) {
 		r = uf_cj_fail(c, "count",
@@ -406,7 +389,7 @@ static int parse_buffers(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 		goto out;
 	}
 	/* Smaller than an Ethernet MTU would truncate ordinary MoldUDP64 packets. */
-	r = uf_cj_u32(c, jb, "size", 1500, 65536, DEF_BUFFERS_SIZE, &f->buffers.size);
+	r = uf_cj_u32(c, jb, "size", 1500, 65536, UF_CFG_DEFAULT_BUFFERS_SIZE, &f->buffers.size);
 out:
 	json_decref(jb);
 	uf_cj_pop(c, save);
@@ -442,12 +425,13 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	if ((r = uf_cj_check_keys(c, jf, keys)) ||
 	    (r = uf_cj_str(c, jf, "name", NULL, f->name, sizeof(f->name))) ||
 	    (r = uf_cj_name(c, "name", f->name)) ||
-	    (r = uf_cj_str(c, jf, "protocol", DEF_PROTOCOL, f->protocol, sizeof(f->protocol))))
+	    (r = uf_cj_str(c, jf, "protocol", UF_CFG_DEFAULT_PROTOCOL, f->protocol,
+	                   sizeof(f->protocol))))
 		return r;
-	if (strcmp(f->protocol, DEF_PROTOCOL) != 0)
+	if (strcmp(f->protocol, UF_CFG_DEFAULT_PROTOCOL) != 0)
 		return uf_cj_fail(c, "protocol", "\"%s\" is not supported (supported: \"%s\")",
-		                  f->protocol, DEF_PROTOCOL);
-	if ((r = uf_cj_str(c, jf, "backend", "io_uring", backend, sizeof(backend))))
+		                  f->protocol, UF_CFG_DEFAULT_PROTOCOL);
+	if ((r = uf_cj_str(c, jf, "backend", UF_CFG_DEFAULT_BACKEND, backend, sizeof(backend))))
 		return r;
 	if (backend_parse(backend) < 0)
 		return uf_cj_fail(c, "backend",
@@ -457,9 +441,9 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	f->backend = (enum uf_backend)backend_parse(backend);
 	if ((r = get_cpu(c, jf, "cpu", &f->cpu)) ||
 	    (r = get_cpu(c, jf, "sqpoll_cpu", &f->sqpoll_cpu)) ||
-	    (r = uf_cj_u32(c, jf, "sqpoll_idle_ms", 0, 60000, DEF_SQPOLL_IDLE_MS,
+	    (r = uf_cj_u32(c, jf, "sqpoll_idle_ms", 0, 60000, UF_CFG_DEFAULT_SQPOLL_IDLE_MS,
 	                   &f->sqpoll_idle_ms)) ||
-	    (r = uf_cj_int(c, jf, "numa_node", -1, 1023, -1, &node)))
+	    (r = uf_cj_int(c, jf, "numa_node", -1, 1023, UF_CFG_DEFAULT_NUMA_NODE, &node)))
 		return r;
 	if (node >= 0 && !(c->flags & UF_CFG_NO_HOST_CHECKS) && !uf_place_node_usable((int)node))
 		return uf_cj_fail(c, "numa_node",
@@ -555,10 +539,11 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 	js = js ? json_incref(js) : json_object();
 	r = uf_cj_check_keys(c, js, status_keys);
 	if (!r)
-		r = uf_cj_hostport(c, js, "listen", DEF_STATUS_LISTEN, UF_CJ_LOCAL, 0,
+		r = uf_cj_hostport(c, js, "listen", UF_CFG_DEFAULT_STATUS_LISTEN, UF_CJ_LOCAL, 0,
 		                   &cfg->status_listen);
 	if (!r)
-		r = uf_cj_bool(c, js, "enabled", 1, &cfg->status_enabled);
+		r = uf_cj_bool(c, js, "enabled", UF_CFG_DEFAULT_STATUS_ENABLED,
+		               &cfg->status_enabled);
 	json_decref(js);
 	uf_cj_pop(c, save);
 	if (r)
@@ -570,7 +555,7 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 	jl = jl ? json_incref(jl) : json_object();
 	r = uf_cj_check_keys(c, jl, log_keys);
 	if (!r)
-		r = uf_cj_str(c, jl, "level", "info", level, sizeof(level));
+		r = uf_cj_str(c, jl, "level", UF_CFG_DEFAULT_LOG_LEVEL, level, sizeof(level));
 	if (!r && (cfg->log_level = uf_log_level_parse(level)) < 0)
 		r = uf_cj_fail(c, "level",
 		               "\"%s\" is not one of \"error\", \"warn\", \"info\", \"debug\"",
@@ -612,9 +597,9 @@ static void cfg_init(struct uf_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	for (int i = 0; i < UF_CFG_MAX_FEEDS; i++) {
-		cfg->feeds[i].cpu = -1;
-		cfg->feeds[i].sqpoll_cpu = -1;
-		cfg->feeds[i].numa_node = -1;
+		cfg->feeds[i].cpu = UF_CFG_DEFAULT_CPU;
+		cfg->feeds[i].sqpoll_cpu = UF_CFG_DEFAULT_CPU;
+		cfg->feeds[i].numa_node = UF_CFG_DEFAULT_NUMA_NODE;
 	}
 }
 

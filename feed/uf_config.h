@@ -3,7 +3,7 @@
  * Parsed by uf_config_load() (feed/config.c, jansson) into these plain structs, which the
  * daemon hands to each feed thread. Key names in the JSON are the field names below, nested
  * as in the structs (e.g. feeds[].lines[].group, feeds[].ring.capacity). Every optional key
- * has a documented default (UF_CFG_DEFAULT_*). */
+ * has a documented default: UF_CFG_DEFAULT_* below, and the table in configs/README.md. */
 #ifndef UF_CONFIG_H
 #define UF_CONFIG_H
 
@@ -14,6 +14,31 @@
 #define UF_CFG_MAX_LINES 2     /* A and B */
 #define UF_CFG_NAME_MAX 32
 #define UF_CFG_MAX_SYMBOLS 4096
+
+/* Defaults of the optional keys (configs/README.md has the same table with the ranges). */
+#define UF_CFG_DEFAULT_STATUS_LISTEN          "127.0.0.1:8080" /* status.listen */
+#define UF_CFG_DEFAULT_STATUS_ENABLED         1                /* status.enabled */
+#define UF_CFG_DEFAULT_LOG_LEVEL              "info"           /* log.level */
+#define UF_CFG_DEFAULT_PROTOCOL               "itch50-moldudp64"
+#define UF_CFG_DEFAULT_BACKEND                "io_uring"
+#define UF_CFG_DEFAULT_CPU                    (-1)             /* cpu, sqpoll_cpu: not pinned */
+#define UF_CFG_DEFAULT_NUMA_NODE              (-1)             /* node of `cpu` */
+#define UF_CFG_DEFAULT_SQPOLL_IDLE_MS         1000
+#define UF_CFG_DEFAULT_INTERFACE              "0.0.0.0"        /* lines[].interface */
+#define UF_CFG_DEFAULT_RECOVERY_MAX_COUNT     1000
+#define UF_CFG_DEFAULT_RECOVERY_TIMEOUT_MS    50
+#define UF_CFG_DEFAULT_RECOVERY_RETRIES       5
+#define UF_CFG_DEFAULT_RECOVERY_WAIT_MS       2
+#define UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS  64
+#define UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS 65536
+#define UF_CFG_DEFAULT_RECOVERY_MAX_RPS       1000
+#define UF_CFG_DEFAULT_RING_CAPACITY          1048576          /* ring.name defaults to name */
+#define UF_CFG_DEFAULT_RING_MODE              "0600"
+#define UF_CFG_DEFAULT_BOOK_DEPTH             10
+#define UF_CFG_DEFAULT_BOOK_MAX_ORDERS        4000000
+#define UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS   16384
+#define UF_CFG_DEFAULT_BUFFERS_COUNT          4096
+#define UF_CFG_DEFAULT_BUFFERS_SIZE           2048
 
 enum uf_backend {
 	UF_BACKEND_IO_URING = 0,   /* "io_uring": SQPOLL, provided buffers, multishot recvmsg */
@@ -26,7 +51,7 @@ struct uf_line_config {
 	char name[UF_CFG_NAME_MAX];  /* "A" / "B" */
 	struct in_addr group;        /* multicast group */
 	uint16_t port;               /* UDP port */
-	struct in_addr interface;    /* local interface address to join on */
+	struct in_addr interface;    /* local interface address to join on, default 0.0.0.0 */
 };
 
 struct uf_feed_config {
