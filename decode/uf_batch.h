@@ -19,7 +19,7 @@
 #include "decode/uf_itch50.h"
 #include "decode/uf_mold.h"
 
-#define UF_DECODE_PREFETCH_DEFAULT   4  /* packets ahead; see docs/decode.md for the figures */
+#define UF_DECODE_PREFETCH_DEFAULT   8  /* packets ahead: best of 1-16 in docs/decode.md */
 #define UF_DECODE_PREFETCH_MAX_LINES 24 /* lines of one packet prefetched (1536 B: an MTU) */
 
 /* One received datagram. */

@@ -365,7 +365,8 @@ static void test_uf_decode_bench_prints_all_rows(void **s)
 	assert_non_null(strstr(out, "20000 messages"));
 	assert_non_null(strstr(out, "read every byte (baseline)"));
 	assert_non_null(strstr(out, "decode prefetch off"));
-	assert_non_null(strstr(out, "decode prefetch 4"));
+	assert_non_null(strstr(out, "decode prefetch 8"));
+	assert_non_null(strstr(out, "decode prefetch 16"));
 	assert_non_null(strstr(out, "scattered"));
 }
 

@@ -136,7 +136,7 @@ int uf_decode_cmd_bench(int argc, char **argv)
 
 	uint64_t acc = 0;
 	int bad = 0;
-	unsigned sweep[] = {1, 2, 8, 16};
+	unsigned sweep[] = {1, 2, 4, 8, 16};
 	for (int layout = 0; layout < 2; layout++) {
 		const struct uf_decode_pkt *pk = layout ? in.scat : in.seq;
 		struct row base = {.layout = layout ? "scattered" : "sequential",
