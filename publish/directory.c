@@ -59,7 +59,7 @@ void uf_pub_dir_name(struct uf_publisher *p, uint32_t inst, const char sym[8])
 }
 
 void uf_pub_last_trade(struct uf_publisher *p, uint32_t inst, uint64_t price, uint64_t shares,
-		       uint64_t ts, uint64_t match)
+                       uint64_t ts, uint64_t match)
 {
 	struct uf_pub_instrument *in = &p->inst[inst];
 	in->last_trade_price = price;
@@ -77,7 +77,7 @@ static uint64_t uf_pub_bytes4(const char *b)
 }
 
 int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
-			const struct uf_pub_ctx *c, struct uf_record *r)
+                        const struct uf_pub_ctx *c, struct uf_record *r)
 {
 	uint32_t loc = m->locate;
 	struct uf_pub_instrument *in = NULL;
@@ -94,15 +94,24 @@ int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 		p->market.mwcb_level[1] = m->u.mwcb_decline.level2;
 		p->market.mwcb_level[2] = m->u.mwcb_decline.level3;
 		uf_pub_rec(r, c, UF_REC_STATUS, 0, 0, loc, (int64_t)m->u.mwcb_decline.level1,
-			   m->u.mwcb_decline.level2, UF_STATUS_MWCB_LEVELS, m->u.mwcb_decline.level3);
+		           m->u.mwcb_decline.level2, UF_STATUS_MWCB_LEVELS,
+		           m->u.mwcb_decline.level3);
 		return 1;
 	case 'W':
 		p->market.mwcb_breached = m->u.mwcb_status.breached_level;
 		uf_pub_rec(r, c, UF_REC_STATUS, 0, 0, loc, 0, m->u.mwcb_status.breached_level,
-			   UF_STATUS_MWCB_BREACH, 0);
+		           UF_STATUS_MWCB_BREACH, 0);
 		return 1;
-	case 'R': case 'H': case 'Y': case 'L': case 'K': case 'J': case 'h': case 'I':
-	case 'N': case 'O':
+	case 'R':
+	case 'H':
+	case 'Y':
+	case 'L':
+	case 'K':
+	case 'J':
+	case 'h':
+	case 'I':
+	case 'N':
+	case 'O':
 		break;
 	default:
 		uf_pub_error(p, UF_PUB_ERR_UNKNOWN_TYPE);
@@ -125,33 +134,33 @@ int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 		in->luld_tier = m->u.dir.luld_tier;
 		in->has_directory = 1;
 		uf_pub_rec(r, c, UF_REC_INSTRUMENT, 0, st, loc, m->u.dir.financial_status,
-			   m->u.dir.round_lot_size, m->u.dir.market_category,
-			   uf_pub_sym_key(m->u.dir.stock));
+		           m->u.dir.round_lot_size, m->u.dir.market_category,
+		           uf_pub_sym_key(m->u.dir.stock));
 		return 1;
 	}
 	case 'H':
 		in->trading_state = m->u.trading_action.trading_state;
 		memcpy(in->halt_reason, m->u.trading_action.reason, 4);
 		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0, m->u.trading_action.trading_state,
-			   UF_STATUS_TRADING, uf_pub_bytes4(m->u.trading_action.reason));
+		           UF_STATUS_TRADING, uf_pub_bytes4(m->u.trading_action.reason));
 		return 1;
 	case 'Y':
 		in->reg_sho = m->u.reg_sho.action;
-		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0, m->u.reg_sho.action, UF_STATUS_REG_SHO,
-			   0);
+		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0, m->u.reg_sho.action,
+		           UF_STATUS_REG_SHO, 0);
 		return 1;
 	case 'L':
 		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0,
-			   m->u.mp_position.primary_mm | (uint32_t)m->u.mp_position.mm_mode << 8 |
-				   (uint32_t)m->u.mp_position.participant_state << 16,
-			   UF_STATUS_MP_POSITION, uf_pub_bytes4(m->u.mp_position.mpid));
+		           m->u.mp_position.primary_mm | (uint32_t)m->u.mp_position.mm_mode << 8 |
+		               (uint32_t)m->u.mp_position.participant_state << 16,
+		           UF_STATUS_MP_POSITION, uf_pub_bytes4(m->u.mp_position.mpid));
 		return 1;
 	case 'K':
 		in->ipo_release_time = m->u.ipo.release_time;
 		in->ipo_qualifier = m->u.ipo.qualifier;
 		in->ipo_price = m->u.ipo.price;
 		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, m->u.ipo.price, m->u.ipo.release_time,
-			   UF_STATUS_IPO, m->u.ipo.qualifier);
+		           UF_STATUS_IPO, m->u.ipo.qualifier);
 		return 1;
 	case 'J':
 		in->luld_ref_price = m->u.luld.reference_price;
@@ -159,13 +168,13 @@ int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 		in->luld_lower = m->u.luld.lower_price;
 		in->luld_extension = m->u.luld.extension;
 		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, m->u.luld.reference_price,
-			   m->u.luld.upper_price, UF_STATUS_LULD,
-			   m->u.luld.lower_price | (uint64_t)m->u.luld.extension << 32);
+		           m->u.luld.upper_price, UF_STATUS_LULD,
+		           m->u.luld.lower_price | (uint64_t)m->u.luld.extension << 32);
 		return 1;
 	case 'h':
 		in->op_halt = m->u.op_halt.action;
-		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0, m->u.op_halt.action, UF_STATUS_OP_HALT,
-			   m->u.op_halt.market_code);
+		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0, m->u.op_halt.action,
+		           UF_STATUS_OP_HALT, m->u.op_halt.market_code);
 		return 1;
 	case 'I': {
 		uint8_t dir = m->u.noii.direction;
@@ -177,26 +186,26 @@ int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 		in->noii_near_price = m->u.noii.near_price;
 		in->noii_far_price = m->u.noii.far_price;
 		uf_pub_rec(&r[0], c, UF_REC_STATUS, (dir == 'B' || dir == 'S') ? dir : 0, st, loc,
-			   m->u.noii.current_ref_price, m->u.noii.imbalance_shares, UF_STATUS_NOII,
-			   m->u.noii.paired_shares);
+		           m->u.noii.current_ref_price, m->u.noii.imbalance_shares, UF_STATUS_NOII,
+		           m->u.noii.paired_shares);
 		uf_pub_rec(&r[1], c, UF_REC_STATUS, 0, st, loc, m->u.noii.near_price,
-			   m->u.noii.far_price, UF_STATUS_NOII_PRICES,
-			   dir | (uint64_t)m->u.noii.cross_type << 8 |
-				   (uint64_t)m->u.noii.price_variation << 16);
+		           m->u.noii.far_price, UF_STATUS_NOII_PRICES,
+		           dir | (uint64_t)m->u.noii.cross_type << 8 |
+		               (uint64_t)m->u.noii.price_variation << 16);
 		return 2;
 	}
 	case 'N':
 		in->rpi = m->u.rpi.interest_flag;
-		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0, m->u.rpi.interest_flag, UF_STATUS_RPI,
-			   0);
+		uf_pub_rec(r, c, UF_REC_STATUS, 0, st, loc, 0, m->u.rpi.interest_flag,
+		           UF_STATUS_RPI, 0);
 		return 1;
 	case 'O':
 		in->dlcr_open_eligible = m->u.dlcr.open_eligibility;
 		uf_pub_rec(&r[0], c, UF_REC_STATUS, 0, st, loc, m->u.dlcr.near_exec_price,
-			   m->u.dlcr.near_exec_time, UF_STATUS_DLCR, m->u.dlcr.open_eligibility);
+		           m->u.dlcr.near_exec_time, UF_STATUS_DLCR, m->u.dlcr.open_eligibility);
 		uf_pub_rec(&r[1], c, UF_REC_STATUS, 0, st, loc, m->u.dlcr.lower_collar,
-			   m->u.dlcr.upper_collar, UF_STATUS_DLCR_COLLARS,
-			   m->u.dlcr.min_price | (uint64_t)m->u.dlcr.max_price << 32);
+		           m->u.dlcr.upper_collar, UF_STATUS_DLCR_COLLARS,
+		           m->u.dlcr.min_price | (uint64_t)m->u.dlcr.max_price << 32);
 		return 2;
 	}
 	return 0;
@@ -237,7 +246,7 @@ int uf_publish_symbol(const struct uf_publisher *p, uint32_t instrument, char bu
 }
 
 const struct uf_pub_instrument *uf_publish_instrument(const struct uf_publisher *p,
-						      uint32_t instrument)
+                                                      uint32_t instrument)
 {
 	return instrument < p->max_instruments ? &p->inst[instrument] : NULL;
 }

@@ -15,7 +15,7 @@ static uint32_t uf_lv_class(uint32_t cap)
 }
 
 int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instruments,
-		   int numa_node)
+                   int numa_node)
 {
 	memset(lv, 0, sizeof(*lv));
 	if (max_levels == 0 || max_levels >= (1u << 30))

@@ -22,9 +22,9 @@
 
 #include "common/uf_compiler.h"
 
-#define UF_LV_MIN_CAP 8u   /* entries in the smallest chunk: one cache line */
-#define UF_LV_NCLASS 26    /* chunk sizes 8 << 0 .. 8 << 25 */
-#define UF_LV_NONE UINT32_MAX
+#define UF_LV_MIN_CAP 8u /* entries in the smallest chunk: one cache line */
+#define UF_LV_NCLASS  26 /* chunk sizes 8 << 0 .. 8 << 25 */
+#define UF_LV_NONE    UINT32_MAX
 
 struct uf_level_node {
 	uint64_t shares;    /* displayed shares at the level */
@@ -48,29 +48,29 @@ struct uf_book {
 	struct uf_book_side side[2]; /* [0] bids, [1] asks */
 	uint32_t stale;              /* 1 after an unrecovered gap */
 	uint32_t named;              /* 1 once the instrument has a symbol (R, or adopted from
-				      * the first A/F when no R came): keeps the cold directory
-				      * line out of the add path */
+	                              * the first A/F when no R came): keeps the cold directory
+	                              * line out of the add path */
 };
 
 _Static_assert(sizeof(struct uf_book) == 32, "two books per cache line");
 
 struct uf_levels {
-	struct uf_level_node *nodes; /* max + 1 nodes; node 0 is never used */
-	uint32_t max;                /* nodes usable (1 .. max) */
-	uint32_t bump;               /* next never-used node */
-	uint32_t free_head;          /* freed nodes, linked by next_free; 0 = none */
-	uint32_t live;               /* nodes in use */
-	uint64_t *arena;             /* sorted-array entries */
-	uint32_t arena_size;         /* entries in the arena */
-	uint32_t arena_bump;         /* next never-used entry */
+	struct uf_level_node *nodes;       /* max + 1 nodes; node 0 is never used */
+	uint32_t max;                      /* nodes usable (1 .. max) */
+	uint32_t bump;                     /* next never-used node */
+	uint32_t free_head;                /* freed nodes, linked by next_free; 0 = none */
+	uint32_t live;                     /* nodes in use */
+	uint64_t *arena;                   /* sorted-array entries */
+	uint32_t arena_size;               /* entries in the arena */
+	uint32_t arena_bump;               /* next never-used entry */
 	uint32_t chunk_free[UF_LV_NCLASS]; /* freed chunks per size class, UF_LV_NONE = none;
-					    * link stored in the chunk's first entry */
-	size_t nodes_bytes;          /* mapping sizes, for freeing */
+	                                    * link stored in the chunk's first entry */
+	size_t nodes_bytes;                /* mapping sizes, for freeing */
 	size_t arena_bytes;
 };
 
 int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instruments,
-		   int numa_node);
+                   int numa_node);
 void uf_levels_fini(struct uf_levels *lv);
 /* Forgets every level (books must be cleared by the caller). Cold. */
 void uf_levels_clear(struct uf_levels *lv);
@@ -110,7 +110,7 @@ static inline uint32_t uf_lv_lower_bound(const uint64_t *a, uint32_t n, uint32_t
  * *is_best = 1 when it is the side's best level. Returns the node index, 0 when the pool or
  * the arena is full. */
 static inline uint32_t uf_levels_get(struct uf_levels *lv, struct uf_book *b, uint32_t inst,
-				     unsigned sidx, uint32_t price, int *is_best)
+                                     unsigned sidx, uint32_t price, int *is_best)
 {
 	struct uf_book_side *s = &b->side[sidx];
 	uint32_t key = uf_lv_key(sidx, price);
@@ -153,7 +153,7 @@ static inline uint32_t uf_levels_get(struct uf_levels *lv, struct uf_book *b, ui
 
 /* 1 when node `idx` is the best level of side `s`. */
 static inline int uf_levels_is_best(const struct uf_levels *lv, const struct uf_book_side *s,
-				    uint32_t idx)
+                                    uint32_t idx)
 {
 	return s->n != 0 && (uint32_t)lv->arena[s->base + s->n - 1] == idx;
 }

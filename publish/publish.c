@@ -8,10 +8,10 @@
 #include "publish/pub_mem.h"
 #include "publish/publisher.h"
 
-#define UF_PUB_DEFAULT_MAX_ORDERS 4000000ull
+#define UF_PUB_DEFAULT_MAX_ORDERS      4000000ull
 #define UF_PUB_DEFAULT_MAX_INSTRUMENTS 16384u
-#define UF_PUB_DEFAULT_MAX_LEVELS (1u << 20)
-#define UF_PUB_DEFAULT_PREFETCH 16u
+#define UF_PUB_DEFAULT_MAX_LEVELS      (1u << 20)
+#define UF_PUB_DEFAULT_PREFETCH        16u
 
 static const uint8_t uf_pub_side_char[2] = {UF_SIDE_BID, UF_SIDE_ASK};
 
@@ -119,7 +119,7 @@ static inline uint16_t uf_pub_stale(const struct uf_book *b)
 /* Writes the LEVEL record for node `lvl` of `b` after a change; removes the level first when
  * it has no orders left. Returns records written (1). */
 static inline int uf_pub_level_out(struct uf_publisher *p, struct uf_book *b, uint32_t lvl,
-				   int best, const struct uf_pub_ctx *c, struct uf_record *r)
+                                   int best, const struct uf_pub_ctx *c, struct uf_record *r)
 {
 	struct uf_level_node *nd = &p->lv.nodes[lvl];
 	unsigned sidx = nd->book & 1;
@@ -132,15 +132,15 @@ static inline int uf_pub_level_out(struct uf_publisher *p, struct uf_book *b, ui
 		uf_pub_rec(r, c, UF_REC_LEVEL, uf_pub_side_char[sidx], fl, inst, price, 0, 0, 0);
 	} else {
 		uf_pub_rec(r, c, UF_REC_LEVEL, uf_pub_side_char[sidx], fl, inst, nd->price,
-			   nd->shares, nd->orders, 0);
+		           nd->shares, nd->orders, 0);
 	}
 	return 1;
 }
 
 /* Adds order `ref` to instrument `inst`. Returns records written; 0 when refused. */
 static inline int uf_pub_add(struct uf_publisher *p, uint32_t inst, uint8_t side, uint64_t ref,
-			     uint32_t shares, uint32_t price, uint32_t attribution, uint16_t rflag,
-			     const struct uf_pub_ctx *c, struct uf_record *r)
+                             uint32_t shares, uint32_t price, uint32_t attribution, uint16_t rflag,
+                             const struct uf_pub_ctx *c, struct uf_record *r)
 {
 	unsigned sidx;
 	if (side == 'B') {
@@ -174,9 +174,9 @@ static inline int uf_pub_add(struct uf_publisher *p, uint32_t inst, uint8_t side
 	uint16_t st = uf_pub_stale(b);
 	if (!(p->flags & UF_PUB_F_NO_MBO))
 		uf_pub_rec(&r[k++], c, UF_REC_ORDER_ADD, side, st | rflag, inst, price, shares,
-			   attribution, ref);
+		           attribution, ref);
 	uf_pub_rec(&r[k++], c, UF_REC_LEVEL, side, st | (best ? UF_RECF_BBO : 0), inst, price,
-		   nd->shares, nd->orders, 0);
+	           nd->shares, nd->orders, 0);
 	return k;
 }
 
@@ -184,10 +184,10 @@ static inline int uf_pub_add(struct uf_publisher *p, uint32_t inst, uint8_t side
  * the order has is counted as `over` and takes what there is. Writes ORDER_MODIFY/DELETE
  * and LEVEL; reports the order's instrument, side index and price through the out
  * pointers. Returns records written. */
-static inline int uf_pub_reduce(struct uf_publisher *p, struct uf_order *o, uint32_t want,
-				int all, enum uf_pub_err over, uint32_t locate, uint16_t rflag,
-				const struct uf_pub_ctx *c, struct uf_record *r,
-				uint32_t *inst_out, unsigned *sidx_out, uint32_t *price_out)
+static inline int uf_pub_reduce(struct uf_publisher *p, struct uf_order *o, uint32_t want, int all,
+                                enum uf_pub_err over, uint32_t locate, uint16_t rflag,
+                                const struct uf_pub_ctx *c, struct uf_record *r, uint32_t *inst_out,
+                                unsigned *sidx_out, uint32_t *price_out)
 {
 	uint32_t lvl = o->level;
 	uint64_t ref = o->ref;
@@ -215,12 +215,12 @@ static inline int uf_pub_reduce(struct uf_publisher *p, struct uf_order *o, uint
 		uf_orders_remove(&p->orders, o);
 		if (!(p->flags & UF_PUB_F_NO_MBO))
 			uf_pub_rec(&r[k++], c, UF_REC_ORDER_DELETE, uf_pub_side_char[sidx],
-				   st | rflag, inst, price, before, removed, ref);
+			           st | rflag, inst, price, before, removed, ref);
 	} else {
 		o->shares = left;
 		if (!(p->flags & UF_PUB_F_NO_MBO))
 			uf_pub_rec(&r[k++], c, UF_REC_ORDER_MODIFY, uf_pub_side_char[sidx], st,
-				   inst, price, left, removed, ref);
+			           inst, price, left, removed, ref);
 	}
 	/* BBO only when the best level really changed (a 0-share execution changes nothing). */
 	int best = (removed || left == 0) && uf_levels_is_best(&p->lv, &b->side[sidx], lvl);
@@ -238,7 +238,7 @@ static inline uint16_t uf_pub_inst_stale(const struct uf_publisher *p, uint32_t 
 
 /* One message; records are written without UF_RECF_LAST. */
 static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_msg *m,
-				   const struct uf_pub_ctx *c, struct uf_record *r)
+                                   const struct uf_pub_ctx *c, struct uf_record *r)
 {
 	uint32_t loc = m->locate;
 	uint32_t inst;
@@ -258,7 +258,7 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 		if (m->type == 'F')
 			memcpy(&attr, m->u.add.attribution, 4);
 		k = uf_pub_add(p, loc, m->u.add.side, m->u.add.order_ref, m->u.add.shares,
-			       m->u.add.price, attr, 0, c, r);
+		               m->u.add.price, attr, 0, c, r);
 		if (UF_UNLIKELY(k && !p->books[loc].named))
 			uf_pub_dir_name(p, loc, m->u.add.stock);
 		return k;
@@ -271,16 +271,18 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 			if (m->type == 'C' && loc < p->max_instruments) {
 				/* The print still happened at a known price; the resting side is
 				 * unknown. */
-				uint32_t aux = UF_TRADE_EXEC_PRICE |
-					       (m->u.exec.printable == 'N' ? UF_TRADE_NONPRINTABLE : 0);
-				uf_pub_rec(r, c, UF_REC_TRADE, UF_SIDE_NONE, uf_pub_inst_stale(p, loc),
-					   loc, m->u.exec.price, m->u.exec.shares, aux, m->u.exec.match);
+				uint32_t aux =
+				    UF_TRADE_EXEC_PRICE |
+				    (m->u.exec.printable == 'N' ? UF_TRADE_NONPRINTABLE : 0);
+				uf_pub_rec(r, c, UF_REC_TRADE, UF_SIDE_NONE,
+				           uf_pub_inst_stale(p, loc), loc, m->u.exec.price,
+				           m->u.exec.shares, aux, m->u.exec.match);
 				return 1;
 			}
 			return 0;
 		}
 		k = uf_pub_reduce(p, o, m->u.exec.shares, 0, UF_PUB_ERR_OVER_EXEC, loc, 0, c, r,
-				  &inst, &sidx, &price);
+		                  &inst, &sidx, &price);
 		uint32_t aux;
 		uint32_t tprice;
 		int printable = 1;
@@ -296,11 +298,11 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 			}
 		}
 		uf_pub_rec(&r[k++], c, UF_REC_TRADE, uf_pub_side_char[sidx],
-			   uf_pub_stale(&p->books[inst]), inst, tprice, m->u.exec.shares, aux,
-			   m->u.exec.match);
+		           uf_pub_stale(&p->books[inst]), inst, tprice, m->u.exec.shares, aux,
+		           m->u.exec.match);
 		if (printable)
 			uf_pub_last_trade(p, inst, tprice, m->u.exec.shares, m->timestamp,
-					  m->u.exec.match);
+			                  m->u.exec.match);
 		return k;
 	}
 	case 'X':
@@ -310,7 +312,7 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 			return 0;
 		}
 		return uf_pub_reduce(p, o, m->u.cancel.shares, 0, UF_PUB_ERR_OVER_CANCEL, loc, 0, c,
-				     r, &inst, &sidx, &price);
+		                     r, &inst, &sidx, &price);
 	case 'D':
 		o = uf_orders_find(&p->orders, m->u.del.order_ref);
 		if (UF_UNLIKELY(!o)) {
@@ -318,7 +320,7 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 			return 0;
 		}
 		return uf_pub_reduce(p, o, 0, 1, UF_PUB_ERR_OVER_CANCEL, loc, 0, c, r, &inst, &sidx,
-				     &price);
+		                     &price);
 	case 'U': {
 		o = uf_orders_find(&p->orders, m->u.replace.orig_ref);
 		if (UF_UNLIKELY(!o)) {
@@ -328,9 +330,10 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 		/* The new order keeps side and instrument, takes new shares and price, and goes
 		 * to the back of its level's queue: delete then add. */
 		k = uf_pub_reduce(p, o, 0, 1, UF_PUB_ERR_OVER_CANCEL, loc, UF_RECF_REPLACE, c, r,
-				  &inst, &sidx, &price);
+		                  &inst, &sidx, &price);
 		k += uf_pub_add(p, inst, uf_pub_side_char[sidx], m->u.replace.new_ref,
-				m->u.replace.shares, m->u.replace.price, 0, UF_RECF_REPLACE, c, &r[k]);
+		                m->u.replace.shares, m->u.replace.price, 0, UF_RECF_REPLACE, c,
+		                &r[k]);
 		return k;
 	}
 	case 'P':
@@ -339,11 +342,11 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 			return 0;
 		}
 		uf_pub_rec(r, c, UF_REC_TRADE,
-			   (m->u.trade.side == 'B' || m->u.trade.side == 'S') ? m->u.trade.side : 0,
-			   uf_pub_stale(&p->books[loc]), loc, m->u.trade.price, m->u.trade.shares,
-			   UF_TRADE_NON_CROSS, m->u.trade.match);
+		           (m->u.trade.side == 'B' || m->u.trade.side == 'S') ? m->u.trade.side : 0,
+		           uf_pub_stale(&p->books[loc]), loc, m->u.trade.price, m->u.trade.shares,
+		           UF_TRADE_NON_CROSS, m->u.trade.match);
 		uf_pub_last_trade(p, loc, m->u.trade.price, m->u.trade.shares, m->timestamp,
-				  m->u.trade.match);
+		                  m->u.trade.match);
 		if (UF_UNLIKELY(!p->books[loc].named))
 			uf_pub_dir_name(p, loc, m->u.trade.stock);
 		return 1;
@@ -353,15 +356,15 @@ static inline int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_
 			return 0;
 		}
 		uf_pub_rec(r, c, UF_REC_TRADE, UF_SIDE_NONE, uf_pub_stale(&p->books[loc]), loc,
-			   m->u.cross.price, m->u.cross.shares,
-			   UF_TRADE_CROSS | (uint32_t)m->u.cross.cross_type << 8, m->u.cross.match);
+		           m->u.cross.price, m->u.cross.shares,
+		           UF_TRADE_CROSS | (uint32_t)m->u.cross.cross_type << 8, m->u.cross.match);
 		if (m->u.cross.shares)
 			uf_pub_last_trade(p, loc, m->u.cross.price, m->u.cross.shares, m->timestamp,
-					  m->u.cross.match);
+			                  m->u.cross.match);
 		return 1;
 	case 'B':
 		uf_pub_rec(r, c, UF_REC_TRADE, UF_SIDE_NONE, uf_pub_inst_stale(p, loc), loc, 0, 0,
-			   UF_TRADE_BROKEN, m->u.broken.match);
+		           UF_TRADE_BROKEN, m->u.broken.match);
 		return 1;
 	default:
 		return uf_pub_status_apply(p, m, c, r);
@@ -380,7 +383,7 @@ static inline uint32_t uf_pub_delta(uint64_t rx_ts)
 
 /* Finishes one message: LAST flag, counters. */
 static inline void uf_pub_done(struct uf_publisher *p, const struct uf_itch_msg *m, uint64_t seq,
-			       struct uf_record *r, int k)
+                               struct uf_record *r, int k)
 {
 	if (k > 0)
 		r[k - 1].flags |= UF_RECF_LAST;
@@ -401,8 +404,8 @@ static inline void uf_pub_account(struct uf_publisher *p, uint64_t msgs, uint64_
 		uf_store_relaxed_u64(&p->st.peak_levels, ll);
 }
 
-UF_HOT int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
-			    uint64_t feed_seq, uint64_t rx_ts, struct uf_record *out, size_t cap)
+UF_HOT int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m, uint64_t feed_seq,
+                            uint64_t rx_ts, struct uf_record *out, size_t cap)
 {
 	if (UF_UNLIKELY(cap < UF_REC_MAX_PER_MSG))
 		return -ENOBUFS;
@@ -481,9 +484,9 @@ UF_PUB_INLINE void uf_pub_prefetch_near(const struct uf_publisher *p, const stru
 	}
 }
 
-UF_HOT int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_msg *msgs,
-				  size_t n, uint64_t first_seq, uint64_t rx_ts,
-				  struct uf_record *out, size_t cap, size_t *applied)
+UF_HOT int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_msg *msgs, size_t n,
+                                  uint64_t first_seq, uint64_t rx_ts, struct uf_record *out,
+                                  size_t cap, size_t *applied)
 {
 	struct uf_pub_ctx c = {0, rx_ts, 0, uf_pub_delta(rx_ts)};
 	/* Two stages: addresses from the message `far` ahead, then what those lines point to
@@ -519,7 +522,7 @@ UF_HOT int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_m
 /* ---- cold paths and reads --------------------------------------------------------------- */
 
 UF_COLD int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t count,
-			   struct uf_record *out, size_t cap)
+                           struct uf_record *out, size_t cap)
 {
 	if (cap < 1)
 		return -ENOBUFS;
@@ -529,7 +532,7 @@ UF_COLD int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t 
 	}
 	struct uf_pub_ctx c = {first_seq, 0, p->last_ts, 0};
 	uf_pub_rec(out, &c, UF_REC_GAP, UF_SIDE_NONE, UF_RECF_LAST | UF_RECF_STALE, 0, 0, count, 0,
-		   0);
+	           0);
 	uf_pub_count(&p->st.gaps, 1);
 	uf_pub_count(&p->st.gap_messages, count);
 	uf_pub_count(&p->st.records, 1);
@@ -537,7 +540,7 @@ UF_COLD int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t 
 }
 
 int uf_publish_snapshot(struct uf_publisher *p, uint32_t instrument, struct uf_record *out,
-			size_t cap)
+                        size_t cap)
 {
 	if (instrument >= p->max_instruments)
 		return -ENOENT;
@@ -549,19 +552,19 @@ int uf_publish_snapshot(struct uf_publisher *p, uint32_t instrument, struct uf_r
 	uint16_t fl = UF_RECF_SNAPSHOT | uf_pub_stale(b);
 	size_t k = 0;
 	uf_pub_rec(&out[k++], &c, UF_REC_SNAPSHOT_BEGIN, UF_SIDE_NONE, fl, instrument, 0, nlev, 0,
-		   0);
+	           0);
 	for (unsigned sidx = 0; sidx < 2; sidx++) {
 		const struct uf_book_side *s = &b->side[sidx];
 		const uint64_t *a = uf_lv_entries(&p->lv, s);
 		for (uint32_t i = s->n; i-- > 0;) {
 			const struct uf_level_node *nd = &p->lv.nodes[(uint32_t)a[i]];
 			uf_pub_rec(&out[k++], &c, UF_REC_LEVEL, uf_pub_side_char[sidx],
-				   fl | (i == s->n - 1 ? UF_RECF_BBO : 0), instrument, nd->price,
-				   nd->shares, nd->orders, 0);
+			           fl | (i == s->n - 1 ? UF_RECF_BBO : 0), instrument, nd->price,
+			           nd->shares, nd->orders, 0);
 		}
 	}
 	uf_pub_rec(&out[k++], &c, UF_REC_SNAPSHOT_END, UF_SIDE_NONE, fl | UF_RECF_LAST, instrument,
-		   0, nlev, 0, 0);
+	           0, nlev, 0, 0);
 	uf_pub_count(&p->st.records, k);
 	return (int)k;
 }
@@ -572,7 +575,7 @@ static int uf_pub_sidx(uint8_t side)
 }
 
 int uf_publish_top(const struct uf_publisher *p, uint32_t instrument, uint8_t side,
-		   struct uf_level *levels, size_t n)
+                   struct uf_level *levels, size_t n)
 {
 	int sidx = uf_pub_sidx(side);
 	if (sidx < 0)
@@ -617,16 +620,16 @@ void uf_publish_stats(const struct uf_publisher *p, struct uf_publish_stats *out
 const char *uf_publish_err_name(unsigned kind)
 {
 	static const char *const names[UF_PUB_NERR] = {
-		[UF_PUB_ERR_UNKNOWN_REF] = "unknown_ref",
-		[UF_PUB_ERR_OVER_EXEC] = "over_execution",
-		[UF_PUB_ERR_OVER_CANCEL] = "over_cancel",
-		[UF_PUB_ERR_DUP_REF] = "duplicate_ref",
-		[UF_PUB_ERR_ORDERS_FULL] = "order_table_full",
-		[UF_PUB_ERR_LEVELS_FULL] = "level_table_full",
-		[UF_PUB_ERR_BAD_INSTRUMENT] = "bad_instrument",
-		[UF_PUB_ERR_BAD_SIDE] = "bad_side",
-		[UF_PUB_ERR_LOCATE_MISMATCH] = "locate_mismatch",
-		[UF_PUB_ERR_UNKNOWN_TYPE] = "unknown_type",
+	    [UF_PUB_ERR_UNKNOWN_REF] = "unknown_ref",
+	    [UF_PUB_ERR_OVER_EXEC] = "over_execution",
+	    [UF_PUB_ERR_OVER_CANCEL] = "over_cancel",
+	    [UF_PUB_ERR_DUP_REF] = "duplicate_ref",
+	    [UF_PUB_ERR_ORDERS_FULL] = "order_table_full",
+	    [UF_PUB_ERR_LEVELS_FULL] = "level_table_full",
+	    [UF_PUB_ERR_BAD_INSTRUMENT] = "bad_instrument",
+	    [UF_PUB_ERR_BAD_SIDE] = "bad_side",
+	    [UF_PUB_ERR_LOCATE_MISMATCH] = "locate_mismatch",
+	    [UF_PUB_ERR_UNKNOWN_TYPE] = "unknown_type",
 	};
 	return kind < UF_PUB_NERR ? names[kind] : NULL;
 }

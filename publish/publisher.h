@@ -32,10 +32,10 @@ struct uf_publisher {
 
 /* Per-message values copied into every record of one event. */
 struct uf_pub_ctx {
-	uint64_t seq;       /* feed_seq */
-	uint64_t rx_ts;     /* kernel receive time */
-	uint64_t exch_ts;   /* exchange timestamp */
-	uint32_t delta;     /* pub_delta_ns */
+	uint64_t seq;     /* feed_seq */
+	uint64_t rx_ts;   /* kernel receive time */
+	uint64_t exch_ts; /* exchange timestamp */
+	uint32_t delta;   /* pub_delta_ns */
 };
 
 /* Counter bump: single writer, relaxed store so a monitor's read is never torn. */
@@ -51,8 +51,8 @@ static inline void uf_pub_error(struct uf_publisher *p, enum uf_pub_err kind)
 }
 
 static inline void uf_pub_rec(struct uf_record *r, const struct uf_pub_ctx *c, uint8_t kind,
-			      uint8_t side, uint16_t flags, uint32_t inst, int64_t price,
-			      uint64_t shares, uint32_t aux, uint64_t ref)
+                              uint8_t side, uint16_t flags, uint32_t inst, int64_t price,
+                              uint64_t shares, uint32_t aux, uint64_t ref)
 {
 	r->kind = kind;
 	r->side = side;
@@ -71,13 +71,13 @@ static inline void uf_pub_rec(struct uf_record *r, const struct uf_pub_ctx *c, u
 /* Directory and status messages (S R H Y L V W K J h I N O): updates the directory and
  * writes their records (without UF_RECF_LAST). Returns the records written. directory.c. */
 int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
-			const struct uf_pub_ctx *c, struct uf_record *out);
+                        const struct uf_pub_ctx *c, struct uf_record *out);
 
 /* Gives instrument `inst` the symbol `sym` (8 bytes, space padded). directory.c. */
 void uf_pub_dir_name(struct uf_publisher *p, uint32_t inst, const char sym[8]);
 
 /* Last printable trade bookkeeping. directory.c. */
 void uf_pub_last_trade(struct uf_publisher *p, uint32_t inst, uint64_t price, uint64_t shares,
-		       uint64_t ts, uint64_t match);
+                       uint64_t ts, uint64_t match);
 
 #endif /* UF_PUB_PUBLISHER_H */

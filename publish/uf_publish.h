@@ -22,52 +22,52 @@
 #include "decode/uf_decode.h"
 #include "publish/uf_record.h"
 
-#define UF_PUB_SYMBOL_LEN 8        /* ITCH symbols: 8 bytes, space padded */
+#define UF_PUB_SYMBOL_LEN      8     /* ITCH symbols: 8 bytes, space padded */
 #define UF_PUB_MAX_INSTRUMENTS 65536 /* stock locates are 16-bit */
 
 /* Integrity errors, counted by kind; names from uf_publish_err_name(). */
 enum uf_pub_err {
-	UF_PUB_ERR_UNKNOWN_REF = 0,  /* E C X D U on an order reference not in the book */
-	UF_PUB_ERR_OVER_EXEC,        /* E C executing more shares than the order has left */
-	UF_PUB_ERR_OVER_CANCEL,      /* X cancelling more shares than the order has left */
-	UF_PUB_ERR_DUP_REF,          /* A F U adding a reference that is already live */
-	UF_PUB_ERR_ORDERS_FULL,      /* A F refused: max_orders live orders */
-	UF_PUB_ERR_LEVELS_FULL,      /* A F U refused: max_levels live levels (or level arena) */
-	UF_PUB_ERR_BAD_INSTRUMENT,   /* locate >= max_instruments: message ignored */
-	UF_PUB_ERR_BAD_SIDE,         /* A F with a side other than 'B'/'S': ignored */
-	UF_PUB_ERR_LOCATE_MISMATCH,  /* E C X D U whose locate is not the order's (applied to
-				      * the order's instrument, which the book trusts) */
-	UF_PUB_ERR_UNKNOWN_TYPE,     /* a message type the book does not know: ignored */
+	UF_PUB_ERR_UNKNOWN_REF = 0, /* E C X D U on an order reference not in the book */
+	UF_PUB_ERR_OVER_EXEC,       /* E C executing more shares than the order has left */
+	UF_PUB_ERR_OVER_CANCEL,     /* X cancelling more shares than the order has left */
+	UF_PUB_ERR_DUP_REF,         /* A F U adding a reference that is already live */
+	UF_PUB_ERR_ORDERS_FULL,     /* A F refused: max_orders live orders */
+	UF_PUB_ERR_LEVELS_FULL,     /* A F U refused: max_levels live levels (or level arena) */
+	UF_PUB_ERR_BAD_INSTRUMENT,  /* locate >= max_instruments: message ignored */
+	UF_PUB_ERR_BAD_SIDE,        /* A F with a side other than 'B'/'S': ignored */
+	UF_PUB_ERR_LOCATE_MISMATCH, /* E C X D U whose locate is not the order's (applied to
+	                             * the order's instrument, which the book trusts) */
+	UF_PUB_ERR_UNKNOWN_TYPE,    /* a message type the book does not know: ignored */
 	UF_PUB_NERR
 };
 
 /* Monitoring counters. Written only by the feed thread (relaxed stores); another thread may
  * read them at any time through uf_publish_stats(). */
 struct uf_publish_stats {
-	uint64_t messages;              /* messages applied (any type) */
-	uint64_t records;               /* records written */
-	uint64_t gaps;                  /* uf_publish_gap() calls */
-	uint64_t gap_messages;          /* sequence numbers lost in those gaps */
-	uint64_t live_orders;           /* orders in the book now */
-	uint64_t peak_orders;           /* most live orders at once */
-	uint64_t live_levels;           /* price levels in all books now */
-	uint64_t peak_levels;           /* most live levels at once */
-	uint64_t errors[UF_PUB_NERR];   /* integrity errors by kind */
-	uint64_t errors_total;          /* sum of errors[] */
+	uint64_t messages;            /* messages applied (any type) */
+	uint64_t records;             /* records written */
+	uint64_t gaps;                /* uf_publish_gap() calls */
+	uint64_t gap_messages;        /* sequence numbers lost in those gaps */
+	uint64_t live_orders;         /* orders in the book now */
+	uint64_t peak_orders;         /* most live orders at once */
+	uint64_t live_levels;         /* price levels in all books now */
+	uint64_t peak_levels;         /* most live levels at once */
+	uint64_t errors[UF_PUB_NERR]; /* integrity errors by kind */
+	uint64_t errors_total;        /* sum of errors[] */
 };
 
 /* Creation parameters; start from uf_publish_params_default(). */
 struct uf_publish_params {
-	uint64_t max_orders;       /* live orders the table must hold; default 4,000,000
-				    * (table: next power of two >= 4/3 of it, 16 bytes a slot) */
-	uint32_t max_instruments;  /* ids 0 .. max-1 (stock locates); default 16384, at most
-				    * 65536 */
-	uint32_t max_levels;       /* live price levels, all books together; default 1<<20
-				    * (32 bytes each, plus 3 x 8 bytes of sorted-array arena) */
-	uint32_t prefetch;         /* uf_publish_apply_batch() look-ahead in messages; 0 = no
-				    * prefetch; default 16 */
-	int numa_node;             /* bind the tables to this node (libnuma); -1 = don't */
-	uint32_t flags;            /* UF_PUB_F_* */
+	uint64_t max_orders;      /* live orders the table must hold; default 4,000,000
+	                           * (table: next power of two >= 4/3 of it, 16 bytes a slot) */
+	uint32_t max_instruments; /* ids 0 .. max-1 (stock locates); default 16384, at most
+	                           * 65536 */
+	uint32_t max_levels;      /* live price levels, all books together; default 1<<20
+	                           * (32 bytes each, plus 3 x 8 bytes of sorted-array arena) */
+	uint32_t prefetch;        /* uf_publish_apply_batch() look-ahead in messages; 0 = no
+	                           * prefetch; default 16 */
+	int numa_node;            /* bind the tables to this node (libnuma); -1 = don't */
+	uint32_t flags;           /* UF_PUB_F_* */
 };
 
 #define UF_PUB_F_NO_MBO (1u << 0) /* don't write ORDER_* records (levels and trades only) */
@@ -122,10 +122,10 @@ struct uf_pub_instrument {
 
 /* Market-wide state. */
 struct uf_pub_market {
-	uint8_t system_event;    /* last S event code */
-	uint8_t mwcb_breached;   /* last W level, 0 if none */
-	uint8_t pad[6];          /* 0 */
-	uint64_t mwcb_level[3];  /* V levels, 8 implied decimals */
+	uint8_t system_event;   /* last S event code */
+	uint8_t mwcb_breached;  /* last W level, 0 if none */
+	uint8_t pad[6];         /* 0 */
+	uint64_t mwcb_level[3]; /* V levels, 8 implied decimals */
 };
 
 struct uf_publisher;
@@ -150,7 +150,7 @@ void uf_publish_reset(struct uf_publisher *p);
  * Returns the number of records written (0..UF_REC_MAX_PER_MSG), or -ENOBUFS when
  * cap < UF_REC_MAX_PER_MSG (nothing applied). Hot: no allocation, lock or system call. */
 int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m, uint64_t feed_seq,
-		     uint64_t rx_ts, struct uf_record *out, size_t cap);
+                     uint64_t rx_ts, struct uf_record *out, size_t cap);
 
 /* Applies msgs[0..n) in order (message i has feed_seq first_seq + i, all share rx_ts),
  * prefetching the order-table slots, books and levels of the messages `prefetch` ahead
@@ -158,8 +158,8 @@ int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m, uint64
  * UF_REC_MAX_PER_MSG free slots left. Sets *applied to the messages applied; returns the
  * records written. */
 int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_msg *msgs, size_t n,
-			   uint64_t first_seq, uint64_t rx_ts, struct uf_record *out,
-			   size_t cap, size_t *applied);
+                           uint64_t first_seq, uint64_t rx_ts, struct uf_record *out, size_t cap,
+                           size_t *applied);
 
 /* Changes the batch look-ahead (0 = off). */
 void uf_publish_set_prefetch(struct uf_publisher *p, uint32_t distance);
@@ -168,25 +168,25 @@ void uf_publish_set_prefetch(struct uf_publisher *p, uint32_t distance);
  * record and flags every book stale (UF_RECF_STALE on its later records, `stale` in its
  * instrument view). Returns 1, or -ENOBUFS when cap is 0. */
 int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t count,
-		   struct uf_record *out, size_t cap);
+                   struct uf_record *out, size_t cap);
 
 /* Writes the whole book of `instrument` as SNAPSHOT_BEGIN, UF_RECF_SNAPSHOT LEVEL records
  * (bids best first, then asks best first), SNAPSHOT_END. Returns the records written,
  * -ENOBUFS when they don't fit in cap (nothing written), -ENOENT for a bad id. */
 int uf_publish_snapshot(struct uf_publisher *p, uint32_t instrument, struct uf_record *out,
-			size_t cap);
+                        size_t cap);
 
 /* Copies up to `n` best levels of one side (UF_SIDE_BID: highest first; UF_SIDE_ASK: lowest
  * first). Returns levels copied (0 for an empty side or a bad id), -EINVAL for a bad side. */
 int uf_publish_top(const struct uf_publisher *p, uint32_t instrument, uint8_t side,
-		   struct uf_level *levels, size_t n);
+                   struct uf_level *levels, size_t n);
 
 /* Number of levels on one side (0 for a bad id or side). */
 size_t uf_publish_depth(const struct uf_publisher *p, uint32_t instrument, uint8_t side);
 
 /* Directory: instrument view by id (NULL when id >= max_instruments). */
 const struct uf_pub_instrument *uf_publish_instrument(const struct uf_publisher *p,
-						      uint32_t instrument);
+                                                      uint32_t instrument);
 
 /* Market-wide state (S, V, W). */
 const struct uf_pub_market *uf_publish_market(const struct uf_publisher *p);

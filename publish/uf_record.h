@@ -29,7 +29,8 @@
  *                         level, `shares` and `orders` are its NEW totals (both 0: the level
  *                         is gone). UF_RECF_BBO exactly when the best level of `side`
  *                         (its price, shares or orders) differs after this record from
- *                         before it. Applying LEVEL records in order reproduces the full-depth book.
+ *                         before it. Applying LEVEL records in order reproduces the
+ *                         full-depth book.
  *   UF_REC_ORDER_ADD      (A F U) market-by-order: order `ref` added on `side` with `shares` at
  *                         `price`. `aux` = the 4 MPID attribution bytes of an `F` (as a
  *                         little-endian u32 of the wire bytes; 0 for `A` and `U`).
@@ -73,9 +74,9 @@
 
 #include <stdint.h>
 
-#define UF_RECORD_VERSION 1
-#define UF_RECORD_SIZE 64
-#define UF_PRICE_DECIMALS 4
+#define UF_RECORD_VERSION  1
+#define UF_RECORD_SIZE     64
+#define UF_PRICE_DECIMALS  4
 #define UF_REC_MAX_PER_MSG 4 /* most records one exchange message produces (U) */
 
 enum uf_rec_kind {
@@ -118,32 +119,33 @@ enum uf_trade_source {
 /* UF_REC_STATUS `aux`: which status, and where its values sit. Letters are the wire's
  * one-byte codes stored as numbers (e.g. shares = 'T' = 84 for "trading"). */
 enum uf_status_code {
-	UF_STATUS_SYSTEM = 1,       /* `S`: shares = event code ('O','S','Q','M','E','C') */
-	UF_STATUS_TRADING = 2,      /* `H`: shares = trading state ('H','P','Q','T'),
-				     * ref = the 4 reason bytes (little-endian u32 of wire bytes) */
-	UF_STATUS_REG_SHO = 3,      /* `Y`: shares = Reg SHO action ('0','1','2') */
-	UF_STATUS_MP_POSITION = 4,  /* `L`: ref = 4 MPID bytes (as ref above), shares = primary MM
-				     * | mode << 8 | participant state << 16 (letters) */
-	UF_STATUS_MWCB_LEVELS = 5,  /* `V`: price = level 1, shares = level 2, ref = level 3, all
-				     * with 8 implied decimals (as on the wire, not 4) */
-	UF_STATUS_MWCB_BREACH = 6,  /* `W`: shares = breached level ('1','2','3') */
-	UF_STATUS_IPO = 7,          /* `K`: price = IPO price, shares = quotation release time
-				     * (s since midnight), ref = release qualifier ('A','C') */
-	UF_STATUS_LULD = 8,         /* `J`: price = reference price, shares = upper collar,
-				     * ref = lower collar | extension number << 32 */
-	UF_STATUS_OP_HALT = 9,      /* `h`: shares = action ('H' halted, 'T' resumed),
-				     * ref = market code ('Q','B','X') */
-	UF_STATUS_NOII = 10,        /* `I` part 1: price = current reference price, shares =
-				     * imbalance shares, ref = paired shares, side = 'B'/'S' for a
-				     * buy/sell imbalance else 0 */
-	UF_STATUS_NOII_PRICES = 11, /* `I` part 2: price = near price, shares = far price, ref =
-				     * direction | cross type << 8 | price variation << 16 (letters) */
-	UF_STATUS_RPI = 12,         /* `N`: shares = interest flag ('B','S','A','N') */
-	UF_STATUS_DLCR = 13,        /* `O` part 1: price = near execution price, shares = near
-				     * execution time (ns since midnight), ref = open eligibility
-				     * ('N','Y') */
+	UF_STATUS_SYSTEM = 1,      /* `S`: shares = event code ('O','S','Q','M','E','C') */
+	UF_STATUS_TRADING = 2,     /* `H`: shares = trading state ('H','P','Q','T'),
+	                            * ref = the 4 reason bytes (little-endian u32 of wire bytes) */
+	UF_STATUS_REG_SHO = 3,     /* `Y`: shares = Reg SHO action ('0','1','2') */
+	UF_STATUS_MP_POSITION = 4, /* `L`: ref = 4 MPID bytes (as ref above), shares = primary MM
+	                            * | mode << 8 | participant state << 16 (letters) */
+	UF_STATUS_MWCB_LEVELS = 5, /* `V`: price = level 1, shares = level 2, ref = level 3, all
+	                            * with 8 implied decimals (as on the wire, not 4) */
+	UF_STATUS_MWCB_BREACH = 6, /* `W`: shares = breached level ('1','2','3') */
+	UF_STATUS_IPO = 7,         /* `K`: price = IPO price, shares = quotation release time
+	                            * (s since midnight), ref = release qualifier ('A','C') */
+	UF_STATUS_LULD = 8,        /* `J`: price = reference price, shares = upper collar,
+	                            * ref = lower collar | extension number << 32 */
+	UF_STATUS_OP_HALT = 9,     /* `h`: shares = action ('H' halted, 'T' resumed),
+	                            * ref = market code ('Q','B','X') */
+	UF_STATUS_NOII = 10,       /* `I` part 1: price = current reference price, shares =
+	                            * imbalance shares, ref = paired shares, side = 'B'/'S' for a
+	                            * buy/sell imbalance else 0 */
+	UF_STATUS_NOII_PRICES =
+	    11,                      /* `I` part 2: price = near price, shares = far price, ref =
+	                              * direction | cross type << 8 | price variation << 16 (letters) */
+	UF_STATUS_RPI = 12,          /* `N`: shares = interest flag ('B','S','A','N') */
+	UF_STATUS_DLCR = 13,         /* `O` part 1: price = near execution price, shares = near
+	                              * execution time (ns since midnight), ref = open eligibility
+	                              * ('N','Y') */
 	UF_STATUS_DLCR_COLLARS = 14, /* `O` part 2: price = lower collar, shares = upper collar,
-				      * ref = minimum price | maximum price << 32 */
+	                              * ref = minimum price | maximum price << 32 */
 };
 
 struct uf_record {
@@ -158,11 +160,11 @@ struct uf_record {
 		uint32_t aux;    /* kind-specific for the other kinds, see above */
 	};
 	uint32_t pub_delta_ns; /* publish time minus rx_ts in ns (saturates at UINT32_MAX;
-				* 0 when rx_ts is 0): the handler's own latency */
-	uint64_t ref;        /* order reference, match number, or symbol bytes */
-	uint64_t exch_ts;    /* exchange timestamp, ns since midnight (ITCH) */
-	uint64_t rx_ts;      /* kernel receive timestamp, ns since the epoch (CLOCK_REALTIME) */
-	uint64_t feed_seq;   /* MoldUDP64 sequence number of the source message */
+	                        * 0 when rx_ts is 0): the handler's own latency */
+	uint64_t ref;          /* order reference, match number, or symbol bytes */
+	uint64_t exch_ts;      /* exchange timestamp, ns since midnight (ITCH) */
+	uint64_t rx_ts;        /* kernel receive timestamp, ns since the epoch (CLOCK_REALTIME) */
+	uint64_t feed_seq;     /* MoldUDP64 sequence number of the source message */
 };
 
 _Static_assert(sizeof(struct uf_record) == UF_RECORD_SIZE, "record must be one cache line");

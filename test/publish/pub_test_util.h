@@ -37,7 +37,7 @@ static inline void mk_sym(char out[8], const char *sym)
 }
 
 static inline struct uf_itch_msg mk_add(uint16_t loc, uint64_t ref, uint8_t side, uint32_t shares,
-					uint32_t price, const char *sym)
+                                        uint32_t price, const char *sym)
 {
 	struct uf_itch_msg m = mk_hdr('A', loc, 1000);
 	m.u.add.order_ref = ref;
@@ -49,7 +49,7 @@ static inline struct uf_itch_msg mk_add(uint16_t loc, uint64_t ref, uint8_t side
 }
 
 static inline struct uf_itch_msg mk_exec(uint16_t loc, uint64_t ref, uint32_t shares,
-					 uint64_t match)
+                                         uint64_t match)
 {
 	struct uf_itch_msg m = mk_hdr('E', loc, 2000);
 	m.u.exec.order_ref = ref;
@@ -59,7 +59,7 @@ static inline struct uf_itch_msg mk_exec(uint16_t loc, uint64_t ref, uint32_t sh
 }
 
 static inline struct uf_itch_msg mk_execp(uint16_t loc, uint64_t ref, uint32_t shares,
-					  uint64_t match, uint8_t printable, uint32_t price)
+                                          uint64_t match, uint8_t printable, uint32_t price)
 {
 	struct uf_itch_msg m = mk_hdr('C', loc, 2000);
 	m.u.exec.order_ref = ref;
@@ -86,7 +86,7 @@ static inline struct uf_itch_msg mk_del(uint16_t loc, uint64_t ref)
 }
 
 static inline struct uf_itch_msg mk_replace(uint16_t loc, uint64_t orig, uint64_t nref,
-					    uint32_t shares, uint32_t price)
+                                            uint32_t shares, uint32_t price)
 {
 	struct uf_itch_msg m = mk_hdr('U', loc, 5000);
 	m.u.replace.orig_ref = orig;
@@ -118,15 +118,17 @@ static inline size_t pub_compare_books(const struct uf_publisher *p, const struc
 			for (int i = 0; i < got; i++, pos++) {
 				if (pos >= n || l[pos].inst != inst || l[pos].side != side ||
 				    (int64_t)l[pos].price != buf[i].price ||
-				    l[pos].shares != buf[i].shares || l[pos].orders != buf[i].orders) {
-					print_error("book mismatch inst %u side %c level %d: engine "
-						    "%lld/%llu/%u, model %s %u/%c/%u/%llu/%u\n",
-						    inst, side, i, (long long)buf[i].price,
-						    (unsigned long long)buf[i].shares, buf[i].orders,
-						    pos < n ? "" : "(none)", pos < n ? l[pos].inst : 0,
-						    pos < n ? l[pos].side : '-', pos < n ? l[pos].price : 0,
-						    pos < n ? (unsigned long long)l[pos].shares : 0,
-						    pos < n ? l[pos].orders : 0);
+				    l[pos].shares != buf[i].shares ||
+				    l[pos].orders != buf[i].orders) {
+					print_error(
+					    "book mismatch inst %u side %c level %d: engine "
+					    "%lld/%llu/%u, model %s %u/%c/%u/%llu/%u\n",
+					    inst, side, i, (long long)buf[i].price,
+					    (unsigned long long)buf[i].shares, buf[i].orders,
+					    pos < n ? "" : "(none)", pos < n ? l[pos].inst : 0,
+					    pos < n ? l[pos].side : '-', pos < n ? l[pos].price : 0,
+					    pos < n ? (unsigned long long)l[pos].shares : 0,
+					    pos < n ? l[pos].orders : 0);
 					fail();
 				}
 			}
@@ -149,7 +151,8 @@ static inline void pub_compare_errors(const struct uf_publisher *p, const struct
 	for (unsigned k = 0; k < UF_PUB_NERR; k++) {
 		if (st.errors[k] != r->err[k]) {
 			print_error("error %s: engine %llu, model %llu\n", uf_publish_err_name(k),
-				    (unsigned long long)st.errors[k], (unsigned long long)r->err[k]);
+			            (unsigned long long)st.errors[k],
+			            (unsigned long long)r->err[k]);
 			fail();
 		}
 	}
@@ -171,12 +174,12 @@ struct rc_side {
 
 struct rec_checker {
 	uint32_t max_inst;
-	struct rc_side *sides;   /* [max_inst * 2] */
-	struct ref_model mbo;    /* orders rebuilt from ORDER_* records */
-	int mbo_on;              /* check ORDER_* records */
+	struct rc_side *sides; /* [max_inst * 2] */
+	struct ref_model mbo;  /* orders rebuilt from ORDER_* records */
+	int mbo_on;            /* check ORDER_* records */
 	uint64_t records;
-	uint64_t events;         /* records with UF_RECF_LAST */
-	uint64_t bbo;            /* LEVEL records with UF_RECF_BBO */
+	uint64_t events; /* records with UF_RECF_LAST */
+	uint64_t bbo;    /* LEVEL records with UF_RECF_BBO */
 };
 
 static inline void rc_init(struct rec_checker *c, uint32_t max_inst, int mbo_on)
@@ -233,9 +236,10 @@ static inline void rc_level(struct rec_checker *c, const struct uf_record *r)
 	struct rc_level after = s->n ? s->l[0] : (struct rc_level){0, 0, 0};
 	int changed = memcmp(&before, &after, sizeof(before)) != 0;
 	if (changed != !!(r->flags & UF_RECF_BBO)) {
-		print_error("BBO flag %d but best changed %d (inst %u side %c price %lld seq %llu)\n",
-			    !!(r->flags & UF_RECF_BBO), changed, r->instrument, r->side,
-			    (long long)r->price, (unsigned long long)r->feed_seq);
+		print_error(
+		    "BBO flag %d but best changed %d (inst %u side %c price %lld seq %llu)\n",
+		    !!(r->flags & UF_RECF_BBO), changed, r->instrument, r->side,
+		    (long long)r->price, (unsigned long long)r->feed_seq);
 		fail();
 	}
 	if (r->flags & UF_RECF_BBO)
@@ -249,7 +253,7 @@ static inline void rc_mbo(struct rec_checker *c, const struct uf_record *r)
 	case UF_REC_ORDER_ADD:
 		assert_null(ref_find(&c->mbo, r->ref));
 		ref_add(&c->mbo, r->instrument, r->side, r->ref, (uint32_t)r->shares,
-			(uint32_t)r->price);
+		        (uint32_t)r->price);
 		break;
 	case UF_REC_ORDER_MODIFY:
 		o = ref_find(&c->mbo, r->ref);
@@ -296,7 +300,8 @@ static inline void rc_compare(const struct rec_checker *c, const struct uf_publi
 	for (uint32_t inst = 0; inst < c->max_inst; inst++) {
 		for (int s = 0; s < 2; s++) {
 			const struct rc_side *rs = &c->sides[inst * 2 + s];
-			int got = uf_publish_top(p, inst, s ? UF_SIDE_ASK : UF_SIDE_BID, buf, 65536);
+			int got =
+			    uf_publish_top(p, inst, s ? UF_SIDE_ASK : UF_SIDE_BID, buf, 65536);
 			assert_int_equal(got, (int)rs->n);
 			for (int i = 0; i < got; i++) {
 				assert_int_equal(buf[i].price, rs->l[i].price);
@@ -335,7 +340,7 @@ static inline void sym_apply(struct sym_map *s, const struct uf_itch_msg *m, uin
 		sym_trim(s->sym[m->locate], m->u.dir.stock);
 		s->named[m->locate] = 1;
 	} else if ((m->type == 'A' || m->type == 'F') && !s->named[m->locate] &&
-		   (m->u.add.side == 'B' || m->u.add.side == 'S')) {
+	           (m->u.add.side == 'B' || m->u.add.side == 'S')) {
 		sym_trim(s->sym[m->locate], m->u.add.stock);
 		s->named[m->locate] = 1;
 	} else if (m->type == 'P' && !s->named[m->locate]) {
@@ -358,7 +363,7 @@ static int exp_book_cmp(const void *a, const void *b)
 
 /* The exact text `uf-decode books [--depth depth]` must print (depth 0 = all). Caller frees. */
 static inline char *model_books_json(const struct ref_model *r, const struct sym_map *s,
-				     size_t depth)
+                                     size_t depth)
 {
 	size_t n;
 	struct ref_level *l = ref_levels(r, &n);
@@ -382,8 +387,8 @@ static inline char *model_books_json(const struct ref_model *r, const struct sym
 				if (depth && cnt == depth)
 					break;
 				len += (size_t)sprintf(out + len, "%s[%u,%llu,%u]", cnt ? "," : "",
-						       l[i].price, (unsigned long long)l[i].shares,
-						       l[i].orders);
+				                       l[i].price, (unsigned long long)l[i].shares,
+				                       l[i].orders);
 				cnt++;
 			}
 			len += (size_t)sprintf(out + len, side ? "]}\n" : "],\"ask\":[");

@@ -21,15 +21,15 @@
 struct ref_order {
 	uint64_t ref;
 	uint32_t inst;
-	uint8_t side;     /* 'B' / 'S' */
+	uint8_t side; /* 'B' / 'S' */
 	uint32_t price;
 	uint32_t shares;
-	int32_t next;     /* bucket chain, -1 = end */
+	int32_t next; /* bucket chain, -1 = end */
 	int live;
 };
 
 struct ref_model {
-	struct ref_order *o;  /* every order ever added (dead ones stay, marked) */
+	struct ref_order *o; /* every order ever added (dead ones stay, marked) */
 	size_t n, cap;
 	int32_t bucket[REF_NBUCKET];
 	uint64_t live;
@@ -62,7 +62,7 @@ static inline struct ref_order *ref_find(struct ref_model *r, uint64_t ref)
 }
 
 static inline void ref_add(struct ref_model *r, uint32_t inst, uint8_t side, uint64_t ref,
-			   uint32_t shares, uint32_t price)
+                           uint32_t shares, uint32_t price)
 {
 	if (side != 'B' && side != 'S') {
 		r->err[UF_PUB_ERR_BAD_SIDE]++;
@@ -96,7 +96,7 @@ static inline void ref_add(struct ref_model *r, uint32_t inst, uint8_t side, uin
 }
 
 static inline void ref_reduce(struct ref_model *r, struct ref_order *o, uint32_t locate,
-			      uint32_t want, int all, enum uf_pub_err over)
+                              uint32_t want, int all, enum uf_pub_err over)
 {
 	if (o->inst != locate)
 		r->err[UF_PUB_ERR_LOCATE_MISMATCH]++;
@@ -122,7 +122,7 @@ static inline void ref_apply(struct ref_model *r, const struct uf_itch_msg *m)
 			return;
 		}
 		ref_add(r, m->locate, m->u.add.side, m->u.add.order_ref, m->u.add.shares,
-			m->u.add.price);
+		        m->u.add.price);
 		return;
 	case 'E':
 	case 'C':
@@ -159,7 +159,7 @@ static inline void ref_apply(struct ref_model *r, const struct uf_itch_msg *m)
 		uint8_t side = o->side;
 		ref_reduce(r, o, m->locate, 0, 1, UF_PUB_ERR_OVER_CANCEL);
 		ref_add(r, inst, side, m->u.replace.new_ref, m->u.replace.shares,
-			m->u.replace.price);
+		        m->u.replace.price);
 		return;
 	}
 	case 'P':

@@ -13,7 +13,7 @@ struct fx {
 };
 
 static struct uf_publisher *mk_pub(uint64_t max_orders, uint32_t max_inst, uint32_t max_levels,
-				   uint32_t flags)
+                                   uint32_t flags)
 {
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
@@ -57,7 +57,7 @@ static int ap(struct fx *f, struct uf_itch_msg m)
 }
 
 static void expect_top(struct fx *f, uint32_t inst, uint8_t side, int n, const int64_t *px,
-		       const uint64_t *sh, const uint32_t *ord)
+                       const uint64_t *sh, const uint32_t *ord)
 {
 	struct uf_level l[32];
 	int got = uf_publish_top(f->p, inst, side, l, 32);
@@ -104,19 +104,19 @@ static void test_adds_aggregate_and_sort_best_first(void **state)
 	struct fx *f = *state;
 	ap(f, mk_add(1, 1, 'B', 100, 1000, NULL));
 	ap(f, mk_add(1, 2, 'B', 200, 1000, NULL)); /* same level: 300 shares, 2 orders */
-	assert_true(f->r[1].flags & UF_RECF_BBO);   /* best level's size changed */
-	ap(f, mk_add(1, 3, 'B', 50, 900, NULL));    /* worse bid: no BBO */
+	assert_true(f->r[1].flags & UF_RECF_BBO);  /* best level's size changed */
+	ap(f, mk_add(1, 3, 'B', 50, 900, NULL));   /* worse bid: no BBO */
 	assert_false(f->r[1].flags & UF_RECF_BBO);
-	ap(f, mk_add(1, 4, 'B', 70, 1100, NULL));   /* better bid: BBO */
+	ap(f, mk_add(1, 4, 'B', 70, 1100, NULL)); /* better bid: BBO */
 	assert_true(f->r[1].flags & UF_RECF_BBO);
 	ap(f, mk_add(1, 5, 'S', 10, 1300, NULL));
 	ap(f, mk_add(1, 6, 'S', 20, 1200, NULL));
 	ap(f, mk_add(1, 7, 'S', 30, 1250, NULL));
 	assert_false(f->r[1].flags & UF_RECF_BBO);
 	expect_top(f, 1, UF_SIDE_BID, 3, (int64_t[]){1100, 1000, 900}, (uint64_t[]){70, 300, 50},
-		   (uint32_t[]){1, 2, 1});
+	           (uint32_t[]){1, 2, 1});
 	expect_top(f, 1, UF_SIDE_ASK, 3, (int64_t[]){1200, 1250, 1300}, (uint64_t[]){20, 30, 10},
-		   (uint32_t[]){1, 1, 1});
+	           (uint32_t[]){1, 1, 1});
 	/* A partial read gets the best ones. */
 	struct uf_level l[2];
 	assert_int_equal(uf_publish_top(f->p, 1, UF_SIDE_ASK, l, 2), 2);
@@ -264,10 +264,10 @@ static void test_replace_moves_order_to_new_price_and_back_of_queue(void **state
 	assert_int_equal(f->r[3].kind, UF_REC_LEVEL);
 	assert_true(f->r[3].flags & UF_RECF_BBO);
 	expect_top(f, 8, UF_SIDE_BID, 2, (int64_t[]){510, 500}, (uint64_t[]){300, 100},
-		   (uint32_t[]){1, 1});
+	           (uint32_t[]){1, 1});
 	/* Replace at the same price: delete then add, so it goes behind order 51. */
 	assert_int_equal(ap(f, mk_replace(8, 60, 61, 50, 500)), 4);
-	assert_int_equal(f->r[1].shares, 0);           /* 510 level gone */
+	assert_int_equal(f->r[1].shares, 0); /* 510 level gone */
 	assert_int_equal(f->r[3].shares, 150);
 	assert_int_equal(f->r[3].orders, 2);
 	/* The old reference is dead, the new one lives. */
@@ -491,8 +491,8 @@ static void test_integrity_errors_are_counted_and_change_nothing(void **state)
 {
 	struct fx *f = *state;
 	ap(f, mk_add(1, 1, 'B', 100, 1000, NULL));
-	assert_int_equal(ap(f, mk_add(1, 1, 'S', 5, 5, NULL)), 0); /* duplicate ref */
-	assert_int_equal(ap(f, mk_add(1, 2, 'X', 5, 5, NULL)), 0); /* bad side */
+	assert_int_equal(ap(f, mk_add(1, 1, 'S', 5, 5, NULL)), 0);  /* duplicate ref */
+	assert_int_equal(ap(f, mk_add(1, 2, 'X', 5, 5, NULL)), 0);  /* bad side */
 	assert_int_equal(ap(f, mk_add(64, 3, 'B', 5, 5, NULL)), 0); /* locate out of range */
 	assert_int_equal(ap(f, mk_exec(1, 99, 5, 1)), 0);
 	assert_int_equal(ap(f, mk_cancel(1, 99, 5)), 0);
@@ -554,7 +554,7 @@ static void test_full_level_pool_refuses_new_levels_only(void **state)
 	ap(&f, mk_del(1, 1));
 	assert_int_equal(ap(&f, mk_add(1, 10, 'S', 10, 999, NULL)), 2);
 	expect_top(&f, 1, UF_SIDE_ASK, 3, (int64_t[]){101, 102, 999}, (uint64_t[]){20, 10, 10},
-		   (uint32_t[]){2, 1, 1});
+	           (uint32_t[]){2, 1, 1});
 	uf_publish_destroy(f.p);
 }
 
@@ -581,7 +581,7 @@ static void test_gap_flags_every_book_stale_until_reset(void **state)
 	uf_publish_reset(f->p);
 	assert_int_equal(uf_publish_instrument(f->p, 7)->stale, 0);
 	assert_int_equal(uf_publish_depth(f->p, 1, UF_SIDE_BID), 0);
-	assert_int_equal(uf_publish_lookup(f->p, "ONE"), 1); /* the directory survives */
+	assert_int_equal(uf_publish_lookup(f->p, "ONE"), 1);          /* the directory survives */
 	assert_int_equal(ap(f, mk_add(1, 1, 'B', 5, 1000, NULL)), 2); /* ref 1 is free again */
 	assert_false(f->r[0].flags & UF_RECF_STALE);
 }
@@ -687,8 +687,8 @@ static void test_receive_time_gives_publish_delta(void **state)
 	assert_true(f->r[0].pub_delta_ns < 1000000000u);
 	/* A receive time from the future (clock step) gives 0, never a wrapped delta. */
 	m = mk_add(1, 2, 'B', 100, 1000, NULL);
-	assert_int_equal(uf_publish_apply(f->p, &m, 2, uf_now_realtime_ns() + 10000000000ull, f->r,
-					  4), 2);
+	assert_int_equal(
+	    uf_publish_apply(f->p, &m, 2, uf_now_realtime_ns() + 10000000000ull, f->r, 4), 2);
 	assert_int_equal(f->r[0].pub_delta_ns, 0);
 }
 
@@ -717,28 +717,28 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
-		T(test_add_creates_level_with_mbo_and_level_records),
-		T(test_adds_aggregate_and_sort_best_first),
-		T(test_add_with_mpid_carries_attribution),
-		T(test_exec_reduces_then_removes_order_and_prints_trade),
-		T(test_exec_with_price_prints_at_its_own_price),
-		T(test_cancel_partial_full_and_over_cancel),
-		T(test_delete_removes_order_and_level),
-		T(test_replace_moves_order_to_new_price_and_back_of_queue),
-		T(test_trades_leave_the_book_alone),
-		T(test_directory_names_instruments_both_ways),
-		T(test_status_messages_update_state_and_records),
-		T(test_integrity_errors_are_counted_and_change_nothing),
-		cmocka_unit_test(test_full_order_table_refuses_adds_until_orders_leave),
-		cmocka_unit_test(test_full_level_pool_refuses_new_levels_only),
-		T(test_gap_flags_every_book_stale_until_reset),
-		T(test_snapshot_lists_whole_book_best_first),
-		T(test_apply_refuses_small_output_without_applying),
-		T(test_order_ref_zero_and_huge_refs_are_keys),
-		T(test_wire_bytes_decode_then_apply),
-		cmocka_unit_test(test_no_mbo_flag_writes_levels_and_trades_only),
-		T(test_receive_time_gives_publish_delta),
-		cmocka_unit_test(test_create_refuses_impossible_sizes),
+	    T(test_add_creates_level_with_mbo_and_level_records),
+	    T(test_adds_aggregate_and_sort_best_first),
+	    T(test_add_with_mpid_carries_attribution),
+	    T(test_exec_reduces_then_removes_order_and_prints_trade),
+	    T(test_exec_with_price_prints_at_its_own_price),
+	    T(test_cancel_partial_full_and_over_cancel),
+	    T(test_delete_removes_order_and_level),
+	    T(test_replace_moves_order_to_new_price_and_back_of_queue),
+	    T(test_trades_leave_the_book_alone),
+	    T(test_directory_names_instruments_both_ways),
+	    T(test_status_messages_update_state_and_records),
+	    T(test_integrity_errors_are_counted_and_change_nothing),
+	    cmocka_unit_test(test_full_order_table_refuses_adds_until_orders_leave),
+	    cmocka_unit_test(test_full_level_pool_refuses_new_levels_only),
+	    T(test_gap_flags_every_book_stale_until_reset),
+	    T(test_snapshot_lists_whole_book_best_first),
+	    T(test_apply_refuses_small_output_without_applying),
+	    T(test_order_ref_zero_and_huge_refs_are_keys),
+	    T(test_wire_bytes_decode_then_apply),
+	    cmocka_unit_test(test_no_mbo_flag_writes_levels_and_trades_only),
+	    T(test_receive_time_gives_publish_delta),
+	    cmocka_unit_test(test_create_refuses_impossible_sizes),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,8 +45,7 @@ static void w_R(struct daily *d, uint16_t loc, const char *s)
 	put(d, b, sizeof(b));
 }
 
-static void w_A(struct daily *d, uint16_t loc, uint64_t ref, uint8_t side, uint32_t sh,
-		uint32_t px)
+static void w_A(struct daily *d, uint16_t loc, uint64_t ref, uint8_t side, uint32_t sh, uint32_t px)
 {
 	uint8_t b[36] = {0};
 	hdr(b, 'A', loc);
@@ -77,7 +76,7 @@ static void w_D(struct daily *d, uint16_t loc, uint64_t ref)
 }
 
 static void w_U(struct daily *d, uint16_t loc, uint64_t ref, uint64_t nref, uint32_t sh,
-		uint32_t px)
+                uint32_t px)
 {
 	uint8_t b[35] = {0};
 	hdr(b, 'U', loc);
@@ -136,17 +135,19 @@ static void test_books_prints_sorted_json_lines_best_first(void **state)
 	int st;
 	char *out = books(path, "", &st);
 	assert_int_equal(st, 0);
-	assert_string_equal(out, "{\"symbol\":\"A\",\"bid\":[],\"ask\":[[299,20,1]]}\n"
-				 "{\"symbol\":\"AB\",\"bid\":[[5000,2,2],[4900,3,1]],\"ask\":[[5100,7,1]]}\n"
-				 "{\"symbol\":\"B\",\"bid\":[[100,1,1],[99,1,1],[98,1,1]],\"ask\":[]}\n"
-				 "{\"symbol\":\"b\",\"bid\":[[10000,100,1]],\"ask\":[[10100,5,1]]}\n");
+	assert_string_equal(
+	    out, "{\"symbol\":\"A\",\"bid\":[],\"ask\":[[299,20,1]]}\n"
+	         "{\"symbol\":\"AB\",\"bid\":[[5000,2,2],[4900,3,1]],\"ask\":[[5100,7,1]]}\n"
+	         "{\"symbol\":\"B\",\"bid\":[[100,1,1],[99,1,1],[98,1,1]],\"ask\":[]}\n"
+	         "{\"symbol\":\"b\",\"bid\":[[10000,100,1]],\"ask\":[[10100,5,1]]}\n");
 	free(out);
 	out = books(path, "--depth 2", &st);
 	assert_int_equal(st, 0);
-	assert_string_equal(out, "{\"symbol\":\"A\",\"bid\":[],\"ask\":[[299,20,1]]}\n"
-				 "{\"symbol\":\"AB\",\"bid\":[[5000,2,2],[4900,3,1]],\"ask\":[[5100,7,1]]}\n"
-				 "{\"symbol\":\"B\",\"bid\":[[100,1,1],[99,1,1]],\"ask\":[]}\n"
-				 "{\"symbol\":\"b\",\"bid\":[[10000,100,1]],\"ask\":[[10100,5,1]]}\n");
+	assert_string_equal(
+	    out, "{\"symbol\":\"A\",\"bid\":[],\"ask\":[[299,20,1]]}\n"
+	         "{\"symbol\":\"AB\",\"bid\":[[5000,2,2],[4900,3,1]],\"ask\":[[5100,7,1]]}\n"
+	         "{\"symbol\":\"B\",\"bid\":[[100,1,1],[99,1,1]],\"ask\":[]}\n"
+	         "{\"symbol\":\"b\",\"bid\":[[10000,100,1]],\"ask\":[[10100,5,1]]}\n");
 	free(out);
 	/* Bad usage is status 2 with nothing on stdout. */
 	out = books(path, "--depth 0", &st);
@@ -181,7 +182,8 @@ static void test_books_on_generated_day_is_what_the_model_predicts(void **state)
 		fail();
 	}
 	snprintf(path, sizeof(path), "/tmp/uf-pub-cli-gen-%d.itch", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "%s --out %s --messages 300000 --symbols 200 --seed 3", gen, path);
+	snprintf(cmd, sizeof(cmd), "%s --out %s --messages 300000 --symbols 200 --seed 3", gen,
+	         path);
 	assert_int_equal(system(cmd), 0);
 	struct ref_model *r = malloc(sizeof(*r));
 	struct sym_map *s = calloc(1, sizeof(*s));
@@ -216,8 +218,8 @@ static void test_books_on_generated_day_is_what_the_model_predicts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_books_prints_sorted_json_lines_best_first),
-		cmocka_unit_test(test_books_on_generated_day_is_what_the_model_predicts),
+	    cmocka_unit_test(test_books_prints_sorted_json_lines_best_first),
+	    cmocka_unit_test(test_books_on_generated_day_is_what_the_model_predicts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

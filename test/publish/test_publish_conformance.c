@@ -73,11 +73,11 @@ static struct run *run_file(const char *path, uint32_t prefetch_batch)
 				int k;
 				if (prefetch_batch) {
 					k = uf_publish_apply_batch(x->p, &batch[done], nb - done,
-								   first + done, 0, rec, UF_ARRAY_SIZE(rec),
-								   &applied);
+					                           first + done, 0, rec,
+					                           UF_ARRAY_SIZE(rec), &applied);
 				} else {
-					k = uf_publish_apply(x->p, &batch[done], first + done, 0, rec,
-							     UF_ARRAY_SIZE(rec));
+					k = uf_publish_apply(x->p, &batch[done], first + done, 0,
+					                     rec, UF_ARRAY_SIZE(rec));
 					applied = 1;
 				}
 				assert_true(k >= 0);
@@ -143,15 +143,16 @@ static void test_simulated_day_ends_with_reference_model_books(void **state)
 			int id = uf_publish_lookup(x->p, syms[i]);
 			assert_true(id >= 0);
 			levels += uf_publish_depth(x->p, (uint32_t)id, UF_SIDE_BID) +
-				  uf_publish_depth(x->p, (uint32_t)id, UF_SIDE_ASK);
-			assert_int_equal(uf_publish_instrument(x->p, (uint32_t)id)->has_directory, 1);
+			          uf_publish_depth(x->p, (uint32_t)id, UF_SIDE_ASK);
+			assert_int_equal(uf_publish_instrument(x->p, (uint32_t)id)->has_directory,
+			                 1);
 		}
 		struct uf_publish_stats st;
 		uf_publish_stats(x->p, &st);
 		print_message("simulated day (prefetch %u): %llu live orders, %zu levels, %llu "
-			      "records, %llu integrity errors\n", pf,
-			      (unsigned long long)st.live_orders, levels,
-			      (unsigned long long)st.records, (unsigned long long)st.errors_total);
+		              "records, %llu integrity errors\n",
+		              pf, (unsigned long long)st.live_orders, levels,
+		              (unsigned long long)st.records, (unsigned long long)st.errors_total);
 		assert_true(levels > 0);
 		/* The simulator writes some D/E before the A of their order (timestamps in order,
 		 * references not): those, and only those, are integrity errors, and the model
@@ -197,10 +198,10 @@ static void test_real_captures_apply_like_the_model(void **state)
 {
 	(void)state;
 	static const char *dirs[] = {
-		"Nasdaq.Equities.TotalView.Itch.v5.0",
-		"Nasdaq.Equities.TotalView.Itch.v5.0.20230822",
-		"Bx.Equities.TotalView.Itch.v5.0.20230822",
-		"Psx.Equities.TotalView.Itch.v5.0.20230822",
+	    "Nasdaq.Equities.TotalView.Itch.v5.0",
+	    "Nasdaq.Equities.TotalView.Itch.v5.0.20230822",
+	    "Bx.Equities.TotalView.Itch.v5.0.20230822",
+	    "Psx.Equities.TotalView.Itch.v5.0.20230822",
 	};
 	int files = 0;
 	uint64_t msgs = 0, adds = 0;
@@ -229,7 +230,7 @@ static void test_real_captures_apply_like_the_model(void **state)
 		closedir(dp);
 	}
 	print_message("%d captures, %llu messages, %llu adds\n", files, (unsigned long long)msgs,
-		      (unsigned long long)adds);
+	              (unsigned long long)adds);
 	assert_true(files >= 40);
 	assert_true(adds > 0);
 }
@@ -260,11 +261,12 @@ static void test_books_command_on_simulated_day_prints_model_books(void **state)
 	uf_reader_close(&rd);
 	for (size_t depth = 0; depth <= 10; depth += 10) {
 		snprintf(cmd, sizeof(cmd), "%s books %s %s 2>/dev/null", bin, path,
-			 depth ? "--depth 10" : "");
+		         depth ? "--depth 10" : "");
 		int st;
 		char *got = run_capture(cmd, &st);
 		char *want = model_books_json(r, s, depth);
-		/* 1: the file's D/E-before-A messages are integrity errors (books still printed). */
+		/* 1: the file's D/E-before-A messages are integrity errors (books still printed).
+		 */
 		assert_int_equal(st, 1);
 		assert_non_null(strstr(got, "{\"symbol\":\"ALC\""));
 		assert_string_equal(got, want);
@@ -279,10 +281,10 @@ static void test_books_command_on_simulated_day_prints_model_books(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_simulated_day_ends_with_reference_model_books),
-		cmocka_unit_test(test_real_head_builds_directory_and_status),
-		cmocka_unit_test(test_real_captures_apply_like_the_model),
-		cmocka_unit_test(test_books_command_on_simulated_day_prints_model_books),
+	    cmocka_unit_test(test_simulated_day_ends_with_reference_model_books),
+	    cmocka_unit_test(test_real_head_builds_directory_and_status),
+	    cmocka_unit_test(test_real_captures_apply_like_the_model),
+	    cmocka_unit_test(test_books_command_on_simulated_day_prints_model_books),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,11 +11,11 @@
 #include "pub_test_util.h"
 
 struct gen {
-	uint64_t s;         /* xorshift64* state */
-	uint32_t ninst;     /* instruments 1 .. ninst */
-	uint32_t max_inst;  /* engine's max_instruments (bad locates are >= this) */
-	uint64_t next_ref;  /* next fresh order reference */
-	uint64_t *refs;     /* refs added (some dead by now: the model says which) */
+	uint64_t s;        /* xorshift64* state */
+	uint32_t ninst;    /* instruments 1 .. ninst */
+	uint32_t max_inst; /* engine's max_instruments (bad locates are >= this) */
+	uint64_t next_ref; /* next fresh order reference */
+	uint64_t *refs;    /* refs added (some dead by now: the model says which) */
 	size_t nrefs, cap;
 	uint32_t mid[1024]; /* per instrument mid price */
 	uint32_t spread;    /* how far from the mid prices wander (levels per side) */
@@ -36,7 +36,7 @@ static uint32_t rndn(struct gen *g, uint32_t n)
 }
 
 static void gen_init(struct gen *g, uint64_t seed, uint32_t ninst, uint32_t max_inst,
-		     uint32_t spread)
+                     uint32_t spread)
 {
 	memset(g, 0, sizeof(*g));
 	g->s = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -106,8 +106,8 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 	if (k < 40) {
 		uint32_t inst = gen_inst(g);
 		uint8_t side = rndn(g, 2) ? 'B' : 'S';
-		m = mk_add((uint16_t)inst, g->next_ref, side, gen_shares(g), gen_price(g, inst, side),
-			   NULL);
+		m = mk_add((uint16_t)inst, g->next_ref, side, gen_shares(g),
+		           gen_price(g, inst, side), NULL);
 		char sym[9];
 		snprintf(sym, sizeof(sym), "S%u", inst % 100000u);
 		mk_sym(m.u.add.stock, sym);
@@ -122,8 +122,8 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 		if (rndn(g, 30) == 0)
 			want = sh + 1 + rndn(g, 100); /* injected over-execution */
 		if (rndn(g, 3) == 0)
-			m = mk_execp((uint16_t)o->inst, o->ref, want, rnd(g), rndn(g, 5) ? 'Y' : 'N',
-				     o->price + 1);
+			m = mk_execp((uint16_t)o->inst, o->ref, want, rnd(g),
+			             rndn(g, 5) ? 'Y' : 'N', o->price + 1);
 		else
 			m = mk_exec((uint16_t)o->inst, o->ref, want, rnd(g));
 	} else if (k < 62) {
@@ -138,7 +138,8 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 		uint32_t price = rndn(g, 4) == 0 ? o->price : gen_price(g, o->inst, o->side);
 		uint64_t nref = g->next_ref++;
 		if (rndn(g, 40) == 0 && g->nrefs) {
-			nref = g->refs[rndn(g, (uint32_t)g->nrefs)]; /* maybe a live ref: duplicate */
+			nref =
+			    g->refs[rndn(g, (uint32_t)g->nrefs)]; /* maybe a live ref: duplicate */
 			g->next_ref--;
 		} else {
 			gen_push(g, nref);
@@ -161,8 +162,8 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 			m.u.broken.match = rnd(g);
 		}
 	} else if (k < 95) {
-		static const uint8_t st[] = {'R', 'H', 'Y', 'L', 'K', 'J', 'h', 'I', 'N', 'O', 'S',
-					     'V', 'W'};
+		static const uint8_t st[] = {'R', 'H', 'Y', 'L', 'K', 'J', 'h',
+		                             'I', 'N', 'O', 'S', 'V', 'W'};
 		m = mk_hdr(st[rndn(g, sizeof(st))], (uint16_t)gen_inst(g), 0);
 		if (m.type == 'R') {
 			char sym[9];
@@ -175,10 +176,18 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 		switch (rndn(g, 7)) {
 		case 0: /* unknown reference, any of E X D U */
 			switch (rndn(g, 4)) {
-			case 0: m = mk_exec(1, 1ull << 60 | rnd(g) >> 8, 10, 1); break;
-			case 1: m = mk_cancel(1, 1ull << 60 | rnd(g) >> 8, 10); break;
-			case 2: m = mk_del(1, 1ull << 60 | rnd(g) >> 8); break;
-			default: m = mk_replace(1, 1ull << 60 | rnd(g) >> 8, g->next_ref++, 5, 5); break;
+			case 0:
+				m = mk_exec(1, 1ull << 60 | rnd(g) >> 8, 10, 1);
+				break;
+			case 1:
+				m = mk_cancel(1, 1ull << 60 | rnd(g) >> 8, 10);
+				break;
+			case 2:
+				m = mk_del(1, 1ull << 60 | rnd(g) >> 8);
+				break;
+			default:
+				m = mk_replace(1, 1ull << 60 | rnd(g) >> 8, g->next_ref++, 5, 5);
+				break;
 			}
 			break;
 		case 1: /* duplicate add of a (maybe) live reference */
@@ -193,8 +202,8 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 			m = mk_add(2, g->next_ref++, 'Z', 100, 5, NULL);
 			break;
 		case 3: /* locate out of range */
-			m = mk_add((uint16_t)(g->max_inst + rndn(g, 100)), g->next_ref++, 'S', 10, 5,
-				   NULL);
+			m = mk_add((uint16_t)(g->max_inst + rndn(g, 100)), g->next_ref++, 'S', 10,
+			           5, NULL);
 			break;
 		case 4: /* locate that is not the order's */
 			o = gen_pick(g, r);
@@ -205,7 +214,8 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 			break;
 		default: /* execution larger than any order */
 			o = gen_pick(g, r);
-			m = o ? mk_exec((uint16_t)o->inst, o->ref, UINT32_MAX, 1) : mk_del(1, 1ull << 62);
+			m = o ? mk_exec((uint16_t)o->inst, o->ref, UINT32_MAX, 1)
+			      : mk_del(1, 1ull << 62);
 			break;
 		}
 	}
@@ -214,7 +224,7 @@ static struct uf_itch_msg gen_next(struct gen *g, struct ref_model *r)
 }
 
 static struct uf_publisher *mk_pub(uint64_t max_orders, uint32_t max_inst, uint32_t max_levels,
-				   uint32_t prefetch)
+                                   uint32_t prefetch)
 {
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
@@ -230,7 +240,7 @@ static struct uf_publisher *mk_pub(uint64_t max_orders, uint32_t max_inst, uint3
 /* Runs `n` messages of seed `seed` through engine, model and record checker, comparing every
  * `every` messages. */
 static void run_stream(uint64_t seed, size_t n, uint32_t ninst, uint64_t max_orders,
-		       uint32_t spread, size_t every)
+                       uint32_t spread, size_t every)
 {
 	const uint32_t max_inst = ninst + 2;
 	struct uf_publisher *p = mk_pub(max_orders, max_inst, 1u << 18, 0);
@@ -257,15 +267,15 @@ static void run_stream(uint64_t seed, size_t n, uint32_t ninst, uint64_t max_ord
 	struct uf_publish_stats st;
 	uf_publish_stats(p, &st);
 	print_message("seed %llu: %zu msgs, %llu records, %llu BBO changes, %llu live orders, "
-		      "peak %llu orders / %llu levels, %llu integrity errors\n",
-		      (unsigned long long)seed, n, (unsigned long long)st.records,
-		      (unsigned long long)c->bbo, (unsigned long long)st.live_orders,
-		      (unsigned long long)st.peak_orders, (unsigned long long)st.peak_levels,
-		      (unsigned long long)st.errors_total);
+	              "peak %llu orders / %llu levels, %llu integrity errors\n",
+	              (unsigned long long)seed, n, (unsigned long long)st.records,
+	              (unsigned long long)c->bbo, (unsigned long long)st.live_orders,
+	              (unsigned long long)st.peak_orders, (unsigned long long)st.peak_levels,
+	              (unsigned long long)st.errors_total);
 	assert_int_equal(st.messages, n);
 	assert_int_equal(st.records, c->records);
-	assert_true(st.errors_total > 0);    /* the stream did inject errors */
-	assert_true(st.peak_orders > 1000);  /* and built real books */
+	assert_true(st.errors_total > 0);   /* the stream did inject errors */
+	assert_true(st.peak_orders > 1000); /* and built real books */
 	free(g->refs);
 	rc_free(c);
 	ref_free(r);
@@ -350,10 +360,10 @@ static void test_batch_prefetch_writes_exactly_the_single_apply_records(void **s
 			if (want_n > n - i)
 				want_n = n - i;
 			size_t cap = (bs >> 40) % 3 == 0 ? UF_REC_MAX_PER_MSG * 3 + 1
-							 : want_n * UF_REC_MAX_PER_MSG;
+			                                 : want_n * UF_REC_MAX_PER_MSG;
 			size_t applied = 0;
 			int k = uf_publish_apply_batch(p, &msgs[i], want_n, 100 + i, 0, &got[ngot],
-						       cap, &applied);
+			                               cap, &applied);
 			assert_true(k >= 0);
 			assert_true(applied >= 1 && applied <= want_n);
 			i += applied;
@@ -362,10 +372,11 @@ static void test_batch_prefetch_writes_exactly_the_single_apply_records(void **s
 		assert_int_equal(ngot, nwant);
 		for (size_t j = 0; j < nwant; j++) {
 			if (memcmp(&got[j], &want[j], sizeof(want[j])) != 0) {
-				print_error("prefetch %u: record %zu differs (kind %u/%u seq %llu/%llu)\n",
-					    dist[d], j, got[j].kind, want[j].kind,
-					    (unsigned long long)got[j].feed_seq,
-					    (unsigned long long)want[j].feed_seq);
+				print_error(
+				    "prefetch %u: record %zu differs (kind %u/%u seq %llu/%llu)\n",
+				    dist[d], j, got[j].kind, want[j].kind,
+				    (unsigned long long)got[j].feed_seq,
+				    (unsigned long long)want[j].feed_seq);
 				fail();
 			}
 		}
@@ -406,18 +417,31 @@ static void test_garbage_messages_never_crash_and_match_the_model(void **state)
 			m.type = types[rndn(&g, sizeof(types) - 1)];
 			m.locate = (uint16_t)(rndn(&g, 4) ? rndn(&g, 12) : rnd(&g));
 			uint64_t ref = rndn(&g, 3000);
-			uint32_t sh = rndn(&g, 8) == 0 ? (rndn(&g, 2) ? 0 : UINT32_MAX) : rndn(&g, 500);
-			uint32_t px = rndn(&g, 8) == 0 ? (rndn(&g, 2) ? 0 : UINT32_MAX) : 1000 + rndn(&g, 50);
+			uint32_t sh =
+			    rndn(&g, 8) == 0 ? (rndn(&g, 2) ? 0 : UINT32_MAX) : rndn(&g, 500);
+			uint32_t px =
+			    rndn(&g, 8) == 0 ? (rndn(&g, 2) ? 0 : UINT32_MAX) : 1000 + rndn(&g, 50);
 			switch (m.type) {
-			case 'A': case 'F':
+			case 'A':
+			case 'F':
 				m.u.add.order_ref = ref;
-				m.u.add.side = rndn(&g, 10) ? (rndn(&g, 2) ? 'B' : 'S') : (uint8_t)rnd(&g);
+				m.u.add.side =
+				    rndn(&g, 10) ? (rndn(&g, 2) ? 'B' : 'S') : (uint8_t)rnd(&g);
 				m.u.add.shares = sh;
 				m.u.add.price = px;
 				break;
-			case 'E': case 'C': m.u.exec.order_ref = ref; m.u.exec.shares = sh; break;
-			case 'X': m.u.cancel.order_ref = ref; m.u.cancel.shares = sh; break;
-			case 'D': m.u.del.order_ref = ref; break;
+			case 'E':
+			case 'C':
+				m.u.exec.order_ref = ref;
+				m.u.exec.shares = sh;
+				break;
+			case 'X':
+				m.u.cancel.order_ref = ref;
+				m.u.cancel.shares = sh;
+				break;
+			case 'D':
+				m.u.del.order_ref = ref;
+				break;
 			case 'U':
 				m.u.replace.orig_ref = ref;
 				m.u.replace.new_ref = rndn(&g, 3000);
@@ -432,7 +456,7 @@ static void test_garbage_messages_never_crash_and_match_the_model(void **state)
 		while (done < 32) {
 			size_t applied;
 			int k = uf_publish_apply_batch(p, &batch[done], 32 - done, i + done, 0, rec,
-						       UF_ARRAY_SIZE(rec), &applied);
+			                               UF_ARRAY_SIZE(rec), &applied);
 			assert_true(k >= 0);
 			int st = 0;
 			for (int q = 0; q < k; q++)
@@ -471,7 +495,8 @@ static void test_generated_day_matches_reference_model(void **state)
 		fail();
 	}
 	snprintf(out, sizeof(out), "/tmp/uf-pub-test-%d.itch", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "%s --out %s --messages 400000 --symbols 300 --seed 7", gen, out);
+	snprintf(cmd, sizeof(cmd), "%s --out %s --messages 400000 --symbols 300 --seed 7", gen,
+	         out);
 	assert_int_equal(system(cmd), 0);
 	struct uf_reader rd;
 	struct uf_decode_counters dc;
@@ -506,9 +531,10 @@ static void test_generated_day_matches_reference_model(void **state)
 	rc_compare(c, p);
 	struct uf_publish_stats st;
 	uf_publish_stats(p, &st);
-	print_message("uf-gen day: %zu msgs, %zu levels at the end, %llu live orders, %llu integrity "
-		      "errors\n", n, levels, (unsigned long long)st.live_orders,
-		      (unsigned long long)st.errors_total);
+	print_message(
+	    "uf-gen day: %zu msgs, %zu levels at the end, %llu live orders, %llu integrity "
+	    "errors\n",
+	    n, levels, (unsigned long long)st.live_orders, (unsigned long long)st.errors_total);
 	/* uf-gen promises valid references: a clean day has no integrity error. */
 	assert_int_equal(st.errors_total, 0);
 	assert_true(levels > 0);
@@ -522,12 +548,12 @@ static void test_generated_day_matches_reference_model(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_random_streams_match_reference_model),
-		cmocka_unit_test(test_deep_books_with_thousands_of_levels_match),
-		cmocka_unit_test(test_full_order_table_behaves_like_the_model),
-		cmocka_unit_test(test_batch_prefetch_writes_exactly_the_single_apply_records),
-		cmocka_unit_test(test_garbage_messages_never_crash_and_match_the_model),
-		cmocka_unit_test(test_generated_day_matches_reference_model),
+	    cmocka_unit_test(test_random_streams_match_reference_model),
+	    cmocka_unit_test(test_deep_books_with_thousands_of_levels_match),
+	    cmocka_unit_test(test_full_order_table_behaves_like_the_model),
+	    cmocka_unit_test(test_batch_prefetch_writes_exactly_the_single_apply_records),
+	    cmocka_unit_test(test_garbage_messages_never_crash_and_match_the_model),
+	    cmocka_unit_test(test_generated_day_matches_reference_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,28 +19,28 @@
 
 #define BOOKS_CHUNK 256 /* messages handed to uf_publish_apply_batch at once */
 
-static int books_num(const char *opt, const char *s, unsigned long long min,
-		     unsigned long long max, unsigned long long *v)
+static int books_num(const char *opt, const char *s, unsigned long long min, unsigned long long max,
+                     unsigned long long *v)
 {
 	char *end;
 	errno = 0;
 	*v = strtoull(s, &end, 10);
 	if (errno || end == s || *end || s[0] == '-' || *v < min || *v > max) {
 		fprintf(stderr, "uf-decode books: %s wants a number in [%llu, %llu], got %s\n", opt,
-			min, max, s);
+		        min, max, s);
 		return -1;
 	}
 	return 0;
 }
 
 struct books_ctx {
-	struct uf_publisher *p;                         /* the books */
-	struct uf_itch_msg msgs[BOOKS_CHUNK];           /* decoded, not yet applied */
-	uint64_t seqs[BOOKS_CHUNK];                     /* their sequence numbers */
-	size_t n;                                       /* messages in msgs */
+	struct uf_publisher *p;                                 /* the books */
+	struct uf_itch_msg msgs[BOOKS_CHUNK];                   /* decoded, not yet applied */
+	uint64_t seqs[BOOKS_CHUNK];                             /* their sequence numbers */
+	size_t n;                                               /* messages in msgs */
 	struct uf_record rec[BOOKS_CHUNK * UF_REC_MAX_PER_MSG]; /* records of one chunk */
-	uint64_t records;                               /* records written */
-	uint64_t acc;                                   /* folds records: keeps them live */
+	uint64_t records;                                       /* records written */
+	uint64_t acc;                                           /* folds records: keeps them live */
 };
 
 /* Applies the pending chunk. Runs of consecutive sequence numbers go through the batch call
@@ -56,8 +56,8 @@ static void books_flush(struct books_ctx *x)
 		while (done < run) {
 			size_t applied = 0;
 			int k = uf_publish_apply_batch(x->p, &x->msgs[i + done], run - done,
-						       x->seqs[i] + done, 0, x->rec,
-						       UF_ARRAY_SIZE(x->rec), &applied);
+			                               x->seqs[i] + done, 0, x->rec,
+			                               UF_ARRAY_SIZE(x->rec), &applied);
 			if (k > 0) {
 				x->records += (uint64_t)k;
 				x->acc += x->rec[k - 1].shares ^ x->rec[k - 1].feed_seq;
@@ -103,7 +103,7 @@ static void books_put_symbol(FILE *f, const char *s)
 }
 
 static void books_put_side(FILE *f, const struct uf_publisher *p, uint32_t id, uint8_t side,
-			   size_t depth, struct uf_level *buf, size_t cap)
+                           size_t depth, struct uf_level *buf, size_t cap)
 {
 	size_t n = uf_publish_depth(p, id, side);
 	if (depth && n > depth)
@@ -114,7 +114,7 @@ static void books_put_side(FILE *f, const struct uf_publisher *p, uint32_t id, u
 	fputc('[', f);
 	for (int i = 0; i < got; i++)
 		fprintf(f, "%s[%lld,%llu,%u]", i ? "," : "", (long long)buf[i].price,
-			(unsigned long long)buf[i].shares, buf[i].orders);
+		        (unsigned long long)buf[i].shares, buf[i].orders);
 	fputc(']', f);
 }
 
@@ -199,7 +199,7 @@ int uf_decode_cmd_books(int argc, char **argv)
 	}
 	if (!file) {
 		fprintf(stderr, "usage: uf-decode books FILE [--depth N] [--max-orders N] "
-				"[--max-levels N]\n");
+		                "[--max-levels N]\n");
 		return UF_EXIT_USAGE;
 	}
 	struct books_ctx *x = calloc(1, sizeof(*x));
@@ -209,8 +209,10 @@ int uf_decode_cmd_books(int argc, char **argv)
 	}
 	int rc = uf_publish_create(&pp, &x->p);
 	if (rc) {
-		fprintf(stderr, "uf-decode books: cannot size the books (max orders %llu, levels %u): "
-				"%s\n", (unsigned long long)pp.max_orders, pp.max_levels, strerror(-rc));
+		fprintf(stderr,
+		        "uf-decode books: cannot size the books (max orders %llu, levels %u): "
+		        "%s\n",
+		        (unsigned long long)pp.max_orders, pp.max_levels, strerror(-rc));
 		free(x);
 		return UF_EXIT_USAGE;
 	}
@@ -230,13 +232,15 @@ int uf_decode_cmd_books(int argc, char **argv)
 		uf_publish_stats(x->p, &st);
 		uint64_t derr = uf_decode_counters_errors(&c);
 		if (st.errors_total || derr) {
-			fprintf(stderr, "uf-decode books: %s: %llu decode errors, %llu book integrity "
-					"errors", file, (unsigned long long)derr,
-				(unsigned long long)st.errors_total);
+			fprintf(stderr,
+			        "uf-decode books: %s: %llu decode errors, %llu book integrity "
+			        "errors",
+			        file, (unsigned long long)derr,
+			        (unsigned long long)st.errors_total);
 			for (unsigned k = 0; k < UF_PUB_NERR; k++)
 				if (st.errors[k])
 					fprintf(stderr, " %s=%llu", uf_publish_err_name(k),
-						(unsigned long long)st.errors[k]);
+					        (unsigned long long)st.errors[k]);
 			fputc('\n', stderr);
 			rc = UF_EXIT_INPUT_ERR;
 		}
@@ -294,8 +298,8 @@ static double books_miss_ns(size_t bytes)
 
 /* One timed decode+book pass from empty books; returns ns. */
 static uint64_t books_pass(struct books_ctx *x, const struct uf_decode_pkt *pk, size_t n,
-			   size_t batch, unsigned decode_pf, uint32_t book_pf,
-			   struct uf_decode_counters *c)
+                           size_t batch, unsigned decode_pf, uint32_t book_pf,
+                           struct uf_decode_counters *c)
 {
 	uf_publish_reset(x->p); /* cold, outside the clock */
 	uf_publish_set_prefetch(x->p, book_pf);
@@ -310,7 +314,7 @@ static uint64_t books_pass(struct books_ctx *x, const struct uf_decode_pkt *pk, 
 }
 
 int uf_decode_bench_books(const struct uf_input_packets *in, const struct uf_bench_opts *o,
-			  FILE *out)
+                          FILE *out)
 {
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
@@ -338,7 +342,7 @@ int uf_decode_bench_books(const struct uf_input_packets *in, const struct uf_ben
 			memset(&c, 0, sizeof(c));
 			x->records = 0;
 			uint64_t t = books_pass(x, in->seq, in->npkts, o->batch,
-						dists[d] ? o->prefetch : 0, dists[d], &c);
+			                        dists[d] ? o->prefetch : 0, dists[d], &c);
 			best[d] = t < best[d] ? t : best[d];
 			struct uf_publish_stats st;
 			uf_publish_stats(x->p, &st);
@@ -359,25 +363,28 @@ int uf_decode_bench_books(const struct uf_input_packets *in, const struct uf_ben
 			snprintf(what, sizeof(what), "decode+book prefetch off");
 		else
 			snprintf(what, sizeof(what), "decode+book prefetch %u%s", dists[d],
-				 dists[d] == def ? " *" : "");
+			         dists[d] == def ? " *" : "");
 		fprintf(out, "%-11s %-26s %12.0f %9.2f %8.2f\n", "sequential", what,
-			(double)in->nmsgs / s, (double)best[d] / (double)in->nmsgs,
-			(double)in->pkt_bytes / s / 1e9);
+		        (double)in->nmsgs / s, (double)best[d] / (double)in->nmsgs,
+		        (double)in->pkt_bytes / s / 1e9);
 	}
 	size_t di = 0;
 	for (size_t d = 0; d < UF_ARRAY_SIZE(dists); d++)
 		if (dists[d] == def)
 			di = d;
-	fprintf(out, "decode+book: book prefetch distance in messages (* = default %u; decode "
-		     "prefetch %u packets when on); prefetch %u/off %.2fx; %.2f records/msg, peak "
-		     "%llu live orders, %llu levels, %llu integrity errors\n",
-		def, o->prefetch, def, (double)best[di] / (double)best[0],
-		(double)recs / (double)in->nmsgs, (unsigned long long)peak_orders,
-		(unsigned long long)peak_levels, (unsigned long long)errs);
+	fprintf(out,
+	        "decode+book: book prefetch distance in messages (* = default %u; decode "
+	        "prefetch %u packets when on); prefetch %u/off %.2fx; %.2f records/msg, peak "
+	        "%llu live orders, %llu levels, %llu integrity errors\n",
+	        def, o->prefetch, def, (double)best[di] / (double)best[0],
+	        (double)recs / (double)in->nmsgs, (unsigned long long)peak_orders,
+	        (unsigned long long)peak_levels, (unsigned long long)errs);
 	double l2 = books_miss_ns(1u << 20), big = books_miss_ns((size_t)128 << 20);
-	fprintf(out, "memory: dependent load %.1f ns in a 1 MiB working set, %.1f ns in 128 MiB "
-		     "(the default order table's size): the price of one miss the book could not "
-		     "hide\n", l2, big);
+	fprintf(out,
+	        "memory: dependent load %.1f ns in a 1 MiB working set, %.1f ns in 128 MiB "
+	        "(the default order table's size): the price of one miss the book could not "
+	        "hide\n",
+	        l2, big);
 	uf_publish_destroy(x->p);
 	free(x);
 	if (bad) {
