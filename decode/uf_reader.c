@@ -186,7 +186,8 @@ int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_count
 		set_err(r, "%s: cannot map %zu bytes: %s", path, r->size, strerror(errno));
 		goto out_close;
 	}
-	madvise(m, r->size, MADV_SEQUENTIAL | MADV_WILLNEED);
+	/* Read ahead aggressively, drop behind: files are read once, front to back. */
+	madvise(m, r->size, MADV_SEQUENTIAL);
 	r->base = m;
 	r->mapped = 1;
 	rc = recognise(r);

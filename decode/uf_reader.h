@@ -49,7 +49,8 @@ struct uf_reader {
 	uint64_t next_seq;                 /* sequence expected next in that session */
 	int have_seq;                      /* next_seq is meaningful */
 	struct uf_decode_counters *c;      /* caller's counters (never NULL after open) */
-	struct uf_decode_counters own;     /* used when the caller passes NULL */
+	struct uf_decode_counters own;     /* used when the caller passes NULL: `c` may point
+	                                    * here, so an open reader is never copied */
 	char err[256];                     /* why open/next failed, for the user */
 };
 
