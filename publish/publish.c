@@ -590,7 +590,7 @@ int uf_publish_top(const struct uf_publisher *p, uint32_t instrument, uint8_t si
 		levels[k].price = nd->price;
 		levels[k].shares = nd->shares;
 		levels[k].orders = nd->orders;
-		levels[k].pad = 0;
+		levels[k].reserved = 0;
 		k++;
 	}
 	return (int)k;
