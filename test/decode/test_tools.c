@@ -350,6 +350,46 @@ static void test_uf_decode_print_lines_and_limit(void **s)
 	                 0);
 	assert_non_null(strstr(out, "\"order_ref\":"));
 	assert_non_null(strstr(out, "\"price\":"));
+	/* every type prints its own fields, named as in the spec */
+	static const struct {
+		char t;
+		const char *key;
+	} keys[] = {
+	    {'S', "\"event_code\":"},
+	    {'R', "\"luld_tier\":"},
+	    {'H', "\"trading_state\":"},
+	    {'Y', "\"action\":"},
+	    {'L', "\"participant_state\":"},
+	    {'V', "\"level_3\":"},
+	    {'W', "\"breached_level\":"},
+	    {'K', "\"ipo_price\":"},
+	    {'J', "\"reference_price\":"},
+	    {'h', "\"market_code\":"},
+	    {'A', "\"side\":"},
+	    {'F', "\"attribution\":"},
+	    {'E', "\"executed_shares\":"},
+	    {'C', "\"execution_price\":"},
+	    {'X', "\"cancelled_shares\":"},
+	    {'D', "\"order_ref\":"},
+	    {'U', "\"new_ref\":"},
+	    {'P', "\"match_number\":"},
+	    {'Q', "\"cross_price\":"},
+	    {'B', "\"match_number\":"},
+	    {'I', "\"current_ref_price\":"},
+	    {'N', "\"interest_flag\":"},
+	    {'O', "\"near_exec_time\":"},
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		assert_int_equal(
+		    run(out, sizeof(out),
+		        "'%s/uf-decode' print '%s/p.itch' | grep -m1 '\"type\":\"%c\"'", g_bin,
+		        g_dir, keys[i].t),
+		    0);
+		if (!strstr(out, keys[i].key)) {
+			print_error("type %c: no %s in %s\n", keys[i].t, keys[i].key, out);
+			fail();
+		}
+	}
 	assert_int_equal(
 	    run(NULL, 0, "'%s/uf-decode' print '%s/p.itch' --limit x 2>/dev/null", g_bin, g_dir),
 	    2);
