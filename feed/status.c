@@ -387,6 +387,30 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 	return b.p;
 }
 
+char *uf_status_render_health(const struct uf_status_snapshot *snap, unsigned *code)
+{
+	struct tbuf b = {0};
+	int bad = 0;
+
+	for (int i = 0; i < snap->nfeeds && i < UF_CFG_MAX_FEEDS; i++) {
+		const struct uf_status_feed *f = &snap->feeds[i];
+		if (f->state == UF_STATUS_RUNNING)
+			continue;
+		bad++;
+		tb_printf(&b, "feed %s: %s%s%s\n", f->name, uf_status_state_name(f->state),
+		          f->error[0] ? ": " : "", f->error);
+	}
+	if (!bad)
+		tb_printf(&b, "ok: %d feed%s running\n", snap->nfeeds,
+		          snap->nfeeds == 1 ? "" : "s");
+	*code = bad ? 503 : 200;
+	if (b.failed) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
+
 /* ---- HTTP ---- */
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type,
@@ -429,7 +453,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 {
 	struct uf_status_server *s = cls;
 	struct uf_status_snapshot *snap;
-	int is_status, is_metrics;
+	enum { PAGE_INDEX, PAGE_STATUS, PAGE_METRICS, PAGE_HEALTH } page;
+	unsigned code = MHD_HTTP_OK;
 	char *body;
 
 	/* Count every request once (the first call for it). */
@@ -438,11 +463,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		/* Only the HTTP thread writes it; relaxed: a monitoring number, orders nothing. */
 		uf_store_relaxed_u64(&s->requests, s->requests + 1);
 	}
-	is_status = strcmp(url, "/status") == 0;
-	is_metrics = strcmp(url, "/metrics") == 0;
-	if (!is_status && !is_metrics && strcmp(url, "/") != 0)
-		return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
-		             textf("404 not found: %.100s (try /status or /metrics)\n", url), NULL);
+	if (strcmp(url, "/status") == 0)
+		page = PAGE_STATUS;
+	else if (strcmp(url, "/metrics") == 0)
+		page = PAGE_METRICS;
+	else if (strcmp(url, "/health") == 0)
+		page = PAGE_HEALTH;
+	else if (strcmp(url, "/") == 0)
+		page = PAGE_INDEX;
+	else
+		return reply(
+		    conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
+		    textf("404 not found: %.100s (try /status, /metrics or /health)\n", url), NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
 		static const char *const known[] = {"POST",    "PUT",   "DELETE", "PATCH",
 		                                    "OPTIONS", "TRACE", "CONNECT"};
@@ -458,12 +490,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		             textf("405 method not allowed: %.20s (GET or HEAD)\n", method),
 		             "GET, HEAD");
 	}
-	if (!is_status && !is_metrics)
-		return reply(
-		    conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
-		    textf("uringfeed status endpoint\n  GET /status   JSON\n  GET /metrics  "
-		          "Prometheus text format\n"),
-		    NULL);
+	if (page == PAGE_INDEX)
+		return reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
+		             textf("uringfeed status endpoint\n"
+		                   "  GET /status   JSON: counters, latency, rings, consumers\n"
+		                   "  GET /metrics  Prometheus text format\n"
+		                   "  GET /health   200 when every feed runs, else 503\n"),
+		             NULL);
 
 	snap = calloc(1, sizeof(*snap));
 	if (!snap)
@@ -474,12 +507,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
 		             textf("503 status not available yet\n"), NULL);
 	}
-	body = is_status ? uf_status_render_json(snap) : uf_status_render_prometheus(snap);
+	switch (page) {
+	case PAGE_STATUS:
+		body = uf_status_render_json(snap);
+		break;
+	case PAGE_METRICS:
+		body = uf_status_render_prometheus(snap);
+		break;
+	default:
+		body = uf_status_render_health(snap, &code);
+		break;
+	}
 	free(snap);
 	if (!body)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
 		             textf("500 could not render\n"), NULL);
-	if (is_status) {
+	if (page == PAGE_STATUS) {
 		/* json_dumps output has no trailing newline; curl users appreciate one. */
 		size_t n = strlen(body);
 		char *nb = realloc(body, n + 2);
@@ -489,8 +532,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			body[n + 1] = '\0';
 		}
 	}
-	return reply(conn, MHD_HTTP_OK,
-	             is_status ? "application/json" : "text/plain; version=0.0.4; charset=utf-8",
+	return reply(conn, code,
+	             page == PAGE_STATUS    ? "application/json"
+	             : page == PAGE_METRICS ? "text/plain; version=0.0.4; charset=utf-8"
+	                                    : "text/plain; charset=utf-8",
 	             body, NULL);
 }
 

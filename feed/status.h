@@ -3,6 +3,8 @@
  *   GET /status   one JSON document (jansson): per feed its counters, per line, decode errors
  *                 by kind, latency quantiles, the ring's sequence and its consumers.
  *   GET /metrics  the same numbers in the Prometheus text exposition format 0.0.4.
+ *   GET /health   200 "ok: N feeds running" when every feed runs, else 503 listing the feeds
+ *                 that do not (and why): for load balancers and systemd/k8s probes.
  *   GET /         a short plain-text index of the above.
  *   HEAD on each of these; other known methods 405 (with Allow), unknown ones 501, any other
  *   path 404; malformed HTTP (HTTP/1.1 without Host, broken header lines) gets 400 and an
@@ -105,6 +107,8 @@ void uf_status_stop(struct uf_status_server *s);
  * (NUL-terminated) the caller frees, or NULL on allocation failure. */
 char *uf_status_render_json(const struct uf_status_snapshot *snap);
 char *uf_status_render_prometheus(const struct uf_status_snapshot *snap);
+/* Plain text for /health; *code gets 200 when every feed runs, else 503. */
+char *uf_status_render_health(const struct uf_status_snapshot *snap, unsigned *code);
 
 /* "starting", "running", ... */
 const char *uf_status_state_name(enum uf_status_state st);

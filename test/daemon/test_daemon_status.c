@@ -625,13 +625,21 @@ static void test_status_bad_requests_get_proper_codes(void **state)
 	assert_int_equal(r.code, 200);
 	assert_non_null(strstr(r.body, "/metrics"));
 	free(r.body);
+	/* /health: feed beta failed, so 503 naming it and why; HEAD gives the same code. */
+	http(port, "GET", "/health", &r);
+	assert_int_equal(r.code, 503);
+	assert_string_equal(r.body, "feed beta: failed: bind: \"quoted\" \\ error\n");
+	free(r.body);
+	http(port, "HEAD", "/health", &r);
+	assert_int_equal(r.code, 503);
+	free(r.body);
 	fx->fail = 1;
 	http(port, "GET", "/status", &r);
 	assert_int_equal(r.code, 503);
 	free(r.body);
 	fx->fail = 0;
 	/* Requests libmicrohttpd refused itself (400, 505) never reach the handler. */
-	assert_int_equal(uf_status_requests(fx->srv), 9);
+	assert_int_equal(uf_status_requests(fx->srv), 11);
 }
 
 /* A "feed thread" keeps adding to a counter while requests read it: every read sees a
@@ -671,6 +679,28 @@ static void test_status_reads_counters_while_a_feed_thread_writes(void **state)
 	json_decref(j);
 }
 
+static void test_status_health_is_200_when_every_feed_runs(void **state)
+{
+	struct uf_status_snapshot *snap = calloc(1, sizeof(*snap));
+	unsigned code = 0;
+	char *body;
+
+	snap->nfeeds = 2;
+	snprintf(snap->feeds[0].name, sizeof(snap->feeds[0].name), "a");
+	snprintf(snap->feeds[1].name, sizeof(snap->feeds[1].name), "b");
+	snap->feeds[0].state = snap->feeds[1].state = UF_STATUS_RUNNING;
+	body = uf_status_render_health(snap, &code);
+	assert_int_equal(code, 200);
+	assert_string_equal(body, "ok: 2 feeds running\n");
+	free(body);
+	snap->feeds[1].state = UF_STATUS_STOPPING;
+	body = uf_status_render_health(snap, &code);
+	assert_int_equal(code, 503);
+	assert_string_equal(body, "feed b: stopping\n");
+	free(body);
+	free(snap);
+}
+
 static void test_status_port_in_use_is_reported_with_the_address(void **state)
 {
 	struct fixture *fx = *state;
@@ -698,6 +728,7 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_status_reads_counters_while_a_feed_thread_writes,
 	                                    setup, teardown),
+	    cmocka_unit_test(test_status_health_is_200_when_every_feed_runs),
 	    cmocka_unit_test_setup_teardown(test_status_port_in_use_is_reported_with_the_address,
 	                                    setup, teardown),
 	};
