@@ -235,10 +235,10 @@ static int teardown(void **state)
 #define CONFIG(symbols)                                                                            \
 	"{\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"level\":\"info\"},\"feeds\":[{"       \
 	"\"name\":\"life\",\"backend\":\"epoll\",\"cpu\":-1,"                                      \
-	"\"lines\":[{\"name\":\"A\",\"group\":\"239.77.7.1\",\"port\":41701,\"interface\":\"127."  \
+	"\"lines\":[{\"name\":\"A\",\"group\":\"239.79.0.1\",\"port\":44701,\"interface\":\"127."  \
 	"0.0.1\"},"                                                                                \
-	"{\"name\":\"B\",\"group\":\"239.77.7.2\",\"port\":41702,\"interface\":\"127.0.0.1\"}],"   \
-	"\"recovery\":{\"server\":\"127.0.0.1:41710\"},"                                           \
+	"{\"name\":\"B\",\"group\":\"239.79.0.2\",\"port\":44702,\"interface\":\"127.0.0.1\"}],"   \
+	"\"recovery\":{\"server\":\"127.0.0.1:44710\"},"                                           \
 	"\"ring\":{\"name\":\"uf_life_test\",\"capacity\":1048576},"                               \
 	"\"book\":{\"max_orders\":1000000}" symbols "}]}"
 
@@ -269,9 +269,9 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	                       "--in",
 	                       day,
 	                       "--a",
-	                       "239.77.7.1:41701",
+	                       "239.79.0.1:44701",
 	                       "--b",
-	                       "239.77.7.2:41702",
+	                       "239.79.0.2:44702",
 	                       "--interface",
 	                       "127.0.0.1",
 	                       "--rate",
@@ -283,7 +283,7 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	                       "--seed",
 	                       "5",
 	                       "--serve-rerequests",
-	                       "41710",
+	                       "44710",
 	                       NULL};
 	replay = spawn(rargv, "replay.out", "replay.err");
 
