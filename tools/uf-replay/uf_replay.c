@@ -60,6 +60,8 @@ struct rp {
 	size_t mtu;                 /* payload bytes per packet */
 	double rate;                /* messages/s (0 = --speed) */
 	double speed;               /* timestamp speed factor (0 = --rate) */
+	double burst;               /* --burst: bursts at this multiple of --rate (0 = steady) */
+	double burst_period;        /* --burst-period in seconds: one burst per period */
 	double dup, reorder;        /* probabilities, both lines */
 	int tx;                     /* multicast sender */
 	int srv;                    /* re-request server socket, -1 when not serving */
@@ -101,7 +103,7 @@ static void usage(FILE *f)
 		"                 [--session NAME] [--rate MSGS_PER_S | --speed FACTOR]\n"
 		"                 [--drop-a P|@SEQ,...] [--drop-b P|@SEQ,...] [--dup P] [--reorder P]\n"
 		"                 [--seed S] [--serve-rerequests PORT] [--linger SECONDS] [--mtu BYTES]\n"
-		"                 [--verbose]\n"
+		"                 [--burst FACTOR [--burst-period MS]] [--verbose]\n"
 		"Sends FILE (Nasdaq daily ITCH format or a pcap of MoldUDP64) as MoldUDP64 to the A and\n"
 		"B groups, messages numbered 1..N in file order, packed up to --mtu payload bytes\n"
 		"(default %d), at --rate messages/s (default %.0f; 0 = as fast as possible) or at the\n"
@@ -111,7 +113,9 @@ static void usage(FILE *f)
 		"both lines with probability P (a reordered packet is sent after the next one). --seed\n"
 		"makes every fault repeatable (default 1). --serve-rerequests answers MoldUDP64\n"
 		"re-requests on that UDP port from what was sent, also for --linger seconds after the end\n"
-		"(default 0). Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
+		"(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x R\n"
+		"at the start of every --burst-period (default 100 ms), silent for the rest of it.\n"
+		"Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 		RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
 
@@ -357,8 +361,9 @@ int main(int argc, char **argv)
 	r.mtu = RP_DEFAULT_MTU;
 	r.rate = RP_DEFAULT_RATE;
 	r.srv = -1;
+	r.burst_period = 0.1;
 	enum { O_IN = 1, O_A, O_B, O_IF, O_SESS, O_RATE, O_SPEED, O_DA, O_DB, O_DUP, O_REORDER, O_SEED,
-	       O_SERVE, O_LINGER, O_MTU, O_VERBOSE, O_HELP };
+	       O_SERVE, O_LINGER, O_MTU, O_VERBOSE, O_HELP, O_BURST, O_BURST_PERIOD };
 	static const struct option opts[] = {
 		{ "in", 1, 0, O_IN }, { "a", 1, 0, O_A }, { "b", 1, 0, O_B },
 		{ "interface", 1, 0, O_IF }, { "session", 1, 0, O_SESS }, { "rate", 1, 0, O_RATE },
@@ -366,6 +371,7 @@ int main(int argc, char **argv)
 		{ "dup", 1, 0, O_DUP }, { "reorder", 1, 0, O_REORDER }, { "seed", 1, 0, O_SEED },
 		{ "serve-rerequests", 1, 0, O_SERVE }, { "linger", 1, 0, O_LINGER },
 		{ "mtu", 1, 0, O_MTU }, { "verbose", 0, 0, O_VERBOSE }, { "help", 0, 0, O_HELP },
+		{ "burst", 1, 0, O_BURST }, { "burst-period", 1, 0, O_BURST_PERIOD },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -412,6 +418,14 @@ int main(int argc, char **argv)
 			break;
 		}
 		case O_VERBOSE: r.verbose = 1; break;
+		case O_BURST:
+			r.burst = strtod(optarg, &end);
+			bad = *end || end == optarg || !(r.burst >= 1 && r.burst <= 1000);
+			break;
+		case O_BURST_PERIOD:
+			r.burst_period = strtod(optarg, &end) / 1e3;
+			bad = *end || end == optarg || !(r.burst_period > 0 && r.burst_period <= 60);
+			break;
 		case O_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -428,6 +442,10 @@ int main(int argc, char **argv)
 	}
 	if (have_rate && r.speed > 0) {
 		fprintf(stderr, "uf-replay: --rate and --speed exclude each other\n");
+		return 2;
+	}
+	if (r.burst > 0 && !(r.rate > 0 && r.speed == 0)) {
+		fprintf(stderr, "uf-replay: --burst needs a --rate above 0\n");
 		return 2;
 	}
 	if (r.speed > 0)
@@ -487,7 +505,13 @@ int main(int argc, char **argv)
 		uint64_t k = rp_fit(&r, seq, r.n + 1);
 		/* When may this packet go? Rate: its first message's slot. Speed: its timestamp. */
 		uint64_t due = start;
-		if (r.rate > 0)
+		if (r.rate > 0 && r.burst > 1) {
+			/* Period k's messages go at burst x rate from the period's start. */
+			double per = r.rate * r.burst_period, i = (double)(seq - 1);
+			double k = (double)(uint64_t)(i / per);
+			due = start + (uint64_t)(k * r.burst_period * 1e9 +
+						 (i - k * per) * 1e9 / (r.rate * r.burst));
+		} else if (r.rate > 0)
 			due = start + (uint64_t)((double)(seq - 1) * 1e9 / r.rate);
 		else if (r.speed > 0) {
 			uint64_t ts = rp_msg_ts(&r.msgs[seq - 1]);
