@@ -324,6 +324,13 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		uf_stat_add(&f->stats.lines[src].packets, 1);
 		uf_stat_add(&f->stats.lines[src].bytes, p->len);
 	} else {
+		/* Only the configured server may answer: anything else on this unconnected socket
+		 * could inject messages into the stream. */
+		if (UF_UNLIKELY(p->from_addr != f->cfg.recovery.server.sin_addr.s_addr ||
+				p->from_port != f->cfg.recovery.server.sin_port)) {
+			uf_stat_add(&f->stats.recovery_foreign, 1);
+			return;
+		}
 		src = UF_ARB_SRC_RECOVERY;
 		uf_stat_add(&f->stats.recovery_packets, 1);
 	}

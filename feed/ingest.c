@@ -155,6 +155,8 @@ static int uf_ingest_mmsg_take(struct uf_ingest *ig, int src, int base, int got,
 		k->src = (uint16_t)src;
 		k->bid = 0;
 		k->rx_ns = 0;
+		k->from_addr = ig->from[base + i].sin_addr.s_addr;
+		k->from_port = ig->from[base + i].sin_port;
 		if (UF_UNLIKELY(m->msg_hdr.msg_flags & MSG_TRUNC))
 			uf_stat_add(&ig->st[src]->truncated, 1);
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m->msg_hdr); c;
@@ -174,8 +176,8 @@ static int uf_ingest_mmsg_recv(struct uf_ingest *ig, int src, int base, int room
 {
 	for (int i = base; i < base + room; i++) {
 		struct msghdr *h = &ig->mm[i].msg_hdr;
-		h->msg_name = NULL;
-		h->msg_namelen = 0;
+		h->msg_name = &ig->from[i];
+		h->msg_namelen = sizeof(ig->from[i]);
 		h->msg_iov = &ig->iov[i];
 		h->msg_iovlen = 1;
 		h->msg_control = ig->ctl[i];

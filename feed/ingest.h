@@ -41,6 +41,8 @@ struct uf_pkt {
 	uint16_t src;            /* source index */
 	uint16_t bid;            /* io_uring provided-buffer id (back end private) */
 	uint64_t rx_ns;          /* kernel receive time (CLOCK_REALTIME ns), 0 when none */
+	uint32_t from_addr;      /* sender IPv4 address (network order), 0 when unknown */
+	uint16_t from_port;      /* sender UDP port (network order) */
 };
 
 struct uf_ingest_params {
@@ -84,6 +86,7 @@ struct uf_ingest {
 	struct mmsghdr mm[UF_INGEST_BATCH];            /* recvmmsg vector */
 	struct iovec iov[UF_INGEST_BATCH];             /* one per buffer */
 	uint8_t ctl[UF_INGEST_BATCH][64];              /* SCM_TIMESTAMPNS space per message */
+	struct sockaddr_in from[UF_INGEST_BATCH];      /* sender address per message */
 };
 
 /* Sets up `p->backend` (or a fallback) over the sockets fds[0..nsrc). `st[i]` receive the

@@ -266,6 +266,14 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 			}
 		}
 		struct uf_pkt *k = &pkts[n++];
+		k->from_addr = 0;
+		k->from_port = 0;
+		if (o->namelen >= sizeof(struct sockaddr_in)) {
+			struct sockaddr_in sin;
+			memcpy(&sin, io_uring_recvmsg_name(o), sizeof(sin));
+			k->from_addr = sin.sin_addr.s_addr;
+			k->from_port = sin.sin_port;
+		}
 		k->data = io_uring_recvmsg_payload(o, &ig->rmsg);
 		k->len = io_uring_recvmsg_payload_length(o, c->res, &ig->rmsg);
 		k->src = (uint16_t)src;

@@ -52,6 +52,7 @@
 	X(rerequest_rate_limited, "re-requests postponed by the rate limit")                    \
 	X(recovery_packets, "packets received from the re-request server")                      \
 	X(recovered_messages, "messages delivered that came from the re-request server")        \
+	X(recovery_foreign, "datagrams on the re-request socket not from the server (dropped)")  \
 	X(gaps_unrecovered, "gaps given up (retries exhausted, no server, or queue overflow)")  \
 	X(messages_unrecovered, "messages given up: published as UF_REC_GAP markers")           \
 	X(queue_overflows, "times the bounded out-of-order queue was full (forced give-up)")    \
