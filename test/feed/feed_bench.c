@@ -18,8 +18,26 @@
 static volatile int g_stop;
 static struct uf_feed *g_feed;
 
+static pid_t g_tid;
+
+/* Voluntary (blocked) and involuntary (preempted) context switches of thread `tid`. */
+static void ctxsw(pid_t tid, unsigned long *vol, unsigned long *invol)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	FILE *f = fopen(path, "r");
+	*vol = *invol = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		sscanf(line, "voluntary_ctxt_switches: %lu", vol);
+		sscanf(line, "nonvoluntary_ctxt_switches: %lu", invol);
+	}
+	if (f)
+		fclose(f);
+}
+
 static void *run(void *arg)
 {
+	g_tid = gettid();
 	int rc = uf_feed_run(g_feed, &g_stop);
 	if (rc < 0)
 		fprintf(stderr, "uf_feed_run: %s\n", uf_feed_error(g_feed));
@@ -139,6 +157,8 @@ int main(int argc, char **argv)
 	struct timespec settle = { 0, 200000000 };
 	nanosleep(&settle, NULL); /* ring set up, SQ thread spinning */
 	double f0 = cpu_of(fcid), s0 = threads_cpu("iou-sqp");
+	unsigned long v0, i0, v1, i1;
+	ctxsw(g_tid, &v0, &i0);
 	struct rusage ru0, ru1;
 	getrusage(RUSAGE_SELF, &ru0);
 	uint64_t t0 = uf_now_mono_ns();
@@ -169,6 +189,7 @@ int main(int argc, char **argv)
 	}
 	uint64_t t1 = uf_now_mono_ns();
 	double f1 = cpu_of(fcid), s1 = threads_cpu("iou-sqp");
+	ctxsw(g_tid, &v1, &i1);
 	getrusage(RUSAGE_SELF, &ru1);
 	g_stop = 1;
 	pthread_join(thr, NULL);
@@ -185,6 +206,7 @@ int main(int argc, char **argv)
 	       "\"achieved_msgs_per_s\":%.0f,\"line_a_lost\":%llu,\"line_b_lost\":%llu,\"gaps\":%llu,"
 	       "\"rerequests\":%llu,\"recovered\":%llu,\"unrecovered\":%llu,\"rearms\":%llu,"
 	       "\"cq_overflows\":%llu,\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
+	       "\"feed_blocked\":%lu,\"feed_preempted\":%lu,"
 	       "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu}\n",
 	       backend, uf_feed_backend_name(g_feed), rate, (unsigned long long)s.messages, wall,
 	       (double)s.messages / wall, (unsigned long long)s.lines[0].gap_messages,
@@ -193,6 +215,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)s.messages_unrecovered,
 	       (unsigned long long)(s.lines[0].rearms + s.lines[1].rearms),
 	       (unsigned long long)s.cq_overflows, (f1 - f0) / wall, (s1 - s0) / wall, proc / wall,
+	       v1 - v0, i1 - i0,
 	       (unsigned long long)uf_lat_quantile(&s.latency, 0.5),
 	       (unsigned long long)uf_lat_quantile(&s.latency, 0.99),
 	       (unsigned long long)uf_lat_quantile(&s.latency, 0.999),
