@@ -74,6 +74,7 @@ struct uf_ingest {
 	size_t br_len;                                 /* its mapping length */
 	int br_registered;                             /* registered with the kernel */
 	int files_registered;                          /* sockets registered as fixed files */
+	int napi;                                      /* NAPI busy poll registered (6.9+) */
 	unsigned br_pending;                           /* buffers added, not yet advanced */
 	struct msghdr rmsg;                            /* template for multishot recvmsg */
 	int armed[UF_INGEST_MAX_SRC];                  /* multishot in flight per source */
