@@ -399,7 +399,55 @@ static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 		    c.st.lines[0].wins + c.st.lines[1].wins);
 }
 
+/* The next day: the same file replayed as a new session. The feed must notice the new
+ * session, reset the books and rebuild them from its first message (otherwise every order
+ * would exist twice). */
+static void test_feed_new_session_starts_the_books_over(void **state)
+{
+	struct ft_case c = { 0 };
+	ft_start(&c, 7, 1);
+	ft_replay(&c, 7, 1, "--session", "DAY1", "--linger", "0", NULL);
+	assert_int_equal(ft_wait(c.replay, 30000), 0);
+	ft_replay(&c, 7, 1, "--session", "DAY2", NULL);
+	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
+	uint64_t end = uf_now_mono_ns() + (uint64_t)FT_DONE_TIMEOUT_MS * 1000000u;
+	while (uf_now_mono_ns() < end && !(uf_load_relaxed_u64(&s->end_of_session) >= 2 &&
+					    uf_load_relaxed_u64(&s->messages) >= 2 * g_ref_msgs)) {
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	assert_string_equal(books, g_ref_books);
+	free(books);
+	ft_finish(&c);
+	assert_int_equal(c.st.sessions, 2);
+	assert_int_equal(c.st.end_of_session, 2);
+	assert_int_equal(c.st.messages, 2 * g_ref_msgs);
+	assert_int_equal(c.st.gaps_unrecovered, 0);
+}
+
 #if FT_URING
+/* The kernel refuses the SQ thread's CPU: the feed falls back (logged) and still works. */
+static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
+{
+	struct ft_case c = { 0 };
+	char err[256];
+	ft_config(&c.cfg, 8, 1);
+	c.cfg.backend = UF_BACKEND_IO_URING;
+	c.cfg.sqpoll_cpu = 4095; /* no such CPU: IORING_SETUP_SQ_AFF fails */
+	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	assert_string_equal(uf_feed_backend_name(c.feed), "io_uring");
+	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_replay(&c, 8, 1, NULL);
+	assert_int_equal(ft_wait_done(&c), 0);
+	assert_string_equal(uf_feed_backend_name(c.feed), "io_uring_nosqpoll");
+	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	assert_string_equal(books, g_ref_books);
+	free(books);
+	ft_finish(&c);
+}
+
 /* A buffer ring far too small for the burst: multishot receives end with -ENOBUFS, are
  * re-armed and counted, and nothing is lost (the datagrams wait in the socket). */
 static void test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing(void **state)
@@ -521,8 +569,10 @@ int main(void)
 		cmocka_unit_test(test_feed_dead_server_flags_gap_and_keeps_running),
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
+		cmocka_unit_test(test_feed_new_session_starts_the_books_over),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
+		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),
 #endif
 	};
 	return cmocka_run_group_tests(tests, ft_setup, ft_teardown);
