@@ -392,6 +392,16 @@ static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
 	uf_store_release_u32(&f->filt_pending, 0); /* the old slot is free for the next change */
 }
 
+/* Mirrors the publisher's integrity error total into the feed counters (once a batch: the
+ * publisher counts per kind, the status endpoint wants one number per feed). */
+static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
+{
+	struct uf_publish_stats ps;
+	uf_publish_stats(f->pub, &ps);
+	if (ps.errors_total != f->stats.book_integrity_errors)
+		uf_store_relaxed_u64(&f->stats.book_integrity_errors, ps.errors_total);
+}
+
 static void uf_feed_pin(int cpu)
 {
 	if (cpu < 0)
@@ -455,6 +465,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			for (int i = 0; i < n; i++)
 				uf_feed_packet(f, &pkts[i]);
 			uf_ingest_release(&f->ig, pkts, n);
+			uf_feed_sync_pub_stats(f);
 		}
 		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
 			uf_arb_tick(&f->arb, uf_now_mono_ns(), n < UF_INGEST_BATCH);

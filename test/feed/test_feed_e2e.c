@@ -311,6 +311,7 @@ static void ft_expect_identical(struct ft_case *c)
 	assert_int_equal(c->st.gaps_unrecovered, 0);
 	assert_int_equal(c->st.end_of_session, 1);
 	assert_int_equal(c->st.sessions, 1);
+	assert_int_equal(c->st.book_integrity_errors, 0);
 	assert_true(c->st.latency.count > 0);
 }
 
@@ -387,6 +388,9 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
 	assert_true(c.st.rerequests >= 1); /* it tried, retried, then gave up */
 	assert_true(c.st.rerequest_timeouts >= 1);
 	assert_int_equal(c.st.end_of_session, 1); /* and went on to the end of the day */
+	fprintf(stderr, "book integrity errors after the gap: %llu\n",
+		(unsigned long long)c.st.book_integrity_errors);
+	assert_true(c.st.book_integrity_errors > 0); /* later messages hit the lost orders */
 }
 
 static void test_feed_duplicates_and_reordering_change_nothing(void **state)
