@@ -18,45 +18,77 @@ static inline void lock_even(struct uf_image_entry *e, uint64_t seq)
 	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
 }
 
-/* Opens the entry for writing: readers that start now (or are mid-copy) will retry. Inside
- * uf_ring_image_begin/end of the same instrument the entry is already open. */
+/* Opens the entry for writing: readers that start now (or are mid-copy) will retry. Inside a
+ * bracket the entry is locked once and stays locked until the bracket ends. */
 static inline struct uf_image_entry *entry_begin(struct uf_ring *r, uint32_t id)
 {
 	struct uf_image_entry *e;
 
 	if (UF_UNLIKELY(id >= r->image->max_instruments))
 		return NULL;
-	if (r->open_e && r->open_id == id)
-		return r->open_e;
 	e = uf_image_entry_at(r->image, id);
+	if (r->batch) {
+		if (!r->is_touched[id]) {
+			r->is_touched[id] = 1;
+			r->touched[r->ntouched++] = id;
+			lock_odd(e);
+		}
+		return e;
+	}
 	lock_odd(e);
 	return e;
 }
 
 static inline void entry_end(struct uf_ring *r, struct uf_image_entry *e, uint64_t seq)
 {
-	if (e != r->open_e)
+	if (!r->batch)
 		lock_even(e, seq);
+}
+
+/* Ends a bracket: every entry it touched becomes visible at once, stamped `seq`. */
+static void release_touched(struct uf_ring *r, uint64_t seq)
+{
+	for (uint32_t i = 0; i < r->ntouched; i++) {
+		uint32_t id = r->touched[i];
+		lock_even(uf_image_entry_at(r->image, id), seq);
+		r->is_touched[id] = 0;
+	}
+	r->ntouched = 0;
+	r->batch = 0;
 }
 
 int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument)
 {
 	if (UF_UNLIKELY(instrument >= r->image->max_instruments))
 		return -ERANGE;
-	if (UF_UNLIKELY(r->open_e != NULL))
+	if (UF_UNLIKELY(r->batch))
 		return -EBUSY;
-	r->open_e = uf_image_entry_at(r->image, instrument);
-	r->open_id = instrument;
-	lock_odd(r->open_e);
+	r->batch = 1;
+	entry_begin(r, instrument); /* held until uf_ring_image_end */
 	return 0;
 }
 
 void uf_ring_image_end(struct uf_ring *r, uint64_t seq)
 {
-	if (!r->open_e)
+	if (r->batch == 1)
+		release_touched(r, seq);
+}
+
+int uf_ring_image_batch_begin(struct uf_ring *r)
+{
+	if (UF_UNLIKELY(r->batch))
+		return -EBUSY;
+	r->batch = 2;
+	return 0;
+}
+
+void uf_ring_image_batch_end(struct uf_ring *r, uint64_t seq)
+{
+	if (r->batch != 2)
 		return;
-	lock_even(r->open_e, seq);
-	r->open_e = NULL;
+	release_touched(r, seq);
+	/* every record < seq is reflected: late consumers may resume from here */
+	uf_store_release_u64(&r->image->commit_seq, seq);
 }
 
 static void copy_side(struct uf_level *dst, uint32_t depth, const struct uf_level *src, uint32_t n)

@@ -247,9 +247,14 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 		return -EBUSY;
 	}
 	r = calloc(1, sizeof(*r));
-	if (!r) {
+	if (r) { /* bracket bookkeeping: allocated now, never on the hot path */
+		r->touched = calloc(opt.max_instruments, sizeof(*r->touched));
+		r->is_touched = calloc(opt.max_instruments, sizeof(*r->is_touched));
+	}
+	if (!r || !r->touched || !r->is_touched) {
 		ring_err(err, errlen, "ring %s: out of memory", name);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out_free;
 	}
 	unlink(data_tmp); /* leftovers of a crashed start with our pid */
 	unlink(cons_tmp);
@@ -320,6 +325,10 @@ out_unmap_data:
 	munmap(data, data_size);
 	unlink(data_tmp);
 out_free:
+	if (r) {
+		free(r->touched);
+		free(r->is_touched);
+	}
 	free(r);
 	return rc;
 }
@@ -336,6 +345,11 @@ void uf_ring_close(struct uf_ring *r)
 {
 	if (!r)
 		return;
+	if (r->batch) { /* a bracket left open: release it rather than leave entries locked */
+		r->batch = 2;
+		uf_ring_image_batch_end(r, r->tail);
+	}
+	uf_ring_image_commit(r); /* everything published is in the image */
 	r->hdr->closed_ns = uf_now_realtime_ns();
 	/* every record and closed_ns are visible before the state says closed */
 	uf_store_release_u32(&r->hdr->state, UF_RING_STATE_CLOSED);
@@ -343,6 +357,8 @@ void uf_ring_close(struct uf_ring *r)
 	uf_ring_wake(r);
 	munmap(r->ct, r->ct_size);
 	munmap(r->hdr, r->data_size);
+	free(r->touched);
+	free(r->is_touched);
 	free(r);
 }
 

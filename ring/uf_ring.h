@@ -46,19 +46,21 @@ struct uf_ring_options {
 
 /* Producer handle. Fields are visible so the hot path can be inlined; treat them as private. */
 struct uf_ring {
-	struct uf_ring_hdr *hdr;       /* mapping of the data file (read-write) */
-	struct uf_ring_ctable *ct;     /* mapping of the consumer table (read-write) */
-	struct uf_record *slots;       /* hdr + ring_off */
-	struct uf_image_hdr *image;    /* hdr + image_off */
-	uint64_t mask;                 /* capacity - 1 */
-	uint64_t tail;                 /* local copy of hdr->tail (only this thread writes it) */
-	uint64_t max_batch;            /* largest n accepted by uf_ring_publish */
-	struct uf_image_entry *open_e; /* entry held open by uf_ring_image_begin, or NULL */
-	uint32_t open_id;              /* its instrument id */
-	size_t data_size;              /* bytes mapped at hdr */
-	size_t ct_size;                /* bytes mapped at ct */
-	char name[UF_RING_NAME_MAX];   /* ring name */
-	char dir[128];                 /* shm directory */
+	struct uf_ring_hdr *hdr;     /* mapping of the data file (read-write) */
+	struct uf_ring_ctable *ct;   /* mapping of the consumer table (read-write) */
+	struct uf_record *slots;     /* hdr + ring_off */
+	struct uf_image_hdr *image;  /* hdr + image_off */
+	uint64_t mask;               /* capacity - 1 */
+	uint64_t tail;               /* local copy of hdr->tail (only this thread writes it) */
+	uint64_t max_batch;          /* largest n accepted by uf_ring_publish */
+	int batch;                   /* 0, 1 inside image_begin/end, 2 inside batch_begin/end */
+	uint32_t ntouched;           /* entries held open (odd lock) by the bracket */
+	uint32_t *touched;           /* their ids (max_instruments entries, setup-allocated) */
+	uint8_t *is_touched;         /* per id: 1 while in touched[] */
+	size_t data_size;            /* bytes mapped at hdr */
+	size_t ct_size;              /* bytes mapped at ct */
+	char name[UF_RING_NAME_MAX]; /* ring name */
+	char dir[128];               /* shm directory */
 };
 
 /* What uf_ring_consumers() reports per registered consumer. */
@@ -164,14 +166,22 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
  * taken after publishing the message's records. Return 0, or -ERANGE for an instrument id
  * >= max_instruments, -EINVAL for a bad side or too many levels (n > depth is cut to depth). */
 
-/* Brackets several setters for one instrument into one consistent update. A message that
- * changes more than one thing of an instrument (both sides; a level and a trade) MUST use
- * it: otherwise a reader could copy the first change already stamped as if the whole message
- * were applied, and skip the stream records of the rest (a gap). Between begin and end, the
- * setters for this instrument ignore their `seq`; end stamps the entry with `seq`.
- * begin returns -ERANGE for a bad id, -EBUSY when another entry is still open. */
+/* Brackets several setters into one consistent update: every entry a setter touches between
+ * begin and end stays locked (readers retry) until end, which stamps them all with `seq`; the
+ * setters' own `seq` arguments are ignored inside. A message that changes more than one thing
+ * of an instrument (both sides; a level and a trade) MUST be bracketed: otherwise a reader
+ * could copy the first change already stamped as if the whole message were applied, and skip
+ * the stream records of the rest (a gap).
+ *   uf_ring_image_begin(r, id) / uf_ring_image_end(r, seq): one message, one instrument.
+ *   uf_ring_image_batch_begin(r) / uf_ring_image_batch_end(r, seq): everything the records of
+ *   one uf_ring_publish call changed (a packet's worth, any instruments, any order); end also
+ *   commits (see uf_ring_image_commit), so pass the tail after that publish.
+ * Entries stay locked for the length of the bracket: keep it to one message or packet.
+ * Returns -ERANGE for a bad id, -EBUSY when a bracket is already open. */
 int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument);
 void uf_ring_image_end(struct uf_ring *r, uint64_t seq);
+int uf_ring_image_batch_begin(struct uf_ring *r);
+void uf_ring_image_batch_end(struct uf_ring *r, uint64_t seq);
 
 /* Declares that the image reflects every record published so far: call it once per message,
  * after both publishing its records and updating the image (one release store).

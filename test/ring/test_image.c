@@ -131,8 +131,13 @@ static void produce_message(struct uf_ring *r, struct model *m, uint64_t *rng)
 		model_apply(m, rec);
 	}
 	assert_int_equal(uf_ring_publish(r, recs, (size_t)nrec), 0);
-	/* one consistent image update per message (both sides and the trade may change) */
-	assert_int_equal(uf_ring_image_begin(r, inst), 0);
+	/* one consistent image update per message (both sides and the trade may change):
+	 * alternately the per-instrument bracket and the per-publish batch */
+	int batch = (int)(x >> 40) & 1;
+	if (batch)
+		assert_int_equal(uf_ring_image_batch_begin(r), 0);
+	else
+		assert_int_equal(uf_ring_image_begin(r, inst), 0);
 	for (int side = 0; side < 2; side++) {
 		if (!touched_side[side])
 			continue;
@@ -148,8 +153,12 @@ static void produce_message(struct uf_ring *r, struct model *m, uint64_t *rng)
 				uf_ring_image_add_trade(r, inst, recs[i].price, recs[i].shares, 0,
 				                        0, uf_ring_tail(r));
 	}
-	uf_ring_image_end(r, uf_ring_tail(r));
-	uf_ring_image_commit(r);
+	if (batch) {
+		uf_ring_image_batch_end(r, uf_ring_tail(r)); /* commits too */
+	} else {
+		uf_ring_image_end(r, uf_ring_tail(r));
+		uf_ring_image_commit(r);
+	}
 }
 
 /* 1 when the consumer's model of `inst` equals snapshot `s` (book, volume, trades). */
@@ -478,6 +487,25 @@ static void test_image_directory_status_and_limits(void **state)
 	assert_int_equal(s.stamp, 20);
 	assert_int_equal(s.nask, 2);
 	assert_int_equal(s.volume, 7);
+
+	/* a batch: any instruments, any order; all visible at batch end with its stamp */
+	assert_int_equal(uf_ring_image_batch_begin(r), 0);
+	assert_int_equal(uf_ring_image_batch_begin(r), -EBUSY);
+	assert_int_equal(uf_ring_image_begin(r, 3), -EBUSY);
+	assert_int_equal(uf_ring_image_add_trade(r, 3, 1002, 5, 0, 0, 1), 0);
+	assert_int_equal(uf_ring_image_set_levels(r, 9, UF_SIDE_BID, lv, 3, 1, 0), 0);
+	assert_int_equal(uf_ring_image_add_trade(r, 3, 1003, 6, 0, 0, 1), 0);
+	assert_int_equal(uf_consumer_snapshot(c, 3, &s), -EBUSY);
+	assert_int_equal(uf_consumer_snapshot(c, 9, &s), -EBUSY);
+	uf_ring_image_batch_end(r, 30);
+	assert_int_equal(uf_consumer_snapshot(c, 3, &s), 0);
+	assert_int_equal(s.stamp, 30);
+	assert_int_equal(s.volume, 7 + 5 + 6);
+	assert_int_equal(s.trades, 3);
+	assert_int_equal(s.last_price, 1003);
+	assert_int_equal(uf_consumer_snapshot(c, 9, &s), 0);
+	assert_int_equal(s.stamp, 30);
+	assert_int_equal(s.nbid, 3);
 
 	/* fewer levels clear the rest */
 	assert_int_equal(uf_ring_image_set_levels(r, 3, UF_SIDE_BID, lv, 1, 15, 0), 0);
