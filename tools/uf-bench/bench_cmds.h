@@ -2,3 +2,4 @@
  * `int uf_bench_<name>(int argc, char **argv)` (defined in bench_<name>.c) and adds it to the
  * dispatch table in main.c. */
 UF_BENCH_CMD(ring, "shm ring vs ZeroMQ PUB/SUB vs Unix datagram: latency and throughput")
+UF_BENCH_CMD(e2e, "uf-replay -> uringfeed -> consumers per back end: latency, max rate, CPU/msg")

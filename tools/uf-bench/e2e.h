@@ -1,0 +1,53 @@
+/* uf-bench e2e helpers: child processes, the daemon's status endpoint, /proc CPU times and
+ * gnuplot. Only bench_e2e.c uses them; none of this is on a measured path. */
+#ifndef UF_BENCH_E2E_H
+#define UF_BENCH_E2E_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The feed counters one step compares before and after (from GET /status, feeds[0]). */
+struct e2e_status {
+	uint64_t messages;             /* messages delivered in sequence */
+	uint64_t gaps;                 /* gaps in the arbitrated stream */
+	uint64_t rerequests;           /* re-requests sent */
+	uint64_t gaps_unrecovered;     /* gaps given up */
+	uint64_t messages_unrecovered; /* messages given up */
+	uint64_t queue_overflows;      /* out-of-order queue full */
+	uint64_t line_gaps;            /* sum over lines of their own sequence jumps */
+	uint64_t line_enobufs;         /* sum over lines: provided buffer ring empty */
+	uint64_t cq_overflows;         /* io_uring CQ overflows */
+	uint64_t end_of_session;       /* end-of-session packets acted on */
+	uint64_t records;              /* records published */
+	uint64_t ring_sequence;        /* ring tail (next sequence to publish) */
+	char state[16];                /* "running", ... */
+};
+
+/* A UDP (SOCK_DGRAM) or TCP (SOCK_STREAM) port on 127.0.0.1 nobody holds right now (bound to
+ * port 0, then released): unique ports per run without a fixed range. Returns it or -errno. */
+int e2e_free_port(int socktype);
+
+/* Forks and execs argv[0] with stdout to `out_path` and stderr to `err_path` (NULL: inherit).
+ * The child dies with the parent (PR_SET_PDEATHSIG). Returns the pid or -errno. */
+pid_t e2e_spawn(char *const argv[], const char *out_path, const char *err_path);
+
+/* GET `path` from 127.0.0.1:port; the body (NUL-terminated, malloc'ed) in *body.
+ * Returns the HTTP status code or -errno (-ETIMEDOUT after timeout_ms). */
+int e2e_http_get(uint16_t port, const char *path, int timeout_ms, char **body);
+
+/* GET /status and fills `st` from its first feed. Returns 0 or -errno (-EPROTO: bad JSON). */
+int e2e_status_read(uint16_t port, struct e2e_status *st);
+
+/* utime + stime of every thread of `pid` so far (kernel threads of the process, such as the
+ * io_uring SQPOLL thread, included), in ns. Returns 0 or -errno. */
+int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns);
+
+/* Writes `text` to `path`. Returns 0 or -errno. */
+int e2e_write_file(const char *path, const char *text);
+
+/* Runs `gnuplot script` in `dir`, waiting at most timeout_ms. Returns 0, or -errno / the
+ * exit status as a positive number (with a line on stderr saying which). */
+int e2e_gnuplot(const char *dir, const char *script, int timeout_ms);
+
+#endif /* UF_BENCH_E2E_H */

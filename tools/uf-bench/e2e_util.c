@@ -1,0 +1,285 @@
+/* uf-bench e2e helpers (see e2e.h). */
+#include "e2e.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+int e2e_free_port(int socktype)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, socktype, 0), port;
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+		port = -errno;
+		close(fd);
+		return port;
+	}
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static int redirect(int fd, const char *path)
+{
+	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (f < 0)
+		return -1;
+	if (dup2(f, fd) < 0)
+		return -1;
+	close(f);
+	return 0;
+}
+
+pid_t e2e_spawn(char *const argv[], const char *out_path, const char *err_path)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* A killed uf-bench must not leave a busy-polling daemon behind. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);
+		if ((out_path && redirect(1, out_path) < 0) ||
+		    (err_path && redirect(2, err_path) < 0))
+			_exit(127);
+		execv(argv[0], argv);
+		fprintf(stderr, "uf-bench: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+int e2e_http_get(uint16_t port, const char *path, int timeout_ms, char **body)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons(port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	uint64_t end = uf_bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	size_t cap = 1 << 16, len = 0;
+	char req[256], *buf = NULL, *p;
+	int fd, rc, code;
+
+	*body = NULL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		rc = -EIO;
+		goto out_close;
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
+	for (;;) { /* HTTP/1.0: the server closes after the body */
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		uint64_t now = uf_bench_now_ns();
+		ssize_t n;
+		if (now >= end) {
+			rc = -ETIMEDOUT;
+			goto out_free;
+		}
+		if (poll(&pfd, 1, (int)((end - now) / 1000000 + 1)) <= 0)
+			continue;
+		if (len + 1 == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				rc = -ENOMEM;
+				goto out_free;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out_free;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	p = strstr(buf, "\r\n\r\n");
+	if (sscanf(buf, "HTTP/%*d.%*d %d", &code) != 1 || !p) {
+		rc = -EPROTO;
+		goto out_free;
+	}
+	memmove(buf, p + 4, strlen(p + 4) + 1);
+	*body = buf;
+	close(fd);
+	return code;
+
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return rc;
+}
+
+static uint64_t jnum(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v)
+	                                                       : 0;
+}
+
+int e2e_status_read(uint16_t port, struct e2e_status *st)
+{
+	char *body;
+	int code = e2e_http_get(port, "/status", 3000, &body);
+	json_t *root, *feed, *lines, *line, *ring;
+	json_error_t jerr;
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	if (code < 0)
+		return code;
+	if (code != 200) {
+		free(body);
+		return -EPROTO;
+	}
+	root = json_loads(body, 0, &jerr);
+	free(body);
+	feed = json_array_get(json_object_get(root, "feeds"), 0);
+	if (!json_is_object(feed)) {
+		json_decref(root);
+		return -EPROTO;
+	}
+	st->messages = jnum(feed, "messages");
+	st->gaps = jnum(feed, "gaps");
+	st->rerequests = jnum(feed, "rerequests");
+	st->gaps_unrecovered = jnum(feed, "gaps_unrecovered");
+	st->messages_unrecovered = jnum(feed, "messages_unrecovered");
+	st->queue_overflows = jnum(feed, "queue_overflows");
+	st->cq_overflows = jnum(feed, "cq_overflows");
+	st->end_of_session = jnum(feed, "end_of_session");
+	st->records = jnum(feed, "records");
+	lines = json_object_get(feed, "lines");
+	json_array_foreach(lines, i, line)
+	{
+		st->line_gaps += jnum(line, "gaps");
+		st->line_enobufs += jnum(line, "enobufs");
+	}
+	ring = json_object_get(feed, "ring");
+	st->ring_sequence = jnum(ring, "sequence");
+	snprintf(st->state, sizeof(st->state), "%s",
+	         json_string_value(json_object_get(feed, "state"))
+	             ? json_string_value(json_object_get(feed, "state"))
+	             : "?");
+	json_decref(root);
+	return 0;
+}
+
+/* Fields 14 and 15 of a stat line (utime, stime), after the parenthesised comm. */
+static int stat_times(const char *path, uint64_t *ticks)
+{
+	char buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -EPROTO;
+	*ticks = ut + st;
+	return 0;
+}
+
+int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns)
+{
+	char path[64];
+	uint64_t ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+	int rc;
+
+	/* /proc/PID/stat sums every thread of the group, the SQPOLL thread (iou-sqp) too:
+	 * it is a thread of the process. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	rc = stat_times(path, &ticks);
+	if (rc < 0)
+		return rc;
+	*ns = ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	return 0;
+}
+
+int e2e_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int rc = 0;
+
+	if (!f)
+		return -errno;
+	if (fputs(text, f) < 0)
+		rc = -EIO;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+int e2e_gnuplot(const char *dir, const char *script, int timeout_ms)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (chdir(dir) < 0)
+			_exit(126);
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
+		_exit(127);
+	}
+	st = uf_bench_wait_child(pid, timeout_ms);
+	if (st < 0) {
+		fprintf(stderr, "uf-bench e2e: gnuplot %s: killed after %d ms\n", script,
+		        timeout_ms);
+		return -ETIMEDOUT;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "uf-bench e2e: gnuplot %s failed (status %d%s)\n", script,
+		        WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+		        WIFEXITED(st) && WEXITSTATUS(st) == 127
+		            ? ": not installed? apt-get install gnuplot-nox"
+		            : "");
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	return 0;
+}
