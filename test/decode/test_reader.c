@@ -298,6 +298,52 @@ static void test_reader_pcap_truncation_at_every_byte(void **s)
 	}
 }
 
+/* Offset of the IPv4 header in the n-th record of a PLAIN capture built by pcap_record. */
+static size_t ip_off(const struct buf *b, int nth)
+{
+	size_t off = 24;
+	for (int i = 0; i < nth; i++) {
+		uint32_t caplen;
+		memcpy(&caplen, b->d + off + 8, 4);
+		off += 16 + caplen;
+	}
+	return off + 16 + 14;
+}
+
+static void test_reader_pcap_lying_lengths_are_counted(void **s)
+{
+	static struct buf b;
+	uint8_t p[1472];
+	size_t pl = mold(p, 1, 1);
+	b.n = 0;
+	pcap_global(&b, &PLAIN);
+	for (int i = 0; i < 6; i++)
+		pcap_record(&b, &PLAIN, 0, 0, p, pl);
+	uf_put_be16(b.d + ip_off(&b, 0) + 2, 2000);      /* IP total length beyond the frame */
+	uf_put_be16(b.d + ip_off(&b, 1) + 2, 19);        /* IP total length below its header */
+	uf_put_be16(b.d + ip_off(&b, 2) + 20 + 4, 7);    /* UDP length below its header */
+	uf_put_be16(b.d + ip_off(&b, 3) + 20 + 4, 1400); /* UDP length beyond the IP packet */
+	b.d[ip_off(&b, 4)] = 0x65;                       /* IP version 6 in an IPv4 ethertype */
+	/* the last record's caplen claims more than the file holds */
+	uint32_t big = 100000;
+	memcpy(b.d + ip_off(&b, 5) - 14 - 16 + 8, &big, 4);
+	struct uf_reader r;
+	struct uf_decode_counters c;
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+	struct uf_reader_msg m;
+	int n = 0;
+	while (uf_reader_next(&r, &m) > 0)
+		n++;
+	assert_int_equal(n, 0);
+	assert_int_equal(c.file_err[UF_FILE_ERR_TRUNCATED_RECORD], 2);
+	assert_int_equal(c.file_err[UF_FILE_ERR_BAD_IP_HEADER], 1);
+	assert_int_equal(c.file_err[UF_FILE_ERR_BAD_UDP_LENGTH], 2);
+	assert_int_equal(c.file_err[UF_FILE_ERR_FRAME_NOT_IPV4], 1);
+	assert_int_equal(uf_decode_counters_errors(&c), 6);
+	uf_reader_close(&r);
+}
+
 /* Daily file: D (prefix 19), zero-prefix X, A (prefix 36). */
 static size_t build_daily(uint8_t *out)
 {
@@ -478,6 +524,7 @@ int main(void)
 	    cmocka_unit_test(test_reader_pcap_counts_non_udp_non_ipv4_and_fragments),
 	    cmocka_unit_test(test_reader_pcap_sequence_jump_is_a_gap_not_an_error),
 	    cmocka_unit_test(test_reader_pcap_truncation_at_every_byte),
+	    cmocka_unit_test(test_reader_pcap_lying_lengths_are_counted),
 	    cmocka_unit_test(test_reader_daily_resolves_zero_length_without_error),
 	    cmocka_unit_test(test_reader_daily_truncation_at_every_byte),
 	    cmocka_unit_test(test_reader_daily_zero_length_on_unknown_type_stops_loudly),
