@@ -163,7 +163,10 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 	memset(g_tab, 0, sizeof(g_tab));
 	uint64_t types[256] = {0}, adds_by_locate[65536] = {0}, integrity = 0, n = 0;
 	uint64_t partial_exec = 0, chains = 0, short_lived = 0, long_lived = 0, last_ts = 0;
-	uint64_t max_match = 0, bad_break = 0, ts_back = 0;
+	uint64_t max_match = 0, bad_break = 0, ts_back = 0, near_px = 0, far_px = 0;
+	static uint32_t last_px[65536], first_px[65536];
+	memset(last_px, 0, sizeof(last_px));
+	memset(first_px, 0, sizeof(first_px));
 	size_t off = 0;
 	while (off + 2 <= len) {
 		uint16_t l = uf_be16(d + off);
@@ -185,6 +188,19 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 				integrity++; /* duplicate live reference */
 			*o = (struct slot){uf_be64(m + 11), uf_be32(m + 20), uf_be16(m + 1), 0, n};
 			adds_by_locate[uf_be16(m + 1)]++;
+			{
+				uint16_t loc = uf_be16(m + 1);
+				uint32_t px = uf_be32(m + 32);
+				if (last_px[loc]) {
+					uint32_t d = px > last_px[loc] ? px - last_px[loc]
+					                               : last_px[loc] - px;
+					near_px += d <= 1000; /* within 10 ticks of the last add */
+					far_px += d > 1000;
+				} else {
+					first_px[loc] = px;
+				}
+				last_px[loc] = px;
+			}
 			break;
 		case 'E':
 		case 'C':
@@ -275,6 +291,9 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 	for (int i = 0; i < K / 10; i++)
 		top += sorted[i];
 	assert_true(top * 2 > total);
+	/* prices cluster near a mid that moves over the day */
+	assert_true(near_px > 9 * far_px);
+	assert_true(first_px[1] != last_px[1]);
 	assert_true(partial_exec > 100);
 	assert_true(chains > 100);
 	assert_true(short_lived > 1000);
