@@ -3,3 +3,5 @@
  * dispatch table in main.c. */
 UF_BENCH_CMD(ring, "shm ring vs ZeroMQ PUB/SUB vs Unix datagram: latency and throughput")
 UF_BENCH_CMD(e2e, "uf-replay -> uringfeed -> consumers per back end: latency, max rate, CPU/msg")
+UF_BENCH_CMD(decode, "ITCH/MoldUDP64 decode, prefetch off/on, vs a read-every-byte baseline")
+UF_BENCH_CMD(book, "decode + order books vs decode alone, prefetch off/on")

@@ -1,0 +1,263 @@
+/* uf-bench book: what building the order books costs on top of decoding, in one run.
+ *
+ * Baseline: decode alone (uf_decode_batch_inline, the feed thread's path, prefetch on) over
+ * the packets of a day. Then decode + books (publish/: uf_publish_apply_batch, records into
+ * a buffer as the feed writes them into its ring) from empty books, once with every prefetch
+ * off and once with the defaults (decode --prefetch packets ahead, book look-ahead of
+ * publish's default). Each row is the best of --reps passes, rows interleaved; books are
+ * reset outside the clock. book ns/msg = (decode+book) - decode: the books' own cost.
+ * Every pass must build the same books (same records, no integrity errors on a generated
+ * day); the command fails when they differ. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bench_input.h"
+#include "decode/uf_batch.h"
+#include "publish/uf_publish.h"
+
+#define CHUNK 256 /* decoded messages applied at once (one receive batch or less) */
+
+struct bk {
+	struct uf_publisher *p;                           /* the books */
+	struct uf_itch_msg msgs[CHUNK];                   /* decoded, not applied yet */
+	uint64_t seqs[CHUNK];                             /* their sequence numbers */
+	size_t n;                                         /* pending */
+	struct uf_record rec[CHUNK * UF_REC_MAX_PER_MSG]; /* one chunk's records */
+	uint64_t records;                                 /* written */
+	uint64_t acc;                                     /* folds records: keeps them live */
+};
+
+/* Applies the pending messages; consecutive sequence numbers go through the batch call
+ * together (a jump, as in a pcap with gaps, starts a new batch). */
+static void bk_flush(struct bk *x)
+{
+	size_t i = 0;
+
+	while (i < x->n) {
+		size_t run = 1, done = 0;
+		while (i + run < x->n && x->seqs[i + run] == x->seqs[i] + run)
+			run++;
+		while (done < run) {
+			size_t applied = 0;
+			int k = uf_publish_apply_batch(
+			    x->p, &x->msgs[i + done], run - done, x->seqs[i] + done, 0, x->rec,
+			    sizeof(x->rec) / sizeof(x->rec[0]), &applied);
+			if (k > 0) {
+				x->records += (uint64_t)k;
+				x->acc += x->rec[k - 1].shares ^ x->rec[k - 1].feed_seq;
+			}
+			done += applied;
+		}
+		i += run;
+	}
+	x->n = 0;
+}
+
+static void bk_on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
+{
+	struct bk *x = ctx;
+
+	x->msgs[x->n] = *m;
+	x->seqs[x->n] = seq;
+	if (++x->n == CHUNK)
+		bk_flush(x);
+}
+
+/* One decode+book pass from empty books; returns ns. */
+static uint64_t pass_book(struct bk *x, const struct uf_input_packets *in, size_t batch,
+                          unsigned decode_pf, uint32_t book_pf, uint64_t *errors)
+{
+	struct uf_decode_counters c;
+	uint64_t t0;
+
+	memset(&c, 0, sizeof(c));
+	uf_publish_reset(x->p); /* cold: outside the clock */
+	uf_publish_set_prefetch(x->p, book_pf);
+	x->n = 0;
+	x->records = 0;
+	t0 = uf_bench_now_ns();
+	for (size_t i = 0; i < in->npkts; i += batch) {
+		size_t k = in->npkts - i < batch ? in->npkts - i : batch;
+		uf_decode_batch_inline(in->seq + i, k, decode_pf, &c, NULL, bk_on_msg, x);
+		bk_flush(x); /* a receive batch is applied before the next one is reaped */
+	}
+	t0 = uf_bench_now_ns() - t0;
+	*errors = uf_decode_counters_errors(&c);
+	return t0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: uf-bench book [FILE] [--messages N] [--reps N] [--prefetch D] "
+	        "[--batch B] [--json]\n"
+	        "  FILE          daily-format ITCH or pcap of MoldUDP64; default: a generated "
+	        "day\n"
+	        "  --messages N  size of the generated day (default 1000000)\n"
+	        "  --reps N      passes per row, best kept (default 5)\n"
+	        "  --prefetch D  decode prefetch distance in packets (default %u)\n"
+	        "  --batch B     packets per batch (default 64)\n",
+	        UF_DECODE_PREFETCH_DEFAULT);
+}
+
+enum { R_DECODE, R_BOOK_OFF, R_BOOK_ON, NR };
+
+int uf_bench_book(int argc, char **argv)
+{
+	static const struct option lo[] = {{"messages", required_argument, 0, 'm'},
+	                                   {"reps", required_argument, 0, 'r'},
+	                                   {"prefetch", required_argument, 0, 'p'},
+	                                   {"batch", required_argument, 0, 'b'},
+	                                   {"json", no_argument, 0, 'j'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
+	uint64_t gen = 1000000, reps = 5, pf = UF_DECODE_PREFETCH_DEFAULT, batch = 64, acc = 0;
+	uint64_t best[NR], recs = 0, integ = 0, peak_orders = 0, peak_levels = 0;
+	char what[NR][48], desc[512];
+	struct uf_publish_params pp;
+	struct uf_input_packets in;
+	struct bk *x;
+	int opt, json = 0, bad = 0, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			if (uf_bench_parse_u64("book", "--messages", optarg, 1000, 500000000, &gen))
+				return 2;
+			break;
+		case 'r':
+			if (uf_bench_parse_u64("book", "--reps", optarg, 1, 100, &reps))
+				return 2;
+			break;
+		case 'p':
+			if (uf_bench_parse_u64("book", "--prefetch", optarg, 1, 256, &pf))
+				return 2;
+			break;
+		case 'b':
+			if (uf_bench_parse_u64("book", "--batch", optarg, 1, 1 << 20, &batch))
+				return 2;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind > 1) {
+		fprintf(stderr, "uf-bench book: one FILE at most\n");
+		return 2;
+	}
+	rc = uf_bench_input_load("book", optind < argc ? argv[optind] : NULL, gen, &in, desc,
+	                         sizeof(desc));
+	if (rc)
+		return rc;
+	uf_publish_params_default(&pp);
+	pp.max_instruments = UF_PUB_MAX_INSTRUMENTS; /* any locate a file may carry */
+	x = calloc(1, sizeof(*x));
+	if (!x || (rc = uf_publish_create(&pp, &x->p)) != 0) {
+		fprintf(stderr, "uf-bench book: cannot size the books: %s\n",
+		        strerror(x ? -rc : ENOMEM));
+		free(x);
+		uf_input_free_packets(&in);
+		return 2;
+	}
+	snprintf(what[R_DECODE], sizeof(what[0]), "decode alone (baseline)");
+	snprintf(what[R_BOOK_OFF], sizeof(what[0]), "decode+book, prefetch off");
+	snprintf(what[R_BOOK_ON], sizeof(what[0]), "decode+book, prefetch %" PRIu64 "/%u", pf,
+	         pp.prefetch);
+	for (int k = 0; k < NR; k++)
+		best[k] = UINT64_MAX;
+	for (uint64_t r = 0; r < reps; r++) {
+		uint64_t seen, errs, t;
+		t = uf_bench_decode_pass(in.seq, in.npkts, (size_t)batch, (unsigned)pf, &seen, &acc,
+		                         &errs);
+		best[R_DECODE] = t < best[R_DECODE] ? t : best[R_DECODE];
+		if (seen != in.nmsgs || errs)
+			bad = 1;
+		for (int k = R_BOOK_OFF; k <= R_BOOK_ON; k++) {
+			struct uf_publish_stats st;
+			int on = k == R_BOOK_ON;
+			t = pass_book(x, &in, (size_t)batch, on ? (unsigned)pf : 0,
+			              on ? pp.prefetch : 0, &errs);
+			best[k] = t < best[k] ? t : best[k];
+			uf_publish_stats(x->p, &st);
+			if (r == 0 && k == R_BOOK_OFF) {
+				recs = x->records;
+				integ = st.errors_total;
+				peak_orders = st.peak_orders;
+				peak_levels = st.peak_levels;
+			} else if (x->records != recs || st.errors_total != integ) {
+				bad = 1; /* every pass must build the same books */
+			}
+			if (errs)
+				bad = 1;
+		}
+	}
+	acc += x->acc;
+	{
+		double dec = (double)best[R_DECODE] / (double)in.nmsgs;
+		double off = (double)best[R_BOOK_OFF] / (double)in.nmsgs;
+		double on = (double)best[R_BOOK_ON] / (double)in.nmsgs;
+		if (json) {
+			json_t *rows = json_array();
+			for (int k = 0; k < NR; k++)
+				json_array_append_new(
+				    rows,
+				    json_pack("{s:s, s:I, s:f, s:f}", "pass", what[k], "best_ns",
+				              (json_int_t)best[k], "msgs_per_s",
+				              (double)in.nmsgs / ((double)best[k] / 1e9),
+				              "ns_per_msg", (double)best[k] / (double)in.nmsgs));
+			json_t *root = json_pack(
+			    "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:f, s:f, s:f, s:f, s:f, "
+			    "s:I, s:I, "
+			    "s:I, s:f, s:b}",
+			    "bench", "book", "input", desc, "messages", (json_int_t)in.nmsgs,
+			    "reps", (json_int_t)reps, "decode_prefetch", (json_int_t)pf,
+			    "book_prefetch", (json_int_t)pp.prefetch, "batch", (json_int_t)batch,
+			    "rows", rows, "book_ns_per_msg_prefetch_off", off - dec,
+			    "book_ns_per_msg_prefetch_on", on - dec, "decode_book_vs_decode",
+			    on / dec, "prefetch_on_vs_off", on / off, "records_per_msg",
+			    (double)recs / (double)in.nmsgs, "integrity_errors", (json_int_t)integ,
+			    "peak_orders", (json_int_t)peak_orders, "peak_levels",
+			    (json_int_t)peak_levels, "loadavg", uf_bench_loadavg(), "ok", !bad);
+			json_dumpf(root, stdout, JSON_COMPACT);
+			putchar('\n');
+			json_decref(root);
+		} else {
+			printf("uf-bench book: %s: %" PRIu64 " messages, best of %" PRIu64
+			       " passes, batches of %" PRIu64 " packets, sequential layout\n",
+			       desc, in.nmsgs, reps, batch);
+			printf("%-30s %12s %8s %10s\n", "pass", "msgs/s", "ns/msg", "x decode");
+			for (int k = 0; k < NR; k++)
+				printf("%-30s %12.0f %8.2f %10.2f\n", what[k],
+				       (double)in.nmsgs / ((double)best[k] / 1e9),
+				       (double)best[k] / (double)in.nmsgs,
+				       (double)best[k] / (double)best[R_DECODE]);
+			printf("book's own cost: %.2f ns/msg prefetch off, %.2f ns/msg prefetch on "
+			       "(on/off %.2fx); %.2f records/msg, peak %" PRIu64 " orders, %" PRIu64
+			       " levels, %" PRIu64 " integrity errors\n",
+			       off - dec, on - dec, on / off, (double)recs / (double)in.nmsgs,
+			       peak_orders, peak_levels, integ);
+			printf("(%d CPUs, load average %.2f; checksum %04" PRIx64 ")\n",
+			       uf_bench_ncpus(), uf_bench_loadavg(), acc & 0xffff);
+		}
+	}
+	if (bad)
+		fprintf(stderr, "uf-bench book: passes disagreed or did not decode cleanly\n");
+	uf_publish_destroy(x->p);
+	free(x);
+	uf_input_free_packets(&in);
+	return bad ? 1 : 0;
+}

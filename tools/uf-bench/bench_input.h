@@ -1,0 +1,30 @@
+/* uf-bench decode and book: the input both measure, and the timing helpers they share.
+ * Packets come from tools/uf-decode/input.c (compiled into uf-bench), so these benches and
+ * `uf-decode bench` measure the same packet layouts. */
+#ifndef UF_BENCH_INPUT_H
+#define UF_BENCH_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tools/uf-decode/input.h"
+
+/* Loads FILE (daily or pcap), or when file is NULL generates a `gen_msgs`-message day with
+ * uf-gen (next to uf-bench) in a temp file, loads it and removes it. The packets are
+ * MoldUDP64 datagrams of at most 1472 bytes in 2048-byte slots, in stream order (seq) and
+ * shuffled over the arena (scat). `desc` says what was loaded. Returns 0, or 2 after saying
+ * why on stderr. */
+int uf_bench_input_load(const char *cmd, const char *file, uint64_t gen_msgs,
+                        struct uf_input_packets *in, char *desc, size_t desclen);
+
+/* Decodes every packet once in batches of `batch` through uf_decode_batch_inline (the feed
+ * thread's path) with the given prefetch distance; `*msgs` gets the messages seen and `*acc`
+ * folds their fields so nothing is optimised away. Returns elapsed ns. */
+uint64_t uf_bench_decode_pass(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
+                              uint64_t *msgs, uint64_t *acc, uint64_t *errors);
+
+/* Parses a non-negative integer option value in [lo, hi]; -1 after a message on stderr. */
+int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                       uint64_t *v);
+
+#endif /* UF_BENCH_INPUT_H */
