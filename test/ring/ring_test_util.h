@@ -128,4 +128,69 @@ static inline void test_pipe_put(int fd)
 		perror("pipe write");
 }
 
+#ifdef RING_TEST_RING_HELPERS
+/* Ring helpers for the test_ring*.c files (they include cmocka.h, uf_ring.h and ufconsumer.h
+ * before this header and define RING_TEST_RING_HELPERS). */
+static inline struct uf_ring *make_ring(const char *name, uint64_t capacity, uint32_t mode)
+{
+	struct uf_ring_options o;
+	struct uf_ring *r = NULL;
+	char err[256] = "";
+	int rc;
+
+	uf_ring_options_init(&o);
+	o.capacity = capacity;
+	o.mode = mode;
+	o.max_instruments = 64;
+	o.max_consumers = 8;
+	rc = uf_ring_create(name, &o, &r, err, sizeof(err));
+	if (rc != 0)
+		fprintf(stderr, "uf_ring_create(%s): %d %s\n", name, rc, err);
+	assert_int_equal(rc, 0);
+	return r;
+}
+
+static inline uf_consumer_t *attach(const char *name, uint64_t spin_ns, int start)
+{
+	struct uf_consumer_options o;
+	uf_consumer_t *c = NULL;
+	char err[256] = "";
+	int rc;
+
+	uf_consumer_options_init(&o);
+	o.spin_ns = spin_ns;
+	o.start = start;
+	o.tag = "test";
+	rc = uf_consumer_attach(name, &o, &c, err, sizeof(err));
+	if (rc != 0)
+		fprintf(stderr, "attach %s: %d %s\n", name, rc, err);
+	return rc == 0 ? c : NULL;
+}
+
+static inline void publish_range(struct uf_ring *r, uint64_t from, uint64_t to, size_t batch)
+{
+	struct uf_record recs[16];
+
+	while (from < to) {
+		size_t n = 0;
+		while (n < batch && n < 16 && from + n < to) {
+			test_rec_make(&recs[n], from + n);
+			n++;
+		}
+		assert_int_equal(uf_ring_publish(r, recs, n), 0);
+		from += n;
+	}
+}
+/* Consumers currently asleep in FUTEX_WAIT, per the producer's report. */
+static inline int sleeping_consumers(struct uf_ring *r)
+{
+	struct uf_ring_consumer_info ci[8];
+	int n = uf_ring_consumers(r, ci, 8), s = 0;
+
+	for (int i = 0; i < n && i < 8; i++)
+		s += ci[i].sleeping;
+	return s;
+}
+#endif /* RING_TEST_RING_HELPERS */
+
 #endif /* RING_TEST_UTIL_H */
