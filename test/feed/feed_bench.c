@@ -206,7 +206,8 @@ int main(int argc, char **argv)
 	       "\"achieved_msgs_per_s\":%.0f,\"line_a_lost\":%llu,\"line_b_lost\":%llu,\"gaps\":%llu,"
 	       "\"rerequests\":%llu,\"recovered\":%llu,\"unrecovered\":%llu,\"rearms\":%llu,"
 	       "\"cq_overflows\":%llu,\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
-	       "\"feed_blocked\":%lu,\"feed_preempted\":%lu,"
+	       "\"feed_blocked\":%lu,\"feed_preempted\":%lu,\"sq_wakeups\":%llu,\"batches\":%llu,"
+	       "\"empty_polls\":%llu,"
 	       "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu}\n",
 	       backend, uf_feed_backend_name(g_feed), rate, (unsigned long long)s.messages, wall,
 	       (double)s.messages / wall, (unsigned long long)s.lines[0].gap_messages,
@@ -215,7 +216,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)s.messages_unrecovered,
 	       (unsigned long long)(s.lines[0].rearms + s.lines[1].rearms),
 	       (unsigned long long)s.cq_overflows, (f1 - f0) / wall, (s1 - s0) / wall, proc / wall,
-	       v1 - v0, i1 - i0,
+	       v1 - v0, i1 - i0, (unsigned long long)s.sq_wakeups, (unsigned long long)s.batches,
+	       (unsigned long long)s.busy_polls,
 	       (unsigned long long)uf_lat_quantile(&s.latency, 0.5),
 	       (unsigned long long)uf_lat_quantile(&s.latency, 0.99),
 	       (unsigned long long)uf_lat_quantile(&s.latency, 0.999),
