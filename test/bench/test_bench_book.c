@@ -1,0 +1,73 @@
+/* uf-bench book: a tiny generated day, --json has decode alone beside decode+book with
+ * prefetch off and on, the books' own cost, and a clean book (a generated day has no
+ * integrity errors). Never asserts on speed. */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tb_util.h"
+
+static void test_book_json_has_decode_baseline_and_clean_books(void **state)
+{
+	const char *argv[] = {"uf-bench", "book", "--messages", "20000",
+	                      "--reps",   "2",    "--json",     NULL};
+	struct tb_run r;
+	json_error_t e;
+	json_t *j, *rows, *row;
+	size_t k;
+
+	(void)state;
+	tb_run_tool("uf-bench", argv, 50, &r);
+	assert_int_equal(r.status, 0);
+	j = json_loads(r.out, 0, &e);
+	if (!j)
+		fail_msg("stdout is not JSON (%s): %.300s", e.text, r.out);
+	assert_string_equal(json_string_value(json_object_get(j, "bench")), "book");
+	assert_int_equal(json_integer_value(json_object_get(j, "messages")), 20000);
+	assert_true(json_is_true(json_object_get(j, "ok")));
+	assert_int_equal(json_integer_value(json_object_get(j, "integrity_errors")), 0);
+	assert_true(json_real_value(json_object_get(j, "records_per_msg")) > 0);
+	assert_true(json_integer_value(json_object_get(j, "peak_orders")) > 0);
+	assert_true(json_integer_value(json_object_get(j, "peak_levels")) > 0);
+	assert_true(json_real_value(json_object_get(j, "decode_book_vs_decode")) > 0);
+	assert_true(json_real_value(json_object_get(j, "prefetch_on_vs_off")) > 0);
+	rows = json_object_get(j, "rows");
+	assert_int_equal(json_array_size(rows), 3);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "pass")),
+	                       "decode alone"));
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 1), "pass")),
+	                       "prefetch off"));
+	json_array_foreach(rows, k, row)
+	{
+		assert_true(json_integer_value(json_object_get(row, "best_ns")) > 0);
+		assert_true(json_real_value(json_object_get(row, "ns_per_msg")) > 0);
+	}
+	json_decref(j);
+	tb_run_free(&r);
+}
+
+static void test_book_refuses_a_file_it_cannot_read(void **state)
+{
+	const char *argv[] = {"uf-bench", "book", "/nonexistent/day.itch", NULL};
+	struct tb_run r;
+
+	(void)state;
+	tb_run_tool("uf-bench", argv, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "/nonexistent/day.itch"));
+	tb_run_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_book_json_has_decode_baseline_and_clean_books),
+	    cmocka_unit_test(test_book_refuses_a_file_it_cannot_read),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

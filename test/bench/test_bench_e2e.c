@@ -1,0 +1,162 @@
+/* uf-bench e2e: all four back ends with tiny bounded parameters (about 1 s of replay each):
+ * exit 0, --json parses and carries every back end with latency percentiles in order,
+ * counters and the rate search; loss is explained exactly when it is reported; the results
+ * folder holds e2e.json and real PNGs. Bad usage exits 2 with a reason. Never asserts on
+ * speed or on the absence of loss (a 2-CPU machine may lose packets: that is a result). */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tb_util.h"
+
+static const char *names[] = {"io_uring", "io_uring_nosqpoll", "recvmmsg", "epoll"};
+
+static void check_step(json_t *s, int sampled)
+{
+	json_t *c = json_object_get(s, "counters");
+	const char *why = json_string_value(json_object_get(s, "loss_why"));
+	int loss = json_is_true(json_object_get(s, "loss"));
+	json_int_t sent = json_integer_value(json_object_get(s, "messages"));
+	json_int_t got = json_integer_value(json_object_get(s, "delivered"));
+
+	assert_non_null(c);
+	assert_non_null(why);
+	assert_true(sent > 0);
+	assert_true(got >= 0 && got <= sent);
+	assert_true(json_real_value(json_object_get(s, "achieved_rate")) > 0);
+	assert_true(json_real_value(json_object_get(s, "offered_rate")) > 0);
+	assert_true(json_integer_value(json_object_get(s, "cpu_ns")) >= 0);
+	/* loss is reported with its reason, and no loss means every message arrived */
+	assert_int_equal(loss, why[0] != '\0');
+	if (!loss) {
+		assert_int_equal(got, sent);
+		assert_int_equal(json_integer_value(json_object_get(c, "gaps")), 0);
+		assert_int_equal(json_integer_value(json_object_get(c, "consumer_lap_lost")), 0);
+	}
+	if (sampled) {
+		json_t *l = json_object_get(s, "latency_ns");
+		json_int_t p50 = json_integer_value(json_object_get(l, "p50"));
+		json_int_t p99 = json_integer_value(json_object_get(l, "p99"));
+		json_int_t p999 = json_integer_value(json_object_get(l, "p999"));
+		json_int_t max = json_integer_value(json_object_get(l, "max"));
+		assert_true(json_integer_value(json_object_get(l, "samples")) > 0);
+		assert_true(p50 <= p99 && p99 <= p999 && p999 <= max);
+		assert_true(max > 0);
+	}
+}
+
+static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
+{
+	char dir[64], path[128];
+	const char *argv[] = {"uf-bench", "e2e",       "--json", "--duration", "1",
+	                      "--steps",  "2",         "--rate", "20000",      "--max-rate",
+	                      "80000",    "--results", dir,      NULL};
+	struct tb_run r;
+	json_error_t e;
+	json_t *j, *bes, *b, *plots, *p;
+	size_t i;
+
+	(void)state;
+	tb_mkdtemp(dir, sizeof(dir));
+	tb_run_tool("uf-bench", argv, 55, &r);
+	assert_int_equal(r.status, 0);
+	j = json_loads(r.out, 0, &e);
+	if (!j)
+		fail_msg("stdout is not JSON (%s): %.300s", e.text, r.out);
+	assert_string_equal(json_string_value(json_object_get(j, "bench")), "e2e");
+	assert_true(json_integer_value(json_object_get(json_object_get(j, "machine"), "cpus")) > 0);
+	assert_true(strlen(json_string_value(
+	                json_object_get(json_object_get(j, "machine"), "kernel"))) > 0);
+	bes = json_object_get(j, "backends");
+	assert_int_equal(json_array_size(bes), 4);
+	json_array_foreach(bes, i, b)
+	{
+		json_t *srch = json_object_get(b, "search"), *s;
+		double max = json_real_value(json_object_get(b, "max_rate_no_loss"));
+		size_t k;
+		int found = max == 0;
+		assert_string_equal(json_string_value(json_object_get(b, "backend")), names[i]);
+		if (!json_is_true(json_object_get(b, "ok")))
+			fail_msg("%s did not run: %s", names[i],
+			         json_string_value(json_object_get(b, "note")));
+		check_step(json_object_get(b, "steady"), 1);
+		check_step(json_object_get(b, "burst"), 1);
+		assert_true(json_real_value(json_object_get(json_object_get(b, "burst"),
+		                                            "burst_factor")) == 10);
+		assert_true(json_array_size(srch) >= 1 && json_array_size(srch) <= 2);
+		json_array_foreach(srch, k, s)
+		{
+			check_step(s, 0);
+			/* the reported maximum is a loss-free step's achieved rate */
+			if (!json_is_true(json_object_get(s, "loss")) &&
+			    json_real_value(json_object_get(s, "achieved_rate")) == max)
+				found = 1;
+		}
+		assert_true(found);
+		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */
+			assert_true(json_integer_value(json_object_get(json_object_get(b, "steady"),
+			                                               "cpu_ns")) > 0);
+	}
+	assert_non_null(json_object_get(json_object_get(j, "ratios"), "epoll_vs_sqpoll_burst_p99"));
+	plots = json_object_get(j, "plots");
+	if (json_array_size(plots) != 2)
+		fail_msg("expected 2 PNG plots (is gnuplot-nox installed?): %s", r.err);
+	json_array_foreach(plots, i, p)
+	{
+		unsigned char magic[4] = {0};
+		FILE *f;
+		snprintf(path, sizeof(path), "%s/%s", dir, json_string_value(p));
+		f = fopen(path, "rb");
+		assert_non_null(f);
+		assert_int_equal(fread(magic, 1, 4, f), 4);
+		fclose(f);
+		assert_memory_equal(magic, "\x89PNG", 4);
+	}
+	json_decref(j);
+	snprintf(path, sizeof(path), "%s/e2e.json", dir);
+	j = json_load_file(path, 0, &e);
+	assert_non_null(j);
+	assert_int_equal(json_array_size(json_object_get(j, "backends")), 4);
+	json_decref(j);
+	tb_run_free(&r);
+	tb_rmtree(dir);
+}
+
+static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
+{
+	const char *bad_be[] = {"uf-bench", "e2e", "--backends", "carrier-pigeon", NULL};
+	const char *bad_cpu[] = {"uf-bench", "e2e", "--feed-cpu", "1000", NULL};
+	const char *bad_day[] = {"uf-bench",  "e2e",   "--backends",
+	                         "epoll",     "--day", UF_SOURCE_DIR "/CMakeLists.txt",
+	                         "--results", "/tmp",  NULL};
+	struct tb_run r;
+
+	(void)state;
+	tb_run_tool("uf-bench", bad_be, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "carrier-pigeon"));
+	tb_run_free(&r);
+	tb_run_tool("uf-bench", bad_cpu, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "CPUs"));
+	tb_run_free(&r);
+	tb_run_tool("uf-bench", bad_day, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "not a Nasdaq daily-format ITCH file"));
+	tb_run_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_e2e_bad_usage_says_why_and_exits_2),
+	    cmocka_unit_test(test_e2e_every_backend_reports_latency_rate_and_cpu),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
