@@ -1,5 +1,6 @@
 /* uf-tail against a ring this test produces: --books format (as `uf-decode books`), records,
  * clean ends (close, --count, --timeout), --top, errors. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,6 +158,43 @@ static void test_tail_prints_records_and_ends_cleanly(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+static void test_tail_ends_cleanly_on_ctrl_c(void **state)
+{
+	char name[64], path[600];
+	struct uf_ring *r;
+	uint64_t t0;
+	pid_t pid;
+	int st;
+
+	test_ring_name(name, sizeof(name), "sigint");
+	r = make_ring(name);
+	snprintf(path, sizeof(path), "%s/uf-tail", g_bin);
+	for (int mode = 0; mode < 2; mode++) { /* records, then --top */
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+			dup2(fd, 1);
+			if (mode == 0)
+				execl(path, "uf-tail", "--ring", name, "--timeout", "20",
+				      (char *)NULL);
+			else
+				execl(path, "uf-tail", "--ring", name, "--top", "AAPL", "--timeout",
+				      "20", (char *)NULL);
+			_exit(127);
+		}
+		usleep(300000); /* attached and asleep in the futex wait */
+		t0 = uf_now_mono_ns();
+		kill(pid, SIGINT);
+		st = test_wait_child(pid, 5000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+		assert_true(uf_now_mono_ns() - t0 < 2000000000ull); /* promptly, not at --timeout */
+	}
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
 static void test_tail_reports_errors(void **state)
 {
 	char out[1024];
@@ -173,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tail_books_prints_uf_decode_format_sorted_by_symbol),
 	    cmocka_unit_test(test_tail_prints_records_and_ends_cleanly),
+	    cmocka_unit_test(test_tail_ends_cleanly_on_ctrl_c),
 	    cmocka_unit_test(test_tail_reports_errors),
 	};
 
