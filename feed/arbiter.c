@@ -226,16 +226,24 @@ static void uf_arb_enqueue(struct uf_arb *a, const struct uf_mold_packet *pkt, u
  * the packet belongs to the (possibly new) current session. */
 static int uf_arb_session(struct uf_arb *a, const struct uf_mold_packet *pkt, unsigned src)
 {
-	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN)))
+	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN))) {
+		a->cand_pkts = 0;
 		return 1;
-	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_MOLD_SESSION_LEN)) {
-		if (src < UF_CFG_MAX_LINES)
-			uf_stat_add(&a->st->lines[src].wrong_session, 1);
-		return 0;
+	}
+	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_MOLD_SESSION_LEN))
+		goto out_drop;
+	if (a->have_session && !a->eos_seen && a->expected > 1) {
+		/* Ours is running: another session must prove itself first. */
+		if (memcmp(pkt->session, a->cand_session, UF_MOLD_SESSION_LEN) != 0) {
+			memcpy(a->cand_session, pkt->session, UF_MOLD_SESSION_LEN);
+			a->cand_pkts = 0;
+		}
+		if (++a->cand_pkts < UF_ARB_SESSION_CONFIRM)
+			goto out_drop;
 	}
 	if (a->have_session) {
 		/* The old session is over: whatever it still missed is lost. */
-		if (a->expected < a->high) {
+		if (a->expected < a->high && a->expected > 1) {
 			uf_arb_queue_clear(a);
 			uint64_t first = a->expected, n = a->high - a->expected;
 			uf_stat_add(&a->st->gaps_unrecovered, 1);
@@ -257,8 +265,14 @@ static int uf_arb_session(struct uf_arb *a, const struct uf_mold_packet *pkt, un
 	a->req_out = 0;
 	a->req_tries = 0;
 	a->eos_seen = a->eos_done = 0;
+	a->cand_pkts = 0;
 	uf_stat_add(&a->st->sessions, 1);
 	return 1;
+
+out_drop:
+	if (src < UF_CFG_MAX_LINES)
+		uf_stat_add(&a->st->lines[src].wrong_session, 1);
+	return 0;
 }
 
 void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,

@@ -15,8 +15,12 @@
  *   - when recovery fails (no server, retries exhausted) or the queue overflows, the hole is
  *     handed to the `gap` callback (a gap marker, books flagged stale), counted, and the
  *     stream goes on.
- * Heartbeats and end of session reveal gaps at the tail; a packet of another session starts
- * a new one (expected sequence 1), packets of the previous session are then dropped.
+ * Heartbeats and end of session reveal gaps at the tail. Another session replaces the
+ * current one at once when the current one has ended (or never delivered anything), else
+ * only after UF_ARB_SESSION_CONFIRM of its packets in a row: a stray packet on the group
+ * must not wipe a running day's books. The new session starts at sequence 1 (its first
+ * packets, dropped while confirming, are recovered like any gap); packets of the previous
+ * session are then dropped.
  *
  * Single-threaded (the feed thread). No allocation after uf_arb_init(); system calls only to
  * send re-requests and to read the clock while a gap is open. */
@@ -31,6 +35,7 @@
 #include "feed/uf_feed_stats.h"
 
 #define UF_ARB_SRC_RECOVERY UF_CFG_MAX_LINES /* source index of the re-request socket */
+#define UF_ARB_SESSION_CONFIRM 16 /* packets in a row that make another session current */
 
 struct uf_arb_cb {
 	/* Deliver messages [pkt->seq + skip, pkt->seq + pkt->count) of a validated data packet,
@@ -73,6 +78,9 @@ struct uf_arb {
 	char prev_session[UF_MOLD_SESSION_LEN]; /* previous session: its packets are dropped */
 	int have_session;                    /* session is set */
 	int have_prev;                       /* prev_session is set */
+	char cand_session[UF_MOLD_SESSION_LEN]; /* another session seen while ours runs */
+	uint32_t cand_pkts;                  /* its packets since the last one of ours */
+	uint64_t delivered;                  /* messages delivered or given up in this session */
 	int eos_seen;                        /* end of session received */
 	int eos_done;                        /* end of session reached and counted */
 	uint64_t eos_seq;                    /* its sequence */

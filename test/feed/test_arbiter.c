@@ -341,10 +341,42 @@ static void test_arb_end_of_session_counts_once_after_everything(void **s)
 	env_free(e);
 }
 
+static void test_arb_stray_packet_of_another_session_changes_nothing(void **s)
+{
+	struct env *e = env_new(1, 64);
+	pkt(e, 1, 3, 0);
+	pkt_sess(e, "STRAY", 900, 2, 1);
+	ctl(e, 4, 0, 1);
+	pkt(e, 4, 2, 0);
+	assert_int_equal(e->r.sessions, 0);
+	assert_int_equal(e->st.sessions, 1);
+	assert_int_equal(e->st.lines[1].wrong_session, 1);
+	assert_false(uf_arb_gap_open(&e->a));
+	assert_in_order(&e->r, 1, 5);
+	env_free(e);
+}
+
+static void test_arb_new_session_without_end_switches_after_confirmation(void **s)
+{
+	struct env *e = env_new(1, 64);
+	pkt(e, 1, 3, 0);
+	for (uint64_t q = 1; q < UF_ARB_SESSION_CONFIRM; q++)
+		pkt_sess(e, "S2", q, 1, 0);
+	assert_int_equal(e->st.sessions, 1); /* not yet */
+	pkt_sess(e, "S2", UF_ARB_SESSION_CONFIRM, 1, 0);
+	assert_int_equal(e->st.sessions, 2);
+	assert_int_equal(e->r.sessions, 1);
+	/* its first packets were dropped while confirming: a gap from 1, to be recovered */
+	assert_true(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->r.n, 3);
+	env_free(e);
+}
+
 static void test_arb_new_session_restarts_at_one_and_drops_the_old(void **s)
 {
 	struct env *e = env_new(1, 64);
 	pkt(e, 1, 3, 0);
+	ctl(e, 4, 1, 0); /* S1 ended: S2 takes over at once */
 	pkt_sess(e, "S2", 1, 2, 0);
 	assert_int_equal(e->r.sessions, 1);
 	assert_int_equal(e->st.sessions, 2);
@@ -415,6 +447,8 @@ int main(void)
 		cmocka_unit_test(test_arb_heartbeat_reveals_a_lost_tail),
 		cmocka_unit_test(test_arb_end_of_session_counts_once_after_everything),
 		cmocka_unit_test(test_arb_new_session_restarts_at_one_and_drops_the_old),
+		cmocka_unit_test(test_arb_stray_packet_of_another_session_changes_nothing),
+		cmocka_unit_test(test_arb_new_session_without_end_switches_after_confirmation),
 		cmocka_unit_test(test_arb_late_join_recovers_from_the_first_sequence),
 		cmocka_unit_test(test_arb_rate_limit_spaces_requests),
 		cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/uf_endian.h"
+#include "feed/mcast.h"
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
@@ -403,6 +405,51 @@ static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 		    c.st.lines[0].wins + c.st.lines[1].wins);
 }
 
+/* Bad datagrams on line A (short, lying counts, lying lengths, trailing bytes) while a day
+ * plays: each is counted by kind and dropped whole, nothing else changes. */
+static void test_feed_malformed_datagrams_are_counted_and_dropped(void **state)
+{
+	struct ft_case c = { 0 };
+	ft_start(&c, 9, 1);
+	char err[128];
+	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
+	assert_true(tx >= 0);
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(c.cfg.lines[0].port),
+				   .sin_addr = c.cfg.lines[0].group };
+	uint8_t bad[4][64];
+	size_t len[4];
+	memset(bad, 0, sizeof(bad));
+	memcpy(bad[0], "SHORT", 5); /* truncated header */
+	len[0] = 5;
+	for (int i = 1; i < 4; i++) {
+		memcpy(bad[i], "REPLAY0001", 10); /* the day's own session */
+		uf_put_be64(bad[i] + 10, 7);
+	}
+	uf_put_be16(bad[1] + 18, 3); /* count 3, one block */
+	uf_put_be16(bad[1] + 20, 2);
+	len[1] = 24;
+	uf_put_be16(bad[2] + 18, 1); /* one block claiming 500 bytes */
+	uf_put_be16(bad[2] + 20, 500);
+	len[2] = 30;
+	uf_put_be16(bad[3] + 18, 1); /* one 2-byte block, then 5 stray bytes */
+	uf_put_be16(bad[3] + 20, 2);
+	len[3] = 29;
+	for (int r = 0; r < 5; r++)
+		for (int i = 0; i < 4; i++)
+			sendto(tx, bad[i], len[i], 0, (struct sockaddr *)&dst, sizeof(dst));
+	ft_replay(&c, 9, 1, NULL);
+	for (int r = 0; r < 5; r++)
+		for (int i = 0; i < 4; i++)
+			sendto(tx, bad[i], len[i], 0, (struct sockaddr *)&dst, sizeof(dst));
+	close(tx);
+	ft_expect_identical(&c);
+	assert_int_equal(c.st.lines[0].malformed, 40);
+	assert_int_equal(c.st.decode_truncated_header, 10);
+	assert_int_equal(c.st.decode_count_mismatch, 10);
+	assert_int_equal(c.st.decode_block_overruns_packet, 10);
+	assert_int_equal(c.st.decode_trailing_bytes, 10);
+}
+
 /* The next day: the same file replayed as a new session. The feed must notice the new
  * session, reset the books and rebuild them from its first message (otherwise every order
  * would exist twice). */
@@ -574,6 +621,7 @@ int main(void)
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
 		cmocka_unit_test(test_feed_new_session_starts_the_books_over),
+		cmocka_unit_test(test_feed_malformed_datagrams_are_counted_and_dropped),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),
