@@ -38,8 +38,9 @@
  *   UF_REC_ORDER_MODIFY   (E C X) order `ref` still rests, with `shares` left at `price`;
  *                         `aux` = shares removed by this event (executed or cancelled).
  *   UF_REC_ORDER_DELETE   (E C X D U) order `ref` left the book: `shares` = shares it had
- *                         before this event, `aux` = shares removed by this event (for a full
- *                         execution or cancel: the executed/cancelled shares, else `shares`).
+ *                         before this event, `aux` = shares the book lost by it, which is
+ *                         always `shares` (an execution or cancel larger than the order is an
+ *                         integrity error: the order leaves with what it had).
  *                         A replace (`U`) is ORDER_DELETE of the old reference, then
  *                         ORDER_ADD of the new one, both with UF_RECF_REPLACE; the new order
  *                         loses time priority.
