@@ -201,6 +201,12 @@ int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 		return 1;
 	case 'O':
 		in->dlcr_open_eligible = m->u.dlcr.open_eligibility;
+		in->dlcr_near_time = m->u.dlcr.near_exec_time;
+		in->dlcr_near_price = m->u.dlcr.near_exec_price;
+		in->dlcr_min_price = m->u.dlcr.min_price;
+		in->dlcr_max_price = m->u.dlcr.max_price;
+		in->dlcr_lower_collar = m->u.dlcr.lower_collar;
+		in->dlcr_upper_collar = m->u.dlcr.upper_collar;
 		uf_pub_rec(&r[0], c, UF_REC_STATUS, 0, st, loc, m->u.dlcr.near_exec_price,
 		           m->u.dlcr.near_exec_time, UF_STATUS_DLCR, m->u.dlcr.open_eligibility);
 		uf_pub_rec(&r[1], c, UF_REC_STATUS, 0, st, loc, m->u.dlcr.lower_collar,

@@ -124,6 +124,13 @@ struct uf_pub_instrument {
 	uint64_t last_trade_ts;         /* its exchange timestamp */
 	uint64_t last_trade_match;      /* its match number */
 	uint64_t volume;                /* printable shares traded today (E, C, P, Q) */
+	uint64_t dlcr_near_time;        /* O near execution time, ns since midnight */
+	uint32_t dlcr_near_price;       /* O near execution price */
+	uint32_t dlcr_min_price;        /* O minimum allowed price */
+	uint32_t dlcr_max_price;        /* O maximum allowed price */
+	uint32_t dlcr_lower_collar;     /* O */
+	uint32_t dlcr_upper_collar;     /* O */
+	uint32_t pad2;                  /* 0 */
 };
 
 /* Market-wide state. */

@@ -459,6 +459,10 @@ static void test_status_messages_update_state_and_records(void **state)
 	assert_int_equal(f->r[0].shares, 4);
 	assert_int_equal(f->r[1].aux, UF_STATUS_DLCR_COLLARS);
 	assert_int_equal(f->r[1].ref, 1 | 2ull << 32);
+	assert_int_equal(in->dlcr_open_eligible, 'Y');
+	assert_int_equal(in->dlcr_near_time, 4);
+	assert_int_equal(in->dlcr_upper_collar, 6);
+	assert_int_equal(in->dlcr_max_price, 2);
 
 	m = mk_hdr('L', 3, 10);
 	memcpy(m.u.mp_position.mpid, "GSCO", 4);
