@@ -300,6 +300,188 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 	assert_true(long_lived > 1000);
 }
 
+/* The displayed book of a generated day, checked after every message that can raise a bid
+ * or lower an ask (A, F, U): no symbol's best bid is ever at or above its best ask. A
+ * marketable order must show up as executions of the resting side, never as a crossing add.
+ * The model is the test's own: shares per price level and side, best prices per symbol. */
+#define BK_TICKS 65536u /* prices up to $655.35 in whole cents */
+#define BK_SYMS  100
+
+struct bk_order {
+	uint64_t ref;    /* 0 = empty slot */
+	uint32_t shares; /* remaining */
+	uint32_t tick;   /* price in cents */
+	uint16_t locate; /* symbol */
+	uint8_t side;    /* 'B' / 'S' */
+};
+
+static struct bk_order g_bk[TABLE];
+static uint32_t g_lvl[BK_SYMS + 1][2][BK_TICKS]; /* orders per [locate][bid/ask][tick] */
+
+static struct bk_order *bk_find(uint64_t ref, int insert)
+{
+	uint64_t h = (ref * 0x9E3779B97F4A7C15ull) >> 44;
+	for (uint32_t i = 0; i < TABLE; i++) {
+		struct bk_order *o = &g_bk[(h + i) & (TABLE - 1)];
+		if (o->ref == ref)
+			return o;
+		if (o->ref == 0)
+			return insert ? o : NULL;
+	}
+	return NULL;
+}
+
+static void bk_erase(struct bk_order *s)
+{
+	uint32_t i = (uint32_t)(s - g_bk);
+	for (;;) {
+		g_bk[i].ref = 0;
+		uint32_t j = i;
+		for (;;) {
+			j = (j + 1) & (TABLE - 1);
+			if (g_bk[j].ref == 0)
+				return;
+			uint32_t home = (uint32_t)((g_bk[j].ref * 0x9E3779B97F4A7C15ull) >> 44);
+			if (((j - home) & (TABLE - 1)) >= ((j - i) & (TABLE - 1))) {
+				g_bk[i] = g_bk[j];
+				i = j;
+				break;
+			}
+		}
+	}
+}
+
+struct bk_best {
+	int64_t bid; /* best bid tick, -1 none */
+	int64_t ask; /* best ask tick, -1 none */
+};
+
+/* Adds (+1) or removes (-1) an order at its level and keeps the symbol's bests. */
+static void bk_level(struct bk_best *b, const struct bk_order *o, int d)
+{
+	int sd = o->side == 'S';
+	uint32_t *l = g_lvl[o->locate][sd];
+	l[o->tick] = (uint32_t)((int64_t)l[o->tick] + d);
+	struct bk_best *x = &b[o->locate];
+	if (d > 0) {
+		if (!sd && (int64_t)o->tick > x->bid)
+			x->bid = o->tick;
+		if (sd && (x->ask < 0 || (int64_t)o->tick < x->ask))
+			x->ask = o->tick;
+		return;
+	}
+	if (l[o->tick])
+		return;
+	if (!sd && (int64_t)o->tick == x->bid) {
+		int64_t t = x->bid - 1;
+		while (t >= 0 && !l[t])
+			t--;
+		x->bid = t;
+	} else if (sd && (int64_t)o->tick == x->ask) {
+		int64_t t = x->ask + 1;
+		while (t < BK_TICKS && !l[t])
+			t++;
+		x->ask = t < BK_TICKS ? t : -1;
+	}
+}
+
+/* Replays `path`; returns the number of messages after which some book was crossed or
+ * locked (0 for a sound day); fails on any reference or price the model cannot hold. */
+static uint64_t books_crossed_after(const char *path, uint64_t *adds_checked,
+                                    uint64_t *execs, uint64_t *execs_at_touch)
+{
+	size_t len;
+	uint8_t *d = slurp(path, &len);
+	static struct bk_best best[BK_SYMS + 1];
+	memset(g_bk, 0, sizeof(g_bk));
+	memset(g_lvl, 0, sizeof(g_lvl));
+	for (int i = 0; i <= BK_SYMS; i++)
+		best[i] = (struct bk_best){-1, -1};
+	uint64_t bad = 0;
+	*adds_checked = *execs = *execs_at_touch = 0;
+	for (size_t off = 0; off + 2 <= len;) {
+		uint16_t l = uf_be16(d + off);
+		const uint8_t *m = d + off + 2;
+		off += 2 + (size_t)l;
+		uint16_t loc = uf_be16(m + 1);
+		struct bk_order *o = NULL, n = {0};
+		switch (m[0]) {
+		case 'A':
+		case 'F':
+			n = (struct bk_order){uf_be64(m + 11), uf_be32(m + 20), uf_be32(m + 32) / 100,
+			                      loc, m[19]};
+			assert_int_equal(uf_be32(m + 32) % 100, 0); /* whole cents */
+			break;
+		case 'U':
+			o = bk_find(uf_be64(m + 11), 0);
+			assert_non_null(o);
+			n = (struct bk_order){uf_be64(m + 19), uf_be32(m + 27), uf_be32(m + 31) / 100,
+			                      o->locate, o->side};
+			assert_int_equal(uf_be32(m + 31) % 100, 0);
+			bk_level(best, o, -1);
+			bk_erase(o);
+			break;
+		case 'E':
+		case 'C':
+		case 'X':
+		case 'D': {
+			o = bk_find(uf_be64(m + 11), 0);
+			assert_non_null(o);
+			uint32_t sh = m[0] == 'D' ? o->shares : uf_be32(m + 19);
+			assert_true(sh <= o->shares);
+			*execs += m[0] == 'E' || m[0] == 'C';
+			if (m[0] == 'E' || m[0] == 'C') /* only the best level trades */
+				*execs_at_touch += (int64_t)o->tick == (o->side == 'B'
+				                                             ? best[o->locate].bid
+				                                             : best[o->locate].ask);
+			o->shares -= sh;
+			if (o->shares == 0) {
+				bk_level(best, o, -1);
+				bk_erase(o);
+			}
+			break;
+		}
+		}
+		if (n.ref) {
+			assert_true(n.locate >= 1 && n.locate <= BK_SYMS);
+			assert_true(n.tick < BK_TICKS);
+			struct bk_order *slot = bk_find(n.ref, 1);
+			assert_int_equal(slot->ref, 0); /* a fresh reference */
+			*slot = n;
+			bk_level(best, slot, +1);
+			const struct bk_best *b = &best[n.locate];
+			(*adds_checked)++;
+			if (b->bid >= 0 && b->ask >= 0 && b->bid >= b->ask && !bad) {
+				print_error("locate %u crossed/locked after message at byte %zu: bid "
+				            "%lld ask %lld\n",
+				            n.locate, off, (long long)b->bid, (long long)b->ask);
+				bad = off;
+			}
+		}
+	}
+	for (int i = 1; i <= BK_SYMS && !bad; i++) /* and at the end of the day */
+		if (best[i].bid >= 0 && best[i].ask >= 0 && best[i].bid >= best[i].ask)
+			bad = len;
+	free(d);
+	return bad;
+}
+
+static void test_uf_gen_books_never_cross_or_lock(void **s)
+{
+	static const int seeds[] = {1, 42, 2026};
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		char name[32], p[256];
+		snprintf(name, sizeof(name), "bk%d.itch", seeds[i]);
+		assert_int_equal(gen(name, 300000, BK_SYMS, seeds[i]), 0);
+		snprintf(p, sizeof(p), "%s/%s", g_dir, name);
+		uint64_t adds = 0, execs = 0, execs_at_touch = 0;
+		assert_int_equal(books_crossed_after(p, &adds, &execs, &execs_at_touch), 0);
+		assert_true(adds > 100000); /* the check ran on every add and replace */
+		assert_true(execs > 10000);
+		assert_int_equal(execs_at_touch, execs); /* executions hit the touch, in order */
+	}
+}
+
 static void test_uf_gen_rejects_bad_arguments(void **s)
 {
 	assert_int_equal(run(NULL, 0, "'%s/uf-gen' 2>/dev/null", g_bin), 2);
@@ -434,6 +616,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_uf_gen_is_deterministic),
 	    cmocka_unit_test(test_uf_gen_day_is_realistic_and_every_reference_valid),
+	    cmocka_unit_test(test_uf_gen_books_never_cross_or_lock),
 	    cmocka_unit_test(test_uf_gen_rejects_bad_arguments),
 	    cmocka_unit_test(test_uf_decode_stats_json_and_exit_codes),
 	    cmocka_unit_test(test_uf_decode_print_lines_and_limit),

@@ -11,7 +11,13 @@
  *   - orders live for varied times: half the events hit one of the most recent orders
  *     (fleeting orders), half any live order (resting ones); replaces chain (a replaced
  *     order can be replaced again); executions and cancels are often partial;
- *   - prices cluster near a per-symbol mid that random-walks in ticks;
+ *   - the books are real books: every symbol has a price ladder of its resting orders in
+ *     time priority; passive orders (A, F, U) join, improve or sit behind their own side and
+ *     are always strictly better than nothing on the other side (never crossed, never
+ *     locked); prices move because marketable orders arrive, meet hidden liquidity (P) and
+ *     execute against the resting touch in time priority (E/C, partial on the last order);
+ *     their direction leans back towards a per-symbol home price, so prices wander but stay
+ *     on the ladder;
  *   - every reference is valid: E, C, X, D and U only name live orders, never for more
  *     shares than remain; B names an earlier match number; order references are unique.
  * Every one of the 23 types appears at least once in any day with N >= K + 64. */
@@ -30,36 +36,56 @@
 #define RECENT_WINDOW 64    /* "most recent orders" for fleeting activity */
 #define MAX_SYMBOLS   65000 /* locate codes are u16 */
 #define OUTBUF        (4u << 20)
+#define NIL           UINT32_MAX         /* no order (end of a level's list) */
+#define LEVEL_BUDGET  (64ull << 20)      /* bytes for every symbol's price ladder */
+#define LADDER_MIN    128u               /* ticks per symbol, fewest */
+#define LADDER_MAX    4096u              /* ticks per symbol, most */
 
 struct order {
 	uint64_t ref;    /* order reference number */
 	uint32_t shares; /* shares remaining */
-	uint32_t price;  /* limit price */
+	uint32_t price;  /* limit price (ITCH units) */
+	uint32_t prev;   /* older order at the same price and side (pool index), NIL if none */
+	uint32_t next;   /* newer order at the same price and side, NIL if none */
 	uint16_t locate; /* symbol */
 	uint8_t side;    /* 'B' / 'S' */
 };
 
+/* One price of a symbol's ladder: its resting orders in time priority. Bids and asks share
+ * the ladder because a book that never crosses or locks has only one side at any price. */
+struct level {
+	uint32_t head; /* oldest order (pool index), NIL when empty */
+	uint32_t tail; /* newest order */
+};
+
 struct symbol {
-	char name[8]; /* space padded */
-	uint32_t mid; /* moving mid price */
+	char name[8];  /* space padded */
+	uint32_t lo;   /* price of ladder index 0, in ticks (>= 1) */
+	int32_t bid;   /* ladder index of the best bid, -1 when no bids */
+	int32_t ask;   /* ladder index of the best ask, -1 when no asks */
+	int32_t last;  /* ladder index of the last execution (the reference without a book) */
+	uint32_t home; /* ladder index the price reverts to (keeps it inside the ladder) */
 };
 
 struct gen {
-	uint64_t rng;       /* xorshift64* state */
-	FILE *out;          /* output file */
-	uint8_t *buf;       /* output buffer */
-	size_t blen;        /* bytes in buf */
-	uint64_t written;   /* messages written */
-	uint64_t ts;        /* current timestamp (ns since midnight) */
-	uint32_t nsym;      /* K */
-	struct symbol *sym; /* K symbols, locate = index + 1 */
-	double *cdf;        /* Zipf cumulative weights */
-	struct order *pool; /* live orders */
-	size_t live, cap;   /* live orders, pool capacity */
-	size_t target_live; /* pool size the add rate steers towards */
-	uint64_t next_ref;  /* next order reference */
-	uint64_t match;     /* last match number used */
-	int io_err;         /* a write failed */
+	uint64_t rng;        /* xorshift64* state */
+	FILE *out;           /* output file */
+	uint8_t *buf;        /* output buffer */
+	size_t blen;         /* bytes in buf */
+	uint64_t written;    /* messages written */
+	uint64_t limit;      /* body events may not write past this many messages */
+	uint64_t ts;         /* current timestamp (ns since midnight) */
+	uint32_t nsym;       /* K */
+	struct symbol *sym;  /* K symbols, locate = index + 1 */
+	double *cdf;         /* Zipf cumulative weights */
+	uint32_t width;      /* ticks in each symbol's ladder */
+	struct level *lvl;   /* K ladders of `width` levels */
+	struct order *pool;  /* live orders */
+	size_t live, cap;    /* live orders, pool capacity */
+	size_t target_live;  /* pool size the add rate steers towards */
+	uint64_t next_ref;   /* next order reference */
+	uint64_t match;      /* last match number used */
+	int io_err;          /* a write failed */
 };
 
 static inline uint64_t rnd(struct gen *g)
@@ -109,6 +135,12 @@ static uint8_t *msg_begin(struct gen *g, uint8_t type, uint16_t locate, size_t l
 	return p;
 }
 
+/* Messages a multi-message event may still write. */
+static inline uint64_t room(const struct gen *g)
+{
+	return g->written < g->limit ? g->limit - g->written : 0;
+}
+
 static void advance_time(struct gen *g, uint64_t step)
 {
 	/* Bursty: mostly tiny gaps, occasionally a long quiet one. */
@@ -138,20 +170,144 @@ static inline struct symbol *sym_of(struct gen *g, uint16_t locate)
 	return &g->sym[locate - 1];
 }
 
-/* Distance from the mid in ticks: geometric, so prices cluster at the touch. */
+/* ---- the books: every symbol's ladder of price levels, kept so no book crosses ---- */
+
+static inline struct level *level_at(struct gen *g, uint16_t locate, int32_t idx)
+{
+	return &g->lvl[(size_t)(locate - 1) * g->width + (uint32_t)idx];
+}
+
+static inline int32_t level_of(struct gen *g, const struct order *o)
+{
+	return (int32_t)(o->price / TICK - sym_of(g, o->locate)->lo);
+}
+
+static inline uint32_t price_of(const struct symbol *s, int32_t idx)
+{
+	return (s->lo + (uint32_t)idx) * TICK;
+}
+
+/* Mid of the book in ticks (ladder index), or the last execution when a side is empty. */
+static int32_t mid_idx(const struct symbol *s)
+{
+	if (s->bid >= 0 && s->ask >= 0)
+		return (s->bid + s->ask) / 2;
+	if (s->bid >= 0)
+		return s->bid;
+	if (s->ask >= 0)
+		return s->ask;
+	return s->last;
+}
+
+/* Appends pool[i] (price, side and locate set) to its level: it joins the queue last. */
+static void book_insert(struct gen *g, uint32_t i)
+{
+	struct order *o = &g->pool[i];
+	struct symbol *s = sym_of(g, o->locate);
+	int32_t li = level_of(g, o);
+	struct level *l = level_at(g, o->locate, li);
+	o->next = NIL;
+	o->prev = l->tail;
+	if (l->tail != NIL)
+		g->pool[l->tail].next = i;
+	else
+		l->head = i;
+	l->tail = i;
+	if (o->side == 'B' && li > s->bid)
+		s->bid = li;
+	if (o->side == 'S' && (s->ask < 0 || li < s->ask))
+		s->ask = li;
+}
+
+/* Takes pool[i] out of its level; when that empties the best, finds the next best. */
+static void book_unlink(struct gen *g, uint32_t i)
+{
+	struct order *o = &g->pool[i];
+	struct symbol *s = sym_of(g, o->locate);
+	int32_t li = level_of(g, o);
+	struct level *l = level_at(g, o->locate, li);
+	if (o->prev != NIL)
+		g->pool[o->prev].next = o->next;
+	else
+		l->head = o->next;
+	if (o->next != NIL)
+		g->pool[o->next].prev = o->prev;
+	else
+		l->tail = o->prev;
+	if (l->head != NIL)
+		return;
+	/* O(distance to the next level): prices cluster at the touch, so it is short. */
+	if (o->side == 'B' && li == s->bid) {
+		int32_t j = li - 1;
+		while (j >= 0 && level_at(g, o->locate, j)->head == NIL)
+			j--;
+		s->bid = j;
+	} else if (o->side == 'S' && li == s->ask) {
+		int32_t j = li + 1;
+		while (j < (int32_t)g->width && level_at(g, o->locate, j)->head == NIL)
+			j++;
+		s->ask = j < (int32_t)g->width ? j : -1;
+	}
+}
+
+/* Points pool[i]'s neighbours (or its level) at index i after the order moved there. */
+static void book_relink(struct gen *g, uint32_t i)
+{
+	struct order *o = &g->pool[i];
+	struct level *l = level_at(g, o->locate, level_of(g, o));
+	if (o->prev != NIL)
+		g->pool[o->prev].next = i;
+	else
+		l->head = i;
+	if (o->next != NIL)
+		g->pool[o->next].prev = i;
+	else
+		l->tail = i;
+}
+
+/* Removes a live order from the book and the pool (the last order fills its slot). */
+static void remove_order(struct gen *g, size_t i)
+{
+	book_unlink(g, (uint32_t)i);
+	g->pool[i] = g->pool[--g->live];
+	if (i < g->live)
+		book_relink(g, (uint32_t)i);
+}
+
+/* Distance behind the touch in ticks: geometric, so prices cluster at the touch. */
 static uint32_t depth_ticks(struct gen *g)
 {
 	uint64_t r = rnd(g);
 	uint32_t k = (uint32_t)__builtin_ctzll(r | (1ull << 40));
-	return k + below(g, 3);
+	return k + below(g, 3) - 1 + (k == 0); /* 0 (join the best) is the most common */
 }
 
-static uint32_t order_price(struct gen *g, struct symbol *s, uint8_t side)
+/* A passive price for `side`: joins or sits behind its own best, sometimes improves it
+ * inside the spread, and is always strictly better than nothing on the other side: a bid
+ * stays below the best ask, an ask above the best bid (never locked, never crossed).
+ * Returns the ladder index, or -1 when the ladder has no room on that side (the caller
+ * then trades instead). */
+static int32_t passive_idx(struct gen *g, const struct symbol *s, uint8_t side)
 {
-	uint32_t d = depth_ticks(g) * TICK;
-	if (side == 'B')
-		return s->mid > d + TICK ? s->mid - d : TICK;
-	return s->mid + TICK + d;
+	int32_t w = (int32_t)g->width, d = (int32_t)depth_ticks(g), idx;
+	if (side == 'B') {
+		int32_t cap = s->ask >= 0 ? s->ask - 1 : w - 1; /* highest allowed bid */
+		int32_t base = s->bid >= 0 ? s->bid : (s->ask >= 0 ? s->ask - 1 : s->last - 1);
+		if (s->bid >= 0 && below(g, 6) == 0)
+			base++; /* improve the best bid */
+		idx = base - d;
+		idx = idx > cap ? cap : idx;
+		idx = idx < 0 ? (cap >= 0 ? 0 : -1) : idx;
+	} else {
+		int32_t floor_ = s->bid >= 0 ? s->bid + 1 : 0; /* lowest allowed ask */
+		int32_t base = s->ask >= 0 ? s->ask : (s->bid >= 0 ? s->bid + 1 : s->last + 1);
+		if (s->ask >= 0 && below(g, 6) == 0)
+			base--;
+		idx = base + d;
+		idx = idx < floor_ ? floor_ : idx;
+		idx = idx >= w ? (floor_ < w ? w - 1 : -1) : idx;
+	}
+	return idx;
 }
 
 static uint32_t order_shares(struct gen *g)
@@ -171,19 +327,15 @@ static void put_stock(uint8_t *p, const struct symbol *s)
 
 /* ---- order events ---- */
 
-static void emit_add(struct gen *g)
+static void emit_aggressive(struct gen *g, uint16_t loc, uint8_t side, int want_c);
+
+/* Writes the A/F of a new resting order at ladder index `idx`. */
+static void emit_add_at(struct gen *g, uint16_t loc, uint8_t side, int32_t idx, uint32_t shares)
 {
-	uint16_t loc = pick_symbol(g);
 	struct symbol *s = sym_of(g, loc);
-	if (below(g, 8) == 0) { /* the mid drifts a tick now and then */
-		if (below(g, 2) && s->mid > 20 * TICK)
-			s->mid -= TICK;
-		else
-			s->mid += TICK;
-	}
-	struct order o = {.ref = g->next_ref++, .locate = loc, .side = below(g, 2) ? 'B' : 'S'};
-	o.price = order_price(g, s, o.side);
-	o.shares = order_shares(g);
+	struct order o = {.ref = g->next_ref++, .locate = loc, .side = side};
+	o.price = price_of(s, idx);
+	o.shares = shares;
 	int mpid = below(g, 20) == 0;
 	uint8_t *p = msg_begin(g, mpid ? 'F' : 'A', loc, mpid ? 40 : 36);
 	uf_put_be64(p + 11, o.ref);
@@ -193,7 +345,21 @@ static void emit_add(struct gen *g)
 	uf_put_be32(p + 32, o.price);
 	if (mpid)
 		memcpy(p + 36, (const char *[]){"GSCO", "MSCO", "VIRT", "CDEL"}[below(g, 4)], 4);
-	g->pool[g->live++] = o;
+	g->pool[g->live] = o;
+	book_insert(g, (uint32_t)g->live++);
+}
+
+static void emit_add(struct gen *g)
+{
+	uint16_t loc = pick_symbol(g);
+	struct symbol *s = sym_of(g, loc);
+	uint8_t side = below(g, 2) ? 'B' : 'S';
+	int32_t idx = passive_idx(g, s, side);
+	if (idx < 0) { /* the other side fills the ladder's end: trade into it instead */
+		emit_aggressive(g, loc, side, 0);
+		return;
+	}
+	emit_add_at(g, loc, side, idx, order_shares(g));
 }
 
 /* A live order: half the time one of the most recent (fleeting), else any (resting). */
@@ -204,30 +370,84 @@ static size_t pick_order(struct gen *g)
 	return below(g, (uint32_t)g->live);
 }
 
-static void remove_order(struct gen *g, size_t i)
+/* Writes the execution of `sh` shares of resting order pool[i] (E, or C with a price). */
+static void emit_fill(struct gen *g, size_t i, uint32_t sh, int with_price)
 {
-	g->pool[i] = g->pool[--g->live];
-}
-
-static void emit_exec(struct gen *g, int with_price)
-{
-	size_t i = pick_order(g);
 	struct order *o = &g->pool[i];
-	uint32_t sh = (o->shares > 1 && below(g, 5) < 2) ? 1 + below(g, o->shares - 1) : o->shares;
 	uint8_t *p = msg_begin(g, with_price ? 'C' : 'E', o->locate, with_price ? 36 : 31);
 	uf_put_be64(p + 11, o->ref);
 	uf_put_be32(p + 19, sh);
 	uf_put_be64(p + 23, ++g->match);
 	if (with_price) {
 		p[31] = below(g, 10) ? 'Y' : 'N';
-		uint32_t px = o->price;
+		uint32_t px = o->price; /* price improvement for the aggressor, now and then */
 		if (below(g, 3) == 0)
-			px = o->side == 'B' ? px + TICK : (px > TICK ? px - TICK : px);
+			px = o->side == 'B' ? (px > TICK ? px - TICK : px) : px + TICK;
 		uf_put_be32(p + 32, px);
 	}
+	sym_of(g, o->locate)->last = level_of(g, o);
 	o->shares -= sh;
 	if (o->shares == 0)
 		remove_order(g, i);
+}
+
+/* A hidden (non-displayed) execution: P at a price inside the spread; no book change. */
+static void emit_hidden(struct gen *g, uint16_t loc, uint8_t resting_side, uint32_t shares)
+{
+	struct symbol *s = sym_of(g, loc);
+	int32_t px = mid_idx(s);
+	if (s->bid >= 0 && s->ask >= 0)
+		px = s->bid + (int32_t)below(g, (uint32_t)(s->ask - s->bid + 1));
+	uint8_t *p = msg_begin(g, 'P', loc, 44);
+	uf_put_be64(p + 11, 0); /* non-displayed order: Nasdaq sends reference 0 */
+	p[19] = resting_side;
+	uf_put_be32(p + 20, shares);
+	put_stock(p + 24, s);
+	uf_put_be32(p + 32, price_of(s, px));
+	uf_put_be64(p + 36, ++g->match);
+	s->last = px;
+}
+
+/* An incoming marketable order on `side`: it first meets hidden liquidity now and then (P),
+ * then executes against the other side's best levels in time priority (an E or C per resting
+ * order, partial on the last) up to a limit a few ticks through the touch; what is left
+ * either rests at the limit (now the new best, as the other side up to it is gone) or is
+ * cancelled unseen (IOC). Only resting orders are ever printed, so the book never crosses.
+ * Writes no more than room() messages. want_c forces the first fill to be a C. */
+static void emit_aggressive(struct gen *g, uint16_t loc, uint8_t side, int want_c)
+{
+	struct symbol *s = sym_of(g, loc);
+	int32_t *opp = side == 'B' ? &s->ask : &s->bid;
+	uint32_t qty = order_shares(g);
+	if (*opp < 0 || room(g) == 0)
+		return;
+	if (below(g, 6) == 0 && qty > 1) { /* part of it fills against a hidden order */
+		uint32_t h = 1 + below(g, qty - 1);
+		emit_hidden(g, loc, side == 'B' ? 'S' : 'B', h);
+		qty -= h;
+	}
+	uint32_t through = below(g, 4) == 0 ? below(g, 3) : 0; /* levels past the touch */
+	int32_t limit = side == 'B' ? *opp + (int32_t)through : *opp - (int32_t)through;
+	while (qty && *opp >= 0 && room(g) &&
+	       (side == 'B' ? *opp <= limit : *opp >= limit)) {
+		struct level *l = level_at(g, loc, *opp);
+		size_t i = l->head;
+		uint32_t sh = qty < g->pool[i].shares ? qty : g->pool[i].shares;
+		emit_fill(g, i, sh, want_c || below(g, 14) == 0);
+		want_c = 0;
+		qty -= sh;
+	}
+	int clear = *opp < 0 || (side == 'B' ? *opp > limit : *opp < limit);
+	if (qty && clear && room(g) && g->live < g->cap && below(g, 2) && limit >= 0 &&
+	    limit < (int32_t)g->width)
+		emit_add_at(g, loc, side, limit, qty);
+}
+
+/* Executes against a random resting order's book (the E/C pinned events need a live order). */
+static void emit_exec(struct gen *g, int with_price)
+{
+	struct order *o = &g->pool[pick_order(g)];
+	emit_aggressive(g, o->locate, o->side == 'B' ? 'S' : 'B', with_price);
 }
 
 static void emit_cancel(struct gen *g)
@@ -255,38 +475,63 @@ static void emit_delete(struct gen *g)
 	remove_order(g, i);
 }
 
+/* Cancel/replace: a new reference, a new passive price (so it never crosses), often the
+ * same size. Loses time priority: it joins its new level last. */
 static void emit_replace(struct gen *g)
 {
 	size_t i = pick_order(g);
 	struct order *o = &g->pool[i];
 	struct symbol *s = sym_of(g, o->locate);
+	book_unlink(g, (uint32_t)i); /* price it against the book without itself */
+	int32_t idx = passive_idx(g, s, o->side);
+	if (idx < 0)
+		idx = level_of(g, o); /* no room elsewhere: keep the price (never crosses) */
 	uint8_t *p = msg_begin(g, 'U', o->locate, 35);
 	uf_put_be64(p + 11, o->ref);
 	o->ref = g->next_ref++; /* the chain continues under the new reference */
-	o->price = order_price(g, s, o->side);
+	o->price = price_of(s, idx);
 	o->shares = below(g, 3) ? o->shares : order_shares(g);
 	uf_put_be64(p + 19, o->ref);
 	uf_put_be32(p + 27, o->shares);
 	uf_put_be32(p + 31, o->price);
 	/* Keep the replaced order among the recent ones so chains form. */
-	if (g->live > 1) {
-		struct order t = g->pool[g->live - 1];
-		g->pool[g->live - 1] = *o;
+	size_t last = g->live - 1;
+	if (i != last) {
+		struct order t = g->pool[last];
+		g->pool[last] = *o;
 		g->pool[i] = t;
+		book_relink(g, (uint32_t)i);
 	}
+	book_insert(g, (uint32_t)last);
 }
 
-static void emit_trade(struct gen *g)
+/* A body trade: an incoming marketable order on a Zipf-picked symbol. Its direction leans
+ * back towards the symbol's home price, so prices wander but stay on the ladder. */
+static void emit_trade_event(struct gen *g)
 {
 	uint16_t loc = pick_symbol(g);
 	struct symbol *s = sym_of(g, loc);
-	uint8_t *p = msg_begin(g, 'P', loc, 44);
-	uf_put_be64(p + 11, 0); /* non-displayed order: Nasdaq sends reference 0 */
-	p[19] = below(g, 2) ? 'B' : 'S';
-	uf_put_be32(p + 20, order_shares(g));
-	put_stock(p + 24, s);
-	uf_put_be32(p + 32, s->mid);
-	uf_put_be64(p + 36, ++g->match);
+	int32_t dev = mid_idx(s) - (int32_t)s->home; /* ticks above home */
+	int32_t span = (int32_t)g->width / 4;
+	int32_t pull = dev * 400 / (span ? span : 1); /* per mille toward home */
+	pull = pull > 400 ? 400 : pull < -400 ? -400 : pull;
+	uint8_t side = (int32_t)below(g, 1000) < 500 - pull ? 'B' : 'S';
+	if ((side == 'B' ? s->ask : s->bid) < 0)
+		side = side == 'B' ? 'S' : 'B';
+	if ((side == 'B' ? s->ask : s->bid) < 0) { /* an empty book: quote it instead */
+		int32_t idx = passive_idx(g, s, side);
+		if (idx >= 0 && g->live < g->cap)
+			emit_add_at(g, loc, side, idx, order_shares(g));
+		return;
+	}
+	emit_aggressive(g, loc, side, 0);
+}
+
+/* A lone hidden execution (the P that a pinned B later breaks). */
+static void emit_trade(struct gen *g)
+{
+	uint16_t loc = pick_symbol(g);
+	emit_hidden(g, loc, below(g, 2) ? 'B' : 'S', order_shares(g));
 }
 
 /* ---- market and instrument events ---- */
@@ -320,6 +565,7 @@ static void emit_directory(struct gen *g, uint16_t loc)
 static void emit_stock_event(struct gen *g, uint8_t type, uint16_t loc)
 {
 	struct symbol *s = sym_of(g, loc);
+	uint32_t mid = price_of(s, mid_idx(s)); /* reference prices sit at the book's mid */
 	uint8_t *p;
 	switch (type) {
 	case 'H':
@@ -347,14 +593,14 @@ static void emit_stock_event(struct gen *g, uint8_t type, uint16_t loc)
 		put_stock(p + 11, s);
 		uf_put_be32(p + 19, (uint32_t)(g->ts / 1000000000ull) + 900);
 		p[23] = 'A';
-		uf_put_be32(p + 24, s->mid);
+		uf_put_be32(p + 24, mid);
 		break;
 	case 'J':
 		p = msg_begin(g, 'J', loc, 35);
 		put_stock(p + 11, s);
-		uf_put_be32(p + 19, s->mid);
-		uf_put_be32(p + 23, s->mid + s->mid / 20);
-		uf_put_be32(p + 27, s->mid - s->mid / 20);
+		uf_put_be32(p + 19, mid);
+		uf_put_be32(p + 23, mid + mid / 20);
+		uf_put_be32(p + 27, mid - mid / 20);
 		uf_put_be32(p + 31, below(g, 3));
 		break;
 	case 'h':
@@ -369,9 +615,9 @@ static void emit_stock_event(struct gen *g, uint8_t type, uint16_t loc)
 		uf_put_be64(p + 19, 100ull * below(g, 200));
 		p[27] = "BSNO"[below(g, 4)];
 		put_stock(p + 28, s);
-		uf_put_be32(p + 36, s->mid + TICK * below(g, 5));
-		uf_put_be32(p + 40, s->mid);
-		uf_put_be32(p + 44, s->mid);
+		uf_put_be32(p + 36, mid + TICK * below(g, 5));
+		uf_put_be32(p + 40, mid);
+		uf_put_be32(p + 44, mid);
 		p[48] = "OCH"[below(g, 3)];
 		p[49] = " LABC"[below(g, 5)];
 		break;
@@ -385,18 +631,18 @@ static void emit_stock_event(struct gen *g, uint8_t type, uint16_t loc)
 		p = msg_begin(g, 'O', loc, 48);
 		put_stock(p + 11, s);
 		p[19] = below(g, 2) ? 'Y' : 'N';
-		uf_put_be32(p + 20, s->mid - s->mid / 10);
-		uf_put_be32(p + 24, s->mid + s->mid / 10);
-		uf_put_be32(p + 28, s->mid);
+		uf_put_be32(p + 20, mid - mid / 10);
+		uf_put_be32(p + 24, mid + mid / 10);
+		uf_put_be32(p + 28, mid);
 		uf_put_be64(p + 32, g->ts + 60000000000ull);
-		uf_put_be32(p + 40, s->mid - s->mid / 20);
-		uf_put_be32(p + 44, s->mid + s->mid / 20);
+		uf_put_be32(p + 40, mid - mid / 20);
+		uf_put_be32(p + 44, mid + mid / 20);
 		break;
 	case 'Q':
 		p = msg_begin(g, 'Q', loc, 40);
 		uf_put_be64(p + 11, 100ull * (1 + below(g, 10000)));
 		put_stock(p + 19, s);
-		uf_put_be32(p + 27, s->mid);
+		uf_put_be32(p + 27, mid);
 		uf_put_be64(p + 31, ++g->match);
 		p[39] = "OCHI"[below(g, 4)];
 		break;
@@ -436,12 +682,8 @@ static void emit_body_event(struct gen *g)
 		emit_cancel(g);
 	else if (r < 8300)
 		emit_replace(g);
-	else if (r < 9500)
-		emit_exec(g, 0);
-	else if (r < 9700)
-		emit_exec(g, 1);
-	else if (r < 9990)
-		emit_trade(g);
+	else if (r < 9990) /* marketable orders: E/C against the touch, some P */
+		emit_trade_event(g);
 	else if (r < 9999) /* rare per-stock news, spread over the day */
 		emit_stock_event(g, (uint8_t) "HYLNIIIIJh"[below(g, 10)], pick_symbol(g));
 	else if (g->match)
@@ -482,7 +724,13 @@ static void make_symbols(struct gen *g)
 			n[k] = (char)('A' + x % 26);
 			x /= 26;
 		}
-		g->sym[i].mid = (uint32_t)(5 + below(g, 60)) * 10000u * (below(g, 4) ? 1 : 5);
+		/* $5-$65, a quarter of them x5; the ladder is centred on it (ticks >= 1). */
+		uint32_t home = (uint32_t)(5 + below(g, 60)) * 100u * (below(g, 4) ? 1 : 5);
+		struct symbol *s = &g->sym[i];
+		s->lo = home > g->width / 2 ? home - g->width / 2 : 1;
+		s->home = home - s->lo;
+		s->last = (int32_t)s->home;
+		s->bid = s->ask = -1;
 	}
 	/* Zipf(1): weight 1/(rank+1). */
 	double acc = 0;
@@ -562,7 +810,12 @@ int main(int argc, char **argv)
 	g.sym = calloc(k, sizeof(*g.sym));
 	g.cdf = calloc(k, sizeof(*g.cdf));
 	g.pool = calloc(g.cap, sizeof(*g.pool));
-	if (!g.buf || !g.sym || !g.cdf || !g.pool) {
+	/* Ladder width: as many ticks as the budget gives every symbol (a power of two). */
+	g.width = LADDER_MAX;
+	while (g.width > LADDER_MIN && (uint64_t)g.width * k * sizeof(struct level) > LEVEL_BUDGET)
+		g.width /= 2;
+	g.lvl = malloc((size_t)k * g.width * sizeof(*g.lvl));
+	if (!g.buf || !g.sym || !g.cdf || !g.pool || !g.lvl) {
 		fprintf(stderr, "uf-gen: out of memory\n");
 		goto out_free;
 	}
@@ -572,6 +825,7 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto out_free;
 	}
+	memset(g.lvl, 0xff, (size_t)k * g.width * sizeof(*g.lvl)); /* every level empty: NIL */
 	make_symbols(&g);
 
 	/* Header: start of messages, directory, market-wide levels, start of system hours. */
@@ -603,6 +857,7 @@ int main(int argc, char **argv)
 	uint64_t step = (DAY_CLOSE_NS - DAY_OPEN_NS) / (body ? body : 1);
 	size_t next_pin = 0;
 	uint64_t start = g.written;
+	g.limit = start + body;
 	while (g.written < start + body) {
 		uint64_t done = g.written - start;
 		advance_time(&g, step);
@@ -668,6 +923,7 @@ int main(int argc, char **argv)
 	}
 	rc = 0;
 out_free:
+	free(g.lvl);
 	free(g.pool);
 	free(g.cdf);
 	free(g.sym);
