@@ -77,6 +77,8 @@ struct ctl {
 	uint32_t step;                  /* step the records being read belong to */
 	uint32_t stop;                  /* consumers leave when set */
 	uint32_t ready[MAXC];           /* 1 attached, 2 failed */
+	uint32_t attached[MAXC];        /* attachments to a live ring of feed_pid so far */
+	int32_t feed_pid;               /* the uringfeed whose ring consumers must read */
 	uint64_t position[MAXC];        /* next ring sequence each consumer will read */
 	struct cstep res[MAXC][NSTEPS]; /* per consumer, per step */
 };
@@ -255,26 +257,54 @@ static int day_write_prefix(const struct day *d, uint64_t n, const char *path)
 
 /* ---- consumer process ------------------------------------------------------------------- */
 
-static int consumer_main(struct run *r, int idx)
+/* Attaches to the ring of the current uringfeed (ctl->feed_pid; after a restart the old,
+ * closed ring may still be found first), retrying for 15 s. */
+static int consumer_attach(struct run *r, int idx, uf_consumer_t **c)
 {
 	struct ctl *ctl = r->ctl;
 	struct uf_consumer_options co;
-	struct uf_record buf[64];
-	uf_consumer_t *c = NULL;
-	uint64_t deadline = uf_bench_now_ns() + 20000000000ull, give_up;
+	uint64_t give_up = uf_bench_now_ns() + 15000000000ull;
 	char err[256];
 	int rc;
 
 	uf_consumer_options_init(&co);
 	co.tag = "uf-bench-e2e";
-	give_up = uf_bench_now_ns() + 10000000000ull;
-	while ((rc = uf_consumer_attach(r->ring, &co, &c, err, sizeof(err))) < 0) {
-		if ((rc != -ENOENT && rc != -ESTALE) || uf_bench_now_ns() > give_up) {
+	for (;;) {
+		rc = uf_consumer_attach(r->ring, &co, c, err, sizeof(err));
+		if (rc == 0) {
+			struct uf_consumer_info info;
+			uf_consumer_get_info(*c, &info);
+			if (!info.closed && info.producer_pid ==
+			                        __atomic_load_n(&ctl->feed_pid, __ATOMIC_ACQUIRE)) {
+				__atomic_store_n(&ctl->position[idx], 0, __ATOMIC_RELEASE);
+				__atomic_add_fetch(&ctl->attached[idx], 1, __ATOMIC_ACQ_REL);
+				return 0;
+			}
+			uf_consumer_detach(*c);
+			*c = NULL;
+		} else if (rc != -ENOENT && rc != -ESTALE && rc != -EPROTO) {
 			fprintf(stderr, "uf-bench e2e: consumer %d: %s\n", idx, err);
-			__atomic_store_n(&ctl->ready[idx], 2, __ATOMIC_RELEASE);
-			return 1;
+			return rc;
+		}
+		if (uf_bench_now_ns() > give_up || __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE)) {
+			fprintf(stderr, "uf-bench e2e: consumer %d: no live ring %s within 15 s\n",
+			        idx, r->ring);
+			return -ETIMEDOUT;
 		}
 		sleep_ms(5);
+	}
+}
+
+static int consumer_main(struct run *r, int idx)
+{
+	struct ctl *ctl = r->ctl;
+	struct uf_record buf[64];
+	uf_consumer_t *c = NULL;
+	uint64_t deadline = uf_bench_now_ns() + 60000000000ull;
+
+	if (consumer_attach(r, idx, &c) < 0) {
+		__atomic_store_n(&ctl->ready[idx], 2, __ATOMIC_RELEASE);
+		return 1;
 	}
 	__atomic_store_n(&ctl->ready[idx], 1, __ATOMIC_RELEASE);
 	for (;;) {
@@ -315,16 +345,24 @@ static int consumer_main(struct run *r, int idx)
 			ctl->res[idx][st].lap_lost += lap.lost;
 			continue;
 		}
-		if (n != -EAGAIN)
-			break; /* -EPIPE: the daemon stopped and everything was read */
 		if (__atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) || uf_bench_now_ns() > deadline)
 			break;
-		/* Spins co.spin_ns (the library default) before sleeping on the futex. */
+		if (n == -EPIPE || n == -ESTALE) {
+			/* uf-bench restarted the daemon (after a lossy step): follow it */
+			uf_consumer_detach(c);
+			c = NULL;
+			if (consumer_attach(r, idx, &c) < 0)
+				return 1;
+			continue;
+		}
+		if (n != -EAGAIN)
+			break;
+		/* Spins the library's default spin_ns before sleeping on the futex. */
 		uf_consumer_wait(c, 2000000);
-		if (__atomic_load_n(&ctl->step, __ATOMIC_ACQUIRE) != ST_WARMUP)
-			deadline = uf_bench_now_ns() + 60000000000ull; /* alive while steps run */
+		deadline = uf_bench_now_ns() + 60000000000ull; /* alive while the daemon is */
 	}
-	uf_consumer_detach(c);
+	if (c)
+		uf_consumer_detach(c);
 	return 0;
 }
 
@@ -406,6 +444,8 @@ static int start_feed(struct run *r, struct beres *res)
 	argv[2] = cfg;
 	argv[3] = NULL;
 	r->feed = e2e_spawn(argv, NULL, r->log);
+	if (r->ctl)
+		__atomic_store_n(&r->ctl->feed_pid, (int32_t)r->feed, __ATOMIC_RELEASE);
 	if (r->feed < 0) {
 		snprintf(res->note, sizeof(res->note), "cannot start %.200s", bin);
 		return -EIO;
@@ -638,6 +678,53 @@ static void step_latency(struct run *r, int idx, struct step *s)
 
 /* ---- one back end ----------------------------------------------------------------------- */
 
+/* Waits until every consumer has attached `want[i]` times. */
+static int wait_attached(struct run *r, const uint32_t *want, struct beres *res)
+{
+	for (uint64_t give_up = uf_bench_now_ns() + 20000000000ull;;) {
+		int ready = 0;
+		for (int i = 0; i < r->ncons; i++) {
+			if (__atomic_load_n(&r->ctl->ready[i], __ATOMIC_ACQUIRE) == 2) {
+				snprintf(res->note, sizeof(res->note),
+				         "a consumer could not attach");
+				return -EIO;
+			}
+			ready += __atomic_load_n(&r->ctl->attached[i], __ATOMIC_ACQUIRE) >= want[i];
+		}
+		if (ready == r->ncons)
+			return 0;
+		if (uf_bench_now_ns() > give_up || g_stop) {
+			snprintf(res->note, sizeof(res->note),
+			         "consumers not attached within 20 s");
+			return -ETIMEDOUT;
+		}
+		sleep_ms(5);
+	}
+}
+
+/* A lossy step leaves the feed recovering a gap (its re-request server, uf-replay, is gone)
+ * and would charge the give-up to the next step: start a fresh daemon instead, so every step
+ * is measured on its own. Consumers follow it to the new ring. */
+static int restart_feed(struct run *r, const struct day *day, struct beres *res)
+{
+	uint32_t want[MAXC];
+	struct step warm;
+	int port = e2e_free_port(SOCK_STREAM);
+
+	for (int i = 0; i < r->ncons; i++)
+		want[i] = __atomic_load_n(&r->ctl->attached[i], __ATOMIC_ACQUIRE) + 1;
+	stop_feed(r);
+	uf_ring_unlink(r->ring, NULL);
+	if (port < 0) {
+		snprintf(res->note, sizeof(res->note), "no free TCP port for the status endpoint");
+		return port;
+	}
+	r->status_port = (uint16_t)port;
+	if (start_feed(r, res) < 0 || wait_attached(r, want, res) < 0)
+		return -EIO;
+	return run_step(r, day, ST_WARMUP, &warm, r->o->rate, 0, 0.2);
+}
+
 static void run_backend(const struct opts *o, enum backend be, const struct day *day,
                         struct beres *res)
 {
@@ -690,27 +777,15 @@ static void run_backend(const struct opts *o, enum backend be, const struct day 
 		}
 		r.cons[r.ncons++] = pid;
 	}
-	for (uint64_t give_up = uf_bench_now_ns() + 10000000000ull;;) {
-		int ready = 0, failed = 0;
-		for (int i = 0; i < r.ncons; i++) {
-			uint32_t v = __atomic_load_n(&r.ctl->ready[i], __ATOMIC_ACQUIRE);
-			ready += v == 1;
-			failed += v == 2;
-		}
-		if (failed || r.ncons < o->consumers) {
-			snprintf(res->note, sizeof(res->note), "a consumer could not attach");
-			goto out_stop;
-		}
-		if (ready == r.ncons)
-			break;
-		if (uf_bench_now_ns() > give_up || g_stop) {
-			snprintf(res->note, sizeof(res->note),
-			         "consumers not attached within 10 s");
-			goto out_stop;
-		}
-		sleep_ms(5);
+	if (r.ncons < o->consumers) {
+		snprintf(res->note, sizeof(res->note), "cannot fork consumers");
+		goto out_stop;
 	}
-
+	{
+		const uint32_t want[MAXC] = {1, 1, 1, 1};
+		if (wait_attached(&r, want, res) < 0)
+			goto out_stop;
+	}
 	{
 		struct step warm;
 		fprintf(stderr, "uf-bench e2e: %s: warm-up, steady %.0f msg/s, burst %gx...\n",
@@ -736,6 +811,8 @@ static void run_backend(const struct opts *o, enum backend be, const struct day 
 				goto out_stop;
 			}
 			res->nsearch++;
+			if (s->loss && restart_feed(&r, day, res) < 0)
+				goto out_stop;
 			if (!s->loss) {
 				if (s->achieved > lo) {
 					lo = s->achieved;
