@@ -165,6 +165,7 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 	uint64_t partial_exec = 0, chains = 0, short_lived = 0, long_lived = 0, last_ts = 0;
 	uint64_t max_match = 0, bad_break = 0, ts_back = 0, near_px = 0, far_px = 0;
 	static uint32_t last_px[65536], first_px[65536];
+	uint32_t min_px1 = UINT32_MAX, max_px1 = 0; /* add prices of the busiest symbol */
 	memset(last_px, 0, sizeof(last_px));
 	memset(first_px, 0, sizeof(first_px));
 	size_t off = 0;
@@ -200,6 +201,10 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 					first_px[loc] = px;
 				}
 				last_px[loc] = px;
+				if (loc == 1) {
+					min_px1 = px < min_px1 ? px : min_px1;
+					max_px1 = px > max_px1 ? px : max_px1;
+				}
 			}
 			break;
 		case 'E':
@@ -293,7 +298,8 @@ static void test_uf_gen_day_is_realistic_and_every_reference_valid(void **s)
 	assert_true(top * 2 > total);
 	/* prices cluster near a mid that moves over the day */
 	assert_true(near_px > 9 * far_px);
-	assert_true(first_px[1] != last_px[1]);
+	/* the busiest symbol's quotes span far more than the depth of one book (~10 ticks) */
+	assert_true(max_px1 - min_px1 >= 30 * 100);
 	assert_true(partial_exec > 100);
 	assert_true(chains > 100);
 	assert_true(short_lived > 1000);
@@ -482,6 +488,68 @@ static void test_uf_gen_books_never_cross_or_lock(void **s)
 	}
 }
 
+/* Every symbol has its opening and closing auction: a NOII, then after S Q (S M) one
+ * cross Q of its type, in that order; tickers are unique, 1-5 upper-case letters of varied
+ * length, space padded. */
+static void test_uf_gen_crosses_every_symbol_and_varies_tickers(void **s)
+{
+	enum { K = 50 };
+	assert_int_equal(gen("x.itch", 200000, K, 1), 0);
+	char p[256];
+	snprintf(p, sizeof(p), "%s/x.itch", g_dir);
+	size_t len;
+	uint8_t *d = slurp(p, &len);
+	int noii[K + 1][2] = {{0}}, cross[K + 1][2] = {{0}}, by_len[9] = {0}, bad_order = 0;
+	char names[K + 1][9] = {{0}};
+	uint8_t phase = 0; /* last S event code */
+	for (size_t off = 0; off + 2 <= len;) {
+		uint16_t l = uf_be16(d + off);
+		const uint8_t *m = d + off + 2;
+		off += 2 + (size_t)l;
+		uint16_t loc = uf_be16(m + 1);
+		if (m[0] == 'S') {
+			phase = m[11];
+		} else if (m[0] == 'R') {
+			assert_true(loc >= 1 && loc <= K);
+			int n = 0;
+			while (n < 8 && m[11 + n] >= 'A' && m[11 + n] <= 'Z')
+				n++;
+			for (int k = n; k < 8; k++)
+				assert_int_equal(m[11 + k], ' '); /* letters, then padding only */
+			assert_true(n >= 1 && n <= 5);
+			by_len[n]++;
+			memcpy(names[loc], m + 11, 8);
+			for (int j = 1; j < loc; j++)
+				assert_memory_not_equal(names[j], names[loc], 8);
+		} else if (m[0] == 'I' && (m[48] == 'O' || m[48] == 'C') && loc <= K) {
+			int c = m[48] == 'C';
+			/* the open's NOII comes before S Q, the close's before S M */
+			bad_order += c ? phase != 'Q' : phase != 'S';
+			noii[loc][c]++;
+		} else if (m[0] == 'Q') {
+			assert_true(loc >= 1 && loc <= K);
+			assert_true(m[39] == 'O' || m[39] == 'C');
+			int c = m[39] == 'C';
+			bad_order += c ? phase != 'M' : phase != 'Q';
+			bad_order += noii[loc][c] == 0; /* announced before it crosses */
+			assert_true(uf_be32(m + 27) > 0);
+			assert_memory_equal(m + 19, names[loc], 8);
+			cross[loc][c]++;
+		}
+	}
+	free(d);
+	assert_int_equal(bad_order, 0);
+	for (int i = 1; i <= K; i++) {
+		assert_int_equal(cross[i][0], 1);
+		assert_int_equal(cross[i][1], 1);
+	}
+	int lens = 0;
+	for (int n = 1; n <= 5; n++)
+		lens += by_len[n] > 0;
+	assert_true(lens >= 3);
+	assert_true(by_len[3] + by_len[4] > by_len[5]); /* mostly 3-4 letters */
+}
+
 static void test_uf_gen_rejects_bad_arguments(void **s)
 {
 	assert_int_equal(run(NULL, 0, "'%s/uf-gen' 2>/dev/null", g_bin), 2);
@@ -617,6 +685,7 @@ int main(void)
 	    cmocka_unit_test(test_uf_gen_is_deterministic),
 	    cmocka_unit_test(test_uf_gen_day_is_realistic_and_every_reference_valid),
 	    cmocka_unit_test(test_uf_gen_books_never_cross_or_lock),
+	    cmocka_unit_test(test_uf_gen_crosses_every_symbol_and_varies_tickers),
 	    cmocka_unit_test(test_uf_gen_rejects_bad_arguments),
 	    cmocka_unit_test(test_uf_decode_stats_json_and_exit_codes),
 	    cmocka_unit_test(test_uf_decode_print_lines_and_limit),

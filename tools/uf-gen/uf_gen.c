@@ -4,9 +4,10 @@
  *
  * Same seed, same arguments: same bytes (one PRNG, no clocks, no floating-point libm calls
  * whose results could differ between builds). What makes the day realistic:
- *   - the day's shape: S O, a directory (R) for every symbol, MWCB levels (V), market makers
- *     (L), trading state (H), Reg SHO (Y), S S, pre-open NOII (I), S Q with opening crosses
- *     (Q), continuous trading, S M with closing crosses, S E, S C;
+ *   - the day's shape: S O, a directory (R) for every symbol with a unique ticker of 1-5
+ *     letters, MWCB levels (V), S S, pre-open news (L H Y K J O h), the opening auction (a
+ *     NOII per symbol, S Q, one opening cross Q per symbol), continuous trading, the closing
+ *     auction (NOII per symbol, S M, one closing cross Q per symbol), S E, S C;
  *   - skew: symbols are drawn from a Zipf(1) distribution, so a few carry most messages;
  *   - orders live for varied times: half the events hit one of the most recent orders
  *     (fleeting orders), half any live order (resting ones); replaces chain (a replaced
@@ -14,10 +15,10 @@
  *   - the books are real books: every symbol has a price ladder of its resting orders in
  *     time priority; passive orders (A, F, U) join, improve or sit behind their own side and
  *     are always strictly better than nothing on the other side (never crossed, never
- *     locked); prices move because marketable orders arrive, meet hidden liquidity (P) and
- *     execute against the resting touch in time priority (E/C, partial on the last order);
- *     their direction leans back towards a per-symbol home price, so prices wander but stay
- *     on the ladder;
+ *     locked); each symbol has a fair value that random-walks (leaning back towards its
+ *     home price, so it stays on the ladder): quotes are placed around it, and marketable
+ *     orders, more often on the side it moved to, meet hidden liquidity (P) and execute
+ *     against the resting touch in time priority (E/C, partial on the last order);
  *   - every reference is valid: E, C, X, D and U only name live orders, never for more
  *     shares than remain; B names an earlier match number; order references are unique.
  * Every one of the 23 types appears at least once in any day with N >= K + 64. */
@@ -65,6 +66,8 @@ struct symbol {
 	int32_t ask;   /* ladder index of the best ask, -1 when no asks */
 	int32_t last;  /* ladder index of the last execution (the reference without a book) */
 	uint32_t home; /* ladder index the price reverts to (keeps it inside the ladder) */
+	int32_t fair;  /* ladder index of the fair value: random-walks; quotes and marketable
+	                * orders follow it, so the book moves with it */
 };
 
 struct gen {
@@ -282,9 +285,9 @@ static uint32_t depth_ticks(struct gen *g)
 	return k + below(g, 3) - 1 + (k == 0); /* 0 (join the best) is the most common */
 }
 
-/* A passive price for `side`: joins or sits behind its own best, sometimes improves it
- * inside the spread, and is always strictly better than nothing on the other side: a bid
- * stays below the best ask, an ask above the best bid (never locked, never crossed).
+/* A passive price for `side`: a tick or more from the fair value (clustering there), and
+ * always strictly inside the other side: a bid stays below the best ask, an ask above the
+ * best bid (never locked, never crossed).
  * Returns the ladder index, or -1 when the ladder has no room on that side (the caller
  * then trades instead). */
 static int32_t passive_idx(struct gen *g, const struct symbol *s, uint8_t side)
@@ -292,22 +295,26 @@ static int32_t passive_idx(struct gen *g, const struct symbol *s, uint8_t side)
 	int32_t w = (int32_t)g->width, d = (int32_t)depth_ticks(g), idx;
 	if (side == 'B') {
 		int32_t cap = s->ask >= 0 ? s->ask - 1 : w - 1; /* highest allowed bid */
-		int32_t base = s->bid >= 0 ? s->bid : (s->ask >= 0 ? s->ask - 1 : s->last - 1);
-		if (s->bid >= 0 && below(g, 6) == 0)
-			base++; /* improve the best bid */
-		idx = base - d;
+		idx = s->fair - 1 - d;
 		idx = idx > cap ? cap : idx;
 		idx = idx < 0 ? (cap >= 0 ? 0 : -1) : idx;
 	} else {
 		int32_t floor_ = s->bid >= 0 ? s->bid + 1 : 0; /* lowest allowed ask */
-		int32_t base = s->ask >= 0 ? s->ask : (s->bid >= 0 ? s->bid + 1 : s->last + 1);
-		if (s->ask >= 0 && below(g, 6) == 0)
-			base--;
-		idx = base + d;
+		idx = s->fair + 1 + d;
 		idx = idx < floor_ ? floor_ : idx;
 		idx = idx >= w ? (floor_ < w ? w - 1 : -1) : idx;
 	}
 	return idx;
+}
+
+/* Moves the fair value a tick, leaning back towards home so it stays on the ladder. */
+static void drift_fair(struct gen *g, struct symbol *s)
+{
+	int32_t dev = s->fair - (int32_t)s->home, span = (int32_t)g->width / 4;
+	int32_t pull = dev * 400 / (span ? span : 1); /* per mille toward home */
+	pull = pull > 400 ? 400 : pull < -400 ? -400 : pull;
+	s->fair += (int32_t)below(g, 1000) < 500 - pull ? 1 : -1;
+	s->fair = s->fair < 1 ? 1 : s->fair > (int32_t)g->width - 2 ? (int32_t)g->width - 2 : s->fair;
 }
 
 static uint32_t order_shares(struct gen *g)
@@ -353,6 +360,8 @@ static void emit_add(struct gen *g)
 {
 	uint16_t loc = pick_symbol(g);
 	struct symbol *s = sym_of(g, loc);
+	if (below(g, 32) == 0)
+		drift_fair(g, s);
 	uint8_t side = below(g, 2) ? 'B' : 'S';
 	int32_t idx = passive_idx(g, s, side);
 	if (idx < 0) { /* the other side fills the ladder's end: trade into it instead */
@@ -505,17 +514,15 @@ static void emit_replace(struct gen *g)
 	book_insert(g, (uint32_t)last);
 }
 
-/* A body trade: an incoming marketable order on a Zipf-picked symbol. Its direction leans
- * back towards the symbol's home price, so prices wander but stay on the ladder. */
+/* A body trade: an incoming marketable order on a Zipf-picked symbol. It buys more often
+ * when the fair value is above the mid (and sells when below), so the touch follows it. */
 static void emit_trade_event(struct gen *g)
 {
 	uint16_t loc = pick_symbol(g);
 	struct symbol *s = sym_of(g, loc);
-	int32_t dev = mid_idx(s) - (int32_t)s->home; /* ticks above home */
-	int32_t span = (int32_t)g->width / 4;
-	int32_t pull = dev * 400 / (span ? span : 1); /* per mille toward home */
-	pull = pull > 400 ? 400 : pull < -400 ? -400 : pull;
-	uint8_t side = (int32_t)below(g, 1000) < 500 - pull ? 'B' : 'S';
+	int32_t lean = (s->fair - mid_idx(s)) * 150; /* per mille toward buying */
+	lean = lean > 450 ? 450 : lean < -450 ? -450 : lean;
+	uint8_t side = (int32_t)below(g, 1000) < 500 + lean ? 'B' : 'S';
 	if ((side == 'B' ? s->ask : s->bid) < 0)
 		side = side == 'B' ? 'S' : 'B';
 	if ((side == 'B' ? s->ask : s->bid) < 0) { /* an empty book: quote it instead */
@@ -618,7 +625,7 @@ static void emit_stock_event(struct gen *g, uint8_t type, uint16_t loc)
 		uf_put_be32(p + 36, mid + TICK * below(g, 5));
 		uf_put_be32(p + 40, mid);
 		uf_put_be32(p + 44, mid);
-		p[48] = "OCH"[below(g, 3)];
+		p[48] = 'H'; /* a halt/IPO auction: open and close NOII come from emit_auction */
 		p[49] = " LABC"[below(g, 5)];
 		break;
 	}
@@ -647,6 +654,40 @@ static void emit_stock_event(struct gen *g, uint8_t type, uint16_t loc)
 		p[39] = "OCHI"[below(g, 4)];
 		break;
 	}
+}
+
+/* The auction of one symbol: its NOII ahead of the cross (`noii`), or the cross itself (Q),
+ * cross_type 'O' (opening) or 'C' (closing). The cross price is inside the displayed spread
+ * (on-open/on-close orders are not displayed, so the book does not change). */
+static void emit_auction(struct gen *g, uint16_t loc, uint8_t cross_type, int noii)
+{
+	struct symbol *s = sym_of(g, loc);
+	int32_t m = mid_idx(s);
+	uint8_t *p;
+	if (noii) {
+		uint64_t paired = 100ull * (1 + below(g, 5000));
+		uint64_t imbalance = below(g, 4) ? 100ull * below(g, 500) : 0;
+		p = msg_begin(g, 'I', loc, 50);
+		uf_put_be64(p + 11, paired);
+		uf_put_be64(p + 19, imbalance);
+		p[27] = imbalance ? (below(g, 2) ? 'B' : 'S') : 'N';
+		put_stock(p + 28, s);
+		uf_put_be32(p + 36, price_of(s, m + (int32_t)below(g, 3) - 1 > 0
+		                                       ? m + (int32_t)below(g, 3) - 1
+		                                       : m)); /* far */
+		uf_put_be32(p + 40, price_of(s, m));          /* near */
+		uf_put_be32(p + 44, price_of(s, m));          /* current reference */
+		p[48] = cross_type;
+		p[49] = " LABC"[below(g, 5)];
+		return;
+	}
+	p = msg_begin(g, 'Q', loc, 40);
+	uf_put_be64(p + 11, 100ull * (1 + below(g, 10000)));
+	put_stock(p + 19, s);
+	uf_put_be32(p + 27, price_of(s, m));
+	uf_put_be64(p + 31, ++g->match);
+	p[39] = cross_type;
+	s->last = m;
 }
 
 static void emit_market_event(struct gen *g, uint8_t type)
@@ -685,7 +726,7 @@ static void emit_body_event(struct gen *g)
 	else if (r < 9990) /* marketable orders: E/C against the touch, some P */
 		emit_trade_event(g);
 	else if (r < 9999) /* rare per-stock news, spread over the day */
-		emit_stock_event(g, (uint8_t) "HYLNIIIIJh"[below(g, 10)], pick_symbol(g));
+		emit_stock_event(g, (uint8_t) "HYLNIJh"[below(g, 7)], pick_symbol(g));
 	else if (g->match)
 		emit_market_event(g, 'B'); /* a trade broken after the fact */
 	else
@@ -714,24 +755,44 @@ static int parse_u64(const char *s, uint64_t *v)
 
 static void make_symbols(struct gen *g)
 {
-	/* Unique 4-letter tickers: an injective map of the index onto 26^4 = 456976 codes
-	 * (7919 is coprime with it), so neighbouring locates get unrelated names. */
+	/* Unique tickers of 1-5 uppercase letters, lengths roughly as listed on Nasdaq (few of
+	 * one or two letters, most of three or four, some five). A 64-bit code per name in an
+	 * open-addressing set keeps them unique; a draw that collides is redrawn, and after 64
+	 * collisions (one- and two-letter names run out) the name gets five letters. */
+	size_t setn = 1;
+	while (setn < 2 * (size_t)g->nsym)
+		setn *= 2;
+	uint64_t *set = calloc(setn, sizeof(*set));
 	for (uint32_t i = 0; i < g->nsym; i++) {
-		uint32_t x = (uint32_t)(((uint64_t)i * 7919u + 12345u) % 456976u);
 		char *n = g->sym[i].name;
-		memset(n, ' ', 8);
-		for (int k = 3; k >= 0; k--) {
-			n[k] = (char)('A' + x % 26);
-			x /= 26;
+		uint64_t code = 0;
+		for (int tries = 0;; tries++) {
+			uint32_t r = below(g, 100);
+			int len = tries >= 64 ? 5 : r < 1 ? 1 : r < 6 ? 2 : r < 36 ? 3 : r < 88 ? 4 : 5;
+			memset(n, ' ', 8);
+			code = 0;
+			for (int k = 0; k < len; k++) {
+				n[k] = (char)('A' + below(g, 26));
+				code = code << 8 | (uint8_t)n[k];
+			}
+			size_t h = (size_t)((code * 0x9E3779B97F4A7C15ull) >> 20) & (setn - 1);
+			while (set && set[h] && set[h] != code)
+				h = (h + 1) & (setn - 1);
+			if (!set || !set[h]) { /* new (without a set, out of memory: unchecked) */
+				if (set)
+					set[h] = code;
+				break;
+			}
 		}
 		/* $5-$65, a quarter of them x5; the ladder is centred on it (ticks >= 1). */
 		uint32_t home = (uint32_t)(5 + below(g, 60)) * 100u * (below(g, 4) ? 1 : 5);
 		struct symbol *s = &g->sym[i];
 		s->lo = home > g->width / 2 ? home - g->width / 2 : 1;
 		s->home = home - s->lo;
-		s->last = (int32_t)s->home;
+		s->last = s->fair = (int32_t)s->home;
 		s->bid = s->ask = -1;
 	}
+	free(set);
 	/* Zipf(1): weight 1/(rank+1). */
 	double acc = 0;
 	for (uint32_t i = 0; i < g->nsym; i++) {
@@ -838,26 +899,34 @@ int main(int argc, char **argv)
 	emit_market_event(&g, 'V');
 	g.ts = DAY_OPEN_NS;
 	emit_system(&g, 'S');
-	/* Rare events every day has, pinned to fractions of the body so any N shows them:
-	 * pre-open (L H Y K J O I), at the open (S Q, opening cross Q), during the day
-	 * (h N W, a C, a P and the B that breaks it), at the close (S M, closing cross Q). */
+	/* Events every day has, pinned to fractions of the body so any N shows them: pre-open
+	 * (L H Y K J O h), the opening auction (a NOII per crossing symbol, S Q at ~09:30, an
+	 * opening cross Q per crossing symbol), during the day (N W, a C, a P and the B that
+	 * breaks it, E X U), the closing auction (NOII per symbol, S M at ~16:00, a closing
+	 * cross Q per symbol). Upper-case kinds are one message; the lower-case runs 'i', 'o'
+	 * (open NOII, open cross), 'j', 'k' (close NOII, close cross) write one message per
+	 * crossing symbol, one per loop turn. */
 	static const struct {
 		uint16_t permille;
 		uint8_t kind;
 	} pinned[] = {
-	    {10, 'L'},  {20, 'H'},  {30, 'Y'},
-	    {40, 'K'},  {50, 'J'},  {60, 'O'},
-	    {80, 'I'},  {160, 'q'}, /* S Q: market open */ {170, 'Q'},
-	    {300, 'h'}, {400, 'N'}, {450, 'C'},
-	    {500, 'P'}, {520, 'B'}, {600, 'W'},
-	    {700, 'E'}, {750, 'X'}, {780, 'U'},
-	    {800, 'I'}, {830, 'm'}, /* S M: market close */ {840, 'Q'},
+	    {10, 'L'},  {20, 'H'},  {30, 'Y'},  {40, 'K'},
+	    {50, 'J'},  {60, 'O'},  {300, 'h'}, {330, 'i'},
+	    {344, 'q'}, /* S Q: market open */  {345, 'o'},
+	    {400, 'N'}, {450, 'C'}, {500, 'P'}, {520, 'B'},
+	    {600, 'W'}, {650, 'E'}, {680, 'X'}, {700, 'U'},
+	    {735, 'j'}, {750, 'm'}, /* S M: market close */ {751, 'k'},
 	};
 	uint64_t body = n - g.written - 2; /* the trailer is S E + S C */
 	uint64_t step = (DAY_CLOSE_NS - DAY_OPEN_NS) / (body ? body : 1);
 	size_t next_pin = 0;
 	uint64_t start = g.written;
 	g.limit = start + body;
+	/* Symbols with an opening and closing auction: all of them when the day is big enough,
+	 * else the busiest (locates 1..crossing, the Zipf head) within 4 % of the body each. */
+	uint64_t crossing = body / 25 < 1 ? 1 : body / 25;
+	crossing = crossing > g.nsym ? g.nsym : crossing;
+	uint32_t run = 0; /* next symbol of a per-symbol run */
 	while (g.written < start + body) {
 		uint64_t done = g.written - start;
 		advance_time(&g, step);
@@ -868,6 +937,16 @@ int main(int argc, char **argv)
 			switch (kind) {
 			case 'q':
 				emit_system(&g, 'Q');
+				break;
+			case 'i':
+			case 'o':
+			case 'j':
+			case 'k':
+				emit_auction(&g, (uint16_t)(run + 1),
+				             kind == 'i' || kind == 'o' ? 'O' : 'C',
+				             kind == 'i' || kind == 'j');
+				ok = ++run == crossing;
+				run = ok ? 0 : run;
 				break;
 			case 'm':
 				emit_system(&g, 'M');
