@@ -1,6 +1,7 @@
 /* publish/: the effect of every ITCH message type on the books, the directory and the
  * records; integrity errors; gap, snapshot and read access. */
 #include <errno.h>
+#include <pthread.h>
 
 #include "common/uf_endian.h"
 #include "common/uf_time.h"
@@ -717,6 +718,53 @@ static void test_create_refuses_impossible_sizes(void **state)
 	uf_publish_destroy(NULL);
 }
 
+struct stats_reader {
+	struct uf_publisher *p;
+	volatile int stop; /* set by the applying thread when done */
+	uint64_t reads;    /* snapshots taken */
+	int went_back;     /* a counter decreased between two reads */
+};
+
+static void *stats_reader_main(void *arg)
+{
+	struct stats_reader *sr = arg;
+	uint64_t last_msgs = 0, last_recs = 0;
+	/* Bounded: stops when told, or after 50M reads whatever happens. */
+	while (!sr->stop && sr->reads < 50000000) {
+		struct uf_publish_stats st;
+		uf_publish_stats(sr->p, &st);
+		if (st.messages < last_msgs || st.records < last_recs)
+			sr->went_back = 1;
+		last_msgs = st.messages;
+		last_recs = st.records;
+		sr->reads++;
+	}
+	return NULL;
+}
+
+static void test_stats_are_readable_from_another_thread_while_applying(void **state)
+{
+	struct fx *f = *state;
+	struct stats_reader sr = {.p = f->p};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, stats_reader_main, &sr), 0);
+	for (uint64_t i = 0; i < 200000; i++) {
+		struct uf_itch_msg m =
+		    (i & 1) ? mk_del(1, i - 1) : mk_add(1, i, 'B', 100, 1000, NULL);
+		uf_publish_apply(f->p, &m, i + 1, 0, f->r, UF_ARRAY_SIZE(f->r));
+	}
+	sr.stop = 1;
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_true(sr.reads > 0);
+	assert_false(sr.went_back);
+	struct uf_publish_stats st;
+	uf_publish_stats(f->p, &st);
+	assert_int_equal(st.messages, 200000);
+	assert_int_equal(st.records, 400000);
+	assert_int_equal(st.live_orders, 0);
+	assert_int_equal(st.peak_orders, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -743,6 +791,7 @@ int main(void)
 	    cmocka_unit_test(test_no_mbo_flag_writes_levels_and_trades_only),
 	    T(test_receive_time_gives_publish_delta),
 	    cmocka_unit_test(test_create_refuses_impossible_sizes),
+	    T(test_stats_are_readable_from_another_thread_while_applying),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
