@@ -15,12 +15,16 @@ static const char *const mold_names[UF_MOLD_NERR] = {
 static const char *const file_names[UF_FILE_NERR] = {
     [UF_FILE_ERR_TRUNCATED_RECORD] = "truncated_record",
     [UF_FILE_ERR_TRUNCATED_FILE] = "truncated_file",
-    [UF_FILE_ERR_FRAME_NOT_IPV4] = "frame_not_ipv4",
-    [UF_FILE_ERR_FRAME_NOT_UDP] = "frame_not_udp",
     [UF_FILE_ERR_IP_FRAGMENT] = "ip_fragment",
     [UF_FILE_ERR_BAD_IP_HEADER] = "bad_ip_header",
     [UF_FILE_ERR_BAD_UDP_LENGTH] = "bad_udp_length",
     [UF_FILE_ERR_UNRESOLVABLE_LENGTH] = "unresolvable_length",
+};
+
+static const char *const skip_names[UF_SKIP_N] = {
+    [UF_SKIP_NON_IPV4] = "non_ipv4",
+    [UF_SKIP_NON_UDP] = "non_udp",
+    [UF_SKIP_OTHER_PORT] = "other_port",
 };
 
 const char *uf_mold_err_name(int kind)
@@ -53,6 +57,15 @@ uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf
 	total += emit(fn, ctx, "empty_message", &c->itch_empty);
 	for (int i = 0; i < UF_FILE_NERR; i++)
 		total += emit(fn, ctx, file_names[i], &c->file_err[i]);
+	return total;
+}
+
+uint64_t uf_decode_counters_foreach_skipped(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                            void *ctx)
+{
+	uint64_t total = 0;
+	for (int i = 0; i < UF_SKIP_N; i++)
+		total += emit(fn, ctx, skip_names[i], &c->skipped[i]);
 	return total;
 }
 

@@ -8,8 +8,11 @@
  *   mold:  truncated_header, block_length_truncated, block_overruns_packet, count_mismatch,
  *          trailing_bytes, bad_end_of_session
  *   itch:  bad_length_<type> (one per type, e.g. bad_length_A), unknown_type, empty_message
- *   files: truncated_record, truncated_file, frame_not_ipv4, frame_not_udp, ip_fragment,
- *          bad_ip_header, bad_udp_length, unresolvable_length */
+ *   files: truncated_record, truncated_file, ip_fragment, bad_ip_header, bad_udp_length,
+ *          unresolvable_length
+ * Frames of a capture that are not MoldUDP64 at all (ARP, IGMP, IPv6, TCP, other UDP ports
+ * when filtering) are not errors: they are counted apart as `skipped` (non_ipv4, non_udp,
+ * other_port), uf_decode_counters_foreach_skipped(). */
 #ifndef UF_COUNTERS_H
 #define UF_COUNTERS_H
 
@@ -34,13 +37,19 @@ enum uf_mold_err {
 enum uf_file_err {
 	UF_FILE_ERR_TRUNCATED_RECORD = 0, /* pcap record header says more than the file holds */
 	UF_FILE_ERR_TRUNCATED_FILE,       /* daily file ends inside a message */
-	UF_FILE_ERR_FRAME_NOT_IPV4,       /* Ethernet frame whose payload is not IPv4 */
-	UF_FILE_ERR_FRAME_NOT_UDP,        /* IPv4 packet that is not UDP */
-	UF_FILE_ERR_IP_FRAGMENT,          /* IPv4 fragment (MoldUDP64 never fragments) */
-	UF_FILE_ERR_BAD_IP_HEADER,        /* IPv4 header length/total length inconsistent */
+	UF_FILE_ERR_IP_FRAGMENT,          /* fragment of a UDP datagram (MoldUDP64 never fragments) */
+	UF_FILE_ERR_BAD_IP_HEADER,        /* IPv4 header length/total length/version inconsistent */
 	UF_FILE_ERR_BAD_UDP_LENGTH,       /* UDP length disagrees with the frame */
 	UF_FILE_ERR_UNRESOLVABLE_LENGTH,  /* daily zero length prefix on an unknown type: stop */
 	UF_FILE_NERR
+};
+
+/* Captured frames that are not MoldUDP64 and were passed over: not errors. */
+enum uf_skip_kind {
+	UF_SKIP_NON_IPV4 = 0, /* link payload is not IPv4 (ARP, IPv6, LLDP, ...) */
+	UF_SKIP_NON_UDP,      /* IPv4 but not UDP (IGMP, TCP, ICMP, ...) */
+	UF_SKIP_OTHER_PORT,   /* UDP to a port other than the reader's filter */
+	UF_SKIP_N
 };
 
 struct uf_decode_counters {
@@ -58,6 +67,7 @@ struct uf_decode_counters {
 	uint64_t itch_unknown_type;            /* unknown type letter: skipped */
 	uint64_t itch_empty;                   /* zero-length message block */
 	uint64_t file_err[UF_FILE_NERR];       /* offline reader framing errors, by kind */
+	uint64_t skipped[UF_SKIP_N];           /* frames that are not MoldUDP64: not errors */
 };
 
 /* Single-writer increment that a monitoring thread may read concurrently. */
@@ -68,6 +78,11 @@ struct uf_decode_counters {
 typedef void (*uf_counter_fn)(void *ctx, const char *name, uint64_t value);
 uint64_t uf_decode_counters_foreach_error(const struct uf_decode_counters *c, uf_counter_fn fn,
                                           void *ctx);
+
+/* Every skipped-frame kind ("non_ipv4", "non_udp", "other_port") with its count, zero
+ * counts included; returns their total. Cold. */
+uint64_t uf_decode_counters_foreach_skipped(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                            void *ctx);
 
 /* Every non-error counter with its name: packets, heartbeats, end_of_session, messages,
  * bytes, gaps, zero_len_resolved, then type_<letter> for each of the 23 types (for a status

@@ -219,6 +219,14 @@ void uf_reader_close(struct uf_reader *r)
 	r->base = NULL;
 }
 
+int uf_reader_set_udp_port(struct uf_reader *r, uint16_t port)
+{
+	if (r->format != UF_INPUT_PCAP)
+		return -EINVAL;
+	r->udp_port = port;
+	return 0;
+}
+
 void uf_reader_rewind(struct uf_reader *r)
 {
 	r->off = r->format == UF_INPUT_PCAP ? PCAP_GLOBAL_LEN : 0;
@@ -266,14 +274,28 @@ static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, s
 	default: /* raw IPv4 */
 		break;
 	}
-	if (etype != ETHERTYPE_IPV4 || caplen < off + 1 || (f[off] >> 4) != 4) {
-		UF_DC_ADD(c->file_err[UF_FILE_ERR_FRAME_NOT_IPV4], 1);
+	/* Not MoldUDP64 at all (ARP, IPv6, LLDP...): skipped, not an error. Raw IP link types
+	 * say the version in the first nibble only. */
+	int raw = r->linktype == LINKTYPE_RAW || r->linktype == LINKTYPE_IPV4;
+	if (etype != ETHERTYPE_IPV4 || (raw && caplen > off && (f[off] >> 4) == 6)) {
+		UF_DC_ADD(c->skipped[UF_SKIP_NON_IPV4], 1);
+		return 0;
+	}
+	if (caplen < off + 1)
+		goto truncated;
+	if ((f[off] >> 4) != 4) { /* says IPv4 and is not: malformed */
+		UF_DC_ADD(c->file_err[UF_FILE_ERR_BAD_IP_HEADER], 1);
 		return 0;
 	}
 	const uint8_t *ip = f + off;
 	size_t avail = caplen - off;
 	if (avail < 20)
 		goto truncated;
+	if (ip[9] != IPPROTO_UDP_NUM) { /* IGMP, TCP, ICMP...: skipped */
+		UF_DC_ADD(c->skipped[UF_SKIP_NON_UDP], 1);
+		return 0;
+	}
+	/* From here the frame claims to be UDP: what is wrong with it is an error. */
 	size_t ihl = (size_t)(ip[0] & 0x0f) * 4;
 	size_t tot = uf_be16(ip + 2);
 	if (ihl < 20 || tot < ihl) {
@@ -286,14 +308,14 @@ static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, s
 		UF_DC_ADD(c->file_err[UF_FILE_ERR_IP_FRAGMENT], 1);
 		return 0;
 	}
-	if (ip[9] != IPPROTO_UDP_NUM) {
-		UF_DC_ADD(c->file_err[UF_FILE_ERR_FRAME_NOT_UDP], 1);
-		return 0;
-	}
 	const uint8_t *udp = ip + ihl;
 	size_t udp_avail = tot - ihl;
 	if (udp_avail < 8) {
 		UF_DC_ADD(c->file_err[UF_FILE_ERR_BAD_UDP_LENGTH], 1);
+		return 0;
+	}
+	if (r->udp_port && uf_be16(udp + 2) != r->udp_port) { /* another feed or service */
+		UF_DC_ADD(c->skipped[UF_SKIP_OTHER_PORT], 1);
 		return 0;
 	}
 	size_t ulen = uf_be16(udp + 4);

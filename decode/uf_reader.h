@@ -10,8 +10,9 @@
  *   - anything else (pcapng, gzip, other link types, random bytes) is refused with a message
  *     in r->err saying what the file is and what to do.
  * uf_reader_next() then yields every message as (sequence, pointer, length): MoldUDP64
- * sequence numbers for pcap, the 1-based message ordinal for daily files. Framing errors
- * and malformed packets are counted in the caller's uf_decode_counters and skipped; forward
+ * sequence numbers for pcap, the 1-based message ordinal for daily files. Frames that are
+ * not MoldUDP64 (not IPv4, not UDP, another UDP port when filtering) are counted as skipped,
+ * not as errors. Framing errors of frames that claim to be UDP and malformed packets are counted in the caller's uf_decode_counters and skipped; forward
  * jumps in MoldUDP64 sequence numbers between packets of one session are counted in `gaps`.
  * The messages are not decoded here: callers decode with uf_decode_msg_counted().
  *
@@ -40,6 +41,7 @@ struct uf_reader {
 	int pcap_ns;                       /* pcap timestamps in ns (else us) */
 	int pcap_swapped;                  /* pcap header in the other byte order */
 	uint32_t linktype;                 /* pcap link type */
+	uint16_t udp_port;                 /* pcap: only UDP to this destination port, 0 = any */
 	int in_packet;                     /* 1 while `it` has blocks left */
 	struct uf_mold_packet pkt;         /* current datagram (pcap) */
 	struct uf_mold_iter it;            /* blocks of the current datagram */
@@ -80,6 +82,11 @@ int uf_reader_next(struct uf_reader *r, struct uf_reader_msg *m);
  * Do not mix with uf_reader_next on the same reader. Payloads are not validated. */
 int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t *len,
                            uint64_t *ts_ns);
+
+/* pcap only: keeps UDP datagrams to destination `port` (0 = all, the default); frames to
+ * other ports are counted in skipped[UF_SKIP_OTHER_PORT]. Returns 0, or -EINVAL on a daily
+ * file (it has no ports). Call after open, before reading. */
+int uf_reader_set_udp_port(struct uf_reader *r, uint16_t port);
 
 /* Rewinds to the first message (counters are not reset). */
 void uf_reader_rewind(struct uf_reader *r);

@@ -199,19 +199,25 @@ static void test_reader_pcap_every_variant_yields_same_messages(void **s)
 				}
 }
 
-static void test_reader_pcap_counts_non_udp_non_ipv4_and_fragments(void **s)
+/* ARP, IGMP, TCP and IPv6 frames are not MoldUDP64: skipped and counted apart, not errors;
+ * a UDP fragment and a lying MoldUDP64 count are errors. */
+static void test_reader_pcap_skips_non_udp_non_ipv4_counts_fragments(void **s)
 {
 	static struct buf b;
 	uint8_t p[1472];
 	size_t pl = mold(p, 1, 1);
 	b.n = 0;
 	pcap_global(&b, &PLAIN);
-	struct pcap_opts tcp = PLAIN, arp = PLAIN, frag = PLAIN;
+	struct pcap_opts tcp = PLAIN, arp = PLAIN, frag = PLAIN, igmp = PLAIN, v6 = PLAIN;
 	tcp.proto = 6;
+	igmp.proto = 2;
 	arp.etype = 0x0806;
+	v6.etype = 0x86dd;
 	frag.frag = 0x2000; /* more fragments */
 	pcap_record(&b, &tcp, 0, 0, p, pl);
+	pcap_record(&b, &igmp, 0, 0, p, pl);
 	pcap_record(&b, &arp, 0, 0, p, pl);
+	pcap_record(&b, &v6, 0, 0, p, pl);
 	pcap_record(&b, &frag, 0, 0, p, pl);
 	pcap_record(&b, &PLAIN, 0, 0, p, pl);
 	/* a MoldUDP64 payload that lies about its count */
@@ -225,11 +231,59 @@ static void test_reader_pcap_counts_non_udp_non_ipv4_and_fragments(void **s)
 	size_t n;
 	read_all(&r, seqs, &n);
 	assert_int_equal(n, 1);
-	assert_int_equal(c.file_err[UF_FILE_ERR_FRAME_NOT_UDP], 1);
-	assert_int_equal(c.file_err[UF_FILE_ERR_FRAME_NOT_IPV4], 1);
+	assert_int_equal(c.skipped[UF_SKIP_NON_UDP], 2);
+	assert_int_equal(c.skipped[UF_SKIP_NON_IPV4], 2);
+	assert_int_equal(c.skipped[UF_SKIP_OTHER_PORT], 0);
+	assert_int_equal(uf_decode_counters_foreach_skipped(&c, NULL, NULL), 4);
 	assert_int_equal(c.file_err[UF_FILE_ERR_IP_FRAGMENT], 1);
 	assert_int_equal(c.mold_err[UF_MOLD_ERR_COUNT_MISMATCH], 1);
-	assert_int_equal(uf_decode_counters_errors(&c), 4);
+	assert_int_equal(uf_decode_counters_errors(&c), 2);
+	uf_reader_close(&r);
+}
+
+/* With a port filter, datagrams to other ports are skipped (even malformed ones: they are
+ * someone else's); without one every port is read. A daily file has no ports. */
+static void test_reader_pcap_port_filter_skips_other_ports(void **s)
+{
+	static struct buf b;
+	uint8_t p[1472];
+	size_t pl = mold(p, 1, 2);
+	b.n = 0;
+	pcap_global(&b, &PLAIN);
+	pcap_record(&b, &PLAIN, 0, 0, p, pl); /* to 26477 */
+	size_t other = b.n;
+	pcap_record(&b, &PLAIN, 0, 0, p, pl);
+	uf_put_be16(b.d + other + 16 + 14 + 20 + 2, 53); /* destination port 53 */
+	size_t bad = b.n;
+	pcap_record(&b, &PLAIN, 0, 0, p, pl);
+	uf_put_be16(b.d + bad + 16 + 14 + 20 + 2, 9999);
+	uf_put_be16(b.d + bad + 16 + 14 + 20 + 4, 3); /* and a UDP length that lies */
+	struct uf_reader r;
+	struct uf_decode_counters c;
+	uint64_t seqs[8];
+	size_t n;
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+	assert_int_equal(uf_reader_set_udp_port(&r, 26477), 0);
+	read_all(&r, seqs, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(c.skipped[UF_SKIP_OTHER_PORT], 2);
+	assert_int_equal(uf_decode_counters_errors(&c), 0);
+	uf_reader_close(&r);
+	/* no filter: port 53's copy is read (gap-free duplicate sequence), the lie counted */
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+	read_all(&r, seqs, &n);
+	assert_int_equal(n, 4);
+	assert_int_equal(c.skipped[UF_SKIP_OTHER_PORT], 0);
+	assert_int_equal(c.file_err[UF_FILE_ERR_BAD_UDP_LENGTH], 1);
+	uf_reader_close(&r);
+	/* a daily file refuses a port */
+	uint8_t d[2 + 19];
+	uf_put_be16(d, 19);
+	msg_d(d + 2, 1);
+	assert_int_equal(uf_reader_open_mem(&r, d, sizeof(d), NULL), 0);
+	assert_int_equal(uf_reader_set_udp_port(&r, 26477), -EINVAL);
 	uf_reader_close(&r);
 }
 
@@ -337,9 +391,10 @@ static void test_reader_pcap_lying_lengths_are_counted(void **s)
 		n++;
 	assert_int_equal(n, 0);
 	assert_int_equal(c.file_err[UF_FILE_ERR_TRUNCATED_RECORD], 2);
-	assert_int_equal(c.file_err[UF_FILE_ERR_BAD_IP_HEADER], 1);
+	/* version 6 under an IPv4 ethertype claims IPv4 and is not: malformed */
+	assert_int_equal(c.file_err[UF_FILE_ERR_BAD_IP_HEADER], 2);
 	assert_int_equal(c.file_err[UF_FILE_ERR_BAD_UDP_LENGTH], 2);
-	assert_int_equal(c.file_err[UF_FILE_ERR_FRAME_NOT_IPV4], 1);
+	assert_int_equal(uf_decode_counters_foreach_skipped(&c, NULL, NULL), 0);
 	assert_int_equal(uf_decode_counters_errors(&c), 6);
 	uf_reader_close(&r);
 }
@@ -521,7 +576,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reader_pcap_every_variant_yields_same_messages),
-	    cmocka_unit_test(test_reader_pcap_counts_non_udp_non_ipv4_and_fragments),
+	    cmocka_unit_test(test_reader_pcap_skips_non_udp_non_ipv4_counts_fragments),
+	    cmocka_unit_test(test_reader_pcap_port_filter_skips_other_ports),
 	    cmocka_unit_test(test_reader_pcap_sequence_jump_is_a_gap_not_an_error),
 	    cmocka_unit_test(test_reader_pcap_truncation_at_every_byte),
 	    cmocka_unit_test(test_reader_pcap_lying_lengths_are_counted),

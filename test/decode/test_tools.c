@@ -577,7 +577,7 @@ static void test_uf_decode_stats_json_and_exit_codes(void **s)
 	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s/s.itch'", g_bin, g_dir),
 	                 0);
 	assert_non_null(strstr(out, "{\"packets\":0,\"messages\":20000,\"types\":{\"A\":"));
-	assert_non_null(strstr(out, ",\"errors\":{},\"gaps\":0}\n"));
+	assert_non_null(strstr(out, ",\"errors\":{},\"gaps\":0,\"skipped\":{}}\n"));
 	/* keys sorted bytewise: ... "Y" before "h" */
 	assert_true(strstr(out, "\"Y\":") < strstr(out, "\"h\":"));
 	/* a file cut inside a message: counted, exit 1 */
@@ -595,6 +595,88 @@ static void test_uf_decode_stats_json_and_exit_codes(void **s)
 	assert_int_equal(run(NULL, 0, "'%s/uf-decode' frobnicate x 2>/dev/null", g_bin), 2);
 	assert_int_equal(run(NULL, 0, "'%s/uf-decode' 2>/dev/null", g_bin), 2);
 	assert_int_equal(run(NULL, 0, "'%s/uf-decode' --help >/dev/null", g_bin), 0);
+}
+
+/* One Ethernet/IPv4 frame as a classic pcap record (us): `proto` 17 carries `payload` as UDP
+ * to `port`; ARP (etype 0x0806) and IGMP (proto 2) carry it as their bodies. */
+static void put_frame(FILE *f, uint16_t etype, uint8_t proto, uint16_t port, const uint8_t *pl,
+                      size_t plen)
+{
+	uint8_t fr[1600] = {0};
+	memset(fr, 0xee, 12);
+	uf_put_be16(fr + 12, etype);
+	uint8_t *ip = fr + 14;
+	ip[0] = 0x45;
+	uf_put_be16(ip + 2, (uint16_t)(20 + 8 + plen));
+	ip[8] = 1;
+	ip[9] = proto;
+	uf_put_be16(ip + 20, 40000);
+	uf_put_be16(ip + 22, port);
+	uf_put_be16(ip + 24, (uint16_t)(8 + plen));
+	memcpy(ip + 28, pl, plen);
+	uint32_t n = (uint32_t)(14 + 28 + plen), rec[4] = {1700000000, 0, n, n};
+	assert_int_equal(fwrite(rec, 4, 4, f), 4);
+	assert_int_equal(fwrite(fr, 1, n, f), n);
+}
+
+/* A capture with ARP and IGMP beside MoldUDP64: those are skipped, not errors (exit 0);
+ * --port skips other ports; a truncated UDP frame stays an error (exit 1). */
+static void test_uf_decode_stats_skips_frames_that_are_not_moldudp64(void **s)
+{
+	static char out[65536];
+	char path[256];
+	snprintf(path, sizeof(path), "%s/mixed.pcap", g_dir);
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	uint32_t gh[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
+	assert_int_equal(fwrite(gh, 4, 6, f), 6);
+	uint8_t mold[64] = "SESSION001";
+	uf_put_be64(mold + 10, 1);
+	uf_put_be16(mold + 18, 1);
+	uf_put_be16(mold + 20, 19); /* one D message */
+	mold[22] = 'D';
+	uf_put_be64(mold + 22 + 11, 7);
+	size_t ml = 22 + 19;
+	put_frame(f, 0x0800, 17, 26400, mold, ml);
+	put_frame(f, 0x0806, 0, 0, mold, 28);     /* ARP */
+	put_frame(f, 0x0800, 2, 0, mold, 8);      /* IGMP */
+	uf_put_be64(mold + 10, 2);
+	put_frame(f, 0x0800, 17, 5353, mold, ml); /* mDNS port: MoldUDP64-shaped, other port */
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s'", g_bin, path), 0);
+	assert_non_null(strstr(out, "\"messages\":2,"));
+	assert_non_null(strstr(out, "\"errors\":{}"));
+	assert_non_null(strstr(out, "\"skipped\":{\"non_ipv4\":1,\"non_udp\":1}}"));
+	assert_int_equal(
+	    run(out, sizeof(out), "'%s/uf-decode' stats --port 26400 '%s'", g_bin, path), 0);
+	assert_non_null(strstr(out, "\"packets\":1,\"messages\":1,"));
+	assert_non_null(
+	    strstr(out, "\"skipped\":{\"non_ipv4\":1,\"non_udp\":1,\"other_port\":1}}"));
+	/* bad --port values and a daily file with --port are usage errors */
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats --port 0 '%s' 2>/dev/null", g_bin, path),
+	                 2);
+	assert_int_equal(
+	    run(NULL, 0, "'%s/uf-decode' stats --port 70000 '%s' 2>/dev/null", g_bin, path), 2);
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats '%s' --port 2>/dev/null", g_bin, path),
+	                 2);
+	assert_int_equal(gen("pd.itch", 2000, 5, 1), 0);
+	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats --port 26400 '%s/pd.itch' 2>/dev/null",
+	                     g_bin, g_dir),
+	                 2);
+	/* a UDP frame whose IP header claims more than was captured: still an error */
+	f = fopen(path, "ab");
+	assert_non_null(f);
+	uint8_t fr[60] = {0};
+	uf_put_be16(fr + 12, 0x0800);
+	fr[14] = 0x45;
+	uf_put_be16(fr + 16, 200);
+	fr[23] = 17;
+	uint32_t rec[4] = {1700000000, 0, sizeof(fr), 242};
+	assert_int_equal(fwrite(rec, 4, 4, f), 4);
+	assert_int_equal(fwrite(fr, 1, sizeof(fr), f), sizeof(fr));
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(run(out, sizeof(out), "'%s/uf-decode' stats '%s'", g_bin, path), 1);
+	assert_non_null(strstr(out, "\"errors\":{\"truncated_record\":1}"));
 }
 
 static void test_uf_decode_print_lines_and_limit(void **s)
@@ -688,6 +770,7 @@ int main(void)
 	    cmocka_unit_test(test_uf_gen_crosses_every_symbol_and_varies_tickers),
 	    cmocka_unit_test(test_uf_gen_rejects_bad_arguments),
 	    cmocka_unit_test(test_uf_decode_stats_json_and_exit_codes),
+	    cmocka_unit_test(test_uf_decode_stats_skips_frames_that_are_not_moldudp64),
 	    cmocka_unit_test(test_uf_decode_print_lines_and_limit),
 	    cmocka_unit_test(test_uf_decode_bench_prints_all_rows),
 	};

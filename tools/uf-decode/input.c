@@ -5,6 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+static uint16_t g_udp_port; /* --port filter for pcap inputs, 0 = any */
+
+void uf_input_set_udp_port(uint16_t port)
+{
+	g_udp_port = port;
+}
+
 int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_counters *c,
                       uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx)
 {
@@ -14,6 +21,12 @@ int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_cou
 		struct uf_itch_msg m;
 		if (uf_reader_open(&r, paths[i], c) < 0) {
 			fprintf(stderr, "uf-decode: %s\n", r.err);
+			uf_reader_close(&r);
+			return UF_EXIT_USAGE;
+		}
+		if (g_udp_port && uf_reader_set_udp_port(&r, g_udp_port) < 0) {
+			fprintf(stderr, "uf-decode: %s: --port %u: a %s file has no UDP ports\n",
+			        paths[i], g_udp_port, uf_reader_format_name(r.format));
 			uf_reader_close(&r);
 			return UF_EXIT_USAGE;
 		}
@@ -192,16 +205,19 @@ static void print_obj(FILE *f, struct kvs *k)
 
 void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c)
 {
-	struct kvs types = {.n = 0}, errs = {.n = 0};
+	struct kvs types = {.n = 0}, errs = {.n = 0}, skipped = {.n = 0};
 	for (int i = 0; i < UF_ITCH_NTYPES; i++) {
 		char name[2] = {UF_ITCH_TYPES[i], 0};
 		collect(&types, name, c->by_type[i]);
 	}
 	uf_decode_counters_foreach_error(c, collect, &errs);
+	uf_decode_counters_foreach_skipped(c, collect, &skipped);
 	fprintf(f, "{\"packets\":%llu,\"messages\":%llu,\"types\":", (unsigned long long)c->packets,
 	        (unsigned long long)c->messages);
 	print_obj(f, &types);
 	fputs(",\"errors\":", f);
 	print_obj(f, &errs);
-	fprintf(f, ",\"gaps\":%llu}\n", (unsigned long long)c->gaps);
+	fprintf(f, ",\"gaps\":%llu,\"skipped\":", (unsigned long long)c->gaps);
+	print_obj(f, &skipped);
+	fputs("}\n", f);
 }

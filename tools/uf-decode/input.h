@@ -27,6 +27,10 @@ typedef int (*uf_input_bad_fn)(void *ctx, uint64_t seq, const uint8_t *msg, size
 int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_counters *c,
                       uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx);
 
+/* Keeps only UDP datagrams to destination `port` in pcap inputs read by uf_input_for_each
+ * (0 = all); a daily input then fails to open (it has no ports). */
+void uf_input_set_udp_port(uint16_t port);
+
 /* A whole input re-packed as MoldUDP64 datagrams in memory, laid out like a receive buffer
  * pool: one packet per fixed-size slot (what an io_uring provided-buffer ring hands out). */
 struct uf_input_packets {
@@ -47,7 +51,8 @@ struct uf_input_packets {
 int uf_input_load_packets(const char *path, size_t mtu_payload, struct uf_input_packets *out);
 void uf_input_free_packets(struct uf_input_packets *p);
 
-/* Prints `c` as the stats JSON object (sorted keys, zero counts omitted) plus newline. */
+/* Prints `c` as the stats JSON object (sorted keys, zero counts omitted) plus newline:
+ * {"packets":P,"messages":N,"types":{..},"errors":{..},"gaps":G,"skipped":{..}}. */
 void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c);
 
 #endif /* UF_DECODE_INPUT_H */

@@ -12,7 +12,8 @@ struct subcommand {
 };
 
 static const struct subcommand commands[] = {
-    {"stats", uf_decode_cmd_stats, "stats FILE...            counts as one JSON object"},
+    {"stats", uf_decode_cmd_stats,
+     "stats [--port N] FILE... counts as one JSON object (--port: pcap UDP port filter)"},
     {"print", uf_decode_cmd_print, "print FILE [--limit N]   one JSON line per message"},
     {"bench", uf_decode_cmd_bench,
      "bench FILE [--reps N] [--prefetch D] [--batch B]   decode throughput vs byte reading"},

@@ -1,23 +1,52 @@
-/* uf-decode stats FILE...: one JSON object of counts over all files. */
+/* uf-decode stats [--port N] FILE...: one JSON object of counts over all files. Frames of a
+ * capture that are not MoldUDP64 (ARP, IGMP, TCP, other ports with --port) are counted under
+ * "skipped", not "errors": only what was MoldUDP64 and failed makes the exit status 1. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 
+static void usage(void)
+{
+	fprintf(stderr, "usage: uf-decode stats [--port N] FILE...\n"
+	                "  --port N  pcap: only UDP datagrams to destination port N (1-65535)\n");
+}
+
 int uf_decode_cmd_stats(int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage: uf-decode stats FILE...\n");
+	const char **files = (const char **)argv + 1; /* compacted in place: nfiles < i */
+	int nfiles = 0;
+	unsigned long port = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--port")) {
+			char *end;
+			errno = 0;
+			port = i + 1 < argc ? strtoul(argv[i + 1], &end, 10) : 0;
+			if (i + 1 >= argc || errno || end == argv[i + 1] || *end ||
+			    argv[i + 1][0] == '-' || port < 1 || port > 65535) {
+				fprintf(stderr, "uf-decode stats: --port wants 1..65535, got %s\n",
+				        i + 1 < argc ? argv[i + 1] : "nothing");
+				return UF_EXIT_USAGE;
+			}
+			i++;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "uf-decode stats: unknown option %s\n", argv[i]);
+			usage();
+			return UF_EXIT_USAGE;
+		} else {
+			files[nfiles++] = argv[i];
+		}
+	}
+	if (nfiles == 0) {
+		usage();
 		return UF_EXIT_USAGE;
 	}
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "uf-decode stats: unknown option %s\n", argv[i]);
-			return UF_EXIT_USAGE;
-		}
+	uf_input_set_udp_port((uint16_t)port);
 	struct uf_decode_counters c;
 	memset(&c, 0, sizeof(c));
-	int rc = uf_input_for_each((const char *const *)argv + 1, argc - 1, &c, NULL, NULL, NULL);
+	int rc = uf_input_for_each(files, nfiles, &c, NULL, NULL, NULL);
 	if (rc != UF_EXIT_OK)
 		return rc;
 	uf_input_print_stats_json(stdout, &c);
