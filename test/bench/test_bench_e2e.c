@@ -38,6 +38,9 @@ static void check_step(json_t *s, int sampled)
 		assert_int_equal(got, sent);
 		assert_int_equal(json_integer_value(json_object_get(c, "gaps")), 0);
 		assert_int_equal(json_integer_value(json_object_get(c, "consumer_lap_lost")), 0);
+		assert_int_equal(json_integer_value(json_object_get(c, "consumer_seq_skipped")), 0);
+		assert_int_equal(json_integer_value(json_object_get(c, "consumer_seq_backwards")),
+		                 0);
 	}
 	if (sampled) {
 		json_t *l = json_object_get(s, "latency_ns");

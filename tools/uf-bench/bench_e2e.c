@@ -64,12 +64,14 @@ static const char *be_label[] = {"io_uring+SQPOLL", "io_uring", "recvmmsg-busy",
 
 /* What one consumer counted in one step (shared memory, written by the consumer). */
 struct cstep {
-	uint64_t records;  /* records read */
-	uint64_t messages; /* UF_RECF_LAST records read (one per message that made records) */
-	uint64_t gap_recs; /* UF_REC_GAP records read */
-	uint64_t lap_lost; /* records lost to ring laps */
-	uint64_t nsamples; /* latency samples stored */
-	uint64_t negative; /* rx_ts later than the read time (clocks), counted as 0 */
+	uint64_t records;     /* records read */
+	uint64_t messages;    /* UF_RECF_LAST records read (one per message that made records) */
+	uint64_t gap_recs;    /* UF_REC_GAP records read */
+	uint64_t lap_lost;    /* records lost to ring laps */
+	uint64_t nsamples;    /* latency samples stored */
+	uint64_t negative;    /* rx_ts later than the read time (clocks), counted as 0 */
+	uint64_t seq_skipped; /* feed_seq numbers the LAST records stepped over */
+	uint64_t seq_back;    /* LAST records whose feed_seq went backwards within a session */
 };
 
 /* Shared between uf-bench and its consumer processes for one back end. */
@@ -100,6 +102,7 @@ struct opts {
 	const char *results; /* results folder */
 	const char *day;     /* daily-format input, NULL = generate */
 	uint64_t day_msgs;   /* generated day size */
+	int generated;       /* the day is uf-gen's (every message makes a record) */
 	char bindir[2048];   /* uringfeed, uf-replay, uf-gen */
 	char tmp[2048];      /* temp dir */
 	int ncpu;            /* CPUs available */
@@ -121,6 +124,8 @@ struct step {
 	struct e2e_status d;     /* counter deltas */
 	uint64_t lap_lost;       /* consumers, summed */
 	uint64_t gap_recs;       /* consumers, summed */
+	uint64_t seq_skipped;    /* consumers, summed: feed_seq numbers with no LAST record */
+	uint64_t seq_back;       /* consumers, summed: feed_seq going backwards */
 	uint64_t cons_msgs;      /* LAST records, slowest consumer */
 	int loss;                /* any loss */
 	char why[160];           /* which counters said loss */
@@ -300,7 +305,7 @@ static int consumer_main(struct run *r, int idx)
 	struct ctl *ctl = r->ctl;
 	struct uf_record buf[64];
 	uf_consumer_t *c = NULL;
-	uint64_t deadline = uf_bench_now_ns() + 60000000000ull;
+	uint64_t deadline = uf_bench_now_ns() + 60000000000ull, last_seq = 0;
 
 	if (consumer_attach(r, idx, &c) < 0) {
 		__atomic_store_n(&ctl->ready[idx], 2, __ATOMIC_RELEASE);
@@ -325,6 +330,18 @@ static int consumer_main(struct run *r, int idx)
 				if (!(rec->flags & UF_RECF_LAST))
 					continue;
 				cs->messages++;
+				/* One LAST record per message that made records: feed_seq runs 1,
+				 * 2, ... within a session unless a message made none (or was lost).
+				 */
+				if (!(rec->flags & UF_RECF_SNAPSHOT)) {
+					if (rec->feed_seq == 1 || last_seq == 0)
+						; /* a new session (every step is one) */
+					else if (rec->feed_seq > last_seq + 1)
+						cs->seq_skipped += rec->feed_seq - last_seq - 1;
+					else if (rec->feed_seq <= last_seq)
+						cs->seq_back++;
+					last_seq = rec->feed_seq;
+				}
 				if (!smp || rec->rx_ts == 0 || cs->nsamples >= r->cap)
 					continue;
 				if (now < rec->rx_ts) {
@@ -634,6 +651,8 @@ static int run_step(struct run *r, const struct day *day, int idx, struct step *
 		const struct cstep *cs = &r->ctl->res[i][idx];
 		s->lap_lost += cs->lap_lost;
 		s->gap_recs += cs->gap_recs;
+		s->seq_skipped += cs->seq_skipped;
+		s->seq_back += cs->seq_back;
 		if (cs->messages < s->cons_msgs)
 			s->cons_msgs = cs->messages;
 	}
@@ -647,6 +666,11 @@ static int run_step(struct run *r, const struct day *day, int idx, struct step *
 	add_why(s, "cq_overflows", s->d.cq_overflows);
 	add_why(s, "consumer_lapped", s->lap_lost);
 	add_why(s, "gap_records", s->gap_recs);
+	/* Every message of a generated day makes at least one record, so a feed_seq the
+	 * consumer never saw is a hole; a real day may have messages that make none. */
+	if (o->generated)
+		add_why(s, "seq_holes", s->seq_skipped);
+	add_why(s, "seq_backwards", s->seq_back);
 	add_why(s, "undelivered", s->delivered < n ? n - s->delivered : 0);
 	s->cpu_per_msg = s->delivered ? (double)s->cpu_ns / (double)s->delivered : 0;
 	s->cpu_util = s->wall_s > 0 ? (double)s->cpu_ns / 1e9 / s->wall_s : 0;
@@ -1029,6 +1053,10 @@ static json_t *step_json(const struct step *s, int sampled)
 	        (json_int_t)s->d.queue_overflows, "cq_overflows", (json_int_t)s->d.cq_overflows,
 	        "line_enobufs", (json_int_t)s->d.line_enobufs, "consumer_lap_lost",
 	        (json_int_t)s->lap_lost, "consumer_gap_records", (json_int_t)s->gap_recs));
+	json_object_set_new(json_object_get(j, "counters"), "consumer_seq_skipped",
+	                    json_integer((json_int_t)s->seq_skipped));
+	json_object_set_new(json_object_get(j, "counters"), "consumer_seq_backwards",
+	                    json_integer((json_int_t)s->seq_back));
 	if (sampled)
 		json_object_set_new(
 		    j, "latency_ns",
@@ -1419,6 +1447,7 @@ int uf_bench_e2e(int argc, char **argv)
 			goto out_tmp;
 		}
 		o.day = gen_path;
+		o.generated = 1;
 	}
 	if (day_open(o.day, &day, err, sizeof(err)) < 0) {
 		fprintf(stderr, "uf-bench e2e: %s\n", err);
