@@ -9,7 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -155,10 +158,61 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	tb_run_free(&r);
 }
 
+/* A daemon that cannot start is reported per back end with its own last words, exit 1. */
+static void test_e2e_reports_a_daemon_that_exits_at_start(void **state)
+{
+	char dir[64], res[96], path[128], real[1024];
+	const char *bindir = getenv("UF_BIN_DIR") ? getenv("UF_BIN_DIR") : UF_BIN_DIR;
+	const char *argv[] = {"uf-bench", "e2e",       "--json",     "--duration", "1",
+	                      "--steps",  "1",         "--backends", "epoll",      "--bin-dir",
+	                      dir,        "--results", res,          "--no-plot",  NULL};
+	struct tb_run r;
+	json_error_t e;
+	json_t *j, *b;
+	FILE *f;
+
+	(void)state;
+	tb_mkdtemp(dir, sizeof(dir));
+	snprintf(res, sizeof(res), "%s/results", dir);
+	snprintf(path, sizeof(path), "%s/uringfeed", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\necho 'uringfeed: broken on purpose' >&2\nexit 1\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0755), 0);
+	for (int i = 0; i < 2; i++) {
+		const char *tool = i ? "uf-gen" : "uf-replay";
+		snprintf(real, sizeof(real), "%s/%s", bindir, tool);
+		snprintf(path, sizeof(path), "%s/%s", dir, tool);
+		assert_int_equal(symlink(real, path), 0);
+	}
+	tb_run_tool("uf-bench", argv, 50, &r);
+	assert_int_equal(r.status, 1);
+	j = json_loads(r.out, 0, &e);
+	if (!j)
+		fail_msg("stdout is not JSON (%s): %.300s", e.text, r.out);
+	b = json_array_get(json_object_get(j, "backends"), 0);
+	assert_false(json_is_true(json_object_get(b, "ok")));
+	assert_non_null(strstr(json_string_value(json_object_get(b, "note")), "broken on purpose"));
+	assert_non_null(strstr(r.err, "broken on purpose"));
+	/* it keeps its temp folder for the log: the test removes it */
+	{
+		const char *k = strstr(r.err, "kept /tmp/uf-bench-e2e-");
+		char cmd[160];
+		assert_non_null(k);
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%.*s'", (int)strcspn(k + 5, "\n'"), k + 5);
+		assert_int_equal(system(cmd), 0);
+	}
+	json_decref(j);
+	tb_run_free(&r);
+	tb_rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_e2e_bad_usage_says_why_and_exits_2),
+	    cmocka_unit_test(test_e2e_reports_a_daemon_that_exits_at_start),
 	    cmocka_unit_test(test_e2e_every_backend_reports_latency_rate_and_cpu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -702,6 +702,20 @@ static void step_latency(struct run *r, int idx, struct step *s)
 
 /* ---- one back end ----------------------------------------------------------------------- */
 
+/* Says why a step could not run, with the daemon's last log line when it died. */
+static void step_failed(struct run *r, struct beres *res, const char *what)
+{
+	char tail[200];
+
+	if (r->feed > 0 && !feed_alive(r)) {
+		r->feed = -1;
+		log_tail(r->log, tail, sizeof(tail));
+		snprintf(res->note, sizeof(res->note), "%s: uringfeed exited: %.180s", what, tail);
+	} else {
+		snprintf(res->note, sizeof(res->note), "%s (uringfeed log: %.150s)", what, r->log);
+	}
+}
+
 /* Waits until every consumer has attached `want[i]` times. */
 static int wait_attached(struct run *r, const uint32_t *want, struct beres *res)
 {
@@ -817,7 +831,7 @@ static void run_backend(const struct opts *o, enum backend be, const struct day 
 		if (run_step(&r, day, ST_WARMUP, &warm, o->rate, 0, 0.2) < 0 ||
 		    run_step(&r, day, ST_STEADY, &res->steady, o->rate, 0, t_lat) < 0 ||
 		    run_step(&r, day, ST_BURST, &res->burst, o->rate, o->burst, t_lat) < 0) {
-			snprintf(res->note, sizeof(res->note), "a latency step failed");
+			step_failed(&r, res, "a latency step failed");
 			goto out_stop;
 		}
 	}
@@ -830,8 +844,10 @@ static void run_backend(const struct opts *o, enum backend be, const struct day 
 			fprintf(stderr, "uf-bench e2e: %s: search %d/%d at %.0f msg/s...\n",
 			        be_label[be], k + 1, o->steps, rate);
 			if (run_step(&r, day, ST_SEARCH + k, s, rate, 0, per_search) < 0) {
-				snprintf(res->note, sizeof(res->note),
-				         "search step at %.0f msg/s failed", rate);
+				char what[64];
+				snprintf(what, sizeof(what), "search step at %.0f msg/s failed",
+				         rate);
+				step_failed(&r, res, what);
 				goto out_stop;
 			}
 			res->nsearch++;
@@ -1492,9 +1508,16 @@ int uf_bench_e2e(int argc, char **argv)
 		rc = 130;
 	munmap((void *)day.p, day.size);
 out_tmp:
-	if (o.keep)
+	if (o.keep || rc == 1) { /* a back end failed: keep its config and log */
+		if (!o.keep) {
+			char p[PATH_MAX];
+			snprintf(p, sizeof(p), "%s/day.itch", o.tmp);
+			unlink(p);
+			snprintf(p, sizeof(p), "%s/step.itch", o.tmp);
+			unlink(p);
+		}
 		fprintf(stderr, "uf-bench e2e: kept %s\n", o.tmp);
-	else
+	} else
 		rm_tree(o.tmp);
 	return rc;
 
