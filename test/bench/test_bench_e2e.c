@@ -60,8 +60,9 @@ static void check_step(json_t *s, int sampled)
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
-	const char *argv[] = {"uf-bench", "e2e",       "--json", "--duration", "1",
-	                      "--steps",  "2",         "--rate", "20000",      "--max-rate",
+	const char *argv[] = {"uf-bench", "e2e",       "--json", "--duration",
+	                      "1",        "--steps",   "2",      "--burst-steps",
+	                      "1",        "--rate",    "20000",  "--max-rate",
 	                      "80000",    "--results", dir,      NULL};
 	struct tb_run r;
 	json_error_t e;
@@ -105,6 +106,23 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 				found = 1;
 		}
 		assert_true(found);
+		{ /* the burst search: same shape, bursts of 10x */
+			json_t *bs = json_object_get(b, "burst_search");
+			json_t *st = json_object_get(bs, "search");
+			double bmax = json_real_value(json_object_get(bs, "max_rate_no_loss"));
+			int bfound = bmax == 0;
+			assert_true(json_array_size(st) >= 1);
+			json_array_foreach(st, k, s)
+			{
+				check_step(s, 0);
+				assert_true(json_real_value(json_object_get(s, "burst_factor")) ==
+				            10);
+				if (!json_is_true(json_object_get(s, "loss")) &&
+				    json_real_value(json_object_get(s, "achieved_rate")) == bmax)
+					bfound = 1;
+			}
+			assert_true(bfound);
+		}
 		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */
 			assert_true(json_integer_value(json_object_get(json_object_get(b, "steady"),
 			                                               "cpu_ns")) > 0);

@@ -8,14 +8,17 @@
  *   steady    --rate msg/s, paced evenly: latency and CPU per message;
  *   burst     the same mean rate sent as bursts of --burst x the rate (uf-replay --burst);
  *   search    a bounded search for the highest rate with no loss: doubling from 2 x --rate
- *             until a step loses, then bisecting, --steps replays at most.
+ *             until a step loses, then bisecting, --steps replays at most; then the same
+ *             for the mean rate with bursts (--burst-steps replays, peaks capped at
+ *             --max-rate).
  * Every step is a new MoldUDP64 session (the feed resets its books), so steps are independent.
  *
  * Latency = CLOCK_REALTIME when the consumer read the record - record.rx_ts (the kernel's
  * receive timestamp of the datagram), one sample per exchange message (its UF_RECF_LAST
  * record). Loss in a step = any of: the feed's gaps, line gaps, re-requests, unrecovered
  * gaps or messages, queue or CQ overflows (GET /status before and after), a consumer lapped
- * by the ring or reading a UF_REC_GAP record, or fewer messages delivered than sent.
+ * by the ring, reading a UF_REC_GAP record or a feed_seq hole (generated days: every message
+ * makes a record), or fewer messages delivered than sent.
  * CPU per message = utime + stime of the uringfeed process over the replay (every thread,
  * the SQPOLL kernel thread included) / messages delivered. Busy-polling back ends burn their
  * CPUs whether or not data arrives, so their CPU per message falls as the rate rises: the
@@ -48,15 +51,15 @@
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 
-#define MAXC       4  /* consumer processes per back end, at most */
-#define MAX_SEARCH 12 /* search steps, at most */
-#define NSTEPS     (3 + MAX_SEARCH)
-#define ST_WARMUP  0          /* step index of the warm-up replay */
-#define ST_STEADY  1          /* step index of the steady replay */
-#define ST_BURST   2          /* step index of the bursty replay */
-#define ST_SEARCH  3          /* first search step */
-#define NPLOT      160        /* points per latency distribution plot */
-#define MAX_SAMPLE (1u << 23) /* latency samples per consumer per sampled step, at most */
+#define MAXC       4                    /* consumer processes per back end, at most */
+#define MAX_SEARCH 12                   /* search steps, at most */
+#define NSTEPS     (3 + 2 * MAX_SEARCH) /* warm-up, steady, burst, two searches */
+#define ST_WARMUP  0                    /* step index of the warm-up replay */
+#define ST_STEADY  1                    /* step index of the steady replay */
+#define ST_BURST   2                    /* step index of the bursty replay */
+#define ST_SEARCH  3                    /* first search step */
+#define NPLOT      160                  /* points per latency distribution plot */
+#define MAX_SAMPLE (1u << 23)           /* latency samples per consumer per sampled step, at most */
 
 enum backend { BE_SQPOLL, BE_NOSQPOLL, BE_RECVMMSG, BE_EPOLL, BE_COUNT };
 static const char *be_cfg[] = {"io_uring", "io_uring_nosqpoll", "recvmmsg", "epoll"};
@@ -91,7 +94,8 @@ struct opts {
 	double burst;        /* burst factor */
 	double burst_ms;     /* burst period */
 	double max_rate;     /* search cap */
-	int steps;           /* search steps */
+	int steps;           /* steady search steps */
+	int burst_steps;     /* burst search steps */
 	int consumers;       /* consumer processes */
 	int json;            /* JSON on stdout instead of the table */
 	int plot;            /* gnuplot PNGs */
@@ -135,17 +139,22 @@ struct step {
 	int nplot;               /* points */
 };
 
+/* One bounded search for the highest loss-free rate. */
+struct search {
+	struct step st[MAX_SEARCH]; /* steps, in the order run */
+	int n;                      /* steps run */
+	double max_rate;            /* highest achieved rate of a loss-free step (0: none) */
+	int max_idx;                /* its index in st[] (-1: none) */
+	double first_loss_rate;     /* lowest offered rate that lost (0: none) */
+	int sender_limited;         /* stopped because uf-replay could go no faster */
+};
+
 struct beres {
-	enum backend be;                /* back end */
-	int ok;                         /* ran to the end */
-	char note[256];                 /* why not, or a remark */
-	struct step steady, burst;      /* latency steps */
-	struct step search[MAX_SEARCH]; /* rate search, in the order run */
-	int nsearch;                    /* steps run */
-	double max_rate;                /* highest achieved rate of a loss-free step (0: none) */
-	int max_idx;                    /* its index in search[] (-1: none) */
-	double first_loss_rate;         /* lowest offered rate that lost (0: none) */
-	int sender_limited; /* the search stopped because uf-replay could go no faster */
+	enum backend be;           /* back end */
+	int ok;                    /* ran to the end */
+	char note[256];            /* why not, or a remark */
+	struct step steady, burst; /* latency steps */
+	struct search s[2];        /* rate searches: [0] steady, [1] bursts */
 };
 
 /* Everything one back end's run needs. */
@@ -612,6 +621,10 @@ static int run_step(struct run *r, const struct day *day, int idx, struct step *
 	if (s->replay_s <= 0)
 		s->replay_s = (double)(t1 - t0) / 1e9;
 	s->achieved = (double)n / s->replay_s;
+	if (burst > 1) { /* the mean over whole periods: the last burst ends early */
+		double per = o->burst_ms / 1e3;
+		s->achieved = (double)n / (ceil(s->replay_s / per - 1e-6) * per);
+	}
 	s->wall_s = (double)(t1 - t0) / 1e9;
 	s->cpu_ns = c1 - c0;
 
@@ -763,17 +776,71 @@ static int restart_feed(struct run *r, const struct day *day, struct beres *res)
 	return run_step(r, day, ST_WARMUP, &warm, r->o->rate, 0, 0.2);
 }
 
+/* Rate search `which` (0 steady, 1 bursts of `burst` x the mean): double from 2 x --rate
+ * until a step loses (or uf-replay cannot go faster, or the cap), then bisect between the
+ * best loss-free rate and the lowest lossy one; --steps (--burst-steps) replays at most. */
+static int run_search(struct run *r, const struct day *day, struct beres *res, int which,
+                      double burst, double secs)
+{
+	const struct opts *o = r->o;
+	struct search *sr = &res->s[which];
+	int steps = which ? o->burst_steps : o->steps;
+	double rate = o->rate * 2, lo = 0, hi = 0,
+	       cap = which ? o->max_rate / o->burst : o->max_rate;
+
+	for (int k = 0; k < steps && k < MAX_SEARCH && !g_stop; k++) {
+		struct step *s = &sr->st[sr->n];
+		fprintf(stderr, "uf-bench e2e: %s: %s search %d/%d at %.0f msg/s...\n",
+		        be_label[r->be], which ? "burst" : "steady", k + 1, steps, rate);
+		if (run_step(r, day, ST_SEARCH + which * MAX_SEARCH + k, s, rate, burst, secs) <
+		    0) {
+			char what[80];
+			snprintf(what, sizeof(what), "%s search step at %.0f msg/s failed",
+			         which ? "burst" : "steady", rate);
+			step_failed(r, res, what);
+			return -EIO;
+		}
+		sr->n++;
+		if (s->loss && restart_feed(r, day, res) < 0)
+			return -EIO;
+		if (!s->loss) {
+			if (s->achieved > lo) {
+				lo = s->achieved;
+				sr->max_idx = sr->n - 1;
+			}
+			if (s->achieved < 0.9 * rate) { /* the sender is the limit */
+				sr->sender_limited = 1;
+				break;
+			}
+			if (hi == 0 && rate >= cap)
+				break;
+			rate = hi == 0 ? rate * 2 : (rate + hi) / 2;
+			if (rate > cap)
+				rate = cap;
+		} else {
+			if (hi == 0 || rate < hi)
+				hi = rate;
+			rate = lo > 0 ? (lo + hi) / 2 : hi / 4;
+		}
+		if ((hi > 0 && lo > 0 && hi - lo < 0.05 * hi) || rate < 1000)
+			break;
+	}
+	sr->max_rate = lo;
+	sr->first_loss_rate = hi;
+	return 0;
+}
+
 static void run_backend(const struct opts *o, enum backend be, const struct day *day,
                         struct beres *res)
 {
 	struct run r = {.o = o, .be = be, .feed = -1};
 	int tp = e2e_free_port(SOCK_STREAM), pa = e2e_free_port(SOCK_DGRAM);
 	int pb = e2e_free_port(SOCK_DGRAM), prr = e2e_free_port(SOCK_DGRAM);
-	double per_search, t_lat;
+	double per_search, per_burst, t_lat;
 
 	memset(res, 0, sizeof(*res));
 	res->be = be;
-	res->max_idx = -1;
+	res->s[0].max_idx = res->s[1].max_idx = -1;
 	if (tp < 0 || pa < 0 || pb < 0 || prr < 0 || pa == pb || pa == prr || pb == prr) {
 		snprintf(res->note, sizeof(res->note), "no free ports on 127.0.0.1");
 		return;
@@ -788,10 +855,14 @@ static void run_backend(const struct opts *o, enum backend be, const struct day 
 	         2 + 2 * (int)be);
 	snprintf(r.ring, sizeof(r.ring), "ufbench-e2e-%d-%d", (int)getpid(), (int)be); /* <= 31 */
 
-	t_lat = o->duration * 0.3;
-	per_search = o->duration * 0.4 / o->steps;
+	/* --duration: 25 % steady, 25 % bursts, 30 % steady search, 20 % burst search */
+	t_lat = o->duration * 0.25;
+	per_search = o->duration * 0.3 / o->steps;
 	if (per_search < 0.25)
 		per_search = 0.25;
+	per_burst = o->duration * 0.2 / o->burst_steps;
+	if (per_burst < 5 * o->burst_ms / 1e3) /* several burst periods per step */
+		per_burst = 5 * o->burst_ms / 1e3;
 	r.cap = (uint64_t)(o->rate * t_lat * 1.5) + 10000;
 	if (r.cap > MAX_SAMPLE)
 		r.cap = MAX_SAMPLE;
@@ -835,51 +906,9 @@ static void run_backend(const struct opts *o, enum backend be, const struct day 
 			goto out_stop;
 		}
 	}
-	/* Rate search: double from 2 x rate until a step loses (or uf-replay cannot go faster,
-	 * or the cap), then bisect between the best loss-free rate and the lowest lossy one. */
-	{
-		double rate = o->rate * 2, lo = 0, hi = 0;
-		for (int k = 0; k < o->steps && k < MAX_SEARCH && !g_stop; k++) {
-			struct step *s = &res->search[res->nsearch];
-			fprintf(stderr, "uf-bench e2e: %s: search %d/%d at %.0f msg/s...\n",
-			        be_label[be], k + 1, o->steps, rate);
-			if (run_step(&r, day, ST_SEARCH + k, s, rate, 0, per_search) < 0) {
-				char what[64];
-				snprintf(what, sizeof(what), "search step at %.0f msg/s failed",
-				         rate);
-				step_failed(&r, res, what);
-				goto out_stop;
-			}
-			res->nsearch++;
-			if (s->loss && restart_feed(&r, day, res) < 0)
-				goto out_stop;
-			if (!s->loss) {
-				if (s->achieved > lo) {
-					lo = s->achieved;
-					res->max_idx = res->nsearch - 1;
-				}
-				if (s->achieved < 0.9 * rate) { /* the sender is the limit */
-					res->sender_limited = 1;
-					break;
-				}
-				if (hi == 0 && rate >= o->max_rate)
-					break;
-				rate = hi == 0 ? rate * 2 : (rate + hi) / 2;
-				if (rate > o->max_rate)
-					rate = o->max_rate;
-			} else {
-				if (hi == 0 || rate < hi)
-					hi = rate;
-				rate = lo > 0 ? (lo + hi) / 2 : hi / 4;
-			}
-			if (hi > 0 && lo > 0 && hi - lo < 0.05 * hi)
-				break;
-			if (rate < 1000)
-				break;
-		}
-		res->max_rate = lo;
-		res->first_loss_rate = hi;
-	}
+	if (run_search(&r, day, res, 0, 0, per_search) < 0 ||
+	    run_search(&r, day, res, 1, o->burst, per_burst) < 0)
+		goto out_stop;
 	step_latency(&r, ST_STEADY, &res->steady);
 	step_latency(&r, ST_BURST, &res->burst);
 	res->ok = !g_stop;
@@ -939,9 +968,9 @@ static const struct beres *find_be(const struct beres *rs, int n, enum backend b
 	return NULL;
 }
 
-static double cpu_at_max(const struct beres *b)
+static double cpu_at_max(const struct search *sr)
 {
-	return b->max_idx >= 0 ? b->search[b->max_idx].cpu_per_msg : 0;
+	return sr->max_idx >= 0 ? sr->st[sr->max_idx].cpu_per_msg : 0;
 }
 
 /* The issue's aims, as ratios of this run's figures (0 when a side did not run). */
@@ -949,8 +978,9 @@ struct ratios {
 	double sq_vs_mmsg_rate; /* SQPOLL max rate / recvmmsg max rate (aim >= 1) */
 	double sq_vs_mmsg_cpu;  /* SQPOLL CPU/msg / recvmmsg CPU/msg at their max rates (aim < 1) */
 	double epoll_vs_sq_p99; /* epoll burst p99 / SQPOLL burst p99 (aim >= 5) */
-	double epoll_vs_nosq_p99; /* epoll burst p99 / io_uring (no SQPOLL) burst p99 */
-	double epoll_vs_mmsg_p99; /* epoll burst p99 / recvmmsg burst p99 */
+	double epoll_vs_nosq_p99;     /* epoll burst p99 / io_uring (no SQPOLL) burst p99 */
+	double epoll_vs_mmsg_p99;     /* epoll burst p99 / recvmmsg burst p99 */
+	double sq_vs_mmsg_burst_rate; /* the same as sq_vs_mmsg_rate for the burst search */
 };
 
 static double ratio(double a, double b)
@@ -965,8 +995,9 @@ static void compute_ratios(const struct beres *rs, int n, struct ratios *q)
 
 	memset(q, 0, sizeof(*q));
 	if (sq && mm) {
-		q->sq_vs_mmsg_rate = ratio(sq->max_rate, mm->max_rate);
-		q->sq_vs_mmsg_cpu = ratio(cpu_at_max(sq), cpu_at_max(mm));
+		q->sq_vs_mmsg_rate = ratio(sq->s[0].max_rate, mm->s[0].max_rate);
+		q->sq_vs_mmsg_cpu = ratio(cpu_at_max(&sq->s[0]), cpu_at_max(&mm->s[0]));
+		q->sq_vs_mmsg_burst_rate = ratio(sq->s[1].max_rate, mm->s[1].max_rate);
 	}
 	if (ep && sq)
 		q->epoll_vs_sq_p99 = ratio((double)ep->burst.lat.p99, (double)sq->burst.lat.p99);
@@ -1008,24 +1039,31 @@ static void print_table(const struct beres *rs, int n, const struct opts *o,
 		snprintf(what, sizeof(what), "bursts %gx/%gms", o->burst, o->burst_ms);
 		print_lat_row(be_label[b->be], what, &b->burst);
 	}
-	printf("\n%-16s %14s %14s %6s  %-16s %s\n", "backend", "max_no_loss/s", "cpu_ns/msg@max",
-	       "cpu", "first_lossy/s", "search (offered msg/s: loss)");
+	printf("\nhighest rate with no loss (mean msg/s; bursts: %gx the mean for %g ms of every "
+	       "%g ms)\n",
+	       o->burst, o->burst_ms / o->burst, o->burst_ms);
+	printf("%-16s %-7s %13s %14s %6s  %-14s %s\n", "backend", "pattern", "max_no_loss/s",
+	       "cpu_ns/msg@max", "cpu", "first_lossy/s", "search (offered msg/s: loss)");
 	for (int i = 0; i < n; i++) {
 		const struct beres *b = &rs[i];
-		if (!b->ok)
-			continue;
-		printf("%-16s %14.0f %14.0f %5.0f%%  %-16.0f ", be_label[b->be], b->max_rate,
-		       cpu_at_max(b), b->max_idx >= 0 ? b->search[b->max_idx].cpu_util * 100 : 0,
-		       b->first_loss_rate);
-		for (int k = 0; k < b->nsearch; k++)
-			printf("%s%.0f:%s", k ? ", " : "", b->search[k].offered,
-			       b->search[k].loss ? b->search[k].why : "ok");
-		if (b->sender_limited)
-			printf("  (uf-replay reached %.0f of %.0f offered: the sender, on the same "
-			       "CPUs, was the limit)",
-			       b->search[b->nsearch - 1].achieved,
-			       b->search[b->nsearch - 1].offered);
-		printf("\n");
+		for (int w = 0; w < 2 && b->ok; w++) {
+			const struct search *sr = &b->s[w];
+			char fl[24] = "none";
+			if (sr->first_loss_rate > 0)
+				snprintf(fl, sizeof(fl), "%.0f", sr->first_loss_rate);
+			printf("%-16s %-7s %13.0f %14.0f %5.0f%%  %-14s ", be_label[b->be],
+			       w ? "bursts" : "steady", sr->max_rate, cpu_at_max(sr),
+			       sr->max_idx >= 0 ? sr->st[sr->max_idx].cpu_util * 100 : 0, fl);
+			for (int k = 0; k < sr->n; k++)
+				printf("%s%.0f:%s", k ? ", " : "", sr->st[k].offered,
+				       sr->st[k].loss ? sr->st[k].why : "ok");
+			if (sr->sender_limited)
+				printf(
+				    "  (uf-replay reached %.0f of %.0f offered: the sender, on the "
+				    "same CPUs, was the limit)",
+				    sr->st[sr->n - 1].achieved, sr->st[sr->n - 1].offered);
+			printf("\n");
+		}
 	}
 	printf("\naims (issue 8), as measured in this run:\n");
 	if (q->sq_vs_mmsg_rate > 0)
@@ -1043,6 +1081,9 @@ static void print_table(const struct beres *rs, int n, const struct opts *o,
 		       q->epoll_vs_nosq_p99);
 	if (q->epoll_vs_mmsg_p99 > 0)
 		printf("  epoll burst p99 / recvmmsg burst p99 = %.2f\n", q->epoll_vs_mmsg_p99);
+	if (q->sq_vs_mmsg_burst_rate > 0)
+		printf("  SQPOLL / recvmmsg highest loss-free mean rate under bursts = %.2f\n",
+		       q->sq_vs_mmsg_burst_rate);
 	if (q->sq_vs_mmsg_rate == 0 && q->epoll_vs_sq_p99 == 0)
 		printf("  (needs io_uring with recvmmsg or epoll in the same run)\n");
 	if (o->ncpu < 4)
@@ -1093,37 +1134,48 @@ static json_t *results_json(const struct beres *rs, int n, const struct opts *o,
 	                              m->kernel, "cpus", m->ncpu, "loadavg_start", m->load_start,
 	                              "loadavg_end", m->load_end));
 	json_object_set_new(root, "params",
-	                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i}", "duration_s",
-	                              o->duration, "rate", o->rate, "burst_factor", o->burst,
-	                              "burst_period_ms", o->burst_ms, "max_rate", o->max_rate,
-	                              "search_steps", o->steps, "consumers", o->consumers,
-	                              "feed_cpu", o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu));
+	                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i}",
+	                              "duration_s", o->duration, "rate", o->rate, "burst_factor",
+	                              o->burst, "burst_period_ms", o->burst_ms, "max_rate",
+	                              o->max_rate, "search_steps", o->steps, "burst_search_steps",
+	                              o->burst_steps, "consumers", o->consumers, "feed_cpu",
+	                              o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu));
 	for (int i = 0; i < n; i++) {
 		const struct beres *b = &rs[i];
 		json_t *jb = json_pack("{s:s, s:s, s:b, s:s}", "backend", be_cfg[b->be], "label",
 		                       be_label[b->be], "ok", b->ok, "note", b->note);
 		if (b->ok) {
-			json_t *srch = json_array();
 			json_object_set_new(jb, "steady", step_json(&b->steady, 1));
 			json_object_set_new(jb, "burst", step_json(&b->burst, 1));
-			json_object_set_new(jb, "max_rate_no_loss", json_real(b->max_rate));
-			json_object_set_new(jb, "cpu_ns_per_msg_at_max", json_real(cpu_at_max(b)));
-			json_object_set_new(jb, "first_loss_rate", json_real(b->first_loss_rate));
-			json_object_set_new(jb, "sender_limited", json_boolean(b->sender_limited));
-			for (int k = 0; k < b->nsearch; k++)
-				json_array_append_new(srch, step_json(&b->search[k], 0));
-			json_object_set_new(jb, "search", srch);
+			for (int w = 0; w < 2; w++) {
+				const struct search *sr = &b->s[w];
+				json_t *srch = json_array(), *dst = w ? json_object() : jb;
+				json_object_set_new(dst, "max_rate_no_loss",
+				                    json_real(sr->max_rate));
+				json_object_set_new(dst, "cpu_ns_per_msg_at_max",
+				                    json_real(cpu_at_max(sr)));
+				json_object_set_new(dst, "first_loss_rate",
+				                    json_real(sr->first_loss_rate));
+				json_object_set_new(dst, "sender_limited",
+				                    json_boolean(sr->sender_limited));
+				for (int k = 0; k < sr->n; k++)
+					json_array_append_new(srch, step_json(&sr->st[k], 0));
+				json_object_set_new(dst, "search", srch);
+				if (w) /* the steady search's keys sit on the back end itself */
+					json_object_set_new(jb, "burst_search", dst);
+			}
 		}
 		json_array_append_new(bes, jb);
 	}
 	json_object_set_new(root, "backends", bes);
 	json_object_set_new(root, "ratios",
-	                    json_pack("{s:f, s:f, s:f, s:f, s:f}", "sqpoll_vs_recvmmsg_max_rate",
-	                              q->sq_vs_mmsg_rate, "sqpoll_vs_recvmmsg_cpu_per_msg",
-	                              q->sq_vs_mmsg_cpu, "epoll_vs_sqpoll_burst_p99",
-	                              q->epoll_vs_sq_p99, "epoll_vs_nosqpoll_burst_p99",
-	                              q->epoll_vs_nosq_p99, "epoll_vs_recvmmsg_burst_p99",
-	                              q->epoll_vs_mmsg_p99));
+	                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}",
+	                              "sqpoll_vs_recvmmsg_burst_max_rate", q->sq_vs_mmsg_burst_rate,
+	                              "sqpoll_vs_recvmmsg_max_rate", q->sq_vs_mmsg_rate,
+	                              "sqpoll_vs_recvmmsg_cpu_per_msg", q->sq_vs_mmsg_cpu,
+	                              "epoll_vs_sqpoll_burst_p99", q->epoll_vs_sq_p99,
+	                              "epoll_vs_nosqpoll_burst_p99", q->epoll_vs_nosq_p99,
+	                              "epoll_vs_recvmmsg_burst_p99", q->epoll_vs_mmsg_p99));
 	json_object_set_new(root, "plots", plots);
 	return root;
 }
@@ -1200,7 +1252,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: uf-bench e2e [--json] [--duration S] [--backends LIST] [--results DIR]\n"
 	        "                    [--rate MSG_PER_S] [--burst F] [--burst-period MS]\n"
-	        "                    [--max-rate MSG_PER_S] [--steps N] [--consumers N]\n"
+	        "                    [--max-rate MSG_PER_S] [--steps N] [--burst-steps N]\n"
+	        "                    [--consumers N]\n"
 	        "                    [--day FILE | --day-messages N] [--feed-cpu C] "
 	        "[--sqpoll-cpu C]\n"
 	        "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
@@ -1212,7 +1265,8 @@ static void usage(FILE *f)
 	        "  --burst F        burst factor of the bursty step (default 10)\n"
 	        "  --burst-period MS  one burst per period (default 100)\n"
 	        "  --max-rate R     rate search cap (default 3200000)\n"
-	        "  --steps N        rate search replays (default 6, max %d)\n"
+	        "  --steps N        steady rate search replays (default 6, max %d)\n"
+	        "  --burst-steps N  burst rate search replays (default 4)\n"
 	        "  --consumers N    consumer processes (default 1, max %d)\n"
 	        "  --day FILE       replay this daily-format ITCH file instead of a generated day\n"
 	        "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
@@ -1293,6 +1347,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"burst-period", required_argument, 0, 'P'},
 	                                   {"max-rate", required_argument, 0, 'm'},
 	                                   {"steps", required_argument, 0, 's'},
+	                                   {"burst-steps", required_argument, 0, 'S'},
 	                                   {"consumers", required_argument, 0, 'c'},
 	                                   {"day", required_argument, 0, 'D'},
 	                                   {"day-messages", required_argument, 0, 'M'},
@@ -1309,6 +1364,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                 .burst_ms = 100,
 	                 .max_rate = 3200000,
 	                 .steps = 6,
+	                 .burst_steps = 4,
 	                 .consumers = 1,
 	                 .plot = 1,
 	                 .feed_cpu = -2,
@@ -1362,6 +1418,11 @@ int uf_bench_e2e(int argc, char **argv)
 			if (num(optarg, 1, MAX_SEARCH, &v))
 				goto bad;
 			o.steps = (int)v;
+			break;
+		case 'S':
+			if (num(optarg, 1, MAX_SEARCH, &v))
+				goto bad;
+			o.burst_steps = (int)v;
 			break;
 		case 'c':
 			if (num(optarg, 1, MAXC, &v))
@@ -1438,7 +1499,7 @@ int uf_bench_e2e(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!o.day) {
-		double per_search = o.duration * 0.4 / o.steps;
+		double per_search = o.duration * 0.3 / o.steps;
 		char bin[PATH_MAX], msgs[32];
 		char *gargv[] = {bin,         "--out", gen_path, "--messages", msgs,
 		                 "--symbols", "1000",  "--seed", "1",          NULL};
@@ -1446,7 +1507,7 @@ int uf_bench_e2e(int argc, char **argv)
 		int st;
 		if (!o.day_msgs) {
 			double need = o.max_rate * (per_search < 0.25 ? 0.25 : per_search);
-			double lat = o.rate * o.duration * 0.3;
+			double lat = o.rate * o.duration * 0.25;
 			need = need > lat ? need : lat;
 			o.day_msgs = (uint64_t)(need > 4e6 ? 4e6 : need < 2e5 ? 2e5 : need);
 		}
