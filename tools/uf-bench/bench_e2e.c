@@ -9,8 +9,7 @@
  *   burst     the same mean rate sent as bursts of --burst x the rate (uf-replay --burst);
  *   search    a bounded search for the highest rate with no loss: doubling from 2 x --rate
  *             until a step loses, then bisecting, --steps replays at most; then the same
- *             for the mean rate with bursts (--burst-steps replays, peaks capped at
- *             --max-rate).
+ *             for the mean rate with bursts (--burst-steps replays).
  * Every step is a new MoldUDP64 session (the feed resets its books), so steps are independent.
  *
  * Latency = CLOCK_REALTIME when the consumer read the record - record.rx_ts (the kernel's
@@ -785,8 +784,7 @@ static int run_search(struct run *r, const struct day *day, struct beres *res, i
 	const struct opts *o = r->o;
 	struct search *sr = &res->s[which];
 	int steps = which ? o->burst_steps : o->steps;
-	double rate = o->rate * 2, lo = 0, hi = 0,
-	       cap = which ? o->max_rate / o->burst : o->max_rate;
+	double rate = o->rate * 2, lo = 0, hi = 0, cap = o->max_rate;
 
 	for (int k = 0; k < steps && k < MAX_SEARCH && !g_stop; k++) {
 		struct step *s = &sr->st[sr->n];
@@ -1264,7 +1262,7 @@ static void usage(FILE *f)
 	        "  --rate R         steady and burst mean rate (default 100000)\n"
 	        "  --burst F        burst factor of the bursty step (default 10)\n"
 	        "  --burst-period MS  one burst per period (default 100)\n"
-	        "  --max-rate R     rate search cap (default 3200000)\n"
+	        "  --max-rate R     rate search cap, mean rate (default 3200000)\n"
 	        "  --steps N        steady rate search replays (default 6, max %d)\n"
 	        "  --burst-steps N  burst rate search replays (default 4)\n"
 	        "  --consumers N    consumer processes (default 1, max %d)\n"
