@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
+#include "feed/log.h"
 #include "common/uf_time.h"
 #include "decode/uf_decode.h"
 #include "feed/arbiter.h"
@@ -408,7 +409,7 @@ static void uf_feed_pin(int cpu)
 		return;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	if (cpu >= ncpu) {
-		fprintf(stderr, "uf_feed: cpu %d does not exist (%ld CPUs): not pinned\n", cpu, ncpu);
+		uf_log_warn("feed: cpu %d does not exist (%ld CPUs): not pinned", cpu, ncpu);
 		return;
 	}
 	cpu_set_t set;
@@ -416,7 +417,7 @@ static void uf_feed_pin(int cpu)
 	CPU_SET(cpu, &set);
 	int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	if (rc)
-		fprintf(stderr, "uf_feed: pinning to cpu %d: %s\n", cpu, strerror(rc));
+		uf_log_warn("feed: pinning to cpu %d: %s", cpu, strerror(rc));
 }
 
 int uf_feed_run(struct uf_feed *f, const volatile int *stop)
@@ -443,7 +444,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	}
 	f->backend = f->ig.backend;
 	if (f->backend != f->cfg.backend)
-		fprintf(stderr, "uf_feed: feed %s runs on back end %s (configured %s)\n", f->cfg.name,
+		uf_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 			uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
 	while (!*stop) {
 		uint32_t pending = uf_load_acquire_u32(&f->filt_pending); /* pairs with set_symbols */

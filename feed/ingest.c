@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
+#include "feed/log.h"
 #include "feed/ingest_internal.h"
 
 #define UF_HUGE_PAGE (2u << 20)
@@ -47,8 +48,8 @@ int uf_ingest_region_alloc(struct uf_ingest *ig, int node, char *err, size_t err
 		ig->region_huge = 1;
 		len = huge_len;
 	} else {
-		fprintf(stderr, "uf_feed: no huge pages for %zu bytes of receive buffers (%s): "
-				"using normal pages\n", huge_len, strerror(errno));
+		uf_log_info("feed: no huge pages for %zu bytes of receive buffers (%s): "
+				"using normal pages", huge_len, strerror(errno));
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			snprintf(err, errlen, "mmap %zu bytes of receive buffers: %s", len,
@@ -126,8 +127,8 @@ int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const
 		rc = uf_ingest_uring_open(ig, p, err, errlen);
 		if (rc == 0)
 			return 0;
-		fprintf(stderr, "uf_feed: io_uring back end unavailable (%s): falling back to "
-				"recvmmsg\n", err);
+		uf_log_warn("feed: io_uring back end unavailable (%s): falling back to "
+				"recvmmsg", err);
 		uf_ingest_uring_close(ig);
 		ig->backend = UF_BACKEND_RECVMMSG;
 		err[0] = '\0';
