@@ -33,7 +33,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 
 /* Runs the feed loop on the calling thread until *stop becomes non-zero (checked between
  * batches, so it returns within one batch). Sets up the receive back end first, falling back
- * (logged to stderr) when the kernel refuses a feature: io_uring SQPOLL -> io_uring without
+ * (logged through feed/log.h) when the kernel refuses a feature: io_uring SQPOLL -> io_uring without
  * SQPOLL -> recvmmsg. Returns 0 when stopped, -errno when the back end could not be set up or
  * failed for good (message in uf_feed_error()). May be called again after it returned. */
 int uf_feed_run(struct uf_feed *feed, const volatile int *stop);

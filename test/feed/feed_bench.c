@@ -5,7 +5,8 @@
  * latency. Not a test: run by hand (docs/feed.md, "Figures").
  *
  *   feed_bench --backend io_uring --rate 400000 [--messages 200000] [--cpu 0]
- *              [--sqpoll-cpu 1] [--symbols 50] [--no-b] */
+ *              [--sqpoll-cpu 1] [--symbols 50] [--no-b] [--sqpoll-idle-ms 1000]
+ *              [--delay-ms 200] */
 #include <dirent.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -84,11 +85,12 @@ int main(int argc, char **argv)
 	const char *backend = "io_uring";
 	double rate = 200000;
 	unsigned messages = 200000, symbols = 50;
-	int cpu = -1, sqcpu = -1, no_b = 0;
+	int cpu = -1, sqcpu = -1, no_b = 0, idle_ms = 1000, delay_ms = 200;
 	static const struct option o[] = { { "backend", 1, 0, 'b' }, { "rate", 1, 0, 'r' },
 					   { "messages", 1, 0, 'm' }, { "cpu", 1, 0, 'c' },
 					   { "sqpoll-cpu", 1, 0, 's' }, { "symbols", 1, 0, 'y' },
-					   { "no-b", 0, 0, 'n' }, { 0, 0, 0, 0 } };
+					   { "no-b", 0, 0, 'n' }, { "sqpoll-idle-ms", 1, 0, 'i' },
+					   { "delay-ms", 1, 0, 'd' }, { 0, 0, 0, 0 } };
 	int c;
 	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
 		switch (c) {
@@ -99,6 +101,8 @@ int main(int argc, char **argv)
 		case 's': sqcpu = atoi(optarg); break;
 		case 'y': symbols = (unsigned)atoi(optarg); break;
 		case 'n': no_b = 1; break;
+		case 'i': idle_ms = atoi(optarg); break;
+		case 'd': delay_ms = atoi(optarg); break;
 		default: return 2;
 		}
 	}
@@ -116,7 +120,7 @@ int main(int argc, char **argv)
 	}
 	cfg.cpu = cpu;
 	cfg.sqpoll_cpu = sqcpu;
-	cfg.sqpoll_idle_ms = 1000;
+	cfg.sqpoll_idle_ms = (uint32_t)idle_ms;
 	cfg.numa_node = -1;
 	cfg.nlines = no_b ? 1 : 2;
 	for (int l = 0; l < 2; l++) {
@@ -154,8 +158,9 @@ int main(int argc, char **argv)
 	pthread_create(&thr, NULL, run, NULL);
 	clockid_t fcid;
 	pthread_getcpuclockid(thr, &fcid);
-	struct timespec settle = { 0, 200000000 };
-	nanosleep(&settle, NULL); /* ring set up, SQ thread spinning */
+	/* ring set up; with delay > sqpoll idle the SQ thread is asleep when traffic starts */
+	struct timespec settle = { delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L };
+	nanosleep(&settle, NULL);
 	double f0 = cpu_of(fcid), s0 = threads_cpu("iou-sqp");
 	unsigned long v0, i0, v1, i1;
 	ctxsw(g_tid, &v0, &i0);
