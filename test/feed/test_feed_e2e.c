@@ -64,7 +64,7 @@ static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 	cfg->backend = FT_BACKEND;
 	cfg->cpu = -1;
 	cfg->sqpoll_cpu = -1;
-	cfg->sqpoll_idle_ms = 100;
+	cfg->sqpoll_idle_ms = 10; /* short: the SQ thread is asleep when a case's traffic starts */
 	cfg->numa_node = -1;
 	cfg->nlines = 2;
 	for (int l = 0; l < 2; l++) {
@@ -321,6 +321,8 @@ static void test_feed_clean_day_gives_identical_books(void **state)
 {
 	struct ft_case c = { 0 };
 	ft_start(&c, 0, 1);
+	struct timespec idle = { 0, 100000000 };
+	nanosleep(&idle, NULL); /* io_uring: past sqpoll_idle_ms, traffic must wake it */
 	ft_replay(&c, 0, 1, NULL);
 	ft_expect_identical(&c);
 	assert_int_equal(c.st.gaps, 0);
