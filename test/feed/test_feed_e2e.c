@@ -407,6 +407,39 @@ static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 		    c.st.lines[0].wins + c.st.lines[1].wins);
 }
 
+/* Impossible configurations fail at create with a message that names the culprit. */
+static void test_feed_create_says_what_is_wrong(void **state)
+{
+	struct uf_feed_config cfg;
+	struct uf_feed *f = NULL;
+	char err[256];
+	ft_config(&cfg, 10, 1);
+	inet_pton(AF_INET, "10.250.250.250", &cfg.lines[1].interface); /* not on this host */
+	assert_true(uf_feed_create(&cfg, &f, err, sizeof(err)) < 0);
+	assert_null(f);
+	assert_non_null(strstr(err, "line B"));
+	assert_non_null(strstr(err, "10.250.250.250"));
+	ft_config(&cfg, 10, 1);
+	cfg.nlines = 3;
+	assert_int_equal(uf_feed_create(&cfg, &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "lines"));
+	ft_config(&cfg, 10, 1);
+	cfg.ring.capacity = 1000; /* not a power of two */
+	assert_true(uf_feed_create(&cfg, &f, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "ring"));
+	ft_config(&cfg, 10, 1);
+	char bad[1][9] = { "TOOLONGSY" }; /* 9 bytes, no terminator */
+	cfg.symbols = bad;
+	cfg.nsymbols = 1;
+	assert_int_equal(uf_feed_create(&cfg, &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "symbol"));
+	enum uf_backend b;
+	assert_int_equal(uf_backend_parse("epoll", &b), 0);
+	assert_int_equal(b, UF_BACKEND_EPOLL);
+	assert_string_equal(uf_backend_name(UF_BACKEND_IO_URING_NOSQPOLL), "io_uring_nosqpoll");
+	assert_int_equal(uf_backend_parse("select", &b), -EINVAL);
+}
+
 /* Bad datagrams on line A (short, lying counts, lying lengths, trailing bytes) while a day
  * plays: each is counted by kind and dropped whole, nothing else changes. */
 static void test_feed_malformed_datagrams_are_counted_and_dropped(void **state)
@@ -623,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
 		cmocka_unit_test(test_feed_new_session_starts_the_books_over),
+		cmocka_unit_test(test_feed_create_says_what_is_wrong),
 		cmocka_unit_test(test_feed_malformed_datagrams_are_counted_and_dropped),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
