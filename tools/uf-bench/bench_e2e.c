@@ -1270,7 +1270,12 @@ static void usage(FILE *f)
 	        "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
 	        "  --sqpoll-cpu C   the SQPOLL thread's CPU (default 0)\n"
 	        "  --bin-dir DIR    where uringfeed, uf-replay and uf-gen are (default: "
-	        "uf-bench's)\n",
+	        "uf-bench's)\n"
+	        "  --json           JSON on stdout instead of the tables (always written to "
+	        "DIR/e2e.json)\n"
+	        "  --no-plot        no gnuplot PNGs;  --keep  keep the temp dir (configs, logs)\n"
+	        "Exit 0 when every back end ran (loss is a result, not a failure), 1 when one "
+	        "could not, 2 bad usage.\n",
 	        MAX_SEARCH, MAXC);
 }
 
@@ -1581,7 +1586,10 @@ out_tmp:
 	return rc;
 
 bad:
-	fprintf(stderr, "uf-bench e2e: bad value: %s\n", optarg);
+	for (int i = 0; lo[i].name; i++)
+		if (lo[i].val == opt)
+			fprintf(stderr, "uf-bench e2e: --%s: bad value \"%s\"\n", lo[i].name,
+			        optarg);
 	usage(stderr);
 	return 2;
 }
