@@ -39,6 +39,8 @@ static void check_step(json_t *s, int sampled)
 	assert_int_equal(loss, why[0] != '\0');
 	if (!loss) {
 		assert_int_equal(got, sent);
+		/* a generated day: every message makes a record the consumer reads */
+		assert_int_equal(json_integer_value(json_object_get(c, "consumer_messages")), sent);
 		assert_int_equal(json_integer_value(json_object_get(c, "gaps")), 0);
 		assert_int_equal(json_integer_value(json_object_get(c, "consumer_lap_lost")), 0);
 		assert_int_equal(json_integer_value(json_object_get(c, "consumer_seq_skipped")), 0);

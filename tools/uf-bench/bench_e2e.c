@@ -1108,6 +1108,8 @@ static json_t *step_json(const struct step *s, int sampled)
 	        (json_int_t)s->d.queue_overflows, "cq_overflows", (json_int_t)s->d.cq_overflows,
 	        "line_enobufs", (json_int_t)s->d.line_enobufs, "consumer_lap_lost",
 	        (json_int_t)s->lap_lost, "consumer_gap_records", (json_int_t)s->gap_recs));
+	json_object_set_new(json_object_get(j, "counters"), "consumer_messages",
+	                    json_integer((json_int_t)s->cons_msgs));
 	json_object_set_new(json_object_get(j, "counters"), "consumer_seq_skipped",
 	                    json_integer((json_int_t)s->seq_skipped));
 	json_object_set_new(json_object_get(j, "counters"), "consumer_seq_backwards",
