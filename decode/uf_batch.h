@@ -90,6 +90,41 @@ static inline void uf_decode_prefetch_pkt(const struct uf_decode_pkt *pk)
  * be NULL), called with the opened packet before its messages, for valid packets only. */
 typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_mold_packet *pkt);
 
+#define UF_DECODE_FUSED_MAX 128 /* blocks decoded in one pass; above, two passes */
+
+/* The one-pass form of a data packet: walks the blocks once, checking every length against
+ * the datagram exactly as uf_mold_open() does and decoding each message into out[] as it
+ * goes, so the decode work overlaps the serial walk (load a length, add, load the next)
+ * instead of following a separate validation walk. Nothing is delivered here: the caller
+ * hands out[] on only when the whole packet validated, so a packet that lies is still
+ * dropped whole. Returns UF_MOLD_DATA with pkt, out[0..count) and rc[0..count) filled, or
+ * -EBADMSG with pkt->err set. Needs 1 <= count <= UF_DECODE_FUSED_MAX (caller checks). */
+static inline int uf_decode_walk_fused(struct uf_mold_packet *pkt, struct uf_itch_msg *out,
+                                       int8_t *rc)
+{
+	const uint8_t *p = pkt->buf + UF_MOLD_HDR_LEN, *end = pkt->buf + pkt->len;
+	for (uint32_t i = 0; i < pkt->count; i++) {
+		if (UF_UNLIKELY(end - p < 2)) {
+			pkt->err = p == end ? UF_MOLD_ERR_COUNT_MISMATCH
+			                    : UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED;
+			return -EBADMSG;
+		}
+		size_t bl = uf_be16(p);
+		if (UF_UNLIKELY((size_t)(end - p - 2) < bl)) {
+			pkt->err = UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET;
+			return -EBADMSG;
+		}
+		rc[i] = (int8_t)uf_itch_decode_inline(p + 2, bl, &out[i]);
+		p += 2 + bl;
+	}
+	if (UF_UNLIKELY(p != end)) {
+		pkt->err = UF_MOLD_ERR_TRAILING_BYTES;
+		return -EBADMSG;
+	}
+	pkt->kind = UF_MOLD_DATA;
+	return UF_MOLD_DATA;
+}
+
 static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, size_t n,
                                             unsigned prefetch_distance,
                                             struct uf_decode_counters *c, uf_decode_pkt_fn pkt_fn,
@@ -97,6 +132,8 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 {
 	size_t delivered = 0;
 	uint64_t bytes = 0; /* kept in a register, added to the counters once per batch */
+	struct uf_itch_msg out[UF_DECODE_FUSED_MAX]; /* one packet's messages, decoded */
+	int8_t rc[UF_DECODE_FUSED_MAX];              /* and what decoding each returned */
 	/* Warm the first `distance` packets: the loop prefetches i + distance from then on. */
 	for (size_t i = 0; i < prefetch_distance && i < n; i++)
 		uf_decode_prefetch_pkt(&pkts[i]);
@@ -104,6 +141,29 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 		if (prefetch_distance && i + prefetch_distance < n)
 			uf_decode_prefetch_pkt(&pkts[i + prefetch_distance]);
 		struct uf_mold_packet pkt;
+		if (UF_LIKELY(uf_mold_parse_header(&pkt, pkts[i].data, pkts[i].len) == 0 &&
+		              pkt.count >= 1 && pkt.count <= UF_DECODE_FUSED_MAX)) {
+			UF_DC_ADD(c->packets, 1);
+			if (UF_UNLIKELY(uf_decode_walk_fused(&pkt, out, rc) < 0)) {
+				UF_DC_ADD(c->mold_err[pkt.err], 1);
+				continue;
+			}
+			if (pkt_fn)
+				pkt_fn(ctx, &pkt);
+			for (uint32_t k = 0; k < pkt.count; k++) {
+				if (UF_LIKELY(rc[k] == 0)) {
+					UF_DC_ADD(c->by_type[uf_itch_type_index(out[k].type)], 1);
+					bytes += out[k].len;
+					if (fn) /* folds away when fn is a constant */
+						fn(ctx, pkt.seq + k, &out[k]);
+					delivered++;
+				} else {
+					uf_decode_count_error(&out[k], out[k].len, rc[k], c);
+				}
+			}
+			continue;
+		}
+		/* Heartbeats, end of session, short or very long packets: validate, then walk. */
 		int k = uf_mold_open_counted(&pkt, pkts[i].data, pkts[i].len, c);
 		if (UF_UNLIKELY(k < 0))
 			continue;
@@ -114,17 +174,17 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 		struct uf_itch_msg m;
 		uf_mold_iter_init(&it, &pkt);
 		while (uf_mold_next(&it, &b)) {
-			int rc = uf_itch_decode_inline(b.msg, b.len, &m);
-			if (UF_LIKELY(rc == 0)) {
+			int r = uf_itch_decode_inline(b.msg, b.len, &m);
+			if (UF_LIKELY(r == 0)) {
 				/* messages/bytes stay in registers: a memory counter per message is
 				 * a store-to-load chain through the whole batch */
 				UF_DC_ADD(c->by_type[uf_itch_type_index(m.type)], 1);
 				bytes += b.len;
-				if (fn) /* folds away when fn is a constant */
+				if (fn)
 					fn(ctx, b.seq, &m);
 				delivered++;
 			} else {
-				uf_decode_count_error(&m, b.len, rc, c);
+				uf_decode_count_error(&m, b.len, r, c);
 			}
 		}
 	}

@@ -164,6 +164,29 @@ static inline int uf_itch_type_index(uint8_t type)
 	return (int)uf_itch_idx1_tab[type] - 1;
 }
 
+/* Table-driven decode of the order messages (A F E C X D U P: ~98 % of a day), so the hot
+ * path has no type switch and its mispredicted indirect jump. Each type is a fixed list of
+ * UF_ITCH_HOT_OPS field moves, run unrolled and branch-free: load the 8 wire bytes that end
+ * where the field ends (every field ends at byte 12 or later, and at most at `len`, so the
+ * load stays inside the message), then either byte-swap and mask (a big-endian number) or
+ * shift and mask (text copied as is); store 8 bytes at the field's offset in m->u. Moves go
+ * in increasing destination order, so the spill of one 8-byte store into the next field is
+ * overwritten by that field's move; lists shorter than UF_ITCH_HOT_OPS repeat their last
+ * move. A move with both masks 0 writes zeros (E's printable and price, A's attribution). */
+struct uf_itch_op {
+	uint64_t swap_mask; /* bswap(load) & swap_mask: a big-endian number (0 for text) */
+	uint64_t raw_mask;  /* (load >> raw_shift) & raw_mask: text bytes (0 for numbers) */
+	uint8_t end;        /* wire offset just past the field (the load starts at end - 8) */
+	uint8_t dst;        /* offset of the field in m->u; 8 bytes are stored there */
+	uint8_t raw_shift;  /* 64 - 8 * width for text, so its bytes land at the bottom */
+};
+
+#define UF_ITCH_HOT_OPS   6 /* longest list: A, F and P have six fields */
+#define UF_ITCH_HOT_TYPES 8 /* A F E C X D U P */
+
+extern const uint8_t uf_itch_hot_tab[256]; /* 1 + row of uf_itch_hot_ops, 0 = switch path */
+extern const struct uf_itch_op uf_itch_hot_ops[1 + UF_ITCH_HOT_TYPES][UF_ITCH_HOT_OPS];
+
 #include "decode/uf_itch50_inline.h"
 
 #endif /* UF_ITCH50_H */

@@ -12,6 +12,10 @@
 #include "common/uf_compiler.h"
 #include "common/uf_endian.h"
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the table-driven decode (struct uf_itch_op) assumes a little-endian host"
+#endif
+
 /* Decodes one message of exactly `len` bytes (see uf_itch_decode for the contract). */
 static inline int uf_itch_decode_inline(const uint8_t *p, size_t len, struct uf_itch_msg *m)
 {
@@ -33,6 +37,24 @@ static inline int uf_itch_decode_inline(const uint8_t *p, size_t len, struct uf_
 	m->locate = uf_be16(p + 1);
 	m->tracking = uf_be16(p + 3);
 	m->timestamp = uf_be48(p + 5);
+	unsigned hot = uf_itch_hot_tab[t];
+	if (UF_LIKELY(hot)) { /* order messages: table-driven, see struct uf_itch_op */
+		const struct uf_itch_op *op = uf_itch_hot_ops[hot];
+		uint8_t *u = (uint8_t *)&m->u;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 6
+#elif defined(__clang__)
+#pragma unroll
+#endif
+		for (int k = 0; k < UF_ITCH_HOT_OPS; k++) {
+			uint64_t raw, v;
+			memcpy(&raw, p + op[k].end - 8, 8);
+			v = (__builtin_bswap64(raw) & op[k].swap_mask) |
+			    ((raw >> op[k].raw_shift) & op[k].raw_mask);
+			memcpy(u + op[k].dst, &v, 8);
+		}
+		return 0;
+	}
 	switch (t) {
 	case 'A':
 	case 'F':

@@ -320,6 +320,98 @@ static void test_batch_same_messages_at_every_prefetch_distance(void **s)
 		free((void *)pk[i].data);
 }
 
+/* The reference: uf_mold_open, then uf_mold_next + uf_itch_decode, counted by hand. */
+static void reference_decode(const uint8_t *p, size_t len, struct uf_decode_counters *c,
+                             struct collect *got)
+{
+	struct uf_mold_packet pkt;
+	int k = uf_mold_open_counted(&pkt, p, len, c);
+	if (k < 0)
+		return;
+	got->pkts++;
+	struct uf_mold_iter it;
+	struct uf_mold_block b;
+	struct uf_itch_msg m;
+	uf_mold_iter_init(&it, &pkt);
+	while (uf_mold_next(&it, &b))
+		if (uf_decode_msg_counted(b.msg, b.len, &m, c) == 0)
+			on_msg(got, b.seq, &m);
+}
+
+/* Packets of `n` blocks cycling through D, X, A, an unknown type, a D of the wrong length
+ * and an empty block, with n on both sides of the one-pass limit (UF_DECODE_FUSED_MAX):
+ * whole, cut at every byte, and with the count raised or lowered by one. The batch decoder
+ * (one pass up to the limit, two above) must count and deliver exactly what opening the
+ * packet and then walking it does. */
+static void test_batch_one_pass_agrees_with_open_then_walk(void **s)
+{
+	static const int sizes[] = {1, 5, UF_DECODE_FUSED_MAX - 1, UF_DECODE_FUSED_MAX,
+	                            UF_DECODE_FUSED_MAX + 1, 300};
+	static struct collect want, got;
+	static uint8_t buf[8192];
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		int n = sizes[si];
+		size_t o = 20;
+		memcpy(buf, SESSION, 10);
+		uf_put_be64(buf + 10, 1000);
+		uf_put_be16(buf + 18, (uint16_t)n);
+		for (int k = 0; k < n; k++) {
+			uint8_t m[40] = {0};
+			size_t ml = 19;
+			switch (k % 6) {
+			case 0:
+				make_d(m, 1000 + (uint64_t)k);
+				break;
+			case 1:
+				make_x(m, 1000 + (uint64_t)k, 7);
+				ml = 23;
+				break;
+			case 2:
+				m[0] = 'A';
+				uf_put_be64(m + 11, 1000 + (uint64_t)k);
+				ml = 36;
+				break;
+			case 3:
+				m[0] = '?'; /* unknown type */
+				ml = 5;
+				break;
+			case 4:
+				make_d(m, 1);
+				ml = 18; /* bad length for D */
+				break;
+			default:
+				ml = 0; /* empty block */
+			}
+			uf_put_be16(buf + o, (uint16_t)ml);
+			memcpy(buf + o + 2, m, ml);
+			o += 2 + ml;
+		}
+		for (int variant = 0; variant < 3; variant++) {
+			uf_put_be16(buf + 18, (uint16_t)(n + (variant == 1) - (variant == 2)));
+			for (size_t cut = 0; cut <= o; cut++) {
+				if (variant && cut != o)
+					continue; /* count lies are tried on the whole packet */
+				uint8_t *p = malloc(cut ? cut : 1);
+				memcpy(p, buf, cut);
+				struct uf_decode_counters cw, cg;
+				memset(&cw, 0, sizeof(cw));
+				memset(&cg, 0, sizeof(cg));
+				memset(&want, 0, sizeof(want));
+				memset(&got, 0, sizeof(got));
+				reference_decode(p, cut, &cw, &want);
+				struct uf_decode_pkt pk = {.data = p, .len = (uint32_t)cut};
+				size_t d = uf_decode_batch(&pk, 1, 1, &cg, on_pkt, on_msg, &got);
+				assert_int_equal(d, want.n);
+				assert_int_equal(got.pkts, want.pkts);
+				assert_memory_equal(&cg, &cw, sizeof(cw));
+				assert_memory_equal(got.seqs, want.seqs, want.n * sizeof(uint64_t));
+				assert_memory_equal(got.refs, want.refs, want.n * sizeof(uint64_t));
+				free(p);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +423,7 @@ int main(void)
 	    cmocka_unit_test(test_mold_lying_counts_and_lengths_are_counted_by_kind),
 	    cmocka_unit_test(test_mold_zero_length_block_reaches_decoder_as_empty),
 	    cmocka_unit_test(test_batch_same_messages_at_every_prefetch_distance),
+	    cmocka_unit_test(test_batch_one_pass_agrees_with_open_then_walk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
