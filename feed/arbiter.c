@@ -379,8 +379,9 @@ void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
 	}
 	/* Before the first request of a gap, give the other line (or a reordered packet) a
 	 * bounded chance: time or packets, whichever comes first. */
+	uint64_t waited = now_ns - a->gap_since_ns;
 	if (a->gap_reqs == 0 && !uf_arb_lines_moved_on(a) &&
-	    !(drained && now_ns - a->gap_since_ns >= a->wait_ns))
+	    !(waited >= a->wait_ns && (drained || waited >= UF_ARB_WAIT_CAP(a->wait_ns))))
 		return;
 	if (!a->recovery || a->req_tries > a->retries) {
 		uf_arb_give_up(a);

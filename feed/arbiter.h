@@ -36,6 +36,9 @@
 
 #define UF_ARB_SRC_RECOVERY UF_CFG_MAX_LINES /* source index of the re-request socket */
 #define UF_ARB_SESSION_CONFIRM 16 /* packets in a row that make another session current */
+/* Waiting for the other line ends at this bound even if the sockets never drain (sustained
+ * full batches with one line dead): a needless re-request is cheap, a stalled gap is not. */
+#define UF_ARB_WAIT_CAP(wait_ns) (8 * (wait_ns) + 10000000ull)
 
 struct uf_arb_cb {
 	/* Deliver messages [pkt->seq + skip, pkt->seq + pkt->count) of a validated data packet,
@@ -129,7 +132,8 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
  * gives up. `now_ns` is CLOCK_MONOTONIC. `drained` says the last receive poll emptied every
  * socket: only then can wait_ms prove that no line has the missing packets (a feed thread
  * that was descheduled has not read the other line yet, however long it was away). A hole
- * also stops waiting once EVERY line has delivered wait_packets packets since it opened. */
+ * also stops waiting once EVERY line has delivered wait_packets packets since it opened, and
+ * in any case after UF_ARB_WAIT_CAP(wait_ms). */
 void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained);
 
 /* 1 while a hole is open (the feed loop then calls uf_arb_tick). */

@@ -229,12 +229,18 @@ static void test_arb_waits_until_every_line_moved_past_the_hole(void **s)
 	pkt(e, 3, 1, 0);
 	for (uint64_t q = 4; q < 4 + 8; q++)
 		pkt(e, q, 1, 0); /* line A runs on; B has not been read yet */
-	uf_arb_tick(&e->a, uf_now_mono_ns() + 100000000ull, 0); /* long, but not drained */
+	uf_arb_tick(&e->a, uf_now_mono_ns() + 20000000ull, 0); /* past wait_ms, not drained */
 	assert_int_equal(e->st.rerequests, 0);
 	for (int i = 0; i < 8; i++)
 		pkt(e, 1, 1, 1); /* B lagging behind: old packets do not count */
 	uf_arb_tick(&e->a, uf_now_mono_ns(), 0);
 	assert_int_equal(e->st.rerequests, 0);
+	struct env *e2 = env_new(1, 64); /* and a line that never drains nor moves on: */
+	pkt(e2, 1, 1, 0);
+	pkt(e2, 3, 1, 0);
+	uf_arb_tick(&e2->a, uf_now_mono_ns() + UF_ARB_WAIT_CAP(2000000ull) + 1000000ull, 0);
+	assert_int_equal(e2->st.rerequests, 1); /* the cap ends the wait */
+	env_free(e2);
 	for (uint64_t q = 3; q < 3 + 4; q++)
 		pkt(e, q, 1, 1); /* B moved 4 packets (wait_packets) past the hole too */
 	uf_arb_tick(&e->a, uf_now_mono_ns(), 0);
