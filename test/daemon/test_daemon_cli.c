@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_proc.h"
+
 static char tmpdir[64];
 
 struct run {
@@ -54,7 +56,7 @@ static void run(struct run *r, const char *a1, const char *a2, const char *a3, c
 
 	snprintf(out, sizeof(out), "%s/stdout", tmpdir);
 	snprintf(err, sizeof(err), "%s/stderr", tmpdir);
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);

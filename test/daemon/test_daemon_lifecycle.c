@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_proc.h"
 #include "ring/ufconsumer.h"
 
 #define NCONSUMERS 2
@@ -53,7 +54,7 @@ static const char *binpath(const char *name)
 /* Starts argv with stdout/stderr to files in tmpdir; returns the pid. */
 static pid_t spawn(const char *const argv[], const char *out, const char *err)
 {
-	pid_t pid = fork();
+	pid_t pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		char o[256], e[256];
@@ -259,7 +260,7 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	uint16_t port = status_port();
 	wait_log("running;", 10000);
 	for (int i = 0; i < NCONSUMERS; i++) {
-		cons[i] = fork();
+		cons[i] = uf_test_fork();
 		assert_true(cons[i] >= 0);
 		if (cons[i] == 0)
 			_exit(consumer_main("uf_life_test", i));

@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_proc.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 #include "ring_test_util.h"
@@ -300,7 +301,7 @@ static void test_image_snapshot_then_stream_has_no_gap_and_no_duplicate(void **s
 		produce_message(r, &m, &rng); /* more than the ring holds before the consumer */
 	assert_int_equal(pipe(fds), 0);
 	fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(child_handover(name, fds[1]));
@@ -345,7 +346,7 @@ static void test_image_snapshot_is_consistent_while_written(void **state)
 	uf_ring_image_set_symbol(r, 7, uf_ring_symbol_pack("SEQL"), 100, 'Q', 0);
 	assert_int_equal(pipe(fds), 0);
 	fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct uf_book_snapshot s;

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_proc.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 #define RING_TEST_RING_HELPERS
@@ -154,7 +155,7 @@ static void test_ring_several_consumers_see_every_record(void **state)
 	r = make_ring(name, 1 << 18, 0600); /* larger than the stream: nobody can be lapped */
 	assert_int_equal(pipe(fds), 0);
 	for (int i = 0; i < nc; i++) {
-		pids[i] = fork();
+		pids[i] = uf_test_fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
 			/* 0: busy-poll, 1: spin then futex, 2: futex at once */
@@ -239,7 +240,7 @@ static void test_ring_lapped_reader_never_sees_torn_record(void **state)
 	r = make_ring(name, 64, 0600);
 	assert_int_equal(pipe(fds), 0);
 	for (int i = 0; i < 2; i++) {
-		pids[i] = fork();
+		pids[i] = uf_test_fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0)
 			_exit(child_lapped_reader(name, total, fds[1]));
@@ -275,7 +276,7 @@ static void test_ring_wakes_only_when_a_consumer_sleeps(void **state)
 
 	assert_int_equal(pipe(fds), 0);
 	assert_int_equal(pipe(back), 0);
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		uf_consumer_t *cc = attach(name, 0, UF_CONSUMER_START_LATEST);

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_proc.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 #define RING_TEST_RING_HELPERS
@@ -42,11 +43,11 @@ static void test_ring_killed_consumer_is_reaped_and_producer_unaffected(void **s
 	test_ring_name(name, sizeof(name), "kill");
 	r = make_ring(name, 1024, 0600);
 	assert_int_equal(pipe(fds), 0);
-	busy = fork();
+	busy = uf_test_fork();
 	assert_true(busy >= 0);
 	if (busy == 0)
 		_exit(child_read_until_killed(name, fds[1], 0));
-	sleeper = fork();
+	sleeper = uf_test_fork();
 	assert_true(sleeper >= 0);
 	if (sleeper == 0)
 		_exit(child_read_until_killed(name, fds[1], 1));
@@ -101,7 +102,7 @@ static void test_ring_restart_changes_generation_and_reattach_works(void **state
 	r = make_ring(name, 256, 0600);
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(ready), 0);
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		uf_consumer_t *c = attach(name, 0, UF_CONSUMER_START_LATEST);
@@ -304,7 +305,7 @@ static void test_ring_access_modes_and_readonly_mapping(void **state)
 
 	snprintf(data_path, sizeof(data_path), "/dev/shm/uf.%s", name);
 	snprintf(cons_path, sizeof(cons_path), "/dev/shm/uf.%s.cons", name);
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		uf_consumer_t *c = attach(name, 0, UF_CONSUMER_START_LATEST);
@@ -343,7 +344,7 @@ static void test_ring_consumer_sees_producer_died_without_closing(void **state)
 	int st;
 
 	test_ring_name(name, sizeof(name), "dead");
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct uf_ring_options o;
@@ -385,7 +386,7 @@ static void test_ring_create_refuses_a_ring_another_producer_runs(void **state)
 	test_ring_name(name, sizeof(name), "busy");
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(ready), 0);
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct uf_ring *cr = NULL;

@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_proc.h"
 #include "ring/uf_ring.h"
 #include "ring_test_util.h"
 
@@ -170,7 +171,7 @@ static void test_tail_ends_cleanly_on_ctrl_c(void **state)
 	r = make_ring(name);
 	snprintf(path, sizeof(path), "%s/uf-tail", g_bin);
 	for (int mode = 0; mode < 2; mode++) { /* records, then --top */
-		pid = fork();
+		pid = uf_test_fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			int fd = open("/dev/null", O_WRONLY);
