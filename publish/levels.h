@@ -95,15 +95,16 @@ static inline uint32_t uf_lv_lower_bound(const uint64_t *a, uint32_t n, uint32_t
 	/* Fast path: at or beyond the best (last) entry, the most common place for a change. */
 	if (n == 0 || (uint32_t)(a[n - 1] >> 32) < key)
 		return n;
-	uint32_t lo = 0, hi = n - 1; /* answer in [lo, hi] */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if ((uint32_t)(a[mid] >> 32) < key)
-			lo = mid + 1;
-		else
-			hi = mid;
+	/* Branch-free halving: the loop count depends on n only and the step is a conditional
+	 * move, so a search costs no misprediction whatever the price (a branchy binary search
+	 * mispredicted about every other step). */
+	const uint64_t *base = a;
+	while (n > 1) {
+		uint32_t half = n / 2;
+		base = (uint32_t)(base[half] >> 32) < key ? base + half : base;
+		n -= half;
 	}
-	return lo;
+	return (uint32_t)(base - a) + ((uint32_t)(*base >> 32) < key);
 }
 
 /* The level of `price` on side `sidx` of `b` (instrument `inst`), created empty when absent.
