@@ -45,6 +45,8 @@ struct uf_feed {
 	uint32_t depth;                       /* image depth per side */
 	uint32_t max_inst;                    /* instrument ids 0..max_inst-1 */
 	size_t nrec;                          /* records waiting in recs */
+	size_t rec_cap;                       /* recs used per publish step: UF_FEED_RECS, or less
+	                                       * when the ring takes fewer in one publish */
 	uint64_t lat_msgs;                    /* messages behind those records (latency samples) */
 	uint64_t lat_rx;                      /* their receive time */
 	uint32_t ndirty;                      /* instruments whose image book must be refreshed */
@@ -172,9 +174,7 @@ out_unlock:
 
 /* ---- the hot path ---- */
 
-/* Sends the records of the current packet to the ring, then updates the book image of
- * what they touched, stamped with the ring sequence after them (snapshot-then-stream
- * handover for late consumers), then records the wire-to-publish latency. */
+/* Drops the records of instruments the symbol filter does not want. */
 static void uf_feed_filter_records(struct uf_feed *f)
 {
 	const struct uf_feed_filter *fl = &f->filt[f->filt_active];
@@ -193,6 +193,10 @@ static void uf_feed_filter_records(struct uf_feed *f)
 	f->nrec = k;
 }
 
+/* Sends the records of the current packet to the ring in one publish, then updates the
+ * book image of what they touched inside one image batch stamped with the ring sequence
+ * after them: a late consumer's snapshot holds all of this step or none of it, so its
+ * snapshot-then-stream handover has no gap. Then records the wire-to-publish latency. */
 static void uf_feed_flush(struct uf_feed *f)
 {
 	if (UF_UNLIKELY(f->filter_on) && f->nrec)
@@ -200,6 +204,7 @@ static void uf_feed_flush(struct uf_feed *f)
 	if (f->nrec) {
 		uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, f->nrec);
 		uf_stat_add(&f->stats.records, f->nrec);
+		uf_feed_ring_batch_begin(f->ring);
 		for (size_t i = 0; i < f->nrec; i++) {
 			const struct uf_record *r = &f->recs[i];
 			if (r->kind == UF_REC_LEVEL) {
@@ -220,6 +225,7 @@ static void uf_feed_flush(struct uf_feed *f)
 					      na > 0 ? (uint32_t)na : 0, seq, f->lat_rx);
 			f->is_dirty[id] = 0;
 		}
+		uf_feed_ring_batch_end(f->ring, seq);
 		f->ndirty = 0;
 		f->nrec = 0;
 	}
@@ -265,10 +271,10 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 			uf_feed_count_itch_error(f, rc, b.len);
 			continue;
 		}
-		if (UF_UNLIKELY(f->nrec + UF_REC_MAX_PER_MSG > UF_FEED_RECS))
+		if (UF_UNLIKELY(f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap))
 			uf_feed_flush(f);
 		int n = uf_publish_apply(f->pub, &m, b.seq, rx_ns, f->recs + f->nrec,
-					 UF_FEED_RECS - f->nrec);
+					 f->rec_cap - f->nrec);
 		if (n > 0)
 			f->nrec += (size_t)n;
 	}
@@ -278,13 +284,15 @@ static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
 {
 	struct uf_feed *f = ctx;
 	uf_feed_flush(f);
-	int n = uf_publish_gap(f->pub, first, count, f->recs, UF_FEED_RECS);
+	int n = uf_publish_gap(f->pub, first, count, f->recs, f->rec_cap);
 	if (n > 0)
 		f->nrec = (size_t)n;
 	uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, f->nrec);
 	uf_stat_add(&f->stats.records, f->nrec);
 	f->nrec = 0;
+	uf_feed_ring_batch_begin(f->ring);
 	uf_feed_ring_set_stale_all(f->ring, seq);
+	uf_feed_ring_batch_end(f->ring, seq);
 }
 
 static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LEN])
@@ -293,8 +301,10 @@ static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LE
 	uf_feed_flush(f);
 	uf_publish_reset(f->pub); /* a new session is a new day: old books are void */
 	uint64_t seq = uf_feed_ring_publish(f->ring, f->recs, 0);
+	uf_feed_ring_batch_begin(f->ring); /* every book empties at once */
 	for (uint32_t i = 0; i < f->max_inst; i++)
 		uf_feed_ring_set_book(f->ring, i, f->bids, 0, f->asks, 0, seq, 0);
+	uf_feed_ring_batch_end(f->ring, seq);
 }
 
 static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,
@@ -374,7 +384,9 @@ static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
 			ir->shares = pi->round_lot;
 			ir->aux = pi->market_category;
 			uint64_t iseq = uf_feed_ring_publish(f->ring, ir, 1);
+			uf_feed_ring_batch_begin(f->ring);
 			uf_feed_ring_image_record(f->ring, ir, iseq);
+			uf_feed_ring_batch_end(f->ring, iseq);
 			uf_stat_add(&f->stats.records, 1);
 			int n = uf_publish_snapshot(f->pub, id, f->recs, UF_FEED_RECS);
 			if (n > 0) {
@@ -382,8 +394,10 @@ static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
 				uf_stat_add(&f->stats.records, (uint64_t)n);
 				int nb = uf_publish_top(f->pub, id, UF_SIDE_BID, f->bids, f->depth);
 				int na = uf_publish_top(f->pub, id, UF_SIDE_ASK, f->asks, f->depth);
+				uf_feed_ring_batch_begin(f->ring);
 				uf_feed_ring_set_book(f->ring, id, f->bids, nb > 0 ? (uint32_t)nb : 0,
 						      f->asks, na > 0 ? (uint32_t)na : 0, seq, 0);
+				uf_feed_ring_batch_end(f->ring, seq);
 			}
 		}
 		f->wanted[id] = now;
@@ -579,6 +593,9 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		snprintf(err, errlen, "feed %s: ring: %s", cfg->name, why);
 		goto out_pub;
 	}
+	f->rec_cap = uf_feed_ring_max_batch(f->ring);
+	if (f->rec_cap > UF_FEED_RECS)
+		f->rec_cap = UF_FEED_RECS;
 	struct uf_arb_cb cb = { .deliver = uf_feed_deliver, .gap = uf_feed_gap,
 				.new_session = uf_feed_new_session, .ctx = f };
 	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;

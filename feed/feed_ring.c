@@ -63,6 +63,22 @@ void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const void *b
 	(void)uf_ring_image_set_book(r, instrument, bids, nbid, asks, nask, seq, rx_ts);
 }
 
+void uf_feed_ring_batch_begin(struct uf_ring *r)
+{
+	/* -EBUSY only if a bracket is open: the feed never nests them */
+	(void)uf_ring_image_batch_begin(r);
+}
+
+void uf_feed_ring_batch_end(struct uf_ring *r, uint64_t seq)
+{
+	uf_ring_image_batch_end(r, seq);
+}
+
+size_t uf_feed_ring_max_batch(const struct uf_ring *r)
+{
+	return (size_t)r->max_batch;
+}
+
 void uf_feed_ring_set_stale_all(struct uf_ring *r, uint64_t seq)
 {
 	(void)uf_ring_image_set_stale(r, UINT32_MAX, 1, seq);

@@ -31,6 +31,17 @@ void uf_feed_ring_image_record(struct uf_ring *r, const struct uf_record *rec, u
 void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const void *bids, uint32_t nbid,
 			   const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts);
 
+/* Brackets the image updates of one publish step (uf_ring_image_batch_begin/end): entries
+ * touched in between stay locked and appear together stamped `seq` (the tail after that
+ * publish), so a late consumer's snapshot never holds half a packet. end also commits. */
+void uf_feed_ring_batch_begin(struct uf_ring *r);
+void uf_feed_ring_batch_end(struct uf_ring *r, uint64_t seq);
+
+/* Largest record count one uf_ring_publish takes. A publish step must stay within it: a
+ * split publish would commit (declare reflected in the image) the first part's records
+ * before their image updates are made. */
+size_t uf_feed_ring_max_batch(const struct uf_ring *r);
+
 /* Flags every instrument stale (after an unrecovered gap) or clears one. */
 void uf_feed_ring_set_stale_all(struct uf_ring *r, uint64_t seq);
 

@@ -617,6 +617,285 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 	ft_finish(&c);
 }
 
+/* ---- late consumer: snapshot-then-stream handover while the day plays ---- */
+
+#define FT_LATE_LEVELS 1024 /* levels per side a late consumer's book holds */
+
+struct ft_late_side {
+	uint32_t n;                            /* levels in use (unsorted) */
+	struct uf_level v[FT_LATE_LEVELS];     /* price, shares, orders */
+};
+
+struct ft_late_book {
+	uint64_t stamp;      /* apply stream records of this instrument with seq >= stamp */
+	char symbol[9];      /* from the snapshot or a later directory record */
+	struct ft_late_side side[2]; /* [0] bids, [1] asks */
+};
+
+static void ft_late_set(struct ft_late_side *sd, int64_t price, uint64_t shares, uint32_t orders)
+{
+	for (uint32_t i = 0; i < sd->n; i++) {
+		if (sd->v[i].price != price)
+			continue;
+		if (shares == 0 && orders == 0)
+			sd->v[i] = sd->v[--sd->n];
+		else {
+			sd->v[i].shares = shares;
+			sd->v[i].orders = orders;
+		}
+		return;
+	}
+	if (shares == 0 && orders == 0)
+		fail_msg("a level record removes price %lld that the late book does not have",
+			 (long long)price);
+	if (sd->n == FT_LATE_LEVELS)
+		fail_msg("more than %d levels on one side", FT_LATE_LEVELS);
+	sd->v[sd->n++] = (struct uf_level){ .price = price, .shares = shares, .orders = orders };
+}
+
+static int ft_level_desc(const void *a, const void *b)
+{
+	const struct uf_level *x = a, *y = b;
+	return x->price < y->price ? 1 : x->price > y->price ? -1 : 0;
+}
+
+static int ft_level_asc(const void *a, const void *b)
+{
+	return -ft_level_desc(a, b);
+}
+
+/* Handover as docs/ring.md describes it: snapshot every instrument (the image holds whole
+ * books here: depth 64), seek to the smallest stamp, then apply each instrument's records
+ * from its own stamp on. Returns the sequence it resumed from. */
+static uint64_t ft_late_handover(uf_consumer_t *cons, struct ft_late_book *bk, uint32_t nb)
+{
+	static struct uf_book_snapshot snap;
+	struct uf_consumer_info info;
+	uf_consumer_get_info(cons, &info);
+	/* an instrument absent now has no record before this tail */
+	uint64_t from = info.tail;
+	for (uint32_t id = 0; id < nb; id++) {
+		int rc = -EBUSY;
+		for (int t = 0; t < 1000 && rc == -EBUSY; t++)
+			rc = uf_consumer_snapshot(cons, id, &snap);
+		memset(&bk[id], 0, sizeof(bk[id]));
+		if (rc == -ENOENT) {
+			bk[id].stamp = info.tail;
+			continue;
+		}
+		if (rc != 0)
+			fail_msg("snapshot of %u: %s", id, uf_consumer_strerror(rc));
+		if (snap.nbid >= UF_BOOK_MAX_DEPTH || snap.nask >= UF_BOOK_MAX_DEPTH)
+			fail_msg("instrument %u has %u/%u levels: deeper than the image, the late "
+				 "consumer cannot hold its whole book", id, snap.nbid, snap.nask);
+		bk[id].stamp = snap.stamp;
+		memcpy(bk[id].symbol, snap.symbol, sizeof(bk[id].symbol));
+		for (uint32_t i = 0; i < snap.nbid; i++)
+			ft_late_set(&bk[id].side[0], snap.bid[i].price, snap.bid[i].shares,
+				    snap.bid[i].orders);
+		for (uint32_t i = 0; i < snap.nask; i++)
+			ft_late_set(&bk[id].side[1], snap.ask[i].price, snap.ask[i].shares,
+				    snap.ask[i].orders);
+		if (snap.stamp < from)
+			from = snap.stamp;
+	}
+	assert_int_equal(uf_consumer_seek(cons, from), 0);
+	return from;
+}
+
+static void ft_late_apply(struct ft_late_book *bk, uint32_t nb, const struct uf_record *r,
+			  uint64_t seq)
+{
+	if (r->kind == UF_REC_GAP)
+		fail_msg("gap record at %llu on a clean day", (unsigned long long)seq);
+	if (r->instrument >= nb || seq < bk[r->instrument].stamp)
+		return; /* the snapshot already has it */
+	struct ft_late_book *b = &bk[r->instrument];
+	if (r->kind == UF_REC_LEVEL) {
+		if (r->side != UF_SIDE_BID && r->side != UF_SIDE_ASK)
+			fail_msg("level record with side %u", r->side);
+		ft_late_set(&b->side[r->side == UF_SIDE_ASK], r->price, r->shares, r->orders);
+	} else if (r->kind == UF_REC_INSTRUMENT) {
+		char s[9];
+		memcpy(s, &r->ref, 8);
+		int len = 8;
+		while (len && s[len - 1] == ' ')
+			len--;
+		s[len] = '\0';
+		memcpy(b->symbol, s, sizeof(s));
+	}
+}
+
+/* One snapshot held until the stream reaches its stamp: then the consumer's own book of
+ * that instrument (every record < stamp applied) must equal it level by level. */
+struct ft_late_check {
+	int armed;                      /* waiting for the stream to reach snap.stamp */
+	uint64_t checked;               /* snapshots compared */
+	struct uf_book_snapshot snap;   /* the snapshot */
+};
+
+static int ft_late_side_equal(struct ft_late_side *sd, const struct uf_level *lv, uint32_t n,
+			      int (*cmp)(const void *, const void *))
+{
+	if (sd->n != n)
+		return 0;
+	qsort(sd->v, sd->n, sizeof(struct uf_level), cmp);
+	for (uint32_t i = 0; i < n; i++)
+		if (sd->v[i].price != lv[i].price || sd->v[i].shares != lv[i].shares ||
+		    sd->v[i].orders != lv[i].orders)
+			return 0;
+	return 1;
+}
+
+static void ft_late_compare(struct ft_late_check *k, struct ft_late_book *bk)
+{
+	const struct uf_book_snapshot *s = &k->snap;
+	struct ft_late_book *b = &bk[s->instrument];
+	k->armed = 0;
+	if (s->stamp < b->stamp)
+		return; /* taken before the consumer's own handover snapshot: nothing to compare */
+	if (!ft_late_side_equal(&b->side[0], s->bid, s->nbid, ft_level_desc) ||
+	    !ft_late_side_equal(&b->side[1], s->ask, s->nask, ft_level_asc))
+		fail_msg("snapshot of %u stamped %llu is not the stream applied up to there: "
+			 "%u/%u levels vs %u/%u (a snapshot caught half an update)", s->instrument,
+			 (unsigned long long)s->stamp, s->nbid, s->nask, b->side[0].n, b->side[1].n);
+	k->checked++;
+}
+
+/* Arms a check on instrument `id` when its snapshot is ahead of what the consumer read. */
+static void ft_late_arm(struct ft_late_check *k, uf_consumer_t *cons, uint32_t id, uint64_t pos)
+{
+	if (uf_consumer_snapshot(cons, id, &k->snap) != 0)
+		return;
+	if (k->snap.nbid >= UF_BOOK_MAX_DEPTH || k->snap.nask >= UF_BOOK_MAX_DEPTH)
+		return;
+	k->armed = k->snap.stamp >= pos;
+}
+
+/* The late consumer's books, top FT_DEPTH, in the uf-decode books format. */
+static char *ft_late_books(struct ft_late_book *bk, uint32_t nb)
+{
+	static struct uf_book_snapshot s;
+	struct ft_books_ctx x = { 0 };
+	for (uint32_t id = 0; id < nb; id++) {
+		struct ft_late_book *b = &bk[id];
+		qsort(b->side[0].v, b->side[0].n, sizeof(struct uf_level), ft_level_desc);
+		qsort(b->side[1].v, b->side[1].n, sizeof(struct uf_level), ft_level_asc);
+		memset(&s, 0, sizeof(s));
+		s.instrument = id;
+		memcpy(s.symbol, b->symbol, sizeof(s.symbol));
+		s.nbid = b->side[0].n < FT_DEPTH ? b->side[0].n : FT_DEPTH;
+		s.nask = b->side[1].n < FT_DEPTH ? b->side[1].n : FT_DEPTH;
+		memcpy(s.bid, b->side[0].v, s.nbid * sizeof(struct uf_level));
+		memcpy(s.ask, b->side[1].v, s.nask * sizeof(struct uf_level));
+		ft_book_cb(&s, &x);
+	}
+	char *out = ft_books_join(x.v, x.n);
+	free(x.v);
+	return out;
+}
+
+/* A consumer that attaches while the day plays takes snapshots of every book and continues
+ * from the stream: at the end its books equal the file's. A snapshot that caught half of
+ * one publish step (a trade's image update without the level updates of the same packet)
+ * would make it skip level records and fail here. */
+static void test_feed_late_consumer_handover_gives_identical_books(void **state)
+{
+	struct ft_case c = { 0 };
+	char err[256];
+	ft_config(&c.cfg, 11, 1);
+	/* groups and ports of their own: 43000 + 10 * backend (+1 B, +5 request server) */
+	for (int l = 0; l < 2; l++) {
+		char g[32];
+		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, l);
+		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
+		c.cfg.lines[l].port = (uint16_t)(43000 + 10 * (int)FT_BACKEND + l);
+	}
+	c.cfg.recovery.server.sin_port = htons((uint16_t)(43000 + 10 * (int)FT_BACKEND + 5));
+	c.cfg.book.depth = UF_BOOK_MAX_DEPTH; /* the image holds whole books */
+	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_replay(&c, 11, 1, "--rate", "40000", NULL); /* ~1.5 s: time to attach in the middle */
+	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
+	uint64_t end = uf_now_mono_ns() + (uint64_t)FT_DONE_TIMEOUT_MS * 1000000u;
+	while (uf_load_relaxed_u64(&s->messages) < g_ref_msgs / 3 && uf_now_mono_ns() < end) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	assert_true(uf_load_relaxed_u64(&s->messages) >= g_ref_msgs / 3);
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(c.cfg.ring.name, NULL, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach %s: %s", c.cfg.ring.name, err);
+	uint32_t nb = (uint32_t)c.cfg.book.max_instruments;
+	struct ft_late_book *bk = calloc(nb, sizeof(*bk));
+	assert_non_null(bk);
+	uint64_t from = ft_late_handover(cons, bk, nb);
+	assert_true(from > 0); /* it really started late */
+	int done = 0, handovers = 1;
+	uint64_t applied = 0, pos = from;
+	static struct ft_late_check chk;
+	uint32_t next_id = 0;
+	memset(&chk, 0, sizeof(chk));
+	while (uf_now_mono_ns() < end) {
+		struct uf_record r;
+		uint64_t seq;
+		/* while the day plays, keep a snapshot in flight and compare it with the stream
+		 * when the stream reaches its stamp */
+		if (!chk.armed && !done) {
+			ft_late_arm(&chk, cons, next_id, pos);
+			next_id = (next_id + 1) % 64; /* the generated day's ids are small */
+		}
+		int rc = uf_consumer_next(cons, &r, &seq);
+		if (rc == 0 && chk.armed && seq >= chk.snap.stamp)
+			ft_late_compare(&chk, bk);
+		if (rc == 0) {
+			pos = seq + 1;
+			ft_late_apply(bk, nb, &r, seq);
+			applied++;
+			/* once more, from a fresh snapshot, while the day is still playing */
+			if (handovers == 1 && uf_load_relaxed_u64(&s->messages) >= 2 * g_ref_msgs / 3 &&
+			    uf_load_relaxed_u64(&s->end_of_session) == 0) {
+				pos = ft_late_handover(cons, bk, nb);
+				chk.armed = 0;
+				handovers++;
+			}
+			continue;
+		}
+		if (rc != -EAGAIN)
+			fail_msg("consumer: %s", uf_consumer_strerror(rc));
+		if (chk.armed && pos >= chk.snap.stamp)
+			ft_late_compare(&chk, bk);
+		if (done)
+			break; /* drained after the feed had everything */
+		if (uf_load_relaxed_u64(&s->end_of_session) >= 1 &&
+		    uf_load_relaxed_u64(&s->messages) >= g_ref_msgs) {
+			struct timespec ts = { 0, 50000000 }; /* the last flush reaches the ring */
+			nanosleep(&ts, NULL);
+			done = 1;
+			continue;
+		}
+		struct timespec ts = { 0, 200000 };
+		nanosleep(&ts, NULL);
+	}
+	assert_true(done);
+	fprintf(stderr, "late consumer: resumed at %llu, %d handovers, %llu records read, %llu "
+		"snapshots checked against the stream\n", (unsigned long long)from, handovers,
+		(unsigned long long)applied, (unsigned long long)chk.checked);
+	assert_true(chk.checked > 0);
+	char *books = ft_late_books(bk, nb);
+	if (strcmp(books, g_ref_books) != 0) {
+		fprintf(stderr, "late books:\n%.2000s\nreference books:\n%.2000s\n", books, g_ref_books);
+		fail_msg("the late consumer's books differ from the file's");
+	}
+	free(books);
+	free(bk);
+	uf_consumer_detach(cons);
+	ft_finish(&c);
+	assert_int_equal(c.st.messages, g_ref_msgs);
+	assert_int_equal(c.st.gaps_unrecovered, 0);
+}
+
 static int ft_setup(void **state)
 {
 	if (ft_gen_day(g_day, sizeof(g_day), FT_MESSAGES, FT_SYMBOLS, 7) < 0) {
@@ -658,6 +937,7 @@ int main(void)
 		cmocka_unit_test(test_feed_new_session_starts_the_books_over),
 		cmocka_unit_test(test_feed_create_says_what_is_wrong),
 		cmocka_unit_test(test_feed_malformed_datagrams_are_counted_and_dropped),
+		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),
