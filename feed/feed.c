@@ -13,6 +13,7 @@
 #include "common/uf_compiler.h"
 #include "feed/log.h"
 #include "common/uf_time.h"
+#include "decode/uf_batch.h"
 #include "decode/uf_decode.h"
 #include "feed/arbiter.h"
 #include "feed/feed_ring.h"
@@ -54,6 +55,8 @@ struct uf_feed {
 	uint8_t *is_dirty;                    /* per instrument: listed in dirty[] */
 	struct uf_level bids[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
 	struct uf_level asks[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
+	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
+	int8_t msg_rc[UF_DECODE_FUSED_MAX];   /* their decode results */
 	char err[256];                        /* last error */
 	/* symbol filter: books for all, records and image only for wanted instruments */
 	int filter_on;                        /* a filter is active (else everything passes) */
@@ -248,36 +251,95 @@ static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
 		uf_stat_add(&f->stats.decode_bad_length, 1);
 }
 
-/* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order. */
+/* Applies n decoded messages with consecutive sequences from first_seq through the
+ * publisher's batch path (prefetching order slots and books ahead, one clock read per call
+ * for the publish delay), flushing to the ring whenever the record buffer fills. */
+static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs, size_t n,
+			      uint64_t first_seq, uint64_t rx_ns)
+{
+	while (n) {
+		/* rec_cap >= UF_REC_MAX_PER_MSG: after a flush every call applies at least one */
+		if (UF_UNLIKELY(f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap))
+			uf_feed_flush(f);
+		size_t applied = 0;
+		int k = uf_publish_apply_batch(f->pub, msgs, n, first_seq, rx_ns, f->recs + f->nrec,
+					       f->rec_cap - f->nrec, &applied);
+		if (k > 0)
+			f->nrec += (size_t)k;
+		f->lat_msgs += applied;
+		msgs += applied;
+		first_seq += applied;
+		n -= applied;
+	}
+}
+
+/* Wire length of block i of a validated packet (for counting a decode error). Cold. */
+static uint16_t uf_feed_block_len(const struct uf_mold_packet *pkt, uint32_t i)
+{
+	struct uf_mold_iter it;
+	struct uf_mold_block b;
+	uf_mold_iter_init(&it, pkt);
+	for (uint32_t k = 0; uf_mold_next(&it, &b); k++)
+		if (k == i)
+			return b.len;
+	return 0;
+}
+
+/* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order. The
+ * packet is decoded whole into msgs[] (one pass, decode/uf_batch.h), then applied in runs of
+ * consecutive messages that decoded; a message that did not is counted and skipped. */
 static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip,
 			    uint64_t rx_ns, unsigned src)
 {
 	struct uf_feed *f = ctx;
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
-	struct uf_itch_msg m;
+	(void)src;
 	if (f->lat_msgs && rx_ns != f->lat_rx)
 		uf_feed_flush(f); /* one receive time per latency sample group */
 	f->lat_rx = rx_ns;
+	if (skip >= pkt->count)
+		return;
+	uf_stat_add(&f->stats.messages, pkt->count - skip);
+	struct uf_mold_packet w = *pkt;
+	if (UF_LIKELY(pkt->count <= UF_DECODE_FUSED_MAX) &&
+	    uf_decode_walk_fused(&w, f->msgs, f->msg_rc) == UF_MOLD_DATA) {
+		uint32_t run = skip;
+		for (uint32_t i = skip; i < pkt->count; i++) {
+			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {
+				uf_feed_apply_run(f, f->msgs + run, i - run, pkt->seq + run, rx_ns);
+				uf_feed_count_itch_error(f, f->msg_rc[i], uf_feed_block_len(pkt, i));
+				f->lat_msgs++;
+				run = i + 1;
+			}
+		}
+		uf_feed_apply_run(f, f->msgs + run, pkt->count - run, pkt->seq + run, rx_ns);
+		return;
+	}
+	/* More blocks than one pass takes (jumbo datagrams): decode and apply in chunks. */
+	struct uf_mold_iter it;
+	struct uf_mold_block b;
 	uf_mold_iter_init(&it, pkt);
 	uint32_t i = 0;
+	size_t nm = 0;
+	uint64_t first = 0;
 	while (uf_mold_next(&it, &b)) {
 		if (i++ < skip)
 			continue;
-		uf_stat_add(&f->stats.messages, 1);
-		f->lat_msgs++;
-		int rc = uf_itch_decode_inline(b.msg, b.len, &m);
+		int rc = uf_itch_decode_inline(b.msg, b.len, &f->msgs[nm]);
 		if (UF_UNLIKELY(rc != 0)) {
+			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
+			nm = 0;
 			uf_feed_count_itch_error(f, rc, b.len);
+			f->lat_msgs++;
 			continue;
 		}
-		if (UF_UNLIKELY(f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap))
-			uf_feed_flush(f);
-		int n = uf_publish_apply(f->pub, &m, b.seq, rx_ns, f->recs + f->nrec,
-					 f->rec_cap - f->nrec);
-		if (n > 0)
-			f->nrec += (size_t)n;
+		if (nm == 0)
+			first = b.seq;
+		if (++nm == UF_DECODE_FUSED_MAX) {
+			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
+			nm = 0;
+		}
 	}
+	uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
 }
 
 static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
@@ -354,6 +416,12 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		uf_stat_add(&f->stats.lines[src].messages, mp.count);
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
+}
+
+static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
+{
+	struct uf_decode_pkt d = { .data = p->data, .len = p->len, .user = 0 };
+	uf_decode_prefetch_pkt(&d);
 }
 
 /* Feed thread: switches to a filter published by uf_feed_set_symbols. Instruments that
@@ -477,12 +545,13 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_cpu_relax();
 		} else {
 			uf_stat_add(&f->stats.batches, 1);
+			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_batch.h). */
+			int pf = UF_DECODE_PREFETCH_DEFAULT;
+			for (int i = 0; i < pf && i < n; i++)
+				uf_feed_prefetch_pkt(&pkts[i]);
 			for (int i = 0; i < n; i++) {
-				/* The next datagram's first lines load while this one is decoded. */
-				if (i + 1 < n) {
-					UF_PREFETCH(pkts[i + 1].data);
-					UF_PREFETCH(pkts[i + 1].data + UF_CACHELINE);
-				}
+				if (i + pf < n)
+					uf_feed_prefetch_pkt(&pkts[i + pf]);
 				uf_feed_packet(f, &pkts[i]);
 			}
 			uf_ingest_release(&f->ig, pkts, n);

@@ -896,6 +896,93 @@ static void test_feed_late_consumer_handover_gives_identical_books(void **state)
 	assert_int_equal(c.st.gaps_unrecovered, 0);
 }
 
+/* Appends one MoldUDP64 block to a datagram being built. */
+static size_t ft_block(uint8_t *pkt, size_t off, const void *msg, uint16_t len)
+{
+	uf_put_be16(pkt + off, len);
+	memcpy(pkt + off + 2, msg, len);
+	return off + 2 + len;
+}
+
+/* Messages that do not decode inside otherwise valid packets (an unknown type, a length
+ * that lies) are counted by kind and skipped; the messages around them, in a short packet
+ * and in one with more blocks than the one-pass decoder takes, are all applied with their
+ * own sequence numbers. */
+static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void **state)
+{
+	struct ft_case c = { 0 };
+	char err[256];
+	ft_config(&c.cfg, 12, 0);
+	for (int l = 0; l < 2; l++) {
+		char g[32];
+		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 10 + l);
+		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
+		c.cfg.lines[l].port = (uint16_t)(43500 + 10 * (int)FT_BACKEND + l);
+	}
+	c.cfg.buffers.size = 4096; /* the long packet is ~2.1 kB */
+	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	uint8_t sys[12] = { 'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'O' }; /* system event */
+	uint8_t unknown[5] = { 'z', 0, 0, 0, 0 };
+	uint8_t shortadd[3] = { 'A', 0, 0 };
+	static uint8_t p1[64], p2[4096];
+	memcpy(p1, "BADMSG0001", 10);
+	uf_put_be64(p1 + 10, 1);
+	uf_put_be16(p1 + 18, 3);
+	size_t n1 = ft_block(p1, 20, unknown, sizeof(unknown)); /* seq 1 */
+	n1 = ft_block(p1, n1, sys, sizeof(sys));                /* seq 2 */
+	n1 = ft_block(p1, n1, shortadd, sizeof(shortadd));      /* seq 3 */
+	memcpy(p2, "BADMSG0001", 10);
+	uf_put_be64(p2 + 10, 4);
+	uf_put_be16(p2 + 18, 150);
+	size_t n2 = 20;
+	for (int i = 0; i < 150; i++) /* seq 4 + i; 144 does not decode */
+		n2 = i == 140 ? ft_block(p2, n2, unknown, sizeof(unknown))
+			      : ft_block(p2, n2, sys, sizeof(sys));
+	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
+	assert_true(tx >= 0);
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(c.cfg.lines[0].port),
+				   .sin_addr = c.cfg.lines[0].group };
+	struct timespec idle = { 0, 50000000 };
+	nanosleep(&idle, NULL); /* the feed thread is polling */
+	assert_int_equal(sendto(tx, p1, n1, 0, (struct sockaddr *)&dst, sizeof(dst)), (ssize_t)n1);
+	assert_int_equal(sendto(tx, p2, n2, 0, (struct sockaddr *)&dst, sizeof(dst)), (ssize_t)n2);
+	close(tx);
+	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
+	uint64_t end = uf_now_mono_ns() + 5000000000ull;
+	while (uf_load_relaxed_u64(&s->messages) < 153 && uf_now_mono_ns() < end) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	nanosleep(&idle, NULL); /* the packet's records reach the ring */
+	struct uf_consumer_options o;
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
+	struct uf_record r;
+	uint64_t seq, want = 2, nsys = 0;
+	while (uf_consumer_next(cons, &r, &seq) == 0) {
+		if (r.kind != UF_REC_STATUS || r.aux != UF_STATUS_SYSTEM)
+			fail_msg("unexpected record kind %u aux %u", r.kind, r.aux);
+		assert_int_equal(r.feed_seq, want);
+		assert_int_equal(r.shares, 'O');
+		nsys++;
+		want = want == 2 ? 4 : want + 1;
+		if (want == 144)
+			want++;
+	}
+	uf_consumer_detach(cons);
+	ft_finish(&c);
+	assert_int_equal(nsys, 1 + 149);
+	assert_int_equal(c.st.messages, 153);
+	assert_int_equal(c.st.decode_unknown_type, 2);
+	assert_int_equal(c.st.decode_bad_length, 1);
+	assert_int_equal(c.st.gaps, 0);
+}
+
 static int ft_setup(void **state)
 {
 	if (ft_gen_day(g_day, sizeof(g_day), FT_MESSAGES, FT_SYMBOLS, 7) < 0) {
@@ -938,6 +1025,7 @@ int main(void)
 		cmocka_unit_test(test_feed_create_says_what_is_wrong),
 		cmocka_unit_test(test_feed_malformed_datagrams_are_counted_and_dropped),
 		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
+		cmocka_unit_test(test_feed_undecodable_messages_are_counted_and_the_rest_applied),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),
