@@ -24,7 +24,9 @@
 _Static_assert(sizeof(struct uf_level) == UF_FEED_LEVEL_SIZE, "publish level layout changed");
 
 #define UF_FEED_RECS 1024        /* records buffered per packet before they go to the ring */
-#define UF_FEED_RCVBUF (16 << 20) /* socket receive buffer: absorbs bursts during recovery */
+#define UF_FEED_RCVBUF (16 << 20) /* socket receive buffer: absorbs bursts during recovery
+                                  * and while the feed thread is descheduled */
+#define UF_FEED_DROPS_POLL_NS 100000000ull /* idle: re-read the sockets' drop totals */
 #define UF_FEED_MAX_DEPTH 64     /* image levels per side we copy at most */
 
 struct uf_feed_filter {
@@ -58,6 +60,7 @@ struct uf_feed {
 	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
 	int8_t msg_rc[UF_DECODE_FUSED_MAX];   /* their decode results */
 	char err[256];                        /* last error */
+	uint64_t drops_read_ns;               /* when the sockets' drop totals were last read */
 	/* symbol filter: books for all, records and image only for wanted instruments */
 	int filter_on;                        /* a filter is active (else everything passes) */
 	uint8_t *wanted;                      /* per instrument: passes the filter */
@@ -424,6 +427,18 @@ static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
 	uf_decode_prefetch_pkt(&d);
 }
 
+/* Reads every line socket's kernel drop total (SO_MEMINFO, a system call: idle and exit
+ * only). The SO_RXQ_OVFL cmsg already carries it on each datagram; this catches drops after
+ * the last datagram a socket delivered. */
+static void uf_feed_read_kernel_drops(struct uf_feed *f)
+{
+	for (int i = 0; i < f->cfg.nlines; i++) {
+		int64_t d = uf_mcast_kernel_drops(f->fds[i]);
+		if (d >= 0)
+			uf_stat_raise(&f->stats.lines[i].kernel_drops, (uint64_t)d);
+	}
+}
+
 /* Feed thread: switches to a filter published by uf_feed_set_symbols. Instruments that
  * enter it get their whole book as a snapshot in the stream and in the image. Cold. */
 static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
@@ -542,6 +557,11 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		}
 		if (n == 0) {
 			uf_stat_add(&f->stats.busy_polls, 1);
+			uint64_t now = uf_now_mono_ns(); /* idle: nothing waits for us */
+			if (UF_UNLIKELY(now - f->drops_read_ns >= UF_FEED_DROPS_POLL_NS)) {
+				f->drops_read_ns = now;
+				uf_feed_read_kernel_drops(f);
+			}
 			uf_cpu_relax();
 		} else {
 			uf_stat_add(&f->stats.batches, 1);
@@ -563,6 +583,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		}
 	}
 	uf_feed_flush(f);
+	uf_feed_read_kernel_drops(f);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;
 }
@@ -611,6 +632,13 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 			goto out_close;
 		}
 		f->fds[f->nsrc++] = rc;
+		/* The kernel reports twice what was set; less means FORCE was refused (no
+		 * CAP_NET_ADMIN) and net.core.rmem_max capped it: bursts may overflow. */
+		int got = uf_mcast_rcvbuf(rc);
+		if (got >= 0 && got < UF_FEED_RCVBUF)
+			uf_log_warn("feed %s line %s: socket receive buffer is %d bytes, wanted %d: "
+				    "raise net.core.rmem_max or grant CAP_NET_ADMIN", cfg->name,
+				    l->name, got / 2, UF_FEED_RCVBUF);
 	}
 	if (cfg->recovery.enabled) {
 		struct in_addr any = { .s_addr = htonl(INADDR_ANY) };

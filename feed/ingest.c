@@ -166,6 +166,11 @@ static int uf_ingest_mmsg_take(struct uf_ingest *ig, int src, int base, int got,
 				struct timespec ts;
 				memcpy(&ts, CMSG_DATA(c), sizeof(ts));
 				k->rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			} else if (UF_UNLIKELY(c->cmsg_level == SOL_SOCKET &&
+					       c->cmsg_type == SO_RXQ_OVFL)) {
+				uint32_t drops; /* the socket's drop total, sent once it is not 0 */
+				memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+				uf_stat_raise(&ig->st[src]->kernel_drops, drops);
 			}
 		}
 	}

@@ -175,7 +175,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	 * every buffer for the source address and the timestamp cmsg. */
 	memset(&ig->rmsg, 0, sizeof(ig->rmsg));
 	ig->rmsg.msg_namelen = sizeof(struct sockaddr_in);
-	ig->rmsg.msg_controllen = CMSG_SPACE(sizeof(struct timespec));
+	ig->rmsg.msg_controllen = CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(uint32_t));
 	for (int s = 0; s < ig->nsrc; s++) {
 		rc = uf_uring_arm(ig, s);
 		if (rc < 0) {
@@ -290,6 +290,11 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 				struct timespec ts;
 				memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
 				rx = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			} else if (UF_UNLIKELY(cm->cmsg_level == SOL_SOCKET &&
+					       cm->cmsg_type == SO_RXQ_OVFL)) {
+				uint32_t drops; /* the socket's drop total, sent once it is not 0 */
+				memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
+				uf_stat_raise(&st->kernel_drops, drops);
 			}
 		}
 		struct uf_pkt *k = &pkts[n++];

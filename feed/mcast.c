@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sock_diag.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,6 +45,9 @@ int uf_mcast_open_rx(struct in_addr group, uint16_t port, struct in_addr ifaddr,
 	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
 		return uf_mcast_fail(fd, err, errlen, "SO_TIMESTAMPNS");
 	uf_mcast_set_rcvbuf(fd, rcvbuf);
+	/* The socket's drop total rides on received datagrams (SO_RXQ_OVFL cmsg): loss in this
+	 * host, not on the network, becomes visible per line. Best effort. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
 	/* Binding to the group (not INADDR_ANY) keeps other groups on the same port out. */
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = group };
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -75,6 +79,27 @@ int uf_mcast_open_unicast(struct in_addr local, uint16_t port, int rcvbuf, char 
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return uf_mcast_fail(fd, err, errlen, "bind re-request socket");
 	return fd;
+}
+
+int64_t uf_mcast_kernel_drops(int fd)
+{
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+	memset(mi, 0, sizeof(mi));
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
+		return -errno;
+	if (len < (socklen_t)((SK_MEMINFO_DROPS + 1) * sizeof(uint32_t)))
+		return -EOPNOTSUPP;
+	return mi[SK_MEMINFO_DROPS];
+}
+
+int uf_mcast_rcvbuf(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) < 0)
+		return -errno;
+	return v;
 }
 
 int uf_mcast_open_tx(struct in_addr ifaddr, int ttl, char *err, size_t errlen)

@@ -28,4 +28,12 @@ int uf_mcast_open_tx(struct in_addr ifaddr, int ttl, char *err, size_t errlen);
 /* Parses "A.B.C.D:PORT" into `out`. Returns 0 or -EINVAL. */
 int uf_mcast_parse_addr(const char *s, struct sockaddr_in *out);
 
+/* Datagrams the kernel dropped on socket `fd` so far (its sk_drops, via SO_MEMINFO), or
+ * -errno. A system call: cold paths only. */
+int64_t uf_mcast_kernel_drops(int fd);
+
+/* The socket's receive buffer in bytes as the kernel reports it (twice what was set), or
+ * -errno. */
+int uf_mcast_rcvbuf(int fd);
+
 #endif /* UF_MCAST_H */

@@ -37,7 +37,9 @@
 	X(rearms, "multishot receives re-armed (-ENOBUFS or no IORING_CQE_F_MORE)")              \
 	X(enobufs, "receives that ended because the provided buffer ring was empty")           \
 	X(rx_errors, "receive errors other than -ENOBUFS / -EAGAIN (negative CQE or errno)")    \
-	X(truncated, "datagrams truncated because they exceeded the receive buffer (MSG_TRUNC)")
+	X(truncated, "datagrams truncated because they exceeded the receive buffer (MSG_TRUNC)") \
+	X(kernel_drops, "datagrams the host dropped on this line's socket before the feed read " \
+			"them (receive buffer full: SO_RXQ_OVFL / SO_MEMINFO)")
 
 /* Per feed: the ordered stream after arbitration, recovery, decode, books and the ring. */
 #define UF_FEED_COUNTERS(X)                                                                    \
@@ -112,6 +114,13 @@ struct uf_feed_stats {
 static inline void uf_stat_add(uint64_t *c, uint64_t n)
 {
 	uf_store_relaxed_u64(c, *c + n);
+}
+
+/* Raises a counter to `v` when `v` is larger (for totals the kernel keeps, read late). */
+static inline void uf_stat_raise(uint64_t *c, uint64_t v)
+{
+	if (v > *c)
+		uf_store_relaxed_u64(c, v);
 }
 
 /* Bucket index of a sample in ns. O(1): one count-leading-zeros. */

@@ -5,6 +5,7 @@
 #define FEED_TEST_UTIL_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "common/uf_time.h"
 #include "feed/uf_config.h"
 #include "publish/uf_record.h"
+#include "test/common/uf_test_proc.h"
 
 static inline const char *ft_bin_dir(void)
 {
@@ -36,7 +38,7 @@ static inline pid_t ft_spawn(char *const argv[], const char *out_path)
 		fprintf(stderr, "FATAL: %s is not built (%s)\n", path, strerror(errno));
 		return -1;
 	}
-	pid_t pid = fork();
+	pid_t pid = uf_test_fork(); /* SIGKILLed if this test dies: no orphan busy-polls */
 	if (pid == 0) {
 		int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd >= 0)
@@ -84,6 +86,60 @@ static inline const char *ft_tmpdir(void)
 		if (!mkdtemp(dir))
 			return NULL;
 	}
+	return dir;
+}
+
+#define FT_RING_DIR_PREFIX "uf-feed-test-"
+
+/* Removes a directory tree of plain files (one level: ring files). Cold. */
+static inline void ft_rm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	char p[600];
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%.300s/%.255s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* This test process's ring directory, /dev/shm/uf-feed-test-PID (RAM: rings are 80 MB
+ * each), exported as UF_RING_DIR so the feed, the daemon, uf-tail and the consumer library
+ * all put and look for rings there. Ring directories of test processes that died without
+ * their teardown (timeout, crash) are removed first. Returns NULL when it cannot be made. */
+static inline const char *ft_use_ring_dir(void)
+{
+	static char dir[128];
+	if (dir[0])
+		return dir;
+	DIR *d = opendir("/dev/shm");
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (strncmp(e->d_name, FT_RING_DIR_PREFIX, strlen(FT_RING_DIR_PREFIX)))
+				continue;
+			long pid = strtol(e->d_name + strlen(FT_RING_DIR_PREFIX), NULL, 10);
+			if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+				char p[300];
+				snprintf(p, sizeof(p), "/dev/shm/%.255s", e->d_name);
+				ft_rm_dir(p);
+			}
+		}
+		closedir(d);
+	}
+	snprintf(dir, sizeof(dir), "/dev/shm/" FT_RING_DIR_PREFIX "%d", (int)getpid());
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "FATAL: cannot create ring dir %s: %s\n", dir, strerror(errno));
+		dir[0] = '\0';
+		return NULL;
+	}
+	setenv("UF_RING_DIR", dir, 1);
 	return dir;
 }
 

@@ -16,6 +16,22 @@ static char g_day[256];
 static char g_ref[256];
 static pid_t g_feed_pid; /* uringfeed of the running case, killed by the teardown on failure */
 
+static char g_ring[32]; /* ring of the running case */
+
+/* Removes the case's ring files from the test's ring dir (UF_RING_DIR). */
+static void fp_unlink_ring(void)
+{
+	if (!g_ring[0])
+		return;
+	char p[256];
+	snprintf(p, sizeof(p), "%s/uf.%s", ft_use_ring_dir(), g_ring);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/uf.%s.cons", ft_use_ring_dir(), g_ring);
+	unlink(p);
+	g_ring[0] = '\0';
+}
+
+/* After every case, passed or failed: no daemon left running, no ring left in RAM. */
 static int fp_case_teardown(void **s)
 {
 	if (g_feed_pid > 0) {
@@ -23,6 +39,7 @@ static int fp_case_teardown(void **s)
 		ft_wait(g_feed_pid, 5000);
 	}
 	g_feed_pid = 0;
+	fp_unlink_ring();
 	return 0;
 }
 
@@ -44,6 +61,7 @@ static void fp_run(const char *backend, int idx)
 {
 	char cfg[256], ring[32], out[256], tail_out[256];
 	snprintf(ring, sizeof(ring), "ufp%d_%d", idx, (int)getpid());
+	snprintf(g_ring, sizeof(g_ring), "%s", ring);
 	snprintf(cfg, sizeof(cfg), "%s/feed-%d.json", ft_tmpdir(), idx);
 	FILE *f = fopen(cfg, "w");
 	assert_non_null(f);
@@ -65,8 +83,8 @@ static void fp_run(const char *backend, int idx)
 	assert_true(feed > 0);
 	g_feed_pid = feed;
 	/* Started when its ring exists (bounded wait: 10 s). */
-	char shm[128];
-	snprintf(shm, sizeof(shm), "/dev/shm/uf.%s", ring);
+	char shm[256];
+	snprintf(shm, sizeof(shm), "%s/uf.%s", ft_use_ring_dir(), ring);
 	int ready = 0;
 	for (int i = 0; i < 1000 && !ready; i++) {
 		ready = access(shm, F_OK) == 0;
@@ -105,10 +123,8 @@ static void fp_run(const char *backend, int idx)
 	}
 	free(got);
 	free(want);
-	char rm[200];
-	snprintf(rm, sizeof(rm), "rm -f /dev/shm/%s*", ring);
-	if (system(rm) != 0)
-		fprintf(stderr, "could not remove %s\n", ring);
+	/* the ring files outlive uringfeed (consumers may still read them): the test removes them */
+	fp_unlink_ring();
 }
 
 static void test_process_io_uring_books_equal_uf_decode(void **s) { fp_run("io_uring", 0); }
@@ -121,6 +137,8 @@ static void test_process_epoll_books_equal_uf_decode(void **s) { fp_run("epoll",
 
 static int fp_setup(void **s)
 {
+	if (!ft_use_ring_dir()) /* the daemon and uf-tail inherit UF_RING_DIR */
+		return -1;
 	if (ft_gen_day(g_day, sizeof(g_day), (unsigned)atoi(FP_MESSAGES), 30, 3) < 0) {
 		fprintf(stderr, "FATAL: uf-gen failed\n");
 		return -1;
@@ -136,6 +154,7 @@ static int fp_setup(void **s)
 
 static int fp_teardown(void **s)
 {
+	ft_rm_dir(ft_use_ring_dir());
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", ft_tmpdir());
 	if (system(cmd) != 0)
