@@ -1065,14 +1065,14 @@ static void print_table(const struct beres *rs, int n, const struct opts *o,
 	}
 	printf("\naims (issue 8), as measured in this run:\n");
 	if (q->sq_vs_mmsg_rate > 0)
-		printf("  SQPOLL max rate / recvmmsg max rate = %.2f (aim >= 1: %s)\n",
+		printf("  SQPOLL max rate / recvmmsg max rate = %.3f (aim >= 1: %s)\n",
 		       q->sq_vs_mmsg_rate, q->sq_vs_mmsg_rate >= 1 ? "met" : "NOT met");
 	if (q->sq_vs_mmsg_cpu > 0)
-		printf("  SQPOLL cpu/msg / recvmmsg cpu/msg at their max rates = %.2f (aim < 1: "
+		printf("  SQPOLL cpu/msg / recvmmsg cpu/msg at their max rates = %.3f (aim < 1: "
 		       "%s)\n",
 		       q->sq_vs_mmsg_cpu, q->sq_vs_mmsg_cpu < 1 ? "met" : "NOT met");
 	if (q->epoll_vs_sq_p99 > 0)
-		printf("  epoll burst p99 / SQPOLL burst p99 = %.2f (aim >= 5: %s)\n",
+		printf("  epoll burst p99 / SQPOLL burst p99 = %.3f (aim >= 5: %s)\n",
 		       q->epoll_vs_sq_p99, q->epoll_vs_sq_p99 >= 5 ? "met" : "NOT met");
 	if (q->epoll_vs_nosq_p99 > 0)
 		printf("  epoll burst p99 / io_uring (no SQPOLL) burst p99 = %.2f\n",
