@@ -210,7 +210,9 @@ int main(int argc, char **argv)
 	printf("{\"backend\":\"%s\",\"used\":\"%s\",\"rate\":%.0f,\"messages\":%llu,\"wall_s\":%.3f,"
 	       "\"achieved_msgs_per_s\":%.0f,\"line_a_lost\":%llu,\"line_b_lost\":%llu,\"gaps\":%llu,"
 	       "\"rerequests\":%llu,\"recovered\":%llu,\"unrecovered\":%llu,\"rearms\":%llu,"
-	       "\"cq_overflows\":%llu,\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
+	       "\"cq_overflows\":%llu,\"kernel_drops_a\":%llu,\"kernel_drops_b\":%llu,"
+	       "\"packets_a\":%llu,\"packets_b\":%llu,\"line_gaps_a\":%llu,\"line_gaps_b\":%llu,"
+	       "\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
 	       "\"feed_blocked\":%lu,\"feed_preempted\":%lu,\"sq_wakeups\":%llu,\"batches\":%llu,"
 	       "\"empty_polls\":%llu,"
 	       "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu}\n",
@@ -220,7 +222,10 @@ int main(int argc, char **argv)
 	       (unsigned long long)s.rerequests, (unsigned long long)s.recovered_messages,
 	       (unsigned long long)s.messages_unrecovered,
 	       (unsigned long long)(s.lines[0].rearms + s.lines[1].rearms),
-	       (unsigned long long)s.cq_overflows, (f1 - f0) / wall, (s1 - s0) / wall, proc / wall,
+	       (unsigned long long)s.cq_overflows, (unsigned long long)s.lines[0].kernel_drops,
+	       (unsigned long long)s.lines[1].kernel_drops, (unsigned long long)s.lines[0].packets,
+	       (unsigned long long)s.lines[1].packets, (unsigned long long)s.lines[0].gaps,
+	       (unsigned long long)s.lines[1].gaps, (f1 - f0) / wall, (s1 - s0) / wall, proc / wall,
 	       v1 - v0, i1 - i0, (unsigned long long)s.sq_wakeups, (unsigned long long)s.batches,
 	       (unsigned long long)s.busy_polls,
 	       (unsigned long long)uf_lat_quantile(&s.latency, 0.5),
