@@ -1,5 +1,6 @@
 /* test/bench helpers (see tb_util.h). */
 #include "tb_util.h"
+#include "test/common/uf_test_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,7 +56,7 @@ void tb_run_tool(const char *tool, const char *const argv[], int timeout_s, stru
 		         strerror(errno));
 	snprintf(out, sizeof(out), "/tmp/tb-out-%d", (int)getpid());
 	snprintf(err, sizeof(err), "/tmp/tb-err-%d", (int)getpid());
-	pid = fork();
+	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
