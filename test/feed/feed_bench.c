@@ -114,6 +114,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char day[256];
+	if (!ft_use_ring_dir()) /* its own ring dir: nothing left in /dev/shm if it dies */
+		return 1;
 	if (ft_gen_day(day, sizeof(day), messages, symbols, 11) < 0) {
 		fprintf(stderr, "uf-gen failed\n");
 		return 1;
@@ -234,6 +236,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)s.latency.max_ns);
 	uf_feed_destroy(g_feed);
 	uf_ring_unlink(cfg.ring.name, NULL);
+	ft_rm_dir(ft_use_ring_dir());
 	unlink(day);
 	return 0;
 }

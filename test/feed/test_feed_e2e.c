@@ -721,7 +721,7 @@ static uint64_t ft_late_handover(uf_consumer_t *cons, struct ft_late_book *bk, u
 	uint64_t from = info.tail;
 	for (uint32_t id = 0; id < nb; id++) {
 		int rc = -EBUSY;
-		for (int t = 0; t < 1000 && rc == -EBUSY; t++)
+		for (int t = 0; t < 200 && rc == -EBUSY; t++) /* each try waits up to ~20 ms */
 			rc = uf_consumer_snapshot(cons, id, &snap);
 		memset(&bk[id], 0, sizeof(bk[id]));
 		if (rc == -ENOENT) {
