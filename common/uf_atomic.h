@@ -61,7 +61,7 @@ static inline uint32_t uf_fetch_add_u32(uint32_t *p, uint32_t v)
 static inline int uf_cas_u32(uint32_t *p, uint32_t *expected, uint32_t desired)
 {
 	return __atomic_compare_exchange_n(p, expected, desired, 0, __ATOMIC_ACQ_REL,
-					   __ATOMIC_ACQUIRE);
+	                                   __ATOMIC_ACQUIRE);
 }
 
 /* Full fences: the seqlock reader needs a load-load fence before re-reading the sequence;

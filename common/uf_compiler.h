@@ -2,15 +2,15 @@
 #ifndef UF_COMPILER_H
 #define UF_COMPILER_H
 
-#define UF_LIKELY(x) __builtin_expect(!!(x), 1)
+#define UF_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define UF_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define UF_CACHELINE 64
+#define UF_CACHELINE   64
 /* Producer- and consumer-written fields of shared layouts sit this far apart, so the
  * adjacent-line prefetcher never pulls a neighbour's line into a false-sharing fight. */
 #define UF_FALSE_SHARING 128
-#define UF_ALIGNED(n) __attribute__((aligned(n)))
-#define UF_COLD __attribute__((cold))
-#define UF_HOT __attribute__((hot))
+#define UF_ALIGNED(n)    __attribute__((aligned(n)))
+#define UF_COLD          __attribute__((cold))
+#define UF_HOT           __attribute__((hot))
 #define UF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Read prefetch into all cache levels; a miss on a bad address is harmless. */

@@ -37,10 +37,10 @@ enum uf_mold_err {
 enum uf_file_err {
 	UF_FILE_ERR_TRUNCATED_RECORD = 0, /* pcap record header says more than the file holds */
 	UF_FILE_ERR_TRUNCATED_FILE,       /* daily file ends inside a message */
-	UF_FILE_ERR_IP_FRAGMENT,          /* fragment of a UDP datagram (MoldUDP64 never fragments) */
-	UF_FILE_ERR_BAD_IP_HEADER,        /* IPv4 header length/total length/version inconsistent */
-	UF_FILE_ERR_BAD_UDP_LENGTH,       /* UDP length disagrees with the frame */
-	UF_FILE_ERR_UNRESOLVABLE_LENGTH,  /* daily zero length prefix on an unknown type: stop */
+	UF_FILE_ERR_IP_FRAGMENT,    /* fragment of a UDP datagram (MoldUDP64 never fragments) */
+	UF_FILE_ERR_BAD_IP_HEADER,  /* IPv4 header length/total length/version inconsistent */
+	UF_FILE_ERR_BAD_UDP_LENGTH, /* UDP length disagrees with the frame */
+	UF_FILE_ERR_UNRESOLVABLE_LENGTH, /* daily zero length prefix on an unknown type: stop */
 	UF_FILE_NERR
 };
 

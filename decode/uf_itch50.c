@@ -22,14 +22,23 @@ const uint8_t uf_itch_hot_tab[256] = {
     ['A'] = 1, ['F'] = 2, ['E'] = 3, ['C'] = 4, ['X'] = 5, ['D'] = 6, ['U'] = 7, ['P'] = 8,
 };
 
-#define UOFF(f)  (offsetof(struct uf_itch_msg, u.f) - offsetof(struct uf_itch_msg, u))
-#define MASK(w)  (~0ull >> (64 - 8 * (w))) /* w = 1..8 bytes */
+#define UOFF(f) (offsetof(struct uf_itch_msg, u.f) - offsetof(struct uf_itch_msg, u))
+#define MASK(w) (~0ull >> (64 - 8 * (w))) /* w = 1..8 bytes */
 /* A big-endian number of `w` bytes at wire offset `src`. */
-#define NUM(f, src, w) {MASK(w), 0, (src) + (w), UOFF(f), 0}
+#define NUM(f, src, w)                                                                             \
+	{                                                                                          \
+		MASK(w), 0, (src) + (w), UOFF(f), 0                                                \
+	}
 /* `w` text bytes at `src`, copied as they are. */
-#define TXT(f, src, w) {0, MASK(w), (src) + (w), UOFF(f), 64 - 8 * (w)}
+#define TXT(f, src, w)                                                                             \
+	{                                                                                          \
+		0, MASK(w), (src) + (w), UOFF(f), 64 - 8 * (w)                                     \
+	}
 /* Zeros (fields the type does not carry). The load (bytes 11-18) is inside any of them. */
-#define ZERO(f)        {0, 0, 19, UOFF(f), 0}
+#define ZERO(f)                                                                                    \
+	{                                                                                          \
+		0, 0, 19, UOFF(f), 0                                                               \
+	}
 
 /* Offsets from ../shared/ITCH50-MOLDUDP64.md, the same as the switch in uf_itch50_inline.h
  * (test_itch50 checks both paths field by field against hand-built vectors). */

@@ -12,9 +12,10 @@
  * uf_reader_next() then yields every message as (sequence, pointer, length): MoldUDP64
  * sequence numbers for pcap, the 1-based message ordinal for daily files. Frames that are
  * not MoldUDP64 (not IPv4, not UDP, another UDP port when filtering) are counted as skipped,
- * not as errors. Framing errors of frames that claim to be UDP and malformed packets are counted in the caller's uf_decode_counters and skipped; forward
- * jumps in MoldUDP64 sequence numbers between packets of one session are counted in `gaps`.
- * The messages are not decoded here: callers decode with uf_decode_msg_counted().
+ * not as errors. Framing errors of frames that claim to be UDP and malformed packets are counted in
+ * the caller's uf_decode_counters and skipped; forward jumps in MoldUDP64 sequence numbers between
+ * packets of one session are counted in `gaps`. The messages are not decoded here: callers decode
+ * with uf_decode_msg_counted().
  *
  * Cold path: may log into r->err; allocation-free after open (the file is mmapped). */
 #ifndef UF_READER_H

@@ -11,7 +11,7 @@
 #include "common/uf_time.h"
 
 int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
-		struct uf_feed_stats *st, const struct uf_arb_cb *cb)
+                struct uf_feed_stats *st, const struct uf_arb_cb *cb)
 {
 	memset(a, 0, sizeof(*a));
 	a->cb = *cb;
@@ -23,7 +23,8 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint
 	a->max_count = cfg->recovery.max_count ? cfg->recovery.max_count : 1000;
 	if (a->max_count > 0xFFFE)
 		a->max_count = 0xFFFE; /* 0xFFFF means end of session on the wire */
-	a->timeout_ns = (uint64_t)(cfg->recovery.timeout_ms ? cfg->recovery.timeout_ms : 50) * 1000000u;
+	a->timeout_ns =
+	    (uint64_t)(cfg->recovery.timeout_ms ? cfg->recovery.timeout_ms : 50) * 1000000u;
 	a->retries = cfg->recovery.retries;
 	a->wait_ns = (uint64_t)cfg->recovery.wait_ms * 1000000u;
 	a->wait_packets = cfg->recovery.wait_packets ? cfg->recovery.wait_packets : 64;
@@ -37,7 +38,7 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint
 	a->mem_len = (size_t)a->cap * slot_size;
 	/* Reserved, not touched: pages fault in only when a gap actually queues packets. */
 	void *m = mmap(NULL, a->mem_len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (!a->heap || !a->freel || !a->slots || m == MAP_FAILED) {
 		if (m != MAP_FAILED)
 			munmap(m, a->mem_len);
@@ -117,7 +118,7 @@ static void uf_arb_queue_clear(struct uf_arb *a)
 /* ---- delivery ---- */
 
 static void uf_arb_deliver(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-			   unsigned src)
+                           unsigned src)
 {
 	uint64_t end = pkt->seq + pkt->count;
 	uint32_t skip = (uint32_t)(a->expected - pkt->seq);
@@ -200,7 +201,7 @@ static void uf_arb_give_up(struct uf_arb *a)
 }
 
 static void uf_arb_enqueue(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-			   unsigned src)
+                           unsigned src)
 {
 	if (UF_UNLIKELY(pkt->len > a->slot_size))
 		return; /* cannot happen: slots are as large as receive buffers */
@@ -275,8 +276,7 @@ out_drop:
 	return 0;
 }
 
-void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-		   unsigned src)
+void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns, unsigned src)
 {
 	if (UF_UNLIKELY(!uf_arb_session(a, pkt, src)))
 		return;
@@ -347,7 +347,7 @@ static int uf_arb_request(struct uf_arb *a, uint64_t now_ns)
 	a->gap_reqs++;
 	a->rate_limited = 0;
 	ssize_t r = sendto(a->fd, req, sizeof(req), MSG_DONTWAIT, (struct sockaddr *)&a->server,
-			   sizeof(a->server));
+	                   sizeof(a->server));
 	if (r != (ssize_t)sizeof(req))
 		return -errno; /* counts as a try: a dead server ends in a give-up, not a loop */
 	uf_stat_add(&a->st->rerequests, 1);

@@ -34,7 +34,7 @@
 #include "feed/uf_config.h"
 #include "feed/uf_feed_stats.h"
 
-#define UF_ARB_SRC_RECOVERY UF_CFG_MAX_LINES /* source index of the re-request socket */
+#define UF_ARB_SRC_RECOVERY    UF_CFG_MAX_LINES /* source index of the re-request socket */
 #define UF_ARB_SESSION_CONFIRM 16 /* packets in a row that make another session current */
 /* Waiting for the other line ends at this bound even if the sockets never drain (sustained
  * full batches with one line dead): a needless re-request is cheap, a stalled gap is not. */
@@ -44,7 +44,7 @@ struct uf_arb_cb {
 	/* Deliver messages [pkt->seq + skip, pkt->seq + pkt->count) of a validated data packet,
 	 * in order. `src` is the line index or UF_ARB_SRC_RECOVERY. */
 	void (*deliver)(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx_ns,
-			unsigned src);
+	                unsigned src);
 	/* Sequences [first, first + count) are given up: publish a gap marker. */
 	void (*gap)(void *ctx, uint64_t first, uint64_t count);
 	/* A new session started (after the first): books of the old one are void. */
@@ -54,79 +54,80 @@ struct uf_arb_cb {
 
 /* One queued out-of-order packet. */
 struct uf_arb_slot {
-	uint64_t seq;      /* first sequence */
-	uint64_t end;      /* sequence after its last message */
-	uint64_t rx_ns;    /* receive time */
-	uint32_t len;      /* datagram bytes in `data` */
-	uint16_t src;      /* source it came from */
-	uint8_t *data;     /* copy of the datagram (slot_size bytes reserved) */
+	uint64_t seq;   /* first sequence */
+	uint64_t end;   /* sequence after its last message */
+	uint64_t rx_ns; /* receive time */
+	uint32_t len;   /* datagram bytes in `data` */
+	uint16_t src;   /* source it came from */
+	uint8_t *data;  /* copy of the datagram (slot_size bytes reserved) */
 };
 
 struct uf_arb {
-	struct uf_arb_cb cb;                 /* where results go */
-	struct uf_feed_stats *st;            /* counters */
-	int nlines;                          /* lines in use */
+	struct uf_arb_cb cb;      /* where results go */
+	struct uf_feed_stats *st; /* counters */
+	int nlines;               /* lines in use */
 	/* recovery parameters */
-	int recovery;                        /* 1 when a request server is configured */
-	int fd;                              /* re-request socket (-1 without recovery) */
-	struct sockaddr_in server;           /* request server */
-	uint32_t max_count;                  /* messages per re-request */
-	uint64_t timeout_ns;                 /* re-request timeout */
-	uint32_t retries;                    /* re-requests per hole start after the first */
-	uint64_t wait_ns;                    /* wait for the other line before requesting */
-	uint32_t wait_packets;               /* ... or this many packets */
-	uint64_t min_interval_ns;            /* 1 s / max_requests_per_s */
+	int recovery;              /* 1 when a request server is configured */
+	int fd;                    /* re-request socket (-1 without recovery) */
+	struct sockaddr_in server; /* request server */
+	uint32_t max_count;        /* messages per re-request */
+	uint64_t timeout_ns;       /* re-request timeout */
+	uint32_t retries;          /* re-requests per hole start after the first */
+	uint64_t wait_ns;          /* wait for the other line before requesting */
+	uint32_t wait_packets;     /* ... or this many packets */
+	uint64_t min_interval_ns;  /* 1 s / max_requests_per_s */
 	/* session */
-	char session[UF_MOLD_SESSION_LEN];   /* current session */
+	char session[UF_MOLD_SESSION_LEN];      /* current session */
 	char prev_session[UF_MOLD_SESSION_LEN]; /* previous session: its packets are dropped */
-	int have_session;                    /* session is set */
-	int have_prev;                       /* prev_session is set */
+	int have_session;                       /* session is set */
+	int have_prev;                          /* prev_session is set */
 	char cand_session[UF_MOLD_SESSION_LEN]; /* another session seen while ours runs */
-	uint32_t cand_pkts;                  /* its packets since the last one of ours */
-	uint64_t delivered;                  /* messages delivered or given up in this session */
-	int eos_seen;                        /* end of session received */
-	int eos_done;                        /* end of session reached and counted */
-	uint64_t eos_seq;                    /* its sequence */
-	uint64_t expected;                   /* next sequence to deliver */
-	uint64_t high;                       /* sequence after the last one announced anywhere */
-	uint64_t line_next[UF_CFG_MAX_LINES];/* per line: sequence after its last packet (0 = none) */
+	uint32_t cand_pkts;                     /* its packets since the last one of ours */
+	uint64_t delivered;                     /* messages delivered or given up in this session */
+	int eos_seen;                           /* end of session received */
+	int eos_done;                           /* end of session reached and counted */
+	uint64_t eos_seq;                       /* its sequence */
+	uint64_t expected;                      /* next sequence to deliver */
+	uint64_t high;                          /* sequence after the last one announced anywhere */
+	uint64_t
+	    line_next[UF_CFG_MAX_LINES]; /* per line: sequence after its last packet (0 = none) */
 	/* gap state */
-	int gap_open;                        /* expected < high */
-	uint64_t gap_since_ns;               /* when it opened (monotonic) */
-	uint32_t gap_pkts;                   /* packets received since */
-	uint32_t gap_reqs;                   /* re-requests sent for this gap */
+	int gap_open;                             /* expected < high */
+	uint64_t gap_since_ns;                    /* when it opened (monotonic) */
+	uint32_t gap_pkts;                        /* packets received since */
+	uint32_t gap_reqs;                        /* re-requests sent for this gap */
 	uint32_t gap_line_pkts[UF_CFG_MAX_LINES]; /* packets per line since the gap opened */
-	int req_out;                         /* a re-request is outstanding */
-	uint64_t req_first;                  /* its first sequence */
-	uint64_t req_end;                    /* sequence after its last */
-	uint64_t req_sent_ns;                /* when sent */
-	uint64_t last_req_ns;                /* last send (rate limit) */
-	uint32_t req_tries;                  /* re-requests sent for the current `expected` */
-	uint64_t tries_at;                   /* the `expected` those tries were for */
-	int rate_limited;                    /* the current attempt was postponed already */
+	int req_out;                              /* a re-request is outstanding */
+	uint64_t req_first;                       /* its first sequence */
+	uint64_t req_end;                         /* sequence after its last */
+	uint64_t req_sent_ns;                     /* when sent */
+	uint64_t last_req_ns;                     /* last send (rate limit) */
+	uint32_t req_tries;                       /* re-requests sent for the current `expected` */
+	uint64_t tries_at;                        /* the `expected` those tries were for */
+	int rate_limited;                         /* the current attempt was postponed already */
 	/* bounded queue: a min-heap of slot indices ordered by seq, plus a free list */
-	uint32_t cap;                        /* queue_packets */
-	uint32_t slot_size;                  /* bytes per slot */
-	uint32_t nheap;                      /* queued packets */
-	uint32_t nfree;                      /* free slot indices */
-	uint32_t *heap;                      /* slot indices, heap ordered by slots[].seq */
-	uint32_t *freel;                     /* free slot indices */
-	struct uf_arb_slot *slots;           /* cap slots */
-	uint8_t *mem;                        /* cap * slot_size bytes (mmap, faulted lazily) */
-	size_t mem_len;                      /* its length */
+	uint32_t cap;              /* queue_packets */
+	uint32_t slot_size;        /* bytes per slot */
+	uint32_t nheap;            /* queued packets */
+	uint32_t nfree;            /* free slot indices */
+	uint32_t *heap;            /* slot indices, heap ordered by slots[].seq */
+	uint32_t *freel;           /* free slot indices */
+	struct uf_arb_slot *slots; /* cap slots */
+	uint8_t *mem;              /* cap * slot_size bytes (mmap, faulted lazily) */
+	size_t mem_len;            /* its length */
 };
 
 /* Sets up the arbiter for `cfg` (recovery.*, lines) with re-request socket `fd` (-1: no
  * recovery) and queue slots of `slot_size` bytes. Returns 0 or -ENOMEM. Cold. */
 int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
-		struct uf_feed_stats *st, const struct uf_arb_cb *cb);
+                struct uf_feed_stats *st, const struct uf_arb_cb *cb);
 
 /* Frees the queue. Safe on a zeroed struct. */
 void uf_arb_fini(struct uf_arb *a);
 
 /* One validated MoldUDP64 packet (kind set by uf_mold_open) from source `src`. Hot. */
 void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-		   unsigned src);
+                   unsigned src);
 
 /* Timers: call when a.gap_open, at least every millisecond; sends re-requests, retries and
  * gives up. `now_ns` is CLOCK_MONOTONIC. `drained` says the last receive poll emptied every

@@ -23,59 +23,60 @@
 
 _Static_assert(sizeof(struct uf_level) == UF_FEED_LEVEL_SIZE, "publish level layout changed");
 
-#define UF_FEED_RECS 1024        /* records buffered per packet before they go to the ring */
-#define UF_FEED_RCVBUF (16 << 20) /* socket receive buffer: absorbs bursts during recovery
-                                  * and while the feed thread is descheduled */
+#define UF_FEED_RECS 1024 /* records buffered per packet before they go to the ring */
+#define UF_FEED_RCVBUF                                                                             \
+	(16 << 20) /* socket receive buffer: absorbs bursts during recovery                        \
+	            * and while the feed thread is descheduled */
 #define UF_FEED_DROPS_POLL_NS 100000000ull /* idle: re-read the sockets' drop totals */
-#define UF_FEED_MAX_DEPTH 64     /* image levels per side we copy at most */
+#define UF_FEED_MAX_DEPTH     64           /* image levels per side we copy at most */
 
 struct uf_feed_filter {
-	uint32_t n;                           /* symbols (0 = everything passes) */
-	char (*syms)[9];                      /* sorted, NUL-terminated, trimmed */
+	uint32_t n;      /* symbols (0 = everything passes) */
+	char (*syms)[9]; /* sorted, NUL-terminated, trimmed */
 };
 
 struct uf_feed {
-	struct uf_feed_config cfg;            /* copy (symbols not kept) */
-	struct uf_feed_stats stats;           /* counters (uf_feed_stats.h) */
-	int nsrc;                             /* sockets: lines, then the re-request socket */
-	int fds[UF_INGEST_MAX_SRC];           /* sockets by source index */
-	int req_fd;                           /* re-request socket, -1 without recovery */
-	struct uf_ingest ig;                  /* receive back end (set up by uf_feed_run) */
-	struct uf_arb arb;                    /* arbitration and recovery */
-	struct uf_publisher *pub;             /* books and records */
-	struct uf_ring *ring;                 /* shared-memory ring and book image */
-	enum uf_backend backend;              /* back end in use */
-	uint32_t depth;                       /* image depth per side */
-	uint32_t max_inst;                    /* instrument ids 0..max_inst-1 */
-	size_t nrec;                          /* records waiting in recs */
-	size_t rec_cap;                       /* recs used per publish step: UF_FEED_RECS, or less
-	                                       * when the ring takes fewer in one publish */
-	uint64_t lat_msgs;                    /* messages behind those records (latency samples) */
-	uint64_t lat_rx;                      /* their receive time */
-	uint32_t ndirty;                      /* instruments whose image book must be refreshed */
-	uint32_t *dirty;                      /* their ids */
-	uint8_t *is_dirty;                    /* per instrument: listed in dirty[] */
-	struct uf_level bids[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
-	struct uf_level asks[UF_FEED_MAX_DEPTH]; /* scratch for image refreshes */
+	struct uf_feed_config cfg;  /* copy (symbols not kept) */
+	struct uf_feed_stats stats; /* counters (uf_feed_stats.h) */
+	int nsrc;                   /* sockets: lines, then the re-request socket */
+	int fds[UF_INGEST_MAX_SRC]; /* sockets by source index */
+	int req_fd;                 /* re-request socket, -1 without recovery */
+	struct uf_ingest ig;        /* receive back end (set up by uf_feed_run) */
+	struct uf_arb arb;          /* arbitration and recovery */
+	struct uf_publisher *pub;   /* books and records */
+	struct uf_ring *ring;       /* shared-memory ring and book image */
+	enum uf_backend backend;    /* back end in use */
+	uint32_t depth;             /* image depth per side */
+	uint32_t max_inst;          /* instrument ids 0..max_inst-1 */
+	size_t nrec;                /* records waiting in recs */
+	size_t rec_cap;             /* recs used per publish step: UF_FEED_RECS, or less
+	                             * when the ring takes fewer in one publish */
+	uint64_t lat_msgs;          /* messages behind those records (latency samples) */
+	uint64_t lat_rx;            /* their receive time */
+	uint32_t ndirty;            /* instruments whose image book must be refreshed */
+	uint32_t *dirty;            /* their ids */
+	uint8_t *is_dirty;          /* per instrument: listed in dirty[] */
+	struct uf_level bids[UF_FEED_MAX_DEPTH];      /* scratch for image refreshes */
+	struct uf_level asks[UF_FEED_MAX_DEPTH];      /* scratch for image refreshes */
 	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
-	int8_t msg_rc[UF_DECODE_FUSED_MAX];   /* their decode results */
-	char err[256];                        /* last error */
-	uint64_t drops_read_ns;               /* when the sockets' drop totals were last read */
+	int8_t msg_rc[UF_DECODE_FUSED_MAX];           /* their decode results */
+	char err[256];                                /* last error */
+	uint64_t drops_read_ns; /* when the sockets' drop totals were last read */
 	/* symbol filter: books for all, records and image only for wanted instruments */
-	int filter_on;                        /* a filter is active (else everything passes) */
-	uint8_t *wanted;                      /* per instrument: passes the filter */
-	struct uf_feed_filter filt[2];        /* double buffer: [active] read by the feed thread */
-	uint32_t filt_active;                 /* slot the feed thread uses (feed thread writes) */
-	uint32_t filt_pending;                /* 0, or slot + 1 published by uf_feed_set_symbols */
-	pthread_mutex_t filt_lock;            /* serialises uf_feed_set_symbols callers */
+	int filter_on;                 /* a filter is active (else everything passes) */
+	uint8_t *wanted;               /* per instrument: passes the filter */
+	struct uf_feed_filter filt[2]; /* double buffer: [active] read by the feed thread */
+	uint32_t filt_active;          /* slot the feed thread uses (feed thread writes) */
+	uint32_t filt_pending;         /* 0, or slot + 1 published by uf_feed_set_symbols */
+	pthread_mutex_t filt_lock;     /* serialises uf_feed_set_symbols callers */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
 
 static const char *const uf_backend_names[] = {
-	[UF_BACKEND_IO_URING] = "io_uring",
-	[UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
-	[UF_BACKEND_RECVMMSG] = "recvmmsg",
-	[UF_BACKEND_EPOLL] = "epoll",
+    [UF_BACKEND_IO_URING] = "io_uring",
+    [UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
+    [UF_BACKEND_RECVMMSG] = "recvmmsg",
+    [UF_BACKEND_EPOLL] = "epoll",
 };
 
 const char *uf_backend_name(enum uf_backend b)
@@ -125,7 +126,7 @@ static int uf_feed_sym_cmp(const void *a, const void *b)
 /* Copies and sorts a symbol list into filter slot `fl`. Cold. */
 static int uf_feed_filter_fill(struct uf_feed_filter *fl, const char (*symbols)[9], uint32_t n)
 {
-	char (*v)[9] = NULL;
+	char(*v)[9] = NULL;
 	if (n) {
 		v = calloc(n, sizeof(*v));
 		if (!v)
@@ -154,7 +155,8 @@ static int uf_feed_filter_wants(const struct uf_feed_filter *fl, const char *sym
 	while (len && s[len - 1] == ' ')
 		len--;
 	s[len] = '\0';
-	return fl->n == 0 || bsearch(s, fl->syms, fl->n, sizeof(*fl->syms), uf_feed_sym_cmp) != NULL;
+	return fl->n == 0 ||
+	       bsearch(s, fl->syms, fl->n, sizeof(*fl->syms), uf_feed_sym_cmp) != NULL;
 }
 
 int uf_feed_set_symbols(struct uf_feed *f, const char (*symbols)[9], uint32_t n)
@@ -219,7 +221,7 @@ static void uf_feed_flush(struct uf_feed *f)
 					f->dirty[f->ndirty++] = r->instrument;
 				}
 			} else if (r->kind == UF_REC_TRADE || r->kind == UF_REC_STATUS ||
-				   r->kind == UF_REC_INSTRUMENT) {
+			           r->kind == UF_REC_INSTRUMENT) {
 				uf_feed_ring_image_record(f->ring, r, seq);
 			}
 		}
@@ -227,8 +229,8 @@ static void uf_feed_flush(struct uf_feed *f)
 			uint32_t id = f->dirty[i];
 			int nb = uf_publish_top(f->pub, id, UF_SIDE_BID, f->bids, f->depth);
 			int na = uf_publish_top(f->pub, id, UF_SIDE_ASK, f->asks, f->depth);
-			uf_feed_ring_set_book(f->ring, id, f->bids, nb > 0 ? (uint32_t)nb : 0, f->asks,
-					      na > 0 ? (uint32_t)na : 0, seq, f->lat_rx);
+			uf_feed_ring_set_book(f->ring, id, f->bids, nb > 0 ? (uint32_t)nb : 0,
+			                      f->asks, na > 0 ? (uint32_t)na : 0, seq, f->lat_rx);
 			f->is_dirty[id] = 0;
 		}
 		uf_feed_ring_batch_end(f->ring, seq);
@@ -258,7 +260,7 @@ static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
  * publisher's batch path (prefetching order slots and books ahead, one clock read per call
  * for the publish delay), flushing to the ring whenever the record buffer fills. */
 static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs, size_t n,
-			      uint64_t first_seq, uint64_t rx_ns)
+                              uint64_t first_seq, uint64_t rx_ns)
 {
 	while (n) {
 		/* rec_cap >= UF_REC_MAX_PER_MSG: after a flush every call applies at least one */
@@ -266,7 +268,7 @@ static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs,
 			uf_feed_flush(f);
 		size_t applied = 0;
 		int k = uf_publish_apply_batch(f->pub, msgs, n, first_seq, rx_ns, f->recs + f->nrec,
-					       f->rec_cap - f->nrec, &applied);
+		                               f->rec_cap - f->nrec, &applied);
 		if (k > 0)
 			f->nrec += (size_t)k;
 		f->lat_msgs += applied;
@@ -292,7 +294,7 @@ static uint16_t uf_feed_block_len(const struct uf_mold_packet *pkt, uint32_t i)
  * packet is decoded whole into msgs[] (one pass, decode/uf_batch.h), then applied in runs of
  * consecutive messages that decoded; a message that did not is counted and skipped. */
 static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip,
-			    uint64_t rx_ns, unsigned src)
+                            uint64_t rx_ns, unsigned src)
 {
 	struct uf_feed *f = ctx;
 	(void)src;
@@ -309,7 +311,8 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		for (uint32_t i = skip; i < pkt->count; i++) {
 			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {
 				uf_feed_apply_run(f, f->msgs + run, i - run, pkt->seq + run, rx_ns);
-				uf_feed_count_itch_error(f, f->msg_rc[i], uf_feed_block_len(pkt, i));
+				uf_feed_count_itch_error(f, f->msg_rc[i],
+				                         uf_feed_block_len(pkt, i));
 				f->lat_msgs++;
 				run = i + 1;
 			}
@@ -373,20 +376,26 @@ static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LE
 }
 
 static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,
-				    unsigned src)
+                                    unsigned src)
 {
 	if (src < UF_CFG_MAX_LINES)
 		uf_stat_add(&f->stats.lines[src].malformed, 1);
 	switch (mp->err) {
-	case UF_MOLD_ERR_TRUNCATED_HEADER: uf_stat_add(&f->stats.decode_truncated_header, 1); break;
+	case UF_MOLD_ERR_TRUNCATED_HEADER:
+		uf_stat_add(&f->stats.decode_truncated_header, 1);
+		break;
 	case UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED:
 		uf_stat_add(&f->stats.decode_block_length_truncated, 1);
 		break;
 	case UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET:
 		uf_stat_add(&f->stats.decode_block_overruns_packet, 1);
 		break;
-	case UF_MOLD_ERR_COUNT_MISMATCH: uf_stat_add(&f->stats.decode_count_mismatch, 1); break;
-	default: uf_stat_add(&f->stats.decode_trailing_bytes, 1); break;
+	case UF_MOLD_ERR_COUNT_MISMATCH:
+		uf_stat_add(&f->stats.decode_count_mismatch, 1);
+		break;
+	default:
+		uf_stat_add(&f->stats.decode_trailing_bytes, 1);
+		break;
 	}
 }
 
@@ -403,7 +412,7 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		/* Only the configured server may answer: anything else on this unconnected socket
 		 * could inject messages into the stream. */
 		if (UF_UNLIKELY(p->from_addr != f->cfg.recovery.server.sin_addr.s_addr ||
-				p->from_port != f->cfg.recovery.server.sin_port)) {
+		                p->from_port != f->cfg.recovery.server.sin_port)) {
 			uf_stat_add(&f->stats.recovery_foreign, 1);
 			return;
 		}
@@ -423,7 +432,7 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 
 static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
 {
-	struct uf_decode_pkt d = { .data = p->data, .len = p->len, .user = 0 };
+	struct uf_decode_pkt d = {.data = p->data, .len = p->len, .user = 0};
 	uf_decode_prefetch_pkt(&d);
 }
 
@@ -478,8 +487,9 @@ static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
 				int nb = uf_publish_top(f->pub, id, UF_SIDE_BID, f->bids, f->depth);
 				int na = uf_publish_top(f->pub, id, UF_SIDE_ASK, f->asks, f->depth);
 				uf_feed_ring_batch_begin(f->ring);
-				uf_feed_ring_set_book(f->ring, id, f->bids, nb > 0 ? (uint32_t)nb : 0,
-						      f->asks, na > 0 ? (uint32_t)na : 0, seq, 0);
+				uf_feed_ring_set_book(f->ring, id, f->bids,
+				                      nb > 0 ? (uint32_t)nb : 0, f->asks,
+				                      na > 0 ? (uint32_t)na : 0, seq, 0);
 				uf_feed_ring_batch_end(f->ring, seq);
 			}
 		}
@@ -527,14 +537,15 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		st[i] = i < f->cfg.nlines ? &f->stats.lines[i] : &scratch;
 	uf_feed_pin(f->cfg.cpu);
 	struct uf_ingest_params ip = {
-		.backend = f->cfg.backend,
-		.sqpoll_cpu = f->cfg.sqpoll_cpu,
-		.sqpoll_idle_ms = f->cfg.sqpoll_idle_ms,
-		.numa_node = f->cfg.numa_node,
-		.buf_count = f->cfg.buffers.count,
-		.buf_size = f->cfg.buffers.size,
+	    .backend = f->cfg.backend,
+	    .sqpoll_cpu = f->cfg.sqpoll_cpu,
+	    .sqpoll_idle_ms = f->cfg.sqpoll_idle_ms,
+	    .numa_node = f->cfg.numa_node,
+	    .buf_count = f->cfg.buffers.count,
+	    .buf_size = f->cfg.buffers.size,
 	};
-	int rc = uf_ingest_open(&f->ig, &ip, f->fds, f->nsrc, st, &f->stats, f->err, sizeof(f->err));
+	int rc =
+	    uf_ingest_open(&f->ig, &ip, f->fds, f->nsrc, st, &f->stats, f->err, sizeof(f->err));
 	if (rc < 0) {
 		uf_ingest_close(&f->ig);
 		return rc;
@@ -542,16 +553,18 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	f->backend = f->ig.backend;
 	if (f->backend != f->cfg.backend)
 		uf_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
-			uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
+		            uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
 	while (!*stop) {
-		uint32_t pending = uf_load_acquire_u32(&f->filt_pending); /* pairs with set_symbols */
+		uint32_t pending =
+		    uf_load_acquire_u32(&f->filt_pending); /* pairs with set_symbols */
 		if (UF_UNLIKELY(pending))
 			uf_feed_apply_filter(f, pending);
 		/* epoll sleeps: not longer than a millisecond while a gap's timers run. */
-		int n = uf_ingest_poll(&f->ig, pkts, UF_INGEST_BATCH, uf_arb_gap_open(&f->arb) ? 1 : 50);
+		int n = uf_ingest_poll(&f->ig, pkts, UF_INGEST_BATCH,
+		                       uf_arb_gap_open(&f->arb) ? 1 : 50);
 		if (UF_UNLIKELY(n < 0)) {
 			snprintf(f->err, sizeof(f->err), "receive failed on back end %s: %s",
-				 uf_feed_backend_name(f), strerror(-n));
+			         uf_feed_backend_name(f), strerror(-n));
 			rc = n;
 			break;
 		}
@@ -565,7 +578,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_cpu_relax();
 		} else {
 			uf_stat_add(&f->stats.batches, 1);
-			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_batch.h). */
+			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_batch.h).
+			 */
 			int pf = UF_DECODE_PREFETCH_DEFAULT;
 			for (int i = 0; i < pf && i < n; i++)
 				uf_feed_prefetch_pkt(&pkts[i]);
@@ -590,12 +604,11 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 
 /* ---- setup ---- */
 
-int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err,
-		   size_t errlen)
+int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err, size_t errlen)
 {
 	int rc;
 	struct uf_feed *f = aligned_alloc(UF_CACHELINE, (sizeof(*f) + UF_CACHELINE - 1) &
-							  ~(size_t)(UF_CACHELINE - 1));
+	                                                    ~(size_t)(UF_CACHELINE - 1));
 	if (!f) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -609,7 +622,8 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		f->fds[i] = -1;
 	f->backend = cfg->backend;
 	if (cfg->nlines < 1 || cfg->nlines > UF_CFG_MAX_LINES) {
-		snprintf(err, errlen, "feed %s: %d lines (1 or 2 supported)", cfg->name, cfg->nlines);
+		snprintf(err, errlen, "feed %s: %d lines (1 or 2 supported)", cfg->name,
+		         cfg->nlines);
 		rc = -EINVAL;
 		goto out_free;
 	}
@@ -626,7 +640,8 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	char why[200];
 	for (int i = 0; i < cfg->nlines; i++) {
 		const struct uf_line_config *l = &cfg->lines[i];
-		rc = uf_mcast_open_rx(l->group, l->port, l->interface, UF_FEED_RCVBUF, why, sizeof(why));
+		rc = uf_mcast_open_rx(l->group, l->port, l->interface, UF_FEED_RCVBUF, why,
+		                      sizeof(why));
 		if (rc < 0) {
 			snprintf(err, errlen, "feed %s line %s: %s", cfg->name, l->name, why);
 			goto out_close;
@@ -636,12 +651,13 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		 * CAP_NET_ADMIN) and net.core.rmem_max capped it: bursts may overflow. */
 		int got = uf_mcast_rcvbuf(rc);
 		if (got >= 0 && got < UF_FEED_RCVBUF)
-			uf_log_warn("feed %s line %s: socket receive buffer is %d bytes, wanted %d: "
-				    "raise net.core.rmem_max or grant CAP_NET_ADMIN", cfg->name,
-				    l->name, got / 2, UF_FEED_RCVBUF);
+			uf_log_warn(
+			    "feed %s line %s: socket receive buffer is %d bytes, wanted %d: "
+			    "raise net.core.rmem_max or grant CAP_NET_ADMIN",
+			    cfg->name, l->name, got / 2, UF_FEED_RCVBUF);
 	}
 	if (cfg->recovery.enabled) {
-		struct in_addr any = { .s_addr = htonl(INADDR_ANY) };
+		struct in_addr any = {.s_addr = htonl(INADDR_ANY)};
 		rc = uf_mcast_open_unicast(any, 0, UF_FEED_RCVBUF, why, sizeof(why));
 		if (rc < 0) {
 			snprintf(err, errlen, "feed %s re-request socket: %s", cfg->name, why);
@@ -661,7 +677,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	rc = uf_publish_create(&pp, &f->pub);
 	if (rc < 0) {
 		snprintf(err, errlen, "feed %s: creating books (max_orders %llu): %s", cfg->name,
-			 (unsigned long long)pp.max_orders, strerror(-rc));
+		         (unsigned long long)pp.max_orders, strerror(-rc));
 		goto out_close;
 	}
 	f->max_inst = uf_publish_max_instruments(f->pub);
@@ -682,7 +698,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	rc = uf_feed_filter_fill(&f->filt[0], (const char(*)[9])cfg->symbols, cfg->nsymbols);
 	if (rc < 0) {
 		snprintf(err, errlen, "feed %s: symbol filter: %s", cfg->name,
-			 rc == -EINVAL ? "a symbol is longer than 8 characters" : strerror(-rc));
+		         rc == -EINVAL ? "a symbol is longer than 8 characters" : strerror(-rc));
 		goto out_pub;
 	}
 	rc = uf_feed_ring_create(cfg, &f->ring, why, sizeof(why));
@@ -693,13 +709,15 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	f->rec_cap = uf_feed_ring_max_batch(f->ring);
 	if (f->rec_cap > UF_FEED_RECS)
 		f->rec_cap = UF_FEED_RECS;
-	struct uf_arb_cb cb = { .deliver = uf_feed_deliver, .gap = uf_feed_gap,
-				.new_session = uf_feed_new_session, .ctx = f };
+	struct uf_arb_cb cb = {.deliver = uf_feed_deliver,
+	                       .gap = uf_feed_gap,
+	                       .new_session = uf_feed_new_session,
+	                       .ctx = f};
 	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;
 	rc = uf_arb_init(&f->arb, &f->cfg, f->req_fd, slot, &f->stats, &cb);
 	if (rc < 0) {
 		snprintf(err, errlen, "feed %s: recovery queue of %u packets: %s", cfg->name,
-			 cfg->recovery.queue_packets, strerror(-rc));
+		         cfg->recovery.queue_packets, strerror(-rc));
 		goto out_ring;
 	}
 	f->filter_on = cfg->nsymbols != 0;

@@ -8,7 +8,7 @@
 _Static_assert(sizeof(struct uf_level) == UF_FEED_LEVEL_SIZE, "ring level layout changed");
 
 int uf_feed_ring_create(const struct uf_feed_config *cfg, struct uf_ring **out, char *err,
-			size_t errlen)
+                        size_t errlen)
 {
 	struct uf_ring_options opt;
 	uf_ring_options_init(&opt);
@@ -40,17 +40,17 @@ void uf_feed_ring_image_record(struct uf_ring *r, const struct uf_record *rec, u
 {
 	switch (rec->kind) {
 	case UF_REC_TRADE:
-		(void)uf_ring_image_add_trade(r, rec->instrument, rec->price, rec->shares, rec->exch_ts,
-					      rec->rx_ts, seq);
+		(void)uf_ring_image_add_trade(r, rec->instrument, rec->price, rec->shares,
+		                              rec->exch_ts, rec->rx_ts, seq);
 		break;
 	case UF_REC_STATUS:
 		if (rec->aux)
 			(void)uf_ring_image_set_status(r, rec->instrument, rec->aux, rec->price,
-						       rec->shares, rec->exch_ts, seq);
+			                               rec->shares, rec->exch_ts, seq);
 		break;
 	case UF_REC_INSTRUMENT:
 		(void)uf_ring_image_set_symbol(r, rec->instrument, rec->ref, (uint32_t)rec->shares,
-					       rec->aux, seq);
+		                               rec->aux, seq);
 		break;
 	default:
 		break;
@@ -58,7 +58,7 @@ void uf_feed_ring_image_record(struct uf_ring *r, const struct uf_record *rec, u
 }
 
 void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const void *bids, uint32_t nbid,
-			   const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts)
+                           const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts)
 {
 	(void)uf_ring_image_set_book(r, instrument, bids, nbid, asks, nask, seq, rx_ts);
 }

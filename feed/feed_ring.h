@@ -17,7 +17,7 @@ struct uf_ring;
 
 /* Creates ring cfg->ring.name with cfg's capacity, mode, depth and instruments. Cold. */
 int uf_feed_ring_create(const struct uf_feed_config *cfg, struct uf_ring **out, char *err,
-			size_t errlen);
+                        size_t errlen);
 
 /* Publishes n records (split into the ring's largest batch when needed). Returns the ring
  * sequence after them (the stamp for image updates of the same records). */
@@ -29,7 +29,7 @@ void uf_feed_ring_image_record(struct uf_ring *r, const struct uf_record *rec, u
 
 /* Replaces the image book of one instrument; bids/asks are 24-byte levels, best first. */
 void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const void *bids, uint32_t nbid,
-			   const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts);
+                           const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts);
 
 /* Brackets the image updates of one publish step (uf_ring_image_batch_begin/end): entries
  * touched in between stay locked and appear together stamped `seq` (the tail after that

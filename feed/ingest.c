@@ -27,10 +27,14 @@ const char *uf_ingest_backend(const struct uf_ingest *ig)
 const char *uf_backend_name_internal(enum uf_backend b)
 {
 	switch (b) {
-	case UF_BACKEND_IO_URING: return "io_uring";
-	case UF_BACKEND_IO_URING_NOSQPOLL: return "io_uring_nosqpoll";
-	case UF_BACKEND_RECVMMSG: return "recvmmsg";
-	case UF_BACKEND_EPOLL: return "epoll";
+	case UF_BACKEND_IO_URING:
+		return "io_uring";
+	case UF_BACKEND_IO_URING_NOSQPOLL:
+		return "io_uring_nosqpoll";
+	case UF_BACKEND_RECVMMSG:
+		return "recvmmsg";
+	case UF_BACKEND_EPOLL:
+		return "epoll";
 	}
 	return NULL;
 }
@@ -43,17 +47,18 @@ int uf_ingest_region_alloc(struct uf_ingest *ig, int node, char *err, size_t err
 	size_t len = (size_t)ig->buf_count * ig->buf_size;
 	size_t huge_len = (len + UF_HUGE_PAGE - 1) & ~((size_t)UF_HUGE_PAGE - 1);
 	void *p = mmap(NULL, huge_len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
 	if (p != MAP_FAILED) {
 		ig->region_huge = 1;
 		len = huge_len;
 	} else {
 		uf_log_info("feed: no huge pages for %zu bytes of receive buffers (%s): "
-				"using normal pages", huge_len, strerror(errno));
+		            "using normal pages",
+		            huge_len, strerror(errno));
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			snprintf(err, errlen, "mmap %zu bytes of receive buffers: %s", len,
-				 strerror(errno));
+			         strerror(errno));
 			return -errno;
 		}
 		(void)madvise(p, len, MADV_HUGEPAGE);
@@ -82,7 +87,7 @@ static int uf_ingest_epoll_setup(struct uf_ingest *ig, char *err, size_t errlen)
 		return -errno;
 	}
 	for (int i = 0; i < ig->nsrc; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
 		if (epoll_ctl(ig->epfd, EPOLL_CTL_ADD, ig->fds[i], &ev) < 0) {
 			snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
 			return -errno;
@@ -91,9 +96,9 @@ static int uf_ingest_epoll_setup(struct uf_ingest *ig, char *err, size_t errlen)
 	return 0;
 }
 
-int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const int *fds,
-		   int nsrc, struct uf_feed_line_stats **st, struct uf_feed_stats *fst, char *err,
-		   size_t errlen)
+int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const int *fds, int nsrc,
+                   struct uf_feed_line_stats **st, struct uf_feed_stats *fst, char *err,
+                   size_t errlen)
 {
 	memset(ig, 0, sizeof(*ig));
 	ig->epfd = -1;
@@ -115,8 +120,8 @@ int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const
 	}
 	if (ig->buf_count < UF_INGEST_BATCH || ig->buf_count > 32768 ||
 	    (ig->buf_count & (ig->buf_count - 1))) {
-		snprintf(err, errlen, "buffers.count %u: a power of two in %d..32768", ig->buf_count,
-			 UF_INGEST_BATCH);
+		snprintf(err, errlen, "buffers.count %u: a power of two in %d..32768",
+		         ig->buf_count, UF_INGEST_BATCH);
 		return -EINVAL;
 	}
 	int rc = uf_ingest_region_alloc(ig, p->numa_node, err, errlen);
@@ -128,7 +133,8 @@ int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const
 		if (rc == 0)
 			return 0;
 		uf_log_warn("feed: io_uring back end unavailable (%s): falling back to "
-				"recvmmsg", err);
+		            "recvmmsg",
+		            err);
 		uf_ingest_uring_close(ig);
 		ig->backend = UF_BACKEND_RECVMMSG;
 		err[0] = '\0';
@@ -146,7 +152,7 @@ int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const
 
 /* Fills pkts from one recvmmsg result. Timestamps come from SCM_TIMESTAMPNS. */
 static int uf_ingest_mmsg_take(struct uf_ingest *ig, int src, int base, int got,
-			       struct uf_pkt *pkts)
+                               struct uf_pkt *pkts)
 {
 	for (int i = 0; i < got; i++) {
 		struct mmsghdr *m = &ig->mm[base + i];
@@ -165,9 +171,10 @@ static int uf_ingest_mmsg_take(struct uf_ingest *ig, int src, int base, int got,
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
 				struct timespec ts;
 				memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-				k->rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+				k->rx_ns =
+				    (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 			} else if (UF_UNLIKELY(c->cmsg_level == SOL_SOCKET &&
-					       c->cmsg_type == SO_RXQ_OVFL)) {
+			                       c->cmsg_type == SO_RXQ_OVFL)) {
 				uint32_t drops; /* the socket's drop total, sent once it is not 0 */
 				memcpy(&drops, CMSG_DATA(c), sizeof(drops));
 				uf_stat_raise(&ig->st[src]->kernel_drops, drops);
@@ -178,7 +185,7 @@ static int uf_ingest_mmsg_take(struct uf_ingest *ig, int src, int base, int got,
 }
 
 static int uf_ingest_mmsg_recv(struct uf_ingest *ig, int src, int base, int room,
-			       struct uf_pkt *pkts)
+                               struct uf_pkt *pkts)
 {
 	for (int i = base; i < base + room; i++) {
 		struct msghdr *h = &ig->mm[i].msg_hdr;

@@ -31,18 +31,18 @@
 #include "feed/uf_config.h"
 #include "feed/uf_feed_stats.h"
 
-#define UF_INGEST_MAX_SRC 4      /* lines A, B, re-request socket, spare */
-#define UF_INGEST_BATCH 64       /* datagrams per poll at most */
+#define UF_INGEST_MAX_SRC 4  /* lines A, B, re-request socket, spare */
+#define UF_INGEST_BATCH   64 /* datagrams per poll at most */
 
 /* One received datagram, valid until uf_ingest_release(). */
 struct uf_pkt {
-	const uint8_t *data;     /* UDP payload */
-	uint32_t len;            /* payload bytes */
-	uint16_t src;            /* source index */
-	uint16_t bid;            /* io_uring provided-buffer id (back end private) */
-	uint64_t rx_ns;          /* kernel receive time (CLOCK_REALTIME ns), 0 when none */
-	uint32_t from_addr;      /* sender IPv4 address (network order), 0 when unknown */
-	uint16_t from_port;      /* sender UDP port (network order) */
+	const uint8_t *data; /* UDP payload */
+	uint32_t len;        /* payload bytes */
+	uint16_t src;        /* source index */
+	uint16_t bid;        /* io_uring provided-buffer id (back end private) */
+	uint64_t rx_ns;      /* kernel receive time (CLOCK_REALTIME ns), 0 when none */
+	uint32_t from_addr;  /* sender IPv4 address (network order), 0 when unknown */
+	uint16_t from_port;  /* sender UDP port (network order) */
 };
 
 struct uf_ingest_params {
@@ -55,47 +55,47 @@ struct uf_ingest_params {
 };
 
 struct uf_ingest {
-	enum uf_backend backend;                       /* back end in use (after fallbacks) */
-	int nsrc;                                      /* sources */
-	int fds[UF_INGEST_MAX_SRC];                    /* socket per source (not owned) */
+	enum uf_backend backend;                          /* back end in use (after fallbacks) */
+	int nsrc;                                         /* sources */
+	int fds[UF_INGEST_MAX_SRC];                       /* socket per source (not owned) */
 	struct uf_feed_line_stats *st[UF_INGEST_MAX_SRC]; /* counters per source */
-	struct uf_feed_stats *fst;                     /* feed-wide counters (overflows...) */
-	uint32_t buf_size;                             /* bytes per buffer */
-	uint32_t buf_count;                            /* buffers */
-	uint8_t *region;                               /* all receive buffers, one mapping */
-	size_t region_len;                             /* its length */
-	int region_huge;                               /* 1 when MAP_HUGETLB succeeded */
+	struct uf_feed_stats *fst;                        /* feed-wide counters (overflows...) */
+	uint32_t buf_size;                                /* bytes per buffer */
+	uint32_t buf_count;                               /* buffers */
+	uint8_t *region;                                  /* all receive buffers, one mapping */
+	size_t region_len;                                /* its length */
+	int region_huge;                                  /* 1 when MAP_HUGETLB succeeded */
 	/* io_uring */
-	struct io_uring ring;                          /* the ring (valid when ring_up) */
-	int ring_up;                                   /* ring initialised */
-	int sqpoll;                                    /* SQPOLL in use */
-	int defer;                                     /* DEFER_TASKRUN in use */
-	struct io_uring_buf_ring *br;                  /* provided buffer ring */
-	size_t br_len;                                 /* its mapping length */
-	int br_registered;                             /* registered with the kernel */
-	int files_registered;                          /* sockets registered as fixed files */
-	int napi;                                      /* NAPI busy poll registered (6.9+) */
-	unsigned br_pending;                           /* buffers added, not yet advanced */
-	struct msghdr rmsg;                            /* template for multishot recvmsg */
-	int armed[UF_INGEST_MAX_SRC];                  /* multishot in flight per source */
-	int need_rearm;                                /* some multishot ended: re-arm after release */
-	uint32_t koverflow_seen;                       /* last value of *cq.koverflow */
-	unsigned idle_polls;                           /* polls since the last CQE (no SQPOLL) */
+	struct io_uring ring;         /* the ring (valid when ring_up) */
+	int ring_up;                  /* ring initialised */
+	int sqpoll;                   /* SQPOLL in use */
+	int defer;                    /* DEFER_TASKRUN in use */
+	struct io_uring_buf_ring *br; /* provided buffer ring */
+	size_t br_len;                /* its mapping length */
+	int br_registered;            /* registered with the kernel */
+	int files_registered;         /* sockets registered as fixed files */
+	int napi;                     /* NAPI busy poll registered (6.9+) */
+	unsigned br_pending;          /* buffers added, not yet advanced */
+	struct msghdr rmsg;           /* template for multishot recvmsg */
+	int armed[UF_INGEST_MAX_SRC]; /* multishot in flight per source */
+	int need_rearm;               /* some multishot ended: re-arm after release */
+	uint32_t koverflow_seen;      /* last value of *cq.koverflow */
+	unsigned idle_polls;          /* polls since the last CQE (no SQPOLL) */
 	/* recvmmsg / epoll */
-	int epfd;                                      /* epoll fd, -1 when unused */
-	int next_src;                                  /* round-robin start */
-	struct mmsghdr mm[UF_INGEST_BATCH];            /* recvmmsg vector */
-	struct iovec iov[UF_INGEST_BATCH];             /* one per buffer */
-	uint8_t ctl[UF_INGEST_BATCH][64];              /* SCM_TIMESTAMPNS space per message */
-	struct sockaddr_in from[UF_INGEST_BATCH];      /* sender address per message */
+	int epfd;                                 /* epoll fd, -1 when unused */
+	int next_src;                             /* round-robin start */
+	struct mmsghdr mm[UF_INGEST_BATCH];       /* recvmmsg vector */
+	struct iovec iov[UF_INGEST_BATCH];        /* one per buffer */
+	uint8_t ctl[UF_INGEST_BATCH][64];         /* SCM_TIMESTAMPNS space per message */
+	struct sockaddr_in from[UF_INGEST_BATCH]; /* sender address per message */
 };
 
 /* Sets up `p->backend` (or a fallback) over the sockets fds[0..nsrc). `st[i]` receive the
  * per-source counters, `fst` the feed-wide ones. Call on the feed thread.
  * Returns 0 or -errno (message in `err`). */
-int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const int *fds,
-		   int nsrc, struct uf_feed_line_stats **st, struct uf_feed_stats *fst, char *err,
-		   size_t errlen);
+int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const int *fds, int nsrc,
+                   struct uf_feed_line_stats **st, struct uf_feed_stats *fst, char *err,
+                   size_t errlen);
 
 /* Receives up to `max` (<= UF_INGEST_BATCH) datagrams. Busy-poll back ends return at once;
  * epoll sleeps up to `wait_ms` when nothing is ready. Returns the count (0 = nothing) or

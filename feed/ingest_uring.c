@@ -18,7 +18,7 @@
 #include "feed/log.h"
 #include "feed/ingest_internal.h"
 
-#define UF_URING_BGID 0
+#define UF_URING_BGID       0
 #define UF_URING_SQ_ENTRIES 64
 /* Polls without a CQE after which the no-SQPOLL ring enters the kernel anyway: a safety net
  * in case the kernel does not raise IORING_SQ_TASKRUN for deferred work. */
@@ -29,7 +29,7 @@
  * register opcode and struct. Refused on older kernels: logged, the ring works without it.
  * Loopback has no NAPI context, so it is harmless in tests. */
 #define UF_IORING_REGISTER_NAPI 27
-#define UF_NAPI_BUSY_POLL_US 50
+#define UF_NAPI_BUSY_POLL_US    50
 struct uf_io_uring_napi {
 	uint32_t busy_poll_to;    /* busy poll timeout, us */
 	uint8_t prefer_busy_poll; /* prefer busy poll over interrupts */
@@ -39,25 +39,27 @@ struct uf_io_uring_napi {
 
 static void uf_uring_register_napi(struct uf_ingest *ig)
 {
-	struct uf_io_uring_napi napi = { .busy_poll_to = UF_NAPI_BUSY_POLL_US, .prefer_busy_poll = 1 };
-	long rc = syscall(__NR_io_uring_register, ig->ring.ring_fd, UF_IORING_REGISTER_NAPI, &napi, 1);
+	struct uf_io_uring_napi napi = {.busy_poll_to = UF_NAPI_BUSY_POLL_US,
+	                                .prefer_busy_poll = 1};
+	long rc =
+	    syscall(__NR_io_uring_register, ig->ring.ring_fd, UF_IORING_REGISTER_NAPI, &napi, 1);
 	ig->napi = rc == 0;
 	if (rc < 0)
 		uf_log_info("feed: io_uring NAPI busy poll not available (%s): interrupts only",
-			strerror(errno));
+		            strerror(errno));
 }
 
 static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p, int sqpoll,
-			  char *err, size_t errlen)
+                          char *err, size_t errlen)
 {
 	/* CQ sized for a full buffer ring of completions plus re-arm errors: a CQE per buffer
 	 * can be outstanding at once, so the CQ only overflows if buffers are over-committed. */
 	unsigned cq = ig->buf_count * 2;
-	static const unsigned sq_extra[] = { IORING_SETUP_SINGLE_ISSUER, 0 };
+	static const unsigned sq_extra[] = {IORING_SETUP_SINGLE_ISSUER, 0};
 	static const unsigned nosq_extra[] = {
-		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
-		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
-		0,
+	    IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	    IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	    0,
 	};
 	const unsigned *extra = sqpoll ? sq_extra : nosq_extra;
 	size_t nextra = sqpoll ? UF_ARRAY_SIZE(sq_extra) : UF_ARRAY_SIZE(nosq_extra);
@@ -79,7 +81,7 @@ static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p
 		if (rc == 0) {
 			if (i > 0)
 				uf_log_warn("feed: io_uring refused setup flags 0x%x: using 0x%x",
-					extra[0], extra[i]);
+				            extra[0], extra[i]);
 			ig->defer = (extra[i] & IORING_SETUP_DEFER_TASKRUN) != 0;
 			ig->ring_up = 1;
 			ig->sqpoll = sqpoll;
@@ -89,7 +91,8 @@ static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p
 		if (rc != -EINVAL)
 			break;
 	}
-	snprintf(err, errlen, "io_uring_queue_init%s: %s", sqpoll ? " (SQPOLL)" : "", strerror(-rc));
+	snprintf(err, errlen, "io_uring_queue_init%s: %s", sqpoll ? " (SQPOLL)" : "",
+	         strerror(-rc));
 	return rc;
 }
 
@@ -122,7 +125,7 @@ static void uf_uring_submit(struct uf_ingest *ig)
 }
 
 int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p, char *err,
-			 size_t errlen)
+                         size_t errlen)
 {
 	int rc;
 	if (p->backend == UF_BACKEND_IO_URING) {
@@ -147,16 +150,17 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 
 	/* The provided buffer ring: one 16-byte entry per buffer, page aligned. */
 	ig->br_len = (size_t)ig->buf_count * sizeof(struct io_uring_buf);
-	void *br = mmap(NULL, ig->br_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *br =
+	    mmap(NULL, ig->br_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (br == MAP_FAILED) {
 		snprintf(err, errlen, "mmap buffer ring: %s", strerror(errno));
 		return -errno;
 	}
 	ig->br = br;
 	struct io_uring_buf_reg reg = {
-		.ring_addr = (uint64_t)(uintptr_t)br,
-		.ring_entries = ig->buf_count,
-		.bgid = UF_URING_BGID,
+	    .ring_addr = (uint64_t)(uintptr_t)br,
+	    .ring_entries = ig->buf_count,
+	    .bgid = UF_URING_BGID,
 	};
 	rc = io_uring_register_buf_ring(&ig->ring, &reg, 0);
 	if (rc < 0) {
@@ -168,14 +172,15 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	int mask = io_uring_buf_ring_mask(ig->buf_count);
 	for (unsigned i = 0; i < ig->buf_count; i++)
 		io_uring_buf_ring_add(ig->br, ig->region + (size_t)i * ig->buf_size, ig->buf_size,
-				      (unsigned short)i, mask, (int)i);
+		                      (unsigned short)i, mask, (int)i);
 	io_uring_buf_ring_advance(ig->br, (int)ig->buf_count);
 
 	/* Multishot recvmsg template: the kernel reserves namelen + controllen at the start of
 	 * every buffer for the source address and the timestamp cmsg. */
 	memset(&ig->rmsg, 0, sizeof(ig->rmsg));
 	ig->rmsg.msg_namelen = sizeof(struct sockaddr_in);
-	ig->rmsg.msg_controllen = CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(uint32_t));
+	ig->rmsg.msg_controllen =
+	    CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(uint32_t));
 	for (int s = 0; s < ig->nsrc; s++) {
 		rc = uf_uring_arm(ig, s);
 		if (rc < 0) {
@@ -201,8 +206,8 @@ static void uf_uring_rearm(struct uf_ingest *ig)
 static inline void uf_uring_recycle(struct uf_ingest *ig, unsigned bid)
 {
 	io_uring_buf_ring_add(ig->br, ig->region + (size_t)bid * ig->buf_size, ig->buf_size,
-			      (unsigned short)bid, io_uring_buf_ring_mask(ig->buf_count),
-			      (int)ig->br_pending);
+	                      (unsigned short)bid, io_uring_buf_ring_mask(ig->buf_count),
+	                      (int)ig->br_pending);
 	ig->br_pending++;
 }
 
@@ -236,7 +241,8 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 	struct io_uring *r = &ig->ring;
 	if (!ig->sqpoll) {
 		unsigned f = IO_URING_READ_ONCE(*r->sq.kflags);
-		if ((f & IORING_SQ_TASKRUN) || (io_uring_cq_ready(r) == 0 && ++ig->idle_polls >= UF_URING_IDLE_ENTER)) {
+		if ((f & IORING_SQ_TASKRUN) ||
+		    (io_uring_cq_ready(r) == 0 && ++ig->idle_polls >= UF_URING_IDLE_ENTER)) {
 			ig->idle_polls = 0;
 			uf_stat_add(&ig->fst->sq_wakeups, 1);
 			(void)io_uring_get_events(r);
@@ -291,7 +297,7 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 				memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
 				rx = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 			} else if (UF_UNLIKELY(cm->cmsg_level == SOL_SOCKET &&
-					       cm->cmsg_type == SO_RXQ_OVFL)) {
+			                       cm->cmsg_type == SO_RXQ_OVFL)) {
 				uint32_t drops; /* the socket's drop total, sent once it is not 0 */
 				memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
 				uf_stat_raise(&st->kernel_drops, drops);

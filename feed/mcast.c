@@ -31,7 +31,7 @@ static int uf_mcast_fail(int fd, char *err, size_t errlen, const char *what)
 }
 
 int uf_mcast_open_rx(struct in_addr group, uint16_t port, struct in_addr ifaddr, int rcvbuf,
-		     char *err, size_t errlen)
+                     char *err, size_t errlen)
 {
 	char g[INET_ADDRSTRLEN], i[INET_ADDRSTRLEN], what[128];
 	inet_ntop(AF_INET, &group, g, sizeof(g));
@@ -49,12 +49,12 @@ int uf_mcast_open_rx(struct in_addr group, uint16_t port, struct in_addr ifaddr,
 	 * host, not on the network, becomes visible per line. Best effort. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
 	/* Binding to the group (not INADDR_ANY) keeps other groups on the same port out. */
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = group };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = group};
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		snprintf(what, sizeof(what), "bind %s:%u", g, port);
 		return uf_mcast_fail(fd, err, errlen, what);
 	}
-	struct ip_mreq mr = { .imr_multiaddr = group, .imr_interface = ifaddr };
+	struct ip_mreq mr = {.imr_multiaddr = group, .imr_interface = ifaddr};
 	if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0) {
 		snprintf(what, sizeof(what), "join %s on interface %s", g, i);
 		return uf_mcast_fail(fd, err, errlen, what);
@@ -65,8 +65,7 @@ int uf_mcast_open_rx(struct in_addr group, uint16_t port, struct in_addr ifaddr,
 	return fd;
 }
 
-int uf_mcast_open_unicast(struct in_addr local, uint16_t port, int rcvbuf, char *err,
-			  size_t errlen)
+int uf_mcast_open_unicast(struct in_addr local, uint16_t port, int rcvbuf, char *err, size_t errlen)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -75,7 +74,7 @@ int uf_mcast_open_unicast(struct in_addr local, uint16_t port, int rcvbuf, char 
 	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
 		return uf_mcast_fail(fd, err, errlen, "SO_TIMESTAMPNS");
 	uf_mcast_set_rcvbuf(fd, rcvbuf);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = local };
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = local};
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return uf_mcast_fail(fd, err, errlen, "bind re-request socket");
 	return fd;

@@ -13,13 +13,13 @@
  * `rcvbuf` bytes (0 = leave the default; SO_RCVBUFFORCE tried first as root).
  * Returns the fd, or -errno with the failing step in `err`. */
 int uf_mcast_open_rx(struct in_addr group, uint16_t port, struct in_addr ifaddr, int rcvbuf,
-		     char *err, size_t errlen);
+                     char *err, size_t errlen);
 
 /* Opens a non-blocking unconnected UDP socket bound to `local` (port 0 = any) with
  * SO_TIMESTAMPNS, for sending re-requests and receiving their answers.
  * Returns the fd or -errno (message in `err`). */
 int uf_mcast_open_unicast(struct in_addr local, uint16_t port, int rcvbuf, char *err,
-			  size_t errlen);
+                          size_t errlen);
 
 /* Opens a UDP socket that sends multicast out of `ifaddr` with loopback on and TTL `ttl`.
  * Returns the fd or -errno (message in `err`). */

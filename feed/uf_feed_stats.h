@@ -23,73 +23,73 @@
 #include "feed/uf_config.h"
 
 /* Per line (A, B): what arrived on that multicast group. */
-#define UF_FEED_LINE_COUNTERS(X)                                                               \
-	X(packets, "UDP datagrams received on this line")                                       \
-	X(bytes, "UDP payload bytes received on this line")                                     \
-	X(messages, "MoldUDP64 message blocks carried by packets of this line (incl. dups)")    \
-	X(wins, "packets of this line that delivered new messages first (A/B arbitration won)") \
-	X(duplicates, "packets of this line whose messages had all been seen already")          \
-	X(gaps, "sequence jumps seen on this line alone (this line lost packets)")              \
-	X(gap_messages, "messages this line lost (sum of its own sequence jumps)")              \
-	X(heartbeats, "MoldUDP64 heartbeats (count 0) received on this line")                   \
-	X(malformed, "packets dropped as malformed MoldUDP64 (any kind, see decode_* per feed)") \
-	X(wrong_session, "packets of an older session than the current one, dropped")           \
-	X(rearms, "multishot receives re-armed (-ENOBUFS or no IORING_CQE_F_MORE)")              \
-	X(enobufs, "receives that ended because the provided buffer ring was empty")           \
-	X(rx_errors, "receive errors other than -ENOBUFS / -EAGAIN (negative CQE or errno)")    \
-	X(truncated, "datagrams truncated because they exceeded the receive buffer (MSG_TRUNC)") \
-	X(kernel_drops, "datagrams the host dropped on this line's socket before the feed read " \
-			"them (receive buffer full: SO_RXQ_OVFL / SO_MEMINFO)")
+#define UF_FEED_LINE_COUNTERS(X)                                                                   \
+	X(packets, "UDP datagrams received on this line")                                          \
+	X(bytes, "UDP payload bytes received on this line")                                        \
+	X(messages, "MoldUDP64 message blocks carried by packets of this line (incl. dups)")       \
+	X(wins, "packets of this line that delivered new messages first (A/B arbitration won)")    \
+	X(duplicates, "packets of this line whose messages had all been seen already")             \
+	X(gaps, "sequence jumps seen on this line alone (this line lost packets)")                 \
+	X(gap_messages, "messages this line lost (sum of its own sequence jumps)")                 \
+	X(heartbeats, "MoldUDP64 heartbeats (count 0) received on this line")                      \
+	X(malformed, "packets dropped as malformed MoldUDP64 (any kind, see decode_* per feed)")   \
+	X(wrong_session, "packets of an older session than the current one, dropped")              \
+	X(rearms, "multishot receives re-armed (-ENOBUFS or no IORING_CQE_F_MORE)")                \
+	X(enobufs, "receives that ended because the provided buffer ring was empty")               \
+	X(rx_errors, "receive errors other than -ENOBUFS / -EAGAIN (negative CQE or errno)")       \
+	X(truncated, "datagrams truncated because they exceeded the receive buffer (MSG_TRUNC)")   \
+	X(kernel_drops, "datagrams the host dropped on this line's socket before the feed read "   \
+	                "them (receive buffer full: SO_RXQ_OVFL / SO_MEMINFO)")
 
 /* Per feed: the ordered stream after arbitration, recovery, decode, books and the ring. */
-#define UF_FEED_COUNTERS(X)                                                                    \
-	X(packets, "packets received on all lines and from the re-request server")              \
-	X(bytes, "UDP payload bytes received on all lines and from the re-request server")      \
-	X(messages, "messages delivered in sequence to decode (exactly once each)")             \
-	X(gaps, "gaps detected in the arbitrated stream (missing on every line at once)")      \
-	X(gap_messages, "messages missing when those gaps were detected")                       \
-	X(gaps_filled_by_line, "gaps filled by the other line or reordering before a re-request") \
-	X(rerequests, "MoldUDP64 re-requests sent to the request server")                       \
-	X(rerequest_timeouts, "re-requests that got no useful answer within the timeout")       \
-	X(rerequest_rate_limited, "re-requests postponed by the rate limit")                    \
-	X(recovery_packets, "packets received from the re-request server")                      \
-	X(recovered_messages, "messages delivered that came from the re-request server")        \
-	X(recovery_foreign, "datagrams on the re-request socket not from the server (dropped)")  \
-	X(gaps_unrecovered, "gaps given up (retries exhausted, no server, or queue overflow)")  \
-	X(messages_unrecovered, "messages given up: published as UF_REC_GAP markers")           \
-	X(queue_overflows, "times the bounded out-of-order queue was full (forced give-up)")    \
-	X(queued_packets, "live packets buffered while a gap was open")                         \
-	X(heartbeats, "heartbeats that advanced or confirmed the expected sequence")            \
-	X(end_of_session, "MoldUDP64 end-of-session packets acted on")                          \
-	X(sessions, "sessions started (the first session and every new one detected)")          \
-	X(decode_truncated_header, "packets shorter than the 20-byte MoldUDP64 header")        \
-	X(decode_block_length_truncated, "packets whose last block length runs past the end")  \
-	X(decode_block_overruns_packet, "packets whose message block runs past the packet end") \
-	X(decode_count_mismatch, "packets with fewer blocks than the announced count")         \
-	X(decode_trailing_bytes, "packets with bytes left after the announced count")          \
-	X(decode_bad_length, "ITCH messages whose length does not match their type")            \
-	X(decode_unknown_type, "ITCH messages of an unknown type (skipped)")                    \
-	X(decode_empty_message, "zero-length ITCH message blocks (skipped)")                    \
-	X(book_integrity_errors, "book integrity errors (unknown order ref, over-execution ...)") \
-	X(records, "records published to the ring")                                             \
-	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")     \
-	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")     \
-	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")     \
+#define UF_FEED_COUNTERS(X)                                                                        \
+	X(packets, "packets received on all lines and from the re-request server")                 \
+	X(bytes, "UDP payload bytes received on all lines and from the re-request server")         \
+	X(messages, "messages delivered in sequence to decode (exactly once each)")                \
+	X(gaps, "gaps detected in the arbitrated stream (missing on every line at once)")          \
+	X(gap_messages, "messages missing when those gaps were detected")                          \
+	X(gaps_filled_by_line, "gaps filled by the other line or reordering before a re-request")  \
+	X(rerequests, "MoldUDP64 re-requests sent to the request server")                          \
+	X(rerequest_timeouts, "re-requests that got no useful answer within the timeout")          \
+	X(rerequest_rate_limited, "re-requests postponed by the rate limit")                       \
+	X(recovery_packets, "packets received from the re-request server")                         \
+	X(recovered_messages, "messages delivered that came from the re-request server")           \
+	X(recovery_foreign, "datagrams on the re-request socket not from the server (dropped)")    \
+	X(gaps_unrecovered, "gaps given up (retries exhausted, no server, or queue overflow)")     \
+	X(messages_unrecovered, "messages given up: published as UF_REC_GAP markers")              \
+	X(queue_overflows, "times the bounded out-of-order queue was full (forced give-up)")       \
+	X(queued_packets, "live packets buffered while a gap was open")                            \
+	X(heartbeats, "heartbeats that advanced or confirmed the expected sequence")               \
+	X(end_of_session, "MoldUDP64 end-of-session packets acted on")                             \
+	X(sessions, "sessions started (the first session and every new one detected)")             \
+	X(decode_truncated_header, "packets shorter than the 20-byte MoldUDP64 header")            \
+	X(decode_block_length_truncated, "packets whose last block length runs past the end")      \
+	X(decode_block_overruns_packet, "packets whose message block runs past the packet end")    \
+	X(decode_count_mismatch, "packets with fewer blocks than the announced count")             \
+	X(decode_trailing_bytes, "packets with bytes left after the announced count")              \
+	X(decode_bad_length, "ITCH messages whose length does not match their type")               \
+	X(decode_unknown_type, "ITCH messages of an unknown type (skipped)")                       \
+	X(decode_empty_message, "zero-length ITCH message blocks (skipped)")                       \
+	X(book_integrity_errors, "book integrity errors (unknown order ref, over-execution ...)")  \
+	X(records, "records published to the ring")                                                \
+	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")        \
+	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")        \
+	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")       \
 	X(batches, "receive polls that returned at least one packet")
 
-#define UF_LAT_SUB_BITS 3                     /* 8 sub-buckets per power of two */
-#define UF_LAT_SUB (1u << UF_LAT_SUB_BITS)
-#define UF_LAT_MAX_EXP 40                     /* values >= 2^40 ns (~18 min) land in the last bucket */
+#define UF_LAT_SUB_BITS 3 /* 8 sub-buckets per power of two */
+#define UF_LAT_SUB      (1u << UF_LAT_SUB_BITS)
+#define UF_LAT_MAX_EXP  40 /* values >= 2^40 ns (~18 min) land in the last bucket */
 #define UF_LAT_NBUCKETS ((UF_LAT_MAX_EXP - UF_LAT_SUB_BITS + 1) * UF_LAT_SUB)
 
 /* Log-linear histogram of nanoseconds. bucket i covers [uf_lat_bucket_low(i),
  * uf_lat_bucket_low(i + 1)); values below 8 ns have one bucket each. */
 struct uf_lat_hist {
-	uint64_t count;                       /* samples */
-	uint64_t sum_ns;                      /* sum of samples (mean = sum_ns / count) */
-	uint64_t max_ns;                      /* largest sample */
-	uint64_t negative;                    /* samples where publish time < rx time (clock step), not in buckets */
-	uint64_t buckets[UF_LAT_NBUCKETS];    /* counts per bucket */
+	uint64_t count;    /* samples */
+	uint64_t sum_ns;   /* sum of samples (mean = sum_ns / count) */
+	uint64_t max_ns;   /* largest sample */
+	uint64_t negative; /* samples where publish time < rx time (clock step), not in buckets */
+	uint64_t buckets[UF_LAT_NBUCKETS]; /* counts per bucket */
 };
 
 #define UF_STAT_FIELD(name, help) uint64_t name;
@@ -102,10 +102,10 @@ struct uf_feed_line_stats {
 /* Counters of one feed: feed-wide counters, then lines[0..nlines), then latency. */
 struct uf_feed_stats {
 	UF_FEED_COUNTERS(UF_STAT_FIELD)
-	uint64_t nlines;                              /* lines in use (1 or 2) */
+	uint64_t nlines;                                    /* lines in use (1 or 2) */
 	char line_names[UF_CFG_MAX_LINES][UF_CFG_NAME_MAX]; /* copied from the config at create */
-	struct uf_feed_line_stats lines[UF_CFG_MAX_LINES]; /* per line counters */
-	struct uf_lat_hist latency;                   /* wire (kernel rx) to publish (ring), ns */
+	struct uf_feed_line_stats lines[UF_CFG_MAX_LINES];  /* per line counters */
+	struct uf_lat_hist latency; /* wire (kernel rx) to publish (ring), ns */
 };
 
 #undef UF_STAT_FIELD
@@ -209,7 +209,8 @@ static inline void uf_feed_stats_read(const struct uf_feed_stats *src, struct uf
 	uint64_t *d = (uint64_t *)dst;
 	_Static_assert(sizeof(*src) % sizeof(uint64_t) == 0, "stats are whole uint64s");
 	for (size_t i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
-		d[i] = uf_load_relaxed_u64(&s[i]); /* names are written once before the thread starts */
+		d[i] = uf_load_relaxed_u64(
+		    &s[i]); /* names are written once before the thread starts */
 }
 
 #endif /* UF_FEED_STATS_H */

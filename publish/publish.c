@@ -119,8 +119,9 @@ static inline uint16_t uf_pub_stale(const struct uf_book *b)
 
 /* Writes the LEVEL record for node `lvl` of `b` after a change; removes the level first when
  * it has no orders left. Returns records written (1). */
-static inline __attribute__((always_inline)) int uf_pub_level_out(struct uf_publisher *p, struct uf_book *b, uint32_t lvl,
-                                   int best, const struct uf_pub_ctx *c, struct uf_record *r)
+static inline __attribute__((always_inline)) int
+uf_pub_level_out(struct uf_publisher *p, struct uf_book *b, uint32_t lvl, int best,
+                 const struct uf_pub_ctx *c, struct uf_record *r)
 {
 	struct uf_level_node *nd = &p->lv.nodes[lvl];
 	unsigned sidx = nd->book & 1;
@@ -139,9 +140,10 @@ static inline __attribute__((always_inline)) int uf_pub_level_out(struct uf_publ
 }
 
 /* Adds order `ref` to instrument `inst`. Returns records written; 0 when refused. */
-static inline __attribute__((always_inline)) int uf_pub_add(struct uf_publisher *p, uint32_t inst, uint8_t side, uint64_t ref,
-                             uint32_t shares, uint32_t price, uint32_t attribution, uint16_t rflag,
-                             const struct uf_pub_ctx *c, struct uf_record *r)
+static inline __attribute__((always_inline)) int
+uf_pub_add(struct uf_publisher *p, uint32_t inst, uint8_t side, uint64_t ref, uint32_t shares,
+           uint32_t price, uint32_t attribution, uint16_t rflag, const struct uf_pub_ctx *c,
+           struct uf_record *r)
 {
 	/* The side is random from message to message: compute the index, branch only on the
 	 * (never taken) bad case. */
@@ -183,10 +185,10 @@ static inline __attribute__((always_inline)) int uf_pub_add(struct uf_publisher 
  * the order has is counted as `over` and takes what there is. Writes ORDER_MODIFY/DELETE
  * and LEVEL; reports the order's instrument, side index and price through the out
  * pointers. Returns records written. */
-static inline __attribute__((always_inline)) int uf_pub_reduce(struct uf_publisher *p, struct uf_order *o, uint32_t want, int all,
-                                enum uf_pub_err over, uint32_t locate, uint16_t rflag,
-                                const struct uf_pub_ctx *c, struct uf_record *r, uint32_t *inst_out,
-                                unsigned *sidx_out, uint32_t *price_out)
+static inline __attribute__((always_inline)) int
+uf_pub_reduce(struct uf_publisher *p, struct uf_order *o, uint32_t want, int all,
+              enum uf_pub_err over, uint32_t locate, uint16_t rflag, const struct uf_pub_ctx *c,
+              struct uf_record *r, uint32_t *inst_out, unsigned *sidx_out, uint32_t *price_out)
 {
 	uint32_t lvl = o->level;
 	uint64_t ref = o->ref;
@@ -236,8 +238,10 @@ static inline uint16_t uf_pub_inst_stale(const struct uf_publisher *p, uint32_t 
 }
 
 /* One message; records are written without UF_RECF_LAST. */
-static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publisher *p, const struct uf_itch_msg *m,
-                                   const struct uf_pub_ctx *c, struct uf_record *r)
+static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publisher *p,
+                                                                  const struct uf_itch_msg *m,
+                                                                  const struct uf_pub_ctx *c,
+                                                                  struct uf_record *r)
 {
 	uint32_t loc = m->locate;
 	uint32_t inst;

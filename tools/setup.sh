@@ -3,7 +3,7 @@
 # Used by tools/demo.sh and tools/test.sh; safe to run again (does nothing when all are there).
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
+pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       liburing-dev libnuma-dev libjansson-dev libcmocka-dev
       libzmq3-dev libmicrohttpd-dev gnuplot-nox iproute2 procps curl)
 

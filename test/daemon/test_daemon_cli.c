@@ -143,7 +143,7 @@ static const struct bad {
      "9.9.2\",\"port\":65536}]}]}",
      ": feeds[0].lines[1].port: 65536 is out of range (1..65535)"},
     {"{\"feeds\":[{" OKFEED "},{\"name\":\"two\",\"ring\":{\"name\":\"cli\"},\"lines\":[{\"group\":"
-                            "\"239.9.9.7\",\"port\":1}]}]}",
+     "\"239.9.9.7\",\"port\":1}]}]}",
      ": feeds[1].ring.name: duplicate ring name \"cli\""},
     {"{\"feeds\":[{" OKFEED
      "},{\"name\":\"cli\",\"lines\":[{\"group\":\"239.9.9.7\",\"port\":1}]}]}",

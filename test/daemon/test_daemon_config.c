@@ -192,7 +192,7 @@ static void expect_error(const char *json, const char *want)
 
 #define FEED(extra)                                                                                \
 	"{\"feeds\":[{\"name\":\"n\"," extra ",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]" \
-	                                     "}"
+	"}"
 #define LINES(l) "{\"feeds\":[{\"name\":\"n\",\"lines\":[" l "]}]}"
 
 static void test_config_semantic_errors_name_key_path_and_value(void **state)
@@ -219,9 +219,8 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	             "feeds[0].sqpoll_cpu: 0 is set but backend \"epoll\" has no SQ poll thread");
 	expect_error(FEED("\"book\":{\"depth\":0}"),
 	             "feeds[0].book.depth: 0 is out of range (1..64)");
-	expect_error(
-	    FEED("\"book\":{\"max_orders\":1.5}"),
-	    "feeds[0].book.max_orders: expected an integer, got a real number 1.5");
+	expect_error(FEED("\"book\":{\"max_orders\":1.5}"),
+	             "feeds[0].book.max_orders: expected an integer, got a real number 1.5");
 	expect_error(FEED("\"buffers\":{\"count\":1000}"),
 	             "feeds[0].buffers.count: 1000 is not a power of two");
 	expect_error(

@@ -345,8 +345,8 @@ static void reference_decode(const uint8_t *p, size_t len, struct uf_decode_coun
  * packet and then walking it does. */
 static void test_batch_one_pass_agrees_with_open_then_walk(void **s)
 {
-	static const int sizes[] = {1, 5, UF_DECODE_FUSED_MAX - 1, UF_DECODE_FUSED_MAX,
-	                            UF_DECODE_FUSED_MAX + 1, 300};
+	static const int sizes[] = {
+	    1, 5, UF_DECODE_FUSED_MAX - 1, UF_DECODE_FUSED_MAX, UF_DECODE_FUSED_MAX + 1, 300};
 	static struct collect want, got;
 	static uint8_t buf[8192];
 	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {

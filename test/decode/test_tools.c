@@ -393,8 +393,8 @@ static void bk_level(struct bk_best *b, const struct bk_order *o, int d)
 
 /* Replays `path`; returns the number of messages after which some book was crossed or
  * locked (0 for a sound day); fails on any reference or price the model cannot hold. */
-static uint64_t books_crossed_after(const char *path, uint64_t *adds_checked,
-                                    uint64_t *execs, uint64_t *execs_at_touch)
+static uint64_t books_crossed_after(const char *path, uint64_t *adds_checked, uint64_t *execs,
+                                    uint64_t *execs_at_touch)
 {
 	size_t len;
 	uint8_t *d = slurp(path, &len);
@@ -414,15 +414,15 @@ static uint64_t books_crossed_after(const char *path, uint64_t *adds_checked,
 		switch (m[0]) {
 		case 'A':
 		case 'F':
-			n = (struct bk_order){uf_be64(m + 11), uf_be32(m + 20), uf_be32(m + 32) / 100,
-			                      loc, m[19]};
+			n = (struct bk_order){uf_be64(m + 11), uf_be32(m + 20),
+			                      uf_be32(m + 32) / 100, loc, m[19]};
 			assert_int_equal(uf_be32(m + 32) % 100, 0); /* whole cents */
 			break;
 		case 'U':
 			o = bk_find(uf_be64(m + 11), 0);
 			assert_non_null(o);
-			n = (struct bk_order){uf_be64(m + 19), uf_be32(m + 27), uf_be32(m + 31) / 100,
-			                      o->locate, o->side};
+			n = (struct bk_order){uf_be64(m + 19), uf_be32(m + 27),
+			                      uf_be32(m + 31) / 100, o->locate, o->side};
 			assert_int_equal(uf_be32(m + 31) % 100, 0);
 			bk_level(best, o, -1);
 			bk_erase(o);
@@ -437,9 +437,9 @@ static uint64_t books_crossed_after(const char *path, uint64_t *adds_checked,
 			assert_true(sh <= o->shares);
 			*execs += m[0] == 'E' || m[0] == 'C';
 			if (m[0] == 'E' || m[0] == 'C') /* only the best level trades */
-				*execs_at_touch += (int64_t)o->tick == (o->side == 'B'
-				                                             ? best[o->locate].bid
-				                                             : best[o->locate].ask);
+				*execs_at_touch +=
+				    (int64_t)o->tick ==
+				    (o->side == 'B' ? best[o->locate].bid : best[o->locate].ask);
 			o->shares -= sh;
 			if (o->shares == 0) {
 				bk_level(best, o, -1);
@@ -458,9 +458,10 @@ static uint64_t books_crossed_after(const char *path, uint64_t *adds_checked,
 			const struct bk_best *b = &best[n.locate];
 			(*adds_checked)++;
 			if (b->bid >= 0 && b->ask >= 0 && b->bid >= b->ask && !bad) {
-				print_error("locate %u crossed/locked after message at byte %zu: bid "
-				            "%lld ask %lld\n",
-				            n.locate, off, (long long)b->bid, (long long)b->ask);
+				print_error(
+				    "locate %u crossed/locked after message at byte %zu: bid "
+				    "%lld ask %lld\n",
+				    n.locate, off, (long long)b->bid, (long long)b->ask);
 				bad = off;
 			}
 		}
@@ -638,8 +639,8 @@ static void test_uf_decode_stats_skips_frames_that_are_not_moldudp64(void **s)
 	uf_put_be64(mold + 22 + 11, 7);
 	size_t ml = 22 + 19;
 	put_frame(f, 0x0800, 17, 26400, mold, ml);
-	put_frame(f, 0x0806, 0, 0, mold, 28);     /* ARP */
-	put_frame(f, 0x0800, 2, 0, mold, 8);      /* IGMP */
+	put_frame(f, 0x0806, 0, 0, mold, 28); /* ARP */
+	put_frame(f, 0x0800, 2, 0, mold, 8);  /* IGMP */
 	uf_put_be64(mold + 10, 2);
 	put_frame(f, 0x0800, 17, 5353, mold, ml); /* mDNS port: MoldUDP64-shaped, other port */
 	assert_int_equal(fclose(f), 0);
@@ -653,8 +654,8 @@ static void test_uf_decode_stats_skips_frames_that_are_not_moldudp64(void **s)
 	assert_non_null(
 	    strstr(out, "\"skipped\":{\"non_ipv4\":1,\"non_udp\":1,\"other_port\":1}}"));
 	/* bad --port values and a daily file with --port are usage errors */
-	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats --port 0 '%s' 2>/dev/null", g_bin, path),
-	                 2);
+	assert_int_equal(
+	    run(NULL, 0, "'%s/uf-decode' stats --port 0 '%s' 2>/dev/null", g_bin, path), 2);
 	assert_int_equal(
 	    run(NULL, 0, "'%s/uf-decode' stats --port 70000 '%s' 2>/dev/null", g_bin, path), 2);
 	assert_int_equal(run(NULL, 0, "'%s/uf-decode' stats '%s' --port 2>/dev/null", g_bin, path),

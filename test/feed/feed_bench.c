@@ -72,7 +72,8 @@ static double threads_cpu(const char *prefix)
 		if (!l || !r || strncmp(l + 1, prefix, strlen(prefix)))
 			continue;
 		unsigned long ut, st;
-		if (sscanf(r + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+		if (sscanf(r + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+		           &st) == 2)
 			sum += (double)(ut + st) / (double)hz;
 	}
 	if (d)
@@ -86,24 +87,43 @@ int main(int argc, char **argv)
 	double rate = 200000;
 	unsigned messages = 200000, symbols = 50;
 	int cpu = -1, sqcpu = -1, no_b = 0, idle_ms = 1000, delay_ms = 200;
-	static const struct option o[] = { { "backend", 1, 0, 'b' }, { "rate", 1, 0, 'r' },
-					   { "messages", 1, 0, 'm' }, { "cpu", 1, 0, 'c' },
-					   { "sqpoll-cpu", 1, 0, 's' }, { "symbols", 1, 0, 'y' },
-					   { "no-b", 0, 0, 'n' }, { "sqpoll-idle-ms", 1, 0, 'i' },
-					   { "delay-ms", 1, 0, 'd' }, { 0, 0, 0, 0 } };
+	static const struct option o[] = {{"backend", 1, 0, 'b'},    {"rate", 1, 0, 'r'},
+	                                  {"messages", 1, 0, 'm'},   {"cpu", 1, 0, 'c'},
+	                                  {"sqpoll-cpu", 1, 0, 's'}, {"symbols", 1, 0, 'y'},
+	                                  {"no-b", 0, 0, 'n'},       {"sqpoll-idle-ms", 1, 0, 'i'},
+	                                  {"delay-ms", 1, 0, 'd'},   {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
 		switch (c) {
-		case 'b': backend = optarg; break;
-		case 'r': rate = atof(optarg); break;
-		case 'm': messages = (unsigned)atoi(optarg); break;
-		case 'c': cpu = atoi(optarg); break;
-		case 's': sqcpu = atoi(optarg); break;
-		case 'y': symbols = (unsigned)atoi(optarg); break;
-		case 'n': no_b = 1; break;
-		case 'i': idle_ms = atoi(optarg); break;
-		case 'd': delay_ms = atoi(optarg); break;
-		default: return 2;
+		case 'b':
+			backend = optarg;
+			break;
+		case 'r':
+			rate = atof(optarg);
+			break;
+		case 'm':
+			messages = (unsigned)atoi(optarg);
+			break;
+		case 'c':
+			cpu = atoi(optarg);
+			break;
+		case 's':
+			sqcpu = atoi(optarg);
+			break;
+		case 'y':
+			symbols = (unsigned)atoi(optarg);
+			break;
+		case 'n':
+			no_b = 1;
+			break;
+		case 'i':
+			idle_ms = atoi(optarg);
+			break;
+		case 'd':
+			delay_ms = atoi(optarg);
+			break;
+		default:
+			return 2;
 		}
 	}
 	struct uf_feed_config cfg;
@@ -161,7 +181,7 @@ int main(int argc, char **argv)
 	clockid_t fcid;
 	pthread_getcpuclockid(thr, &fcid);
 	/* ring set up; with delay > sqpoll idle the SQ thread is asleep when traffic starts */
-	struct timespec settle = { delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L };
+	struct timespec settle = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
 	nanosleep(&settle, NULL);
 	double f0 = cpu_of(fcid), s0 = threads_cpu("iou-sqp");
 	unsigned long v0, i0, v1, i1;
@@ -173,8 +193,9 @@ int main(int argc, char **argv)
 	snprintf(a, sizeof(a), "239.78.0.1:42001");
 	snprintf(b, sizeof(b), "239.78.0.2:42002");
 	snprintf(r, sizeof(r), "%.0f", rate);
-	char *args[] = { "uf-replay", "--in", day, "--a", a, "--b", b, "--rate", r,
-			 "--serve-rerequests", "42010", "--linger", "30", NULL };
+	char *args[] = {"uf-replay", "--in",     day,      "--a", a,
+	                "--b",       b,          "--rate", r,     "--serve-rerequests",
+	                "42010",     "--linger", "30",     NULL};
 	if (no_b) {
 		args[5] = "--rate";
 		args[6] = r;
@@ -187,11 +208,12 @@ int main(int argc, char **argv)
 	pid_t rp = ft_spawn(args, NULL);
 	const struct uf_feed_stats *st = uf_feed_stats(g_feed);
 	uint64_t limit = t0 + 120ull * 1000000000ull;
-	while (uf_now_mono_ns() < limit &&
-	       !(uf_load_relaxed_u64(&st->end_of_session) &&
-		 uf_load_relaxed_u64(&st->messages) + uf_load_relaxed_u64(&st->messages_unrecovered) >=
-			 messages)) {
-		struct timespec ts = { 0, 1000000 };
+	while (
+	    uf_now_mono_ns() < limit &&
+	    !(uf_load_relaxed_u64(&st->end_of_session) &&
+	      uf_load_relaxed_u64(&st->messages) + uf_load_relaxed_u64(&st->messages_unrecovered) >=
+	          messages)) {
+		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
 	uint64_t t1 = uf_now_mono_ns();
@@ -206,34 +228,35 @@ int main(int argc, char **argv)
 	uf_feed_stats_read(st, &s);
 	double wall = (double)(t1 - t0) / 1e9;
 	double proc = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec -
-			       ru0.ru_stime.tv_sec) +
-		      (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
-			       ru0.ru_stime.tv_usec) / 1e6;
-	printf("{\"backend\":\"%s\",\"used\":\"%s\",\"rate\":%.0f,\"messages\":%llu,\"wall_s\":%.3f,"
-	       "\"achieved_msgs_per_s\":%.0f,\"line_a_lost\":%llu,\"line_b_lost\":%llu,\"gaps\":%llu,"
-	       "\"rerequests\":%llu,\"recovered\":%llu,\"unrecovered\":%llu,\"rearms\":%llu,"
-	       "\"cq_overflows\":%llu,\"kernel_drops_a\":%llu,\"kernel_drops_b\":%llu,"
-	       "\"packets_a\":%llu,\"packets_b\":%llu,\"line_gaps_a\":%llu,\"line_gaps_b\":%llu,"
-	       "\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
-	       "\"feed_blocked\":%lu,\"feed_preempted\":%lu,\"sq_wakeups\":%llu,\"batches\":%llu,"
-	       "\"empty_polls\":%llu,"
-	       "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu}\n",
-	       backend, uf_feed_backend_name(g_feed), rate, (unsigned long long)s.messages, wall,
-	       (double)s.messages / wall, (unsigned long long)s.lines[0].gap_messages,
-	       (unsigned long long)s.lines[1].gap_messages, (unsigned long long)s.gaps,
-	       (unsigned long long)s.rerequests, (unsigned long long)s.recovered_messages,
-	       (unsigned long long)s.messages_unrecovered,
-	       (unsigned long long)(s.lines[0].rearms + s.lines[1].rearms),
-	       (unsigned long long)s.cq_overflows, (unsigned long long)s.lines[0].kernel_drops,
-	       (unsigned long long)s.lines[1].kernel_drops, (unsigned long long)s.lines[0].packets,
-	       (unsigned long long)s.lines[1].packets, (unsigned long long)s.lines[0].gaps,
-	       (unsigned long long)s.lines[1].gaps, (f1 - f0) / wall, (s1 - s0) / wall, proc / wall,
-	       v1 - v0, i1 - i0, (unsigned long long)s.sq_wakeups, (unsigned long long)s.batches,
-	       (unsigned long long)s.busy_polls,
-	       (unsigned long long)uf_lat_quantile(&s.latency, 0.5),
-	       (unsigned long long)uf_lat_quantile(&s.latency, 0.99),
-	       (unsigned long long)uf_lat_quantile(&s.latency, 0.999),
-	       (unsigned long long)s.latency.max_ns);
+	                       ru0.ru_stime.tv_sec) +
+	              (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
+	                       ru0.ru_stime.tv_usec) /
+	                  1e6;
+	printf(
+	    "{\"backend\":\"%s\",\"used\":\"%s\",\"rate\":%.0f,\"messages\":%llu,\"wall_s\":%.3f,"
+	    "\"achieved_msgs_per_s\":%.0f,\"line_a_lost\":%llu,\"line_b_lost\":%llu,\"gaps\":%llu,"
+	    "\"rerequests\":%llu,\"recovered\":%llu,\"unrecovered\":%llu,\"rearms\":%llu,"
+	    "\"cq_overflows\":%llu,\"kernel_drops_a\":%llu,\"kernel_drops_b\":%llu,"
+	    "\"packets_a\":%llu,\"packets_b\":%llu,\"line_gaps_a\":%llu,\"line_gaps_b\":%llu,"
+	    "\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
+	    "\"feed_blocked\":%lu,\"feed_preempted\":%lu,\"sq_wakeups\":%llu,\"batches\":%llu,"
+	    "\"empty_polls\":%llu,"
+	    "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu}\n",
+	    backend, uf_feed_backend_name(g_feed), rate, (unsigned long long)s.messages, wall,
+	    (double)s.messages / wall, (unsigned long long)s.lines[0].gap_messages,
+	    (unsigned long long)s.lines[1].gap_messages, (unsigned long long)s.gaps,
+	    (unsigned long long)s.rerequests, (unsigned long long)s.recovered_messages,
+	    (unsigned long long)s.messages_unrecovered,
+	    (unsigned long long)(s.lines[0].rearms + s.lines[1].rearms),
+	    (unsigned long long)s.cq_overflows, (unsigned long long)s.lines[0].kernel_drops,
+	    (unsigned long long)s.lines[1].kernel_drops, (unsigned long long)s.lines[0].packets,
+	    (unsigned long long)s.lines[1].packets, (unsigned long long)s.lines[0].gaps,
+	    (unsigned long long)s.lines[1].gaps, (f1 - f0) / wall, (s1 - s0) / wall, proc / wall,
+	    v1 - v0, i1 - i0, (unsigned long long)s.sq_wakeups, (unsigned long long)s.batches,
+	    (unsigned long long)s.busy_polls, (unsigned long long)uf_lat_quantile(&s.latency, 0.5),
+	    (unsigned long long)uf_lat_quantile(&s.latency, 0.99),
+	    (unsigned long long)uf_lat_quantile(&s.latency, 0.999),
+	    (unsigned long long)s.latency.max_ns);
 	uf_feed_destroy(g_feed);
 	uf_ring_unlink(cfg.ring.name, NULL);
 	ft_rm_dir(ft_use_ring_dir());

@@ -40,7 +40,8 @@ static inline pid_t ft_spawn(char *const argv[], const char *out_path)
 	}
 	pid_t pid = uf_test_fork(); /* SIGKILLed if this test dies: no orphan busy-polls */
 	if (pid == 0) {
-		int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fd =
+		    open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd >= 0)
 			dup2(fd, 1);
 		execv(path, argv);
@@ -61,12 +62,13 @@ static inline int ft_wait(pid_t pid, int timeout_ms)
 		if (r < 0)
 			return -1;
 		if (uf_now_mono_ns() > end) {
-			fprintf(stderr, "child %d still running after %d ms: killed\n", (int)pid, timeout_ms);
+			fprintf(stderr, "child %d still running after %d ms: killed\n", (int)pid,
+			        timeout_ms);
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			return -1;
 		}
-		struct timespec ts = { 0, 5000000 };
+		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
 }
@@ -145,14 +147,15 @@ static inline const char *ft_use_ring_dir(void)
 
 /* Generates a day with uf-gen into the scratch dir. Returns 0. */
 static inline int ft_gen_day(char *path, size_t len, unsigned messages, unsigned symbols,
-			     unsigned seed)
+                             unsigned seed)
 {
 	char m[32], s[32], sd[32];
 	snprintf(path, len, "%s/day-%u-%u-%u.itch", ft_tmpdir(), messages, symbols, seed);
 	snprintf(m, sizeof(m), "%u", messages);
 	snprintf(s, sizeof(s), "%u", symbols);
 	snprintf(sd, sizeof(sd), "%u", seed);
-	char *argv[] = { "uf-gen", "--out", path, "--messages", m, "--symbols", s, "--seed", sd, NULL };
+	char *argv[] = {"uf-gen",    "--out", path,     "--messages", m,
+	                "--symbols", s,       "--seed", sd,           NULL};
 	return ft_run(argv, NULL, 30000) == 0 ? 0 : -1;
 }
 
@@ -163,7 +166,7 @@ struct ft_buf {
 };
 
 static inline void ft_buf_add(struct ft_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 static inline void ft_buf_add(struct ft_buf *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -193,12 +196,12 @@ static inline int ft_book_cmp(const void *a, const void *b)
 }
 
 static inline void ft_side(struct ft_buf *b, const char *name, const int64_t *px,
-			   const uint64_t *sh, const uint32_t *ord, unsigned n)
+                           const uint64_t *sh, const uint32_t *ord, unsigned n)
 {
 	ft_buf_add(b, "\"%s\":[", name);
 	for (unsigned i = 0; i < n; i++)
 		ft_buf_add(b, "%s[%lld,%llu,%u]", i ? "," : "", (long long)px[i],
-			   (unsigned long long)sh[i], ord[i]);
+		           (unsigned long long)sh[i], ord[i]);
 	ft_buf_add(b, "]");
 }
 
@@ -206,7 +209,7 @@ static inline void ft_side(struct ft_buf *b, const char *name, const int64_t *px
 static inline char *ft_books_join(struct ft_book *v, size_t n)
 {
 	qsort(v, n, sizeof(*v), ft_book_cmp);
-	struct ft_buf b = { 0 };
+	struct ft_buf b = {0};
 	ft_buf_add(&b, "%s", "");
 	for (size_t i = 0; i < n; i++) {
 		ft_buf_add(&b, "%s\n", v[i].line);
@@ -220,6 +223,6 @@ static inline char *ft_books_join(struct ft_book *v, size_t n)
  * final books (depth levels per side) in the uf-decode books format, and every record
  * (caller frees both). Returns 0, or -errno. */
 int ft_reference(const char *path, unsigned depth, char **books, struct uf_record **recs,
-		 size_t *nrecs, uint64_t *nmsgs);
+                 size_t *nrecs, uint64_t *nmsgs);
 
 #endif /* FEED_TEST_UTIL_H */

@@ -9,7 +9,7 @@
 #include "feed_test_util.h"
 
 int ft_reference(const char *path, unsigned depth, char **books, struct uf_record **recs,
-		 size_t *nrecs, uint64_t *nmsgs)
+                 size_t *nrecs, uint64_t *nmsgs)
 {
 	struct uf_reader rd;
 	int rc = uf_reader_open(&rd, path, NULL);
@@ -56,7 +56,7 @@ int ft_reference(const char *path, unsigned depth, char **books, struct uf_recor
 		char sym[9] = "?";
 		if (uf_publish_symbol(pub, id, sym) < 0)
 			strcpy(sym, "?");
-		struct ft_buf line = { 0 };
+		struct ft_buf line = {0};
 		int64_t px[256];
 		uint64_t sh[256];
 		uint32_t od[256];

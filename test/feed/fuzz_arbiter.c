@@ -16,7 +16,7 @@
 static uint64_t g_next; /* the next sequence the stream must continue with */
 
 static void fz_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
-		       unsigned src)
+                       unsigned src)
 {
 	if (skip >= pkt->count || pkt->seq + skip != g_next)
 		abort();
@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.recovery.queue_packets = 8; /* small: overflow is reachable */
 	cfg.recovery.max_requests_per_s = 1000000;
 	struct uf_arb a;
-	struct uf_arb_cb cb = { fz_deliver, fz_gap, fz_session, NULL };
+	struct uf_arb_cb cb = {fz_deliver, fz_gap, fz_session, NULL};
 	memset(&st, 0, sizeof(st));
 	if (uf_arb_init(&a, &cfg, fd, 256, &st, &cb) < 0)
 		return 0;
@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = UF_MOLD_HDR_LEN;
 		} else {
 			struct uf_mold_builder b;
-			uint8_t msg[3] = { 'X', seqb, cnt };
+			uint8_t msg[3] = {'X', seqb, cnt};
 			uf_mold_builder_init(&b, buf, sizeof(buf), sess, seq);
 			for (unsigned k = 0; k < (cnt & 15u); k++)
 				(void)uf_mold_builder_add(&b, msg, sizeof(msg));

@@ -28,7 +28,7 @@ struct rec {
 };
 
 static void on_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
-		       unsigned src)
+                       unsigned src)
 {
 	struct rec *r = ctx;
 	for (uint32_t i = skip; i < pkt->count && r->n < MAXD; i++) {
@@ -54,8 +54,8 @@ struct env {
 	struct uf_feed_stats st;
 	struct rec r;
 	struct uf_feed_config cfg;
-	int srv;       /* stands in for the request server */
-	int cli;       /* the arbiter's re-request socket */
+	int srv; /* stands in for the request server */
+	int cli; /* the arbiter's re-request socket */
 	uint8_t buf[2048];
 	struct uf_mold_packet pkt;
 };
@@ -80,7 +80,7 @@ static struct env *env_new(int recovery, uint32_t queue)
 	e->cfg.recovery.wait_packets = 4;
 	e->cfg.recovery.queue_packets = queue;
 	e->cfg.recovery.max_requests_per_s = 1000;
-	struct uf_arb_cb cb = { on_deliver, on_gap, on_session, &e->r };
+	struct uf_arb_cb cb = {on_deliver, on_gap, on_session, &e->r};
 	assert_int_equal(uf_arb_init(&e->a, &e->cfg, recovery ? e->cli : -1, 2048, &e->st, &cb), 0);
 	return e;
 }
@@ -100,11 +100,12 @@ static void pkt_sess(struct env *e, const char *sess, uint64_t seq, unsigned cou
 	char s[UF_MOLD_SESSION_LEN];
 	memset(s, ' ', sizeof(s));
 	memcpy(s, sess, strlen(sess));
-	uint8_t msg[12] = { 'S' }; /* any bytes: the arbiter never decodes */
+	uint8_t msg[12] = {'S'}; /* any bytes: the arbiter never decodes */
 	uf_mold_builder_init(&b, e->buf, sizeof(e->buf), s, seq);
 	for (unsigned i = 0; i < count; i++)
 		assert_int_equal(uf_mold_builder_add(&b, msg, sizeof(msg)), 0);
-	assert_int_equal(uf_mold_open(&e->pkt, e->buf, b.len), count ? UF_MOLD_DATA : UF_MOLD_HEARTBEAT);
+	assert_int_equal(uf_mold_open(&e->pkt, e->buf, b.len),
+	                 count ? UF_MOLD_DATA : UF_MOLD_HEARTBEAT);
 	uf_arb_packet(&e->a, &e->pkt, 1, src);
 }
 
@@ -441,23 +442,23 @@ static void test_lat_hist_quantiles_bound_the_true_value(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_arb_first_copy_wins_and_duplicates_are_dropped),
-		cmocka_unit_test(test_arb_partial_overlap_delivers_only_new_messages),
-		cmocka_unit_test(test_arb_gap_on_one_line_is_filled_by_the_other),
-		cmocka_unit_test(test_arb_gap_on_both_lines_is_rerequested_and_applied_in_order),
-		cmocka_unit_test(test_arb_waits_until_every_line_moved_past_the_hole),
-		cmocka_unit_test(test_arb_request_is_capped_at_max_count),
-		cmocka_unit_test(test_arb_retries_then_gives_up_with_a_gap_marker),
-		cmocka_unit_test(test_arb_without_recovery_gives_up_after_the_wait),
-		cmocka_unit_test(test_arb_queue_overflow_gives_up_the_oldest_hole),
-		cmocka_unit_test(test_arb_heartbeat_reveals_a_lost_tail),
-		cmocka_unit_test(test_arb_end_of_session_counts_once_after_everything),
-		cmocka_unit_test(test_arb_new_session_restarts_at_one_and_drops_the_old),
-		cmocka_unit_test(test_arb_stray_packet_of_another_session_changes_nothing),
-		cmocka_unit_test(test_arb_new_session_without_end_switches_after_confirmation),
-		cmocka_unit_test(test_arb_late_join_recovers_from_the_first_sequence),
-		cmocka_unit_test(test_arb_rate_limit_spaces_requests),
-		cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
+	    cmocka_unit_test(test_arb_first_copy_wins_and_duplicates_are_dropped),
+	    cmocka_unit_test(test_arb_partial_overlap_delivers_only_new_messages),
+	    cmocka_unit_test(test_arb_gap_on_one_line_is_filled_by_the_other),
+	    cmocka_unit_test(test_arb_gap_on_both_lines_is_rerequested_and_applied_in_order),
+	    cmocka_unit_test(test_arb_waits_until_every_line_moved_past_the_hole),
+	    cmocka_unit_test(test_arb_request_is_capped_at_max_count),
+	    cmocka_unit_test(test_arb_retries_then_gives_up_with_a_gap_marker),
+	    cmocka_unit_test(test_arb_without_recovery_gives_up_after_the_wait),
+	    cmocka_unit_test(test_arb_queue_overflow_gives_up_the_oldest_hole),
+	    cmocka_unit_test(test_arb_heartbeat_reveals_a_lost_tail),
+	    cmocka_unit_test(test_arb_end_of_session_counts_once_after_everything),
+	    cmocka_unit_test(test_arb_new_session_restarts_at_one_and_drops_the_old),
+	    cmocka_unit_test(test_arb_stray_packet_of_another_session_changes_nothing),
+	    cmocka_unit_test(test_arb_new_session_without_end_switches_after_confirmation),
+	    cmocka_unit_test(test_arb_late_join_recovers_from_the_first_sequence),
+	    cmocka_unit_test(test_arb_rate_limit_spaces_requests),
+	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,11 +21,11 @@
 #error "FT_BACKEND must name the receive back end under test"
 #endif
 
-#define FT_MESSAGES 60000
-#define FT_SYMBOLS 24
-#define FT_DEPTH 10
-#define FT_RATE "150000"          /* messages/s: moderate, so a shared 2-CPU box keeps up */
-#define FT_DONE_TIMEOUT_MS 30000  /* a case that is not done by then fails */
+#define FT_MESSAGES        60000
+#define FT_SYMBOLS         24
+#define FT_DEPTH           10
+#define FT_RATE            "150000" /* messages/s: moderate, so a shared 2-CPU box keeps up */
+#define FT_DONE_TIMEOUT_MS 30000    /* a case that is not done by then fails */
 
 static char g_day[256];
 static char *g_ref_books;
@@ -42,7 +42,7 @@ struct ft_case {
 	pid_t replay;
 	char replay_out[256];
 	struct uf_feed_stats st; /* copy taken at the end */
-	char books[1]; /* unused */
+	char books[1];           /* unused */
 };
 
 static void *ft_feed_thread(void *arg)
@@ -78,7 +78,8 @@ static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 	}
 	cfg->recovery.enabled = with_recovery;
 	cfg->recovery.server.sin_family = AF_INET;
-	cfg->recovery.server.sin_port = htons((uint16_t)(41000 + 100 * (int)FT_BACKEND + 10 * sc + 5));
+	cfg->recovery.server.sin_port =
+	    htons((uint16_t)(41000 + 100 * (int)FT_BACKEND + 10 * sc + 5));
 	inet_pton(AF_INET, "127.0.0.1", &cfg->recovery.server.sin_addr);
 	cfg->recovery.max_count = 1000;
 	cfg->recovery.timeout_ms = 50;
@@ -89,7 +90,7 @@ static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 	cfg->recovery.queue_packets = 16384;
 	cfg->recovery.max_requests_per_s = 1000;
 	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "uft%d_%d_%d", (int)FT_BACKEND, sc,
-		 (int)getpid());
+	         (int)getpid());
 	cfg->ring.capacity = 1 << 20;
 	cfg->ring.mode = 0600;
 	cfg->book.depth = FT_DEPTH;
@@ -121,8 +122,8 @@ static void ft_replay(struct ft_case *c, int sc, int serve, const char *extra, .
 	snprintf(a, sizeof(a), "%s:%u", ga, l[0].port);
 	snprintf(b, sizeof(b), "%s:%u", gb, l[1].port);
 	snprintf(port, sizeof(port), "%u", ntohs(c->cfg.recovery.server.sin_port));
-	char *argv[40] = { "uf-replay", "--in", g_day, "--a", a, "--b", b, "--interface",
-			   "127.0.0.1", "--rate", FT_RATE, "--seed", "42", NULL };
+	char *argv[40] = {"uf-replay",   "--in",      g_day,    "--a",   a,        "--b", b,
+	                  "--interface", "127.0.0.1", "--rate", FT_RATE, "--seed", "42",  NULL};
 	int n = 13;
 	if (serve) {
 		argv[n++] = "--serve-rerequests";
@@ -137,7 +138,7 @@ static void ft_replay(struct ft_case *c, int sc, int serve, const char *extra, .
 	va_end(ap);
 	argv[n] = NULL;
 	snprintf(c->replay_out, sizeof(c->replay_out), "%s/replay-%d-%d.json", ft_tmpdir(),
-		 (int)FT_BACKEND, sc);
+	         (int)FT_BACKEND, sc);
 	c->replay = ft_spawn(argv, c->replay_out);
 	assert_true(c->replay > 0);
 }
@@ -149,16 +150,17 @@ static int ft_wait_done(struct ft_case *c)
 	const struct uf_feed_stats *s = uf_feed_stats(c->feed);
 	while (uf_now_mono_ns() < end) {
 		if (uf_load_relaxed_u64(&s->end_of_session) >= 1 &&
-		    uf_load_relaxed_u64(&s->messages) + uf_load_relaxed_u64(&s->messages_unrecovered) >=
-			    g_ref_msgs)
+		    uf_load_relaxed_u64(&s->messages) +
+		            uf_load_relaxed_u64(&s->messages_unrecovered) >=
+		        g_ref_msgs)
 			return 0;
-		struct timespec ts = { 0, 2000000 };
+		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
 	uf_feed_stats_read(s, &c->st);
 	fprintf(stderr, "not done: messages %llu unrecovered %llu eos %llu of %llu\n",
-		(unsigned long long)c->st.messages, (unsigned long long)c->st.messages_unrecovered,
-		(unsigned long long)c->st.end_of_session, (unsigned long long)g_ref_msgs);
+	        (unsigned long long)c->st.messages, (unsigned long long)c->st.messages_unrecovered,
+	        (unsigned long long)c->st.end_of_session, (unsigned long long)g_ref_msgs);
 	return -1;
 }
 
@@ -179,7 +181,7 @@ static int ft_book_cb(const struct uf_book_snapshot *s, void *arg)
 		x->cap = x->cap ? x->cap * 2 : 64;
 		x->v = realloc(x->v, x->cap * sizeof(*x->v));
 	}
-	struct ft_buf line = { 0 };
+	struct ft_buf line = {0};
 	int64_t px[UF_BOOK_MAX_DEPTH];
 	uint64_t sh[UF_BOOK_MAX_DEPTH];
 	uint32_t od[UF_BOOK_MAX_DEPTH];
@@ -211,7 +213,7 @@ static char *ft_feed_books(const char *ring, int *stale)
 	int rc = uf_consumer_attach(ring, NULL, &cons, err, sizeof(err));
 	if (rc < 0)
 		fail_msg("attach %s: %s", ring, err);
-	struct ft_books_ctx x = { 0 };
+	struct ft_books_ctx x = {0};
 	assert_int_equal(uf_consumer_snapshot_all(cons, ft_book_cb, &x), 0);
 	uf_consumer_detach(cons);
 	if (stale)
@@ -252,11 +254,13 @@ static size_t ft_check_stream(const char *ring, int expect_identical)
 		    r.instrument != e->instrument || r.price != e->price || r.shares != e->shares ||
 		    r.aux != e->aux || r.ref != e->ref || r.exch_ts != e->exch_ts ||
 		    r.feed_seq != e->feed_seq)
-			fail_msg("record %zu differs: kind %u/%u seq %llu/%llu price %lld/%lld shares "
-				 "%llu/%llu flags %u/%u", i, r.kind, e->kind,
-				 (unsigned long long)r.feed_seq, (unsigned long long)e->feed_seq,
-				 (long long)r.price, (long long)e->price, (unsigned long long)r.shares,
-				 (unsigned long long)e->shares, r.flags, e->flags);
+			fail_msg(
+			    "record %zu differs: kind %u/%u seq %llu/%llu price %lld/%lld shares "
+			    "%llu/%llu flags %u/%u",
+			    i, r.kind, e->kind, (unsigned long long)r.feed_seq,
+			    (unsigned long long)e->feed_seq, (long long)r.price,
+			    (long long)e->price, (unsigned long long)r.shares,
+			    (unsigned long long)e->shares, r.flags, e->flags);
 		i++;
 	}
 	uf_consumer_detach(cons);
@@ -277,23 +281,24 @@ static void ft_finish(struct ft_case *c)
 	}
 	uf_feed_destroy(c->feed);
 	uf_ring_unlink(c->cfg.ring.name, NULL);
-	fprintf(stderr, "[%s] packets %llu msgs %llu winsA %llu winsB %llu dupA %llu dupB %llu "
-		"gaps %llu filled_by_line %llu rereq %llu recovered %llu unrecovered %llu "
-		"rearms %llu cq_overflows %llu kernel_drops %llu/%llu p50 %llu p99 %llu max %llu ns\n",
-		uf_backend_name(FT_BACKEND), (unsigned long long)c->st.packets,
-		(unsigned long long)c->st.messages, (unsigned long long)c->st.lines[0].wins,
-		(unsigned long long)c->st.lines[1].wins, (unsigned long long)c->st.lines[0].duplicates,
-		(unsigned long long)c->st.lines[1].duplicates, (unsigned long long)c->st.gaps,
-		(unsigned long long)c->st.gaps_filled_by_line, (unsigned long long)c->st.rerequests,
-		(unsigned long long)c->st.recovered_messages,
-		(unsigned long long)c->st.messages_unrecovered,
-		(unsigned long long)(c->st.lines[0].rearms + c->st.lines[1].rearms),
-		(unsigned long long)c->st.cq_overflows,
-		(unsigned long long)c->st.lines[0].kernel_drops,
-		(unsigned long long)c->st.lines[1].kernel_drops,
-		(unsigned long long)uf_lat_quantile(&c->st.latency, 0.5),
-		(unsigned long long)uf_lat_quantile(&c->st.latency, 0.99),
-		(unsigned long long)c->st.latency.max_ns);
+	fprintf(
+	    stderr,
+	    "[%s] packets %llu msgs %llu winsA %llu winsB %llu dupA %llu dupB %llu "
+	    "gaps %llu filled_by_line %llu rereq %llu recovered %llu unrecovered %llu "
+	    "rearms %llu cq_overflows %llu kernel_drops %llu/%llu p50 %llu p99 %llu max %llu ns\n",
+	    uf_backend_name(FT_BACKEND), (unsigned long long)c->st.packets,
+	    (unsigned long long)c->st.messages, (unsigned long long)c->st.lines[0].wins,
+	    (unsigned long long)c->st.lines[1].wins, (unsigned long long)c->st.lines[0].duplicates,
+	    (unsigned long long)c->st.lines[1].duplicates, (unsigned long long)c->st.gaps,
+	    (unsigned long long)c->st.gaps_filled_by_line, (unsigned long long)c->st.rerequests,
+	    (unsigned long long)c->st.recovered_messages,
+	    (unsigned long long)c->st.messages_unrecovered,
+	    (unsigned long long)(c->st.lines[0].rearms + c->st.lines[1].rearms),
+	    (unsigned long long)c->st.cq_overflows, (unsigned long long)c->st.lines[0].kernel_drops,
+	    (unsigned long long)c->st.lines[1].kernel_drops,
+	    (unsigned long long)uf_lat_quantile(&c->st.latency, 0.5),
+	    (unsigned long long)uf_lat_quantile(&c->st.latency, 0.99),
+	    (unsigned long long)c->st.latency.max_ns);
 }
 
 /* Common end of the cases whose books must come out identical. */
@@ -303,7 +308,8 @@ static void ft_expect_identical(struct ft_case *c)
 	int stale = 0;
 	char *books = ft_feed_books(c->cfg.ring.name, &stale);
 	if (strcmp(books, g_ref_books) != 0) {
-		fprintf(stderr, "feed books:\n%.2000s\nreference books:\n%.2000s\n", books, g_ref_books);
+		fprintf(stderr, "feed books:\n%.2000s\nreference books:\n%.2000s\n", books,
+		        g_ref_books);
 		fail_msg("books differ from the file's");
 	}
 	free(books);
@@ -345,15 +351,15 @@ static uint64_t ft_softnet_drops(void)
  * host dropped, and the books are identical either way. */
 static void test_feed_clean_day_gives_identical_books(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	ft_start(&c, 0, 1);
-	struct timespec idle = { 0, 100000000 };
+	struct timespec idle = {0, 100000000};
 	nanosleep(&idle, NULL); /* io_uring: past sqpoll_idle_ms, traffic must wake it */
 	uint64_t soft0 = ft_softnet_drops();
 	ft_replay(&c, 0, 1, NULL);
 	ft_expect_identical(&c);
 	uint64_t soft = ft_softnet_drops() - soft0;
-	uint64_t kd[2] = { c.st.lines[0].kernel_drops, c.st.lines[1].kernel_drops };
+	uint64_t kd[2] = {c.st.lines[0].kernel_drops, c.st.lines[1].kernel_drops};
 	uint64_t host = kd[0] + kd[1] + soft;
 	assert_true(c.st.lines[0].wins + c.st.lines[1].wins > 0);
 	uint64_t wins = c.st.lines[0].wins + c.st.lines[1].wins;
@@ -365,10 +371,12 @@ static void test_feed_clean_day_gives_identical_books(void **state)
 		/* every packet came twice: exactly one copy of each was a duplicate */
 		assert_int_equal(wins, dups);
 	} else {
-		fprintf(stderr, "note: this host dropped datagrams: line A %llu, line B %llu on the "
-			"sockets, %llu in the input backlog; gaps %llu, re-requests %llu\n",
-			(unsigned long long)kd[0], (unsigned long long)kd[1], (unsigned long long)soft,
-			(unsigned long long)c.st.gaps, (unsigned long long)c.st.rerequests);
+		fprintf(stderr,
+		        "note: this host dropped datagrams: line A %llu, line B %llu on the "
+		        "sockets, %llu in the input backlog; gaps %llu, re-requests %llu\n",
+		        (unsigned long long)kd[0], (unsigned long long)kd[1],
+		        (unsigned long long)soft, (unsigned long long)c.st.gaps,
+		        (unsigned long long)c.st.rerequests);
 		for (int l = 0; l < 2; l++)
 			assert_true(c.st.lines[l].gaps <= kd[l] + soft);
 		assert_true(c.st.gaps <= host);
@@ -380,7 +388,7 @@ static void test_feed_clean_day_gives_identical_books(void **state)
 
 static void test_feed_loss_on_a_only_needs_no_rerequest(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	char err[256];
 	ft_config(&c.cfg, 1, 1);
 	/* Only "line B moved 64 packets past the hole" may trigger a re-request here: on a
@@ -400,15 +408,15 @@ static void test_feed_loss_on_a_only_needs_no_rerequest(void **state)
 		/* the host itself dropped some of B's copies (backlog/socket overflow): recovery
 		 * had to step in, and the books above are identical anyway */
 		fprintf(stderr, "note: line B lost %llu messages on this host; %llu re-requests\n",
-			(unsigned long long)c.st.lines[1].gap_messages,
-			(unsigned long long)c.st.rerequests);
+		        (unsigned long long)c.st.lines[1].gap_messages,
+		        (unsigned long long)c.st.rerequests);
 	}
 	assert_true(c.st.lines[1].wins > c.st.lines[0].wins / 20);
 }
 
 static void test_feed_loss_on_both_lines_recovers_by_rerequest(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	ft_start(&c, 2, 1);
 	ft_replay(&c, 2, 1, "--drop-a", "0.05", "--drop-b", "0.05", NULL);
 	ft_expect_identical(&c);
@@ -420,7 +428,7 @@ static void test_feed_loss_on_both_lines_recovers_by_rerequest(void **state)
 
 static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	ft_start(&c, 3, 1); /* a request server is configured, but nobody answers */
 	/* the packets holding sequence 3000 are lost on both lines */
 	ft_replay(&c, 3, 0, "--drop-a", "@3000", "--drop-b", "@3000", NULL);
@@ -438,18 +446,18 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
 	assert_true(c.st.rerequest_timeouts >= 1);
 	assert_int_equal(c.st.end_of_session, 1); /* and went on to the end of the day */
 	fprintf(stderr, "book integrity errors after the gap: %llu\n",
-		(unsigned long long)c.st.book_integrity_errors);
+	        (unsigned long long)c.st.book_integrity_errors);
 	assert_true(c.st.book_integrity_errors > 0); /* later messages hit the lost orders */
 }
 
 static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	ft_start(&c, 4, 1);
 	ft_replay(&c, 4, 1, "--dup", "0.10", "--reorder", "0.10", NULL);
 	ft_expect_identical(&c);
 	assert_true(c.st.lines[0].duplicates + c.st.lines[1].duplicates >
-		    c.st.lines[0].wins + c.st.lines[1].wins);
+	            c.st.lines[0].wins + c.st.lines[1].wins);
 }
 
 /* Impossible configurations fail at create with a message that names the culprit. */
@@ -473,7 +481,7 @@ static void test_feed_create_says_what_is_wrong(void **state)
 	assert_true(uf_feed_create(&cfg, &f, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "ring"));
 	ft_config(&cfg, 10, 1);
-	char bad[1][9] = { "TOOLONGSY" }; /* 9 bytes, no terminator */
+	char bad[1][9] = {"TOOLONGSY"}; /* 9 bytes, no terminator */
 	cfg.symbols = bad;
 	cfg.nsymbols = 1;
 	assert_int_equal(uf_feed_create(&cfg, &f, err, sizeof(err)), -EINVAL);
@@ -489,13 +497,14 @@ static void test_feed_create_says_what_is_wrong(void **state)
  * plays: each is counted by kind and dropped whole, nothing else changes. */
 static void test_feed_malformed_datagrams_are_counted_and_dropped(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	ft_start(&c, 9, 1);
 	char err[128];
 	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
 	assert_true(tx >= 0);
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(c.cfg.lines[0].port),
-				   .sin_addr = c.cfg.lines[0].group };
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c.cfg.lines[0].port),
+	                          .sin_addr = c.cfg.lines[0].group};
 	uint8_t bad[4][64];
 	size_t len[4];
 	memset(bad, 0, sizeof(bad));
@@ -535,7 +544,7 @@ static void test_feed_malformed_datagrams_are_counted_and_dropped(void **state)
  * would exist twice). */
 static void test_feed_new_session_starts_the_books_over(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	ft_start(&c, 7, 1);
 	ft_replay(&c, 7, 1, "--session", "DAY1", "--linger", "0", NULL);
 	assert_int_equal(ft_wait(c.replay, 30000), 0);
@@ -543,8 +552,8 @@ static void test_feed_new_session_starts_the_books_over(void **state)
 	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
 	uint64_t end = uf_now_mono_ns() + (uint64_t)FT_DONE_TIMEOUT_MS * 1000000u;
 	while (uf_now_mono_ns() < end && !(uf_load_relaxed_u64(&s->end_of_session) >= 2 &&
-					    uf_load_relaxed_u64(&s->messages) >= 2 * g_ref_msgs)) {
-		struct timespec ts = { 0, 2000000 };
+	                                   uf_load_relaxed_u64(&s->messages) >= 2 * g_ref_msgs)) {
+		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
 	char *books = ft_feed_books(c.cfg.ring.name, NULL);
@@ -561,7 +570,7 @@ static void test_feed_new_session_starts_the_books_over(void **state)
 /* The kernel refuses the SQ thread's CPU: the feed falls back (logged) and still works. */
 static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	char err[256];
 	ft_config(&c.cfg, 8, 1);
 	c.cfg.backend = UF_BACKEND_IO_URING;
@@ -583,7 +592,7 @@ static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
  * re-armed and counted, and nothing is lost (the datagrams wait in the socket). */
 static void test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	char err[256];
 	ft_config(&c.cfg, 6, 1);
 	c.cfg.buffers.count = 64;
@@ -601,7 +610,7 @@ static void test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing(void **sta
 /* The reference lines of the symbols in `syms` only. */
 static char *ft_ref_books_of(const char (*syms)[9], int n)
 {
-	struct ft_buf b = { 0 };
+	struct ft_buf b = {0};
 	ft_buf_add(&b, "%s", "");
 	for (const char *line = g_ref_books; *line;) {
 		const char *nl = strchr(line, '\n');
@@ -618,8 +627,8 @@ static char *ft_ref_books_of(const char (*syms)[9], int n)
 
 static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void **state)
 {
-	struct ft_case c = { 0 };
-	char syms[2][9] = { { 0 } };
+	struct ft_case c = {0};
+	char syms[2][9] = {{0}};
 	/* the first two symbols of the reference books */
 	for (int i = 0, off = 0; i < 2; i++) {
 		const char *p = g_ref_books + off + strlen("{\"symbol\":\"");
@@ -653,7 +662,7 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 		if (!strcmp(books, g_ref_books) || uf_now_mono_ns() > end)
 			break;
 		free(books);
-		struct timespec ts = { 0, 5000000 };
+		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
 	assert_string_equal(books, g_ref_books);
@@ -667,13 +676,13 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 #define FT_LATE_LEVELS 1024 /* levels per side a late consumer's book holds */
 
 struct ft_late_side {
-	uint32_t n;                            /* levels in use (unsorted) */
-	struct uf_level v[FT_LATE_LEVELS];     /* price, shares, orders */
+	uint32_t n;                        /* levels in use (unsorted) */
+	struct uf_level v[FT_LATE_LEVELS]; /* price, shares, orders */
 };
 
 struct ft_late_book {
-	uint64_t stamp;      /* apply stream records of this instrument with seq >= stamp */
-	char symbol[9];      /* from the snapshot or a later directory record */
+	uint64_t stamp;              /* apply stream records of this instrument with seq >= stamp */
+	char symbol[9];              /* from the snapshot or a later directory record */
 	struct ft_late_side side[2]; /* [0] bids, [1] asks */
 };
 
@@ -692,10 +701,10 @@ static void ft_late_set(struct ft_late_side *sd, int64_t price, uint64_t shares,
 	}
 	if (shares == 0 && orders == 0)
 		fail_msg("a level record removes price %lld that the late book does not have",
-			 (long long)price);
+		         (long long)price);
 	if (sd->n == FT_LATE_LEVELS)
 		fail_msg("more than %d levels on one side", FT_LATE_LEVELS);
-	sd->v[sd->n++] = (struct uf_level){ .price = price, .shares = shares, .orders = orders };
+	sd->v[sd->n++] = (struct uf_level){.price = price, .shares = shares, .orders = orders};
 }
 
 static int ft_level_desc(const void *a, const void *b)
@@ -732,15 +741,16 @@ static uint64_t ft_late_handover(uf_consumer_t *cons, struct ft_late_book *bk, u
 			fail_msg("snapshot of %u: %s", id, uf_consumer_strerror(rc));
 		if (snap.nbid >= UF_BOOK_MAX_DEPTH || snap.nask >= UF_BOOK_MAX_DEPTH)
 			fail_msg("instrument %u has %u/%u levels: deeper than the image, the late "
-				 "consumer cannot hold its whole book", id, snap.nbid, snap.nask);
+			         "consumer cannot hold its whole book",
+			         id, snap.nbid, snap.nask);
 		bk[id].stamp = snap.stamp;
 		memcpy(bk[id].symbol, snap.symbol, sizeof(bk[id].symbol));
 		for (uint32_t i = 0; i < snap.nbid; i++)
 			ft_late_set(&bk[id].side[0], snap.bid[i].price, snap.bid[i].shares,
-				    snap.bid[i].orders);
+			            snap.bid[i].orders);
 		for (uint32_t i = 0; i < snap.nask; i++)
 			ft_late_set(&bk[id].side[1], snap.ask[i].price, snap.ask[i].shares,
-				    snap.ask[i].orders);
+			            snap.ask[i].orders);
 		if (snap.stamp < from)
 			from = snap.stamp;
 	}
@@ -749,7 +759,7 @@ static uint64_t ft_late_handover(uf_consumer_t *cons, struct ft_late_book *bk, u
 }
 
 static void ft_late_apply(struct ft_late_book *bk, uint32_t nb, const struct uf_record *r,
-			  uint64_t seq)
+                          uint64_t seq)
 {
 	if (r->kind == UF_REC_GAP)
 		fail_msg("gap record at %llu on a clean day", (unsigned long long)seq);
@@ -774,13 +784,13 @@ static void ft_late_apply(struct ft_late_book *bk, uint32_t nb, const struct uf_
 /* One snapshot held until the stream reaches its stamp: then the consumer's own book of
  * that instrument (every record < stamp applied) must equal it level by level. */
 struct ft_late_check {
-	int armed;                      /* waiting for the stream to reach snap.stamp */
-	uint64_t checked;               /* snapshots compared */
-	struct uf_book_snapshot snap;   /* the snapshot */
+	int armed;                    /* waiting for the stream to reach snap.stamp */
+	uint64_t checked;             /* snapshots compared */
+	struct uf_book_snapshot snap; /* the snapshot */
 };
 
 static int ft_late_side_equal(struct ft_late_side *sd, const struct uf_level *lv, uint32_t n,
-			      int (*cmp)(const void *, const void *))
+                              int (*cmp)(const void *, const void *))
 {
 	if (sd->n != n)
 		return 0;
@@ -802,8 +812,9 @@ static void ft_late_compare(struct ft_late_check *k, struct ft_late_book *bk)
 	if (!ft_late_side_equal(&b->side[0], s->bid, s->nbid, ft_level_desc) ||
 	    !ft_late_side_equal(&b->side[1], s->ask, s->nask, ft_level_asc))
 		fail_msg("snapshot of %u stamped %llu is not the stream applied up to there: "
-			 "%u/%u levels vs %u/%u (a snapshot caught half an update)", s->instrument,
-			 (unsigned long long)s->stamp, s->nbid, s->nask, b->side[0].n, b->side[1].n);
+		         "%u/%u levels vs %u/%u (a snapshot caught half an update)",
+		         s->instrument, (unsigned long long)s->stamp, s->nbid, s->nask,
+		         b->side[0].n, b->side[1].n);
 	k->checked++;
 }
 
@@ -821,7 +832,7 @@ static void ft_late_arm(struct ft_late_check *k, uf_consumer_t *cons, uint32_t i
 static char *ft_late_books(struct ft_late_book *bk, uint32_t nb)
 {
 	static struct uf_book_snapshot s;
-	struct ft_books_ctx x = { 0 };
+	struct ft_books_ctx x = {0};
 	for (uint32_t id = 0; id < nb; id++) {
 		struct ft_late_book *b = &bk[id];
 		qsort(b->side[0].v, b->side[0].n, sizeof(struct uf_level), ft_level_desc);
@@ -846,7 +857,7 @@ static char *ft_late_books(struct ft_late_book *bk, uint32_t nb)
  * would make it skip level records and fail here. */
 static void test_feed_late_consumer_handover_gives_identical_books(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	char err[256];
 	ft_config(&c.cfg, 11, 1);
 	/* groups and ports of their own: 44000 + 10 * backend (+1 B, +5 request server) */
@@ -865,7 +876,7 @@ static void test_feed_late_consumer_handover_gives_identical_books(void **state)
 	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
 	uint64_t end = uf_now_mono_ns() + (uint64_t)FT_DONE_TIMEOUT_MS * 1000000u;
 	while (uf_load_relaxed_u64(&s->messages) < g_ref_msgs / 3 && uf_now_mono_ns() < end) {
-		struct timespec ts = { 0, 1000000 };
+		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
 	assert_true(uf_load_relaxed_u64(&s->messages) >= g_ref_msgs / 3);
@@ -899,7 +910,8 @@ static void test_feed_late_consumer_handover_gives_identical_books(void **state)
 			ft_late_apply(bk, nb, &r, seq);
 			applied++;
 			/* once more, from a fresh snapshot, while the day is still playing */
-			if (handovers == 1 && uf_load_relaxed_u64(&s->messages) >= 2 * g_ref_msgs / 3 &&
+			if (handovers == 1 &&
+			    uf_load_relaxed_u64(&s->messages) >= 2 * g_ref_msgs / 3 &&
 			    uf_load_relaxed_u64(&s->end_of_session) == 0) {
 				pos = ft_late_handover(cons, bk, nb);
 				chk.armed = 0;
@@ -915,22 +927,25 @@ static void test_feed_late_consumer_handover_gives_identical_books(void **state)
 			break; /* drained after the feed had everything */
 		if (uf_load_relaxed_u64(&s->end_of_session) >= 1 &&
 		    uf_load_relaxed_u64(&s->messages) >= g_ref_msgs) {
-			struct timespec ts = { 0, 50000000 }; /* the last flush reaches the ring */
+			struct timespec ts = {0, 50000000}; /* the last flush reaches the ring */
 			nanosleep(&ts, NULL);
 			done = 1;
 			continue;
 		}
-		struct timespec ts = { 0, 200000 };
+		struct timespec ts = {0, 200000};
 		nanosleep(&ts, NULL);
 	}
 	assert_true(done);
-	fprintf(stderr, "late consumer: resumed at %llu, %d handovers, %llu records read, %llu "
-		"snapshots checked against the stream\n", (unsigned long long)from, handovers,
-		(unsigned long long)applied, (unsigned long long)chk.checked);
+	fprintf(stderr,
+	        "late consumer: resumed at %llu, %d handovers, %llu records read, %llu "
+	        "snapshots checked against the stream\n",
+	        (unsigned long long)from, handovers, (unsigned long long)applied,
+	        (unsigned long long)chk.checked);
 	assert_true(chk.checked > 0);
 	char *books = ft_late_books(bk, nb);
 	if (strcmp(books, g_ref_books) != 0) {
-		fprintf(stderr, "late books:\n%.2000s\nreference books:\n%.2000s\n", books, g_ref_books);
+		fprintf(stderr, "late books:\n%.2000s\nreference books:\n%.2000s\n", books,
+		        g_ref_books);
 		fail_msg("the late consumer's books differ from the file's");
 	}
 	free(books);
@@ -955,7 +970,7 @@ static size_t ft_block(uint8_t *pkt, size_t off, const void *msg, uint16_t len)
  * own sequence numbers. */
 static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	char err[256];
 	ft_config(&c.cfg, 12, 0);
 	for (int l = 0; l < 2; l++) {
@@ -968,9 +983,9 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
 	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
-	uint8_t sys[12] = { 'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'O' }; /* system event */
-	uint8_t unknown[5] = { 'z', 0, 0, 0, 0 };
-	uint8_t shortadd[3] = { 'A', 0, 0 };
+	uint8_t sys[12] = {'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'O'}; /* system event */
+	uint8_t unknown[5] = {'z', 0, 0, 0, 0};
+	uint8_t shortadd[3] = {'A', 0, 0};
 	static uint8_t p1[64], p2[4096];
 	memcpy(p1, "BADMSG0001", 10);
 	uf_put_be64(p1 + 10, 1);
@@ -984,12 +999,13 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	size_t n2 = 20;
 	for (int i = 0; i < 150; i++) /* seq 4 + i; 144 does not decode */
 		n2 = i == 140 ? ft_block(p2, n2, unknown, sizeof(unknown))
-			      : ft_block(p2, n2, sys, sizeof(sys));
+		              : ft_block(p2, n2, sys, sizeof(sys));
 	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
 	assert_true(tx >= 0);
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(c.cfg.lines[0].port),
-				   .sin_addr = c.cfg.lines[0].group };
-	struct timespec idle = { 0, 50000000 };
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c.cfg.lines[0].port),
+	                          .sin_addr = c.cfg.lines[0].group};
+	struct timespec idle = {0, 50000000};
 	nanosleep(&idle, NULL); /* the feed thread is polling */
 	assert_int_equal(sendto(tx, p1, n1, 0, (struct sockaddr *)&dst, sizeof(dst)), (ssize_t)n1);
 	assert_int_equal(sendto(tx, p2, n2, 0, (struct sockaddr *)&dst, sizeof(dst)), (ssize_t)n2);
@@ -997,7 +1013,7 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
 	uint64_t end = uf_now_mono_ns() + 5000000000ull;
 	while (uf_load_relaxed_u64(&s->messages) < 153 && uf_now_mono_ns() < end) {
-		struct timespec ts = { 0, 1000000 };
+		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
 	nanosleep(&idle, NULL); /* the packet's records reach the ring */
@@ -1033,7 +1049,7 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
  * the datagrams read, exactly what was sent. */
 static void test_feed_counts_datagrams_the_host_dropped(void **state)
 {
-	struct ft_case c = { 0 };
+	struct ft_case c = {0};
 	char err[256];
 	ft_config(&c.cfg, 13, 0);
 	for (int l = 0; l < 2; l++) {
@@ -1046,21 +1062,23 @@ static void test_feed_counts_datagrams_the_host_dropped(void **state)
 		fail_msg("uf_feed_create: %s", err);
 	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
 	assert_true(tx >= 0);
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(c.cfg.lines[0].port),
-				   .sin_addr = c.cfg.lines[0].group };
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c.cfg.lines[0].port),
+	                          .sin_addr = c.cfg.lines[0].group};
 	static uint8_t junk[1000]; /* not MoldUDP64: counted malformed, nothing else */
 	memset(junk, 'x', sizeof(junk));
 	const uint64_t sent = 40000; /* ~40 MB of payload: more than the socket's 32 MB */
 	uint64_t soft0 = ft_softnet_drops();
 	for (uint64_t i = 0; i < sent; i++)
-		assert_int_equal(sendto(tx, junk, sizeof(junk), 0, (struct sockaddr *)&dst,
-					sizeof(dst)), (ssize_t)sizeof(junk));
+		assert_int_equal(
+		    sendto(tx, junk, sizeof(junk), 0, (struct sockaddr *)&dst, sizeof(dst)),
+		    (ssize_t)sizeof(junk));
 	close(tx);
 	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
 	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
 	uint64_t end = uf_now_mono_ns() + 10000000000ull, last = UINT64_MAX;
 	for (;;) { /* until the queue is drained: no new packet for 300 ms */
-		struct timespec ts = { 0, 300000000 };
+		struct timespec ts = {0, 300000000};
 		nanosleep(&ts, NULL);
 		uint64_t now = uf_load_relaxed_u64(&s->lines[0].packets);
 		if (now == last || uf_now_mono_ns() > end)
@@ -1070,8 +1088,8 @@ static void test_feed_counts_datagrams_the_host_dropped(void **state)
 	uint64_t soft = ft_softnet_drops() - soft0;
 	ft_finish(&c);
 	fprintf(stderr, "flood: sent %llu, read %llu, socket drops %llu, backlog drops %llu\n",
-		(unsigned long long)sent, (unsigned long long)c.st.lines[0].packets,
-		(unsigned long long)c.st.lines[0].kernel_drops, (unsigned long long)soft);
+	        (unsigned long long)sent, (unsigned long long)c.st.lines[0].packets,
+	        (unsigned long long)c.st.lines[0].kernel_drops, (unsigned long long)soft);
 	assert_true(c.st.lines[0].kernel_drops > 0);
 	assert_int_equal(c.st.lines[1].kernel_drops, 0);
 	assert_int_equal(c.st.lines[0].malformed, c.st.lines[0].packets);
@@ -1093,7 +1111,7 @@ static int ft_setup(void **state)
 		return -1;
 	if (g_ref_msgs != FT_MESSAGES || g_ref_nrecs == 0 || !g_ref_books[0]) {
 		fprintf(stderr, "FATAL: reference has %llu messages, %zu records\n",
-			(unsigned long long)g_ref_msgs, g_ref_nrecs);
+		        (unsigned long long)g_ref_msgs, g_ref_nrecs);
 		return -1;
 	}
 	return 0;

@@ -10,7 +10,7 @@
 #include "feed_test_util.h"
 
 #define FP_MESSAGES "50000"
-#define FP_DEPTH "10"
+#define FP_DEPTH    "10"
 
 static char g_day[256];
 static char g_ref[256];
@@ -48,7 +48,7 @@ static char *fp_slurp(const char *path)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return NULL;
-	struct ft_buf b = { 0 };
+	struct ft_buf b = {0};
 	ft_buf_add(&b, "%s", "");
 	char line[8192];
 	while (fgets(line, sizeof(line), f))
@@ -66,19 +66,21 @@ static void fp_run(const char *backend, int idx)
 	FILE *f = fopen(cfg, "w");
 	assert_non_null(f);
 	int port = 43000 + 10 * idx;
-	fprintf(f,
-		"{\"status\":{\"enabled\":false},\"log\":{\"level\":\"warn\"},\"feeds\":[{"
-		"\"name\":\"fp%d\",\"protocol\":\"itch50-moldudp64\",\"backend\":\"%s\",\"cpu\":1,%s"
-		"\"lines\":[{\"name\":\"A\",\"group\":\"239.79.%d.1\",\"port\":%d,\"interface\":\"127.0.0.1\"},"
-		"{\"name\":\"B\",\"group\":\"239.79.%d.2\",\"port\":%d,\"interface\":\"127.0.0.1\"}],"
-		"\"recovery\":{\"server\":\"127.0.0.1:%d\"},"
-		"\"ring\":{\"name\":\"%s\",\"capacity\":1048576},"
-		"\"book\":{\"depth\":10,\"max_orders\":1000000}}]}\n",
-		idx, backend, strcmp(backend, "io_uring") ? "" : "\"sqpoll_cpu\":0,", idx, port, idx,
-		port + 1, port + 5, ring);
+	fprintf(
+	    f,
+	    "{\"status\":{\"enabled\":false},\"log\":{\"level\":\"warn\"},\"feeds\":[{"
+	    "\"name\":\"fp%d\",\"protocol\":\"itch50-moldudp64\",\"backend\":\"%s\",\"cpu\":1,%s"
+	    "\"lines\":[{\"name\":\"A\",\"group\":\"239.79.%d.1\",\"port\":%d,\"interface\":\"127."
+	    "0.0.1\"},"
+	    "{\"name\":\"B\",\"group\":\"239.79.%d.2\",\"port\":%d,\"interface\":\"127.0.0.1\"}],"
+	    "\"recovery\":{\"server\":\"127.0.0.1:%d\"},"
+	    "\"ring\":{\"name\":\"%s\",\"capacity\":1048576},"
+	    "\"book\":{\"depth\":10,\"max_orders\":1000000}}]}\n",
+	    idx, backend, strcmp(backend, "io_uring") ? "" : "\"sqpoll_cpu\":0,", idx, port, idx,
+	    port + 1, port + 5, ring);
 	fclose(f);
 	snprintf(out, sizeof(out), "%s/uringfeed-%d.out", ft_tmpdir(), idx);
-	char *feed_argv[] = { "uringfeed", "--config", cfg, NULL };
+	char *feed_argv[] = {"uringfeed", "--config", cfg, NULL};
 	pid_t feed = ft_spawn(feed_argv, out);
 	assert_true(feed > 0);
 	g_feed_pid = feed;
@@ -88,7 +90,7 @@ static void fp_run(const char *backend, int idx)
 	int ready = 0;
 	for (int i = 0; i < 1000 && !ready; i++) {
 		ready = access(shm, F_OK) == 0;
-		struct timespec ts = { 0, 10000000 };
+		struct timespec ts = {0, 10000000};
 		nanosleep(&ts, NULL);
 		if (waitpid(feed, NULL, WNOHANG) == feed) {
 			g_feed_pid = 0;
@@ -96,19 +98,21 @@ static void fp_run(const char *backend, int idx)
 		}
 	}
 	assert_true(ready);
-	struct timespec settle = { 0, 200000000 };
+	struct timespec settle = {0, 200000000};
 	nanosleep(&settle, NULL); /* the feed thread sets up its ring and joins */
 	char a[64], b[64], srv[16];
 	snprintf(a, sizeof(a), "239.79.%d.1:%d", idx, port);
 	snprintf(b, sizeof(b), "239.79.%d.2:%d", idx, port + 1);
 	snprintf(srv, sizeof(srv), "%d", port + 5);
-	char *rp_argv[] = { "uf-replay", "--in", g_day, "--a", a, "--b", b, "--rate", "100000",
-			    "--drop-a", "0.03", "--drop-b", "0.03", "--seed", "5",
-			    "--serve-rerequests", srv, "--linger", "2", NULL };
+	char *rp_argv[] = {"uf-replay", "--in",     g_day,  "--a",
+	                   a,           "--b",      b,      "--rate",
+	                   "100000",    "--drop-a", "0.03", "--drop-b",
+	                   "0.03",      "--seed",   "5",    "--serve-rerequests",
+	                   srv,         "--linger", "2",    NULL};
 	assert_int_equal(ft_run(rp_argv, NULL, 30000), 0);
 	/* uf-replay lingered 2 s answering re-requests: the books must be complete now. */
 	snprintf(tail_out, sizeof(tail_out), "%s/tail-%d.out", ft_tmpdir(), idx);
-	char *tail_argv[] = { "uf-tail", "--ring", ring, "--books", "--depth", FP_DEPTH, NULL };
+	char *tail_argv[] = {"uf-tail", "--ring", ring, "--books", "--depth", FP_DEPTH, NULL};
 	assert_int_equal(ft_run(tail_argv, tail_out, 10000), 0);
 	kill(feed, SIGTERM);
 	g_feed_pid = 0;
@@ -123,17 +127,27 @@ static void fp_run(const char *backend, int idx)
 	}
 	free(got);
 	free(want);
-	/* the ring files outlive uringfeed (consumers may still read them): the test removes them */
+	/* the ring files outlive uringfeed (consumers may still read them): the test removes them
+	 */
 	fp_unlink_ring();
 }
 
-static void test_process_io_uring_books_equal_uf_decode(void **s) { fp_run("io_uring", 0); }
+static void test_process_io_uring_books_equal_uf_decode(void **s)
+{
+	fp_run("io_uring", 0);
+}
 static void test_process_io_uring_nosqpoll_books_equal_uf_decode(void **s)
 {
 	fp_run("io_uring_nosqpoll", 1);
 }
-static void test_process_recvmmsg_books_equal_uf_decode(void **s) { fp_run("recvmmsg", 2); }
-static void test_process_epoll_books_equal_uf_decode(void **s) { fp_run("epoll", 3); }
+static void test_process_recvmmsg_books_equal_uf_decode(void **s)
+{
+	fp_run("recvmmsg", 2);
+}
+static void test_process_epoll_books_equal_uf_decode(void **s)
+{
+	fp_run("epoll", 3);
+}
 
 static int fp_setup(void **s)
 {
@@ -144,7 +158,7 @@ static int fp_setup(void **s)
 		return -1;
 	}
 	snprintf(g_ref, sizeof(g_ref), "%s/ref.books", ft_tmpdir());
-	char *argv[] = { "uf-decode", "books", g_day, "--depth", FP_DEPTH, NULL };
+	char *argv[] = {"uf-decode", "books", g_day, "--depth", FP_DEPTH, NULL};
 	if (ft_run(argv, g_ref, 30000) != 0) {
 		fprintf(stderr, "FATAL: uf-decode books failed\n");
 		return -1;
@@ -165,10 +179,13 @@ static int fp_teardown(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_process_io_uring_books_equal_uf_decode, fp_case_teardown),
-		cmocka_unit_test_teardown(test_process_io_uring_nosqpoll_books_equal_uf_decode, fp_case_teardown),
-		cmocka_unit_test_teardown(test_process_recvmmsg_books_equal_uf_decode, fp_case_teardown),
-		cmocka_unit_test_teardown(test_process_epoll_books_equal_uf_decode, fp_case_teardown),
+	    cmocka_unit_test_teardown(test_process_io_uring_books_equal_uf_decode,
+	                              fp_case_teardown),
+	    cmocka_unit_test_teardown(test_process_io_uring_nosqpoll_books_equal_uf_decode,
+	                              fp_case_teardown),
+	    cmocka_unit_test_teardown(test_process_recvmmsg_books_equal_uf_decode,
+	                              fp_case_teardown),
+	    cmocka_unit_test_teardown(test_process_epoll_books_equal_uf_decode, fp_case_teardown),
 	};
 	return cmocka_run_group_tests(tests, fp_setup, fp_teardown);
 }

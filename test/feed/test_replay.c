@@ -29,7 +29,7 @@ static char *tr_slurp(const char *path)
 /* Runs uf-replay with `args` (after --in DAY), returns its exit status and its summary. */
 static int tr_replay(char *summary, size_t len, const char *a1, ...)
 {
-	char *argv[32] = { "uf-replay", "--in", g_day };
+	char *argv[32] = {"uf-replay", "--in", g_day};
 	int n = 3;
 	va_list ap;
 	va_start(ap, a1);
@@ -58,28 +58,39 @@ static void test_replay_rejects_bad_usage_with_status_2(void **s)
 	assert_int_equal(tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--drop-a", "1.5", NULL), 2);
 	assert_int_equal(tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--drop-b", "@x", NULL), 2);
 	assert_int_equal(
-		tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--rate", "5", "--speed", "2", NULL), 2);
-	assert_int_equal(tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--session",
-				   "ELEVENCHARS", NULL), 2);
-	char *argv[] = { "uf-replay", "--in", "/nonexistent/day.itch", "--a", "239.81.0.1:45001", NULL };
+	    tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--rate", "5", "--speed", "2", NULL), 2);
+	assert_int_equal(
+	    tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--session", "ELEVENCHARS", NULL), 2);
+	char *argv[] = {"uf-replay",        "--in", "/nonexistent/day.itch", "--a",
+	                "239.81.0.1:45001", NULL};
 	assert_int_equal(ft_run(argv, NULL, 10000), 2);
 }
 
 static void test_replay_same_seed_same_faults(void **s)
 {
 	char x[1024], y[1024], z[1024];
-	const char *common[] = { "--a", "239.81.0.2:45002", "--b", "239.81.0.3:45003", "--rate",
-				 "0", "--drop-a", "0.1", "--drop-b", "0.2", "--dup", "0.1",
-				 "--reorder", "0.1" };
+	const char *common[] = {"--a",       "239.81.0.2:45002",
+	                        "--b",       "239.81.0.3:45003",
+	                        "--rate",    "0",
+	                        "--drop-a",  "0.1",
+	                        "--drop-b",  "0.2",
+	                        "--dup",     "0.1",
+	                        "--reorder", "0.1"};
 	assert_int_equal(tr_replay(x, sizeof(x), common[0], common[1], common[2], common[3],
-				   common[4], common[5], common[6], common[7], common[8], common[9],
-				   common[10], common[11], common[12], common[13], "--seed", "9", NULL), 0);
+	                           common[4], common[5], common[6], common[7], common[8], common[9],
+	                           common[10], common[11], common[12], common[13], "--seed", "9",
+	                           NULL),
+	                 0);
 	assert_int_equal(tr_replay(y, sizeof(y), common[0], common[1], common[2], common[3],
-				   common[4], common[5], common[6], common[7], common[8], common[9],
-				   common[10], common[11], common[12], common[13], "--seed", "9", NULL), 0);
+	                           common[4], common[5], common[6], common[7], common[8], common[9],
+	                           common[10], common[11], common[12], common[13], "--seed", "9",
+	                           NULL),
+	                 0);
 	assert_int_equal(tr_replay(z, sizeof(z), common[0], common[1], common[2], common[3],
-				   common[4], common[5], common[6], common[7], common[8], common[9],
-				   common[10], common[11], common[12], common[13], "--seed", "10", NULL), 0);
+	                           common[4], common[5], common[6], common[7], common[8], common[9],
+	                           common[10], common[11], common[12], common[13], "--seed", "10",
+	                           NULL),
+	                 0);
 	/* the summaries differ only in "seconds" */
 	char *ta = strstr(x, "\"a\":"), *tb = strstr(y, "\"a\":"), *tc = strstr(z, "\"a\":");
 	assert_non_null(ta);
@@ -100,7 +111,7 @@ static int tr_drain(int fd, int idle_ms, void (*fn)(void *, struct uf_mold_packe
 	while ((uf_now_mono_ns() - last) / 1000000u < (uint64_t)idle_ms) {
 		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (r < 0) {
-			struct timespec ts = { 0, 1000000 };
+			struct timespec ts = {0, 1000000};
 			nanosleep(&ts, NULL);
 			continue;
 		}
@@ -114,11 +125,11 @@ static int tr_drain(int fd, int idle_ms, void (*fn)(void *, struct uf_mold_packe
 }
 
 struct tr_seen {
-	uint64_t next;     /* next sequence expected */
-	uint64_t missing;  /* sequences skipped */
+	uint64_t next;    /* next sequence expected */
+	uint64_t missing; /* sequences skipped */
 	uint64_t first_missing;
-	int eos;           /* end of session seen */
-	int out_of_order;  /* a data packet that did not start at `next` (other than a skip) */
+	int eos;          /* end of session seen */
+	int out_of_order; /* a data packet that did not start at `next` (other than a skip) */
 };
 
 static void tr_track(void *ctx, struct uf_mold_packet *p)
@@ -148,11 +159,11 @@ static void test_replay_sends_every_message_once_and_drops_exactly_at_given_sequ
 	inet_pton(AF_INET, "127.0.0.1", &lo);
 	int fd = uf_mcast_open_rx(g, 45004, lo, 8 << 20, err, sizeof(err));
 	assert_true(fd >= 0);
-	char *argv[] = { "uf-replay", "--in", g_day, "--a", "239.81.0.4:45004", "--rate", "200000",
-			 "--drop-a", "@5000", NULL };
+	char *argv[] = {"uf-replay", "--in",   g_day,      "--a",   "239.81.0.4:45004",
+	                "--rate",    "200000", "--drop-a", "@5000", NULL};
 	pid_t pid = ft_spawn(argv, NULL);
 	assert_true(pid > 0);
-	struct tr_seen seen = { .next = 1 };
+	struct tr_seen seen = {.next = 1};
 	tr_drain(fd, 500, tr_track, &seen);
 	assert_int_equal(ft_wait(pid, 10000), 0);
 	close(fd);
@@ -167,7 +178,7 @@ static void test_replay_sends_every_message_once_and_drops_exactly_at_given_sequ
 struct tr_answer {
 	uint64_t first, end; /* range answered */
 	int packets;
-	int bad;             /* a block that differs from the file */
+	int bad; /* a block that differs from the file */
 	struct uf_reader_msg *msgs;
 };
 
@@ -198,19 +209,19 @@ static void test_replay_serves_rerequests_from_what_it_sent(void **s)
 	struct uf_reader_msg *msgs = calloc(TR_MESSAGES, sizeof(*msgs));
 	for (int i = 0; i < TR_MESSAGES; i++)
 		assert_int_equal(uf_reader_next(&rd, &msgs[i]), 1);
-	char *argv[] = { "uf-replay", "--in", g_day, "--a", "239.81.0.5:45005", "--rate", "0",
-			 "--session", "TESTSESS", "--serve-rerequests", "45009", "--linger", "3",
-			 NULL };
+	char *argv[] = {"uf-replay", "--in",     g_day,       "--a",      "239.81.0.5:45005",
+	                "--rate",    "0",        "--session", "TESTSESS", "--serve-rerequests",
+	                "45009",     "--linger", "3",         NULL};
 	pid_t pid = ft_spawn(argv, NULL);
 	assert_true(pid > 0);
-	struct timespec ts = { 0, 500000000 };
+	struct timespec ts = {0, 500000000};
 	nanosleep(&ts, NULL); /* everything sent, now lingering */
 	char err[128];
 	struct in_addr lo;
 	inet_pton(AF_INET, "127.0.0.1", &lo);
 	int fd = uf_mcast_open_unicast(lo, 0, 0, err, sizeof(err));
 	assert_true(fd >= 0);
-	struct sockaddr_in srv = { .sin_family = AF_INET, .sin_port = htons(45009), .sin_addr = lo };
+	struct sockaddr_in srv = {.sin_family = AF_INET, .sin_port = htons(45009), .sin_addr = lo};
 	char sess[UF_MOLD_SESSION_LEN];
 	memset(sess, ' ', sizeof(sess));
 	memcpy(sess, "TESTSESS", 8);
@@ -218,7 +229,7 @@ static void test_replay_serves_rerequests_from_what_it_sent(void **s)
 	/* 1. an ordinary request: 700 messages from 1234, maybe over several packets */
 	uf_mold_rerequest_build(req, sess, 1234, 700);
 	sendto(fd, req, sizeof(req), 0, (struct sockaddr *)&srv, sizeof(srv));
-	struct tr_answer a = { .msgs = msgs };
+	struct tr_answer a = {.msgs = msgs};
 	tr_drain(fd, 200, tr_check_answer, &a);
 	assert_int_equal(a.first, 1234);
 	assert_int_equal(a.end, 1234 + 700);
@@ -271,10 +282,11 @@ static int tr_teardown(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_replay_rejects_bad_usage_with_status_2),
-		cmocka_unit_test(test_replay_same_seed_same_faults),
-		cmocka_unit_test(test_replay_sends_every_message_once_and_drops_exactly_at_given_sequences),
-		cmocka_unit_test(test_replay_serves_rerequests_from_what_it_sent),
+	    cmocka_unit_test(test_replay_rejects_bad_usage_with_status_2),
+	    cmocka_unit_test(test_replay_same_seed_same_faults),
+	    cmocka_unit_test(
+	        test_replay_sends_every_message_once_and_drops_exactly_at_given_sequences),
+	    cmocka_unit_test(test_replay_serves_rerequests_from_what_it_sent),
 	};
 	return cmocka_run_group_tests(tests, tr_setup, tr_teardown);
 }

@@ -37,7 +37,8 @@ static void test_lower_bound_equals_linear_scan_for_every_length_and_key(void **
 	for (uint32_t n = 0; n <= 130; n++) {
 		uint32_t k = (uint32_t)(rng_next(&s) % 5);
 		for (uint32_t i = 0; i < n; i++) {
-			k += 1 + (uint32_t)(rng_next(&s) % 3); /* strictly ascending, gaps of 0..2 */
+			k +=
+			    1 + (uint32_t)(rng_next(&s) % 3); /* strictly ascending, gaps of 0..2 */
 			a[i] = (uint64_t)k << 32 | (i + 1);
 		}
 		uint32_t top = n ? (uint32_t)(a[n - 1] >> 32) + 2 : 3;

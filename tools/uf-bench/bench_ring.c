@@ -457,7 +457,7 @@ static void run_case(enum transport t, int nc, const struct opts *o, struct resu
 		res->ok = 1;
 		if (nc + 1 > ncpu) /* say it next to the figures, not only in a footnote */
 			snprintf(res->note, sizeof(res->note), "%d processes on %d CPUs", nc + 1,
-				 ncpu);
+			         ncpu);
 	} else {
 		set_phase(ctl, P_TPUT_END);
 	}

@@ -37,10 +37,10 @@
 #define RECENT_WINDOW 64    /* "most recent orders" for fleeting activity */
 #define MAX_SYMBOLS   65000 /* locate codes are u16 */
 #define OUTBUF        (4u << 20)
-#define NIL           UINT32_MAX         /* no order (end of a level's list) */
-#define LEVEL_BUDGET  (64ull << 20)      /* bytes for every symbol's price ladder */
-#define LADDER_MIN    128u               /* ticks per symbol, fewest */
-#define LADDER_MAX    4096u              /* ticks per symbol, most */
+#define NIL           UINT32_MAX    /* no order (end of a level's list) */
+#define LEVEL_BUDGET  (64ull << 20) /* bytes for every symbol's price ladder */
+#define LADDER_MIN    128u          /* ticks per symbol, fewest */
+#define LADDER_MAX    4096u         /* ticks per symbol, most */
 
 struct order {
 	uint64_t ref;    /* order reference number */
@@ -71,24 +71,24 @@ struct symbol {
 };
 
 struct gen {
-	uint64_t rng;        /* xorshift64* state */
-	FILE *out;           /* output file */
-	uint8_t *buf;        /* output buffer */
-	size_t blen;         /* bytes in buf */
-	uint64_t written;    /* messages written */
-	uint64_t limit;      /* body events may not write past this many messages */
-	uint64_t ts;         /* current timestamp (ns since midnight) */
-	uint32_t nsym;       /* K */
-	struct symbol *sym;  /* K symbols, locate = index + 1 */
-	double *cdf;         /* Zipf cumulative weights */
-	uint32_t width;      /* ticks in each symbol's ladder */
-	struct level *lvl;   /* K ladders of `width` levels */
-	struct order *pool;  /* live orders */
-	size_t live, cap;    /* live orders, pool capacity */
-	size_t target_live;  /* pool size the add rate steers towards */
-	uint64_t next_ref;   /* next order reference */
-	uint64_t match;      /* last match number used */
-	int io_err;          /* a write failed */
+	uint64_t rng;       /* xorshift64* state */
+	FILE *out;          /* output file */
+	uint8_t *buf;       /* output buffer */
+	size_t blen;        /* bytes in buf */
+	uint64_t written;   /* messages written */
+	uint64_t limit;     /* body events may not write past this many messages */
+	uint64_t ts;        /* current timestamp (ns since midnight) */
+	uint32_t nsym;      /* K */
+	struct symbol *sym; /* K symbols, locate = index + 1 */
+	double *cdf;        /* Zipf cumulative weights */
+	uint32_t width;     /* ticks in each symbol's ladder */
+	struct level *lvl;  /* K ladders of `width` levels */
+	struct order *pool; /* live orders */
+	size_t live, cap;   /* live orders, pool capacity */
+	size_t target_live; /* pool size the add rate steers towards */
+	uint64_t next_ref;  /* next order reference */
+	uint64_t match;     /* last match number used */
+	int io_err;         /* a write failed */
 };
 
 static inline uint64_t rnd(struct gen *g)
@@ -314,7 +314,9 @@ static void drift_fair(struct gen *g, struct symbol *s)
 	int32_t pull = dev * 400 / (span ? span : 1); /* per mille toward home */
 	pull = pull > 400 ? 400 : pull < -400 ? -400 : pull;
 	s->fair += (int32_t)below(g, 1000) < 500 - pull ? 1 : -1;
-	s->fair = s->fair < 1 ? 1 : s->fair > (int32_t)g->width - 2 ? (int32_t)g->width - 2 : s->fair;
+	s->fair = s->fair < 1                       ? 1
+	          : s->fair > (int32_t)g->width - 2 ? (int32_t)g->width - 2
+	                                            : s->fair;
 }
 
 static uint32_t order_shares(struct gen *g)
@@ -437,8 +439,7 @@ static void emit_aggressive(struct gen *g, uint16_t loc, uint8_t side, int want_
 	}
 	uint32_t through = below(g, 4) == 0 ? below(g, 3) : 0; /* levels past the touch */
 	int32_t limit = side == 'B' ? *opp + (int32_t)through : *opp - (int32_t)through;
-	while (qty && *opp >= 0 && room(g) &&
-	       (side == 'B' ? *opp <= limit : *opp >= limit)) {
+	while (qty && *opp >= 0 && room(g) && (side == 'B' ? *opp <= limit : *opp >= limit)) {
 		struct level *l = level_at(g, loc, *opp);
 		size_t i = l->head;
 		uint32_t sh = qty < g->pool[i].shares ? qty : g->pool[i].shares;
@@ -673,10 +674,10 @@ static void emit_auction(struct gen *g, uint16_t loc, uint8_t cross_type, int no
 		p[27] = imbalance ? (below(g, 2) ? 'B' : 'S') : 'N';
 		put_stock(p + 28, s);
 		uf_put_be32(p + 36, price_of(s, m + (int32_t)below(g, 3) - 1 > 0
-		                                       ? m + (int32_t)below(g, 3) - 1
-		                                       : m)); /* far */
-		uf_put_be32(p + 40, price_of(s, m));          /* near */
-		uf_put_be32(p + 44, price_of(s, m));          /* current reference */
+		                                    ? m + (int32_t)below(g, 3) - 1
+		                                    : m)); /* far */
+		uf_put_be32(p + 40, price_of(s, m));       /* near */
+		uf_put_be32(p + 44, price_of(s, m));       /* current reference */
 		p[48] = cross_type;
 		p[49] = " LABC"[below(g, 5)];
 		return;
@@ -768,7 +769,12 @@ static void make_symbols(struct gen *g)
 		uint64_t code = 0;
 		for (int tries = 0;; tries++) {
 			uint32_t r = below(g, 100);
-			int len = tries >= 64 ? 5 : r < 1 ? 1 : r < 6 ? 2 : r < 36 ? 3 : r < 88 ? 4 : 5;
+			int len = tries >= 64 ? 5
+			          : r < 1     ? 1
+			          : r < 6     ? 2
+			          : r < 36    ? 3
+			          : r < 88    ? 4
+			                      : 5;
 			memset(n, ' ', 8);
 			code = 0;
 			for (int k = 0; k < len; k++) {
@@ -910,12 +916,27 @@ int main(int argc, char **argv)
 		uint16_t permille;
 		uint8_t kind;
 	} pinned[] = {
-	    {10, 'L'},  {20, 'H'},  {30, 'Y'},  {40, 'K'},
-	    {50, 'J'},  {60, 'O'},  {300, 'h'}, {330, 'i'},
-	    {344, 'q'}, /* S Q: market open */  {345, 'o'},
-	    {400, 'N'}, {450, 'C'}, {500, 'P'}, {520, 'B'},
-	    {600, 'W'}, {650, 'E'}, {680, 'X'}, {700, 'U'},
-	    {735, 'j'}, {750, 'm'}, /* S M: market close */ {751, 'k'},
+	    {10, 'L'},
+	    {20, 'H'},
+	    {30, 'Y'},
+	    {40, 'K'},
+	    {50, 'J'},
+	    {60, 'O'},
+	    {300, 'h'},
+	    {330, 'i'},
+	    {344, 'q'},
+	    /* S Q: market open */ {345, 'o'},
+	    {400, 'N'},
+	    {450, 'C'},
+	    {500, 'P'},
+	    {520, 'B'},
+	    {600, 'W'},
+	    {650, 'E'},
+	    {680, 'X'},
+	    {700, 'U'},
+	    {735, 'j'},
+	    {750, 'm'},
+	    /* S M: market close */ {751, 'k'},
 	};
 	uint64_t body = n - g.written - 2; /* the trailer is S E + S C */
 	uint64_t step = (DAY_CLOSE_NS - DAY_OPEN_NS) / (body ? body : 1);

@@ -26,11 +26,11 @@
 #include "decode/uf_decode.h"
 #include "feed/mcast.h"
 
-#define RP_MAX_PAYLOAD 65507
-#define RP_DEFAULT_MTU 1400          /* MoldUDP64 payload bytes per packet */
-#define RP_DEFAULT_RATE 100000.0     /* messages/s when neither --rate nor --speed is given */
+#define RP_MAX_PAYLOAD  65507
+#define RP_DEFAULT_MTU  1400          /* MoldUDP64 payload bytes per packet */
+#define RP_DEFAULT_RATE 100000.0      /* messages/s when neither --rate nor --speed is given */
 #define RP_HEARTBEAT_NS 1000000000ull /* heartbeat / end-of-session repeat interval */
-#define RP_MAX_AT 4096               /* sequences listed in one @list */
+#define RP_MAX_AT       4096          /* sequences listed in one @list */
 
 struct rp_msg {
 	const uint8_t *p; /* message bytes in the input mapping */
@@ -38,38 +38,38 @@ struct rp_msg {
 };
 
 struct rp_fault {
-	double p;              /* drop probability */
-	uint64_t at[RP_MAX_AT];/* packets containing these sequences are dropped */
-	int nat;               /* entries in at */
+	double p;               /* drop probability */
+	uint64_t at[RP_MAX_AT]; /* packets containing these sequences are dropped */
+	int nat;                /* entries in at */
 };
 
 struct rp_line {
-	int on;                     /* line configured */
-	struct sockaddr_in dst;     /* group:port */
-	struct rp_fault drop;       /* drop faults */
-	uint64_t rng;               /* generator state (per line: independent of the other) */
+	int on;                       /* line configured */
+	struct sockaddr_in dst;       /* group:port */
+	struct rp_fault drop;         /* drop faults */
+	uint64_t rng;                 /* generator state (per line: independent of the other) */
 	uint8_t held[RP_MAX_PAYLOAD]; /* packet held back by a reorder */
-	size_t held_len;            /* 0 when none */
+	size_t held_len;              /* 0 when none */
 	uint64_t sent, dropped, duplicated, reordered; /* packets */
 };
 
 struct rp {
-	struct rp_msg *msgs;        /* msgs[seq - 1] */
-	uint64_t n;                 /* messages */
+	struct rp_msg *msgs; /* msgs[seq - 1] */
+	uint64_t n;          /* messages */
 	char session[UF_MOLD_SESSION_LEN];
-	size_t mtu;                 /* payload bytes per packet */
-	double rate;                /* messages/s (0 = --speed) */
-	double speed;               /* timestamp speed factor (0 = --rate) */
-	double burst;               /* --burst: bursts at this multiple of --rate (0 = steady) */
-	double burst_period;        /* --burst-period in seconds: one burst per period */
-	double dup, reorder;        /* probabilities, both lines */
-	int tx;                     /* multicast sender */
-	int srv;                    /* re-request server socket, -1 when not serving */
-	uint64_t sent_high;         /* sequence after the last message sent (serve up to it) */
-	struct rp_line line[2];     /* A, B */
-	uint64_t packets;           /* data packets built */
+	size_t mtu;             /* payload bytes per packet */
+	double rate;            /* messages/s (0 = --speed) */
+	double speed;           /* timestamp speed factor (0 = --rate) */
+	double burst;           /* --burst: bursts at this multiple of --rate (0 = steady) */
+	double burst_period;    /* --burst-period in seconds: one burst per period */
+	double dup, reorder;    /* probabilities, both lines */
+	int tx;                 /* multicast sender */
+	int srv;                /* re-request server socket, -1 when not serving */
+	uint64_t sent_high;     /* sequence after the last message sent (serve up to it) */
+	struct rp_line line[2]; /* A, B */
+	uint64_t packets;       /* data packets built */
 	uint64_t rerequests, rerequests_bad, retransmitted_msgs, retransmitted_pkts;
-	int verbose;                /* progress on stderr */
+	int verbose; /* progress on stderr */
 };
 
 static volatile sig_atomic_t rp_stop;
@@ -98,25 +98,33 @@ static int rp_chance(uint64_t *s, double p)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: uf-replay --in FILE --a GROUP:PORT [--b GROUP:PORT] [--interface ADDR]\n"
-		"                 [--session NAME] [--rate MSGS_PER_S | --speed FACTOR]\n"
-		"                 [--drop-a P|@SEQ,...] [--drop-b P|@SEQ,...] [--dup P] [--reorder P]\n"
-		"                 [--seed S] [--serve-rerequests PORT] [--linger SECONDS] [--mtu BYTES]\n"
-		"                 [--burst FACTOR [--burst-period MS]] [--verbose]\n"
-		"Sends FILE (Nasdaq daily ITCH format or a pcap of MoldUDP64) as MoldUDP64 to the A and\n"
-		"B groups, messages numbered 1..N in file order, packed up to --mtu payload bytes\n"
-		"(default %d), at --rate messages/s (default %.0f; 0 = as fast as possible) or at the\n"
-		"messages' own timestamps divided by --speed. Heartbeats every second while idle, end of\n"
-		"session at the end. Faults per line: --drop-a/--drop-b drop a packet with probability P\n"
-		"or the packets holding the listed sequences (@12,500); --dup and --reorder apply to\n"
-		"both lines with probability P (a reordered packet is sent after the next one). --seed\n"
-		"makes every fault repeatable (default 1). --serve-rerequests answers MoldUDP64\n"
-		"re-requests on that UDP port from what was sent, also for --linger seconds after the end\n"
-		"(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x R\n"
-		"at the start of every --burst-period (default 100 ms), silent for the rest of it.\n"
-		"Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
-		RP_DEFAULT_MTU, RP_DEFAULT_RATE);
+	fprintf(
+	    f,
+	    "usage: uf-replay --in FILE --a GROUP:PORT [--b GROUP:PORT] [--interface ADDR]\n"
+	    "                 [--session NAME] [--rate MSGS_PER_S | --speed FACTOR]\n"
+	    "                 [--drop-a P|@SEQ,...] [--drop-b P|@SEQ,...] [--dup P] [--reorder P]\n"
+	    "                 [--seed S] [--serve-rerequests PORT] [--linger SECONDS] [--mtu "
+	    "BYTES]\n"
+	    "                 [--burst FACTOR [--burst-period MS]] [--verbose]\n"
+	    "Sends FILE (Nasdaq daily ITCH format or a pcap of MoldUDP64) as MoldUDP64 to the A "
+	    "and\n"
+	    "B groups, messages numbered 1..N in file order, packed up to --mtu payload bytes\n"
+	    "(default %d), at --rate messages/s (default %.0f; 0 = as fast as possible) or at the\n"
+	    "messages' own timestamps divided by --speed. Heartbeats every second while idle, end "
+	    "of\n"
+	    "session at the end. Faults per line: --drop-a/--drop-b drop a packet with probability "
+	    "P\n"
+	    "or the packets holding the listed sequences (@12,500); --dup and --reorder apply to\n"
+	    "both lines with probability P (a reordered packet is sent after the next one). "
+	    "--seed\n"
+	    "makes every fault repeatable (default 1). --serve-rerequests answers MoldUDP64\n"
+	    "re-requests on that UDP port from what was sent, also for --linger seconds after the "
+	    "end\n"
+	    "(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x "
+	    "R\n"
+	    "at the start of every --burst-period (default 100 ms), silent for the rest of it.\n"
+	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
+	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
 
 static int rp_parse_prob(const char *s, double *out)
@@ -160,14 +168,14 @@ static int rp_fault_hits_at(const struct rp_fault *f, uint64_t first, uint64_t c
 }
 
 static void rp_sendto(struct rp *r, int fd, const uint8_t *buf, size_t len,
-		      const struct sockaddr_in *dst)
+                      const struct sockaddr_in *dst)
 {
 	for (int tries = 0; tries < 1000; tries++) {
 		if (sendto(fd, buf, len, 0, (const struct sockaddr *)dst, sizeof(*dst)) >= 0)
 			return;
 		if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR)
 			break;
-		struct timespec ts = { 0, 20000 };
+		struct timespec ts = {0, 20000};
 		nanosleep(&ts, NULL);
 	}
 	fprintf(stderr, "uf-replay: sendto: %s\n", strerror(errno));
@@ -208,7 +216,8 @@ static void rp_serve(struct rp *r)
 	for (;;) {
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
-		ssize_t got = recvfrom(r->srv, in, sizeof(in), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+		ssize_t got =
+		    recvfrom(r->srv, in, sizeof(in), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
 		if (got < 0)
 			return;
 		struct uf_mold_packet req;
@@ -242,11 +251,11 @@ static void rp_wait_until(struct rp *r, uint64_t deadline)
 			return;
 		uint64_t d = deadline - now;
 		if (r->srv >= 0) {
-			struct pollfd pfd = { .fd = r->srv, .events = POLLIN };
-			struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
+			struct pollfd pfd = {.fd = r->srv, .events = POLLIN};
+			struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
 			(void)ppoll(&pfd, 1, &ts, NULL);
 		} else {
-			struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
+			struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
 			nanosleep(&ts, NULL);
 		}
 	}
@@ -254,7 +263,7 @@ static void rp_wait_until(struct rp *r, uint64_t deadline)
 
 /* One data packet to one line, through the line's faults. */
 static void rp_line_send(struct rp *r, struct rp_line *l, const uint8_t *buf, size_t len,
-			 uint64_t first, uint64_t count)
+                         uint64_t first, uint64_t count)
 {
 	int drop = rp_chance(&l->rng, l->drop.p) || rp_fault_hits_at(&l->drop, first, count);
 	int dup = rp_chance(&l->rng, r->dup);
@@ -343,7 +352,7 @@ static int rp_load(struct rp *r, struct uf_reader *rd, const char *path)
 	uint64_t errs = uf_decode_counters_errors(rd->c);
 	if (errs)
 		fprintf(stderr, "uf-replay: %s: %llu framing errors skipped\n", path,
-			(unsigned long long)errs);
+		        (unsigned long long)errs);
 	if (r->n == 0) {
 		fprintf(stderr, "uf-replay: %s: no messages\n", path);
 		return -ENODATA;
@@ -362,28 +371,69 @@ int main(int argc, char **argv)
 	r.rate = RP_DEFAULT_RATE;
 	r.srv = -1;
 	r.burst_period = 0.1;
-	enum { O_IN = 1, O_A, O_B, O_IF, O_SESS, O_RATE, O_SPEED, O_DA, O_DB, O_DUP, O_REORDER, O_SEED,
-	       O_SERVE, O_LINGER, O_MTU, O_VERBOSE, O_HELP, O_BURST, O_BURST_PERIOD };
+	enum {
+		O_IN = 1,
+		O_A,
+		O_B,
+		O_IF,
+		O_SESS,
+		O_RATE,
+		O_SPEED,
+		O_DA,
+		O_DB,
+		O_DUP,
+		O_REORDER,
+		O_SEED,
+		O_SERVE,
+		O_LINGER,
+		O_MTU,
+		O_VERBOSE,
+		O_HELP,
+		O_BURST,
+		O_BURST_PERIOD
+	};
 	static const struct option opts[] = {
-		{ "in", 1, 0, O_IN }, { "a", 1, 0, O_A }, { "b", 1, 0, O_B },
-		{ "interface", 1, 0, O_IF }, { "session", 1, 0, O_SESS }, { "rate", 1, 0, O_RATE },
-		{ "speed", 1, 0, O_SPEED }, { "drop-a", 1, 0, O_DA }, { "drop-b", 1, 0, O_DB },
-		{ "dup", 1, 0, O_DUP }, { "reorder", 1, 0, O_REORDER }, { "seed", 1, 0, O_SEED },
-		{ "serve-rerequests", 1, 0, O_SERVE }, { "linger", 1, 0, O_LINGER },
-		{ "mtu", 1, 0, O_MTU }, { "verbose", 0, 0, O_VERBOSE }, { "help", 0, 0, O_HELP },
-		{ "burst", 1, 0, O_BURST }, { "burst-period", 1, 0, O_BURST_PERIOD },
-		{ 0, 0, 0, 0 },
+	    {"in", 1, 0, O_IN},
+	    {"a", 1, 0, O_A},
+	    {"b", 1, 0, O_B},
+	    {"interface", 1, 0, O_IF},
+	    {"session", 1, 0, O_SESS},
+	    {"rate", 1, 0, O_RATE},
+	    {"speed", 1, 0, O_SPEED},
+	    {"drop-a", 1, 0, O_DA},
+	    {"drop-b", 1, 0, O_DB},
+	    {"dup", 1, 0, O_DUP},
+	    {"reorder", 1, 0, O_REORDER},
+	    {"seed", 1, 0, O_SEED},
+	    {"serve-rerequests", 1, 0, O_SERVE},
+	    {"linger", 1, 0, O_LINGER},
+	    {"mtu", 1, 0, O_MTU},
+	    {"verbose", 0, 0, O_VERBOSE},
+	    {"help", 0, 0, O_HELP},
+	    {"burst", 1, 0, O_BURST},
+	    {"burst-period", 1, 0, O_BURST_PERIOD},
+	    {0, 0, 0, 0},
 	};
 	int c;
 	char *end;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
-		case O_IN: in = optarg; break;
-		case O_A: a = optarg; break;
-		case O_B: b = optarg; break;
-		case O_IF: ifs = optarg; break;
-		case O_SESS: sess = optarg; break;
+		case O_IN:
+			in = optarg;
+			break;
+		case O_A:
+			a = optarg;
+			break;
+		case O_B:
+			b = optarg;
+			break;
+		case O_IF:
+			ifs = optarg;
+			break;
+		case O_SESS:
+			sess = optarg;
+			break;
 		case O_RATE:
 			r.rate = strtod(optarg, &end);
 			bad = *end || end == optarg || !(r.rate >= 0);
@@ -393,10 +443,18 @@ int main(int argc, char **argv)
 			r.speed = strtod(optarg, &end);
 			bad = *end || end == optarg || !(r.speed > 0);
 			break;
-		case O_DA: bad = rp_parse_fault(optarg, &r.line[0].drop) < 0; break;
-		case O_DB: bad = rp_parse_fault(optarg, &r.line[1].drop) < 0; break;
-		case O_DUP: bad = rp_parse_prob(optarg, &r.dup) < 0; break;
-		case O_REORDER: bad = rp_parse_prob(optarg, &r.reorder) < 0; break;
+		case O_DA:
+			bad = rp_parse_fault(optarg, &r.line[0].drop) < 0;
+			break;
+		case O_DB:
+			bad = rp_parse_fault(optarg, &r.line[1].drop) < 0;
+			break;
+		case O_DUP:
+			bad = rp_parse_prob(optarg, &r.dup) < 0;
+			break;
+		case O_REORDER:
+			bad = rp_parse_prob(optarg, &r.reorder) < 0;
+			break;
 		case O_SEED:
 			seed = strtoull(optarg, &end, 10);
 			bad = *end || end == optarg;
@@ -417,26 +475,34 @@ int main(int argc, char **argv)
 			r.mtu = (size_t)v;
 			break;
 		}
-		case O_VERBOSE: r.verbose = 1; break;
+		case O_VERBOSE:
+			r.verbose = 1;
+			break;
 		case O_BURST:
 			r.burst = strtod(optarg, &end);
 			bad = *end || end == optarg || !(r.burst >= 1 && r.burst <= 1000);
 			break;
 		case O_BURST_PERIOD:
 			r.burst_period = strtod(optarg, &end) / 1e3;
-			bad = *end || end == optarg || !(r.burst_period > 0 && r.burst_period <= 60);
+			bad =
+			    *end || end == optarg || !(r.burst_period > 0 && r.burst_period <= 60);
 			break;
-		case O_HELP: usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case O_HELP:
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 		if (bad) {
-			fprintf(stderr, "uf-replay: bad value for --%s: '%s'\n", opts[c - 1].name, optarg);
+			fprintf(stderr, "uf-replay: bad value for --%s: '%s'\n", opts[c - 1].name,
+			        optarg);
 			return 2;
 		}
 	}
 	if (optind < argc || !in || !a) {
-		fprintf(stderr, "uf-replay: %s\n", optind < argc ? "unexpected argument" :
-			"--in and --a are required");
+		fprintf(stderr, "uf-replay: %s\n",
+		        optind < argc ? "unexpected argument" : "--in and --a are required");
 		usage(stderr);
 		return 2;
 	}
@@ -452,19 +518,19 @@ int main(int argc, char **argv)
 		r.rate = 0;
 	if (strlen(sess) > UF_MOLD_SESSION_LEN) {
 		fprintf(stderr, "uf-replay: --session '%s': at most %d characters\n", sess,
-			UF_MOLD_SESSION_LEN);
+		        UF_MOLD_SESSION_LEN);
 		return 2;
 	}
 	memset(r.session, ' ', sizeof(r.session));
 	memcpy(r.session, sess, strlen(sess));
-	const char *lines[2] = { a, b };
+	const char *lines[2] = {a, b};
 	for (int i = 0; i < 2; i++) {
 		if (!lines[i])
 			continue;
 		if (uf_mcast_parse_addr(lines[i], &r.line[i].dst) < 0 ||
 		    !IN_MULTICAST(ntohl(r.line[i].dst.sin_addr.s_addr))) {
-			fprintf(stderr, "uf-replay: --%c '%s': want MULTICAST_GROUP:PORT\n", 'a' + i,
-				lines[i]);
+			fprintf(stderr, "uf-replay: --%c '%s': want MULTICAST_GROUP:PORT\n",
+			        'a' + i, lines[i]);
 			return 2;
 		}
 		r.line[i].on = 1;
@@ -486,10 +552,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (serve_port) {
-		struct in_addr any = { .s_addr = htonl(INADDR_ANY) };
+		struct in_addr any = {.s_addr = htonl(INADDR_ANY)};
 		r.srv = uf_mcast_open_unicast(any, (uint16_t)serve_port, 4 << 20, err, sizeof(err));
 		if (r.srv < 0) {
-			fprintf(stderr, "uf-replay: re-request server on port %d: %s\n", serve_port, err);
+			fprintf(stderr, "uf-replay: re-request server on port %d: %s\n", serve_port,
+			        err);
 			return 1;
 		}
 	}
@@ -510,7 +577,7 @@ int main(int argc, char **argv)
 			double per = r.rate * r.burst_period, i = (double)(seq - 1);
 			double k = (double)(uint64_t)(i / per);
 			due = start + (uint64_t)(k * r.burst_period * 1e9 +
-						 (i - k * per) * 1e9 / (r.rate * r.burst));
+			                         (i - k * per) * 1e9 / (r.rate * r.burst));
 		} else if (r.rate > 0)
 			due = start + (uint64_t)((double)(seq - 1) * 1e9 / r.rate);
 		else if (r.speed > 0) {
@@ -535,8 +602,8 @@ int main(int argc, char **argv)
 		last_tx = uf_now_mono_ns();
 		seq += k;
 		if (r.verbose && r.packets % 10000 == 0)
-			fprintf(stderr, "uf-replay: %llu/%llu messages\n", (unsigned long long)seq - 1,
-				(unsigned long long)r.n);
+			fprintf(stderr, "uf-replay: %llu/%llu messages\n",
+			        (unsigned long long)seq - 1, (unsigned long long)r.n);
 	}
 	rp_flush_held(&r);
 	rp_send_control(&r, 1);
