@@ -22,6 +22,10 @@ int uf_bench_ncpus(void);
 /* The 1-minute load average (to say how noisy the machine was). */
 double uf_bench_loadavg(void);
 
+/* Prints the closing line of the decode and book tables: "(N CPUs, load average L;
+ * checksum XXXX)", the checksum being the low 16 bits of `acc` (what kept the passes live). */
+void uf_bench_print_machine(uint64_t acc);
+
 /* Memory shared with forked children (MAP_SHARED | MAP_ANONYMOUS), zeroed; NULL on failure. */
 void *uf_bench_shared_alloc(size_t size);
 void uf_bench_shared_free(void *p, size_t size);

@@ -9,7 +9,6 @@
  * Every pass must build the same books (same records, no integrity errors on a generated
  * day); the command fails when they differ. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -110,57 +109,23 @@ enum { R_DECODE, R_BOOK_OFF, R_BOOK_ON, NR };
 
 int uf_bench_book(int argc, char **argv)
 {
-	static const struct option lo[] = {{"messages", required_argument, 0, 'm'},
-	                                   {"reps", required_argument, 0, 'r'},
-	                                   {"prefetch", required_argument, 0, 'p'},
-	                                   {"batch", required_argument, 0, 'b'},
-	                                   {"json", no_argument, 0, 'j'},
-	                                   {"help", no_argument, 0, 'h'},
-	                                   {0, 0, 0, 0}};
-	uint64_t gen = 1000000, reps = 5, pf = UF_DECODE_PREFETCH_DEFAULT, batch = 64, acc = 0;
+	uint64_t reps, pf, batch, acc = 0;
 	uint64_t best[NR], recs = 0, integ = 0, peak_orders = 0, peak_levels = 0;
 	char what[NR][48], desc[512];
+	struct uf_bench_input_opts o;
 	struct uf_publish_params pp;
 	struct uf_input_packets in;
 	struct bk *x;
-	int opt, json = 0, bad = 0, rc;
+	int json, bad = 0, rc;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'm':
-			if (uf_bench_parse_u64("book", "--messages", optarg, 1000, 500000000, &gen))
-				return 2;
-			break;
-		case 'r':
-			if (uf_bench_parse_u64("book", "--reps", optarg, 1, 100, &reps))
-				return 2;
-			break;
-		case 'p':
-			if (uf_bench_parse_u64("book", "--prefetch", optarg, 1, 256, &pf))
-				return 2;
-			break;
-		case 'b':
-			if (uf_bench_parse_u64("book", "--batch", optarg, 1, 1 << 20, &batch))
-				return 2;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind > 1) {
-		fprintf(stderr, "uf-bench book: one FILE at most\n");
-		return 2;
-	}
-	rc = uf_bench_input_load("book", optind < argc ? argv[optind] : NULL, gen, &in, desc,
-	                         sizeof(desc));
+	rc = uf_bench_input_opts_parse("book", argc, argv, usage, &o);
+	if (rc >= 0)
+		return rc;
+	reps = o.reps;
+	pf = o.pf;
+	batch = o.batch;
+	json = o.json;
+	rc = uf_bench_input_load("book", o.file, o.gen, &in, desc, sizeof(desc));
 	if (rc)
 		return rc;
 	uf_publish_params_default(&pp);
@@ -250,8 +215,7 @@ int uf_bench_book(int argc, char **argv)
 			       " levels, %" PRIu64 " integrity errors\n",
 			       off - dec, on - dec, on / off, (double)recs / (double)in.nmsgs,
 			       peak_orders, peak_levels, integ);
-			printf("(%d CPUs, load average %.2f; checksum %04" PRIx64 ")\n",
-			       uf_bench_ncpus(), uf_bench_loadavg(), acc & 0xffff);
+			uf_bench_print_machine(acc);
 		}
 	}
 	if (bad)

@@ -40,6 +40,62 @@ int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t
 	return 0;
 }
 
+int uf_bench_input_opts_parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *),
+                              struct uf_bench_input_opts *o)
+{
+	static const struct option lo[] = {{"messages", required_argument, 0, 'm'},
+	                                   {"reps", required_argument, 0, 'r'},
+	                                   {"prefetch", required_argument, 0, 'p'},
+	                                   {"batch", required_argument, 0, 'b'},
+	                                   {"json", no_argument, 0, 'j'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
+	int opt;
+
+	o->file = NULL;
+	o->gen = 1000000;
+	o->reps = 5;
+	o->pf = UF_DECODE_PREFETCH_DEFAULT;
+	o->batch = 64;
+	o->json = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			if (uf_bench_parse_u64(cmd, "--messages", optarg, 1000, 500000000, &o->gen))
+				return 2;
+			break;
+		case 'r':
+			if (uf_bench_parse_u64(cmd, "--reps", optarg, 1, 100, &o->reps))
+				return 2;
+			break;
+		case 'p':
+			if (uf_bench_parse_u64(cmd, "--prefetch", optarg, 1, 256, &o->pf))
+				return 2;
+			break;
+		case 'b':
+			if (uf_bench_parse_u64(cmd, "--batch", optarg, 1, 1 << 20, &o->batch))
+				return 2;
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind > 1) {
+		fprintf(stderr, "uf-bench %s: one FILE at most\n", cmd);
+		return 2;
+	}
+	o->file = optind < argc ? argv[optind] : NULL;
+	return -1;
+}
+
 int uf_bench_input_load(const char *cmd, const char *file, uint64_t gen_msgs,
                         struct uf_input_packets *in, char *desc, size_t desclen)
 {
@@ -177,57 +233,22 @@ static void usage(FILE *f)
 
 int uf_bench_decode(int argc, char **argv)
 {
-	static const struct option lo[] = {{"messages", required_argument, 0, 'm'},
-	                                   {"reps", required_argument, 0, 'r'},
-	                                   {"prefetch", required_argument, 0, 'p'},
-	                                   {"batch", required_argument, 0, 'b'},
-	                                   {"json", no_argument, 0, 'j'},
-	                                   {"help", no_argument, 0, 'h'},
-	                                   {0, 0, 0, 0}};
 	static const char *layout[] = {"sequential", "scattered"};
-	uint64_t gen = 1000000, reps = 5, pf = UF_DECODE_PREFETCH_DEFAULT, batch = 64, acc = 0;
+	uint64_t reps, pf, batch, acc = 0;
+	struct uf_bench_input_opts o;
 	struct drow rows[2][NROWS];
 	struct uf_input_packets in;
 	char desc[512];
-	int opt, json = 0, bad = 0, rc;
+	int json, bad = 0, rc;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'm':
-			if (uf_bench_parse_u64("decode", "--messages", optarg, 1000, 500000000,
-			                       &gen))
-				return 2;
-			break;
-		case 'r':
-			if (uf_bench_parse_u64("decode", "--reps", optarg, 1, 100, &reps))
-				return 2;
-			break;
-		case 'p':
-			if (uf_bench_parse_u64("decode", "--prefetch", optarg, 1, 256, &pf))
-				return 2;
-			break;
-		case 'b':
-			if (uf_bench_parse_u64("decode", "--batch", optarg, 1, 1 << 20, &batch))
-				return 2;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind > 1) {
-		fprintf(stderr, "uf-bench decode: one FILE at most\n");
-		return 2;
-	}
-	rc = uf_bench_input_load("decode", optind < argc ? argv[optind] : NULL, gen, &in, desc,
-	                         sizeof(desc));
+	rc = uf_bench_input_opts_parse("decode", argc, argv, usage, &o);
+	if (rc >= 0)
+		return rc;
+	reps = o.reps;
+	pf = o.pf;
+	batch = o.batch;
+	json = o.json;
+	rc = uf_bench_input_load("decode", o.file, o.gen, &in, desc, sizeof(desc));
 	if (rc)
 		return rc;
 	for (int l = 0; l < 2; l++) {
@@ -306,8 +327,7 @@ int uf_bench_decode(int argc, char **argv)
 		       "prefetch saves)\n",
 		       pf, (double)rows[0][ROW_ON].best_ns / (double)rows[0][ROW_OFF].best_ns,
 		       (double)rows[1][ROW_ON].best_ns / (double)rows[1][ROW_OFF].best_ns);
-		printf("(%d CPUs, load average %.2f; checksum %04" PRIx64 ")\n", uf_bench_ncpus(),
-		       uf_bench_loadavg(), acc & 0xffff);
+		uf_bench_print_machine(acc);
 	}
 	if (bad)
 		fprintf(stderr,

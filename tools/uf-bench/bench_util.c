@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +51,12 @@ double uf_bench_loadavg(void)
 		fclose(f);
 	}
 	return l;
+}
+
+void uf_bench_print_machine(uint64_t acc)
+{
+	printf("(%d CPUs, load average %.2f; checksum %04" PRIx64 ")\n", uf_bench_ncpus(),
+	       uf_bench_loadavg(), acc & 0xffff);
 }
 
 void *uf_bench_shared_alloc(size_t size)
