@@ -146,7 +146,7 @@ int uf_bench_book(int argc, char **argv)
 		best[k] = UINT64_MAX;
 	for (uint64_t r = 0; r < reps; r++) {
 		uint64_t seen, errs, t;
-		t = uf_bench_decode_pass(in.seq, in.npkts, (size_t)batch, (unsigned)pf, &seen, &acc,
+		t = uf_input_decode_pass(in.seq, in.npkts, (size_t)batch, (unsigned)pf, &seen, &acc,
 		                         &errs);
 		best[R_DECODE] = t < best[R_DECODE] ? t : best[R_DECODE];
 		if (seen != in.nmsgs || errs)

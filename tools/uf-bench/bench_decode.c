@@ -148,58 +148,6 @@ int uf_bench_input_load(const char *cmd, const char *file, uint64_t gen_msgs,
 	return UF_EXIT_OK;
 }
 
-struct sink {
-	uint64_t acc; /* folds fields so the decode cannot be optimised away */
-	uint64_t n;   /* messages seen */
-};
-
-static void sink_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
-{
-	struct sink *s = ctx;
-	s->acc += m->timestamp ^ m->u.add.order_ref ^ seq ^ m->type;
-	s->n++;
-}
-
-uint64_t uf_bench_decode_pass(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
-                              uint64_t *msgs, uint64_t *acc, uint64_t *errors)
-{
-	struct uf_decode_counters c;
-	struct sink s = {0, 0};
-	uint64_t t0;
-
-	memset(&c, 0, sizeof(c));
-	t0 = uf_bench_now_ns();
-	for (size_t i = 0; i < n; i += batch) {
-		size_t k = n - i < batch ? n - i : batch;
-		uf_decode_batch_inline(pk + i, k, dist, &c, NULL, sink_msg, &s);
-	}
-	t0 = uf_bench_now_ns() - t0;
-	*msgs = s.n;
-	*acc += s.acc;
-	*errors = uf_decode_counters_errors(&c);
-	return t0;
-}
-
-/* Reads every byte of every packet (8 at a time) in stream order; returns elapsed ns. */
-static uint64_t pass_read(const struct uf_decode_pkt *pk, size_t n, uint64_t *acc)
-{
-	uint64_t t0 = uf_bench_now_ns(), a = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *p = pk[i].data;
-		uint32_t len = pk[i].len, j = 0;
-		for (; j + 8 <= len; j += 8) {
-			uint64_t v;
-			memcpy(&v, p + j, 8);
-			a += v;
-		}
-		for (; j < len; j++)
-			a += p[j];
-	}
-	*acc += a;
-	return uf_bench_now_ns() - t0;
-}
-
 enum { ROW_BASE, ROW_OFF, ROW_ON, NROWS };
 
 struct drow {
@@ -261,11 +209,11 @@ int uf_bench_decode(int argc, char **argv)
 		for (int k = 0; k < NROWS; k++)
 			rows[l][k].best_ns = UINT64_MAX;
 		for (uint64_t r = 0; r < reps; r++) {
-			uint64_t t = pass_read(pk, in.npkts, &acc), seen, errs;
+			uint64_t t = uf_input_read_pass(pk, in.npkts, &acc), seen, errs;
 			if (t < rows[l][ROW_BASE].best_ns)
 				rows[l][ROW_BASE].best_ns = t;
 			for (int k = ROW_OFF; k <= ROW_ON; k++) {
-				t = uf_bench_decode_pass(pk, in.npkts, (size_t)batch,
+				t = uf_input_decode_pass(pk, in.npkts, (size_t)batch,
 				                         k == ROW_ON ? (unsigned)pf : 0, &seen,
 				                         &acc, &errs);
 				if (t < rows[l][k].best_ns)

@@ -18,12 +18,6 @@
 int uf_bench_input_load(const char *cmd, const char *file, uint64_t gen_msgs,
                         struct uf_input_packets *in, char *desc, size_t desclen);
 
-/* Decodes every packet once in batches of `batch` through uf_decode_batch_inline (the feed
- * thread's path) with the given prefetch distance; `*msgs` gets the messages seen and `*acc`
- * folds their fields so nothing is optimised away. Returns elapsed ns. */
-uint64_t uf_bench_decode_pass(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
-                              uint64_t *msgs, uint64_t *acc, uint64_t *errors);
-
 /* Parses a non-negative integer option value in [lo, hi]; -1 after a message on stderr. */
 int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
                        uint64_t *v);

@@ -14,50 +14,6 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "common/uf_time.h"
-
-struct sink {
-	uint64_t acc; /* folds fields so the decode cannot be optimised away */
-	uint64_t n;   /* messages seen */
-};
-
-static void sink_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
-{
-	struct sink *s = ctx;
-	s->acc += m->timestamp ^ m->u.add.order_ref ^ seq ^ m->type;
-	s->n++;
-}
-
-/* Decodes every packet once; returns elapsed ns. */
-static uint64_t pass_decode(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
-                            struct sink *s, struct uf_decode_counters *c)
-{
-	uint64_t t0 = uf_now_mono_ns();
-	for (size_t i = 0; i < n; i += batch) {
-		size_t k = n - i < batch ? n - i : batch;
-		uf_decode_batch_inline(pk + i, k, dist, c, NULL, sink_msg, s);
-	}
-	return uf_now_mono_ns() - t0;
-}
-
-/* Reads every byte of every packet (8 at a time) in the same order; returns elapsed ns. */
-static uint64_t pass_read(const struct uf_decode_pkt *pk, size_t n, uint64_t *acc)
-{
-	uint64_t t0 = uf_now_mono_ns(), a = 0;
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *p = pk[i].data;
-		uint32_t len = pk[i].len, j = 0;
-		for (; j + 8 <= len; j += 8) {
-			uint64_t v;
-			memcpy(&v, p + j, 8);
-			a += v;
-		}
-		for (; j < len; j++)
-			a += p[j];
-	}
-	*acc += a;
-	return uf_now_mono_ns() - t0;
-}
 
 struct row {
 	const char *layout; /* sequential / scattered */
@@ -147,17 +103,15 @@ int uf_decode_cmd_bench(int argc, char **argv)
 		snprintf(on.what, sizeof(on.what), "decode prefetch %u", o.prefetch);
 		for (int r = 0; r < o.reps; r++) {
 			/* Interleave the rows so drift on a shared machine hits them alike. */
-			uint64_t t = pass_read(pk, in.npkts, &acc);
+			uint64_t t = uf_input_read_pass(pk, in.npkts, &acc);
 			base.best_ns = t < base.best_ns ? t : base.best_ns;
 			for (int pf = 0; pf < 2; pf++) {
-				struct sink s = {0, 0};
-				struct uf_decode_counters c;
-				memset(&c, 0, sizeof(c));
-				t = pass_decode(pk, in.npkts, o.batch, pf ? o.prefetch : 0, &s, &c);
+				uint64_t seen, errs;
+				t = uf_input_decode_pass(pk, in.npkts, o.batch, pf ? o.prefetch : 0,
+				                         &seen, &acc, &errs);
 				struct row *rw = pf ? &on : &off;
 				rw->best_ns = t < rw->best_ns ? t : rw->best_ns;
-				acc += s.acc;
-				if (s.n != in.nmsgs || uf_decode_counters_errors(&c))
+				if (seen != in.nmsgs || errs)
 					bad = 1;
 			}
 		}
@@ -177,13 +131,10 @@ int uf_decode_cmd_bench(int argc, char **argv)
 				sw.best_ns = UINT64_MAX;
 				snprintf(sw.what, sizeof(sw.what), "decode prefetch %u", sweep[d]);
 				for (int r = 0; r < o.reps; r++) {
-					struct sink s = {0, 0};
-					struct uf_decode_counters c;
-					memset(&c, 0, sizeof(c));
-					uint64_t t =
-					    pass_decode(pk, in.npkts, o.batch, sweep[d], &s, &c);
+					uint64_t seen, errs;
+					uint64_t t = uf_input_decode_pass(
+					    pk, in.npkts, o.batch, sweep[d], &seen, &acc, &errs);
 					sw.best_ns = t < sw.best_ns ? t : sw.best_ns;
-					acc += s.acc;
 				}
 				print_row(&sw, &in);
 			}

@@ -51,6 +51,19 @@ struct uf_input_packets {
 int uf_input_load_packets(const char *path, size_t mtu_payload, struct uf_input_packets *out);
 void uf_input_free_packets(struct uf_input_packets *p);
 
+/* The passes `uf-decode bench`, `uf-bench decode` and `uf-bench book` time alike. */
+
+/* Reads every byte of every packet (8 at a time) in the order given, folding them into
+ * `*acc`: what touching the data costs before any decoding. Returns elapsed ns. */
+uint64_t uf_input_read_pass(const struct uf_decode_pkt *pk, size_t n, uint64_t *acc);
+
+/* Decodes every packet once in batches of `batch` through uf_decode_batch_inline (the feed
+ * thread's path) with prefetch distance `dist`; `*msgs` gets the messages seen, `*errors`
+ * the decode errors, and `*acc` folds their fields so nothing is optimised away. Returns
+ * elapsed ns. */
+uint64_t uf_input_decode_pass(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
+                              uint64_t *msgs, uint64_t *acc, uint64_t *errors);
+
 /* Prints `c` as the stats JSON object (sorted keys, zero counts omitted) plus newline:
  * {"packets":P,"messages":N,"types":{..},"errors":{..},"gaps":G,"skipped":{..}}. */
 void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c);
