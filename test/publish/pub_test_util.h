@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "decode/uf_decode.h"
 #include "publish/uf_publish.h"
 #include "ref_model.h"
 
@@ -398,6 +399,26 @@ static inline char *model_books_json(const struct ref_model *r, const struct sym
 	free(b);
 	free(l);
 	return out;
+}
+
+/* Replays the ITCH file `path` (daily or pcap) through the reference model `r` and the
+ * symbol map `s` (instruments below max_inst); messages that do not decode are skipped, as
+ * `uf-decode books` skips them. Fails the test when the file cannot be opened. */
+static inline void pub_model_from_file(struct ref_model *r, struct sym_map *s, const char *path,
+                                       uint32_t max_inst)
+{
+	struct uf_reader rd;
+	struct uf_reader_msg rm;
+	struct uf_itch_msg m;
+
+	assert_int_equal(uf_reader_open(&rd, path, NULL), 0);
+	while (uf_reader_next(&rd, &rm) == 1) {
+		if (uf_itch_decode(rm.msg, rm.len, &m) != 0)
+			continue;
+		ref_apply(r, &m);
+		sym_apply(s, &m, max_inst);
+	}
+	uf_reader_close(&rd);
 }
 
 /* Runs a command and returns its stdout (caller frees); *status = exit status. */

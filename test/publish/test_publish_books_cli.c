@@ -188,17 +188,7 @@ static void test_books_on_generated_day_is_what_the_model_predicts(void **state)
 	struct ref_model *r = malloc(sizeof(*r));
 	struct sym_map *s = calloc(1, sizeof(*s));
 	ref_init(r, 4000000, 65536);
-	struct uf_reader rd;
-	assert_int_equal(uf_reader_open(&rd, path, NULL), 0);
-	struct uf_reader_msg rm;
-	struct uf_itch_msg m;
-	while (uf_reader_next(&rd, &rm) == 1) {
-		if (uf_itch_decode(rm.msg, rm.len, &m) != 0)
-			continue;
-		ref_apply(r, &m);
-		sym_apply(s, &m, 65536);
-	}
-	uf_reader_close(&rd);
+	pub_model_from_file(r, s, path, 65536);
 	int st;
 	for (size_t depth = 0; depth <= 5; depth += 5) {
 		char *want = model_books_json(r, s, depth);
