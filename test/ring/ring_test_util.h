@@ -128,10 +128,13 @@ static inline void test_pipe_put(int fd)
 		perror("pipe write");
 }
 
-#ifdef RING_TEST_RING_HELPERS
-/* Ring helpers for the test_ring*.c files (they include cmocka.h, uf_ring.h and ufconsumer.h
- * before this header and define RING_TEST_RING_HELPERS). */
-static inline struct uf_ring *make_ring(const char *name, uint64_t capacity, uint32_t mode)
+#if defined(RING_TEST_RING_HELPERS) || defined(RING_TEST_MAKE_RING)
+/* Creates ring `name` with `capacity`, file `mode` and book image `depth`, room for 64
+ * instruments and 8 consumers; fails the test, saying why, when it cannot. For test files
+ * that include cmocka.h and uf_ring.h before this header and define RING_TEST_MAKE_RING (or
+ * RING_TEST_RING_HELPERS). */
+static inline struct uf_ring *make_ring_with(const char *name, uint64_t capacity, uint32_t mode,
+                                             uint32_t depth)
 {
 	struct uf_ring_options o;
 	struct uf_ring *r = NULL;
@@ -141,6 +144,7 @@ static inline struct uf_ring *make_ring(const char *name, uint64_t capacity, uin
 	uf_ring_options_init(&o);
 	o.capacity = capacity;
 	o.mode = mode;
+	o.depth = depth;
 	o.max_instruments = 64;
 	o.max_consumers = 8;
 	rc = uf_ring_create(name, &o, &r, err, sizeof(err));
@@ -148,6 +152,15 @@ static inline struct uf_ring *make_ring(const char *name, uint64_t capacity, uin
 		fprintf(stderr, "uf_ring_create(%s): %d %s\n", name, rc, err);
 	assert_int_equal(rc, 0);
 	return r;
+}
+#endif
+
+#ifdef RING_TEST_RING_HELPERS
+/* Ring helpers for the test_ring*.c files (they include cmocka.h, uf_ring.h and ufconsumer.h
+ * before this header and define RING_TEST_RING_HELPERS). */
+static inline struct uf_ring *make_ring(const char *name, uint64_t capacity, uint32_t mode)
+{
+	return make_ring_with(name, capacity, mode, UF_RING_DEFAULT_DEPTH);
 }
 
 static inline uf_consumer_t *attach(const char *name, uint64_t spin_ns, int start)

@@ -10,6 +10,7 @@
 #include "test/common/uf_test_proc.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
+#define RING_TEST_MAKE_RING
 #include "ring_test_util.h"
 
 #define NI    4        /* instruments in the handover stream (ids 1..NI) */
@@ -19,21 +20,7 @@
 
 static struct uf_ring *make_ring(const char *name, uint64_t capacity, uint32_t depth)
 {
-	struct uf_ring_options o;
-	struct uf_ring *r = NULL;
-	char err[256] = "";
-	int rc;
-
-	uf_ring_options_init(&o);
-	o.capacity = capacity;
-	o.depth = depth;
-	o.max_instruments = 64;
-	o.max_consumers = 8;
-	rc = uf_ring_create(name, &o, &r, err, sizeof(err));
-	if (rc)
-		fprintf(stderr, "create: %s\n", err);
-	assert_int_equal(rc, 0);
-	return r;
+	return make_ring_with(name, capacity, 0600, depth);
 }
 
 static uf_consumer_t *attach(const char *name)
