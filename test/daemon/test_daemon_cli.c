@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_dir.h"
 #include "test/common/uf_test_proc.h"
 
 static char tmpdir[64];
@@ -105,9 +106,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return uf_test_rm_tree(tmpdir);
 }
 
 #define OKFEED "\"name\":\"cli\",\"lines\":[{\"group\":\"239.9.9.1\",\"port\":31001}]"

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_dir.h"
 #include "test/common/uf_test_proc.h"
 #include "ring/ufconsumer.h"
 
@@ -228,9 +229,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return uf_test_rm_tree(tmpdir);
 }
 
 #define CONFIG(symbols)                                                                            \

@@ -21,6 +21,7 @@
 #include "common/uf_time.h"
 #include "feed/uf_config.h"
 #include "publish/uf_record.h"
+#include "test/common/uf_test_dir.h"
 #include "test/common/uf_test_proc.h"
 
 static inline const char *ft_bin_dir(void)

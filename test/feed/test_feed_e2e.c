@@ -1124,10 +1124,7 @@ static int ft_teardown(void **state)
 	if (g_day[0])
 		unlink(g_day);
 	ft_rm_dir(ft_use_ring_dir()); /* rings a failed case could not unlink */
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", ft_tmpdir());
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", ft_tmpdir());
+	uf_test_rm_tree(ft_tmpdir());
 	return 0;
 }
 

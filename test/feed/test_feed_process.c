@@ -169,10 +169,7 @@ static int fp_setup(void **s)
 static int fp_teardown(void **s)
 {
 	ft_rm_dir(ft_use_ring_dir());
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", ft_tmpdir());
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", ft_tmpdir());
+	uf_test_rm_tree(ft_tmpdir());
 	return 0;
 }
 

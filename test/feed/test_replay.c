@@ -272,10 +272,7 @@ static int tr_setup(void **s)
 
 static int tr_teardown(void **s)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", ft_tmpdir());
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", ft_tmpdir());
+	uf_test_rm_tree(ft_tmpdir());
 	return 0;
 }
 
