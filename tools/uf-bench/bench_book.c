@@ -109,22 +109,18 @@ enum { R_DECODE, R_BOOK_OFF, R_BOOK_ON, NR };
 
 int uf_bench_book(int argc, char **argv)
 {
-	uint64_t reps, pf, batch, acc = 0;
+	uint64_t acc = 0;
 	uint64_t best[NR], recs = 0, integ = 0, peak_orders = 0, peak_levels = 0;
 	char what[NR][48], desc[512];
 	struct uf_bench_input_opts o;
 	struct uf_publish_params pp;
 	struct uf_input_packets in;
 	struct bk *x;
-	int json, bad = 0, rc;
+	int bad = 0, rc;
 
 	rc = uf_bench_input_opts_parse("book", argc, argv, usage, &o);
 	if (rc >= 0)
 		return rc;
-	reps = o.reps;
-	pf = o.pf;
-	batch = o.batch;
-	json = o.json;
 	rc = uf_bench_input_load("book", o.file, o.gen, &in, desc, sizeof(desc));
 	if (rc)
 		return rc;
@@ -140,21 +136,21 @@ int uf_bench_book(int argc, char **argv)
 	}
 	snprintf(what[R_DECODE], sizeof(what[0]), "decode alone (baseline)");
 	snprintf(what[R_BOOK_OFF], sizeof(what[0]), "decode+book, prefetch off");
-	snprintf(what[R_BOOK_ON], sizeof(what[0]), "decode+book, prefetch %" PRIu64 "/%u", pf,
+	snprintf(what[R_BOOK_ON], sizeof(what[0]), "decode+book, prefetch %" PRIu64 "/%u", o.pf,
 	         pp.prefetch);
 	for (int k = 0; k < NR; k++)
 		best[k] = UINT64_MAX;
-	for (uint64_t r = 0; r < reps; r++) {
+	for (uint64_t r = 0; r < o.reps; r++) {
 		uint64_t seen, errs, t;
-		t = uf_input_decode_pass(in.seq, in.npkts, (size_t)batch, (unsigned)pf, &seen, &acc,
-		                         &errs);
+		t = uf_input_decode_pass(in.seq, in.npkts, (size_t)o.batch, (unsigned)o.pf, &seen,
+		                         &acc, &errs);
 		best[R_DECODE] = t < best[R_DECODE] ? t : best[R_DECODE];
 		if (seen != in.nmsgs || errs)
 			bad = 1;
 		for (int k = R_BOOK_OFF; k <= R_BOOK_ON; k++) {
 			struct uf_publish_stats st;
 			int on = k == R_BOOK_ON;
-			t = pass_book(x, &in, (size_t)batch, on ? (unsigned)pf : 0,
+			t = pass_book(x, &in, (size_t)o.batch, on ? (unsigned)o.pf : 0,
 			              on ? pp.prefetch : 0, &errs);
 			best[k] = t < best[k] ? t : best[k];
 			uf_publish_stats(x->p, &st);
@@ -175,7 +171,7 @@ int uf_bench_book(int argc, char **argv)
 		double dec = (double)best[R_DECODE] / (double)in.nmsgs;
 		double off = (double)best[R_BOOK_OFF] / (double)in.nmsgs;
 		double on = (double)best[R_BOOK_ON] / (double)in.nmsgs;
-		if (json) {
+		if (o.json) {
 			json_t *rows = json_array();
 			for (int k = 0; k < NR; k++)
 				json_array_append_new(
@@ -189,8 +185,8 @@ int uf_bench_book(int argc, char **argv)
 			    "s:I, s:I, "
 			    "s:I, s:f, s:b}",
 			    "bench", "book", "input", desc, "messages", (json_int_t)in.nmsgs,
-			    "reps", (json_int_t)reps, "decode_prefetch", (json_int_t)pf,
-			    "book_prefetch", (json_int_t)pp.prefetch, "batch", (json_int_t)batch,
+			    "reps", (json_int_t)o.reps, "decode_prefetch", (json_int_t)o.pf,
+			    "book_prefetch", (json_int_t)pp.prefetch, "batch", (json_int_t)o.batch,
 			    "rows", rows, "book_ns_per_msg_prefetch_off", off - dec,
 			    "book_ns_per_msg_prefetch_on", on - dec, "decode_book_vs_decode",
 			    on / dec, "prefetch_on_vs_off", on / off, "records_per_msg",
@@ -203,7 +199,7 @@ int uf_bench_book(int argc, char **argv)
 		} else {
 			printf("uf-bench book: %s: %" PRIu64 " messages, best of %" PRIu64
 			       " passes, batches of %" PRIu64 " packets, sequential layout\n",
-			       desc, in.nmsgs, reps, batch);
+			       desc, in.nmsgs, o.reps, o.batch);
 			printf("%-30s %12s %8s %10s\n", "pass", "msgs/s", "ns/msg", "x decode");
 			for (int k = 0; k < NR; k++)
 				printf("%-30s %12.0f %8.2f %10.2f\n", what[k],

@@ -182,20 +182,16 @@ static void usage(FILE *f)
 int uf_bench_decode(int argc, char **argv)
 {
 	static const char *layout[] = {"sequential", "scattered"};
-	uint64_t reps, pf, batch, acc = 0;
+	uint64_t acc = 0;
 	struct uf_bench_input_opts o;
 	struct drow rows[2][NROWS];
 	struct uf_input_packets in;
 	char desc[512];
-	int json, bad = 0, rc;
+	int bad = 0, rc;
 
 	rc = uf_bench_input_opts_parse("decode", argc, argv, usage, &o);
 	if (rc >= 0)
 		return rc;
-	reps = o.reps;
-	pf = o.pf;
-	batch = o.batch;
-	json = o.json;
 	rc = uf_bench_input_load("decode", o.file, o.gen, &in, desc, sizeof(desc));
 	if (rc)
 		return rc;
@@ -205,16 +201,16 @@ int uf_bench_decode(int argc, char **argv)
 		         "read every byte (baseline)");
 		snprintf(rows[l][ROW_OFF].what, sizeof(rows[l][0].what), "decode prefetch off");
 		snprintf(rows[l][ROW_ON].what, sizeof(rows[l][0].what), "decode prefetch %" PRIu64,
-		         pf);
+		         o.pf);
 		for (int k = 0; k < NROWS; k++)
 			rows[l][k].best_ns = UINT64_MAX;
-		for (uint64_t r = 0; r < reps; r++) {
+		for (uint64_t r = 0; r < o.reps; r++) {
 			uint64_t t = uf_input_read_pass(pk, in.npkts, &acc), seen, errs;
 			if (t < rows[l][ROW_BASE].best_ns)
 				rows[l][ROW_BASE].best_ns = t;
 			for (int k = ROW_OFF; k <= ROW_ON; k++) {
-				t = uf_input_decode_pass(pk, in.npkts, (size_t)batch,
-				                         k == ROW_ON ? (unsigned)pf : 0, &seen,
+				t = uf_input_decode_pass(pk, in.npkts, (size_t)o.batch,
+				                         k == ROW_ON ? (unsigned)o.pf : 0, &seen,
 				                         &acc, &errs);
 				if (t < rows[l][k].best_ns)
 					rows[l][k].best_ns = t;
@@ -223,12 +219,13 @@ int uf_bench_decode(int argc, char **argv)
 			}
 		}
 	}
-	if (json) {
-		json_t *root = json_pack(
-		    "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "bench", "decode", "input",
-		    desc, "messages", (json_int_t)in.nmsgs, "packets", (json_int_t)in.npkts,
-		    "packet_bytes", (json_int_t)in.pkt_bytes, "reps", (json_int_t)reps, "prefetch",
-		    (json_int_t)pf, "batch", (json_int_t)batch, "loadavg", uf_bench_loadavg());
+	if (o.json) {
+		json_t *root =
+		    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "bench", "decode",
+		              "input", desc, "messages", (json_int_t)in.nmsgs, "packets",
+		              (json_int_t)in.npkts, "packet_bytes", (json_int_t)in.pkt_bytes,
+		              "reps", (json_int_t)o.reps, "prefetch", (json_int_t)o.pf, "batch",
+		              (json_int_t)o.batch, "loadavg", uf_bench_loadavg());
 		json_t *ls = json_array();
 		for (int l = 0; l < 2; l++) {
 			json_t *jr = json_array();
@@ -259,7 +256,7 @@ int uf_bench_decode(int argc, char **argv)
 		printf("uf-bench decode: %s: %" PRIu64
 		       " messages in %zu MoldUDP64 packets (<= 1472 B "
 		       "in 2048-B slots), best of %" PRIu64 " passes, batches of %" PRIu64 "\n",
-		       desc, in.nmsgs, in.npkts, reps, batch);
+		       desc, in.nmsgs, in.npkts, o.reps, o.batch);
 		printf("%-11s %-28s %12s %8s %7s %9s\n", "layout", "pass", "msgs/s", "ns/msg",
 		       "GB/s", "x baseline");
 		for (int l = 0; l < 2; l++)
@@ -273,7 +270,7 @@ int uf_bench_decode(int argc, char **argv)
 		printf("prefetch %" PRIu64
 		       " / off: sequential %.2fx, scattered %.2fx time (below 1: "
 		       "prefetch saves)\n",
-		       pf, (double)rows[0][ROW_ON].best_ns / (double)rows[0][ROW_OFF].best_ns,
+		       o.pf, (double)rows[0][ROW_ON].best_ns / (double)rows[0][ROW_OFF].best_ns,
 		       (double)rows[1][ROW_ON].best_ns / (double)rows[1][ROW_OFF].best_ns);
 		uf_bench_print_machine(acc);
 	}
