@@ -324,7 +324,7 @@ static int rp_load(struct rp *r, struct uf_reader *rd, const char *path)
 {
 	int rc = uf_reader_open(rd, path, NULL);
 	if (rc < 0) {
-		fprintf(stderr, "uf-replay: %s: %s\n", path, rd->err);
+		fprintf(stderr, "uf-replay: %s\n", rd->err); /* the reader names the file */
 		return rc;
 	}
 	size_t cap = 1 << 16;
