@@ -19,57 +19,10 @@
 #include "bench_input.h"
 #include "decode/uf_batch.h"
 #include "publish/uf_publish.h"
-
-#define CHUNK 256 /* decoded messages applied at once (one receive batch or less) */
-
-struct bk {
-	struct uf_publisher *p;                           /* the books */
-	struct uf_itch_msg msgs[CHUNK];                   /* decoded, not applied yet */
-	uint64_t seqs[CHUNK];                             /* their sequence numbers */
-	size_t n;                                         /* pending */
-	struct uf_record rec[CHUNK * UF_REC_MAX_PER_MSG]; /* one chunk's records */
-	uint64_t records;                                 /* written */
-	uint64_t acc;                                     /* folds records: keeps them live */
-};
-
-/* Applies the pending messages; consecutive sequence numbers go through the batch call
- * together (a jump, as in a pcap with gaps, starts a new batch). */
-static void bk_flush(struct bk *x)
-{
-	size_t i = 0;
-
-	while (i < x->n) {
-		size_t run = 1, done = 0;
-		while (i + run < x->n && x->seqs[i + run] == x->seqs[i] + run)
-			run++;
-		while (done < run) {
-			size_t applied = 0;
-			int k = uf_publish_apply_batch(
-			    x->p, &x->msgs[i + done], run - done, x->seqs[i] + done, 0, x->rec,
-			    sizeof(x->rec) / sizeof(x->rec[0]), &applied);
-			if (k > 0) {
-				x->records += (uint64_t)k;
-				x->acc += x->rec[k - 1].shares ^ x->rec[k - 1].feed_seq;
-			}
-			done += applied;
-		}
-		i += run;
-	}
-	x->n = 0;
-}
-
-static void bk_on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
-{
-	struct bk *x = ctx;
-
-	x->msgs[x->n] = *m;
-	x->seqs[x->n] = seq;
-	if (++x->n == CHUNK)
-		bk_flush(x);
-}
+#include "tools/uf-decode/books_apply.h"
 
 /* One decode+book pass from empty books; returns ns. */
-static uint64_t pass_book(struct bk *x, const struct uf_input_packets *in, size_t batch,
+static uint64_t pass_book(struct uf_books_apply *x, const struct uf_input_packets *in, size_t batch,
                           unsigned decode_pf, uint32_t book_pf, uint64_t *errors)
 {
 	struct uf_decode_counters c;
@@ -83,8 +36,10 @@ static uint64_t pass_book(struct bk *x, const struct uf_input_packets *in, size_
 	t0 = uf_bench_now_ns();
 	for (size_t i = 0; i < in->npkts; i += batch) {
 		size_t k = in->npkts - i < batch ? in->npkts - i : batch;
-		uf_decode_batch_inline(in->seq + i, k, decode_pf, &c, NULL, bk_on_msg, x);
-		bk_flush(x); /* a receive batch is applied before the next one is reaped */
+		uf_decode_batch_inline(in->seq + i, k, decode_pf, &c, NULL,
+		                       uf_books_apply_on_decoded, x);
+		uf_books_apply_flush(
+		    x); /* a receive batch is applied before the next one is reaped */
 	}
 	t0 = uf_bench_now_ns() - t0;
 	*errors = uf_decode_counters_errors(&c);
@@ -115,7 +70,7 @@ int uf_bench_book(int argc, char **argv)
 	struct uf_bench_input_opts o;
 	struct uf_publish_params pp;
 	struct uf_input_packets in;
-	struct bk *x;
+	struct uf_books_apply *x;
 	int bad = 0, rc;
 
 	rc = uf_bench_input_opts_parse("book", argc, argv, usage, &o);

@@ -13,11 +13,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "books_apply.h"
 #include "cmd.h"
 #include "common/uf_time.h"
 #include "publish/uf_publish.h"
-
-#define BOOKS_CHUNK 256 /* messages handed to uf_publish_apply_batch at once */
 
 static int books_num(const char *opt, const char *s, unsigned long long min, unsigned long long max,
                      unsigned long long *v)
@@ -33,59 +32,11 @@ static int books_num(const char *opt, const char *s, unsigned long long min, uns
 	return 0;
 }
 
-struct books_ctx {
-	struct uf_publisher *p;                                 /* the books */
-	struct uf_itch_msg msgs[BOOKS_CHUNK];                   /* decoded, not yet applied */
-	uint64_t seqs[BOOKS_CHUNK];                             /* their sequence numbers */
-	size_t n;                                               /* messages in msgs */
-	struct uf_record rec[BOOKS_CHUNK * UF_REC_MAX_PER_MSG]; /* records of one chunk */
-	uint64_t records;                                       /* records written */
-	uint64_t acc;                                           /* folds records: keeps them live */
-};
-
-/* Applies the pending chunk. Runs of consecutive sequence numbers go through the batch call
- * (with its prefetch); a jump (pcap gaps) starts a new run. */
-static void books_flush(struct books_ctx *x)
-{
-	size_t i = 0;
-	while (i < x->n) {
-		size_t run = 1;
-		while (i + run < x->n && x->seqs[i + run] == x->seqs[i] + run)
-			run++;
-		size_t done = 0;
-		while (done < run) {
-			size_t applied = 0;
-			int k = uf_publish_apply_batch(x->p, &x->msgs[i + done], run - done,
-			                               x->seqs[i] + done, 0, x->rec,
-			                               UF_ARRAY_SIZE(x->rec), &applied);
-			if (k > 0) {
-				x->records += (uint64_t)k;
-				x->acc += x->rec[k - 1].shares ^ x->rec[k - 1].feed_seq;
-			}
-			done += applied;
-		}
-		i += run;
-	}
-	x->n = 0;
-}
-
-static void books_add(struct books_ctx *x, uint64_t seq, const struct uf_itch_msg *m)
-{
-	x->msgs[x->n] = *m;
-	x->seqs[x->n] = seq;
-	if (++x->n == BOOKS_CHUNK)
-		books_flush(x);
-}
-
+/* uf_input_for_each's message callback; `ctx` is a struct uf_books_apply. */
 static int books_on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 {
-	books_add(ctx, seq, m);
+	uf_books_apply_add(ctx, seq, m);
 	return 0;
-}
-
-static void books_on_decoded(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
-{
-	books_add(ctx, seq, m);
 }
 
 /* JSON string body for a trimmed symbol (bytes outside printable ASCII escaped). */
@@ -202,7 +153,7 @@ int uf_decode_cmd_books(int argc, char **argv)
 		                "[--max-levels N]\n");
 		return UF_EXIT_USAGE;
 	}
-	struct books_ctx *x = calloc(1, sizeof(*x));
+	struct uf_books_apply *x = calloc(1, sizeof(*x));
 	if (!x) {
 		fprintf(stderr, "uf-decode books: out of memory\n");
 		return UF_EXIT_USAGE;
@@ -221,7 +172,7 @@ int uf_decode_cmd_books(int argc, char **argv)
 	const char *paths[1] = {file};
 	rc = uf_input_for_each(paths, 1, &c, books_on_msg, NULL, x);
 	if (rc == UF_EXIT_OK) {
-		books_flush(x);
+		uf_books_apply_flush(x);
 		if (books_print(stdout, x->p, (size_t)depth) < 0) {
 			fprintf(stderr, "uf-decode books: out of memory\n");
 			rc = UF_EXIT_USAGE;
@@ -305,7 +256,7 @@ static uint64_t books_cpu_ns(void)
 }
 
 /* One timed decode+book pass from empty books; returns wall ns, *cpu = thread CPU ns. */
-static uint64_t books_pass(struct books_ctx *x, const struct uf_decode_pkt *pk, size_t n,
+static uint64_t books_pass(struct uf_books_apply *x, const struct uf_decode_pkt *pk, size_t n,
                            size_t batch, unsigned decode_pf, uint32_t book_pf,
                            struct uf_decode_counters *c, uint64_t *cpu)
 {
@@ -316,8 +267,9 @@ static uint64_t books_pass(struct books_ctx *x, const struct uf_decode_pkt *pk, 
 	uint64_t t0 = uf_now_mono_ns();
 	for (size_t i = 0; i < n; i += batch) {
 		size_t k = n - i < batch ? n - i : batch;
-		uf_decode_batch_inline(pk + i, k, decode_pf, c, NULL, books_on_decoded, x);
-		books_flush(x); /* a receive batch is applied before the next one is reaped */
+		uf_decode_batch_inline(pk + i, k, decode_pf, c, NULL, uf_books_apply_on_decoded, x);
+		uf_books_apply_flush(
+		    x); /* a receive batch is applied before the next one is reaped */
 	}
 	uint64_t t = uf_now_mono_ns() - t0;
 	*cpu = books_cpu_ns() - c0;
@@ -330,7 +282,7 @@ int uf_decode_bench_books(const struct uf_input_packets *in, const struct uf_ben
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
 	pp.max_instruments = UF_PUB_MAX_INSTRUMENTS;
-	struct books_ctx *x = calloc(1, sizeof(*x));
+	struct uf_books_apply *x = calloc(1, sizeof(*x));
 	if (!x)
 		return UF_EXIT_USAGE;
 	int rc = uf_publish_create(&pp, &x->p);
