@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "test/common/uf_test_dir.h"
-#include "test/common/uf_test_proc.h"
+#include "test/common/uf_test_run.h"
 
 static char tmpdir[64];
 
@@ -39,47 +39,19 @@ static const char *bin(void)
 	return path;
 }
 
-static void slurp(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-}
-
 /* Runs uringfeed with up to 4 arguments; kills it after 10 s (a hang is a failure). */
 static void run(struct run *r, const char *a1, const char *a2, const char *a3, const char *a4)
 {
-	char out[128], err[128];
-	pid_t pid;
-	int st = 0;
+	const char *argv[] = {"uringfeed", a1, a2, a3, a4, NULL};
+	struct uf_test_run got;
 
-	snprintf(out, sizeof(out), "%s/stdout", tmpdir);
-	snprintf(err, sizeof(err), "%s/stderr", tmpdir);
-	pid = uf_test_fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(o, 1);
-		dup2(e, 2);
-		execl(bin(), "uringfeed", a1, a2, a3, a4, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 1000; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-		if (i == 999) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			fail_msg("uringfeed %s %s did not exit within 10 s", a1, a2 ? a2 : "");
-		}
-		usleep(10000);
-	}
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp(out, r->out, sizeof(r->out));
-	slurp(err, r->err, sizeof(r->err));
+	uf_test_run_path(bin(), argv, 10000, &got);
+	if (got.status < 0)
+		fail_msg("uringfeed %s %s did not exit within 10 s", a1, a2 ? a2 : "");
+	r->status = got.status;
+	snprintf(r->out, sizeof(r->out), "%s", got.out);
+	snprintf(r->err, sizeof(r->err), "%s", got.err);
+	uf_test_run_free(&got);
 }
 
 static const char *write_cfg(const char *name, const char *json)
