@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "common/uf_endian.h"
+#include "test/common/uf_test_dir.h"
 
 static char g_bin[4096];
 static char g_dir[64] = "/tmp/uf-decode-tools-XXXXXX";
@@ -33,9 +34,7 @@ static int setup(void **s)
 
 static int teardown(void **s)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return uf_test_rm_tree(g_dir);
 }
 
 /* Runs a shell command; returns its exit status, output (stdout) in out if given. */
