@@ -46,3 +46,35 @@ function(uf_add_test)
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${env}"
                        LABELS "${labels}")
 endfunction()
+
+# uf_add_fuzz_test(NAME <name> SOURCES <files...> [SECONDS <s>])
+# (only with -DUF_FUZZ=ON and clang) builds a libFuzzer target with ASan+UBSan, the code under
+# test compiled into it so libFuzzer sees its coverage, and registers a bounded run (label
+# "fuzz"): any crash, leak or sanitizer report fails the test. New inputs go to a corpus in
+# the build tree; the committed seeds in <test dir>/fuzz-seeds are only read.
+function(uf_add_fuzz_test)
+  cmake_parse_arguments(F "" "NAME;SECONDS" "SOURCES" ${ARGN})
+  if(NOT UF_FUZZ)
+    return()
+  endif()
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "UF_FUZZ needs clang (libFuzzer): configure with -DCMAKE_C_COMPILER=clang")
+  endif()
+  if(NOT F_SECONDS)
+    set(F_SECONDS 20)
+  endif()
+  set(flags -fsanitize=fuzzer,address,undefined)
+  add_executable(${F_NAME} ${F_SOURCES})
+  target_include_directories(${F_NAME} PRIVATE ${CMAKE_SOURCE_DIR})
+  target_compile_options(${F_NAME} PRIVATE ${flags} -fno-sanitize-recover=all
+                         -fno-omit-frame-pointer)
+  target_link_options(${F_NAME} PRIVATE ${flags})
+  set_target_properties(${F_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test-bin)
+  set(corpus ${CMAKE_CURRENT_BINARY_DIR}/${F_NAME}-corpus)
+  file(MAKE_DIRECTORY ${corpus})
+  add_test(NAME ${F_NAME}
+           COMMAND ${F_NAME} -max_total_time=${F_SECONDS} -rss_limit_mb=1024 -timeout=10
+                   -print_final_stats=1 ${corpus} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz-seeds)
+  math(EXPR budget "${F_SECONDS} * 3")
+  set_tests_properties(${F_NAME} PROPERTIES LABELS fuzz TIMEOUT ${budget})
+endfunction()
