@@ -183,12 +183,10 @@ static void uf_arb_update_gap(struct uf_arb *a)
 	}
 }
 
-/* Gives up the hole at `expected`: gap marker, counters, go on with what is queued. */
-static void uf_arb_give_up(struct uf_arb *a)
+/* Declares [expected, end) lost: gap marker, counters; the stream goes on at `end`. */
+static void uf_arb_lose_until(struct uf_arb *a, uint64_t end)
 {
-	uint64_t first = a->expected, end = uf_arb_hole_end(a);
-	if (end <= first)
-		return;
+	uint64_t first = a->expected;
 	uf_stat_add(&a->st->gaps_unrecovered, 1);
 	uf_stat_add(&a->st->messages_unrecovered, end - first);
 	a->cb.gap(a->cb.ctx, first, end - first);
@@ -196,6 +194,15 @@ static void uf_arb_give_up(struct uf_arb *a)
 	a->req_out = 0;
 	a->req_tries = 0;
 	a->gap_open = 0; /* a further hole is a new gap */
+}
+
+/* Gives up the hole at `expected`: gap marker, counters, go on with what is queued. */
+static void uf_arb_give_up(struct uf_arb *a)
+{
+	uint64_t end = uf_arb_hole_end(a);
+	if (end <= a->expected)
+		return;
+	uf_arb_lose_until(a, end);
 	uf_arb_drain(a);
 	uf_arb_update_gap(a);
 }
@@ -209,6 +216,13 @@ static void uf_arb_enqueue(struct uf_arb *a, const struct uf_mold_packet *pkt, u
 		/* Full: the oldest hole will not be filled in time. Give it up and deliver what
 		 * follows it, which frees slots. */
 		uf_stat_add(&a->st->queue_overflows, 1);
+		if (pkt->seq > a->expected && pkt->seq < uf_arb_hole_end(a)) {
+			/* The packet in hand lies inside that hole: only what precedes it is lost.
+			 * It continues the stream now (the caller drains and re-evaluates). */
+			uf_arb_lose_until(a, pkt->seq);
+			uf_arb_deliver(a, pkt, rx_ns, src);
+			return;
+		}
 		uf_arb_give_up(a);
 	}
 	uint32_t s = a->freel[--a->nfree];

@@ -320,6 +320,30 @@ static void test_arb_queue_overflow_gives_up_the_oldest_hole(void **s)
 	env_free(e);
 }
 
+/* A full queue gives up the oldest hole, but a packet in hand that lies inside that hole
+ * is not part of the loss: only what precedes it is given up, and it is delivered. */
+static void test_arb_queue_overflow_keeps_a_packet_inside_the_hole(void **s)
+{
+	struct env *e = env_new(0, 2);
+	pkt(e, 1, 1, 0);
+	pkt(e, 10, 1, 0);
+	pkt(e, 20, 1, 0); /* queue (2 slots) now full */
+	pkt(e, 5, 1, 1);  /* the other line brings 5: inside the hole 2..9 */
+	assert_int_equal(e->st.queue_overflows, 1);
+	assert_int_equal(e->r.ngaps, 1);
+	assert_int_equal(e->r.gap_first[0], 2);
+	assert_int_equal(e->r.gap_count[0], 3); /* 2..4 only: 5 was at hand */
+	assert_int_equal(e->r.n, 2);
+	assert_int_equal(e->r.delivered[1], 5);
+	assert_int_equal(e->r.src[1], 1);
+	assert_int_equal(e->st.messages_unrecovered, 3);
+	assert_true(uf_arb_gap_open(&e->a)); /* 6..9 is still a hole, waiting for its turn */
+	pkt(e, 6, 4, 1); /* ... and the line fills it: 10 and 20 follow from the queue */
+	assert_int_equal(e->r.n, 7);
+	assert_int_equal(e->r.delivered[6], 10);
+	env_free(e);
+}
+
 static void test_arb_heartbeat_reveals_a_lost_tail(void **s)
 {
 	struct env *e = env_new(1, 64);
@@ -451,6 +475,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_retries_then_gives_up_with_a_gap_marker),
 	    cmocka_unit_test(test_arb_without_recovery_gives_up_after_the_wait),
 	    cmocka_unit_test(test_arb_queue_overflow_gives_up_the_oldest_hole),
+	    cmocka_unit_test(test_arb_queue_overflow_keeps_a_packet_inside_the_hole),
 	    cmocka_unit_test(test_arb_heartbeat_reveals_a_lost_tail),
 	    cmocka_unit_test(test_arb_end_of_session_counts_once_after_everything),
 	    cmocka_unit_test(test_arb_new_session_restarts_at_one_and_drops_the_old),
