@@ -247,8 +247,9 @@ static int uf_arb_session(struct uf_arb *a, const struct uf_mold_packet *pkt, un
 	}
 	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_MOLD_SESSION_LEN))
 		goto out_drop;
-	if (a->have_session && !a->eos_seen && a->expected > 1) {
-		/* Ours is running: another session must prove itself first. */
+	if (a->have_session && !a->eos_seen && (a->expected > 1 || a->high > 1)) {
+		/* Ours is running (a late joiner recovering from 1 has delivered nothing yet but
+		 * is running too): another session must prove itself first. */
 		if (memcmp(pkt->session, a->cand_session, UF_MOLD_SESSION_LEN) != 0) {
 			memcpy(a->cand_session, pkt->session, UF_MOLD_SESSION_LEN);
 			a->cand_pkts = 0;

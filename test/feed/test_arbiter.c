@@ -429,6 +429,24 @@ static void test_arb_late_join_recovers_from_the_first_sequence(void **s)
 	env_free(e);
 }
 
+/* A late joiner has delivered nothing yet (it is recovering from 1), but its session is
+ * running: a stray packet of another session must not replace it (which would also drop
+ * every later packet of the real session as "previous session" for the rest of the day). */
+static void test_arb_stray_packet_during_late_join_changes_nothing(void **s)
+{
+	struct env *e = env_new(1, 64);
+	pkt(e, 50, 1, 0);
+	pkt_sess(e, "STRAY", 900, 2, 1);
+	assert_int_equal(e->r.sessions, 0);
+	assert_int_equal(e->st.sessions, 1);
+	assert_int_equal(e->st.lines[1].wrong_session, 1);
+	pkt(e, 1, 49, 1); /* the start arrives (a recovery answer would do the same) */
+	assert_int_equal(e->st.lines[1].wrong_session, 1);
+	assert_false(uf_arb_gap_open(&e->a));
+	assert_in_order(&e->r, 1, 50);
+	env_free(e);
+}
+
 static void test_arb_rate_limit_spaces_requests(void **s)
 {
 	struct env *e = env_new(1, 64);
@@ -482,6 +500,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_stray_packet_of_another_session_changes_nothing),
 	    cmocka_unit_test(test_arb_new_session_without_end_switches_after_confirmation),
 	    cmocka_unit_test(test_arb_late_join_recovers_from_the_first_sequence),
+	    cmocka_unit_test(test_arb_stray_packet_during_late_join_changes_nothing),
 	    cmocka_unit_test(test_arb_rate_limit_spaces_requests),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
