@@ -259,7 +259,7 @@ static int uf_arb_session(struct uf_arb *a, const struct uf_mold_packet *pkt, un
 	}
 	if (a->have_session) {
 		/* The old session is over: whatever it still missed is lost. */
-		if (a->expected < a->high && a->expected > 1) {
+		if (a->expected < a->high) { /* a late joiner still at 1 loses what it held too */
 			uf_arb_queue_clear(a);
 			uint64_t first = a->expected, n = a->high - a->expected;
 			uf_stat_add(&a->st->gaps_unrecovered, 1);

@@ -447,6 +447,23 @@ static void test_arb_stray_packet_during_late_join_changes_nothing(void **s)
 	env_free(e);
 }
 
+/* A late joiner still recovering from 1 when its session is replaced has lost everything
+ * it held: that is reported like any other abandoned tail, not silently dropped. */
+static void test_arb_session_replaced_during_late_join_reports_the_loss(void **s)
+{
+	struct env *e = env_new(1, 64);
+	pkt(e, 50, 1, 0);
+	for (uint64_t q = 1; q <= UF_ARB_SESSION_CONFIRM; q++)
+		pkt_sess(e, "S2", q, 1, 0);
+	assert_int_equal(e->r.sessions, 1);
+	assert_int_equal(e->r.ngaps, 1);
+	assert_int_equal(e->r.gap_first[0], 1);
+	assert_int_equal(e->r.gap_count[0], 50); /* 1..49 missing, 50 queued and dropped */
+	assert_int_equal(e->st.messages_unrecovered, 50);
+	assert_int_equal(e->st.gaps_unrecovered, 1);
+	env_free(e);
+}
+
 static void test_arb_rate_limit_spaces_requests(void **s)
 {
 	struct env *e = env_new(1, 64);
@@ -501,6 +518,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_new_session_without_end_switches_after_confirmation),
 	    cmocka_unit_test(test_arb_late_join_recovers_from_the_first_sequence),
 	    cmocka_unit_test(test_arb_stray_packet_during_late_join_changes_nothing),
+	    cmocka_unit_test(test_arb_session_replaced_during_late_join_reports_the_loss),
 	    cmocka_unit_test(test_arb_rate_limit_spaces_requests),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
