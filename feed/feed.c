@@ -359,7 +359,7 @@ static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
 	uf_stat_add(&f->stats.records, f->nrec);
 	f->nrec = 0;
 	uf_feed_ring_batch_begin(f->ring);
-	uf_feed_ring_set_stale_all(f->ring, seq);
+	uf_feed_ring_set_stale_all(f->ring, 1, seq);
 	uf_feed_ring_batch_end(f->ring, seq);
 }
 
@@ -372,6 +372,7 @@ static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LE
 	uf_feed_ring_batch_begin(f->ring); /* every book empties at once */
 	for (uint32_t i = 0; i < f->max_inst; i++)
 		uf_feed_ring_set_book(f->ring, i, f->bids, 0, f->asks, 0, seq, 0);
+	uf_feed_ring_set_stale_all(f->ring, 0, seq); /* the reset cleared the publisher's too */
 	uf_feed_ring_batch_end(f->ring, seq);
 }
 

@@ -79,9 +79,9 @@ size_t uf_feed_ring_max_batch(const struct uf_ring *r)
 	return (size_t)r->max_batch;
 }
 
-void uf_feed_ring_set_stale_all(struct uf_ring *r, uint64_t seq)
+void uf_feed_ring_set_stale_all(struct uf_ring *r, int stale, uint64_t seq)
 {
-	(void)uf_ring_image_set_stale(r, UINT32_MAX, 1, seq);
+	(void)uf_ring_image_set_stale(r, UINT32_MAX, stale, seq);
 }
 
 void uf_feed_ring_close(struct uf_ring *r)

@@ -42,8 +42,9 @@ void uf_feed_ring_batch_end(struct uf_ring *r, uint64_t seq);
  * before their image updates are made. */
 size_t uf_feed_ring_max_batch(const struct uf_ring *r);
 
-/* Flags every instrument stale (after an unrecovered gap) or clears one. */
-void uf_feed_ring_set_stale_all(struct uf_ring *r, uint64_t seq);
+/* Sets (after an unrecovered gap) or clears (a new session starts the books over) the stale
+ * flag of every instrument in the image. */
+void uf_feed_ring_set_stale_all(struct uf_ring *r, int stale, uint64_t seq);
 
 /* Marks the ring closed and frees the handle. */
 void uf_feed_ring_close(struct uf_ring *r);

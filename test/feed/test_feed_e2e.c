@@ -566,6 +566,43 @@ static void test_feed_new_session_starts_the_books_over(void **state)
 	assert_int_equal(c.st.gaps_unrecovered, 0);
 }
 
+/* A day that ended with an unrecovered gap leaves every book flagged stale; the next session
+ * starts the books over, so its books (and the image consumers snapshot) are clean again. */
+static void test_feed_new_session_clears_stale_books(void **state)
+{
+	struct ft_case c = {0};
+	ft_start(&c, 7, 1); /* a request server is configured, but nobody answers on day 1 */
+	ft_replay(&c, 7, 0, "--session", "DAY1", "--linger", "0", "--drop-a", "@3000", "--drop-b",
+	          "@3000", NULL);
+	assert_int_equal(ft_wait(c.replay, 30000), 0);
+	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
+	uint64_t end = uf_now_mono_ns() + (uint64_t)FT_DONE_TIMEOUT_MS * 1000000u;
+	while (uf_now_mono_ns() < end && uf_load_relaxed_u64(&s->gaps_unrecovered) < 1) {
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	int stale = 0;
+	free(ft_feed_books(c.cfg.ring.name, &stale));
+	assert_true(stale > 0); /* day 1's books say they may be wrong */
+	ft_replay(&c, 7, 1, "--session", "DAY2", NULL);
+	while (uf_now_mono_ns() < end && !(uf_load_relaxed_u64(&s->end_of_session) >= 2 &&
+	                                   uf_load_relaxed_u64(&s->sessions) >= 2 &&
+	                                   uf_load_relaxed_u64(&s->messages) +
+	                                           uf_load_relaxed_u64(&s->messages_unrecovered) >=
+	                                       2 * g_ref_msgs)) {
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	stale = -1;
+	char *books = ft_feed_books(c.cfg.ring.name, &stale);
+	assert_string_equal(books, g_ref_books);
+	free(books);
+	assert_int_equal(stale, 0); /* day 2 is whole: nothing is flagged */
+	ft_finish(&c);
+	assert_int_equal(c.st.sessions, 2);
+	assert_int_equal(c.st.gaps_unrecovered, 1);
+}
+
 #if FT_URING
 /* The kernel refuses the SQ thread's CPU: the feed falls back (logged) and still works. */
 static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
@@ -1138,6 +1175,7 @@ int main(void)
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
 		cmocka_unit_test(test_feed_new_session_starts_the_books_over),
+		cmocka_unit_test(test_feed_new_session_clears_stale_books),
 		cmocka_unit_test(test_feed_create_says_what_is_wrong),
 		cmocka_unit_test(test_feed_malformed_datagrams_are_counted_and_dropped),
 		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
