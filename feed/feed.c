@@ -21,8 +21,6 @@
 #include "feed/mcast.h"
 #include "publish/uf_publish.h"
 
-_Static_assert(sizeof(struct uf_level) == UF_FEED_LEVEL_SIZE, "publish level layout changed");
-
 #define UF_FEED_RECS 1024 /* records buffered per packet before they go to the ring */
 #define UF_FEED_RCVBUF                                                                             \
 	(16 << 20) /* socket receive buffer: absorbs bursts during recovery                        \

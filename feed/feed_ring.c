@@ -5,8 +5,6 @@
 
 #include "ring/uf_ring.h"
 
-_Static_assert(sizeof(struct uf_level) == UF_FEED_LEVEL_SIZE, "ring level layout changed");
-
 int uf_feed_ring_create(const struct uf_feed_config *cfg, struct uf_ring **out, char *err,
                         size_t errlen)
 {
@@ -57,8 +55,9 @@ void uf_feed_ring_image_record(struct uf_ring *r, const struct uf_record *rec, u
 	}
 }
 
-void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const void *bids, uint32_t nbid,
-                           const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts)
+void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
+                           uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
+                           uint64_t rx_ts)
 {
 	(void)uf_ring_image_set_book(r, instrument, bids, nbid, asks, nask, seq, rx_ts);
 }

@@ -1,7 +1,6 @@
-/* The feed's side of ring/: a thin layer so the pipeline (feed.c, which includes
- * publish/uf_publish.h) never includes ring/uf_ring.h in the same translation unit; both
- * headers define a 24-byte `struct uf_level` with the same layout, passed here as
- * `const void *` arrays of 24-byte levels. */
+/* The feed's side of ring/: the few producer calls the pipeline (feed.c) makes, so feed.c
+ * sees neither the ring's layout nor its inline internals. Levels are publish/uf_level.h's
+ * `struct uf_level`, the one type both the books and the image use. */
 #ifndef UF_FEED_RING_H
 #define UF_FEED_RING_H
 
@@ -9,11 +8,10 @@
 #include <stdint.h>
 
 #include "feed/uf_config.h"
+#include "publish/uf_level.h"
 #include "publish/uf_record.h"
 
 struct uf_ring;
-
-#define UF_FEED_LEVEL_SIZE 24 /* sizeof(struct uf_level) in publish/ and ring/ */
 
 /* Creates ring cfg->ring.name with cfg's capacity, mode, depth and instruments. Cold. */
 int uf_feed_ring_create(const struct uf_feed_config *cfg, struct uf_ring **out, char *err,
@@ -27,9 +25,10 @@ uint64_t uf_feed_ring_publish(struct uf_ring *r, const struct uf_record *recs, s
  * levels are refreshed separately with uf_feed_ring_set_book. */
 void uf_feed_ring_image_record(struct uf_ring *r, const struct uf_record *rec, uint64_t seq);
 
-/* Replaces the image book of one instrument; bids/asks are 24-byte levels, best first. */
-void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const void *bids, uint32_t nbid,
-                           const void *asks, uint32_t nask, uint64_t seq, uint64_t rx_ts);
+/* Replaces the image book of one instrument; bids/asks best first. */
+void uf_feed_ring_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
+                           uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
+                           uint64_t rx_ts);
 
 /* Brackets the image updates of one publish step (uf_ring_image_batch_begin/end): entries
  * touched in between stay locked and appear together stamped `seq` (the tail after that

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "decode/uf_decode.h"
+#include "publish/uf_level.h"
 #include "publish/uf_record.h"
 
 #define UF_PUB_SYMBOL_LEN      8     /* ITCH symbols: 8 bytes, space padded */
@@ -71,20 +72,6 @@ struct uf_publish_params {
 };
 
 #define UF_PUB_F_NO_MBO (1u << 0) /* don't write ORDER_* records (levels and trades only) */
-
-/* Read view of one price level. The same 24-byte layout as ring/uf_level.h (installed with
- * the consumer library), under the same include guard, so a file may include both headers
- * and pass levels from uf_publish_top() straight to the ring's book image. */
-#ifndef UF_LEVEL_H
-#define UF_LEVEL_H
-struct uf_level {
-	int64_t price;     /* UF_PRICE_DECIMALS implied decimals */
-	uint64_t shares;   /* displayed shares at the level */
-	uint32_t orders;   /* orders at the level */
-	uint32_t reserved; /* 0 */
-};
-_Static_assert(sizeof(struct uf_level) == 24, "level is 24 bytes in shared memory");
-#endif /* UF_LEVEL_H */
 
 /* Read view of one instrument: directory (R), status, last trade. Values are the wire's
  * letters/numbers, 0 when never received. */

@@ -20,7 +20,7 @@
 #include "common/uf_atomic.h"
 #include "common/uf_compiler.h"
 #include "publish/uf_record.h"
-#include "ring/uf_level.h"
+#include "publish/uf_level.h"
 #include "ring/uf_ring_layout.h"
 
 #define UF_RING_DEFAULT_CAPACITY    (1u << 20)

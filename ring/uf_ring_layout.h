@@ -32,7 +32,7 @@
 
 #include "common/uf_compiler.h"
 #include "publish/uf_record.h"
-#include "ring/uf_level.h"
+#include "publish/uf_level.h"
 
 #define UF_RING_MAGIC          0x474e4952464d5546ull /* "UFMFRING" little-endian */
 #define UF_RING_CT_MAGIC       0x534e4f4346465546ull /* "UFFCONS" */

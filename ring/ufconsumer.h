@@ -29,7 +29,7 @@
 #include <sys/types.h>
 
 #include "publish/uf_record.h"
-#include "ring/uf_level.h"
+#include "publish/uf_level.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,5 +1,6 @@
-/* One aggregated price level: the unit of the book image, shared by the producer API
- * (uf_ring.h) and the consumer API (ufconsumer.h). Installed with libufconsumer. */
+/* One aggregated price level: what the books hand out (uf_publish_top) and the unit of the
+ * ring's book image (uf_ring.h producer side, ufconsumer.h consumer side). Defined once,
+ * here, beside the record contract; installed with libufconsumer. */
 #ifndef UF_LEVEL_H
 #define UF_LEVEL_H
 
