@@ -60,8 +60,6 @@ static void on_signal(int sig)
 	e2e_stop = 1;
 }
 
-/* ---- command ---------------------------------------------------------------------------- */
-
 static void usage(FILE *f)
 {
 	fprintf(f,
