@@ -1,5 +1,5 @@
-/* uf-bench e2e helpers: child processes, the daemon's status endpoint, /proc CPU times and
- * gnuplot. Only bench_e2e.c uses them; none of this is on a measured path. */
+/* uf-bench e2e helpers: child processes, the daemon's status endpoint, /proc CPU times,
+ * sleeps and gnuplot. Only the e2e files use them; none of this is on a measured path. */
 #ifndef UF_BENCH_E2E_H
 #define UF_BENCH_E2E_H
 
@@ -42,6 +42,9 @@ int e2e_status_read(uint16_t port, struct e2e_status *st);
 /* utime + stime of every thread of `pid` so far (kernel threads of the process, such as the
  * io_uring SQPOLL thread, included), in ns. Returns 0 or -errno. */
 int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns);
+
+/* Sleeps `ms` milliseconds (a poll interval: waking early on a signal is fine). */
+void e2e_sleep_ms(int ms);
 
 /* Writes `text` to `path`. Returns 0 or -errno. */
 int e2e_write_file(const char *path, const char *text);

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -237,6 +238,12 @@ int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns)
 		return rc;
 	*ns = ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
 	return 0;
+}
+
+void e2e_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
 }
 
 int e2e_write_file(const char *path, const char *text)

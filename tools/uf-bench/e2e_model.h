@@ -1,0 +1,112 @@
+/* uf-bench e2e: what a run is asked (struct e2e_opts) and what it measured (steps, searches,
+ * one result per back end), plus the back ends it knows. The orchestration (e2e_run.c) fills
+ * these, the rate search (e2e_search.c) decides from them, the report (e2e_report.c) prints
+ * them; none of them holds a process, a socket or a file. */
+#ifndef UF_BENCH_E2E_MODEL_H
+#define UF_BENCH_E2E_MODEL_H
+
+#include <stdint.h>
+
+#include "bench.h"
+#include "e2e.h"
+
+#define MAXC       4                    /* consumer processes per back end, at most */
+#define MAX_SEARCH 12                   /* search steps, at most */
+#define NSTEPS     (3 + 2 * MAX_SEARCH) /* warm-up, steady, burst, two searches */
+#define ST_WARMUP  0                    /* step index of the warm-up replay */
+#define ST_STEADY  1                    /* step index of the steady replay */
+#define ST_BURST   2                    /* step index of the bursty replay */
+#define ST_SEARCH  3                    /* first search step */
+#define NPLOT      160                  /* points per latency distribution plot */
+#define MAX_SAMPLE (1u << 23)           /* latency samples per consumer per sampled step, at most */
+
+/* The receive back ends, in the order they run and are reported. Names: e2e_backend.c. */
+enum backend { BE_SQPOLL, BE_NOSQPOLL, BE_RECVMMSG, BE_EPOLL, BE_COUNT };
+
+/* The name uringfeed's config "backend" key takes ("io_uring", ...); also the JSON "backend"
+ * and the plot data file names. */
+const char *e2e_backend_cfg(enum backend be);
+
+/* The name in the tables, the JSON "label" and the plot keys ("io_uring+SQPOLL", ...). */
+const char *e2e_backend_label(enum backend be);
+
+/* Parses --backends: a comma-separated list of config names, the aliases "sqpoll" and
+ * "nosqpoll", or "all"; `s` is cut up (strtok_r). Sets *mask (1 << enum backend) and returns
+ * 0, or -EINVAL for an unknown name or an empty list. */
+int e2e_backends_parse(char *s, uint32_t *mask);
+
+struct e2e_opts {
+	double duration;     /* seconds per back end (replay time; start-up comes on top) */
+	double rate;         /* steady and burst mean rate, msg/s */
+	double burst;        /* burst factor */
+	double burst_ms;     /* burst period */
+	double max_rate;     /* search cap */
+	int steps;           /* steady search steps */
+	int burst_steps;     /* burst search steps */
+	int consumers;       /* consumer processes */
+	int json;            /* JSON on stdout instead of the table */
+	int plot;            /* gnuplot PNGs */
+	int keep;            /* keep the temp dir */
+	int feed_cpu;        /* feed thread CPU */
+	int sqpoll_cpu;      /* SQPOLL thread CPU */
+	uint32_t mask;       /* back ends */
+	const char *results; /* results folder */
+	const char *day;     /* daily-format input, NULL = generate */
+	uint64_t day_msgs;   /* generated day size */
+	int generated;       /* the day is uf-gen's (every message makes a record) */
+	char bindir[2048];   /* uringfeed, uf-replay, uf-gen */
+	char tmp[2048];      /* temp dir */
+	int ncpu;            /* CPUs available */
+};
+
+/* One replay step's outcome. */
+struct step {
+	int ran;                 /* 1 when it ran */
+	double offered;          /* msg/s asked of uf-replay (mean) */
+	double burst;            /* burst factor, 0 = steady */
+	uint64_t sent;           /* messages in the replayed file */
+	double replay_s;         /* uf-replay's own duration */
+	double achieved;         /* sent / replay_s */
+	uint64_t delivered;      /* feed messages delta */
+	uint64_t cpu_ns;         /* uringfeed CPU over the replay */
+	double wall_s;           /* replay wall time as uf-bench saw it */
+	double cpu_per_msg;      /* ns */
+	double cpu_util;         /* CPUs busy on average */
+	struct e2e_status d;     /* counter deltas */
+	uint64_t lap_lost;       /* consumers, summed */
+	uint64_t gap_recs;       /* consumers, summed */
+	uint64_t seq_skipped;    /* consumers, summed: feed_seq numbers with no LAST record */
+	uint64_t seq_back;       /* consumers, summed: feed_seq going backwards */
+	uint64_t cons_msgs;      /* LAST records, slowest consumer */
+	int loss;                /* any loss */
+	char why[160];           /* which counters said loss */
+	struct uf_bench_pct lat; /* latency (steady/burst only) */
+	double plot_x[NPLOT];    /* 1 / (1 - quantile) */
+	double plot_us[NPLOT];   /* latency at that quantile */
+	int nplot;               /* points */
+};
+
+/* One bounded search for the highest loss-free rate (driven by e2e_search.c). */
+struct search {
+	struct step st[MAX_SEARCH]; /* steps, in the order run */
+	int n;                      /* steps run */
+	double max_rate;            /* highest achieved rate of a loss-free step (0: none) */
+	int max_idx;                /* its index in st[] (-1: none) */
+	double first_loss_rate;     /* lowest offered rate that lost (0: none) */
+	int sender_limited;         /* stopped because uf-replay could go no faster */
+	double rate;                /* the rate to offer next */
+	double cap;                 /* offered rates stay at or below it */
+	int steps;                  /* steps allowed (<= MAX_SEARCH) */
+	int done;                   /* the search is over */
+};
+
+/* One back end's results. */
+struct beres {
+	enum backend be;           /* back end */
+	int ok;                    /* ran to the end */
+	char note[256];            /* why not, or a remark */
+	struct step steady, burst; /* latency steps */
+	struct search s[2];        /* rate searches: [0] steady, [1] bursts */
+};
+
+#endif /* UF_BENCH_E2E_MODEL_H */

@@ -1,0 +1,310 @@
+/* uf-bench e2e: the report (see e2e_report.h). Formats only: every figure was measured by
+ * e2e_run.c; only the plots write files and run gnuplot. */
+#include "e2e_report.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+void e2e_machine_info(struct machine *m)
+{
+	char line[256];
+	struct utsname u;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	snprintf(m->cpu, sizeof(m->cpu), "unknown CPU");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+		if (strncmp(line, "model name", 10) == 0 && p) {
+			p += 2;
+			p[strcspn(p, "\n")] = '\0';
+			snprintf(m->cpu, sizeof(m->cpu), "%s", p);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	snprintf(m->kernel, sizeof(m->kernel), "%s", uname(&u) == 0 ? u.release : "unknown");
+	m->ncpu = uf_bench_ncpus();
+}
+
+static const struct beres *find_be(const struct beres *rs, int n, enum backend be)
+{
+	for (int i = 0; i < n; i++)
+		if (rs[i].be == be && rs[i].ok)
+			return &rs[i];
+	return NULL;
+}
+
+static double cpu_at_max(const struct search *sr)
+{
+	return sr->max_idx >= 0 ? sr->st[sr->max_idx].cpu_per_msg : 0;
+}
+
+static double ratio(double a, double b)
+{
+	return a > 0 && b > 0 ? a / b : 0;
+}
+
+void e2e_report_ratios(const struct beres *rs, int n, struct ratios *q)
+{
+	const struct beres *sq = find_be(rs, n, BE_SQPOLL), *mm = find_be(rs, n, BE_RECVMMSG);
+	const struct beres *ep = find_be(rs, n, BE_EPOLL), *ns = find_be(rs, n, BE_NOSQPOLL);
+
+	memset(q, 0, sizeof(*q));
+	if (sq && mm) {
+		q->sq_vs_mmsg_rate = ratio(sq->s[0].max_rate, mm->s[0].max_rate);
+		q->sq_vs_mmsg_cpu = ratio(cpu_at_max(&sq->s[0]), cpu_at_max(&mm->s[0]));
+		q->sq_vs_mmsg_burst_rate = ratio(sq->s[1].max_rate, mm->s[1].max_rate);
+	}
+	if (ep && sq)
+		q->epoll_vs_sq_p99 = ratio((double)ep->burst.lat.p99, (double)sq->burst.lat.p99);
+	if (ep && ns)
+		q->epoll_vs_nosq_p99 = ratio((double)ep->burst.lat.p99, (double)ns->burst.lat.p99);
+	if (ep && mm)
+		q->epoll_vs_mmsg_p99 = ratio((double)ep->burst.lat.p99, (double)mm->burst.lat.p99);
+}
+
+static void print_lat_row(const char *label, const char *what, const struct step *s)
+{
+	printf("%-16s %-22s %9.0f %9.1f %9.1f %9.1f %9.1f %9" PRIu64 " %10.0f %5.0f%%  %s\n", label,
+	       what, s->achieved, (double)s->lat.p50 / 1e3, (double)s->lat.p99 / 1e3,
+	       (double)s->lat.p999 / 1e3, (double)s->lat.max / 1e3, s->lat.n, s->cpu_per_msg,
+	       s->cpu_util * 100, s->loss ? s->why : "none");
+}
+
+void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
+                      const struct machine *m, const struct ratios *q)
+{
+	char what[64];
+
+	printf("uf-bench e2e: uf-replay -> uringfeed -> %d consumer(s), loopback multicast A+B\n"
+	       "machine: %s, kernel %s, %d CPUs, load average %.2f before, %.2f after "
+	       "(shared machine: figures are noisy)\n"
+	       "latency = consumer read (CLOCK_REALTIME) - kernel receive timestamp, one sample "
+	       "per message; cpu = uringfeed utime+stime (all threads) / message\n\n",
+	       o->consumers, m->cpu, m->kernel, m->ncpu, m->load_start, m->load_end);
+	printf("%-16s %-22s %9s %9s %9s %9s %9s %9s %10s %6s  %s\n", "backend", "case", "msg/s",
+	       "p50_us", "p99_us", "p99.9_us", "max_us", "samples", "cpu_ns/msg", "cpu", "loss");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		if (!b->ok) {
+			printf("%-16s did not run: %s\n", e2e_backend_label(b->be), b->note);
+			continue;
+		}
+		snprintf(what, sizeof(what), "steady");
+		print_lat_row(e2e_backend_label(b->be), what, &b->steady);
+		snprintf(what, sizeof(what), "bursts %gx/%gms", o->burst, o->burst_ms);
+		print_lat_row(e2e_backend_label(b->be), what, &b->burst);
+	}
+	printf("\nhighest rate with no loss (mean msg/s; bursts: %gx the mean for %g ms of every "
+	       "%g ms)\n",
+	       o->burst, o->burst_ms / o->burst, o->burst_ms);
+	printf("%-16s %-7s %13s %14s %6s  %-14s %s\n", "backend", "pattern", "max_no_loss/s",
+	       "cpu_ns/msg@max", "cpu", "first_lossy/s", "search (offered msg/s: loss)");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		for (int w = 0; w < 2 && b->ok; w++) {
+			const struct search *sr = &b->s[w];
+			char fl[24] = "none";
+			if (sr->first_loss_rate > 0)
+				snprintf(fl, sizeof(fl), "%.0f", sr->first_loss_rate);
+			printf("%-16s %-7s %13.0f %14.0f %5.0f%%  %-14s ", e2e_backend_label(b->be),
+			       w ? "bursts" : "steady", sr->max_rate, cpu_at_max(sr),
+			       sr->max_idx >= 0 ? sr->st[sr->max_idx].cpu_util * 100 : 0, fl);
+			for (int k = 0; k < sr->n; k++)
+				printf("%s%.0f:%s", k ? ", " : "", sr->st[k].offered,
+				       sr->st[k].loss ? sr->st[k].why : "ok");
+			if (sr->sender_limited)
+				printf(
+				    "  (uf-replay reached %.0f of %.0f offered: the sender, on the "
+				    "same CPUs, was the limit)",
+				    sr->st[sr->n - 1].achieved, sr->st[sr->n - 1].offered);
+			printf("\n");
+		}
+	}
+	printf("\naims (issue 8), as measured in this run:\n");
+	if (q->sq_vs_mmsg_rate > 0)
+		printf("  SQPOLL max rate / recvmmsg max rate = %.3f (aim >= 1: %s)\n",
+		       q->sq_vs_mmsg_rate, q->sq_vs_mmsg_rate >= 1 ? "met" : "NOT met");
+	if (q->sq_vs_mmsg_cpu > 0)
+		printf("  SQPOLL cpu/msg / recvmmsg cpu/msg at their max rates = %.3f (aim < 1: "
+		       "%s)\n",
+		       q->sq_vs_mmsg_cpu, q->sq_vs_mmsg_cpu < 1 ? "met" : "NOT met");
+	if (q->epoll_vs_sq_p99 > 0)
+		printf("  epoll burst p99 / SQPOLL burst p99 = %.3f (aim >= 5: %s)\n",
+		       q->epoll_vs_sq_p99, q->epoll_vs_sq_p99 >= 5 ? "met" : "NOT met");
+	if (q->epoll_vs_nosq_p99 > 0)
+		printf("  epoll burst p99 / io_uring (no SQPOLL) burst p99 = %.2f\n",
+		       q->epoll_vs_nosq_p99);
+	if (q->epoll_vs_mmsg_p99 > 0)
+		printf("  epoll burst p99 / recvmmsg burst p99 = %.2f\n", q->epoll_vs_mmsg_p99);
+	if (q->sq_vs_mmsg_burst_rate > 0)
+		printf("  SQPOLL / recvmmsg highest loss-free mean rate under bursts = %.2f\n",
+		       q->sq_vs_mmsg_burst_rate);
+	if (q->sq_vs_mmsg_rate == 0 && q->epoll_vs_sq_p99 == 0)
+		printf("  (needs io_uring with recvmmsg or epoll in the same run)\n");
+	if (o->ncpu < 4)
+		printf("note: %d CPUs for the feed thread%s, uf-replay and the consumer(s): busy "
+		       "pollers share cores with them, which is what these figures show\n",
+		       o->ncpu, find_be(rs, n, BE_SQPOLL) ? ", the SQPOLL thread" : "");
+}
+
+static json_t *step_json(const struct step *s, int sampled)
+{
+	json_t *j =
+	    json_pack("{s:f, s:f, s:I, s:f, s:f, s:I, s:I, s:f, s:f, s:b, s:s}", "offered_rate",
+	              s->offered, "burst_factor", s->burst, "messages", (json_int_t)s->sent,
+	              "replay_s", s->replay_s, "achieved_rate", s->achieved, "delivered",
+	              (json_int_t)s->delivered, "cpu_ns", (json_int_t)s->cpu_ns, "cpu_ns_per_msg",
+	              s->cpu_per_msg, "cpu_util", s->cpu_util, "loss", s->loss, "loss_why", s->why);
+	json_object_set_new(
+	    j, "counters",
+	    json_pack(
+	        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "gaps", (json_int_t)s->d.gaps,
+	        "line_gaps", (json_int_t)s->d.line_gaps, "rerequests", (json_int_t)s->d.rerequests,
+	        "gaps_unrecovered", (json_int_t)s->d.gaps_unrecovered, "messages_unrecovered",
+	        (json_int_t)s->d.messages_unrecovered, "queue_overflows",
+	        (json_int_t)s->d.queue_overflows, "cq_overflows", (json_int_t)s->d.cq_overflows,
+	        "line_enobufs", (json_int_t)s->d.line_enobufs, "consumer_lap_lost",
+	        (json_int_t)s->lap_lost, "consumer_gap_records", (json_int_t)s->gap_recs));
+	json_object_set_new(json_object_get(j, "counters"), "consumer_messages",
+	                    json_integer((json_int_t)s->cons_msgs));
+	json_object_set_new(json_object_get(j, "counters"), "consumer_seq_skipped",
+	                    json_integer((json_int_t)s->seq_skipped));
+	json_object_set_new(json_object_get(j, "counters"), "consumer_seq_backwards",
+	                    json_integer((json_int_t)s->seq_back));
+	if (sampled)
+		json_object_set_new(
+		    j, "latency_ns",
+		    json_pack("{s:I, s:I, s:I, s:I, s:I}", "samples", (json_int_t)s->lat.n, "p50",
+		              (json_int_t)s->lat.p50, "p99", (json_int_t)s->lat.p99, "p999",
+		              (json_int_t)s->lat.p999, "max", (json_int_t)s->lat.max));
+	return j;
+}
+
+json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
+                        const struct machine *m, const struct ratios *q, json_t *plots)
+{
+	json_t *root = json_object(), *bes = json_array();
+
+	json_object_set_new(root, "bench", json_string("e2e"));
+	json_object_set_new(root, "machine",
+	                    json_pack("{s:s, s:s, s:i, s:f, s:f}", "cpu", m->cpu, "kernel",
+	                              m->kernel, "cpus", m->ncpu, "loadavg_start", m->load_start,
+	                              "loadavg_end", m->load_end));
+	json_object_set_new(root, "params",
+	                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i}",
+	                              "duration_s", o->duration, "rate", o->rate, "burst_factor",
+	                              o->burst, "burst_period_ms", o->burst_ms, "max_rate",
+	                              o->max_rate, "search_steps", o->steps, "burst_search_steps",
+	                              o->burst_steps, "consumers", o->consumers, "feed_cpu",
+	                              o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu));
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		json_t *jb =
+		    json_pack("{s:s, s:s, s:b, s:s}", "backend", e2e_backend_cfg(b->be), "label",
+		              e2e_backend_label(b->be), "ok", b->ok, "note", b->note);
+		if (b->ok) {
+			json_object_set_new(jb, "steady", step_json(&b->steady, 1));
+			json_object_set_new(jb, "burst", step_json(&b->burst, 1));
+			for (int w = 0; w < 2; w++) {
+				const struct search *sr = &b->s[w];
+				json_t *srch = json_array(), *dst = w ? json_object() : jb;
+				json_object_set_new(dst, "max_rate_no_loss",
+				                    json_real(sr->max_rate));
+				json_object_set_new(dst, "cpu_ns_per_msg_at_max",
+				                    json_real(cpu_at_max(sr)));
+				json_object_set_new(dst, "first_loss_rate",
+				                    json_real(sr->first_loss_rate));
+				json_object_set_new(dst, "sender_limited",
+				                    json_boolean(sr->sender_limited));
+				for (int k = 0; k < sr->n; k++)
+					json_array_append_new(srch, step_json(&sr->st[k], 0));
+				json_object_set_new(dst, "search", srch);
+				if (w) /* the steady search's keys sit on the back end itself */
+					json_object_set_new(jb, "burst_search", dst);
+			}
+		}
+		json_array_append_new(bes, jb);
+	}
+	json_object_set_new(root, "backends", bes);
+	json_object_set_new(root, "ratios",
+	                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}",
+	                              "sqpoll_vs_recvmmsg_burst_max_rate", q->sq_vs_mmsg_burst_rate,
+	                              "sqpoll_vs_recvmmsg_max_rate", q->sq_vs_mmsg_rate,
+	                              "sqpoll_vs_recvmmsg_cpu_per_msg", q->sq_vs_mmsg_cpu,
+	                              "epoll_vs_sqpoll_burst_p99", q->epoll_vs_sq_p99,
+	                              "epoll_vs_nosqpoll_burst_p99", q->epoll_vs_nosq_p99,
+	                              "epoll_vs_recvmmsg_burst_p99", q->epoll_vs_mmsg_p99));
+	json_object_set_new(root, "plots", plots);
+	return root;
+}
+
+/* Data files and one gnuplot script; returns the PNGs made (names relative to results). */
+json_t *e2e_report_plots(const struct beres *rs, int n, const struct e2e_opts *o,
+                         const struct machine *m)
+{
+	static const char *phase[] = {"steady", "burst"};
+	json_t *made = json_array();
+	char path[PATH_MAX], gp[8192];
+	size_t len = 0;
+	int any = 0;
+
+	len += (size_t)snprintf(gp + len, sizeof(gp) - len,
+	                        "# generated by uf-bench e2e: latency distribution per back end\n"
+	                        "set terminal pngcairo noenhanced size 960,600 font 'sans,10'\n"
+	                        "set logscale xy\nset grid\nset key left top\n"
+	                        "set xlabel 'percentile'\nset ylabel 'wire to consumer (us)'\n"
+	                        "set xtics ('0%%%%' 1, '50%%%%' 2, '90%%%%' 10, '99%%%%' 100, "
+	                        "'99.9%%%%' 1000, '99.99%%%%' "
+	                        "10000, '99.999%%%%' 100000)\n");
+	for (int p = 0; p < 2; p++) {
+		int first = 1;
+		len += (size_t)snprintf(gp + len, sizeof(gp) - len,
+		                        "set output 'e2e_latency_%s.png'\n"
+		                        "set title \"%s: %s, %.0f msg/s mean%s (%s, %d CPUs, "
+		                        "load %.1f)\"\n",
+		                        phase[p], "uf-bench e2e", phase[p], o->rate,
+		                        p ? ", bursts of 10x" : "", m->cpu, m->ncpu, m->load_end);
+		for (int i = 0; i < n; i++) {
+			const struct step *s = p ? &rs[i].burst : &rs[i].steady;
+			FILE *f;
+			if (!rs[i].ok || s->nplot == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/e2e_%s_%s.dat", o->results,
+			         e2e_backend_cfg(rs[i].be), phase[p]);
+			f = fopen(path, "w");
+			if (!f)
+				continue;
+			fprintf(f, "# 1/(1-q) latency_us (%s, %s)\n", e2e_backend_label(rs[i].be),
+			        phase[p]);
+			for (int k = 0; k < s->nplot; k++)
+				fprintf(f, "%.4f %.3f\n", s->plot_x[k], s->plot_us[k]);
+			fclose(f);
+			len += (size_t)snprintf(
+			    gp + len, sizeof(gp) - len,
+			    "%s 'e2e_%s_%s.dat' using 1:2 with lines lw 2 title "
+			    "'%s'",
+			    first ? "plot" : ", \\\n    ", e2e_backend_cfg(rs[i].be), phase[p],
+			    e2e_backend_label(rs[i].be));
+			first = 0;
+			any = 1;
+		}
+		if (!first) {
+			len += (size_t)snprintf(gp + len, sizeof(gp) - len, "\n");
+			snprintf(path, sizeof(path), "e2e_latency_%s.png", phase[p]);
+			json_array_append_new(made, json_string(path));
+		}
+	}
+	if (!any)
+		return made;
+	snprintf(path, sizeof(path), "%s/e2e_latency.gp", o->results);
+	if (e2e_write_file(path, gp) < 0 || e2e_gnuplot(o->results, "e2e_latency.gp", 30000)) {
+		json_array_clear(made);
+		return made;
+	}
+	return made;
+}

@@ -1,0 +1,84 @@
+/* uf-bench e2e orchestration: one back end's run, wire to consumer. uf-bench starts uringfeed
+ * on a generated config (e2e_daemon.c), forks consumer processes that read its ring
+ * (e2e_consumer.c), and replays prefixes of the day with uf-replay step by step, the rate
+ * searches included (e2e_run.c). Everything here starts, watches or stops a process; what is
+ * measured lands in the e2e_model.h structs. */
+#ifndef UF_BENCH_E2E_RUN_H
+#define UF_BENCH_E2E_RUN_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "e2e_day.h"
+#include "e2e_model.h"
+
+/* Set by SIGINT/SIGTERM (bench_e2e.c installs the handlers): every wait gives up. */
+extern volatile sig_atomic_t e2e_stop;
+
+/* What one consumer counted in one step (shared memory, written by the consumer). */
+struct cstep {
+	uint64_t records;     /* records read */
+	uint64_t messages;    /* UF_RECF_LAST records read (one per message that made records) */
+	uint64_t gap_recs;    /* UF_REC_GAP records read */
+	uint64_t lap_lost;    /* records lost to ring laps */
+	uint64_t nsamples;    /* latency samples stored */
+	uint64_t negative;    /* rx_ts later than the read time (clocks), counted as 0 */
+	uint64_t seq_skipped; /* feed_seq numbers the LAST records stepped over */
+	uint64_t seq_back;    /* LAST records whose feed_seq went backwards within a session */
+};
+
+/* Shared between uf-bench and its consumer processes for one back end. */
+struct ctl {
+	uint32_t step;                  /* step the records being read belong to */
+	uint32_t stop;                  /* consumers leave when set */
+	uint32_t ready[MAXC];           /* 1 attached, 2 failed */
+	uint32_t attached[MAXC];        /* attachments to a live ring of feed_pid so far */
+	int32_t feed_pid;               /* the uringfeed whose ring consumers must read */
+	uint64_t position[MAXC];        /* next ring sequence each consumer will read */
+	struct cstep res[MAXC][NSTEPS]; /* per consumer, per step */
+};
+
+/* Everything one back end's run needs. */
+struct run {
+	const struct e2e_opts *o;
+	enum backend be;
+	char ring[64];           /* ring name */
+	uint16_t status_port;    /* HTTP */
+	uint16_t port_a, port_b; /* line ports */
+	uint16_t port_rr;        /* re-request server (uf-replay) */
+	char group_a[32], group_b[32];
+	pid_t feed;          /* uringfeed */
+	pid_t cons[MAXC];    /* consumers */
+	int ncons;           /* started */
+	struct ctl *ctl;     /* shared control */
+	uint64_t *samples;   /* [consumer][2 sampled steps][cap] */
+	uint64_t cap;        /* samples per consumer per sampled step */
+	size_t samples_size; /* bytes */
+	unsigned session;    /* session counter */
+	char log[PATH_MAX];  /* uringfeed's stderr */
+};
+
+/* Runs every step of back end `be` (warm-up, steady, burst, both rate searches) and fills
+ * `res`; res->ok says whether it ran to the end, res->note why not. Leaves no process and no
+ * ring behind. */
+void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day *day,
+                     struct beres *res);
+
+/* The consumer process `idx` (forked; its exit status is the return value): reads the ring
+ * of ctl->feed_pid's uringfeed, counting into ctl->res[idx][ctl->step] and storing latency
+ * samples of the sampled steps, until ctl->stop. Follows a restarted daemon to its new ring. */
+int e2e_consumer_main(struct run *r, int idx);
+
+/* Writes the config, starts uringfeed and waits for GET /health = 200 (20 s at most).
+ * Returns 0, or -errno with res->note saying why (with the daemon's last log line). */
+int e2e_daemon_start(struct run *r, struct beres *res);
+
+/* SIGTERM, then SIGKILL after 10 s. */
+void e2e_daemon_stop(struct run *r);
+
+/* Says in res->note why a step could not run, with the daemon's last log line when it died. */
+void e2e_daemon_step_failed(struct run *r, struct beres *res, const char *what);
+
+#endif /* UF_BENCH_E2E_RUN_H */

@@ -1,0 +1,209 @@
+/* uf-replay: the sender (see replay_send.h). */
+#include "replay_send.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/uf_time.h"
+
+volatile sig_atomic_t rp_stop;
+
+/* splitmix64: small, fast, and the same sequence everywhere for a seed. */
+static uint64_t rp_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static int rp_chance(uint64_t *s, double p)
+{
+	if (p <= 0)
+		return 0;
+	return (double)(rp_rand(s) >> 11) * (1.0 / 9007199254740992.0) < p;
+}
+
+static int rp_fault_hits_at(const struct rp_fault *f, uint64_t first, uint64_t count)
+{
+	for (int i = 0; i < f->nat; i++)
+		if (f->at[i] >= first && f->at[i] < first + count)
+			return 1;
+	return 0;
+}
+
+void rp_sender_init(struct rp_sender *s, const struct rp_opts *o, struct rp_stream *st, int tx)
+{
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	s->st = st;
+	s->tx = tx;
+	for (int i = 0; i < 2; i++) {
+		struct rp_line *l = &s->line[i];
+		l->drop = &o->line[i].drop;
+		if (!o->line[i].on)
+			continue;
+		l->on = 1;
+		l->dst = o->line[i].dst;
+		l->rng = o->seed * 2 + (uint64_t)i + 0x5DEECE66Dull;
+	}
+}
+
+int rp_sender_add_server(struct rp_sender *s, struct rp_server srv)
+{
+	if (s->nservers >= RP_MAX_SERVERS)
+		return -ENOSPC;
+	s->servers[s->nservers++] = srv;
+	return 0;
+}
+
+static void rp_serve_all(struct rp_sender *s)
+{
+	for (int i = 0; i < s->nservers; i++)
+		s->servers[i].serve(s->servers[i].ctx, s->st);
+}
+
+/* Sleeps until `deadline` (monotonic ns) while serving every server. */
+static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
+{
+	struct pollfd pfd[16];
+	for (;;) {
+		rp_serve_all(s);
+		uint64_t now = uf_now_mono_ns();
+		if (now >= deadline || rp_stop)
+			return;
+		uint64_t d = deadline - now;
+		struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
+		int n = 0;
+		for (int i = 0; i < s->nservers; i++)
+			n += s->servers[i].pollfds(s->servers[i].ctx, pfd + n,
+			                           (int)(sizeof(pfd) / sizeof(pfd[0])) - n);
+		if (n > 0)
+			(void)ppoll(pfd, (nfds_t)n, &ts, NULL);
+		else
+			nanosleep(&ts, NULL);
+	}
+}
+
+/* One data packet to one line, through the line's faults. */
+static void rp_line_send(struct rp_sender *s, struct rp_line *l, const uint8_t *buf, size_t len,
+                         uint64_t first, uint64_t count)
+{
+	int drop = rp_chance(&l->rng, l->drop->p) || rp_fault_hits_at(l->drop, first, count);
+	int dup = rp_chance(&l->rng, s->o->dup);
+	int reorder = rp_chance(&l->rng, s->o->reorder);
+	if (drop) {
+		l->dropped++;
+		return;
+	}
+	if (reorder && !l->held_len) {
+		memcpy(l->held, buf, len);
+		l->held_len = len;
+		l->reordered++;
+		return;
+	}
+	rp_sendto(s->tx, buf, len, &l->dst);
+	l->sent++;
+	if (dup) {
+		rp_sendto(s->tx, buf, len, &l->dst);
+		l->duplicated++;
+	}
+	if (l->held_len) {
+		rp_sendto(s->tx, l->held, l->held_len, &l->dst);
+		l->held_len = 0;
+		l->sent++;
+	}
+}
+
+static void rp_flush_held(struct rp_sender *s)
+{
+	for (int i = 0; i < 2; i++) {
+		struct rp_line *l = &s->line[i];
+		if (l->on && l->held_len) {
+			rp_sendto(s->tx, l->held, l->held_len, &l->dst);
+			l->held_len = 0;
+			l->sent++;
+		}
+	}
+}
+
+/* A heartbeat, or with `eos` the end of session, to every line (never fault-injected). */
+static void rp_send_control(struct rp_sender *s, int eos)
+{
+	uint8_t hb[UF_MOLD_HDR_LEN];
+	if (eos)
+		uf_mold_build_end_of_session(hb, s->st->session, s->st->sent_high);
+	else
+		uf_mold_build_heartbeat(hb, s->st->session, s->st->sent_high);
+	for (int i = 0; i < 2; i++)
+		if (s->line[i].on)
+			rp_sendto(s->tx, hb, sizeof(hb), &s->line[i].dst);
+}
+
+/* When may the packet starting at `seq` go? Rate: its first message's slot (in bursts: at
+ * burst x rate from its period's start). Speed: its timestamp. */
+static uint64_t rp_due(const struct rp_sender *s, uint64_t seq, uint64_t start, uint64_t ts0)
+{
+	const struct rp_opts *o = s->o;
+	uint64_t due = start;
+	if (o->rate > 0 && o->burst > 1) {
+		/* Period k's messages go at burst x rate from the period's start. */
+		double per = o->rate * o->burst_period, i = (double)(seq - 1);
+		double k = (double)(uint64_t)(i / per);
+		due = start + (uint64_t)(k * o->burst_period * 1e9 +
+		                         (i - k * per) * 1e9 / (o->rate * o->burst));
+	} else if (o->rate > 0)
+		due = start + (uint64_t)((double)(seq - 1) * 1e9 / o->rate);
+	else if (o->speed > 0) {
+		uint64_t ts = rp_msg_ts(&s->st->msgs[seq - 1]);
+		due = start + (uint64_t)((double)(ts > ts0 ? ts - ts0 : 0) / o->speed);
+	}
+	return due;
+}
+
+void rp_sender_run(struct rp_sender *s)
+{
+	static uint8_t buf[RP_MAX_PAYLOAD];
+	struct rp_stream *st = s->st;
+	uint64_t start = uf_now_mono_ns(), last_tx = start;
+	uint64_t ts0 = rp_msg_ts(&st->msgs[0]);
+	st->sent_high = 1;
+	for (uint64_t seq = 1; seq <= st->n && !rp_stop;) {
+		uint64_t k = rp_stream_fit(st, seq, st->n + 1);
+		uint64_t due = rp_due(s, seq, start, ts0);
+		while (due > last_tx + RP_HEARTBEAT_NS && !rp_stop) {
+			rp_wait_until(s, last_tx + RP_HEARTBEAT_NS);
+			rp_send_control(s, 0);
+			last_tx = uf_now_mono_ns();
+		}
+		if (due > uf_now_mono_ns())
+			rp_wait_until(s, due);
+		else
+			rp_serve_all(s);
+		size_t len = rp_stream_build(st, buf, sizeof(buf), seq, k);
+		st->sent_high = seq + k; /* before sending: a re-request may follow at once */
+		for (int i = 0; i < 2; i++)
+			if (s->line[i].on)
+				rp_line_send(s, &s->line[i], buf, len, seq, k);
+		s->packets++;
+		last_tx = uf_now_mono_ns();
+		seq += k;
+		if (s->o->verbose && s->packets % 10000 == 0)
+			fprintf(stderr, "uf-replay: %llu/%llu messages\n",
+			        (unsigned long long)seq - 1, (unsigned long long)st->n);
+	}
+	rp_flush_held(s);
+	rp_send_control(s, 1);
+	/* Linger: repeat the end of session every second (a feed that lost it learns the end)
+	 * and keep serving. */
+	uint64_t until = uf_now_mono_ns() + (uint64_t)(s->o->linger * 1e9);
+	while (!rp_stop && uf_now_mono_ns() < until) {
+		uint64_t next = uf_now_mono_ns() + RP_HEARTBEAT_NS;
+		rp_wait_until(s, next < until ? next : until);
+		rp_send_control(s, 1);
+	}
+	s->seconds = (double)(uf_now_mono_ns() - start) / 1e9;
+}

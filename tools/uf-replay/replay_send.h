@@ -1,0 +1,53 @@
+/* uf-replay: the sender. It paces the stream's packets (--rate, --burst, or the messages'
+ * own timestamps / --speed), sends each to every line through that line's faults (drop,
+ * duplicate, reorder; repeatable per --seed), sends heartbeats while idle and the end of
+ * session at the end, repeated every second through --linger. While it waits it serves the
+ * servers registered with rp_sender_add_server (replay_server.h). */
+#ifndef UF_REPLAY_SEND_H
+#define UF_REPLAY_SEND_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "replay_opts.h"
+#include "replay_server.h"
+#include "replay_stream.h"
+
+#define RP_HEARTBEAT_NS 1000000000ull /* heartbeat / end-of-session repeat interval */
+#define RP_MAX_SERVERS  4             /* servers beside the sender, at most */
+
+/* Set by SIGINT/SIGTERM (main installs the handlers): the sender stops where it is, sends
+ * the end of session and returns. */
+extern volatile sig_atomic_t rp_stop;
+
+struct rp_line {
+	int on;                       /* line configured */
+	struct sockaddr_in dst;       /* group:port */
+	const struct rp_fault *drop;  /* drop faults (the options') */
+	uint64_t rng;                 /* generator state (per line: independent of the other) */
+	uint8_t held[RP_MAX_PAYLOAD]; /* packet held back by a reorder */
+	size_t held_len;              /* 0 when none */
+	uint64_t sent, dropped, duplicated, reordered; /* packets */
+};
+
+struct rp_sender {
+	const struct rp_opts *o;                  /* pacing, faults, --linger, --verbose */
+	struct rp_stream *st;                     /* what is sent; sent_high moves */
+	int tx;                                   /* multicast sender socket */
+	struct rp_line line[2];                   /* A, B */
+	struct rp_server servers[RP_MAX_SERVERS]; /* served while waiting */
+	int nservers;                             /* entries in servers */
+	uint64_t packets;                         /* data packets built */
+	double seconds;                           /* from the first packet to the end of --linger */
+};
+
+/* Sets up the lines from the options (faults seeded by --seed); `tx` is the multicast socket. */
+void rp_sender_init(struct rp_sender *s, const struct rp_opts *o, struct rp_stream *st, int tx);
+
+/* Adds a server to serve while waiting. Returns 0 or -ENOSPC. */
+int rp_sender_add_server(struct rp_sender *s, struct rp_server srv);
+
+/* Sends the whole stream (or until rp_stop), the end of session, and lingers. */
+void rp_sender_run(struct rp_sender *s);
+
+#endif /* UF_REPLAY_SEND_H */
