@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
-#include "feed/log.h"
+#include "feed/feed_log.h"
 #include "common/uf_time.h"
 #include "decode/uf_batch.h"
 #include "decode/uf_decode.h"
@@ -69,31 +69,6 @@ struct uf_feed {
 	pthread_mutex_t filt_lock;     /* serialises uf_feed_set_symbols callers */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
-
-static const char *const uf_backend_names[] = {
-    [UF_BACKEND_IO_URING] = "io_uring",
-    [UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
-    [UF_BACKEND_RECVMMSG] = "recvmmsg",
-    [UF_BACKEND_EPOLL] = "epoll",
-};
-
-const char *uf_backend_name(enum uf_backend b)
-{
-	if ((unsigned)b >= UF_ARRAY_SIZE(uf_backend_names))
-		return NULL;
-	return uf_backend_names[b];
-}
-
-int uf_backend_parse(const char *name, enum uf_backend *out)
-{
-	for (unsigned i = 0; i < UF_ARRAY_SIZE(uf_backend_names); i++) {
-		if (!strcmp(name, uf_backend_names[i])) {
-			*out = (enum uf_backend)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
 
 const struct uf_feed_stats *uf_feed_stats(const struct uf_feed *f)
 {
@@ -515,7 +490,7 @@ static void uf_feed_pin(int cpu)
 		return;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	if (cpu >= ncpu) {
-		uf_log_warn("feed: cpu %d does not exist (%ld CPUs): not pinned", cpu, ncpu);
+		uf_feed_log_warn("feed: cpu %d does not exist (%ld CPUs): not pinned", cpu, ncpu);
 		return;
 	}
 	cpu_set_t set;
@@ -523,7 +498,7 @@ static void uf_feed_pin(int cpu)
 	CPU_SET(cpu, &set);
 	int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	if (rc)
-		uf_log_warn("feed: pinning to cpu %d: %s", cpu, strerror(rc));
+		uf_feed_log_warn("feed: pinning to cpu %d: %s", cpu, strerror(rc));
 }
 
 int uf_feed_run(struct uf_feed *f, const volatile int *stop)
@@ -551,8 +526,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	}
 	f->backend = f->ig.backend;
 	if (f->backend != f->cfg.backend)
-		uf_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
-		            uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
+		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
+		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
 	while (!*stop) {
 		uint32_t pending =
 		    uf_load_acquire_u32(&f->filt_pending); /* pairs with set_symbols */
@@ -650,7 +625,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		 * CAP_NET_ADMIN) and net.core.rmem_max capped it: bursts may overflow. */
 		int got = uf_mcast_rcvbuf(rc);
 		if (got >= 0 && got < UF_FEED_RCVBUF)
-			uf_log_warn(
+			uf_feed_log_warn(
 			    "feed %s line %s: socket receive buffer is %d bytes, wanted %d: "
 			    "raise net.core.rmem_max or grant CAP_NET_ADMIN",
 			    cfg->name, l->name, got / 2, UF_FEED_RCVBUF);

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "feed/uf_config.h"
+#include "feed/uf_feed_config.h"
 #include "publish/uf_level.h"
 #include "publish/uf_record.h"
 

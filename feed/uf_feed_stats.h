@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "common/uf_atomic.h"
-#include "feed/uf_config.h"
+#include "feed/uf_feed_config.h"
 
 /* Per line (A, B): what arrived on that multicast group. */
 #define UF_FEED_LINE_COUNTERS(X)                                                                   \

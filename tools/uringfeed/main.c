@@ -28,9 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "feed/log.h"
-#include "feed/uf_config.h"
-#include "tools/uringfeed/daemon.h"
+#include "daemon/log.h"
+#include "daemon/uf_config.h"
+#include "daemon/daemon.h"
+#include "feed/uf_feed.h"
 
 #ifndef UF_VERSION
 #define UF_VERSION "0.0.0"
@@ -62,9 +63,10 @@ void uf_daemon_describe_feed(const struct uf_feed_config *f, char *buf, size_t l
 {
 	size_t off = 0;
 	char g[INET_ADDRSTRLEN], ifa[INET_ADDRSTRLEN];
+	const char *bn = uf_backend_name(f->backend);
 
 	off += (size_t)snprintf(buf + off, len - off, "feed %s: %s, %s, cpu %d", f->name,
-	                        f->protocol, uf_daemon_backend_name(f->backend), f->cpu);
+	                        f->protocol, bn ? bn : "unknown", f->cpu);
 	if (f->backend == UF_BACKEND_IO_URING && off < len)
 		off += (size_t)snprintf(buf + off, len - off, ", sqpoll_cpu %d", f->sqpoll_cpu);
 	for (int i = 0; i < f->nlines && off < len; i++) {

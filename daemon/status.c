@@ -1,5 +1,5 @@
 /* Status endpoint: see status.h. */
-#include "feed/status.h"
+#include "daemon/status.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/uf_atomic.h"
-#include "feed/log.h"
+#include "daemon/log.h"
 
 #define DECODE_PREFIX "decode_"
 

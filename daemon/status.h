@@ -20,7 +20,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#include "feed/uf_config.h"
+#include "daemon/uf_config.h"
 #include "feed/uf_feed_stats.h"
 
 #define UF_STATUS_MAX_CONSUMERS 64
