@@ -72,6 +72,8 @@
 	X(decode_empty_message, "zero-length ITCH message blocks (skipped)")                       \
 	X(book_integrity_errors, "book integrity errors (unknown order ref, over-execution ...)")  \
 	X(records, "records published to the ring")                                                \
+	X(image_errors, "publish steps with a book image update the ring refused (instrument "     \
+	                "outside the image, status slots full); the stream itself is complete")    \
 	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")        \
 	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")        \
 	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")       \
