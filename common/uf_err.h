@@ -7,6 +7,7 @@
 #ifndef UF_ERR_H
 #define UF_ERR_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,11 +19,13 @@ static inline void uf_err_set(char *err, size_t errlen, const char *fmt, ...)
 static inline void uf_err_set(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
+	int saved = errno; /* callers often return -errno right after */
 	if (!err || errlen == 0)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	errno = saved;
 }
 
 /* Formats "<fmt>: <strerror(-rc)>" into err and returns rc (a -errno), so a failing call
@@ -32,7 +35,7 @@ static inline int uf_err_rc(char *err, size_t errlen, int rc, const char *fmt, .
 static inline int uf_err_rc(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
+	int n, saved = errno; /* callers often return -errno right after */
 	if (!err || errlen == 0)
 		return rc;
 	va_start(ap, fmt);
@@ -40,6 +43,7 @@ static inline int uf_err_rc(char *err, size_t errlen, int rc, const char *fmt, .
 	va_end(ap);
 	if (n >= 0 && (size_t)n < errlen)
 		snprintf(err + n, errlen - (size_t)n, ": %s", strerror(rc < 0 ? -rc : rc));
+	errno = saved;
 	return rc;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/uf_atomic.h"
+#include "common/uf_err.h"
 #include "daemon/log.h"
 
 struct uf_status_server {
@@ -189,15 +190,15 @@ int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void
 	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0) {
 		r = -errno;
-		snprintf(err, errlen, "status: socket: %s", strerror(errno));
+		uf_err_rc(err, errlen, -errno, "status: socket");
 		goto out_free;
 	}
 	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(s->fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0 ||
 	    listen(s->fd, 64) != 0) {
 		r = -errno;
-		snprintf(err, errlen, "status: cannot listen on %s:%u: %s", host,
-		         ntohs(addr->sin_port), strerror(errno));
+		uf_err_rc(err, errlen, -errno, "status: cannot listen on %s:%u", host,
+		          ntohs(addr->sin_port));
 		goto out_close;
 	}
 	getsockname(s->fd, (struct sockaddr *)&bound, &blen);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_err.h"
 #include "feed/feed_log.h"
 #include "feed/ingest_internal.h"
 #include "feed/uf_feed.h"
@@ -43,8 +44,7 @@ int uf_ingest_region_alloc(struct uf_ingest *ig, int node, char *err, size_t err
 		                 huge_len, strerror(errno));
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
-			snprintf(err, errlen, "mmap %zu bytes of receive buffers: %s", len,
-			         strerror(errno));
+			uf_err_rc(err, errlen, -errno, "mmap %zu bytes of receive buffers", len);
 			return -errno;
 		}
 		(void)madvise(p, len, MADV_HUGEPAGE);
@@ -69,13 +69,13 @@ static int uf_ingest_epoll_setup(struct uf_ingest *ig, char *err, size_t errlen)
 {
 	ig->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ig->epfd < 0) {
-		snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+		uf_err_rc(err, errlen, -errno, "epoll_create1");
 		return -errno;
 	}
 	for (int i = 0; i < ig->nsrc; i++) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
 		if (epoll_ctl(ig->epfd, EPOLL_CTL_ADD, ig->fds[i], &ev) < 0) {
-			snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
+			uf_err_rc(err, errlen, -errno, "epoll_ctl");
 			return -errno;
 		}
 	}

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_err.h"
 #include "feed/feed_log.h"
 #include "feed/ingest_internal.h"
 
@@ -93,8 +94,7 @@ static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p
 		if (rc != -EINVAL)
 			break;
 	}
-	snprintf(err, errlen, "io_uring_queue_init%s: %s", sqpoll ? " (SQPOLL)" : "",
-	         strerror(-rc));
+	uf_err_rc(err, errlen, rc, "io_uring_queue_init%s", sqpoll ? " (SQPOLL)" : "");
 	return rc;
 }
 
@@ -144,7 +144,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	}
 	rc = io_uring_register_files(&ig->ring, ig->fds, (unsigned)ig->nsrc);
 	if (rc < 0) {
-		snprintf(err, errlen, "io_uring_register_files: %s", strerror(-rc));
+		uf_err_rc(err, errlen, rc, "io_uring_register_files");
 		return rc;
 	}
 	ig->files_registered = 1;
@@ -155,7 +155,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	void *br =
 	    mmap(NULL, ig->br_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (br == MAP_FAILED) {
-		snprintf(err, errlen, "mmap buffer ring: %s", strerror(errno));
+		uf_err_rc(err, errlen, -errno, "mmap buffer ring");
 		return -errno;
 	}
 	ig->br = br;
@@ -166,7 +166,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	};
 	rc = io_uring_register_buf_ring(&ig->ring, &reg, 0);
 	if (rc < 0) {
-		snprintf(err, errlen, "io_uring_register_buf_ring: %s", strerror(-rc));
+		uf_err_rc(err, errlen, rc, "io_uring_register_buf_ring");
 		return rc;
 	}
 	ig->br_registered = 1;
@@ -186,7 +186,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	for (int s = 0; s < ig->nsrc; s++) {
 		rc = uf_uring_arm(ig, s);
 		if (rc < 0) {
-			snprintf(err, errlen, "arming multishot recvmsg: %s", strerror(-rc));
+			uf_err_rc(err, errlen, rc, "arming multishot recvmsg");
 			return rc;
 		}
 	}
