@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "feed/feed_log.h" /* uf_feed_set_log: where the engine's few log lines go */
 #include "feed/uf_feed_config.h"
 #include "feed/uf_feed_stats.h"
 
