@@ -1,6 +1,7 @@
 /* uringfeed daemon lifecycle: feeds, threads, status endpoint, signals. See main.c. */
 #include "daemon/daemon.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -51,6 +52,44 @@ struct uf_daemon {
 	struct uf_status_server *status; /* HTTP endpoint, NULL when disabled */
 	pid_t pid;                       /* our pid, for the wake-up signal */
 };
+
+/* One summary line per feed: what --check-config prints and what the daemon logs at start. */
+void uf_daemon_describe_feed(const struct uf_feed_config *f, char *buf, size_t len)
+{
+	size_t off = 0;
+	char g[INET_ADDRSTRLEN], ifa[INET_ADDRSTRLEN];
+	const char *bn = uf_backend_name(f->backend);
+
+	off += (size_t)snprintf(buf + off, len - off, "feed %s: %s, %s, cpu %d", f->name,
+	                        f->protocol, bn ? bn : "unknown", f->cpu);
+	if (f->backend == UF_BACKEND_IO_URING && off < len)
+		off += (size_t)snprintf(buf + off, len - off, ", sqpoll_cpu %d", f->sqpoll_cpu);
+	for (int i = 0; i < f->nlines && off < len; i++) {
+		inet_ntop(AF_INET, &f->lines[i].group, g, sizeof(g));
+		inet_ntop(AF_INET, &f->lines[i].interface, ifa, sizeof(ifa));
+		off += (size_t)snprintf(buf + off, len - off, ", line %s %s:%u on %s",
+		                        f->lines[i].name, g, f->lines[i].port, ifa);
+	}
+	if (off < len) {
+		if (f->recovery.enabled) {
+			inet_ntop(AF_INET, &f->recovery.server.sin_addr, g, sizeof(g));
+			off += (size_t)snprintf(buf + off, len - off, ", recovery %s:%u", g,
+			                        ntohs(f->recovery.server.sin_port));
+		} else {
+			off += (size_t)snprintf(buf + off, len - off, ", no recovery server");
+		}
+	}
+	if (off < len)
+		off += (size_t)snprintf(buf + off, len - off,
+		                        ", ring %s (%" PRIu64 " records, mode %04o)", f->ring.name,
+		                        f->ring.capacity, f->ring.mode);
+	if (off < len && f->nsymbols)
+		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, %u symbols",
+		         f->book.depth, f->book.max_orders, f->nsymbols);
+	else if (off < len)
+		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, all symbols",
+		         f->book.depth, f->book.max_orders);
+}
 
 /* The engine's log hook (feed/feed_log.h): its lines join the daemon's log. The levels
  * have the same numbers. */

@@ -1,4 +1,4 @@
-/* uringfeed daemon internals shared by main.c (command line) and daemon.c (lifecycle). */
+/* The uringfeed daemon: what tools/uringfeed/main.c (the command line) calls. */
 #ifndef UF_DAEMON_H
 #define UF_DAEMON_H
 
