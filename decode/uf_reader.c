@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/uf_err.h"
+
 #define PCAP_GLOBAL_LEN     24
 #define PCAP_RECORD_LEN     16
 #define LINKTYPE_ETHERNET   1
@@ -23,14 +25,6 @@
 #define ETHERTYPE_QINQ_OLD  0x9100
 #define MAX_VLAN_TAGS       4
 #define IPPROTO_UDP_NUM     17
-
-static void set_err(struct uf_reader *r, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
-	va_end(ap);
-}
 
 const char *uf_reader_format_name(int format)
 {
@@ -56,7 +50,7 @@ static int recognise(struct uf_reader *r)
 {
 	const uint8_t *b = r->base;
 	if (r->size == 0) {
-		set_err(r, "empty input");
+		uf_err_set(r->err, sizeof(r->err), "empty input");
 		return -ENODATA;
 	}
 	if (r->size >= 4) {
@@ -85,21 +79,23 @@ static int recognise(struct uf_reader *r)
 		}
 		if (known) {
 			if (r->size < PCAP_GLOBAL_LEN) {
-				set_err(r, "pcap file shorter than its 24-byte global header");
+				uf_err_set(r->err, sizeof(r->err),
+				           "pcap file shorter than its 24-byte global header");
 				return -EPROTONOSUPPORT;
 			}
 			uint16_t major = rd16(r, b + 4);
 			r->linktype = rd32(r, b + 20) & 0x0fffffff; /* high bits: FCS info */
 			if (major != 2) {
-				set_err(r, "pcap version %u is not supported (classic pcap 2.4 is)",
-				        major);
+				uf_err_set(r->err, sizeof(r->err),
+				           "pcap version %u is not supported (classic pcap 2.4 is)",
+				           major);
 				return -EPROTONOSUPPORT;
 			}
 			if (r->linktype != LINKTYPE_ETHERNET && r->linktype != LINKTYPE_LINUX_SLL &&
 			    r->linktype != LINKTYPE_LINUX_SLL2 && r->linktype != LINKTYPE_RAW &&
 			    r->linktype != LINKTYPE_IPV4) {
-				set_err(
-				    r,
+				uf_err_set(
+				    r->err, sizeof(r->err),
 				    "pcap link type %u is not supported (Ethernet, Linux cooked, "
 				    "raw IPv4 are)",
 				    r->linktype);
@@ -110,13 +106,15 @@ static int recognise(struct uf_reader *r)
 			return 0;
 		}
 		if (b[0] == 0x0a && b[1] == 0x0d && b[2] == 0x0d && b[3] == 0x0a) {
-			set_err(
-			    r, "pcapng is not supported: convert it with `editcap -F pcap IN OUT`");
+			uf_err_set(
+			    r->err, sizeof(r->err),
+			    "pcapng is not supported: convert it with `editcap -F pcap IN OUT`");
 			return -EPROTONOSUPPORT;
 		}
 	}
 	if (r->size >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
-		set_err(r, "gzip-compressed input: decompress it first (gunzip -k FILE)");
+		uf_err_set(r->err, sizeof(r->err),
+		           "gzip-compressed input: decompress it first (gunzip -k FILE)");
 		return -EPROTONOSUPPORT;
 	}
 	/* Daily format: the first message must be a known type whose length matches its
@@ -130,10 +128,11 @@ static int recognise(struct uf_reader *r)
 			return 0;
 		}
 	}
-	set_err(r,
-	        "not a recognised input: neither a classic pcap nor a Nasdaq daily-format ITCH 5.0 "
-	        "file (first bytes %02x %02x %02x %02x)",
-	        b[0], r->size > 1 ? b[1] : 0, r->size > 2 ? b[2] : 0, r->size > 3 ? b[3] : 0);
+	uf_err_set(
+	    r->err, sizeof(r->err),
+	    "not a recognised input: neither a classic pcap nor a Nasdaq daily-format ITCH 5.0 "
+	    "file (first bytes %02x %02x %02x %02x)",
+	    b[0], r->size > 1 ? b[1] : 0, r->size > 2 ? b[2] : 0, r->size > 3 ? b[3] : 0);
 	return -EPROTONOSUPPORT;
 }
 
@@ -161,29 +160,30 @@ int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_count
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0) {
 		rc = -errno;
-		set_err(r, "%s: cannot open: %s", path, strerror(errno));
+		uf_err_set(r->err, sizeof(r->err), "%s: cannot open: %s", path, strerror(errno));
 		return rc;
 	}
 	if (fstat(r->fd, &st) < 0) {
 		rc = -errno;
-		set_err(r, "%s: cannot stat: %s", path, strerror(errno));
+		uf_err_set(r->err, sizeof(r->err), "%s: cannot stat: %s", path, strerror(errno));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		set_err(r, "%s: not a regular file", path);
+		uf_err_set(r->err, sizeof(r->err), "%s: not a regular file", path);
 		goto out_close;
 	}
 	r->size = (size_t)st.st_size;
 	if (r->size == 0) {
-		set_err(r, "%s: empty file", path);
+		uf_err_set(r->err, sizeof(r->err), "%s: empty file", path);
 		rc = -ENODATA;
 		goto out_close;
 	}
 	void *m = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, r->fd, 0);
 	if (m == MAP_FAILED) {
 		rc = -errno;
-		set_err(r, "%s: cannot map %zu bytes: %s", path, r->size, strerror(errno));
+		uf_err_set(r->err, sizeof(r->err), "%s: cannot map %zu bytes: %s", path, r->size,
+		           strerror(errno));
 		goto out_close;
 	}
 	/* Read ahead aggressively, drop behind: files are read once, front to back. */
@@ -194,7 +194,7 @@ int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_count
 	if (rc < 0) {
 		char why[sizeof(r->err)];
 		memcpy(why, r->err, sizeof(why));
-		set_err(r, "%s: %s", path, why);
+		uf_err_set(r->err, sizeof(r->err), "%s: %s", path, why);
 		goto out_unmap;
 	}
 	return 0;

@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "decode/uf_mold.h"
-#include "feed/uf_config.h"
+#include "feed/uf_feed_config.h"
 #include "feed/uf_feed_stats.h"
 
 #define UF_ARB_SRC_RECOVERY    UF_CFG_MAX_LINES /* source index of the re-request socket */

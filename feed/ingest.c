@@ -13,30 +13,17 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
-#include "feed/log.h"
+#include "common/uf_err.h"
+#include "feed/feed_log.h"
 #include "feed/ingest_internal.h"
+#include "feed/uf_feed.h"
 
 #define UF_HUGE_PAGE (2u << 20)
 
 const char *uf_ingest_backend(const struct uf_ingest *ig)
 {
-	const char *n = uf_backend_name_internal(ig->backend);
+	const char *n = uf_backend_name(ig->backend);
 	return n ? n : "unknown";
-}
-
-const char *uf_backend_name_internal(enum uf_backend b)
-{
-	switch (b) {
-	case UF_BACKEND_IO_URING:
-		return "io_uring";
-	case UF_BACKEND_IO_URING_NOSQPOLL:
-		return "io_uring_nosqpoll";
-	case UF_BACKEND_RECVMMSG:
-		return "recvmmsg";
-	case UF_BACKEND_EPOLL:
-		return "epoll";
-	}
-	return NULL;
 }
 
 /* One mapping for every receive buffer: huge pages when the kernel has them reserved,
@@ -52,13 +39,12 @@ int uf_ingest_region_alloc(struct uf_ingest *ig, int node, char *err, size_t err
 		ig->region_huge = 1;
 		len = huge_len;
 	} else {
-		uf_log_info("feed: no huge pages for %zu bytes of receive buffers (%s): "
-		            "using normal pages",
-		            huge_len, strerror(errno));
+		uf_feed_log_info("feed: no huge pages for %zu bytes of receive buffers (%s): "
+		                 "using normal pages",
+		                 huge_len, strerror(errno));
 		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
-			snprintf(err, errlen, "mmap %zu bytes of receive buffers: %s", len,
-			         strerror(errno));
+			uf_err_rc(err, errlen, -errno, "mmap %zu bytes of receive buffers", len);
 			return -errno;
 		}
 		(void)madvise(p, len, MADV_HUGEPAGE);
@@ -83,13 +69,13 @@ static int uf_ingest_epoll_setup(struct uf_ingest *ig, char *err, size_t errlen)
 {
 	ig->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (ig->epfd < 0) {
-		snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+		uf_err_rc(err, errlen, -errno, "epoll_create1");
 		return -errno;
 	}
 	for (int i = 0; i < ig->nsrc; i++) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
 		if (epoll_ctl(ig->epfd, EPOLL_CTL_ADD, ig->fds[i], &ev) < 0) {
-			snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
+			uf_err_rc(err, errlen, -errno, "epoll_ctl");
 			return -errno;
 		}
 	}
@@ -132,9 +118,9 @@ int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const
 		rc = uf_ingest_uring_open(ig, p, err, errlen);
 		if (rc == 0)
 			return 0;
-		uf_log_warn("feed: io_uring back end unavailable (%s): falling back to "
-		            "recvmmsg",
-		            err);
+		uf_feed_log_warn("feed: io_uring back end unavailable (%s): falling back to "
+		                 "recvmmsg",
+		                 err);
 		uf_ingest_uring_close(ig);
 		ig->backend = UF_BACKEND_RECVMMSG;
 		err[0] = '\0';

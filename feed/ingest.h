@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "feed/uf_config.h"
+#include "feed/uf_feed_config.h"
 #include "feed/uf_feed_stats.h"
 
 #define UF_INGEST_MAX_SRC 4  /* lines A, B, re-request socket, spare */

@@ -10,6 +10,5 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max);
 void uf_ingest_uring_release(struct uf_ingest *ig, const struct uf_pkt *pkts, int n);
 void uf_ingest_uring_close(struct uf_ingest *ig);
-const char *uf_backend_name_internal(enum uf_backend b);
 
 #endif /* UF_INGEST_INTERNAL_H */

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
-#include "feed/log.h"
+#include "common/uf_err.h"
+#include "feed/feed_log.h"
 #include "feed/ingest_internal.h"
 
 #define UF_URING_BGID       0
@@ -45,8 +46,9 @@ static void uf_uring_register_napi(struct uf_ingest *ig)
 	    syscall(__NR_io_uring_register, ig->ring.ring_fd, UF_IORING_REGISTER_NAPI, &napi, 1);
 	ig->napi = rc == 0;
 	if (rc < 0)
-		uf_log_info("feed: io_uring NAPI busy poll not available (%s): interrupts only",
-		            strerror(errno));
+		uf_feed_log_info(
+		    "feed: io_uring NAPI busy poll not available (%s): interrupts only",
+		    strerror(errno));
 }
 
 static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p, int sqpoll,
@@ -80,8 +82,9 @@ static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p
 		rc = io_uring_queue_init_params(UF_URING_SQ_ENTRIES, &ig->ring, &prm);
 		if (rc == 0) {
 			if (i > 0)
-				uf_log_warn("feed: io_uring refused setup flags 0x%x: using 0x%x",
-				            extra[0], extra[i]);
+				uf_feed_log_warn(
+				    "feed: io_uring refused setup flags 0x%x: using 0x%x", extra[0],
+				    extra[i]);
 			ig->defer = (extra[i] & IORING_SETUP_DEFER_TASKRUN) != 0;
 			ig->ring_up = 1;
 			ig->sqpoll = sqpoll;
@@ -91,8 +94,7 @@ static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p
 		if (rc != -EINVAL)
 			break;
 	}
-	snprintf(err, errlen, "io_uring_queue_init%s: %s", sqpoll ? " (SQPOLL)" : "",
-	         strerror(-rc));
+	uf_err_rc(err, errlen, rc, "io_uring_queue_init%s", sqpoll ? " (SQPOLL)" : "");
 	return rc;
 }
 
@@ -131,7 +133,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	if (p->backend == UF_BACKEND_IO_URING) {
 		rc = uf_uring_setup(ig, p, 1, err, errlen);
 		if (rc < 0) {
-			uf_log_warn("feed: %s: falling back to io_uring without SQPOLL", err);
+			uf_feed_log_warn("feed: %s: falling back to io_uring without SQPOLL", err);
 			ig->backend = UF_BACKEND_IO_URING_NOSQPOLL;
 		}
 	}
@@ -142,7 +144,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	}
 	rc = io_uring_register_files(&ig->ring, ig->fds, (unsigned)ig->nsrc);
 	if (rc < 0) {
-		snprintf(err, errlen, "io_uring_register_files: %s", strerror(-rc));
+		uf_err_rc(err, errlen, rc, "io_uring_register_files");
 		return rc;
 	}
 	ig->files_registered = 1;
@@ -153,7 +155,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	void *br =
 	    mmap(NULL, ig->br_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (br == MAP_FAILED) {
-		snprintf(err, errlen, "mmap buffer ring: %s", strerror(errno));
+		uf_err_rc(err, errlen, -errno, "mmap buffer ring");
 		return -errno;
 	}
 	ig->br = br;
@@ -164,7 +166,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	};
 	rc = io_uring_register_buf_ring(&ig->ring, &reg, 0);
 	if (rc < 0) {
-		snprintf(err, errlen, "io_uring_register_buf_ring: %s", strerror(-rc));
+		uf_err_rc(err, errlen, rc, "io_uring_register_buf_ring");
 		return rc;
 	}
 	ig->br_registered = 1;
@@ -184,7 +186,7 @@ int uf_ingest_uring_open(struct uf_ingest *ig, const struct uf_ingest_params *p,
 	for (int s = 0; s < ig->nsrc; s++) {
 		rc = uf_uring_arm(ig, s);
 		if (rc < 0) {
-			snprintf(err, errlen, "arming multishot recvmsg: %s", strerror(-rc));
+			uf_err_rc(err, errlen, rc, "arming multishot recvmsg");
 			return rc;
 		}
 	}

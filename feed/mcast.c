@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/uf_err.h"
+
 /* Large receive buffers absorb bursts while the feed thread is busy (e.g. applying a
  * recovered range). FORCE works as root beyond net.core.rmem_max; otherwise best effort. */
 static void uf_mcast_set_rcvbuf(int fd, int rcvbuf)
@@ -24,7 +26,7 @@ static void uf_mcast_set_rcvbuf(int fd, int rcvbuf)
 static int uf_mcast_fail(int fd, char *err, size_t errlen, const char *what)
 {
 	int e = errno ? errno : EINVAL;
-	snprintf(err, errlen, "%s: %s", what, strerror(e));
+	uf_err_rc(err, errlen, -e, "%s", what);
 	if (fd >= 0)
 		close(fd);
 	return -e;

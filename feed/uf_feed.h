@@ -19,7 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "feed/uf_config.h"
+#include "feed/feed_log.h" /* uf_feed_set_log: where the engine's few log lines go */
+#include "feed/uf_feed_config.h"
 #include "feed/uf_feed_stats.h"
 
 struct uf_feed; /* opaque */
@@ -33,9 +34,10 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 
 /* Runs the feed loop on the calling thread until *stop becomes non-zero (checked between
  * batches, so it returns within one batch). Sets up the receive back end first, falling back
- * (logged through feed/log.h) when the kernel refuses a feature: io_uring SQPOLL -> io_uring
- * without SQPOLL -> recvmmsg. Returns 0 when stopped, -errno when the back end could not be set up
- * or failed for good (message in uf_feed_error()). May be called again after it returned. */
+ * (logged through the hook of feed/feed_log.h) when the kernel refuses a feature: io_uring SQPOLL
+ * -> io_uring without SQPOLL -> recvmmsg. Returns 0 when stopped, -errno when the back end could
+ * not be set up or failed for good (message in uf_feed_error()). May be called again after it
+ * returned. */
 int uf_feed_run(struct uf_feed *feed, const volatile int *stop);
 
 /* Counters of the feed; valid until uf_feed_destroy(). Read with uf_feed_stats_read(). */

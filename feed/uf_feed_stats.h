@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "common/uf_atomic.h"
-#include "feed/uf_config.h"
+#include "feed/uf_feed_config.h"
 
 /* Per line (A, B): what arrived on that multicast group. */
 #define UF_FEED_LINE_COUNTERS(X)                                                                   \
@@ -72,6 +72,8 @@
 	X(decode_empty_message, "zero-length ITCH message blocks (skipped)")                       \
 	X(book_integrity_errors, "book integrity errors (unknown order ref, over-execution ...)")  \
 	X(records, "records published to the ring")                                                \
+	X(image_errors, "publish steps with a book image update the ring refused (instrument "     \
+	                "outside the image, status slots full); the stream itself is complete")    \
 	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")        \
 	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")        \
 	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")       \

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_symbol.h"
 #include "publish/publisher.h"
 
 static uint64_t uf_pub_sym_key(const char sym[8])
@@ -222,9 +223,8 @@ int uf_publish_lookup(const struct uf_publisher *p, const char *symbol)
 	size_t len = strlen(symbol);
 	if (len == 0 || len > UF_PUB_SYMBOL_LEN)
 		return -ENOENT;
-	char pad[8];
-	memset(pad, ' ', sizeof(pad));
-	memcpy(pad, symbol, len);
+	char pad[UF_SYMBOL_LEN];
+	uf_symbol_pad(pad, symbol);
 	uint64_t key = uf_pub_sym_key(pad);
 	uint32_t i = uf_pub_sym_home(p, key);
 	for (uint32_t n = 0; n <= p->sym_mask; n++) {
@@ -242,13 +242,7 @@ int uf_publish_symbol(const struct uf_publisher *p, uint32_t instrument, char bu
 {
 	if (instrument >= p->max_instruments || !p->books[instrument].named)
 		return -ENOENT;
-	const char *s = p->inst[instrument].symbol;
-	int n = UF_PUB_SYMBOL_LEN;
-	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\0'))
-		n--;
-	memcpy(buf, s, (size_t)n);
-	buf[n] = '\0';
-	return n;
+	return (int)uf_symbol_unpad(buf, p->inst[instrument].symbol);
 }
 
 const struct uf_pub_instrument *uf_publish_instrument(const struct uf_publisher *p,

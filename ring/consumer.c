@@ -16,6 +16,8 @@
 
 #include "common/uf_atomic.h"
 #include "common/uf_compiler.h"
+#include "common/uf_err.h"
+#include "common/uf_symbol.h"
 #include "common/uf_time.h"
 #include "ring/ring_util.h"
 #include "ring/uf_ring_layout.h"
@@ -56,17 +58,6 @@ struct uf_consumer {
 	char data_path[256];              /* <dir>/uf.<name> */
 };
 
-static void c_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 UF_RING_VISIBLE void uf_consumer_options_init(struct uf_consumer_options *opt)
 {
 	memset(opt, 0, sizeof(*opt));
@@ -85,37 +76,39 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	fd = open(c->data_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		c_err(err, errlen, "ring %s: %s: %s", c->name, c->data_path,
-		      errno == ENOENT ? "no such ring (is the producer running?)"
-		                      : strerror(errno));
+		uf_err_set(err, errlen, "ring %s: %s: %s", c->name, c->data_path,
+		           errno == ENOENT ? "no such ring (is the producer running?)"
+		                           : strerror(errno));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(h) ||
 	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
-		c_err(err, errlen, "ring %s: %s is too short to be a ring", c->name, c->data_path);
+		uf_err_set(err, errlen, "ring %s: %s is too short to be a ring", c->name,
+		           c->data_path);
 		rc = -EPROTO;
 		goto out_close;
 	}
 	if (h.magic != UF_RING_MAGIC) {
-		c_err(err, errlen, "ring %s: %s is not a uringfeed ring (bad magic)", c->name,
-		      c->data_path);
+		uf_err_set(err, errlen, "ring %s: %s is not a uringfeed ring (bad magic)", c->name,
+		           c->data_path);
 		rc = -EPROTO;
 		goto out_close;
 	}
 	if (h.layout_version != UF_RING_LAYOUT_VERSION) {
-		c_err(err, errlen,
-		      "ring %s: layout version %u, but this libufconsumer reads version %u: "
-		      "use the libufconsumer of the producer's release",
-		      c->name, h.layout_version, UF_RING_LAYOUT_VERSION);
+		uf_err_set(err, errlen,
+		           "ring %s: layout version %u, but this libufconsumer reads version %u: "
+		           "use the libufconsumer of the producer's release",
+		           c->name, h.layout_version, UF_RING_LAYOUT_VERSION);
 		rc = -EPROTO;
 		goto out_close;
 	}
 	if (h.record_size != sizeof(struct uf_record) || h.record_version != UF_RECORD_VERSION) {
-		c_err(err, errlen,
-		      "ring %s: records are %u bytes version %u, this consumer expects %zu bytes "
-		      "version %u",
-		      c->name, h.record_size, h.record_version, sizeof(struct uf_record),
-		      UF_RECORD_VERSION);
+		uf_err_set(
+		    err, errlen,
+		    "ring %s: records are %u bytes version %u, this consumer expects %zu bytes "
+		    "version %u",
+		    c->name, h.record_size, h.record_version, sizeof(struct uf_record),
+		    UF_RECORD_VERSION);
 		rc = -EPROTO;
 		goto out_close;
 	}
@@ -123,9 +116,10 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	    h.file_size != (uint64_t)st.st_size ||
 	    h.ring_off + h.capacity * sizeof(struct uf_record) > h.image_off ||
 	    h.image_off + sizeof(struct uf_image_hdr) > h.file_size) {
-		c_err(err, errlen, "ring %s: inconsistent header (capacity %llu, size %llu/%lld)",
-		      c->name, (unsigned long long)h.capacity, (unsigned long long)h.file_size,
-		      (long long)st.st_size);
+		uf_err_set(err, errlen,
+		           "ring %s: inconsistent header (capacity %llu, size %llu/%lld)", c->name,
+		           (unsigned long long)h.capacity, (unsigned long long)h.file_size,
+		           (long long)st.st_size);
 		rc = -EPROTO;
 		goto out_close;
 	}
@@ -133,7 +127,7 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	p = mmap(NULL, h.file_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
-		c_err(err, errlen, "ring %s: mmap: %s", c->name, strerror(errno));
+		uf_err_set(err, errlen, "ring %s: mmap: %s", c->name, strerror(errno));
 		goto out_close;
 	}
 	close(fd);
@@ -150,7 +144,7 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	    h.image_off + c->image->entries_off +
 	            (uint64_t)c->image->max_instruments * c->image->entry_size >
 	        h.file_size) {
-		c_err(err, errlen, "ring %s: book image header is inconsistent", c->name);
+		uf_err_set(err, errlen, "ring %s: book image header is inconsistent", c->name);
 		munmap(p, h.file_size);
 		c->hdr = NULL;
 		return -EPROTO;
@@ -174,34 +168,34 @@ static int map_table(struct uf_consumer *c, char *err, size_t errlen)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		c_err(err, errlen, "ring %s: consumer table %s: %s", c->name, path,
-		      strerror(errno));
+		uf_err_set(err, errlen, "ring %s: consumer table %s: %s", c->name, path,
+		           strerror(errno));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct uf_ring_ctable)) {
 		close(fd);
-		c_err(err, errlen, "ring %s: consumer table %s too short", c->name, path);
+		uf_err_set(err, errlen, "ring %s: consumer table %s too short", c->name, path);
 		return -EPROTO;
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
 		rc = -errno;
-		c_err(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
+		uf_err_set(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
 		return rc;
 	}
 	c->ct = p;
 	c->ct_size = (size_t)st.st_size;
 	if (c->ct->magic != UF_RING_CT_MAGIC || c->ct->layout_version != UF_RING_LAYOUT_VERSION ||
 	    sizeof(*c->ct) + (uint64_t)c->ct->nslots * sizeof(struct uf_ring_cslot) > c->ct_size) {
-		c_err(err, errlen, "ring %s: consumer table is not layout version %u", c->name,
-		      UF_RING_LAYOUT_VERSION);
+		uf_err_set(err, errlen, "ring %s: consumer table is not layout version %u", c->name,
+		           UF_RING_LAYOUT_VERSION);
 		rc = -EPROTO;
 		goto out_unmap;
 	}
 	if (c->ct->generation != c->generation) {
-		c_err(err, errlen, "ring %s: producer is restarting (table generation differs)",
-		      c->name);
+		uf_err_set(err, errlen,
+		           "ring %s: producer is restarting (table generation differs)", c->name);
 		rc = -ESTALE;
 		goto out_unmap;
 	}
@@ -237,10 +231,10 @@ static int claim_slot(struct uf_consumer *c, char *err, size_t errlen)
 		memcpy(c->slot->tag, c->tag, sizeof(c->slot->tag));
 		return 0;
 	}
-	c_err(err, errlen,
-	      "ring %s: all %u consumer slots are in use (the producer reaps dead consumers; "
-	      "raise max_consumers if they are all alive)",
-	      c->name, c->ct->nslots);
+	uf_err_set(err, errlen,
+	           "ring %s: all %u consumer slots are in use (the producer reaps dead consumers; "
+	           "raise max_consumers if they are all alive)",
+	           c->name, c->ct->nslots);
 	return -EUSERS;
 }
 
@@ -311,13 +305,14 @@ UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consume
 	int rc;
 
 	if (uf_ring_name_check(name) < 0) {
-		c_err(err, errlen, "ring name \"%s\" is not valid (1-31 bytes of A-Za-z0-9_.-)",
-		      name ? name : "(null)");
+		uf_err_set(err, errlen,
+		           "ring name \"%s\" is not valid (1-31 bytes of A-Za-z0-9_.-)",
+		           name ? name : "(null)");
 		return -EINVAL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		c_err(err, errlen, "ring %s: out of memory", name);
+		uf_err_set(err, errlen, "ring %s: out of memory", name);
 		return -ENOMEM;
 	}
 	if (opt)
@@ -333,7 +328,7 @@ UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consume
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	if (strlen(dir) >= sizeof(c->dir) ||
 	    uf_ring_path(c->data_path, sizeof(c->data_path), c->dir, name, 0) < 0) {
-		c_err(err, errlen, "ring %s: directory path too long", name);
+		uf_err_set(err, errlen, "ring %s: directory path too long", name);
 		free(c);
 		return -ENAMETOOLONG;
 	}
@@ -568,16 +563,6 @@ UF_RING_VISIBLE void uf_consumer_get_info(const uf_consumer_t *c, struct uf_cons
 	info->hugepages = (int)c->hdr->hugepages;
 }
 
-static void symbol_unpack(uint64_t sym, char out[9])
-{
-	int n = 8;
-
-	memcpy(out, &sym, 8);
-	out[8] = '\0';
-	while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\0'))
-		out[--n] = '\0';
-}
-
 /* Copies one entry under its sequence lock. */
 static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_snapshot *s)
 {
@@ -617,7 +602,7 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 		s->instrument = id;
 		s->flags = e->flags;
 		s->stamp = e->stamp > commit ? e->stamp : commit;
-		symbol_unpack(e->symbol, s->symbol);
+		uf_symbol_unpad(s->symbol, &e->symbol);
 		s->round_lot = e->round_lot;
 		s->category = e->category;
 		nb = e->nbid;
@@ -695,15 +680,14 @@ UF_RING_VISIBLE int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uin
 
 	if (!symbol || strlen(symbol) > 8)
 		return -ENOENT;
-	memset(want, ' ', 8);
-	memcpy(want, symbol, strlen(symbol));
+	uf_symbol_pad(want, symbol);
 	memcpy(&packed, want, 8);
 	for (uint32_t i = 0; i < c->image->max_instruments; i++) {
 		const struct uf_image_entry *e = uf_image_entry_at(c->image, i);
 		/* a torn read of 8 bytes is impossible (one aligned load); re-check below */
 		if (uf_load_relaxed_u64(&e->symbol) != packed)
 			continue;
-		symbol_unpack(packed, have);
+		uf_symbol_unpad(have, &packed);
 		if (strcmp(have, symbol) == 0) {
 			*id = i;
 			return 0;

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "common/uf_symbol.h"
 static inline void lock_odd(struct uf_image_entry *e)
 {
 	uf_store_relaxed_u64(&e->lock, e->lock + 1);
@@ -242,13 +243,8 @@ int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, u
 
 uint64_t uf_ring_symbol_pack(const char *sym)
 {
-	char b[8];
 	uint64_t v;
-	size_t i;
 
-	memset(b, ' ', sizeof(b));
-	for (i = 0; i < sizeof(b) && sym[i]; i++)
-		b[i] = sym[i];
-	memcpy(&v, b, sizeof(v));
+	uf_symbol_pad(&v, sym);
 	return v;
 }

@@ -15,23 +15,13 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "common/uf_err.h"
 #include "common/uf_time.h"
 #include "ring/ring_util.h"
 
 #define UF_RING_HUGE_ALIGN (2ull << 20)
 #define UF_HUGETLBFS_MAGIC 0x958458f6 /* linux/magic.h */
 #define UF_RING_PAGE       4096ull
-
-static void ring_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void uf_ring_options_init(struct uf_ring_options *opt)
 {
@@ -116,25 +106,25 @@ static int make_area(const char *path, uint32_t mode, int64_t gid, uint64_t size
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		ring_err(err, errlen, "ring: create %s: %s", path, strerror(errno));
+		uf_err_set(err, errlen, "ring: create %s: %s", path, strerror(errno));
 		return rc;
 	}
 	if (gid >= 0 && fchown(fd, (uid_t)-1, (gid_t)gid) < 0) {
 		rc = -errno;
-		ring_err(err, errlen, "ring: chown %s to gid %lld: %s", path, (long long)gid,
-		         strerror(errno));
+		uf_err_set(err, errlen, "ring: chown %s to gid %lld: %s", path, (long long)gid,
+		           strerror(errno));
 		goto out_unlink;
 	}
 	if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)size) < 0) {
 		rc = -errno;
-		ring_err(err, errlen, "ring: size/mode %s (%llu bytes): %s", path,
-		         (unsigned long long)size, strerror(errno));
+		uf_err_set(err, errlen, "ring: size/mode %s (%llu bytes): %s", path,
+		           (unsigned long long)size, strerror(errno));
 		goto out_unlink;
 	}
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
-		ring_err(err, errlen, "ring: mmap %s: %s", path, strerror(errno));
+		uf_err_set(err, errlen, "ring: mmap %s: %s", path, strerror(errno));
 		goto out_unlink;
 	}
 	close(fd);
@@ -178,34 +168,35 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	else
 		uf_ring_options_init(&opt);
 	if (uf_ring_name_check(name) < 0) {
-		ring_err(err, errlen, "ring: bad name \"%s\" (1-31 bytes of A-Za-z0-9_.-)",
-		         name ? name : "(null)");
+		uf_err_set(err, errlen, "ring: bad name \"%s\" (1-31 bytes of A-Za-z0-9_.-)",
+		           name ? name : "(null)");
 		return -EINVAL;
 	}
 	if (opt.capacity < 16 || (opt.capacity & (opt.capacity - 1)) ||
 	    opt.capacity > (1ull << 32)) {
-		ring_err(err, errlen, "ring %s: capacity %llu is not a power of two in [16, 2^32]",
-		         name, (unsigned long long)opt.capacity);
+		uf_err_set(err, errlen,
+		           "ring %s: capacity %llu is not a power of two in [16, 2^32]", name,
+		           (unsigned long long)opt.capacity);
 		return -EINVAL;
 	}
 	if (opt.depth < 1 || opt.depth > UF_RING_MAX_DEPTH || opt.max_instruments < 1 ||
 	    opt.max_instruments > (1u << 24) || opt.max_consumers < 1 || opt.max_consumers > 4096) {
-		ring_err(err, errlen,
-		         "ring %s: depth %u (1..%d), max_instruments %u (1..2^24) or "
-		         "max_consumers %u (1..4096) out of range",
-		         name, opt.depth, UF_RING_MAX_DEPTH, opt.max_instruments,
-		         opt.max_consumers);
+		uf_err_set(err, errlen,
+		           "ring %s: depth %u (1..%d), max_instruments %u (1..2^24) or "
+		           "max_consumers %u (1..4096) out of range",
+		           name, opt.depth, UF_RING_MAX_DEPTH, opt.max_instruments,
+		           opt.max_consumers);
 		return -EINVAL;
 	}
 	if (opt.mode & ~0666u) {
-		ring_err(err, errlen, "ring %s: mode %o has bits outside 0666", name, opt.mode);
+		uf_err_set(err, errlen, "ring %s: mode %o has bits outside 0666", name, opt.mode);
 		return -EINVAL;
 	}
 	dir = uf_ring_dir_pick(opt.dir);
 	if (uf_ring_path(data_path, sizeof(data_path), dir, name, 0) < 0 ||
 	    uf_ring_path(cons_path, sizeof(cons_path), dir, name, 1) < 0 ||
 	    strlen(dir) >= sizeof(r->dir)) {
-		ring_err(err, errlen, "ring %s: directory path too long: %s", name, dir);
+		uf_err_set(err, errlen, "ring %s: directory path too long: %s", name, dir);
 		return -ENAMETOOLONG;
 	}
 	snprintf(data_tmp, sizeof(data_tmp), "%s.tmp%d", data_path, (int)getpid());
@@ -218,8 +209,8 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 			node = cpu >= 0 ? numa_node_of_cpu(cpu) : 0;
 		}
 		if (node < 0 || node > numa_max_node()) {
-			ring_err(err, errlen, "ring %s: NUMA node %d does not exist (max %d)", name,
-			         node, numa_max_node());
+			uf_err_set(err, errlen, "ring %s: NUMA node %d does not exist (max %d)",
+			           name, node, numa_max_node());
 			return -EINVAL;
 		}
 	}
@@ -239,7 +230,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	                   htlb_page ? htlb_page : UF_RING_PAGE);
 
 	if (previous_header(data_path, &prev) == 0 && owned_by_other_producer(&prev)) {
-		ring_err(
+		uf_err_set(
 		    err, errlen,
 		    "ring %s: %s is in use by running producer pid %d (two feeds with one ring "
 		    "name?)",
@@ -252,7 +243,7 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 		r->is_touched = calloc(opt.max_instruments, sizeof(*r->is_touched));
 	}
 	if (!r || !r->touched || !r->is_touched) {
-		ring_err(err, errlen, "ring %s: out of memory", name);
+		uf_err_set(err, errlen, "ring %s: out of memory", name);
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -311,8 +302,8 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	 * consumers find a ring through its data file and then expect the matching table. */
 	if (rename(cons_tmp, cons_path) < 0 || rename(data_tmp, data_path) < 0) {
 		rc = -errno;
-		ring_err(err, errlen, "ring %s: publish files in %s: %s", name, dir,
-		         strerror(errno));
+		uf_err_set(err, errlen, "ring %s: publish files in %s: %s", name, dir,
+		           strerror(errno));
 		goto out_unmap_ct;
 	}
 	*out = r;

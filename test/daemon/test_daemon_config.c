@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "feed/log.h"
-#include "feed/uf_config.h"
+#include "daemon/log.h"
+#include "daemon/uf_config.h"
 
 #define MIN_FEED                                                                                   \
 	"{\"feeds\":[{\"name\":\"nasdaq\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":30001}]}]}"

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "feed/log.h"
-#include "feed/placement.h"
+#include "daemon/log.h"
+#include "daemon/placement.h"
 
 /* Captures log lines in a temporary file; returns its contents (static buffer). */
 static FILE *cap;

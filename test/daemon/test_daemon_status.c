@@ -19,8 +19,8 @@
 #include <cmocka.h>
 
 #include "common/uf_time.h"
-#include "feed/log.h"
-#include "feed/status.h"
+#include "daemon/log.h"
+#include "daemon/status.h"
 
 /* ---- what the "feeds" hold ---- */
 

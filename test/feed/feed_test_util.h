@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/uf_time.h"
-#include "feed/uf_config.h"
+#include "feed/uf_feed_config.h"
 #include "publish/uf_record.h"
 #include "test/common/uf_test_dir.h"
 #include "test/common/uf_test_proc.h"

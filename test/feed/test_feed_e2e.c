@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "common/uf_endian.h"
+#include "common/uf_symbol.h"
 #include "feed/mcast.h"
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
@@ -817,11 +818,7 @@ static void ft_late_apply(struct ft_late_book *bk, uint32_t nb, const struct uf_
 		ft_late_set(&b->side[r->side == UF_SIDE_ASK], r->price, r->shares, r->orders);
 	} else if (r->kind == UF_REC_INSTRUMENT) {
 		char s[9];
-		memcpy(s, &r->ref, 8);
-		int len = 8;
-		while (len && s[len - 1] == ' ')
-			len--;
-		s[len] = '\0';
+		uf_symbol_unpad(s, &r->ref);
 		memcpy(b->symbol, s, sizeof(s));
 	}
 }

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "common/uf_symbol.h"
 #include "decode/uf_decode.h"
 #include "publish/uf_publish.h"
 #include "ref_model.h"
@@ -33,8 +34,7 @@ static inline struct uf_itch_msg mk_hdr(uint8_t type, uint16_t locate, uint64_t 
 
 static inline void mk_sym(char out[8], const char *sym)
 {
-	memset(out, ' ', 8);
-	memcpy(out, sym, strlen(sym) > 8 ? 8 : strlen(sym));
+	uf_symbol_pad(out, sym);
 }
 
 static inline struct uf_itch_msg mk_add(uint16_t loc, uint64_t ref, uint8_t side, uint32_t shares,
@@ -326,11 +326,7 @@ struct sym_map {
 
 static inline void sym_trim(char out[9], const char in[8])
 {
-	int n = 8;
-	while (n > 0 && (in[n - 1] == ' ' || in[n - 1] == '\0'))
-		n--;
-	memcpy(out, in, (size_t)n);
-	out[n] = '\0';
+	uf_symbol_unpad(out, in);
 }
 
 static inline void sym_apply(struct sym_map *s, const struct uf_itch_msg *m, uint32_t max_inst)

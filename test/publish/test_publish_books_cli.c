@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "common/uf_endian.h"
+#include "common/uf_symbol.h"
 #include "decode/uf_decode.h"
 #include "pub_test_util.h"
 
@@ -30,8 +31,7 @@ static void hdr(uint8_t *b, uint8_t type, uint16_t loc)
 
 static void sym8(uint8_t *p, const char *s)
 {
-	memset(p, ' ', 8);
-	memcpy(p, s, strlen(s));
+	uf_symbol_pad(p, s);
 }
 
 static void w_R(struct daily *d, uint16_t loc, const char *s)

@@ -28,9 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "feed/log.h"
-#include "feed/uf_config.h"
-#include "tools/uringfeed/daemon.h"
+#include "daemon/log.h"
+#include "daemon/uf_config.h"
+#include "daemon/daemon.h"
 
 #ifndef UF_VERSION
 #define UF_VERSION "0.0.0"
@@ -55,43 +55,6 @@ static void usage(FILE *out)
 	    "  --log-level LEVEL    override log.level of the file\n"
 	    "  --version            print the version\n"
 	    "Exit status: 0 stopped cleanly, 1 runtime failure, 2 bad usage or configuration.\n");
-}
-
-/* One summary line per feed: what --check-config prints and what the daemon logs at start. */
-void uf_daemon_describe_feed(const struct uf_feed_config *f, char *buf, size_t len)
-{
-	size_t off = 0;
-	char g[INET_ADDRSTRLEN], ifa[INET_ADDRSTRLEN];
-
-	off += (size_t)snprintf(buf + off, len - off, "feed %s: %s, %s, cpu %d", f->name,
-	                        f->protocol, uf_daemon_backend_name(f->backend), f->cpu);
-	if (f->backend == UF_BACKEND_IO_URING && off < len)
-		off += (size_t)snprintf(buf + off, len - off, ", sqpoll_cpu %d", f->sqpoll_cpu);
-	for (int i = 0; i < f->nlines && off < len; i++) {
-		inet_ntop(AF_INET, &f->lines[i].group, g, sizeof(g));
-		inet_ntop(AF_INET, &f->lines[i].interface, ifa, sizeof(ifa));
-		off += (size_t)snprintf(buf + off, len - off, ", line %s %s:%u on %s",
-		                        f->lines[i].name, g, f->lines[i].port, ifa);
-	}
-	if (off < len) {
-		if (f->recovery.enabled) {
-			inet_ntop(AF_INET, &f->recovery.server.sin_addr, g, sizeof(g));
-			off += (size_t)snprintf(buf + off, len - off, ", recovery %s:%u", g,
-			                        ntohs(f->recovery.server.sin_port));
-		} else {
-			off += (size_t)snprintf(buf + off, len - off, ", no recovery server");
-		}
-	}
-	if (off < len)
-		off += (size_t)snprintf(buf + off, len - off,
-		                        ", ring %s (%" PRIu64 " records, mode %04o)", f->ring.name,
-		                        f->ring.capacity, f->ring.mode);
-	if (off < len && f->nsymbols)
-		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, %u symbols",
-		         f->book.depth, f->book.max_orders, f->nsymbols);
-	else if (off < len)
-		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, all symbols",
-		         f->book.depth, f->book.max_orders);
 }
 
 static int check_config(const char *path, unsigned flags)

@@ -1,5 +1,5 @@
 /* Typed JSON accessors that report errors by key path: see config_json.h. */
-#include "feed/config_json.h"
+#include "daemon/config_json.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

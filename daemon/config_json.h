@@ -22,7 +22,7 @@ struct uf_cj {
 	char *err;        /* caller's buffer */
 	size_t errlen;    /* its size */
 	int failed;       /* set by the first error; later errors are not recorded */
-	unsigned flags;   /* UF_CFG_* of feed/uf_config.h */
+	unsigned flags;   /* UF_CFG_* of daemon/uf_config.h */
 };
 
 /* What an address must be. */

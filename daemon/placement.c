@@ -1,5 +1,5 @@
 /* Thread and memory placement: see placement.h. */
-#include "feed/placement.h"
+#include "daemon/placement.h"
 
 #include <errno.h>
 #include <numa.h>
@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "feed/log.h"
+#include "daemon/log.h"
 
 #define UF_HUGE_PAGE (2u << 20) /* explicit huge page size we ask MAP_HUGETLB for */
 

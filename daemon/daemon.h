@@ -1,10 +1,10 @@
-/* uringfeed daemon internals shared by main.c (command line) and daemon.c (lifecycle). */
+/* The uringfeed daemon: what tools/uringfeed/main.c (the command line) calls. */
 #ifndef UF_DAEMON_H
 #define UF_DAEMON_H
 
 #include <stddef.h>
 
-#include "feed/uf_config.h"
+#include "daemon/uf_config.h"
 
 /* Loads `config_path`, runs its feeds until SIGTERM/SIGINT, returns the exit status
  * (0 clean stop, 1 runtime failure, 2 bad configuration). `log_level` >= 0 overrides the
@@ -13,8 +13,5 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version);
 
 /* One human-readable line describing a feed's configuration (logs and --check-config). */
 void uf_daemon_describe_feed(const struct uf_feed_config *f, char *buf, size_t len);
-
-/* "io_uring", "io_uring_nosqpoll", "recvmmsg", "epoll". */
-const char *uf_daemon_backend_name(enum uf_backend b);
 
 #endif /* UF_DAEMON_H */

@@ -1,6 +1,6 @@
 /* uringfeed configuration: what one JSON file describes (see configs/).
  *
- * Parsed by uf_config_load() (feed/config.c, jansson) into these plain structs, which the
+ * Parsed by uf_config_load() (daemon/config.c, jansson) into these plain structs, which the
  * daemon hands to each feed thread. Key names in the JSON are the field names below, nested
  * as in the structs (e.g. feeds[].lines[].group, feeds[].ring.capacity). Every optional key
  * has a documented default: UF_CFG_DEFAULT_* below, and the table in configs/README.md. */
@@ -10,10 +10,9 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#define UF_CFG_MAX_FEEDS   16
-#define UF_CFG_MAX_LINES   2 /* A and B */
-#define UF_CFG_NAME_MAX    32
-#define UF_CFG_MAX_SYMBOLS 4096
+#include "feed/uf_feed_config.h"
+
+#define UF_CFG_MAX_FEEDS 16
 
 /* Defaults of the optional keys (configs/README.md has the same table with the ranges). */
 #define UF_CFG_DEFAULT_STATUS_LISTEN          "127.0.0.1:8080" /* status.listen */
@@ -39,62 +38,6 @@
 #define UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS   16384
 #define UF_CFG_DEFAULT_BUFFERS_COUNT          4096
 #define UF_CFG_DEFAULT_BUFFERS_SIZE           2048
-
-enum uf_backend {
-	UF_BACKEND_IO_URING = 0,      /* "io_uring": SQPOLL, provided buffers, multishot recvmsg */
-	UF_BACKEND_IO_URING_NOSQPOLL, /* "io_uring_nosqpoll": SINGLE_ISSUER|DEFER_TASKRUN */
-	UF_BACKEND_RECVMMSG,          /* "recvmmsg": busy-poll recvmmsg(MSG_DONTWAIT) */
-	UF_BACKEND_EPOLL,             /* "epoll": epoll_wait + recvmmsg, sleeps until data */
-};
-
-struct uf_line_config {
-	char name[UF_CFG_NAME_MAX]; /* "A" / "B" */
-	struct in_addr group;       /* multicast group */
-	uint16_t port;              /* UDP port */
-	struct in_addr interface;   /* local interface address to join on, default 0.0.0.0 */
-};
-
-struct uf_feed_config {
-	char name[UF_CFG_NAME_MAX];     /* feed name, unique */
-	char protocol[UF_CFG_NAME_MAX]; /* "itch50-moldudp64" (only one so far) */
-	enum uf_backend backend;        /* default io_uring */
-	int cpu;                        /* feed thread CPU, -1 = not pinned (default) */
-	int sqpoll_cpu;                 /* SQPOLL thread CPU, -1 = not pinned (default) */
-	uint32_t sqpoll_idle_ms;        /* SQ thread idle before sleeping, default 1000 */
-	int numa_node;                  /* -1 = node of `cpu` (default) */
-	int nlines;                     /* 1 or 2 */
-	struct uf_line_config lines[UF_CFG_MAX_LINES];
-	struct {
-		int enabled;               /* 1 when "recovery.server" is given */
-		struct sockaddr_in server; /* MoldUDP64 re-request server */
-		uint32_t max_count;        /* messages per re-request, default 1000 */
-		uint32_t timeout_ms;       /* per re-request, default 50 */
-		uint32_t retries;          /* default 5 */
-		uint32_t wait_ms;      /* wait for the other line before re-requesting, default 2 */
-		uint32_t wait_packets; /* ... or this many packets, default 64 */
-		uint32_t queue_packets; /* live packets buffered while recovering, default 65536 */
-		uint32_t max_requests_per_s; /* rate limit, default 1000 */
-	} recovery;
-	struct {
-		char name[UF_CFG_NAME_MAX]; /* ring (shm) name, unique across feeds; default feed
-		                               name */
-		uint64_t capacity;          /* records, power of two, default 1048576 */
-		uint32_t mode;              /* shm mode, default 0600 */
-	} ring;
-	struct {
-		uint32_t depth;           /* levels per side in the book image, default 10 */
-		uint64_t max_orders;      /* order table size, default 4000000 */
-		uint32_t max_instruments; /* default 16384 */
-	} book;
-	struct {
-		uint32_t count; /* buffers in the provided buffer ring, default 4096 */
-		uint32_t size;  /* bytes per buffer, default 2048 */
-	} buffers;
-	uint32_t nsymbols;      /* symbol filter: empty = all */
-	char (*symbols)[9];     /* nsymbols trimmed symbols, NUL-terminated */
-	char symbols_file[256]; /* "symbols_file": one symbol a line, read at load and
-	                         * on SIGHUP (relative to the config's folder); "" = none */
-};
 
 struct uf_config {
 	char path[256];                   /* file it came from */

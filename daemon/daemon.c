@@ -1,6 +1,7 @@
 /* uringfeed daemon lifecycle: feeds, threads, status endpoint, signals. See main.c. */
-#include "tools/uringfeed/daemon.h"
+#include "daemon/daemon.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -13,10 +14,11 @@
 
 #include "common/uf_atomic.h"
 #include "common/uf_time.h"
-#include "feed/log.h"
-#include "feed/placement.h"
-#include "feed/status.h"
-#include "feed/uf_config.h"
+#include "daemon/log.h"
+#include "daemon/placement.h"
+#include "daemon/status.h"
+#include "daemon/uf_config.h"
+#include "feed/feed_log.h"
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
 
@@ -51,18 +53,50 @@ struct uf_daemon {
 	pid_t pid;                       /* our pid, for the wake-up signal */
 };
 
-static const char *const backend_names[] = {
-    [UF_BACKEND_IO_URING] = "io_uring",
-    [UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
-    [UF_BACKEND_RECVMMSG] = "recvmmsg",
-    [UF_BACKEND_EPOLL] = "epoll",
-};
-
-const char *uf_daemon_backend_name(enum uf_backend b)
+/* One summary line per feed: what --check-config prints and what the daemon logs at start. */
+void uf_daemon_describe_feed(const struct uf_feed_config *f, char *buf, size_t len)
 {
-	if ((unsigned)b >= sizeof(backend_names) / sizeof(backend_names[0]))
-		return "unknown";
-	return backend_names[b];
+	size_t off = 0;
+	char g[INET_ADDRSTRLEN], ifa[INET_ADDRSTRLEN];
+	const char *bn = uf_backend_name(f->backend);
+
+	off += (size_t)snprintf(buf + off, len - off, "feed %s: %s, %s, cpu %d", f->name,
+	                        f->protocol, bn ? bn : "unknown", f->cpu);
+	if (f->backend == UF_BACKEND_IO_URING && off < len)
+		off += (size_t)snprintf(buf + off, len - off, ", sqpoll_cpu %d", f->sqpoll_cpu);
+	for (int i = 0; i < f->nlines && off < len; i++) {
+		inet_ntop(AF_INET, &f->lines[i].group, g, sizeof(g));
+		inet_ntop(AF_INET, &f->lines[i].interface, ifa, sizeof(ifa));
+		off += (size_t)snprintf(buf + off, len - off, ", line %s %s:%u on %s",
+		                        f->lines[i].name, g, f->lines[i].port, ifa);
+	}
+	if (off < len) {
+		if (f->recovery.enabled) {
+			inet_ntop(AF_INET, &f->recovery.server.sin_addr, g, sizeof(g));
+			off += (size_t)snprintf(buf + off, len - off, ", recovery %s:%u", g,
+			                        ntohs(f->recovery.server.sin_port));
+		} else {
+			off += (size_t)snprintf(buf + off, len - off, ", no recovery server");
+		}
+	}
+	if (off < len)
+		off += (size_t)snprintf(buf + off, len - off,
+		                        ", ring %s (%" PRIu64 " records, mode %04o)", f->ring.name,
+		                        f->ring.capacity, f->ring.mode);
+	if (off < len && f->nsymbols)
+		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, %u symbols",
+		         f->book.depth, f->book.max_orders, f->nsymbols);
+	else if (off < len)
+		snprintf(buf + off, len - off, ", book depth %u, %" PRIu64 " orders, all symbols",
+		         f->book.depth, f->book.max_orders);
+}
+
+/* The engine's log hook (feed/feed_log.h): its lines join the daemon's log. The levels
+ * have the same numbers. */
+static void feed_log(void *ctx, int level, const char *line)
+{
+	(void)ctx;
+	uf_log(level, "%s", line);
 }
 
 /* ---- status snapshot (HTTP thread) ---- */
@@ -132,8 +166,8 @@ static int fill_status(void *arg, struct uf_status_snapshot *snap)
 		snprintf(f->name, sizeof(f->name), "%s", s->cfg->name);
 		f->state = (enum uf_status_state)uf_load_relaxed_u32(&s->state);
 		if (!s->feed) {
-			snprintf(f->backend, sizeof(f->backend), "%s",
-			         uf_daemon_backend_name(s->cfg->backend));
+			const char *bn = uf_backend_name(s->cfg->backend);
+			snprintf(f->backend, sizeof(f->backend), "%s", bn ? bn : "unknown");
 			continue;
 		}
 		snprintf(f->backend, sizeof(f->backend), "%s", uf_feed_backend_name(s->feed));
@@ -326,6 +360,7 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 		return EXIT_CONFIG;
 	}
 	uf_log_set_level(log_level >= 0 ? log_level : d->cfg.log_level);
+	uf_feed_set_log(feed_log, NULL); /* before any feed exists: the hook is read unlocked */
 	d->version = version;
 	d->pid = getpid();
 	d->start_ns = uf_now_realtime_ns();

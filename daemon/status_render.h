@@ -1,26 +1,16 @@
-/* Status endpoint: health and counters over HTTP (libmicrohttpd), for operators and Prometheus.
+/* Status rendering: a snapshot of counters in, text out.
  *
- *   GET /status   one JSON document (jansson): per feed its counters, per line, decode errors
- *                 by kind, latency quantiles, the ring's sequence and its consumers.
- *   GET /metrics  the same numbers in the Prometheus text exposition format 0.0.4.
- *   GET /health   200 "ok: N feeds running" when every feed runs, else 503 listing the feeds
- *                 that do not (and why): for load balancers and systemd/k8s probes.
- *   GET /         a short plain-text index of the above.
- *   HEAD on each of these; other known methods 405 (with Allow), unknown ones 501, any other
- *   path 404; malformed HTTP (HTTP/1.1 without Host, broken header lines) gets 400 and an
- *   unsupported version 505 from libmicrohttpd itself (strict mode).
- *
- * The feed threads never see this module: they only store counters (relaxed atomics, see
- * feed/uf_feed_stats.h). On each request the HTTP thread calls the owner's fill callback,
- * which copies those counters into a struct uf_status_snapshot with relaxed loads, then
- * renders from the copy. Nothing here takes a lock a feed thread could wait on. */
-#ifndef UF_STATUS_H
-#define UF_STATUS_H
+ * struct uf_status_snapshot is a plain copy of everything /status, /metrics and /health
+ * show (the daemon fills it on the HTTP thread from the feeds' relaxed counters). The
+ * renderers are pure: they read only the snapshot (its now_ns stands in for the clock),
+ * so their output is a function of it and unit tests pin it down
+ * (test/daemon/test_status_render.c) without a server, a feed or a socket. */
+#ifndef UF_STATUS_RENDER_H
+#define UF_STATUS_RENDER_H
 
-#include <netinet/in.h>
 #include <stdint.h>
 
-#include "feed/uf_config.h"
+#include "daemon/uf_config.h"
 #include "feed/uf_feed_stats.h"
 
 #define UF_STATUS_MAX_CONSUMERS 64
@@ -82,29 +72,10 @@ struct uf_status_snapshot {
 	struct uf_status_feed feeds[UF_CFG_MAX_FEEDS]; /* per feed */
 };
 
-/* Fills `snap` (zeroed by the caller) on the HTTP thread. Must not block on a feed thread.
- * Returns 0, or -errno to answer 503. */
-typedef int (*uf_status_fill_fn)(void *arg, struct uf_status_snapshot *snap);
-
-struct uf_status_server; /* opaque */
-
-/* Listens on `addr` (port 0 = any free port, see uf_status_port) and serves requests on one
- * libmicrohttpd thread created here, which inherits the caller's CPU affinity (call
- * uf_place_control_threads first). Returns 0, or -errno with a one-line reason in `err`. */
-int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void *arg,
-                    struct uf_status_server **out, char *err, size_t errlen);
-
-/* Port the server listens on (host order). */
-uint16_t uf_status_port(const struct uf_status_server *s);
-
-/* Requests that reached the handler (libmicrohttpd answers malformed HTTP itself). */
-uint64_t uf_status_requests(const struct uf_status_server *s);
-
-/* Stops the thread, closes the socket, frees `s`. NULL is fine. */
-void uf_status_stop(struct uf_status_server *s);
-
-/* Renderers, exposed for tests and `uringfeed --check-config`: return a malloc'ed string
- * (NUL-terminated) the caller frees, or NULL on allocation failure. */
+/* Renderers: return a malloc'ed string (NUL-terminated) the caller frees, or NULL on
+ * allocation failure.
+ *   json: GET /status, one JSON document (jansson).
+ *   prometheus: GET /metrics, text exposition format 0.0.4. */
 char *uf_status_render_json(const struct uf_status_snapshot *snap);
 char *uf_status_render_prometheus(const struct uf_status_snapshot *snap);
 /* Plain text for /health; *code gets 200 when every feed runs, else 503. */
@@ -113,4 +84,4 @@ char *uf_status_render_health(const struct uf_status_snapshot *snap, unsigned *c
 /* "starting", "running", ... */
 const char *uf_status_state_name(enum uf_status_state st);
 
-#endif /* UF_STATUS_H */
+#endif /* UF_STATUS_RENDER_H */

@@ -8,7 +8,7 @@
  *
  * Keys whose name starts with "_comment" are accepted anywhere and ignored: JSON has no
  * comments, and this is how the files in configs/ explain themselves. */
-#include "feed/uf_config.h"
+#include "daemon/uf_config.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -22,9 +22,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "feed/config_json.h"
-#include "feed/log.h"
-#include "feed/placement.h"
+#include "daemon/config_json.h"
+#include "daemon/log.h"
+#include "daemon/placement.h"
+#include "feed/uf_feed.h"
 
 /* CPU member: -1 (not pinned) or a CPU this process may run on (sched_getaffinity). */
 static int get_cpu(struct uf_cj *c, json_t *obj, const char *key, int *out)
@@ -396,22 +397,6 @@ out:
 	return r;
 }
 
-static const char *const backend_names[] = {
-    [UF_BACKEND_IO_URING] = "io_uring",
-    [UF_BACKEND_IO_URING_NOSQPOLL] = "io_uring_nosqpoll",
-    [UF_BACKEND_RECVMMSG] = "recvmmsg",
-    [UF_BACKEND_EPOLL] = "epoll",
-};
-
-/* Back end for its JSON name, -1 when unknown (feed/ has the public uf_backend_parse). */
-static int backend_parse(const char *name)
-{
-	for (size_t i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++)
-		if (strcmp(name, backend_names[i]) == 0)
-			return (int)i;
-	return -1;
-}
-
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {"name",       "protocol",       "backend",   "cpu",
@@ -433,12 +418,11 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 		                  f->protocol, UF_CFG_DEFAULT_PROTOCOL);
 	if ((r = uf_cj_str(c, jf, "backend", UF_CFG_DEFAULT_BACKEND, backend, sizeof(backend))))
 		return r;
-	if (backend_parse(backend) < 0)
+	if (uf_backend_parse(backend, &f->backend) < 0)
 		return uf_cj_fail(c, "backend",
 		                  "\"%s\" is not one of \"io_uring\", \"io_uring_nosqpoll\", "
 		                  "\"recvmmsg\", \"epoll\"",
 		                  backend);
-	f->backend = (enum uf_backend)backend_parse(backend);
 	if ((r = get_cpu(c, jf, "cpu", &f->cpu)) ||
 	    (r = get_cpu(c, jf, "sqpoll_cpu", &f->sqpoll_cpu)) ||
 	    (r = uf_cj_u32(c, jf, "sqpoll_idle_ms", 0, 60000, UF_CFG_DEFAULT_SQPOLL_IDLE_MS,

@@ -1,5 +1,5 @@
 /* Daemon logging: see log.h. */
-#include "feed/log.h"
+#include "daemon/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

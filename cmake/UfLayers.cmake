@@ -1,0 +1,26 @@
+# Run as a test (cmake -DUF_SOURCE_DIR=<repo> -P cmake/UfLayers.cmake): data flows one way,
+#   common <- decode <- publish <- ring <- feed <- daemon <- tools, tests
+# so a module may include its own headers and those of the modules before it in this list,
+# never one after it (docs/architecture.md). Fails naming each offending #include.
+set(layers common decode publish ring feed daemon)
+set(bad "")
+set(allowed "")
+foreach(mod ${layers})
+  list(APPEND allowed ${mod})
+  file(GLOB srcs ${UF_SOURCE_DIR}/${mod}/*.c ${UF_SOURCE_DIR}/${mod}/*.h)
+  foreach(src ${srcs})
+    file(STRINGS ${src} incs REGEX "^[ \t]*#[ \t]*include[ \t]*\"[A-Za-z0-9_.-]+/")
+    foreach(inc ${incs})
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([A-Za-z0-9_.-]+)/.*" "\\1" dir "${inc}")
+      list(FIND allowed ${dir} pos)
+      if(pos EQUAL -1)
+        file(RELATIVE_PATH rel ${UF_SOURCE_DIR} ${src})
+        string(APPEND bad "  ${rel}: ${inc} (${mod}/ may include only: ${allowed})\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "a lower module includes a higher one:\n${bad}")
+endif()
+message(STATUS "layering ok: ${layers}")

@@ -1,0 +1,247 @@
+/* Status endpoint: the libmicrohttpd glue around the renderers of status_render.c.
+ * See status.h. */
+#include "daemon/status.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/uf_atomic.h"
+#include "common/uf_err.h"
+#include "daemon/log.h"
+
+struct uf_status_server {
+	struct MHD_Daemon *mhd; /* libmicrohttpd daemon with its own polling thread */
+	int fd;                 /* listening socket (ours: MHD closes it at stop) */
+	uint16_t port;          /* bound port, host order */
+	uf_status_fill_fn fill; /* owner's snapshot callback */
+	void *arg;              /* its argument */
+	uint64_t requests;      /* requests answered (HTTP thread writes, others read relaxed) */
+};
+
+/* ---- HTTP ---- */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type,
+                             char *body, const char *allow)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result r;
+
+	/* The body is ours (malloc'ed): libmicrohttpd frees it with the response. */
+	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (allow)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	r = MHD_queue_response(conn, code, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static char *textf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *textf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s ? s : strdup("");
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
+{
+	struct uf_status_server *s = cls;
+	struct uf_status_snapshot *snap;
+	enum { PAGE_INDEX, PAGE_STATUS, PAGE_METRICS, PAGE_HEALTH } page;
+	unsigned code = MHD_HTTP_OK;
+	char *body;
+
+	/* Count every request once (the first call for it). */
+	if (*req_cls == NULL) {
+		*req_cls = s;
+		/* Only the HTTP thread writes it; relaxed: a monitoring number, orders nothing. */
+		uf_store_relaxed_u64(&s->requests, s->requests + 1);
+	}
+	if (strcmp(url, "/status") == 0)
+		page = PAGE_STATUS;
+	else if (strcmp(url, "/metrics") == 0)
+		page = PAGE_METRICS;
+	else if (strcmp(url, "/health") == 0)
+		page = PAGE_HEALTH;
+	else if (strcmp(url, "/") == 0)
+		page = PAGE_INDEX;
+	else
+		return reply(
+		    conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
+		    textf("404 not found: %.100s (try /status, /metrics or /health)\n", url), NULL);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
+		static const char *const known[] = {"POST",    "PUT",   "DELETE", "PATCH",
+		                                    "OPTIONS", "TRACE", "CONNECT"};
+		int k = 0;
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			k |= strcmp(method, known[i]) == 0;
+		/* RFC 9110: 405 for a method this resource does not allow, 501 for one the
+		 * server does not know at all. */
+		if (!k)
+			return reply(conn, MHD_HTTP_NOT_IMPLEMENTED, "text/plain; charset=utf-8",
+			             textf("501 unknown method: %.20s\n", method), NULL);
+		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+		             textf("405 method not allowed: %.20s (GET or HEAD)\n", method),
+		             "GET, HEAD");
+	}
+	if (page == PAGE_INDEX)
+		return reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8",
+		             textf("uringfeed status endpoint\n"
+		                   "  GET /status   JSON: counters, latency, rings, consumers\n"
+		                   "  GET /metrics  Prometheus text format\n"
+		                   "  GET /health   200 when every feed runs, else 503\n"),
+		             NULL);
+
+	snap = calloc(1, sizeof(*snap));
+	if (!snap)
+		return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+		             textf("503 out of memory\n"), NULL);
+	if (s->fill(s->arg, snap) != 0) {
+		free(snap);
+		return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+		             textf("503 status not available yet\n"), NULL);
+	}
+	switch (page) {
+	case PAGE_STATUS:
+		body = uf_status_render_json(snap);
+		break;
+	case PAGE_METRICS:
+		body = uf_status_render_prometheus(snap);
+		break;
+	default:
+		body = uf_status_render_health(snap, &code);
+		break;
+	}
+	free(snap);
+	if (!body)
+		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
+		             textf("500 could not render\n"), NULL);
+	if (page == PAGE_STATUS) {
+		/* json_dumps output has no trailing newline; curl users appreciate one. */
+		size_t n = strlen(body);
+		char *nb = realloc(body, n + 2);
+		if (nb) {
+			body = nb;
+			body[n] = '\n';
+			body[n + 1] = '\0';
+		}
+	}
+	return reply(conn, code,
+	             page == PAGE_STATUS    ? "application/json"
+	             : page == PAGE_METRICS ? "text/plain; version=0.0.4; charset=utf-8"
+	                                    : "text/plain; charset=utf-8",
+	             body, NULL);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	uf_log_debug("status: %s", msg);
+}
+
+int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void *arg,
+                    struct uf_status_server **out, char *err, size_t errlen)
+{
+	struct uf_status_server *s;
+	struct sockaddr_in bound;
+	socklen_t blen = sizeof(bound);
+	char host[INET_ADDRSTRLEN];
+	int one = 1, r;
+
+	inet_ntop(AF_INET, &addr->sin_addr, host, sizeof(host));
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "status: out of memory");
+		return -ENOMEM;
+	}
+	s->fill = fill;
+	s->arg = arg;
+	/* Our own socket, so a bind failure says which address and why. */
+	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		r = -errno;
+		uf_err_rc(err, errlen, -errno, "status: socket");
+		goto out_free;
+	}
+	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s->fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0 ||
+	    listen(s->fd, 64) != 0) {
+		r = -errno;
+		uf_err_rc(err, errlen, -errno, "status: cannot listen on %s:%u", host,
+		          ntohs(addr->sin_port));
+		goto out_close;
+	}
+	getsockname(s->fd, (struct sockaddr *)&bound, &blen);
+	s->port = ntohs(bound.sin_port);
+	/* STRICT_FOR_CLIENT 1: refuse (400) what RFC 7230 forbids, e.g. HTTP/1.1 without Host
+	 * or header lines without a colon, instead of guessing. */
+	s->mhd = MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, s->fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
+	if (!s->mhd) {
+		r = -EIO;
+		snprintf(err, errlen, "status: libmicrohttpd could not start on %s:%u", host,
+		         s->port);
+		goto out_close;
+	}
+	uf_log_info("status: serving http://%s:%u/status and /metrics", host, s->port);
+	*out = s;
+	return 0;
+
+out_close:
+	close(s->fd);
+out_free:
+	free(s);
+	return r;
+}
+
+uint16_t uf_status_port(const struct uf_status_server *s)
+{
+	return s->port;
+}
+
+uint64_t uf_status_requests(const struct uf_status_server *s)
+{
+	return uf_load_relaxed_u64(&s->requests);
+}
+
+void uf_status_stop(struct uf_status_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->mhd);
+	/* MHD_OPTION_LISTEN_SOCKET: the daemon closes a socket it was given at stop. */
+	free(s);
+}

@@ -1,0 +1,48 @@
+/* The feed object, shared by the files of the engine (never included outside feed/):
+ * feed.c (setup and teardown), pipeline.c (the feed thread's loop and per-packet path).
+ * The image policy lives in sink.c, the symbol filter in filter.c. */
+#ifndef UF_FEED_INTERNAL_H
+#define UF_FEED_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/uf_compiler.h"
+#include "decode/uf_decode.h"
+#include "feed/arbiter.h"
+#include "feed/filter.h"
+#include "feed/ingest.h"
+#include "feed/sink.h"
+#include "feed/uf_feed.h"
+#include "publish/uf_publish.h"
+
+#define UF_FEED_RECS 1024 /* records buffered per packet before they go to the ring */
+
+struct uf_feed {
+	struct uf_feed_config cfg;  /* copy (symbols not kept) */
+	struct uf_feed_stats stats; /* counters (uf_feed_stats.h) */
+	int nsrc;                   /* sockets: lines, then the re-request socket */
+	int fds[UF_INGEST_MAX_SRC]; /* sockets by source index */
+	int req_fd;                 /* re-request socket, -1 without recovery */
+	struct uf_ingest ig;        /* receive back end (set up by uf_feed_run) */
+	struct uf_arb arb;          /* arbitration and recovery */
+	struct uf_publisher *pub;   /* books and records */
+	struct uf_sink sink;        /* ring and book image (sink.h) */
+	struct uf_filter filter;    /* symbol filter (filter.h) */
+	enum uf_backend backend;    /* back end in use */
+	size_t nrec;                /* records waiting in recs */
+	size_t rec_cap;             /* recs used per publish step: UF_FEED_RECS, or less
+	                             * when the ring takes fewer in one publish */
+	uint64_t lat_msgs;          /* messages behind those records (latency samples) */
+	uint64_t lat_rx;            /* their receive time */
+	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
+	int8_t msg_rc[UF_DECODE_FUSED_MAX];           /* their decode results */
+	char err[256];                                /* last error */
+	uint64_t drops_read_ns; /* when the sockets' drop totals were last read */
+	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
+};
+
+/* pipeline.c: the arbiter's callbacks into the pipeline (uf_feed_create hands them over). */
+void uf_feed_pipeline_callbacks(struct uf_feed *f, struct uf_arb_cb *cb);
+
+#endif /* UF_FEED_INTERNAL_H */

@@ -1,0 +1,58 @@
+/* The symbol filter: which instruments' records and image entries a feed publishes.
+ *
+ * Books are kept for every instrument whatever the filter; the filter only drops records
+ * (instrument 0, market-wide, and gap markers always pass). It changes while the feed runs
+ * (SIGHUP) without a lock on the feed thread: two slots, the feed thread reads
+ * slots[active]; uf_filter_set (control thread) fills the other slot and publishes it in
+ * `pending`; the feed thread picks it up between two batches (uf_filter_pending, then
+ * uf_filter_switch once it has published the books of the instruments that enter). */
+#ifndef UF_FILTER_H
+#define UF_FILTER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "publish/uf_record.h"
+
+/* One symbol list. */
+struct uf_filter_slot {
+	uint32_t n;      /* symbols (0 = everything passes) */
+	char (*syms)[9]; /* sorted, NUL-terminated, trimmed */
+};
+
+struct uf_filter {
+	int on;                         /* a non-empty list is active (else everything passes) */
+	uint32_t max_inst;              /* instruments 0..max_inst-1 */
+	uint8_t *wanted;                /* per instrument: passes the active list */
+	struct uf_filter_slot slots[2]; /* double buffer: [active] read by the feed thread */
+	uint32_t active;                /* slot the feed thread uses (feed thread writes) */
+	uint32_t pending;               /* 0, or slot + 1 published by uf_filter_set */
+	pthread_mutex_t lock;           /* serialises uf_filter_set callers */
+};
+
+/* Sets up the filter with an initial list (n == 0: everything passes). Cold. Returns 0,
+ * -EINVAL for a symbol longer than 8 characters, -ENOMEM. */
+int uf_filter_init(struct uf_filter *fl, uint32_t max_inst, const char (*symbols)[9], uint32_t n);
+void uf_filter_fini(struct uf_filter *fl);
+
+/* Control thread: publishes a new list for the feed thread (see uf_feed_set_symbols).
+ * Returns 0, -EINVAL, -ENOMEM, or -EBUSY when the previous list was not picked up within a
+ * second (the feed thread is not running). */
+int uf_filter_set(struct uf_filter *fl, const char (*symbols)[9], uint32_t n);
+
+/* Feed thread: 0, or the slot + 1 of a list published by uf_filter_set. */
+uint32_t uf_filter_pending(const struct uf_filter *fl);
+
+/* Whether 8 space-padded symbol bytes pass the list in `slot`. */
+int uf_filter_slot_wants(const struct uf_filter *fl, uint32_t slot, const void *sym8);
+
+/* Feed thread: makes `slot` the active list and frees the other one for the next change. */
+void uf_filter_switch(struct uf_filter *fl, uint32_t slot);
+
+/* Feed thread, per publish step while fl->on: drops the records of instruments the active
+ * list does not want (learning each instrument's symbol from its INSTRUMENT record).
+ * Returns the records kept, compacted at the front of `recs`. */
+size_t uf_filter_records(struct uf_filter *fl, struct uf_record *recs, size_t n);
+
+#endif /* UF_FILTER_H */

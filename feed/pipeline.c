@@ -1,0 +1,374 @@
+/* The pipeline: the feed thread's loop and everything it does per packet.
+ *
+ *   receive batch -> MoldUDP64 header -> arbitration / gap recovery (arbiter.c) -> ITCH
+ *   decode -> books and records (publish/) -> symbol filter (filter.c) -> ring and book
+ *   image (sink.c), then recycle the receive buffers.
+ *
+ * Counters only, no logging and no allocation here, except on the cold paths (back-end
+ * setup, a filter change). See uf_feed.h for the contract. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/uf_compiler.h"
+#include "common/uf_err.h"
+#include "common/uf_symbol.h"
+#include "common/uf_time.h"
+#include "decode/uf_batch.h"
+#include "feed/feed_internal.h"
+#include "feed/feed_log.h"
+#include "feed/mcast.h"
+
+#define UF_FEED_DROPS_POLL_NS 100000000ull /* idle: re-read the sockets' drop totals */
+
+/* Hands the records of the current packet to the sink (one publish, then the image
+ * updates they cause, see sink.h), then records the wire-to-publish latency. */
+static void uf_feed_flush(struct uf_feed *f)
+{
+	if (UF_UNLIKELY(f->filter.on) && f->nrec)
+		f->nrec = uf_filter_records(&f->filter, f->recs, f->nrec);
+	if (f->nrec) {
+		int rc = uf_sink_records(&f->sink, f->recs, f->nrec, f->lat_rx);
+		if (UF_UNLIKELY(rc < 0))
+			uf_stat_add(&f->stats.image_errors, 1);
+		uf_stat_add(&f->stats.records, f->nrec);
+		f->nrec = 0;
+	}
+	if (f->lat_msgs) {
+		if (f->lat_rx) {
+			int64_t d = (int64_t)(uf_now_realtime_ns() - f->lat_rx);
+			uf_lat_record_n(&f->stats.latency, d, f->lat_msgs);
+		}
+		f->lat_msgs = 0;
+	}
+}
+
+static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
+{
+	if (len == 0)
+		uf_stat_add(&f->stats.decode_empty_message, 1);
+	else if (rc == -ENOMSG)
+		uf_stat_add(&f->stats.decode_unknown_type, 1);
+	else
+		uf_stat_add(&f->stats.decode_bad_length, 1);
+}
+
+/* Applies n decoded messages with consecutive sequences from first_seq through the
+ * publisher's batch path (prefetching order slots and books ahead, one clock read per call
+ * for the publish delay), flushing to the ring whenever the record buffer fills. */
+static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs, size_t n,
+                              uint64_t first_seq, uint64_t rx_ns)
+{
+	while (n) {
+		/* rec_cap >= UF_REC_MAX_PER_MSG: after a flush every call applies at least one */
+		if (UF_UNLIKELY(f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap))
+			uf_feed_flush(f);
+		size_t applied = 0;
+		int k = uf_publish_apply_batch(f->pub, msgs, n, first_seq, rx_ns, f->recs + f->nrec,
+		                               f->rec_cap - f->nrec, &applied);
+		if (k > 0)
+			f->nrec += (size_t)k;
+		f->lat_msgs += applied;
+		msgs += applied;
+		first_seq += applied;
+		n -= applied;
+	}
+}
+
+/* Wire length of block i of a validated packet (for counting a decode error). Cold. */
+static uint16_t uf_feed_block_len(const struct uf_mold_packet *pkt, uint32_t i)
+{
+	struct uf_mold_iter it;
+	struct uf_mold_block b;
+	uf_mold_iter_init(&it, pkt);
+	for (uint32_t k = 0; uf_mold_next(&it, &b); k++)
+		if (k == i)
+			return b.len;
+	return 0;
+}
+
+/* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order. The
+ * packet is decoded whole into msgs[] (one pass, decode/uf_batch.h), then applied in runs of
+ * consecutive messages that decoded; a message that did not is counted and skipped. */
+static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip,
+                            uint64_t rx_ns, unsigned src)
+{
+	struct uf_feed *f = ctx;
+	(void)src;
+	if (f->lat_msgs && rx_ns != f->lat_rx)
+		uf_feed_flush(f); /* one receive time per latency sample group */
+	f->lat_rx = rx_ns;
+	if (skip >= pkt->count)
+		return;
+	uf_stat_add(&f->stats.messages, pkt->count - skip);
+	struct uf_mold_packet w = *pkt;
+	if (UF_LIKELY(pkt->count <= UF_DECODE_FUSED_MAX) &&
+	    uf_decode_walk_fused(&w, f->msgs, f->msg_rc) == UF_MOLD_DATA) {
+		uint32_t run = skip;
+		for (uint32_t i = skip; i < pkt->count; i++) {
+			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {
+				uf_feed_apply_run(f, f->msgs + run, i - run, pkt->seq + run, rx_ns);
+				uf_feed_count_itch_error(f, f->msg_rc[i],
+				                         uf_feed_block_len(pkt, i));
+				f->lat_msgs++;
+				run = i + 1;
+			}
+		}
+		uf_feed_apply_run(f, f->msgs + run, pkt->count - run, pkt->seq + run, rx_ns);
+		return;
+	}
+	/* More blocks than one pass takes (jumbo datagrams): decode and apply in chunks. */
+	struct uf_mold_iter it;
+	struct uf_mold_block b;
+	uf_mold_iter_init(&it, pkt);
+	uint32_t i = 0;
+	size_t nm = 0;
+	uint64_t first = 0;
+	while (uf_mold_next(&it, &b)) {
+		if (i++ < skip)
+			continue;
+		int rc = uf_itch_decode_inline(b.msg, b.len, &f->msgs[nm]);
+		if (UF_UNLIKELY(rc != 0)) {
+			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
+			nm = 0;
+			uf_feed_count_itch_error(f, rc, b.len);
+			f->lat_msgs++;
+			continue;
+		}
+		if (nm == 0)
+			first = b.seq;
+		if (++nm == UF_DECODE_FUSED_MAX) {
+			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
+			nm = 0;
+		}
+	}
+	uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
+}
+
+static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
+{
+	struct uf_feed *f = ctx;
+	uf_feed_flush(f);
+	int n = uf_publish_gap(f->pub, first, count, f->recs, f->rec_cap);
+	size_t nrec = n > 0 ? (size_t)n : 0;
+	if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
+		uf_stat_add(&f->stats.image_errors, 1);
+	uf_stat_add(&f->stats.records, nrec);
+}
+
+static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LEN])
+{
+	struct uf_feed *f = ctx;
+	uf_feed_flush(f);
+	uf_publish_reset(f->pub); /* a new session is a new day: old books are void */
+	if (uf_sink_new_session(&f->sink) < 0)
+		uf_stat_add(&f->stats.image_errors, 1);
+}
+
+static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,
+                                    unsigned src)
+{
+	if (src < UF_CFG_MAX_LINES)
+		uf_stat_add(&f->stats.lines[src].malformed, 1);
+	switch (mp->err) {
+	case UF_MOLD_ERR_TRUNCATED_HEADER:
+		uf_stat_add(&f->stats.decode_truncated_header, 1);
+		break;
+	case UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED:
+		uf_stat_add(&f->stats.decode_block_length_truncated, 1);
+		break;
+	case UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET:
+		uf_stat_add(&f->stats.decode_block_overruns_packet, 1);
+		break;
+	case UF_MOLD_ERR_COUNT_MISMATCH:
+		uf_stat_add(&f->stats.decode_count_mismatch, 1);
+		break;
+	default:
+		uf_stat_add(&f->stats.decode_trailing_bytes, 1);
+		break;
+	}
+}
+
+static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
+{
+	struct uf_mold_packet mp;
+	unsigned src = p->src;
+	uf_stat_add(&f->stats.packets, 1);
+	uf_stat_add(&f->stats.bytes, p->len);
+	if (src < (unsigned)f->cfg.nlines) {
+		uf_stat_add(&f->stats.lines[src].packets, 1);
+		uf_stat_add(&f->stats.lines[src].bytes, p->len);
+	} else {
+		/* Only the configured server may answer: anything else on this unconnected socket
+		 * could inject messages into the stream. */
+		if (UF_UNLIKELY(p->from_addr != f->cfg.recovery.server.sin_addr.s_addr ||
+		                p->from_port != f->cfg.recovery.server.sin_port)) {
+			uf_stat_add(&f->stats.recovery_foreign, 1);
+			return;
+		}
+		src = UF_ARB_SRC_RECOVERY;
+		uf_stat_add(&f->stats.recovery_packets, 1);
+	}
+	int k = uf_mold_open(&mp, p->data, p->len);
+	if (UF_UNLIKELY(k < 0)) {
+		uf_feed_count_malformed(f, &mp, src);
+		return;
+	}
+	if (k == UF_MOLD_DATA && src < UF_CFG_MAX_LINES)
+		uf_stat_add(&f->stats.lines[src].messages, mp.count);
+	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
+	uf_feed_flush(f);
+}
+
+static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
+{
+	struct uf_decode_pkt d = {.data = p->data, .len = p->len, .user = 0};
+	uf_decode_prefetch_pkt(&d);
+}
+
+/* Reads every line socket's kernel drop total (SO_MEMINFO, a system call: idle and exit
+ * only). The SO_RXQ_OVFL cmsg already carries it on each datagram; this catches drops after
+ * the last datagram a socket delivered. */
+static void uf_feed_read_kernel_drops(struct uf_feed *f)
+{
+	for (int i = 0; i < f->cfg.nlines; i++) {
+		int64_t d = uf_mcast_kernel_drops(f->fds[i]);
+		if (d >= 0)
+			uf_stat_raise(&f->stats.lines[i].kernel_drops, (uint64_t)d);
+	}
+}
+
+/* Feed thread: switches to a list published by uf_feed_set_symbols. Instruments that
+ * enter it get their directory entry and whole book in the stream and the image. Cold. */
+static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
+{
+	uint32_t slot = pending - 1;
+	uf_feed_flush(f);
+	for (uint32_t id = 1; id < f->filter.max_inst; id++) {
+		char sym[UF_SYMBOL_LEN + 1], pad[UF_SYMBOL_LEN];
+		if (uf_publish_symbol(f->pub, id, sym) < 0)
+			continue;
+		uf_symbol_pad(pad, sym);
+		uint8_t now = (uint8_t)uf_filter_slot_wants(&f->filter, slot, pad);
+		if (now && !f->filter.wanted[id]) {
+			size_t published;
+			if (uf_sink_instrument_enters(&f->sink, id, f->recs, UF_FEED_RECS,
+			                              &published) < 0)
+				uf_stat_add(&f->stats.image_errors, 1);
+			uf_stat_add(&f->stats.records, published);
+		}
+		f->filter.wanted[id] = now;
+	}
+	uf_filter_switch(&f->filter, slot);
+}
+
+/* Mirrors the publisher's integrity error total into the feed counters (once a batch: the
+ * publisher counts per kind, the status endpoint wants one number per feed). */
+static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
+{
+	struct uf_publish_stats ps;
+	uf_publish_stats(f->pub, &ps);
+	if (ps.errors_total != f->stats.book_integrity_errors)
+		uf_store_relaxed_u64(&f->stats.book_integrity_errors, ps.errors_total);
+}
+
+static void uf_feed_pin(int cpu)
+{
+	if (cpu < 0)
+		return;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (cpu >= ncpu) {
+		uf_feed_log_warn("feed: cpu %d does not exist (%ld CPUs): not pinned", cpu, ncpu);
+		return;
+	}
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (rc)
+		uf_feed_log_warn("feed: pinning to cpu %d: %s", cpu, strerror(rc));
+}
+
+int uf_feed_run(struct uf_feed *f, const volatile int *stop)
+{
+	struct uf_pkt pkts[UF_INGEST_BATCH];
+	struct uf_feed_line_stats scratch; /* the re-request socket has no line counters */
+	struct uf_feed_line_stats *st[UF_INGEST_MAX_SRC];
+	memset(&scratch, 0, sizeof(scratch));
+	for (int i = 0; i < f->nsrc; i++)
+		st[i] = i < f->cfg.nlines ? &f->stats.lines[i] : &scratch;
+	uf_feed_pin(f->cfg.cpu);
+	struct uf_ingest_params ip = {
+	    .backend = f->cfg.backend,
+	    .sqpoll_cpu = f->cfg.sqpoll_cpu,
+	    .sqpoll_idle_ms = f->cfg.sqpoll_idle_ms,
+	    .numa_node = f->cfg.numa_node,
+	    .buf_count = f->cfg.buffers.count,
+	    .buf_size = f->cfg.buffers.size,
+	};
+	int rc =
+	    uf_ingest_open(&f->ig, &ip, f->fds, f->nsrc, st, &f->stats, f->err, sizeof(f->err));
+	if (rc < 0) {
+		uf_ingest_close(&f->ig);
+		return rc;
+	}
+	f->backend = f->ig.backend;
+	if (f->backend != f->cfg.backend)
+		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
+		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
+	while (!*stop) {
+		uint32_t pending = uf_filter_pending(&f->filter);
+		if (UF_UNLIKELY(pending))
+			uf_feed_apply_filter(f, pending);
+		/* epoll sleeps: not longer than a millisecond while a gap's timers run. */
+		int n = uf_ingest_poll(&f->ig, pkts, UF_INGEST_BATCH,
+		                       uf_arb_gap_open(&f->arb) ? 1 : 50);
+		if (UF_UNLIKELY(n < 0)) {
+			rc = uf_err_rc(f->err, sizeof(f->err), n, "receive failed on back end %s",
+			               uf_feed_backend_name(f));
+			break;
+		}
+		if (n == 0) {
+			uf_stat_add(&f->stats.busy_polls, 1);
+			uint64_t now = uf_now_mono_ns(); /* idle: nothing waits for us */
+			if (UF_UNLIKELY(now - f->drops_read_ns >= UF_FEED_DROPS_POLL_NS)) {
+				f->drops_read_ns = now;
+				uf_feed_read_kernel_drops(f);
+			}
+			uf_cpu_relax();
+		} else {
+			uf_stat_add(&f->stats.batches, 1);
+			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_batch.h).
+			 */
+			int pf = UF_DECODE_PREFETCH_DEFAULT;
+			for (int i = 0; i < pf && i < n; i++)
+				uf_feed_prefetch_pkt(&pkts[i]);
+			for (int i = 0; i < n; i++) {
+				if (i + pf < n)
+					uf_feed_prefetch_pkt(&pkts[i + pf]);
+				uf_feed_packet(f, &pkts[i]);
+			}
+			uf_ingest_release(&f->ig, pkts, n);
+			uf_feed_sync_pub_stats(f);
+		}
+		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
+			uf_arb_tick(&f->arb, uf_now_mono_ns(), n < UF_INGEST_BATCH);
+			uf_feed_flush(f); /* a give-up may have delivered queued packets */
+		}
+	}
+	uf_feed_flush(f);
+	uf_feed_read_kernel_drops(f);
+	uf_ingest_close(&f->ig);
+	return rc < 0 ? rc : 0;
+}
+
+void uf_feed_pipeline_callbacks(struct uf_feed *f, struct uf_arb_cb *cb)
+{
+	cb->deliver = uf_feed_deliver;
+	cb->gap = uf_feed_gap;
+	cb->new_session = uf_feed_new_session;
+	cb->ctx = f;
+}

@@ -1,0 +1,205 @@
+/* The sink: published records -> ring records and book image. See sink.h for the policy. */
+#include "feed/sink.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/uf_compiler.h"
+#include "common/uf_err.h"
+#include "publish/uf_publish.h"
+#include "ring/uf_ring.h"
+
+/* Keeps the first error of a step; later updates of the step are still made. */
+static inline void uf_sink_keep(int *first, int rc)
+{
+	if (UF_UNLIKELY(rc < 0) && *first == 0)
+		*first = rc;
+}
+
+int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_publisher *pub,
+                 char *err, size_t errlen)
+{
+	struct uf_ring_options opt;
+	memset(s, 0, sizeof(*s));
+	s->pub = pub;
+	s->max_inst = uf_publish_max_instruments(pub);
+	s->depth = cfg->book.depth ? cfg->book.depth : 10;
+	if (s->depth > UF_SINK_MAX_DEPTH)
+		s->depth = UF_SINK_MAX_DEPTH;
+	s->dirty = calloc(s->max_inst, sizeof(*s->dirty));
+	s->is_dirty = calloc(s->max_inst, 1);
+	if (!s->dirty || !s->is_dirty) {
+		uf_sink_close(s);
+		uf_err_set(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	uf_ring_options_init(&opt);
+	if (cfg->ring.capacity)
+		opt.capacity = cfg->ring.capacity;
+	if (cfg->ring.mode)
+		opt.mode = cfg->ring.mode;
+	opt.numa_node = cfg->numa_node >= 0 ? cfg->numa_node : UF_RING_NUMA_AUTO;
+	if (cfg->book.depth)
+		opt.depth = cfg->book.depth;
+	if (cfg->book.max_instruments)
+		opt.max_instruments = cfg->book.max_instruments;
+	const char *name = cfg->ring.name[0] ? cfg->ring.name : cfg->name;
+	int rc = uf_ring_create(name, &opt, &s->ring, err, errlen);
+	if (rc < 0) {
+		s->ring = NULL;
+		uf_sink_close(s);
+	}
+	return rc;
+}
+
+void uf_sink_close(struct uf_sink *s)
+{
+	if (s->ring)
+		uf_ring_close(s->ring);
+	free(s->dirty);
+	free(s->is_dirty);
+	s->ring = NULL;
+	s->dirty = NULL;
+	s->is_dirty = NULL;
+}
+
+size_t uf_sink_max_batch(const struct uf_sink *s)
+{
+	return (size_t)s->ring->max_batch;
+}
+
+/* Publishes n records (in the ring's largest batches when a cold path hands more) and
+ * returns the ring sequence after them: the stamp of the image updates they cause. */
+static uint64_t uf_sink_publish(struct uf_sink *s, const struct uf_record *recs, size_t n,
+                                int *first)
+{
+	while (n) {
+		size_t k = n < s->ring->max_batch ? n : (size_t)s->ring->max_batch;
+		uf_sink_keep(first, uf_ring_publish(s->ring, recs, k));
+		recs += k;
+		n -= k;
+	}
+	return uf_ring_tail(s->ring);
+}
+
+/* Opens the image batch of one step: -EBUSY only if one is open, which the sink never
+ * leaves behind. */
+static inline void uf_sink_batch_begin(struct uf_sink *s, int *first)
+{
+	uf_sink_keep(first, uf_ring_image_batch_begin(s->ring));
+}
+
+/* One record's effect on the image, other than levels (those go through the dirty set). */
+static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, uint64_t seq)
+{
+	switch (r->kind) {
+	case UF_REC_TRADE:
+		return uf_ring_image_add_trade(s->ring, r->instrument, r->price, r->shares,
+		                               r->exch_ts, r->rx_ts, seq);
+	case UF_REC_STATUS:
+		if (!r->aux)
+			return 0;
+		return uf_ring_image_set_status(s->ring, r->instrument, r->aux, r->price, r->shares,
+		                                r->exch_ts, seq);
+	case UF_REC_INSTRUMENT:
+		return uf_ring_image_set_symbol(s->ring, r->instrument, r->ref, (uint32_t)r->shares,
+		                                r->aux, seq);
+	default:
+		return 0;
+	}
+}
+
+/* Copies instrument id's top levels from the publisher into the image. */
+static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint64_t rx_ts)
+{
+	int nb = uf_publish_top(s->pub, id, UF_SIDE_BID, s->bids, s->depth);
+	int na = uf_publish_top(s->pub, id, UF_SIDE_ASK, s->asks, s->depth);
+	return uf_ring_image_set_book(s->ring, id, s->bids, nb > 0 ? (uint32_t)nb : 0, s->asks,
+	                              na > 0 ? (uint32_t)na : 0, seq, rx_ts);
+}
+
+int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, uint64_t rx_ts)
+{
+	int first = 0;
+	if (n == 0)
+		return 0;
+	uint64_t seq = uf_sink_publish(s, recs, n, &first);
+	uf_sink_batch_begin(s, &first);
+	for (size_t i = 0; i < n; i++) {
+		const struct uf_record *r = &recs[i];
+		if (r->kind == UF_REC_LEVEL) {
+			if (r->instrument < s->max_inst && !s->is_dirty[r->instrument]) {
+				s->is_dirty[r->instrument] = 1;
+				s->dirty[s->ndirty++] = r->instrument;
+			}
+		} else if (r->kind == UF_REC_TRADE || r->kind == UF_REC_STATUS ||
+		           r->kind == UF_REC_INSTRUMENT) {
+			uf_sink_keep(&first, uf_sink_image_record(s, r, seq));
+		}
+	}
+	for (uint32_t i = 0; i < s->ndirty; i++) {
+		uint32_t id = s->dirty[i];
+		uf_sink_keep(&first, uf_sink_copy_book(s, id, seq, rx_ts));
+		s->is_dirty[id] = 0;
+	}
+	s->ndirty = 0;
+	uf_ring_image_batch_end(s->ring, seq);
+	return first;
+}
+
+int uf_sink_gap(struct uf_sink *s, const struct uf_record *recs, size_t n)
+{
+	int first = 0;
+	uint64_t seq = uf_sink_publish(s, recs, n, &first);
+	uf_sink_batch_begin(s, &first);
+	uf_sink_keep(&first, uf_ring_image_set_stale(s->ring, UINT32_MAX, 1, seq));
+	uf_ring_image_batch_end(s->ring, seq);
+	return first;
+}
+
+int uf_sink_new_session(struct uf_sink *s)
+{
+	int first = 0;
+	uint64_t seq = uf_ring_tail(s->ring);
+	uf_sink_batch_begin(s, &first); /* every book empties at once */
+	for (uint32_t i = 0; i < s->max_inst; i++)
+		uf_sink_keep(&first,
+		             uf_ring_image_set_book(s->ring, i, s->bids, 0, s->asks, 0, seq, 0));
+	uf_sink_keep(&first, uf_ring_image_set_stale(s->ring, UINT32_MAX, 0, seq));
+	uf_ring_image_batch_end(s->ring, seq);
+	return first;
+}
+
+int uf_sink_instrument_enters(struct uf_sink *s, uint32_t id, struct uf_record *scratch, size_t cap,
+                              size_t *published)
+{
+	int first = 0;
+	const struct uf_pub_instrument *pi = uf_publish_instrument(s->pub, id);
+	*published = 0;
+	if (!pi || cap < 1)
+		return -ENOENT;
+	/* Its directory entry first (the stream and the image never had it), then its book. */
+	struct uf_record *ir = &scratch[0];
+	memset(ir, 0, sizeof(*ir));
+	ir->kind = UF_REC_INSTRUMENT;
+	ir->flags = UF_RECF_LAST;
+	ir->instrument = id;
+	memcpy(&ir->ref, pi->symbol, sizeof(ir->ref));
+	ir->shares = pi->round_lot;
+	ir->aux = pi->market_category;
+	uint64_t iseq = uf_sink_publish(s, ir, 1, &first);
+	uf_sink_batch_begin(s, &first);
+	uf_sink_keep(&first, uf_sink_image_record(s, ir, iseq));
+	uf_ring_image_batch_end(s->ring, iseq);
+	*published = 1;
+	int n = uf_publish_snapshot(s->pub, id, scratch, cap);
+	if (n > 0) {
+		uint64_t seq = uf_sink_publish(s, scratch, (size_t)n, &first);
+		uf_sink_batch_begin(s, &first);
+		uf_sink_keep(&first, uf_sink_copy_book(s, id, seq, 0));
+		uf_ring_image_batch_end(s->ring, seq);
+		*published += (size_t)n;
+	}
+	return first;
+}

@@ -1,0 +1,82 @@
+/* The sink: where published records become ring records and book-image updates.
+ *
+ * The one owner of the book-image policy, and the only file of feed/ that talks to ring/:
+ *   - every record of a publish step goes to the ring in one publish (the ring's largest
+ *     batch bounds a step: uf_sink_max_batch), then the image is updated inside one image
+ *     batch stamped with the ring sequence after those records, so a late consumer's
+ *     snapshot holds all of a step or none of it;
+ *   - LEVEL records mark their instrument dirty; at the end of the step each dirty book is
+ *     copied (top `depth` levels per side) from the publisher into the image;
+ *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
+ *     directory fields;
+ *   - a gap (unrecovered messages) marks every image entry stale; a new session empties every
+ *     image book and clears the stale flags (the publisher's reset cleared its own);
+ *   - an instrument that enters the symbol filter gets its directory entry and its whole book,
+ *     in the stream and in the image.
+ *
+ * Errors: the ring refuses an image update for an instrument outside its image (-ERANGE) or a
+ * status code beyond its slots (-ENOSPC). The stream itself is always complete; each call
+ * still applies every other update of its step and returns the first error, which the
+ * pipeline counts (image_errors). Feed thread only, except open/close (control thread). */
+#ifndef UF_SINK_H
+#define UF_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "feed/uf_feed_config.h"
+#include "publish/uf_level.h"
+#include "publish/uf_record.h"
+
+#define UF_SINK_MAX_DEPTH 64 /* image levels per side copied at most */
+
+struct uf_publisher;
+struct uf_ring;
+
+struct uf_sink {
+	struct uf_ring *ring;                    /* shared-memory ring and book image (owned) */
+	struct uf_publisher *pub;                /* books the image copies (not owned) */
+	uint32_t max_inst;                       /* instrument ids 0..max_inst-1 (publisher's) */
+	uint32_t depth;                          /* image levels per side */
+	uint32_t ndirty;                         /* instruments whose image book is stale */
+	uint32_t *dirty;                         /* their ids */
+	uint8_t *is_dirty;                       /* per instrument: listed in dirty[] */
+	struct uf_level bids[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
+	struct uf_level asks[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
+};
+
+/* Creates ring cfg->ring.name (default cfg->name) with cfg's capacity, mode, depth and
+ * instruments, and the dirty set for `pub`'s instruments. Cold. Returns 0, or -errno with
+ * one line in `err`. */
+int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_publisher *pub,
+                 char *err, size_t errlen);
+
+/* Marks the ring closed (consumers see it) and frees what open allocated. Safe on a sink
+ * that was zeroed and never opened, or whose open failed. */
+void uf_sink_close(struct uf_sink *s);
+
+/* Largest record count one step may hand over: a step published in two parts would commit
+ * (declare reflected in the image) the first part before its image updates are made. */
+size_t uf_sink_max_batch(const struct uf_sink *s);
+
+/* One publish step: the records of one packet (at most uf_sink_max_batch), received at
+ * rx_ts (stamped on the image books they change). Returns 0 or the first -errno. */
+int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, uint64_t rx_ts);
+
+/* Unrecovered messages: publishes the publisher's gap records (`recs`, n of them) and marks
+ * every image entry stale. Returns 0 or the first -errno. */
+int uf_sink_gap(struct uf_sink *s, const struct uf_record *recs, size_t n);
+
+/* A new session started (the publisher was reset): every image book empties at once and
+ * the stale flags clear. Returns 0 or the first -errno. */
+int uf_sink_new_session(struct uf_sink *s);
+
+/* Instrument `id` entered the symbol filter: its directory entry, then its whole book as a
+ * snapshot (SNAPSHOT_BEGIN, LEVEL..., SNAPSHOT_END), in the stream and in the image.
+ * `scratch` (cap records, cap >= 1) is overwritten; *published gets the records that went
+ * to the ring. Cold. Returns 0 or the first -errno (-ENOENT for an id the publisher does
+ * not know: nothing published). */
+int uf_sink_instrument_enters(struct uf_sink *s, uint32_t id, struct uf_record *scratch, size_t cap,
+                              size_t *published);
+
+#endif /* UF_SINK_H */

@@ -1,0 +1,72 @@
+/* The engine's parameter struct: everything uf_feed_create() needs to run one feed.
+ *
+ * Plain data, filled by the embedder (the daemon fills it from its JSON configuration,
+ * daemon/uf_config.h; tests fill it directly). Zero in an optional field means "the
+ * engine's default" where a comment says so. */
+#ifndef UF_FEED_CONFIG_H
+#define UF_FEED_CONFIG_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#define UF_CFG_MAX_LINES   2 /* A and B */
+#define UF_CFG_NAME_MAX    32
+#define UF_CFG_MAX_SYMBOLS 4096
+
+enum uf_backend {
+	UF_BACKEND_IO_URING = 0,      /* "io_uring": SQPOLL, provided buffers, multishot recvmsg */
+	UF_BACKEND_IO_URING_NOSQPOLL, /* "io_uring_nosqpoll": SINGLE_ISSUER|DEFER_TASKRUN */
+	UF_BACKEND_RECVMMSG,          /* "recvmmsg": busy-poll recvmmsg(MSG_DONTWAIT) */
+	UF_BACKEND_EPOLL,             /* "epoll": epoll_wait + recvmmsg, sleeps until data */
+};
+
+struct uf_line_config {
+	char name[UF_CFG_NAME_MAX]; /* "A" / "B" */
+	struct in_addr group;       /* multicast group */
+	uint16_t port;              /* UDP port */
+	struct in_addr interface;   /* local interface address to join on, default 0.0.0.0 */
+};
+
+struct uf_feed_config {
+	char name[UF_CFG_NAME_MAX];     /* feed name, unique */
+	char protocol[UF_CFG_NAME_MAX]; /* "itch50-moldudp64" (only one so far) */
+	enum uf_backend backend;        /* default io_uring */
+	int cpu;                        /* feed thread CPU, -1 = not pinned (default) */
+	int sqpoll_cpu;                 /* SQPOLL thread CPU, -1 = not pinned (default) */
+	uint32_t sqpoll_idle_ms;        /* SQ thread idle before sleeping, default 1000 */
+	int numa_node;                  /* -1 = node of `cpu` (default) */
+	int nlines;                     /* 1 or 2 */
+	struct uf_line_config lines[UF_CFG_MAX_LINES];
+	struct {
+		int enabled;               /* 1 when "recovery.server" is given */
+		struct sockaddr_in server; /* MoldUDP64 re-request server */
+		uint32_t max_count;        /* messages per re-request, default 1000 */
+		uint32_t timeout_ms;       /* per re-request, default 50 */
+		uint32_t retries;          /* default 5 */
+		uint32_t wait_ms;      /* wait for the other line before re-requesting, default 2 */
+		uint32_t wait_packets; /* ... or this many packets, default 64 */
+		uint32_t queue_packets; /* live packets buffered while recovering, default 65536 */
+		uint32_t max_requests_per_s; /* rate limit, default 1000 */
+	} recovery;
+	struct {
+		char name[UF_CFG_NAME_MAX]; /* ring (shm) name, unique across feeds; default feed
+		                               name */
+		uint64_t capacity;          /* records, power of two, default 1048576 */
+		uint32_t mode;              /* shm mode, default 0600 */
+	} ring;
+	struct {
+		uint32_t depth;           /* levels per side in the book image, default 10 */
+		uint64_t max_orders;      /* order table size, default 4000000 */
+		uint32_t max_instruments; /* default 16384 */
+	} book;
+	struct {
+		uint32_t count; /* buffers in the provided buffer ring, default 4096 */
+		uint32_t size;  /* bytes per buffer, default 2048 */
+	} buffers;
+	uint32_t nsymbols;      /* symbol filter: empty = all */
+	char (*symbols)[9];     /* nsymbols trimmed symbols, NUL-terminated */
+	char symbols_file[256]; /* "symbols_file": one symbol a line, read at load and
+	                         * on SIGHUP (relative to the config's folder); "" = none */
+};
+
+#endif /* UF_FEED_CONFIG_H */

@@ -1,0 +1,282 @@
+/* Status renderers without a server: a snapshot built here in, text out. Every counter of
+ * the X-macro lists gets its own value, so a counter that is dropped, renamed or mixed up
+ * with another fails by name; escaping, absent rings, clamped feed counts and /health's
+ * codes are forced by the snapshot, not hoped for. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/status_render.h"
+
+#define NOW_NS   5000000000000ull
+#define START_NS 4990000000000ull
+
+/* Value of feed counter k (0-based position in UF_FEED_COUNTERS) of feed i. */
+static uint64_t feed_val(int i, int k)
+{
+	return 1000u * (uint64_t)(i + 1) + (uint64_t)k;
+}
+
+/* Value of line counter k of line l of feed i. */
+static uint64_t line_val(int i, int l, int k)
+{
+	return 100000u * (uint64_t)(i + 1) + 1000u * (uint64_t)(l + 1) + (uint64_t)k;
+}
+
+static void fill_feed(struct uf_status_feed *f, int i, const char *name)
+{
+	int k = 0;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	snprintf(f->backend, sizeof(f->backend), "recvmmsg");
+	f->state = UF_STATUS_RUNNING;
+#define SET_FEED(field, help) f->stats.field = feed_val(i, k++);
+	UF_FEED_COUNTERS(SET_FEED)
+#undef SET_FEED
+	f->stats.nlines = 2;
+	for (int l = 0; l < 2; l++) {
+		snprintf(f->stats.line_names[l], sizeof(f->stats.line_names[l]), l ? "B" : "A");
+		k = 0;
+#define SET_LINE(field, help) f->stats.lines[l].field = line_val(i, l, k++);
+		UF_FEED_LINE_COUNTERS(SET_LINE)
+#undef SET_LINE
+	}
+	uf_lat_record_n(&f->stats.latency, 1500, 3);
+}
+
+/* Two feeds: "alpha" with a ring and two consumers, "be\"ta\\" (a name that needs escaping)
+ * failed, without a ring. */
+static struct uf_status_snapshot *make_snapshot(void)
+{
+	struct uf_status_snapshot *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	snprintf(s->version, sizeof(s->version), "1.2.3");
+	s->pid = 77;
+	s->start_ns = START_NS;
+	s->now_ns = NOW_NS;
+	snprintf(s->config, sizeof(s->config), "/etc/uf.json");
+	s->reloads = 9;
+	s->nfeeds = 2;
+	fill_feed(&s->feeds[0], 0, "alpha");
+	fill_feed(&s->feeds[1], 1, "be\"ta\\");
+	s->feeds[1].state = UF_STATUS_FAILED;
+	snprintf(s->feeds[1].error, sizeof(s->feeds[1].error), "bind: in use");
+	struct uf_status_ring *r = &s->feeds[0].ring;
+	r->present = 1;
+	snprintf(r->name, sizeof(r->name), "alpha_ring");
+	r->capacity = 1024;
+	r->sequence = 777;
+	r->generation = 5;
+	r->nconsumers = 2;
+	r->consumers[0] = (struct uf_status_consumer){.slot = 0,
+	                                              .pid = 100,
+	                                              .position = 700,
+	                                              .lag = 77,
+	                                              .last_seen_ns = NOW_NS - 250000000,
+	                                              .tag = "tail"};
+	r->consumers[1] = (struct uf_status_consumer){.slot = 3,
+	                                              .pid = 101,
+	                                              .position = 777,
+	                                              .lost = 12,
+	                                              .laps = 1,
+	                                              .sleeping = 1,
+	                                              .tag = "risk"};
+	return s;
+}
+
+static json_int_t jget(json_t *root, const char *path)
+{
+	json_t *v = root;
+	char buf[256], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *t = strtok_r(buf, "/", &save); t && v; t = strtok_r(NULL, "/", &save)) {
+		char *end;
+		long idx = strtol(t, &end, 10);
+		v = *end == '\0' && json_is_array(v) ? json_array_get(v, (size_t)idx)
+		                                     : json_object_get(v, t);
+	}
+	if (!v || !json_is_integer(v))
+		fail_msg("%s: missing or not an integer", path);
+	return json_integer_value(v);
+}
+
+static void test_status_render_json_every_counter(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = make_snapshot();
+	char *text = uf_status_render_json(s);
+	assert_non_null(text);
+	json_error_t e;
+	json_t *root = json_loads(text, 0, &e);
+	if (!root)
+		fail_msg("JSON does not parse: %s at %d:%d", e.text, e.line, e.column);
+	for (int i = 0; i < 2; i++) {
+		char p[160];
+		int k = 0;
+		uint64_t dec = 0;
+#define CHECK_FEED(field, help)                                                                    \
+	if (strncmp(#field, "decode_", 7) == 0) {                                                  \
+		snprintf(p, sizeof(p), "feeds/%d/decode_errors/%s", i, #field + 7);                \
+		dec += feed_val(i, k);                                                             \
+	} else {                                                                                   \
+		snprintf(p, sizeof(p), "feeds/%d/%s", i, #field);                                  \
+	}                                                                                          \
+	assert_int_equal(jget(root, p), feed_val(i, k++));
+		UF_FEED_COUNTERS(CHECK_FEED)
+#undef CHECK_FEED
+		snprintf(p, sizeof(p), "feeds/%d/decode_errors_total", i);
+		assert_int_equal(jget(root, p), dec);
+		for (int l = 0; l < 2; l++) {
+			k = 0;
+#define CHECK_LINE(field, help)                                                                    \
+	snprintf(p, sizeof(p), "feeds/%d/lines/%d/%s", i, l, #field);                              \
+	assert_int_equal(jget(root, p), line_val(i, l, k++));
+			UF_FEED_LINE_COUNTERS(CHECK_LINE)
+#undef CHECK_LINE
+		}
+		snprintf(p, sizeof(p), "feeds/%d/latency_ns/count", i);
+		assert_int_equal(jget(root, p), 3);
+	}
+	json_t *f0 = json_array_get(json_object_get(root, "feeds"), 0);
+	json_t *f1 = json_array_get(json_object_get(root, "feeds"), 1);
+	assert_string_equal(json_string_value(json_object_get(f1, "name")), "be\"ta\\");
+	assert_string_equal(json_string_value(json_object_get(f1, "state")), "failed");
+	assert_string_equal(json_string_value(json_object_get(f1, "error")), "bind: in use");
+	assert_null(json_object_get(f0, "error")); /* only a feed with an error has the key */
+	assert_null(json_object_get(f1, "ring"));  /* no ring, no key */
+	assert_int_equal(jget(root, "feeds/0/ring/sequence"), 777);
+	assert_int_equal(jget(root, "feeds/0/ring/consumers/0/lag"), 77);
+	assert_int_equal(jget(root, "feeds/0/ring/consumers/0/idle_ms"), 250); /* now - seen */
+	assert_null(json_object_get(
+	    json_array_get(json_object_get(json_object_get(f0, "ring"), "consumers"), 1),
+	    "idle_ms")); /* never seen: no age */
+	assert_int_equal(jget(root, "reloads"), 9);
+	assert_int_equal(jget(root, "time_ns"), (json_int_t)NOW_NS);
+	assert_true(json_real_value(json_object_get(root, "uptime_s")) == 10.0);
+	json_decref(root);
+	free(text);
+	free(s);
+}
+
+/* Whether `text` holds `line` as one whole line. */
+static int has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	for (const char *p = text; (p = strstr(p, line)) != NULL; p++)
+		if ((p == text || p[-1] == '\n') && p[n] == '\n')
+			return 1;
+	return 0;
+}
+
+static void test_status_render_prometheus_every_counter(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = make_snapshot();
+	char *text = uf_status_render_prometheus(s);
+	char want[512];
+	assert_non_null(text);
+	static const char *const fe[2] = {"alpha", "be\\\"ta\\\\"}; /* label-escaped */
+	for (int i = 0; i < 2; i++) {
+		int k = 0;
+#define CHECK_FEED(field, help)                                                                    \
+	if (strncmp(#field, "decode_", 7) == 0)                                                    \
+		snprintf(want, sizeof(want),                                                       \
+		         "uringfeed_decode_errors_total{feed=\"%s\",kind=\"%s\"} %" PRIu64, fe[i], \
+		         #field + 7, feed_val(i, k));                                              \
+	else                                                                                       \
+		snprintf(want, sizeof(want), "uringfeed_%s_total{feed=\"%s\"} %" PRIu64, #field,   \
+		         fe[i], feed_val(i, k));                                                   \
+	k++;                                                                                       \
+	if (!has_line(text, want))                                                                 \
+		fail_msg("missing line: %s", want);
+		UF_FEED_COUNTERS(CHECK_FEED)
+#undef CHECK_FEED
+		for (int l = 0; l < 2; l++) {
+			k = 0;
+#define CHECK_LINE(field, help)                                                                    \
+	snprintf(want, sizeof(want), "uringfeed_line_%s_total{feed=\"%s\",line=\"%s\"} %" PRIu64,  \
+	         #field, fe[i], l ? "B" : "A", line_val(i, l, k++));                               \
+	if (!has_line(text, want))                                                                 \
+		fail_msg("missing line: %s", want);
+			UF_FEED_LINE_COUNTERS(CHECK_LINE)
+#undef CHECK_LINE
+		}
+	}
+	assert_true(has_line(text, "# TYPE uringfeed_records_total counter"));
+	assert_true(
+	    has_line(text, "uringfeed_ring_sequence{feed=\"alpha\",ring=\"alpha_ring\"} 777"));
+	assert_true(has_line(text, "uringfeed_feed_up{feed=\"be\\\"ta\\\\\",backend=\"recvmmsg\","
+	                           "state=\"failed\"} 0"));
+	assert_true(has_line(text, "uringfeed_config_reloads_total 9"));
+	/* The ringless feed has no ring sample at all. */
+	assert_null(strstr(text, "uringfeed_ring_sequence{feed=\"be"));
+	/* Every family is declared once. */
+	const char *t1 = strstr(text, "# TYPE uringfeed_records_total");
+	assert_null(strstr(t1 + 1, "# TYPE uringfeed_records_total"));
+	assert_int_equal(text[strlen(text) - 1], '\n');
+	free(text);
+	free(s);
+}
+
+static void test_status_render_health_codes(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = make_snapshot();
+	unsigned code = 0;
+	char *text = uf_status_render_health(s, &code);
+	assert_non_null(text);
+	assert_int_equal(code, 503);
+	assert_string_equal(text, "feed be\"ta\\: failed: bind: in use\n");
+	free(text);
+	s->feeds[1].state = UF_STATUS_RUNNING;
+	text = uf_status_render_health(s, &code);
+	assert_int_equal(code, 200);
+	assert_string_equal(text, "ok: 2 feeds running\n");
+	free(text);
+	free(s);
+}
+
+/* A snapshot claiming more feeds than it holds renders only what it holds. */
+static void test_status_render_clamps_feed_count(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = make_snapshot();
+	s->nfeeds = UF_CFG_MAX_FEEDS + 1000;
+	char *text = uf_status_render_json(s);
+	assert_non_null(text);
+	json_t *root = json_loads(text, 0, NULL);
+	assert_non_null(root);
+	assert_int_equal(json_array_size(json_object_get(root, "feeds")), UF_CFG_MAX_FEEDS);
+	json_decref(root);
+	free(text);
+	text = uf_status_render_prometheus(s);
+	assert_non_null(text);
+	free(text);
+	free(s);
+}
+
+static void test_status_render_state_names(void **state)
+{
+	(void)state;
+	assert_string_equal(uf_status_state_name(UF_STATUS_STARTING), "starting");
+	assert_string_equal(uf_status_state_name(UF_STATUS_FAILED), "failed");
+	assert_string_equal(uf_status_state_name((enum uf_status_state)99), "unknown");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_status_render_json_every_counter),
+	    cmocka_unit_test(test_status_render_prometheus_every_counter),
+	    cmocka_unit_test(test_status_render_health_codes),
+	    cmocka_unit_test(test_status_render_clamps_feed_count),
+	    cmocka_unit_test(test_status_render_state_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,347 @@
+/* The sink (feed/sink.h) without sockets or threads: a publisher's records go through the
+ * sink into a real ring, and a consumer attached to that ring checks what it holds: the
+ * records in order, the book image (levels, trade, status, directory), the gap and session
+ * side effects, a filter entry's snapshot, and the ring's refusals coming back as errors
+ * (forced: an image smaller than the publisher's instrument range, a ninth status code). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/uf_compiler.h"
+#include "common/uf_symbol.h"
+#include "decode/uf_decode.h"
+#include "feed/sink.h"
+#include "publish/uf_publish.h"
+#include "ring/ufconsumer.h"
+
+#define RX_NS 1700000000123456789ull
+
+struct fx {
+	char name[UF_CFG_NAME_MAX]; /* ring name, unique per test */
+	struct uf_feed_config cfg;  /* what the sink is opened with */
+	struct uf_publisher *pub;   /* books (16 instruments) */
+	struct uf_sink sink;        /* under test */
+	uf_consumer_t *cons;        /* reads the ring from its first record */
+	uint64_t seq;               /* next feed sequence */
+	struct uf_record recs[64];  /* one step's records */
+};
+
+static int fx_setup(struct fx *x, uint32_t ring_instruments)
+{
+	static int n;
+	char err[256];
+	memset(x, 0, sizeof(*x));
+	snprintf(x->name, sizeof(x->name), "t%d_sink_%d", (int)getpid(), n++);
+	snprintf(x->cfg.name, sizeof(x->cfg.name), "sinkfeed");
+	snprintf(x->cfg.ring.name, sizeof(x->cfg.ring.name), "%s", x->name);
+	x->cfg.ring.capacity = 4096;
+	x->cfg.book.depth = 5;
+	x->cfg.book.max_instruments = ring_instruments;
+	x->cfg.numa_node = -1;
+	struct uf_publish_params pp;
+	uf_publish_params_default(&pp);
+	pp.max_instruments = 16;
+	pp.max_orders = 1024;
+	pp.numa_node = -1;
+	assert_int_equal(uf_publish_create(&pp, &x->pub), 0);
+	int rc = uf_sink_open(&x->sink, &x->cfg, x->pub, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("uf_sink_open: %s", err);
+	struct uf_consumer_options opt;
+	uf_consumer_options_init(&opt);
+	opt.start = UF_CONSUMER_START_OLDEST;
+	rc = uf_consumer_attach(x->name, &opt, &x->cons, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("uf_consumer_attach: %s", err);
+	x->seq = 1;
+	return 0;
+}
+
+static void fx_teardown(struct fx *x)
+{
+	char path[128];
+	uf_consumer_detach(x->cons);
+	uf_sink_close(&x->sink);
+	uf_publish_destroy(x->pub);
+	snprintf(path, sizeof(path), "/dev/shm/uf.%s", x->name);
+	unlink(path);
+	snprintf(path, sizeof(path), "/dev/shm/uf.%s.cons", x->name);
+	unlink(path);
+}
+
+static struct uf_itch_msg msg(uint8_t type, uint16_t loc)
+{
+	struct uf_itch_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.locate = loc;
+	m.timestamp = 1000;
+	m.len = (uint16_t)uf_itch_msg_len(type);
+	return m;
+}
+
+static struct uf_itch_msg dir(uint16_t loc, const char *sym)
+{
+	struct uf_itch_msg m = msg('R', loc);
+	uf_symbol_pad(m.u.dir.stock, sym);
+	m.u.dir.market_category = 'Q';
+	m.u.dir.financial_status = 'N';
+	m.u.dir.round_lot_size = 100;
+	return m;
+}
+
+static struct uf_itch_msg add(uint16_t loc, uint64_t ref, uint8_t side, uint32_t shares,
+                              uint32_t price)
+{
+	struct uf_itch_msg m = msg('A', loc);
+	m.u.add.order_ref = ref;
+	m.u.add.side = side;
+	m.u.add.shares = shares;
+	m.u.add.price = price;
+	uf_symbol_pad(m.u.add.stock, "X");
+	return m;
+}
+
+static struct uf_itch_msg trade(uint16_t loc, uint32_t shares, uint32_t price)
+{
+	struct uf_itch_msg m = msg('P', loc);
+	m.u.trade.side = 'B';
+	m.u.trade.shares = shares;
+	m.u.trade.price = price;
+	m.u.trade.match = 99;
+	uf_symbol_pad(m.u.trade.stock, "X");
+	return m;
+}
+
+static struct uf_itch_msg halt(uint16_t loc, uint8_t state)
+{
+	struct uf_itch_msg m = msg('H', loc);
+	uf_symbol_pad(m.u.trading_action.stock, "X");
+	m.u.trading_action.trading_state = state;
+	return m;
+}
+
+/* Applies the messages as one publish step through the sink; returns the sink's result
+ * and the records of the step in x->recs[0..*n). */
+static int step(struct fx *x, const struct uf_itch_msg *m, size_t nm, size_t *n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < nm; i++) {
+		int r = uf_publish_apply(x->pub, &m[i], x->seq++, RX_NS, x->recs + k,
+		                         UF_ARRAY_SIZE(x->recs) - k);
+		assert_true(r >= 0);
+		k += (size_t)r;
+	}
+	*n = k;
+	return uf_sink_records(&x->sink, x->recs, k, RX_NS);
+}
+
+/* Reads exactly n records from the ring into out and checks nothing more is there. */
+static void read_exactly(struct fx *x, struct uf_record *out, size_t n)
+{
+	size_t got = 0;
+	uint64_t first;
+	while (got < n) {
+		int r = uf_consumer_read(x->cons, out + got, n - got, &first);
+		if (r <= 0)
+			fail_msg("ring holds %zu records, expected %zu (read: %d)", got, n, r);
+		got += (size_t)r;
+	}
+	struct uf_record extra;
+	assert_int_equal(uf_consumer_read(x->cons, &extra, 1, &first), -EAGAIN);
+}
+
+static void snap(struct fx *x, uint32_t id, struct uf_book_snapshot *s)
+{
+	int rc = uf_consumer_snapshot(x->cons, id, s);
+	if (rc < 0)
+		fail_msg("snapshot of %u: %d", id, rc);
+}
+
+static void test_sink_records_reach_ring_and_image(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n, total = 0;
+	struct uf_record sent[64], got[64];
+	fx_setup(&x, 16);
+	const struct uf_itch_msg m1[] = {dir(3, "MSFT"), add(3, 1, 'B', 100, 150000),
+	                                 add(3, 2, 'S', 200, 151000)};
+	assert_int_equal(step(&x, m1, 3, &n), 0);
+	memcpy(sent + total, x.recs, n * sizeof(*sent));
+	total += n;
+	const struct uf_itch_msg m2[] = {trade(3, 50, 150500), halt(3, 'T'),
+	                                 add(3, 3, 'B', 10, 150000)};
+	assert_int_equal(step(&x, m2, 3, &n), 0);
+	memcpy(sent + total, x.recs, n * sizeof(*sent));
+	total += n;
+
+	/* The stream: exactly the publisher's records, in order. */
+	read_exactly(&x, got, total);
+	assert_memory_equal(got, sent, total * sizeof(*sent));
+
+	/* The image: directory, levels (both adds at 150000 merged), trade, status. */
+	struct uf_book_snapshot s;
+	snap(&x, 3, &s);
+	assert_string_equal(s.symbol, "MSFT");
+	assert_int_equal(s.round_lot, 100);
+	assert_int_equal(s.category, 'Q');
+	assert_int_equal(s.nbid, 1);
+	assert_int_equal(s.bid[0].price, 150000);
+	assert_int_equal(s.bid[0].shares, 110);
+	assert_int_equal(s.nask, 1);
+	assert_int_equal(s.ask[0].price, 151000);
+	assert_int_equal(s.ask[0].shares, 200);
+	assert_int_equal(s.trades, 1);
+	assert_int_equal(s.volume, 50);
+	assert_int_equal(s.last_price, 150500);
+	assert_int_equal(s.nstatus, 1);
+	assert_int_equal(s.status[0].code, UF_STATUS_TRADING);
+	assert_int_equal(s.stamp, total); /* stamped with the tail after its step */
+	assert_int_equal(s.update_rx_ts, RX_NS);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	fx_teardown(&x);
+}
+
+static void test_sink_gap_marks_stale_and_session_clears(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n, total = 0;
+	struct uf_record got[64];
+	fx_setup(&x, 16);
+	const struct uf_itch_msg m[] = {dir(5, "AAPL"), add(5, 1, 'B', 100, 1000)};
+	assert_int_equal(step(&x, m, 2, &n), 0);
+	total += n;
+	int g = uf_publish_gap(x.pub, x.seq, 7, x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(g, 1);
+	assert_int_equal(uf_sink_gap(&x.sink, x.recs, (size_t)g), 0);
+	total += 1;
+	read_exactly(&x, got, total);
+	assert_int_equal(got[total - 1].kind, UF_REC_GAP);
+	struct uf_book_snapshot s;
+	snap(&x, 5, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	assert_int_equal(s.nbid, 1);
+
+	/* A new session: the publisher starts over, every image book empties, stale clears. */
+	uf_publish_reset(x.pub);
+	assert_int_equal(uf_sink_new_session(&x.sink), 0);
+	snap(&x, 5, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	assert_int_equal(s.nbid, 0);
+	assert_int_equal(s.nask, 0);
+	fx_teardown(&x);
+}
+
+static void test_sink_instrument_enters_with_snapshot(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n, published;
+	struct uf_record got[64];
+	fx_setup(&x, 16);
+	const struct uf_itch_msg m[] = {dir(7, "IBM"), add(7, 1, 'B', 100, 1000),
+	                                add(7, 2, 'B', 100, 990), add(7, 3, 'S', 5, 1010)};
+	assert_int_equal(step(&x, m, 4, &n), 0);
+	read_exactly(&x, got, n); /* what the step published: not part of this check */
+	assert_int_equal(
+	    uf_sink_instrument_enters(&x.sink, 7, x.recs, UF_ARRAY_SIZE(x.recs), &published), 0);
+	/* directory entry, SNAPSHOT_BEGIN, 3 levels, SNAPSHOT_END */
+	assert_int_equal(published, 6);
+	read_exactly(&x, got, published);
+	assert_int_equal(got[0].kind, UF_REC_INSTRUMENT);
+	assert_int_equal(got[0].instrument, 7);
+	char sym[9];
+	uf_symbol_unpad(sym, &got[0].ref);
+	assert_string_equal(sym, "IBM");
+	assert_int_equal(got[1].kind, UF_REC_SNAPSHOT_BEGIN);
+	assert_int_equal(got[5].kind, UF_REC_SNAPSHOT_END);
+	for (int i = 2; i < 5; i++) {
+		assert_int_equal(got[i].kind, UF_REC_LEVEL);
+		assert_int_equal(got[i].instrument, 7);
+	}
+	struct uf_book_snapshot s;
+	snap(&x, 7, &s);
+	assert_int_equal(s.nbid, 2);
+	assert_int_equal(s.bid[0].price, 1000);
+	assert_int_equal(s.bid[1].price, 990);
+	assert_int_equal(s.nask, 1);
+	/* An id the publisher does not have: refused, nothing published. */
+	assert_int_equal(
+	    uf_sink_instrument_enters(&x.sink, 1u << 20, x.recs, UF_ARRAY_SIZE(x.recs), &published),
+	    -ENOENT);
+	assert_int_equal(published, 0);
+	fx_teardown(&x);
+}
+
+/* The image holds 4 instruments, the publisher 16: a book of instrument 9 cannot go into
+ * the image. The sink says so, the stream still has every record, and the other
+ * instrument of the same step still gets its image update. */
+static void test_sink_returns_image_range_error(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_record got[64];
+	fx_setup(&x, 4);
+	const struct uf_itch_msg m[] = {add(9, 1, 'B', 100, 1000), add(2, 2, 'B', 300, 500)};
+	assert_int_equal(step(&x, m, 2, &n), -ERANGE);
+	read_exactly(&x, got, n); /* every record of the step, the refused instrument's too */
+	assert_int_equal(got[0].instrument, 9);
+	assert_int_equal(got[n - 1].instrument, 2);
+	struct uf_book_snapshot s;
+	snap(&x, 2, &s);
+	assert_int_equal(s.nbid, 1);
+	assert_int_equal(s.bid[0].shares, 300);
+	/* The next step without the out-of-range instrument succeeds. */
+	const struct uf_itch_msg m2[] = {add(2, 3, 'S', 1, 600)};
+	assert_int_equal(step(&x, m2, 1, &n), 0);
+	fx_teardown(&x);
+}
+
+/* A ninth distinct status code on one instrument overflows its status slots. */
+static void test_sink_returns_status_slots_error(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct uf_record r[9];
+	fx_setup(&x, 16);
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 9; i++) {
+		r[i].kind = UF_REC_STATUS;
+		r[i].flags = UF_RECF_LAST;
+		r[i].instrument = 4;
+		r[i].aux = (uint32_t)(i + 1);
+		r[i].shares = (uint64_t)(100 + i);
+	}
+	assert_int_equal(uf_sink_records(&x.sink, r, 8, RX_NS), 0);
+	assert_int_equal(uf_sink_records(&x.sink, r + 8, 1, RX_NS), -ENOSPC);
+	struct uf_book_snapshot s;
+	snap(&x, 4, &s);
+	assert_int_equal(s.nstatus, 8);
+	struct uf_record got[9];
+	read_exactly(&x, got, 9); /* the refused status is in the stream all the same */
+	assert_int_equal(got[8].aux, 9);
+	fx_teardown(&x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sink_records_reach_ring_and_image),
+	    cmocka_unit_test(test_sink_gap_marks_stale_and_session_clears),
+	    cmocka_unit_test(test_sink_instrument_enters_with_snapshot),
+	    cmocka_unit_test(test_sink_returns_image_range_error),
+	    cmocka_unit_test(test_sink_returns_status_slots_error),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
