@@ -4,25 +4,26 @@
 #include <string.h>
 
 #include "e2e_model.h"
+#include "feed/uf_feed.h"
 
 struct backend_name {
-	const char *cfg;   /* uringfeed config "backend" (uf_backend_name's names) */
-	const char *label; /* tables, JSON "label", plot keys */
-	const char *alias; /* also accepted by --backends, NULL: none */
+	enum uf_backend feed; /* the engine's back end: its config name is uf_backend_name()'s */
+	const char *label;    /* tables, JSON "label", plot keys */
+	const char *alias;    /* also accepted by --backends, NULL: none */
 };
 
-/* `cfg` repeats uf_backend_name()'s names (feed/uf_feed.h); TODO(a11-engine): take them from
- * there. uf-bench keeps its own order (the run and report order), labels and aliases. */
+/* uf-bench keeps its own order (the run and report order), labels and aliases; the names the
+ * config takes come from the engine's one table (feed/backend.c). */
 static const struct backend_name names[BE_COUNT] = {
-    [BE_SQPOLL] = {"io_uring", "io_uring+SQPOLL", "sqpoll"},
-    [BE_NOSQPOLL] = {"io_uring_nosqpoll", "io_uring", "nosqpoll"},
-    [BE_RECVMMSG] = {"recvmmsg", "recvmmsg-busy", NULL},
-    [BE_EPOLL] = {"epoll", "epoll", NULL},
+    [BE_SQPOLL] = {UF_BACKEND_IO_URING, "io_uring+SQPOLL", "sqpoll"},
+    [BE_NOSQPOLL] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring", "nosqpoll"},
+    [BE_RECVMMSG] = {UF_BACKEND_RECVMMSG, "recvmmsg-busy", NULL},
+    [BE_EPOLL] = {UF_BACKEND_EPOLL, "epoll", NULL},
 };
 
 const char *e2e_backend_cfg(enum backend be)
 {
-	return names[be].cfg;
+	return uf_backend_name(names[be].feed);
 }
 
 const char *e2e_backend_label(enum backend be)
@@ -37,13 +38,14 @@ int e2e_backends_parse(char *s, uint32_t *mask)
 	*mask = 0;
 	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		int found = -1;
+		enum uf_backend fb;
 		if (!strcmp(tok, "all")) {
 			*mask |= (1u << BE_COUNT) - 1;
 			continue;
 		}
-		/* TODO(a11-engine): use uf_backend_parse */
+		int is_feed_name = uf_backend_parse(tok, &fb) == 0;
 		for (int be = 0; be < BE_COUNT && found < 0; be++)
-			if (!strcmp(tok, names[be].cfg) ||
+			if ((is_feed_name && names[be].feed == fb) ||
 			    (names[be].alias && !strcmp(tok, names[be].alias)))
 				found = be;
 		if (found < 0)
