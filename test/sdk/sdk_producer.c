@@ -5,7 +5,8 @@
  * Creates ring NAME (book image `depth` levels per side, default 4), publishes phase 1 of the
  * script below with the producer API and keeps the image as the feed does (each touched
  * book with depth + 1 levels, so a deeper side is flagged truncated), prints "ready" on
- * stdout, waits (at most 20 s) until N consumers are attached, publishes phase 2, prints
+ * stdout, waits (at most 20 s) until N consumers are attached and have read everything
+ * published (so phase 2 reaches them live, not through the image), publishes phase 2, prints
  * "live", then waits for stdin to close (at most 60 s), closes and removes the ring.
  *
  * Script (instrument ids 1 AAPL, 2 MSFT, 3 DEEP; prices with 4 decimals):
@@ -77,16 +78,26 @@ static void message(struct prod *p, struct uf_record *recs, size_t n)
 		if (i + 1 == n)
 			recs[i].flags |= UF_RECF_LAST;
 	}
+	seq = uf_ring_tail(p->r) + n;
+	for (size_t i = 0; i < n; i++) { /* UF_RECF_BBO: the best level of the side changed */
+		struct uf_level before = {0}, after = {0};
+		int sidx = recs[i].side == UF_SIDE_ASK ? 1 : 0;
+		uf_book_builder_top(p->bb, recs[i].instrument, sidx ? NULL : &before,
+		                    sidx ? &before : NULL);
+		uf_book_builder_apply(p->bb, &recs[i], seq - n + i);
+		uf_book_builder_top(p->bb, recs[i].instrument, sidx ? NULL : &after,
+		                    sidx ? &after : NULL);
+		if (recs[i].kind == UF_REC_LEVEL && memcmp(&before, &after, sizeof(before)) != 0)
+			recs[i].flags |= UF_RECF_BBO;
+	}
 	if (uf_ring_publish(p->r, recs, n) != 0) {
 		fprintf(stderr, "sdk-producer: publish failed\n");
 		exit(1);
 	}
-	seq = uf_ring_tail(p->r);
 	for (size_t i = 0; i < n; i++) {
 		const struct uf_record *r = &recs[i];
 		int nb, na;
 
-		uf_book_builder_apply(p->bb, r, seq - n + i);
 		switch (r->kind) {
 		case UF_REC_INSTRUMENT:
 			uf_ring_image_set_symbol(p->r, r->instrument, r->ref, (uint32_t)r->shares,
@@ -157,11 +168,18 @@ static void phase2(struct prod *p)
 	message(p, r, 4);
 }
 
-static int attached(struct uf_ring *r)
+/* Consumers attached that have read everything published: phase 2 is then live for them
+ * (not in the image they copied). A consumer that attaches at the latest record counts at
+ * once, before its handover: the examples attach at the oldest so only the handover (or
+ * reading) brings them to the tail. */
+static int caught_up(struct uf_ring *r)
 {
 	struct uf_ring_consumer_info ci[8];
+	int n = uf_ring_consumers(r, ci, 8), k = 0;
 
-	return uf_ring_consumers(r, ci, 8);
+	for (int i = 0; i < n && i < 8; i++)
+		k += ci[i].position == uf_ring_tail(r);
+	return k;
 }
 
 int main(int argc, char **argv)
@@ -204,11 +222,11 @@ int main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 	end = uf_now_mono_ns() + 20000000000ull;
-	while (attached(p.r) < want && uf_now_mono_ns() < end)
+	while (caught_up(p.r) < want && uf_now_mono_ns() < end)
 		usleep(2000); /* polls the table: consumers attach from other processes */
-	if (attached(p.r) < want)
-		fprintf(stderr, "sdk-producer: only %d of %d consumers attached\n", attached(p.r),
-		        want);
+	if (caught_up(p.r) < want)
+		fprintf(stderr, "sdk-producer: only %d of %d consumers attached and caught up\n",
+		        caught_up(p.r), want);
 	phase2(&p);
 	uf_ring_image_commit(p.r);
 	printf("live\n");
