@@ -32,10 +32,19 @@ struct bb_book {
 	char symbol[9];         /* trimmed, NUL-terminated */
 };
 
+/* Live order table: open addressing, linear probing, backward-shift deletion (no
+ * tombstones), sized once at 4/3 of the orders it must hold. */
+struct bb_order_slot {
+	struct uf_book_order o; /* the order; o.side == 0 marks a free slot */
+};
+
 struct uf_book_builder {
 	struct bb_book *books;              /* per instrument id */
 	uint32_t max;                       /* entries in books */
 	struct uf_book_builder_stats stats; /* counters */
+	struct bb_order_slot *orders;       /* order table, NULL when not tracking */
+	uint64_t omask;                     /* table slots - 1 */
+	uint64_t omax;                      /* orders it may hold */
 };
 
 static int side_index(int side)
@@ -182,6 +191,88 @@ __attribute__((unused)) static int on_reset(struct uf_book_builder *b, struct bb
 	return 1;
 }
 
+static uint64_t order_home(const struct uf_book_builder *b, uint64_t ref)
+{
+	return (ref * 0x9e3779b97f4a7c15ull >> 17) & b->omask; /* Fibonacci hash */
+}
+
+/* Slot of `ref`, or the free slot where it would go. */
+static uint64_t order_find(const struct uf_book_builder *b, uint64_t ref)
+{
+	uint64_t i = order_home(b, ref);
+
+	while (b->orders[i].o.side && b->orders[i].o.ref != ref)
+		i = (i + 1) & b->omask;
+	return i;
+}
+
+static void order_remove(struct uf_book_builder *b, uint64_t i)
+{
+	uint64_t j = i;
+
+	b->orders[i].o.side = 0;
+	for (;;) { /* pull back every later entry of the run that may sit in the hole */
+		uint64_t h;
+		j = (j + 1) & b->omask;
+		if (!b->orders[j].o.side)
+			break;
+		h = order_home(b, b->orders[j].o.ref);
+		/* entry j may move to i when its home is not in (i, j] (cyclically) */
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			b->orders[i] = b->orders[j];
+			b->orders[j].o.side = 0;
+			i = j;
+		}
+	}
+	b->stats.orders_live--;
+}
+
+static int on_order(struct uf_book_builder *b, struct bb_book *bk, const struct uf_record *r)
+{
+	uint64_t i;
+
+	(void)bk;
+	if (!b->orders || side_index(r->side) < 0) {
+		b->stats.ignored++;
+		return 0;
+	}
+	i = order_find(b, r->ref);
+	if (r->kind == UF_REC_ORDER_ADD) {
+		if (!b->orders[i].o.side) {
+			if (b->stats.orders_live >= b->omax) {
+				b->stats.orders_full++;
+				return 0;
+			}
+			b->stats.orders_live++;
+		}
+		b->orders[i].o = (struct uf_book_order){.ref = r->ref,
+		                                        .price = r->price,
+		                                        .shares = r->shares,
+		                                        .instrument = r->instrument,
+		                                        .side = r->side};
+		return 1;
+	}
+	if (!b->orders[i].o.side) {
+		b->stats
+		    .orders_unknown++; /* it rested before we started: the image has no orders */
+		return 0;
+	}
+	if (r->kind == UF_REC_ORDER_MODIFY) {
+		b->orders[i].o.shares = r->shares;
+		b->orders[i].o.price = r->price;
+	} else {
+		order_remove(b, i);
+	}
+	return 1;
+}
+
+static void orders_clear(struct uf_book_builder *b)
+{
+	if (b->orders)
+		memset(b->orders, 0, (b->omask + 1) * sizeof(*b->orders));
+	b->stats.orders_live = 0;
+}
+
 /* Kinds whose record is not about one instrument's book (applied whatever `instrument` is). */
 static int kind_is_global(uint8_t kind)
 {
@@ -193,7 +284,10 @@ static const bb_kind_fn kind_apply[] = {
     [UF_REC_SNAPSHOT_BEGIN] = on_snapshot_begin,
     [UF_REC_GAP] = on_gap,
     [UF_REC_INSTRUMENT] = on_instrument,
-    /* ORDER_*, TRADE, STATUS, SNAPSHOT_END: nothing for a level book */
+    [UF_REC_ORDER_ADD] = on_order,
+    [UF_REC_ORDER_MODIFY] = on_order,
+    [UF_REC_ORDER_DELETE] = on_order,
+    /* TRADE, STATUS, SNAPSHOT_END: nothing for a book */
 };
 
 /* ---- public API ---- */
@@ -228,6 +322,7 @@ UF_RING_VISIBLE void uf_book_builder_destroy(uf_book_builder_t *b)
 		free(b->books[i].side[1].lv);
 	}
 	free(b->books);
+	free(b->orders);
 	free(b);
 }
 
@@ -238,7 +333,55 @@ UF_RING_VISIBLE void uf_book_builder_clear(uf_book_builder_t *b)
 		b->books[i].flags = 0;
 		b->books[i].stamp = 0;
 	}
+	orders_clear(b);
 	b->stats.resets++;
+}
+
+UF_RING_VISIBLE int uf_book_builder_track_orders(uf_book_builder_t *b, uint64_t max_orders)
+{
+	uint64_t slots = 16;
+
+	if (max_orders == 0 || max_orders > (1ull << 40) || b->orders)
+		return -EINVAL;
+	while (slots < max_orders + max_orders / 3 + 1)
+		slots <<= 1;
+	b->orders = calloc(slots, sizeof(*b->orders));
+	if (!b->orders)
+		return -ENOMEM;
+	b->omask = slots - 1;
+	b->omax = max_orders;
+	return 0;
+}
+
+UF_RING_VISIBLE int uf_book_builder_order(const uf_book_builder_t *b, uint64_t ref,
+                                          struct uf_book_order *out)
+{
+	uint64_t i;
+
+	if (!b->orders)
+		return -ENOTSUP;
+	i = order_find(b, ref);
+	if (!b->orders[i].o.side)
+		return -ENOENT;
+	*out = b->orders[i].o;
+	return 0;
+}
+
+UF_RING_VISIBLE int uf_book_builder_for_each_order(const uf_book_builder_t *b,
+                                                   int (*fn)(const struct uf_book_order *, void *),
+                                                   void *arg)
+{
+	if (!b->orders)
+		return -ENOTSUP;
+	for (uint64_t i = 0; i <= b->omask; i++) {
+		int rc;
+		if (!b->orders[i].o.side)
+			continue;
+		rc = fn(&b->orders[i].o, arg);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 UF_RING_VISIBLE int uf_book_builder_load(uf_book_builder_t *b, const struct uf_book_snapshot *snap)

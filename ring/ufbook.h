@@ -19,6 +19,7 @@
  *                    clears its TRUNCATED flags: the stream now gives the whole book
  *   GAP              flags every book STALE (and counts the gap)
  *   INSTRUMENT       remembers the symbol
+ *   ORDER_*          the live order table, when uf_book_builder_track_orders() turned it on
  *   anything else    counted, ignored (trades and statuses live in the image snapshot)
  * A book's STALE flag follows the UF_RECF_STALE bit of the last record applied to it (the
  * producer sets it on every record after a gap until the books are rebuilt).
@@ -55,15 +56,29 @@ extern "C" {
 typedef struct uf_book_builder uf_book_builder_t; /* opaque handle */
 
 struct uf_book_builder_stats {
-	uint64_t applied;   /* records that changed or confirmed a book */
-	uint64_t skipped;   /* records below their instrument's stamp (already in the image) */
-	uint64_t ignored;   /* records of kinds the builder does not apply, or bad instruments */
-	uint64_t syncs;     /* image handovers done (uf_book_builder_sync, including re-syncs) */
-	uint64_t laps;      /* -EOVERFLOW seen by uf_book_builder_next */
-	uint64_t gaps;      /* UF_REC_GAP records applied */
-	uint64_t resets;    /* uf_book_builder_clear calls (and reset records) */
-	uint64_t truncated; /* books whose image copy was cut at the image depth, at the last sync
-	                     * (they carry UF_BOOKF_TRUNCATED_*) */
+	uint64_t applied;     /* records that changed or confirmed a book */
+	uint64_t skipped;     /* records below their instrument's stamp (already in the image) */
+	uint64_t ignored;     /* records of kinds the builder does not apply, or bad instruments */
+	uint64_t syncs;       /* image handovers done (uf_book_builder_sync, including re-syncs) */
+	uint64_t laps;        /* -EOVERFLOW seen by uf_book_builder_next */
+	uint64_t gaps;        /* UF_REC_GAP records applied */
+	uint64_t resets;      /* uf_book_builder_clear calls (and reset records) */
+	uint64_t truncated;   /* books whose image copy was cut at the image depth, at the last sync
+	                       * (they carry UF_BOOKF_TRUNCATED_*) */
+	uint64_t orders_live; /* orders tracked now (uf_book_builder_track_orders) */
+	uint64_t orders_unknown; /* ORDER_MODIFY/DELETE of a reference not tracked (it rested
+	                          * before the handover: the image has no orders) */
+	uint64_t orders_full;    /* ORDER_ADD refused: max_orders tracked already */
+};
+
+/* One tracked order (market by order). */
+struct uf_book_order {
+	uint64_t ref;        /* order reference */
+	int64_t price;       /* price */
+	uint64_t shares;     /* shares left */
+	uint32_t instrument; /* instrument id */
+	uint8_t side;        /* UF_SIDE_BID or UF_SIDE_ASK */
+	uint8_t reserved[3]; /* zero */
 };
 
 /* Creates a builder for instrument ids 0 .. max_instruments-1 (0 = 65536, every ITCH stock
@@ -99,6 +114,23 @@ int uf_book_builder_sync(uf_book_builder_t *b, uf_consumer_t *c);
  * sync) or -errno of a failed re-sync. */
 int uf_book_builder_next(uf_book_builder_t *b, uf_consumer_t *c, struct uf_record *rec,
                          uint64_t *seq);
+
+/* Optional market-by-order tracking: from now on ORDER_ADD / ORDER_MODIFY / ORDER_DELETE
+ * records keep a table of live orders (up to `max_orders`; table allocated here, never
+ * again). The image carries no orders, so only orders added after the handover are known:
+ * exact for a consumer that reads the day from its first record (UF_CONSUMER_START_OLDEST
+ * with the whole day in the ring, no sync); after a sync or a lap the table restarts empty
+ * and changes to older orders are counted in stats.orders_unknown. Cold. Returns 0, -EINVAL
+ * (0 orders, or tracking already on), -ENOMEM. */
+int uf_book_builder_track_orders(uf_book_builder_t *b, uint64_t max_orders);
+
+/* Copies order `ref`. Returns 0, -ENOENT (not tracked), -ENOTSUP (tracking off). O(1). */
+int uf_book_builder_order(const uf_book_builder_t *b, uint64_t ref, struct uf_book_order *out);
+
+/* Calls `fn` for every tracked order (table order, not time priority); stops early and
+ * returns fn's value when it is not 0. Returns 0 or -ENOTSUP. O(table size). */
+int uf_book_builder_for_each_order(const uf_book_builder_t *b,
+                                   int (*fn)(const struct uf_book_order *o, void *arg), void *arg);
 
 /* Best bid and best ask of `instrument` (either pointer may be NULL). Returns a bit set:
  * 1 = a bid was copied, 2 = an ask was copied (0: both sides empty), or -ERANGE. */

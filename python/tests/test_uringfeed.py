@@ -131,6 +131,21 @@ def test_book_builder_from_the_oldest_record_applies_the_whole_stream(ring):
         assert b.top(1) == (None, None)
 
 
+def test_book_builder_tracks_orders_when_asked():
+    b = uringfeed.BookBuilder(4)
+    b.track_orders(10)
+
+    class R:  # any object with the record fields will do
+        kind, side, flags, instrument, price, shares = 2, ord("B"), 1, 1, 1500000, 100
+        orders, pub_delta_ns, ref, exch_ts, rx_ts, feed_seq = 0, 0, 42, 0, 0, 1
+    assert b.apply(R, 0)
+    assert b.order(42) == (1, "B", 1500000, 100)
+    assert b.order(43) is None
+    R.kind = 4  # ORDER_DELETE
+    assert b.apply(R, 1)
+    assert b.order(42) is None and b.stats()["orders_live"] == 0
+
+
 def test_books_command_prints_exactly_uf_tail_books(ring):
     uf_tail = os.path.join(BIN, "uf-tail")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))

@@ -372,6 +372,23 @@ class BookBuilder:
     def symbol(self, instrument):
         return _lib.lib.uf_book_builder_symbol(self._h, instrument).decode("latin-1")
 
+    def track_orders(self, max_orders):
+        """Turns on market-by-order tracking (see uf_book_builder_track_orders: only orders
+        added after the handover are known)."""
+        rc = _lib.lib.uf_book_builder_track_orders(self._h, max_orders)
+        if rc < 0:
+            raise UfError(rc, "track_orders")
+
+    def order(self, ref):
+        """(instrument, side letter, price, shares) of a live order, or None."""
+        o = _lib.BookOrder()
+        rc = _lib.lib.uf_book_builder_order(self._h, ref, ctypes.byref(o))
+        if rc == -_lib.ENOENT:
+            return None
+        if rc < 0:
+            raise UfError(rc, "order")
+        return (o.instrument, chr(o.side), o.price, o.shares)
+
     def stats(self):
         st = _lib.BuilderStats()
         _lib.lib.uf_book_builder_get_stats(self._h, ctypes.byref(st))

@@ -78,13 +78,19 @@ class ConsumerInfo(ctypes.Structure):
 
 class BuilderStats(ctypes.Structure):
     _fields_ = [(n, u64) for n in ("applied", "skipped", "ignored", "syncs", "laps", "gaps",
-                                    "resets", "truncated")]
+                                    "resets", "truncated", "orders_live", "orders_unknown",
+                                    "orders_full")]
+
+
+class BookOrder(ctypes.Structure):
+    _fields_ = [("ref", u64), ("price", i64), ("shares", u64), ("instrument", u32),
+                ("side", u8), ("reserved", u8 * 3)]
 
 
 # The C layout, checked once here rather than discovered as garbage later.
 for _t, _size in ((Record, 64), (Level, 24), (BookStatus, 32), (BookSnapshot, 3440),
                   (ConsumerOptions, 32), (ConsumerLap, 24), (ConsumerInfo, 96),
-                  (BuilderStats, 64)):
+                  (BuilderStats, 88), (BookOrder, 32)):
     assert ctypes.sizeof(_t) == _size, (_t.__name__, ctypes.sizeof(_t), _size)
 
 SNAPSHOT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(BookSnapshot), ctypes.c_void_p)
@@ -145,6 +151,8 @@ _sig("uf_book_builder_flags", u32, _P, u32)
 _sig("uf_book_builder_symbol", ctypes.c_char_p, _P, u32)
 _sig("uf_book_builder_max_instruments", u32, _P)
 _sig("uf_book_builder_get_stats", None, _P, ctypes.POINTER(BuilderStats))
+_sig("uf_book_builder_track_orders", ctypes.c_int, _P, u64)
+_sig("uf_book_builder_order", ctypes.c_int, _P, u64, ctypes.POINTER(BookOrder))
 
 
 def strerror(rc):

@@ -211,6 +211,65 @@ static void test_snapshot_bracket_replaces_the_book_and_its_truncation(void **st
 	uf_book_builder_destroy(b);
 }
 
+static struct uf_record ord(uint8_t kind, uint64_t ref, uint8_t side, int64_t px, uint64_t sh)
+{
+	struct uf_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = kind;
+	r.instrument = 1;
+	r.ref = ref;
+	r.side = side;
+	r.price = px;
+	r.shares = sh;
+	return r;
+}
+
+static void test_orders_are_tracked_only_when_asked_and_survive_collisions(void **state)
+{
+	uf_book_builder_t *b = mk_builder(8);
+	struct uf_book_builder_stats st;
+	struct uf_book_order o;
+	struct uf_record r;
+	uint64_t seq = 0;
+
+	(void)state;
+	r = ord(UF_REC_ORDER_ADD, 7, UF_SIDE_BID, 100, 10);
+	assert_int_equal(uf_book_builder_apply(b, &r, seq++), 0); /* tracking off: ignored */
+	assert_int_equal(uf_book_builder_order(b, 7, &o), -ENOTSUP);
+	assert_int_equal(uf_book_builder_track_orders(b, 1000), 0);
+	assert_int_equal(uf_book_builder_track_orders(b, 1000), -EINVAL);
+	assert_int_equal(uf_book_builder_apply(b, &r, seq++), 1);
+	r = ord(UF_REC_ORDER_MODIFY, 7, UF_SIDE_BID, 100, 4);
+	assert_int_equal(uf_book_builder_apply(b, &r, seq++), 1);
+	assert_int_equal(uf_book_builder_order(b, 7, &o), 0);
+	assert_int_equal(o.shares, 4);
+	assert_int_equal(o.side, UF_SIDE_BID);
+	r = ord(UF_REC_ORDER_DELETE, 99, UF_SIDE_ASK, 1, 1); /* rested before we started */
+	assert_int_equal(uf_book_builder_apply(b, &r, seq++), 0);
+	/* 1000 orders (the table is 2048 slots: runs and wrap-around), then delete every
+	 * other one: the rest must all still be found (backward-shift deletion) */
+	for (uint64_t i = 1; i < 1000; i++) {
+		r = ord(UF_REC_ORDER_ADD, 7 + i * 2048, UF_SIDE_ASK, (int64_t)i, i);
+		assert_int_equal(uf_book_builder_apply(b, &r, seq++), 1);
+	}
+	r = ord(UF_REC_ORDER_ADD, 1u << 30, UF_SIDE_ASK, 1, 1); /* the 1001st: full */
+	assert_int_equal(uf_book_builder_apply(b, &r, seq++), 0);
+	for (uint64_t i = 0; i < 1000; i += 2) {
+		r = ord(UF_REC_ORDER_DELETE, 7 + i * 2048, UF_SIDE_ASK, 0, 0);
+		assert_int_equal(uf_book_builder_apply(b, &r, seq++), 1);
+	}
+	for (uint64_t i = 0; i < 1000; i++)
+		assert_int_equal(uf_book_builder_order(b, 7 + i * 2048, &o), i % 2 ? 0 : -ENOENT);
+	uf_book_builder_get_stats(b, &st);
+	assert_int_equal(st.orders_live, 500);
+	assert_int_equal(st.orders_unknown, 1);
+	assert_int_equal(st.orders_full, 1);
+	uf_book_builder_clear(b);
+	assert_int_equal(uf_book_builder_order(b, 7 + 2048, &o), -ENOENT);
+	uf_book_builder_destroy(b);
+}
+
 static uf_consumer_t *attach_latest(const char *name)
 {
 	struct uf_consumer_options o;
@@ -394,8 +453,89 @@ static void render_books(FILE *f, uf_book_builder_t *b, FILE *trunc_ids)
 	free(v);
 }
 
-/* Consumer process: attach, hand over, follow until the ring closes, print the books. */
-static void consumer_child(const char *name, int go_fd, int ack_fd, const char *out_path)
+struct order_list {
+	struct uf_book_order *v; /* collected */
+	size_t n, cap;           /* used, allocated */
+};
+
+static int collect_order(const struct uf_book_order *o, void *arg)
+{
+	struct order_list *l = arg;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 1024;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		if (!l->v)
+			return -ENOMEM;
+	}
+	l->v[l->n++] = *o;
+	return 0;
+}
+
+static int cmp_order(const void *a, const void *b)
+{
+	const struct uf_book_order *x = a, *y = b;
+
+	if (x->instrument != y->instrument)
+		return x->instrument < y->instrument ? -1 : 1;
+	if (x->side != y->side)
+		return x->side < y->side ? -1 : 1;
+	return x->price < y->price ? -1 : x->price > y->price;
+}
+
+/* The tracked orders, summed per level, are exactly the level books. Returns the number of
+ * orders, or -1 (printing the first difference). */
+static long orders_match_levels(uf_book_builder_t *b)
+{
+	struct order_list l = {0};
+	size_t levels = 0, groups = 0;
+
+	if (uf_book_builder_for_each_order(b, collect_order, &l) != 0)
+		return -1;
+	qsort(l.v, l.n, sizeof(*l.v), cmp_order);
+	for (size_t i = 0; i < l.n;) {
+		uint64_t shares = 0;
+		uint32_t count = 0;
+		size_t j = i, at;
+		size_t n = uf_book_builder_depth(b, l.v[i].instrument, l.v[i].side);
+		struct uf_level *lv = malloc((n + 1) * sizeof(*lv));
+		int got = uf_book_builder_levels(b, l.v[i].instrument, l.v[i].side, lv, n);
+
+		for (; j < l.n && cmp_order(&l.v[i], &l.v[j]) == 0; j++) {
+			shares += l.v[j].shares;
+			count++;
+		}
+		for (at = 0; at < (size_t)got && lv[at].price != l.v[i].price; at++)
+			;
+		if (at == (size_t)got || lv[at].shares != shares || lv[at].orders != count) {
+			fprintf(stderr,
+			        "orders of %u %c %lld: %llu shares in %u orders, level %s\n",
+			        l.v[i].instrument, l.v[i].side, (long long)l.v[i].price,
+			        (unsigned long long)shares, count,
+			        at == (size_t)got ? "missing" : "differs");
+			free(lv);
+			free(l.v);
+			return -1;
+		}
+		free(lv);
+		groups++;
+		i = j;
+	}
+	for (uint32_t id = 0; id < uf_book_builder_max_instruments(b); id++)
+		levels += uf_book_builder_depth(b, id, UF_SIDE_BID) +
+		          uf_book_builder_depth(b, id, UF_SIDE_ASK);
+	free(l.v);
+	if (groups != levels) {
+		fprintf(stderr, "%zu levels hold orders, the books have %zu\n", groups, levels);
+		return -1;
+	}
+	return (long)l.n;
+}
+
+/* Consumer process: attach, hand over, follow until the ring closes, print the books. The
+ * one that joins before the first record also tracks every order. */
+static void consumer_child(const char *name, int go_fd, int ack_fd, const char *out_path,
+                           int orders)
 {
 	char tpath[600];
 	uf_book_builder_t *b;
@@ -413,6 +553,8 @@ static void consumer_child(const char *name, int go_fd, int ack_fd, const char *
 	CHILD_CHECK(uf_consumer_attach(name, &o, &c, err, sizeof(err)) == 0);
 	CHILD_CHECK(uf_book_builder_create(65536, &b) == 0);
 	CHILD_CHECK(uf_book_builder_sync(b, c) == 0);
+	if (orders)
+		CHILD_CHECK(uf_book_builder_track_orders(b, 1u << 18) == 0);
 	test_pipe_put(ack_fd);
 	while ((rc = uf_book_builder_next(b, c, NULL, NULL)) != -EPIPE) {
 		CHILD_CHECK(rc == 0 || rc == -EAGAIN || rc == -EOVERFLOW);
@@ -426,6 +568,12 @@ static void consumer_child(const char *name, int go_fd, int ack_fd, const char *
 	CHILD_CHECK(f && t);
 	render_books(f, b, t);
 	uf_book_builder_get_stats(b, &st);
+	if (orders) {
+		long n = orders_match_levels(b);
+		CHILD_CHECK(n > 1000 && st.orders_unknown == 0 && st.orders_full == 0);
+		CHILD_CHECK((uint64_t)n == st.orders_live);
+		fprintf(t, "# orders %ld, every level equals the sum of its orders\n", n);
+	}
 	fprintf(t, "# laps %llu syncs %llu truncated_at_sync %llu\n", (unsigned long long)st.laps,
 	        (unsigned long long)st.syncs, (unsigned long long)st.truncated);
 	fclose(f);
@@ -526,7 +674,7 @@ static void test_generated_day_through_a_live_ring_matches_uf_decode_books(void 
 		kid[k] = uf_test_fork();
 		assert_true(kid[k] >= 0);
 		if (kid[k] == 0)
-			consumer_child(name, go[k][0], ack[k][1], out[k]);
+			consumer_child(name, go[k][0], ack[k][1], out[k], k == 0);
 	}
 	test_pipe_put(go[0][1]);
 	assert_true(test_pipe_get(ack[0][0], 20000));
@@ -579,9 +727,13 @@ static void test_generated_day_through_a_live_ring_matches_uf_decode_books(void 
 		uf_test_run_path(dec, argv, 30000, &run);
 		assert_int_equal(run.status, 0);
 	}
-	/* the joiner from the start: exactly uf-decode's text */
+	/* the joiner from the start: exactly uf-decode's text, and orders that add up */
 	{
-		char *got = uf_test_slurp(out[0]);
+		char tpath[600], *got = uf_test_slurp(out[0]), *trunc;
+		snprintf(tpath, sizeof(tpath), "%s.trunc", out[0]);
+		trunc = uf_test_slurp(tpath);
+		print_message("start joiner: %s", strstr(trunc, "# orders"));
+		free(trunc);
 		assert_true(strlen(run.out) > 1000);
 		assert_string_equal(got, run.out);
 		free(got);
@@ -641,6 +793,7 @@ int main(void)
 	    cmocka_unit_test(test_records_below_the_snapshot_stamp_are_not_applied_twice),
 	    cmocka_unit_test(test_gap_flags_every_book_stale_and_clear_empties_them),
 	    cmocka_unit_test(test_snapshot_bracket_replaces_the_book_and_its_truncation),
+	    cmocka_unit_test(test_orders_are_tracked_only_when_asked_and_survive_collisions),
 	    cmocka_unit_test(test_image_flags_a_side_cut_at_its_depth_and_sync_reports_it),
 	    cmocka_unit_test(test_a_lapped_builder_resyncs_from_the_image),
 	    cmocka_unit_test(test_generated_day_through_a_live_ring_matches_uf_decode_books),
