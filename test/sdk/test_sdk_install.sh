@@ -62,6 +62,11 @@ echo "--- 3. tiny consumers against the prefix, reading a live ring"
 cmake -S "$src/test/sdk/install_consumer" -B "$tmp/cons" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
 	>"$tmp/cons.log" 2>&1 || { cat "$tmp/cons.log"; fail "find_package(ufconsumer) project"; }
 cmake --build "$tmp/cons" >>"$tmp/cons.log" 2>&1 || { cat "$tmp/cons.log"; fail "tiny build"; }
+# examples/ builds standalone against the prefix too (what docs/consumers.md promises)
+cmake -S "$src/examples" -B "$tmp/examples" -DCMAKE_PREFIX_PATH="$tmp/prefix" >>"$tmp/cons.log" 2>&1 &&
+	cmake --build "$tmp/examples" >>"$tmp/cons.log" 2>&1 || { cat "$tmp/cons.log"; fail "examples against the prefix"; }
+[ -x "$tmp/examples/examples/minimal_consumer" ] && [ -x "$tmp/examples/examples/book_consumer" ] ||
+	fail "examples not built against the prefix"
 export PKG_CONFIG_PATH="$lib/pkgconfig"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -pedantic -o "$tmp/tiny_pc" "$src/test/sdk/install_consumer/tiny.c" \
@@ -78,6 +83,8 @@ for _ in $(seq 1 200); do
 done
 grep -q live "$tmp/producer.out" || fail "producer not ready in 10 s"
 want="AAPL bid 1500050 400 ask 1500100 300"
+LD_LIBRARY_PATH="$lib" "$tmp/examples/examples/book_consumer" "$ring" 100 | grep -qx "top AAPL 150.0050 400 150.0100 300" ||
+	fail "book_consumer built against the prefix"
 for t in "$tmp/cons/tiny" "$tmp/cons/tiny_cpp" "$tmp/tiny_pc"; do
 	got=$(LD_LIBRARY_PATH="$lib" "$t" "$ring" AAPL) || fail "$t exited $?"
 	[ "$got" = "$want" ] || fail "$t printed '$got', want '$want'"
