@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "publish/uf_record.h" /* UF_STATIC_ASSERT */
+
 struct uf_level {
 	int64_t price;     /* UF_PRICE_DECIMALS implied decimals (feed units) */
 	uint64_t shares;   /* total shares resting at the price */
@@ -13,6 +15,6 @@ struct uf_level {
 	uint32_t reserved; /* zero; keeps the struct 24 bytes in shared memory */
 };
 
-_Static_assert(sizeof(struct uf_level) == 24, "level is 24 bytes in shared memory");
+UF_STATIC_ASSERT(sizeof(struct uf_level) == 24, "level is 24 bytes in shared memory");
 
 #endif /* UF_LEVEL_H */

@@ -73,7 +73,18 @@
 #ifndef UF_RECORD_H
 #define UF_RECORD_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* Layout checks that compile as C11 and C++11 and later: this header is installed and
+ * included from both (g++ does not know _Static_assert). */
+#ifndef UF_STATIC_ASSERT
+#ifdef __cplusplus
+#define UF_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define UF_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+#endif
 
 #define UF_RECORD_VERSION  1
 #define UF_RECORD_SIZE     64
@@ -168,10 +179,10 @@ struct uf_record {
 	uint64_t feed_seq;     /* MoldUDP64 sequence number of the source message */
 };
 
-_Static_assert(sizeof(struct uf_record) == UF_RECORD_SIZE, "record must be one cache line");
-_Static_assert(__builtin_offsetof(struct uf_record, price) == 8, "record layout is a contract");
-_Static_assert(__builtin_offsetof(struct uf_record, orders) == 24, "record layout is a contract");
-_Static_assert(__builtin_offsetof(struct uf_record, ref) == 32, "record layout is a contract");
-_Static_assert(__builtin_offsetof(struct uf_record, feed_seq) == 56, "record layout is a contract");
+UF_STATIC_ASSERT(sizeof(struct uf_record) == UF_RECORD_SIZE, "record must be one cache line");
+UF_STATIC_ASSERT(offsetof(struct uf_record, price) == 8, "record layout is a contract");
+UF_STATIC_ASSERT(offsetof(struct uf_record, orders) == 24, "record layout is a contract");
+UF_STATIC_ASSERT(offsetof(struct uf_record, ref) == 32, "record layout is a contract");
+UF_STATIC_ASSERT(offsetof(struct uf_record, feed_seq) == 56, "record layout is a contract");
 
 #endif /* UF_RECORD_H */

@@ -644,6 +644,11 @@ UF_RING_VISIBLE int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id,
 	return copy_entry(c, id, snap);
 }
 
+UF_RING_VISIBLE uint64_t uf_consumer_image_seq(const uf_consumer_t *c)
+{
+	return uf_load_acquire_u64(&c->image->commit_seq); /* entries read after it reflect it */
+}
+
 UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
                                              int (*fn)(const struct uf_book_snapshot *, void *),
                                              void *arg)

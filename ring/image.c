@@ -106,6 +106,13 @@ static void copy_side(struct uf_level *dst, uint32_t depth, const struct uf_leve
 		memset(&dst[n], 0, (size_t)(depth - n) * sizeof(*dst));
 }
 
+/* A side given more levels than the image depth is cut, and says so: a late joiner must know
+ * that its copy of the book is not the whole book (UF_BOOKF_TRUNCATED_* in the snapshot). */
+static inline uint32_t set_trunc(uint32_t flags, uint32_t bit, uint32_t cut)
+{
+	return cut ? flags | bit : flags & ~bit;
+}
+
 int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
                              const struct uf_level *levels, uint32_t n, uint64_t seq,
                              uint64_t rx_ts)
@@ -113,9 +120,12 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 	uint32_t depth = r->image->depth;
 	struct uf_image_entry *e;
 
+	uint32_t cut;
+
 	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
 		return -EINVAL;
-	if (n > depth)
+	cut = n > depth;
+	if (cut)
 		n = depth;
 	e = entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
@@ -123,9 +133,11 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 	if (side == UF_SIDE_BID) {
 		copy_side(uf_image_levels(e), depth, levels, n);
 		e->nbid = n;
+		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
 	} else {
 		copy_side(uf_image_levels(e) + depth, depth, levels, n);
 		e->nask = n;
+		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
 	}
 	e->update_rx_ts = rx_ts;
 	entry_end(r, e, seq);
@@ -137,11 +149,12 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
                            uint64_t rx_ts)
 {
 	uint32_t depth = r->image->depth;
+	uint32_t cut_bid = nbid > depth, cut_ask = nask > depth;
 	struct uf_image_entry *e;
 
-	if (nbid > depth)
+	if (cut_bid)
 		nbid = depth;
-	if (nask > depth)
+	if (cut_ask)
 		nask = depth;
 	e = entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
@@ -150,6 +163,8 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 	copy_side(uf_image_levels(e) + depth, depth, asks, nask);
 	e->nbid = nbid;
 	e->nask = nask;
+	e->flags = set_trunc(set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut_bid),
+	                     UF_IMAGE_F_TRUNC_ASK, cut_ask);
 	e->update_rx_ts = rx_ts;
 	entry_end(r, e, seq);
 	return 0;

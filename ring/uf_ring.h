@@ -164,7 +164,9 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
 /* ---- Book image setters (hot path; each is one seqlock write of one instrument) ----
  * `seq` is the stream sequence the entry reflects after this update: pass uf_ring_tail(r)
  * taken after publishing the message's records. Return 0, or -ERANGE for an instrument id
- * >= max_instruments, -EINVAL for a bad side or too many levels (n > depth is cut to depth). */
+ * >= max_instruments, -EINVAL for a bad side. A side with n > depth levels is cut to depth
+ * and flagged truncated (UF_IMAGE_F_TRUNC_*): pass depth + 1 levels when the book may be
+ * deeper, so a late joiner learns that its copy is cut. */
 
 /* Brackets several setters into one consistent update: every entry a setter touches between
  * begin and end stays locked (readers retry) until end, which stamps them all with `seq`; the

@@ -132,6 +132,11 @@ struct uf_image_status_raw {
 	uint64_t exch_ts; /* exchange timestamp of the status */
 };
 
+/* uf_image_entry.flags besides UF_RECF_STALE (the same values as UF_BOOKF_TRUNCATED_* of
+ * ufconsumer.h): the producer had more levels on that side than the image depth holds. */
+#define UF_IMAGE_F_TRUNC_BID (1u << 16)
+#define UF_IMAGE_F_TRUNC_ASK (1u << 17)
+
 /* Per-instrument entry header; 2 x depth levels follow (bids then asks). Entry size is
  * sizeof(this) + 2 * depth * 24 rounded up to 64. */
 struct uf_image_entry {
@@ -139,7 +144,7 @@ struct uf_image_entry {
 	uint64_t stamp;        /* stream sequence this entry reflects: every record < stamp
 	                        * that concerns the instrument is applied, none >= stamp */
 	uint32_t present;      /* 1 once any field was set */
-	uint32_t flags;        /* UF_RECF_STALE after an unrecovered gap */
+	uint32_t flags;        /* UF_RECF_STALE after an unrecovered gap, UF_IMAGE_F_TRUNC_* */
 	uint64_t symbol;       /* 8 symbol bytes, space padded (as UF_REC_INSTRUMENT ref) */
 	uint32_t round_lot;    /* directory: round lot size */
 	uint32_t category;     /* directory: market category */

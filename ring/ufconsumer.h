@@ -39,6 +39,14 @@ extern "C" {
 #define UF_BOOK_MAX_DEPTH       64 /* levels per side a snapshot can hold */
 #define UF_BOOK_MAX_STATUS      8  /* status codes a snapshot can hold */
 
+/* uf_book_snapshot.flags (and the book builder's books, ring/ufbook.h). */
+#define UF_BOOKF_STALE UF_RECF_STALE /* may be wrong: an unrecovered gap came before */
+#define UF_BOOKF_TRUNCATED_BID                                                                     \
+	(1u << 16)                        /* the book has more bid levels than nbid: the           \
+	                                   * image holds only `depth` per side */
+#define UF_BOOKF_TRUNCATED_ASK (1u << 17) /* the same for asks */
+#define UF_BOOKF_TRUNCATED     (UF_BOOKF_TRUNCATED_BID | UF_BOOKF_TRUNCATED_ASK)
+
 typedef struct uf_consumer uf_consumer_t; /* opaque handle */
 
 enum uf_consumer_start {
@@ -91,7 +99,9 @@ struct uf_book_status {
 /* A consistent copy of one instrument's image entry. */
 struct uf_book_snapshot {
 	uint32_t instrument;   /* id (ITCH stock locate) */
-	uint32_t flags;        /* UF_RECF_STALE when the book may be wrong after a gap */
+	uint32_t flags;        /* UF_BOOKF_STALE when the book may be wrong after a gap;
+	                        * UF_BOOKF_TRUNCATED_BID/ASK when a side was cut at the image
+	                        * depth (the levels past it are not in the snapshot) */
 	uint64_t stamp;        /* the entry reflects every record < stamp of this instrument and
 	                        * none >= stamp: apply stream records with seq >= stamp.
 	                        * Handover: snapshot, uf_consumer_seek(min stamp), apply records
@@ -161,6 +171,11 @@ void uf_consumer_get_info(const uf_consumer_t *c, struct uf_consumer_info *info)
  * -ENOENT (never set), -ERANGE (id >= max_instruments), -EBUSY (the producer kept changing
  * it, or was descheduled in the middle of an update: try again). */
 int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id, struct uf_book_snapshot *snap);
+
+/* Every record < the returned sequence is reflected in the book image (0 when the producer
+ * never committed): an instrument the image does not hold has no record below it. The
+ * handover starts reading here (uf_book_builder_sync). */
+uint64_t uf_consumer_image_seq(const uf_consumer_t *c);
 
 /* Calls `fn` with a snapshot of every present instrument in id order (`snap` is reused
  * between calls); stops early and returns fn's value when it is not 0. Returns 0 or -errno. */

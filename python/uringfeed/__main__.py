@@ -1,0 +1,96 @@
+"""python3 -m uringfeed COMMAND --ring NAME ...
+
+  books   [--depth N]            the book image as JSON lines, exactly as `uf-tail --books`
+  records [--count N] [--timeout S] [--oldest]   records as JSON lines
+
+Exit 0, 1 on errors (message on stderr), 2 on bad usage.
+"""
+import argparse
+import json
+import sys
+
+from . import Consumer, UfError, KIND_NAMES
+
+
+def json_str(b):
+    """The JSON string of symbol bytes, escaped as uf-tail does it (bytewise)."""
+    out = ['"']
+    for ch in b:
+        if ch in (0x22, 0x5C):
+            out.append("\\" + chr(ch))
+        elif ch < 0x20 or ch >= 0x7F:
+            out.append("\\u%04x" % ch)
+        else:
+            out.append(chr(ch))
+    out.append('"')
+    return "".join(out)
+
+
+def side_json(levels, depth):
+    if depth:
+        levels = levels[:depth]
+    return "[" + ",".join("[%d,%d,%d]" % lv for lv in levels) + "]"
+
+
+def render_books(snaps, depth=0):
+    """uf-tail --books lines: non-empty books sorted by symbol bytes, then id."""
+    books = [s for s in snaps if s.bid or s.ask]
+    books.sort(key=lambda s: (s.symbol_bytes, s.instrument))
+    return "".join('{"symbol":%s,"bid":%s,"ask":%s}\n' % (
+        json_str(s.symbol_bytes), side_json(s.bid, depth), side_json(s.ask, depth))
+        for s in books)
+
+
+def cmd_books(a):
+    with Consumer(a.ring, tag="py-books", dir=a.dir) as c:
+        sys.stdout.write(render_books(c.snapshot_all(), a.depth))
+    return 0
+
+
+def cmd_records(a):
+    n = 0
+    with Consumer(a.ring, start="oldest" if a.oldest else "latest", tag="py-records",
+                  dir=a.dir) as c:
+        for r in c.records(timeout=a.timeout):
+            print(json.dumps({"seq": r.seq, "kind": KIND_NAMES.get(r.kind, "?"),
+                              "instrument": r.instrument,
+                              "side": chr(r.side) if r.side else "-", "flags": r.flags,
+                              "price": r.price, "shares": r.shares, "orders_aux": r.orders,
+                              "ref": r.ref, "exch_ts": r.exch_ts, "rx_ts": r.rx_ts,
+                              "feed_seq": r.feed_seq}, separators=(",", ":")))
+            n += 1
+            if a.count and n >= a.count:
+                break
+    return 0
+
+
+def depth_arg(v):
+    d = int(v)
+    if not 1 <= d <= 64:
+        raise argparse.ArgumentTypeError("depth must be 1..64")
+    return d
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m uringfeed")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("books", help="book image as JSON lines (as uf-tail --books)")
+    b.add_argument("--ring", required=True)
+    b.add_argument("--depth", type=depth_arg, default=0)
+    b.add_argument("--dir")
+    r = sub.add_parser("records", help="records as JSON lines")
+    r.add_argument("--ring", required=True)
+    r.add_argument("--count", type=int, default=0)
+    r.add_argument("--timeout", type=float, default=None)
+    r.add_argument("--oldest", action="store_true")
+    r.add_argument("--dir")
+    a = p.parse_args(argv)
+    try:
+        return cmd_books(a) if a.cmd == "books" else cmd_records(a)
+    except UfError as e:
+        print("uringfeed: %s" % e.strerror, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
