@@ -1,6 +1,8 @@
 /* libufconsumer: attach, read, wait, snapshot. Reads the layout in ring/uf_ring_layout.h.
  * Everything the producer wrote is mapped PROT_READ; the only stores go to this consumer's
- * slot in the consumer table and to the table's sleeper count. */
+ * slot in the consumer table and to the table's sleeper count. The table is memory every
+ * consumer can write: this library keeps its own copy of its size and slot, and the table is
+ * a sealed memfd, so nothing another consumer does to it can make this one fault. */
 #include "ring/ufconsumer.h"
 
 #include <errno.h>
@@ -9,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,8 +37,14 @@ struct uf_consumer {
 	const struct uf_ring_hdr *hdr;    /* data file, read-only */
 	const struct uf_record *slots;    /* ring slots */
 	const struct uf_image_hdr *image; /* book image */
-	struct uf_ring_ctable *ct;        /* consumer table, read-write */
+	struct uf_ring_ctable *ct;        /* consumer table, read-write (or a private stand-in
+	                                   * when reading a closed ring unregistered) */
 	struct uf_ring_cslot *slot;       /* our registration */
+	uint32_t nslots;                  /* our copy of the table's slot count */
+	uint32_t depth;                   /* our copies of the image geometry, checked at */
+	uint32_t max_instruments;         /* attach: the mapping is never re-read for them */
+	uid_t owner;                      /* uid owning the ring directory */
+	int registered;                   /* 1 when ct is the producer's table */
 	uint64_t pos;                     /* next sequence to read */
 	uint64_t mask;                    /* capacity - 1 */
 	uint64_t capacity;                /* records */
@@ -53,8 +64,12 @@ struct uf_consumer {
 	char tag[16];                     /* copy of opt.tag */
 	char dir[128];                    /* copy of the shm directory */
 	char name[UF_RING_NAME_MAX];      /* ring name */
-	char data_path[256];              /* <dir>/uf.<name> */
+	char dir_path[256];               /* <dir>/uf.<name> */
+	char data_path[300];              /* <dir>/uf.<name>/data */
 };
+
+_Static_assert(offsetof(struct uf_consumer_options, tag) == 16,
+               "owner took the padding after start: the options keep their size and layout");
 
 static void c_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -74,24 +89,150 @@ UF_RING_VISIBLE void uf_consumer_options_init(struct uf_consumer_options *opt)
 	opt->start = UF_CONSUMER_START_LATEST;
 }
 
+/* Whether `uid` may own a ring this process reads: root, this user, options.owner or
+ * $UF_RING_OWNER (a uid or a user name). Anyone else may have put it there to be read. */
+static int owner_ok(const struct uf_consumer *c, uid_t uid)
+{
+	const char *env = getenv("UF_RING_OWNER");
+
+	if (uid == 0 || uid == geteuid() || (c->opt.owner != 0 && uid == c->opt.owner))
+		return 1;
+	if (env && env[0]) {
+		char *end;
+		unsigned long v = strtoul(env, &end, 10);
+		struct passwd *pw;
+		if (*end == '\0')
+			return uid == (uid_t)v;
+		pw = getpwnam(env);
+		return pw && pw->pw_uid == uid;
+	}
+	return 0;
+}
+
+/* Every header field, against the file size, without an overflow: a ring is only mapped and
+ * indexed after this. Returns NULL when sane, else what is wrong. */
+static const char *header_problem(const struct uf_ring_hdr *h, uint64_t size, const char *name)
+{
+	uint64_t ring_bytes;
+
+	if (h->capacity < 16 || h->capacity > (1ull << 32) || (h->capacity & (h->capacity - 1)))
+		return "capacity is not a power of two in [16, 2^32]";
+	if (h->file_size != size)
+		return "file_size differs from the file's size";
+	ring_bytes = h->capacity * sizeof(struct uf_record); /* <= 2^38: no overflow */
+	if (h->ring_off < sizeof(*h) || h->ring_off % UF_CACHELINE || h->ring_off > size ||
+	    ring_bytes > size - h->ring_off)
+		return "ring offset or capacity reach past the end of the file";
+	if (h->image_off % UF_CACHELINE || h->image_off < h->ring_off + ring_bytes ||
+	    h->image_off > size || size - h->image_off < sizeof(struct uf_image_hdr))
+		return "image offset overlaps the records or reaches past the end of the file";
+	if (h->state != UF_RING_STATE_OPEN && h->state != UF_RING_STATE_CLOSED)
+		return "state is neither open nor closed";
+	if (memchr(h->name, '\0', sizeof(h->name)) == NULL || strcmp(h->name, name) != 0)
+		return "the ring name in the header is not this ring's";
+	return NULL;
+}
+
+static const char *image_problem(const struct uf_image_hdr *ih, uint64_t room)
+{
+	if (ih->magic != UF_RING_IMAGE_MAGIC)
+		return "bad book image magic";
+	if (ih->depth < 1 || ih->depth > UF_RING_MAX_DEPTH)
+		return "book image depth out of 1..64";
+	if (ih->max_instruments < 1 || ih->max_instruments > (1u << 24))
+		return "book image max_instruments out of 1..2^24";
+	if (ih->entry_size != uf_image_entry_size(ih->depth) || ih->entries_off != sizeof(*ih))
+		return "book image entry size or offset is not what its depth implies";
+	/* entry_size <= 4 KiB and max <= 2^24: the product cannot overflow */
+	if (room < ih->entries_off ||
+	    (room - ih->entries_off) / ih->entry_size < ih->max_instruments)
+		return "book image reaches past the end of the file";
+	return NULL;
+}
+
+/* Opens the ring directory: a real directory (not a link), owned by an accepted uid, that
+ * nobody but its owner may write (else anyone could have swapped the files in it). */
+static int open_dir(struct uf_consumer *c, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	fd = open(c->dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		if (errno == ENOENT)
+			c_err(err, errlen, "ring %s: %s: no such ring (is the producer running?)",
+			      c->name, c->dir_path);
+		else if (errno == ELOOP)
+			c_err(
+			    err, errlen,
+			    "ring %s: %s is a symbolic link: refused (a ring directory is made by "
+			    "its producer, never linked)",
+			    c->name, c->dir_path);
+		else if (errno == ENOTDIR)
+			c_err(err, errlen,
+			      "ring %s: %s is not a ring directory (a ring of an older release, or "
+			      "something else): refused",
+			      c->name, c->dir_path);
+		else
+			c_err(err, errlen, "ring %s: %s: %s", c->name, c->dir_path,
+			      strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0 || !owner_ok(c, st.st_uid)) {
+		c_err(err, errlen,
+		      "ring %s: %s is owned by uid %u, not by root, this user or the expected "
+		      "owner: refused (squatted? set options.owner or UF_RING_OWNER if that uid "
+		      "is your producer)",
+		      c->name, c->dir_path, (unsigned)st.st_uid);
+		close(fd);
+		return -EPERM;
+	}
+	if (st.st_mode & 0022) {
+		c_err(err, errlen,
+		      "ring %s: %s has mode %04o: group or others may write it: refused", c->name,
+		      c->dir_path, (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -EPERM;
+	}
+	c->owner = st.st_uid;
+	return fd;
+}
+
 /* Maps and validates the data file. Fills hdr/slots/image/sizes/identity of `c`. */
 static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 {
 	struct uf_ring_hdr h;
+	struct uf_image_hdr ih;
 	struct stat st;
+	const char *why;
 	void *p;
-	int fd, rc;
+	int fd, dfd, rc;
 
-	fd = open(c->data_path, O_RDONLY | O_CLOEXEC);
+	dfd = open_dir(c, err, errlen);
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, UF_RING_DATA_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
 	if (fd < 0) {
 		rc = -errno;
 		c_err(err, errlen, "ring %s: %s: %s", c->name, c->data_path,
-		      errno == ENOENT ? "no such ring (is the producer running?)"
-		                      : strerror(errno));
+		      errno == ENOENT  ? "no such ring (is the producer running?)"
+		      : errno == ELOOP ? "a symbolic link: refused"
+		                       : strerror(errno));
 		return rc;
 	}
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(h) ||
-	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != c->owner ||
+	    (st.st_mode & 0022)) {
+		c_err(err, errlen,
+		      "ring %s: %s is not a regular file of the directory's owner (uid %u) "
+		      "writable only by it (uid %u, mode %04o): refused",
+		      c->name, c->data_path, (unsigned)c->owner, (unsigned)st.st_uid,
+		      (unsigned)(st.st_mode & 07777));
+		rc = -EPERM;
+		goto out_close;
+	}
+	if (st.st_size < (off_t)sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		c_err(err, errlen, "ring %s: %s is too short to be a ring", c->name, c->data_path);
 		rc = -EPROTO;
 		goto out_close;
@@ -119,17 +260,24 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 		rc = -EPROTO;
 		goto out_close;
 	}
-	if (h.capacity < 16 || (h.capacity & (h.capacity - 1)) ||
-	    h.file_size != (uint64_t)st.st_size ||
-	    h.ring_off + h.capacity * sizeof(struct uf_record) > h.image_off ||
-	    h.image_off + sizeof(struct uf_image_hdr) > h.file_size) {
-		c_err(err, errlen, "ring %s: inconsistent header (capacity %llu, size %llu/%lld)",
-		      c->name, (unsigned long long)h.capacity, (unsigned long long)h.file_size,
-		      (long long)st.st_size);
+	why = header_problem(&h, (uint64_t)st.st_size, c->name);
+	if (!why) {
+		if (pread(fd, &ih, sizeof(ih), (off_t)h.image_off) != (ssize_t)sizeof(ih))
+			why = "book image header unreadable";
+		else
+			why = image_problem(&ih, h.file_size - h.image_off);
+	}
+	if (why) {
+		c_err(err, errlen,
+		      "ring %s: %s: inconsistent header: %s (capacity %llu, file_size %llu, "
+		      "size on disk %lld): refused",
+		      c->name, c->data_path, why, (unsigned long long)h.capacity,
+		      (unsigned long long)h.file_size, (long long)st.st_size);
 		rc = -EPROTO;
 		goto out_close;
 	}
-	/* PROT_READ: a stray write from this process faults instead of corrupting the ring */
+	/* PROT_READ: a stray write from this process faults instead of corrupting the ring.
+	 * Nobody but the owner may write (or truncate) the file: checked above. */
 	p = mmap(NULL, h.file_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
@@ -144,17 +292,10 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	c->capacity = h.capacity;
 	c->mask = h.capacity - 1;
 	c->generation = h.generation;
+	c->depth = ih.depth;
+	c->max_instruments = ih.max_instruments;
 	c->dev = st.st_dev;
 	c->ino = st.st_ino;
-	if (c->image->magic != UF_RING_IMAGE_MAGIC || c->image->depth > UF_RING_MAX_DEPTH ||
-	    h.image_off + c->image->entries_off +
-	            (uint64_t)c->image->max_instruments * c->image->entry_size >
-	        h.file_size) {
-		c_err(err, errlen, "ring %s: book image header is inconsistent", c->name);
-		munmap(p, h.file_size);
-		c->hdr = NULL;
-		return -EPROTO;
-	}
 	return 0;
 
 out_close:
@@ -162,54 +303,162 @@ out_close:
 	return rc;
 }
 
-/* Maps the consumer table, checks it belongs to the mapped data generation. */
-static int map_table(struct uf_consumer *c, char *err, size_t errlen)
+/* Receives the table's fd and description from the producer's socket. Returns the fd, or
+ * -ECONNREFUSED / -ENOENT when no producer listens, or another -errno. */
+static int fetch_table(struct uf_consumer *c, struct uf_ring_hello *hello, char *err, size_t errlen)
 {
-	char path[256];
-	struct stat st;
-	void *p;
-	int fd, rc;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {.tv_sec = 2};
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = hello, .iov_len = sizeof(*hello)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+	int s, fd = -1, rc;
+	ssize_t n;
 
-	uf_ring_path(path, sizeof(path), c->dir, c->name, 1);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
+	if (uf_ring_path(sa.sun_path, sizeof(sa.sun_path), c->dir, c->name, UF_RING_FILE_SOCK) <
+	    0) {
+		c_err(err, errlen, "ring %s: socket path too long", c->name);
+		return -ENAMETOOLONG;
+	}
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)); /* a silent peer: give up */
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
-		c_err(err, errlen, "ring %s: consumer table %s: %s", c->name, path,
-		      strerror(errno));
+		close(s);
 		return rc;
 	}
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct uf_ring_ctable)) {
-		close(fd);
-		c_err(err, errlen, "ring %s: consumer table %s too short", c->name, path);
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != c->owner) {
+		c_err(
+		    err, errlen,
+		    "ring %s: the process behind %s/sock is not the ring's owner (uid %u): refused",
+		    c->name, c->dir_path, (unsigned)c->owner);
+		close(s);
+		return -EPERM;
+	}
+	memset(&u, 0, sizeof(u));
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof(u.buf);
+	n = recvmsg(s, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	rc = n < 0 ? -errno : 0;
+	close(s);
+	for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = f;
+			else
+				close(f); /* more than we asked for */
+		}
+	}
+	if (rc < 0 || n != (ssize_t)sizeof(*hello) || fd < 0 || (m.msg_flags & MSG_CTRUNC)) {
+		if (fd >= 0)
+			close(fd);
+		c_err(err, errlen, "ring %s: no consumer table from %s/sock (%s)", c->name,
+		      c->dir_path, rc < 0 ? strerror(-rc) : "short or empty answer");
 		return -EPROTO;
 	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		c_err(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
-		return rc;
-	}
+	return fd;
+}
+
+/* A private, zeroed one-slot table: a consumer of a closed ring (or one whose producer is
+ * gone) reads without registering; its slot stores land here. */
+static int local_table(struct uf_consumer *c)
+{
+	size_t size = sizeof(struct uf_ring_ctable) + sizeof(struct uf_ring_cslot);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
 	c->ct = p;
-	c->ct_size = (size_t)st.st_size;
-	if (c->ct->magic != UF_RING_CT_MAGIC || c->ct->layout_version != UF_RING_LAYOUT_VERSION ||
-	    sizeof(*c->ct) + (uint64_t)c->ct->nslots * sizeof(struct uf_ring_cslot) > c->ct_size) {
+	c->ct_size = size;
+	c->nslots = 1;
+	c->registered = 0;
+	return 0;
+}
+
+static int producer_gone(const struct uf_consumer *c)
+{
+	uint64_t start = 0;
+
+	if (uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED)
+		return 1;
+	return uf_ring_proc_stat((pid_t)c->hdr->producer_pid, &start, NULL) < 0 ||
+	       (c->hdr->producer_start != 0 && start != c->hdr->producer_start);
+}
+
+/* Gets the consumer table from the producer and checks it: sealed against shrinking and
+ * growing (else another consumer could make our mapping SIGBUS), of the size it claims, of
+ * the mapped data generation. */
+static int map_table(struct uf_consumer *c, char *err, size_t errlen)
+{
+	struct uf_ring_hello hello;
+	struct stat st;
+	int fd, rc, seals;
+	void *p;
+
+	fd = fetch_table(c, &hello, err, errlen);
+	if (fd == -ECONNREFUSED || fd == -ENOENT) {
+		if (producer_gone(c))
+			return local_table(c);
+		c_err(err, errlen, "ring %s: %s/sock does not answer yet (producer restarting?)",
+		      c->name, c->dir_path);
+		return -ESTALE;
+	}
+	if (fd < 0)
+		return fd;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) !=
+	                     (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		c_err(err, errlen,
+		      "ring %s: the consumer table is not sealed against resizing: "
+		      "refused",
+		      c->name);
+		rc = -EPROTO;
+		goto out_close;
+	}
+	if (hello.magic != UF_RING_CT_MAGIC || hello.layout_version != UF_RING_LAYOUT_VERSION ||
+	    hello.nslots < 1 || hello.nslots > UF_RING_MAX_CONSUMERS || fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size != hello.table_size ||
+	    hello.table_size < sizeof(struct uf_ring_ctable) +
+	                           (uint64_t)hello.nslots * sizeof(struct uf_ring_cslot)) {
 		c_err(err, errlen, "ring %s: consumer table is not layout version %u", c->name,
 		      UF_RING_LAYOUT_VERSION);
 		rc = -EPROTO;
-		goto out_unmap;
+		goto out_close;
 	}
-	if (c->ct->generation != c->generation) {
+	if (hello.generation != c->generation) {
 		c_err(err, errlen, "ring %s: producer is restarting (table generation differs)",
 		      c->name);
 		rc = -ESTALE;
-		goto out_unmap;
+		goto out_close;
 	}
+	p = mmap(NULL, hello.table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		c_err(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
+		goto out_close;
+	}
+	close(fd);
+	c->ct = p;
+	c->ct_size = hello.table_size;
+	c->nslots = hello.nslots;
+	c->registered = 1;
 	return 0;
 
-out_unmap:
-	munmap(p, c->ct_size);
-	c->ct = NULL;
+out_close:
+	close(fd);
 	return rc;
 }
 
@@ -220,7 +469,7 @@ static int claim_slot(struct uf_consumer *c, char *err, size_t errlen)
 	uint64_t start = 0;
 
 	uf_ring_proc_stat(getpid(), &start, NULL);
-	for (uint32_t i = 0; i < c->ct->nslots; i++) {
+	for (uint32_t i = 0; i < c->nslots; i++) { /* our copy: the table's field is input */
 		uint32_t expect = 0;
 		if (uf_load_relaxed_u32(&slots[i].pid) != 0)
 			continue;
@@ -240,7 +489,7 @@ static int claim_slot(struct uf_consumer *c, char *err, size_t errlen)
 	c_err(err, errlen,
 	      "ring %s: all %u consumer slots are in use (the producer reaps dead consumers; "
 	      "raise max_consumers if they are all alive)",
-	      c->name, c->ct->nslots);
+	      c->name, c->nslots);
 	return -EUSERS;
 }
 
@@ -332,7 +581,8 @@ UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consume
 	snprintf(c->dir, sizeof(c->dir), "%s", dir);
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	if (strlen(dir) >= sizeof(c->dir) ||
-	    uf_ring_path(c->data_path, sizeof(c->data_path), c->dir, name, 0) < 0) {
+	    uf_ring_path(c->dir_path, sizeof(c->dir_path), c->dir, name, UF_RING_FILE_DIR) < 0 ||
+	    uf_ring_path(c->data_path, sizeof(c->data_path), c->dir, name, UF_RING_FILE_DATA) < 0) {
 		c_err(err, errlen, "ring %s: directory path too long", name);
 		free(c);
 		return -ENAMETOOLONG;
@@ -556,8 +806,8 @@ UF_RING_VISIBLE void uf_consumer_get_info(const uf_consumer_t *c, struct uf_cons
 	info->created_ns = c->hdr->created_ns;
 	info->producer_pid = c->hdr->producer_pid;
 	info->numa_node = c->hdr->numa_node;
-	info->depth = c->image->depth;
-	info->max_instruments = c->image->max_instruments;
+	info->depth = c->depth;
+	info->max_instruments = c->max_instruments;
 	info->closed = uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED;
 	{
 		uint64_t start = 0;
@@ -583,9 +833,9 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 {
 	const struct uf_image_entry *e;
 	const struct uf_level *lv;
-	uint32_t depth = c->image->depth;
+	uint32_t depth = c->depth;
 
-	if (id >= c->image->max_instruments)
+	if (id >= c->max_instruments)
 		return -ERANGE;
 	e = uf_image_entry_at(c->image, id);
 	lv = uf_image_levels((struct uf_image_entry *)e);
@@ -668,7 +918,7 @@ UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
 
 	if (!s)
 		return -ENOMEM;
-	for (uint32_t id = 0; id < c->image->max_instruments; id++) {
+	for (uint32_t id = 0; id < c->max_instruments; id++) {
 		const struct uf_image_entry *e = uf_image_entry_at(c->image, id);
 
 		if (!uf_load_acquire_u32(&e->present))
@@ -698,7 +948,7 @@ UF_RING_VISIBLE int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uin
 	memset(want, ' ', 8);
 	memcpy(want, symbol, strlen(symbol));
 	memcpy(&packed, want, 8);
-	for (uint32_t i = 0; i < c->image->max_instruments; i++) {
+	for (uint32_t i = 0; i < c->max_instruments; i++) {
 		const struct uf_image_entry *e = uf_image_entry_at(c->image, i);
 		/* a torn read of 8 bytes is impossible (one aligned load); re-check below */
 		if (uf_load_relaxed_u64(&e->symbol) != packed)

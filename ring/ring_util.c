@@ -45,10 +45,12 @@ const char *uf_ring_dir_pick(const char *dir)
 	return UF_RING_SHM_DIR;
 }
 
-int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int cons)
+int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int what)
 {
-	int n =
-	    snprintf(buf, len, cons ? "%s/" UF_RING_CONS_FMT : "%s/" UF_RING_DATA_FMT, dir, name);
+	const char *leaf = what == UF_RING_FILE_DATA   ? "/" UF_RING_DATA_NAME
+	                   : what == UF_RING_FILE_SOCK ? "/" UF_RING_SOCK_NAME
+	                                               : "";
+	int n = snprintf(buf, len, "%s/" UF_RING_DIR_FMT "%s", dir, name, leaf);
 
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;

@@ -15,8 +15,15 @@ int uf_ring_name_check(const char *name);
 /* The shm directory to use: `dir` if given, else $UF_RING_DIR, else /dev/shm. */
 const char *uf_ring_dir_pick(const char *dir);
 
-/* Writes "<dir>/uf.<name>" (cons = 0) or "<dir>/uf.<name>.cons" (cons = 1). -ENAMETOOLONG. */
-int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int cons);
+/* What uf_ring_path names: the ring's private directory and the two entries in it. */
+enum uf_ring_file {
+	UF_RING_FILE_DATA = 0, /* "<dir>/uf.<name>/data" */
+	UF_RING_FILE_SOCK = 1, /* "<dir>/uf.<name>/sock" (hands out the consumer table) */
+	UF_RING_FILE_DIR = 2,  /* "<dir>/uf.<name>" */
+};
+
+/* Writes the path of `what` (enum uf_ring_file) of ring `name` under `dir`. -ENAMETOOLONG. */
+int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int what);
 
 /* The kernel's start time of `pid` (field 22 of /proc/pid/stat) and its state letter.
  * Returns 0, or -ESRCH when the process does not exist. */
