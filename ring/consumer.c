@@ -158,6 +158,8 @@ static int open_dir(struct uf_consumer *c, char *err, size_t errlen)
 	int fd, rc;
 
 	fd = open(c->dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOTDIR && lstat(c->dir_path, &st) == 0 && S_ISLNK(st.st_mode))
+		errno = ELOOP; /* a link to a directory: O_DIRECTORY sees the link first */
 	if (fd < 0) {
 		rc = -errno;
 		if (errno == ENOENT)

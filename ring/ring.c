@@ -165,6 +165,8 @@ static int open_ring_dir(const char *path, const char *tmp, const char *name, in
 		*fresh = 1;
 		return fd;
 	}
+	if (fd < 0 && errno == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		errno = ELOOP; /* a link to a directory: O_DIRECTORY sees the link first */
 	if (fd < 0) {
 		rc = -errno;
 		if (errno == ELOOP)
@@ -722,6 +724,11 @@ int uf_ring_unlink(const char *name, const char *dir)
 	/* through the directory fd, never following a link: a squatter's symlink must not make
 	 * us delete files elsewhere */
 	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 && errno == ENOTDIR) {
+		struct stat st;
+		if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+			return -ELOOP; /* not ours to follow, nor to remove */
+	}
 	if (dfd >= 0) {
 		rc = 0;
 		unlinkat(dfd, UF_RING_DATA_NAME, 0);
@@ -755,7 +762,7 @@ static int table_check(struct uf_ring *r)
 
 	if (r->ct->magic != UF_RING_CT_MAGIC || r->ct->layout_version != UF_RING_LAYOUT_VERSION ||
 	    r->ct->nslots != r->nslots || r->ct->generation != r->generation) {
-		n += (size_t)snprintf(what + n, sizeof(what) - n, " header (nslots %u, want %u)",
+		n += (size_t)snprintf(what + n, sizeof(what) - n, ", header (nslots %u, want %u)",
 		                      r->ct->nslots, r->nslots);
 		table_reset_header(r);
 	}
@@ -769,14 +776,15 @@ static int table_check(struct uf_ring *r)
 		}
 	}
 	if (bad_flags && n < sizeof(what))
-		n += (size_t)snprintf(what + n, sizeof(what) - n, " %u slot flags", bad_flags);
+		n += (size_t)snprintf(what + n, sizeof(what) - n, ", %u slot flags", bad_flags);
 	sleepers = uf_load_relaxed_u32(&r->ct->sleepers);
 	if (sleepers > r->nslots) {
 		/* a true count never exceeds the slots; the sleeping flags are the best estimate
 		 * (a consumer between its flag and its increment may make it one off until the
 		 * next check: at worst one wasted FUTEX_WAKE or one 50 ms sleep slice) */
 		if (n < sizeof(what))
-			n += (size_t)snprintf(what + n, sizeof(what) - n, " sleepers %u", sleepers);
+			n +=
+			    (size_t)snprintf(what + n, sizeof(what) - n, ", sleepers %u", sleepers);
 		uf_store_relaxed_u32(&r->ct->sleepers, sleeping);
 	}
 	if (n == 0)
@@ -785,7 +793,7 @@ static int table_check(struct uf_ring *r)
 	fprintf(stderr,
 	        "uringfeed: ring %s: consumer table damaged (%s): repaired from the "
 	        "producer's copies\n",
-	        r->name, what + 1);
+	        r->name, what + 2);
 	return 1;
 }
 
