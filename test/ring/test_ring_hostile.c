@@ -49,6 +49,21 @@ static const char *base_dir(void)
 {
 	if (g_base[0])
 		return g_base;
+	/* base directories of earlier runs that died before their cleanup (killed, timeout) */
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		long pid;
+		if (strncmp(e->d_name, "uf-hostile-", 11))
+			continue;
+		pid = strtol(e->d_name + 11, NULL, 10);
+		if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			snprintf(g_base, sizeof(g_base), "/dev/shm/%.100s", e->d_name);
+			base_cleanup();
+		}
+	}
+	if (d)
+		closedir(d);
 	snprintf(g_base, sizeof(g_base), "/dev/shm/uf-hostile-%d", (int)getpid());
 	base_cleanup();
 	if (mkdir(g_base, 0755) < 0 || chmod(g_base, 0755) < 0) {
