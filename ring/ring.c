@@ -310,7 +310,66 @@ struct uf_ring_server {
 	int stopfd;                 /* eventfd: written by uf_ring_close */
 	int ct_fd;                  /* the sealed memfd */
 	struct uf_ring_hello hello; /* sent with it */
+	pthread_mutex_t lock;       /* guards the handout list (server thread vs reap) */
+	struct handout *handed;     /* who got the table: the producer's own record */
+	uint32_t nhanded;           /* entries used */
+	uint32_t maxhanded;         /* capacity: 4 x nslots, oldest overwritten */
+	uint32_t nexthanded;        /* where the next new pid goes once full */
 };
+
+/* A process the server handed the table to, as the kernel names it (SO_PEERCRED), not as the
+ * table claims: a slot whose pid is not in this list was forged. */
+struct handout {
+	int32_t pid;    /* peer pid */
+	uint64_t start; /* its /proc start time, so a reused pid does not count */
+};
+
+static void note_handout(struct uf_ring_server *s, int c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uint64_t start = 0;
+	uint32_t i;
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+		return;
+	uf_ring_proc_stat(cred.pid, &start, NULL);
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < s->nhanded; i++)
+		if (s->handed[i].pid == cred.pid)
+			break;
+	if (i == s->nhanded) {
+		if (s->nhanded < s->maxhanded) {
+			s->nhanded++;
+		} else {
+			/* full: the entry of a process that is gone, so that a long-lived consumer
+			 * is not pushed out by short-lived ones (uf-tail --info every minute); only
+			 * when all are alive, the oldest by insertion */
+			uint64_t st;
+			for (i = 0; i < s->maxhanded; i++)
+				if (uf_ring_proc_stat(s->handed[i].pid, &st, NULL) < 0 ||
+				    st != s->handed[i].start)
+					break;
+			if (i == s->maxhanded)
+				i = s->nexthanded++ % s->maxhanded;
+		}
+	}
+	s->handed[i].pid = cred.pid;
+	s->handed[i].start = start;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Whether `pid` (started at `start`) got the table from this producer. */
+static int was_handed(struct uf_ring_server *s, uint32_t pid, uint64_t start)
+{
+	int yes = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (uint32_t i = 0; i < s->nhanded && !yes; i++)
+		yes = (uint32_t)s->handed[i].pid == pid && (s->handed[i].start == start || !start);
+	pthread_mutex_unlock(&s->lock);
+	return yes;
+}
 
 static void send_table(struct uf_ring_server *s, int c)
 {
@@ -359,6 +418,7 @@ static void *server_main(void *arg)
 				}
 				break;
 			}
+			note_handout(s, c); /* before the fd: the slot it claims is then known */
 			send_table(s, c);
 			close(c);
 		}
@@ -381,6 +441,14 @@ static int start_server(struct uf_ring *r, const char *path, uint32_t mode, int6
 	}
 	s->ct_fd = ct_fd;
 	s->owner = getpid();
+	s->maxhanded = 4 * r->nslots;
+	s->handed = calloc(s->maxhanded, sizeof(*s->handed));
+	if (!s->handed) {
+		free(s);
+		ring_err(err, errlen, "ring %s: out of memory", r->name);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->lock, NULL);
 	s->hello.magic = UF_RING_CT_MAGIC;
 	s->hello.layout_version = UF_RING_LAYOUT_VERSION;
 	s->hello.nslots = r->nslots;
@@ -425,6 +493,8 @@ out_close:
 		close(s->lfd);
 	if (s->stopfd >= 0)
 		close(s->stopfd);
+	pthread_mutex_destroy(&s->lock);
+	free(s->handed);
 	free(s);
 	return rc;
 }
@@ -443,6 +513,8 @@ static void stop_server(struct uf_ring *r)
 	close(s->lfd);
 	close(s->stopfd);
 	close(s->ct_fd);
+	pthread_mutex_destroy(&s->lock);
+	free(s->handed);
 	free(s);
 	r->server = NULL;
 }
@@ -834,7 +906,7 @@ int uf_ring_consumers(struct uf_ring *r, struct uf_ring_consumer_info *out, size
 int uf_ring_reap(struct uf_ring *r)
 {
 	struct uf_ring_cslot *slots = (struct uf_ring_cslot *)(r->ct + 1);
-	int freed = 0;
+	int freed = 0, forged = 0;
 
 	table_check(r);
 	for (uint32_t i = 0; i < r->nslots; i++) {
@@ -851,6 +923,12 @@ int uf_ring_reap(struct uf_ring *r)
 			dead = 1;
 		else
 			dead = state == 'Z' || state == 'X' || (want != 0 && start != want);
+		/* alive, but never asked us for the table: a slot forged by someone who has
+		 * it (say, a live pid written into every slot to lock new consumers out) */
+		if (!dead && r->server && !was_handed(r->server, pid, start)) {
+			dead = 1;
+			forged++;
+		}
 		if (!dead)
 			continue;
 		/* a consumer killed inside uf_consumer_wait left its sleeper count behind: take
@@ -864,6 +942,13 @@ int uf_ring_reap(struct uf_ring *r)
 		/* CAS: free the slot only if the dead owner still holds it */
 		if (uf_cas_u32(&s->pid, &pid, 0))
 			freed++;
+	}
+	if (forged) {
+		r->table_repairs++;
+		fprintf(stderr,
+		        "uringfeed: ring %s: consumer table damaged (%d slot%s claimed by live "
+		        "processes that never asked for the table): freed\n",
+		        r->name, forged, forged == 1 ? "" : "s");
 	}
 	return freed;
 }
