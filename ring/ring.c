@@ -475,7 +475,9 @@ static int start_server(struct uf_ring *r, const char *path, uint32_t mode, int6
 		unlink(path);
 		goto out_close;
 	}
-	/* the thread takes no signal: they stay for the application's threads */
+	/* the thread takes no signal: they stay for the application's threads. It inherits
+	 * the creating thread's CPU affinity: create rings from a control thread (the daemon
+	 * does, after uf_place_control_threads), so it never wakes on a feed's CPU */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&s->thread, NULL, server_main, s);

@@ -98,7 +98,8 @@ void uf_ring_options_init(struct uf_ring_options *opt);
  * previous ring of that name (whose consumers see -ESTALE). The new generation is greater
  * than the old one. Refuses (-EBUSY) to replace a ring another live process still produces
  * into. On error writes a one-line reason to `err` and returns -errno.
- * Cold: allocates, maps, touches every page, starts a thread. */
+ * Cold: allocates, maps, touches every page, starts a thread (with the caller's CPU
+ * affinity: call it from a control thread, not from a pinned busy-polling one). */
 UF_COLD int uf_ring_create(const char *name, const struct uf_ring_options *opt,
                            struct uf_ring **out, char *err, size_t errlen);
 
