@@ -123,3 +123,15 @@ uint64_t uf_ring_now_coarse_ns(void)
 	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+int uf_ring_allocate(int fd, uint64_t size)
+{
+	int rc;
+
+	if (fallocate(fd, 0, 0, (off_t)size) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	rc = posix_fallocate(fd, 0, (off_t)size); /* emulated by writing: slow but sure */
+	return -rc;
+}

@@ -36,6 +36,11 @@ int uf_ring_futex_wait(const uint32_t *word, uint32_t val, int64_t timeout_ns);
 /* FUTEX_WAKE every waiter on a shared word; returns the number woken or -errno. */
 int uf_ring_futex_wake_all(uint32_t *word);
 
+/* Allocates `size` bytes of `fd` for real (fallocate; posix_fallocate where the file system
+ * lacks it): on tmpfs a sparse file fails only when a page is first touched, with a SIGBUS;
+ * this fails now, -ENOSPC. Returns 0 or -errno. */
+int uf_ring_allocate(int fd, uint64_t size);
+
 /* Coarse CLOCK_REALTIME in ns (vDSO, a few ns): for last-seen stamps. */
 uint64_t uf_ring_now_coarse_ns(void);
 
