@@ -1,6 +1,8 @@
 /* libufconsumer: attach, read, wait, snapshot. Reads the layout in ring/uf_ring_layout.h.
  * Everything the producer wrote is mapped PROT_READ; the only stores go to this consumer's
- * slot in the consumer table and to the table's sleeper count. */
+ * slot in the consumer table and to the table's sleeper count. The table is memory every
+ * consumer can write: this library keeps its own copy of its size and slot, and the table is
+ * a sealed memfd, so nothing another consumer does to it can make this one fault. */
 #include "ring/ufconsumer.h"
 
 #include <errno.h>
@@ -14,12 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/uf_atomic.h"
-#include "common/uf_compiler.h"
 #include "common/uf_err.h"
 #include "common/uf_symbol.h"
+#include "common/uf_atomic.h"
+#include "common/uf_compiler.h"
 #include "common/uf_time.h"
 #include "ring/ring_util.h"
+#include "ring/ring_verify.h"
 #include "ring/uf_ring_layout.h"
 
 #define IDLE_SEEN_EVERY    4096u  /* empty polls between last-seen stamps */
@@ -34,8 +37,14 @@ struct uf_consumer {
 	const struct uf_ring_hdr *hdr;    /* data file, read-only */
 	const struct uf_record *slots;    /* ring slots */
 	const struct uf_image_hdr *image; /* book image */
-	struct uf_ring_ctable *ct;        /* consumer table, read-write */
+	struct uf_ring_ctable *ct;        /* consumer table, read-write (or a private stand-in
+	                                   * when reading a closed ring unregistered) */
 	struct uf_ring_cslot *slot;       /* our registration */
+	uint32_t nslots;                  /* our copy of the table's slot count */
+	uint32_t depth;                   /* our copies of the image geometry, checked at */
+	uint32_t max_instruments;         /* attach: the mapping is never re-read for them */
+	uid_t owner;                      /* uid owning the ring directory */
+	int registered;                   /* 1 when ct is the producer's table */
 	uint64_t pos;                     /* next sequence to read */
 	uint64_t mask;                    /* capacity - 1 */
 	uint64_t capacity;                /* records */
@@ -55,8 +64,12 @@ struct uf_consumer {
 	char tag[16];                     /* copy of opt.tag */
 	char dir[128];                    /* copy of the shm directory */
 	char name[UF_RING_NAME_MAX];      /* ring name */
-	char data_path[256];              /* <dir>/uf.<name> */
+	char dir_path[256];               /* <dir>/uf.<name> */
+	char data_path[300];              /* <dir>/uf.<name>/data */
 };
+
+_Static_assert(offsetof(struct uf_consumer_options, tag) == 16,
+               "owner took the padding after start: the options keep their size and layout");
 
 UF_RING_VISIBLE void uf_consumer_options_init(struct uf_consumer_options *opt)
 {
@@ -65,24 +78,94 @@ UF_RING_VISIBLE void uf_consumer_options_init(struct uf_consumer_options *opt)
 	opt->start = UF_CONSUMER_START_LATEST;
 }
 
+/* Opens the ring directory: a real directory (not a link), owned by an accepted uid, that
+ * nobody but its owner may write (else anyone could have swapped the files in it). */
+static int open_dir(struct uf_consumer *c, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	fd = open(c->dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOTDIR && lstat(c->dir_path, &st) == 0 && S_ISLNK(st.st_mode))
+		errno = ELOOP; /* a link to a directory: O_DIRECTORY sees the link first */
+	if (fd < 0) {
+		rc = -errno;
+		if (errno == ENOENT)
+			uf_err_set(err, errlen,
+			           "ring %s: %s: no such ring (is the producer running?)", c->name,
+			           c->dir_path);
+		else if (errno == ELOOP)
+			uf_err_set(
+			    err, errlen,
+			    "ring %s: %s is a symbolic link: refused (a ring directory is made by "
+			    "its producer, never linked)",
+			    c->name, c->dir_path);
+		else if (errno == ENOTDIR)
+			uf_err_set(
+			    err, errlen,
+			    "ring %s: %s is not a ring directory (a ring of an older release, or "
+			    "something else): refused",
+			    c->name, c->dir_path);
+		else
+			uf_err_set(err, errlen, "ring %s: %s: %s", c->name, c->dir_path,
+			           strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0 || !uf_ring_verify_owner(st.st_uid, c->opt.owner)) {
+		uf_err_set(
+		    err, errlen,
+		    "ring %s: %s is owned by uid %u, not by root, this user or the expected "
+		    "owner: refused (squatted? set options.owner or UF_RING_OWNER if that uid "
+		    "is your producer)",
+		    c->name, c->dir_path, (unsigned)st.st_uid);
+		close(fd);
+		return -EPERM;
+	}
+	if (st.st_mode & 0022) {
+		uf_err_set(err, errlen,
+		           "ring %s: %s has mode %04o: group or others may write it: refused",
+		           c->name, c->dir_path, (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -EPERM;
+	}
+	c->owner = st.st_uid;
+	return fd;
+}
+
 /* Maps and validates the data file. Fills hdr/slots/image/sizes/identity of `c`. */
 static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 {
 	struct uf_ring_hdr h;
+	struct uf_image_hdr ih;
 	struct stat st;
+	const char *why;
 	void *p;
-	int fd, rc;
+	int fd, dfd, rc;
 
-	fd = open(c->data_path, O_RDONLY | O_CLOEXEC);
+	dfd = open_dir(c, err, errlen);
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, UF_RING_DATA_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
 	if (fd < 0) {
 		rc = -errno;
 		uf_err_set(err, errlen, "ring %s: %s: %s", c->name, c->data_path,
-		           errno == ENOENT ? "no such ring (is the producer running?)"
-		                           : strerror(errno));
+		           errno == ENOENT  ? "no such ring (is the producer running?)"
+		           : errno == ELOOP ? "a symbolic link: refused"
+		                            : strerror(errno));
 		return rc;
 	}
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(h) ||
-	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != c->owner ||
+	    (st.st_mode & 0022)) {
+		uf_err_set(err, errlen,
+		           "ring %s: %s is not a regular file of the directory's owner (uid %u) "
+		           "writable only by it (uid %u, mode %04o): refused",
+		           c->name, c->data_path, (unsigned)c->owner, (unsigned)st.st_uid,
+		           (unsigned)(st.st_mode & 07777));
+		rc = -EPERM;
+		goto out_close;
+	}
+	if (st.st_size < (off_t)sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		uf_err_set(err, errlen, "ring %s: %s is too short to be a ring", c->name,
 		           c->data_path);
 		rc = -EPROTO;
@@ -112,18 +195,24 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 		rc = -EPROTO;
 		goto out_close;
 	}
-	if (h.capacity < 16 || (h.capacity & (h.capacity - 1)) ||
-	    h.file_size != (uint64_t)st.st_size ||
-	    h.ring_off + h.capacity * sizeof(struct uf_record) > h.image_off ||
-	    h.image_off + sizeof(struct uf_image_hdr) > h.file_size) {
+	why = uf_ring_verify_header(&h, (uint64_t)st.st_size, c->name);
+	if (!why) {
+		if (pread(fd, &ih, sizeof(ih), (off_t)h.image_off) != (ssize_t)sizeof(ih))
+			why = "book image header unreadable";
+		else
+			why = uf_ring_verify_image(&ih, h.file_size - h.image_off);
+	}
+	if (why) {
 		uf_err_set(err, errlen,
-		           "ring %s: inconsistent header (capacity %llu, size %llu/%lld)", c->name,
-		           (unsigned long long)h.capacity, (unsigned long long)h.file_size,
-		           (long long)st.st_size);
+		           "ring %s: %s: inconsistent header: %s (capacity %llu, file_size %llu, "
+		           "size on disk %lld): refused",
+		           c->name, c->data_path, why, (unsigned long long)h.capacity,
+		           (unsigned long long)h.file_size, (long long)st.st_size);
 		rc = -EPROTO;
 		goto out_close;
 	}
-	/* PROT_READ: a stray write from this process faults instead of corrupting the ring */
+	/* PROT_READ: a stray write from this process faults instead of corrupting the ring.
+	 * Nobody but the owner may write (or truncate) the file: checked above. */
 	p = mmap(NULL, h.file_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
@@ -138,17 +227,10 @@ static int map_data(struct uf_consumer *c, char *err, size_t errlen)
 	c->capacity = h.capacity;
 	c->mask = h.capacity - 1;
 	c->generation = h.generation;
+	c->depth = ih.depth;
+	c->max_instruments = ih.max_instruments;
 	c->dev = st.st_dev;
 	c->ino = st.st_ino;
-	if (c->image->magic != UF_RING_IMAGE_MAGIC || c->image->depth > UF_RING_MAX_DEPTH ||
-	    h.image_off + c->image->entries_off +
-	            (uint64_t)c->image->max_instruments * c->image->entry_size >
-	        h.file_size) {
-		uf_err_set(err, errlen, "ring %s: book image header is inconsistent", c->name);
-		munmap(p, h.file_size);
-		c->hdr = NULL;
-		return -EPROTO;
-	}
 	return 0;
 
 out_close:
@@ -156,54 +238,94 @@ out_close:
 	return rc;
 }
 
-/* Maps the consumer table, checks it belongs to the mapped data generation. */
+/* A private, zeroed one-slot table: a consumer of a closed ring (or one whose producer is
+ * gone) reads without registering; its slot stores land here. */
+static int local_table(struct uf_consumer *c)
+{
+	size_t size = sizeof(struct uf_ring_ctable) + sizeof(struct uf_ring_cslot);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	c->ct = p;
+	c->ct_size = size;
+	c->nslots = 1;
+	c->registered = 0;
+	return 0;
+}
+
+static int producer_gone(const struct uf_consumer *c)
+{
+	uint64_t start = 0;
+
+	if (uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED)
+		return 1;
+	return uf_ring_proc_stat((pid_t)c->hdr->producer_pid, &start, NULL) < 0 ||
+	       (c->hdr->producer_start != 0 && start != c->hdr->producer_start);
+}
+
+/* Gets the consumer table from the producer and checks it: sealed against shrinking and
+ * growing (else another consumer could make our mapping SIGBUS), of the size it claims, of
+ * the mapped data generation. */
 static int map_table(struct uf_consumer *c, char *err, size_t errlen)
 {
-	char path[256];
+	struct uf_ring_hello hello;
 	struct stat st;
+	int fd, rc, seals;
 	void *p;
-	int fd, rc;
 
-	uf_ring_path(path, sizeof(path), c->dir, c->name, 1);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		uf_err_set(err, errlen, "ring %s: consumer table %s: %s", c->name, path,
-		           strerror(errno));
-		return rc;
+	fd = uf_ring_table_fetch(c->dir, c->name, c->owner, &hello, err, errlen);
+	if (fd == -ECONNREFUSED || fd == -ENOENT) {
+		if (producer_gone(c))
+			return local_table(c);
+		uf_err_set(err, errlen,
+		           "ring %s: %s/sock does not answer yet (producer restarting?)", c->name,
+		           c->dir_path);
+		return -ESTALE;
 	}
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct uf_ring_ctable)) {
-		close(fd);
-		uf_err_set(err, errlen, "ring %s: consumer table %s too short", c->name, path);
-		return -EPROTO;
+	if (fd < 0)
+		return fd;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) !=
+	                     (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		uf_err_set(err, errlen,
+		           "ring %s: the consumer table is not sealed against resizing: "
+		           "refused",
+		           c->name);
+		rc = -EPROTO;
+		goto out_close;
 	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		uf_err_set(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
-		return rc;
-	}
-	c->ct = p;
-	c->ct_size = (size_t)st.st_size;
-	if (c->ct->magic != UF_RING_CT_MAGIC || c->ct->layout_version != UF_RING_LAYOUT_VERSION ||
-	    sizeof(*c->ct) + (uint64_t)c->ct->nslots * sizeof(struct uf_ring_cslot) > c->ct_size) {
+	if (hello.magic != UF_RING_CT_MAGIC || hello.layout_version != UF_RING_LAYOUT_VERSION ||
+	    hello.nslots < 1 || hello.nslots > UF_RING_MAX_CONSUMERS || fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size != hello.table_size ||
+	    hello.table_size < sizeof(struct uf_ring_ctable) +
+	                           (uint64_t)hello.nslots * sizeof(struct uf_ring_cslot)) {
 		uf_err_set(err, errlen, "ring %s: consumer table is not layout version %u", c->name,
 		           UF_RING_LAYOUT_VERSION);
 		rc = -EPROTO;
-		goto out_unmap;
+		goto out_close;
 	}
-	if (c->ct->generation != c->generation) {
+	if (hello.generation != c->generation) {
 		uf_err_set(err, errlen,
 		           "ring %s: producer is restarting (table generation differs)", c->name);
 		rc = -ESTALE;
-		goto out_unmap;
+		goto out_close;
 	}
+	p = mmap(NULL, hello.table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		uf_err_set(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
+		goto out_close;
+	}
+	close(fd);
+	c->ct = p;
+	c->ct_size = hello.table_size;
+	c->nslots = hello.nslots;
+	c->registered = 1;
 	return 0;
 
-out_unmap:
-	munmap(p, c->ct_size);
-	c->ct = NULL;
+out_close:
+	close(fd);
 	return rc;
 }
 
@@ -214,7 +336,7 @@ static int claim_slot(struct uf_consumer *c, char *err, size_t errlen)
 	uint64_t start = 0;
 
 	uf_ring_proc_stat(getpid(), &start, NULL);
-	for (uint32_t i = 0; i < c->ct->nslots; i++) {
+	for (uint32_t i = 0; i < c->nslots; i++) { /* our copy: the table's field is input */
 		uint32_t expect = 0;
 		if (uf_load_relaxed_u32(&slots[i].pid) != 0)
 			continue;
@@ -234,7 +356,7 @@ static int claim_slot(struct uf_consumer *c, char *err, size_t errlen)
 	uf_err_set(err, errlen,
 	           "ring %s: all %u consumer slots are in use (the producer reaps dead consumers; "
 	           "raise max_consumers if they are all alive)",
-	           c->name, c->ct->nslots);
+	           c->name, c->nslots);
 	return -EUSERS;
 }
 
@@ -327,7 +449,8 @@ UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consume
 	snprintf(c->dir, sizeof(c->dir), "%s", dir);
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	if (strlen(dir) >= sizeof(c->dir) ||
-	    uf_ring_path(c->data_path, sizeof(c->data_path), c->dir, name, 0) < 0) {
+	    uf_ring_path(c->dir_path, sizeof(c->dir_path), c->dir, name, UF_RING_FILE_DIR) < 0 ||
+	    uf_ring_path(c->data_path, sizeof(c->data_path), c->dir, name, UF_RING_FILE_DATA) < 0) {
 		uf_err_set(err, errlen, "ring %s: directory path too long", name);
 		free(c);
 		return -ENAMETOOLONG;
@@ -551,8 +674,8 @@ UF_RING_VISIBLE void uf_consumer_get_info(const uf_consumer_t *c, struct uf_cons
 	info->created_ns = c->hdr->created_ns;
 	info->producer_pid = c->hdr->producer_pid;
 	info->numa_node = c->hdr->numa_node;
-	info->depth = c->image->depth;
-	info->max_instruments = c->image->max_instruments;
+	info->depth = c->depth;
+	info->max_instruments = c->max_instruments;
 	info->closed = uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED;
 	{
 		uint64_t start = 0;
@@ -568,9 +691,9 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 {
 	const struct uf_image_entry *e;
 	const struct uf_level *lv;
-	uint32_t depth = c->image->depth;
+	uint32_t depth = c->depth;
 
-	if (id >= c->image->max_instruments)
+	if (id >= c->max_instruments)
 		return -ERANGE;
 	e = uf_image_entry_at(c->image, id);
 	lv = uf_image_levels((struct uf_image_entry *)e);
@@ -658,7 +781,7 @@ UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
 
 	if (!s)
 		return -ENOMEM;
-	for (uint32_t id = 0; id < c->image->max_instruments; id++) {
+	for (uint32_t id = 0; id < c->max_instruments; id++) {
 		const struct uf_image_entry *e = uf_image_entry_at(c->image, id);
 
 		if (!uf_load_acquire_u32(&e->present))
@@ -687,7 +810,7 @@ UF_RING_VISIBLE int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uin
 		return -ENOENT;
 	uf_symbol_pad(want, symbol);
 	memcpy(&packed, want, 8);
-	for (uint32_t i = 0; i < c->image->max_instruments; i++) {
+	for (uint32_t i = 0; i < c->max_instruments; i++) {
 		const struct uf_image_entry *e = uf_image_entry_at(c->image, i);
 		/* a torn read of 8 bytes is impossible (one aligned load); re-check below */
 		if (uf_load_relaxed_u64(&e->symbol) != packed)

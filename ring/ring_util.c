@@ -45,10 +45,12 @@ const char *uf_ring_dir_pick(const char *dir)
 	return UF_RING_SHM_DIR;
 }
 
-int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int cons)
+int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int what)
 {
-	int n =
-	    snprintf(buf, len, cons ? "%s/" UF_RING_CONS_FMT : "%s/" UF_RING_DATA_FMT, dir, name);
+	const char *leaf = what == UF_RING_FILE_DATA   ? "/" UF_RING_DATA_NAME
+	                   : what == UF_RING_FILE_SOCK ? "/" UF_RING_SOCK_NAME
+	                                               : "";
+	int n = snprintf(buf, len, "%s/" UF_RING_DIR_FMT "%s", dir, name, leaf);
 
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
@@ -120,4 +122,16 @@ uint64_t uf_ring_now_coarse_ns(void)
 
 	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int uf_ring_allocate(int fd, uint64_t size)
+{
+	int rc;
+
+	if (fallocate(fd, 0, 0, (off_t)size) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	rc = posix_fallocate(fd, 0, (off_t)size); /* emulated by writing: slow but sure */
+	return -rc;
 }

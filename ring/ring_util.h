@@ -15,8 +15,15 @@ int uf_ring_name_check(const char *name);
 /* The shm directory to use: `dir` if given, else $UF_RING_DIR, else /dev/shm. */
 const char *uf_ring_dir_pick(const char *dir);
 
-/* Writes "<dir>/uf.<name>" (cons = 0) or "<dir>/uf.<name>.cons" (cons = 1). -ENAMETOOLONG. */
-int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int cons);
+/* What uf_ring_path names: the ring's private directory and the two entries in it. */
+enum uf_ring_file {
+	UF_RING_FILE_DATA = 0, /* "<dir>/uf.<name>/data" */
+	UF_RING_FILE_SOCK = 1, /* "<dir>/uf.<name>/sock" (hands out the consumer table) */
+	UF_RING_FILE_DIR = 2,  /* "<dir>/uf.<name>" */
+};
+
+/* Writes the path of `what` (enum uf_ring_file) of ring `name` under `dir`. -ENAMETOOLONG. */
+int uf_ring_path(char *buf, size_t len, const char *dir, const char *name, int what);
 
 /* The kernel's start time of `pid` (field 22 of /proc/pid/stat) and its state letter.
  * Returns 0, or -ESRCH when the process does not exist. */
@@ -28,6 +35,11 @@ int uf_ring_futex_wait(const uint32_t *word, uint32_t val, int64_t timeout_ns);
 
 /* FUTEX_WAKE every waiter on a shared word; returns the number woken or -errno. */
 int uf_ring_futex_wake_all(uint32_t *word);
+
+/* Allocates `size` bytes of `fd` for real (fallocate; posix_fallocate where the file system
+ * lacks it): on tmpfs a sparse file fails only when a page is first touched, with a SIGBUS;
+ * this fails now, -ENOSPC. Returns 0 or -errno. */
+int uf_ring_allocate(int fd, uint64_t size);
 
 /* Coarse CLOCK_REALTIME in ns (vDSO, a few ns): for last-seen stamps. */
 uint64_t uf_ring_now_coarse_ns(void);

@@ -32,35 +32,44 @@
 
 struct uf_ring_options {
 	uint64_t capacity;        /* records, power of two, >= 16 */
-	uint32_t mode;            /* permission bits of the data file: 0600, 0640 or 0644 (the
-	                           * consumer table gets the same classes read+write) */
-	int64_t gid;              /* group owning both files, -1 = the creator's */
+	uint32_t mode;            /* who may read: 0600 (owner only) or 0640 (owner and `gid`).
+	                           * Clamped: bits for "other" are dropped (0644 acts as 0640)
+	                           * and no class but the owner ever gets write access. The
+	                           * directory becomes 0700/0750, the data 0600/0640, the
+	                           * socket 0600/0660 (connecting needs write on it) */
+	int64_t gid;              /* group owning the directory and files, -1 = the creator's */
 	int numa_node;            /* node to bind to, UF_RING_NUMA_AUTO or UF_RING_NUMA_NONE */
 	int hugepages;            /* 1 = advise transparent huge pages when the kernel allows;
 	                           * a hugetlbfs `dir` always gets explicit huge pages */
 	uint32_t max_consumers;   /* consumer table slots */
 	uint32_t depth;           /* book image levels per side, 1..UF_RING_MAX_DEPTH */
 	uint32_t max_instruments; /* book image entries; instrument ids are 0..max-1 */
-	const char *dir;          /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
+	const char *dir;          /* base directory holding the ring's private directory
+	                           * uf.NAME; NULL = $UF_RING_DIR or /dev/shm */
 };
 
 /* Producer handle. Fields are visible so the hot path can be inlined; treat them as private. */
 struct uf_ring {
-	struct uf_ring_hdr *hdr;     /* mapping of the data file (read-write) */
-	struct uf_ring_ctable *ct;   /* mapping of the consumer table (read-write) */
-	struct uf_record *slots;     /* hdr + ring_off */
-	struct uf_image_hdr *image;  /* hdr + image_off */
-	uint64_t mask;               /* capacity - 1 */
-	uint64_t tail;               /* local copy of hdr->tail (only this thread writes it) */
-	uint64_t max_batch;          /* largest n accepted by uf_ring_publish */
-	int batch;                   /* 0, 1 inside image_begin/end, 2 inside batch_begin/end */
-	uint32_t ntouched;           /* entries held open (odd lock) by the bracket */
-	uint32_t *touched;           /* their ids (max_instruments entries, setup-allocated) */
-	uint8_t *is_touched;         /* per id: 1 while in touched[] */
-	size_t data_size;            /* bytes mapped at hdr */
-	size_t ct_size;              /* bytes mapped at ct */
-	char name[UF_RING_NAME_MAX]; /* ring name */
-	char dir[128];               /* shm directory */
+	struct uf_ring_hdr *hdr;       /* mapping of the data file (read-write) */
+	struct uf_ring_ctable *ct;     /* mapping of the consumer table (read-write) */
+	struct uf_record *slots;       /* hdr + ring_off */
+	struct uf_image_hdr *image;    /* hdr + image_off */
+	uint64_t mask;                 /* capacity - 1 */
+	uint64_t tail;                 /* local copy of hdr->tail (only this thread writes it) */
+	uint64_t max_batch;            /* largest n accepted by uf_ring_publish */
+	int batch;                     /* 0, 1 inside image_begin/end, 2 inside batch_begin/end */
+	uint32_t ntouched;             /* entries held open (odd lock) by the bracket */
+	uint32_t *touched;             /* their ids (max_instruments entries, setup-allocated) */
+	uint8_t *is_touched;           /* per id: 1 while in touched[] */
+	size_t data_size;              /* bytes mapped at hdr */
+	size_t ct_size;                /* bytes mapped at ct */
+	char name[UF_RING_NAME_MAX];   /* ring name */
+	char dir[128];                 /* base directory */
+	struct uf_ring_server *server; /* thread handing the table's memfd to consumers */
+	uint32_t nslots;               /* the producer's copy of the table's slot count: the
+	                                * table's own field is consumer-writable input */
+	uint64_t generation;           /* the producer's copy of the generation */
+	uint64_t table_repairs;        /* times uf_ring_reap found and repaired a damaged table */
 };
 
 /* What uf_ring_consumers() reports per registered consumer. */
@@ -80,12 +89,17 @@ struct uf_ring_consumer_info {
 /* Fills `opt` with the defaults above (mode 0600, hugepages on, NUMA auto). */
 void uf_ring_options_init(struct uf_ring_options *opt);
 
-/* Creates ring `name` ([A-Za-z0-9_.-], at most 31 bytes): builds both shm files under
- * temporary names, binds them to the NUMA node, advises huge pages, then atomically replaces
- * any previous ring of that name (whose consumers see -ESTALE). The new generation is greater
+/* Creates ring `name` ([A-Za-z0-9_.-], at most 31 bytes) in its private directory
+ * <dir>/uf.<name> (created 0700/0750; an existing one must be a real directory owned by this
+ * user, else -EPERM/-ELOOP/-ENOTDIR "squatted"): allocates the data file with fallocate
+ * (-ENOSPC with the path and size when the file system is full; nothing left behind), binds
+ * it to the NUMA node, advises huge pages, makes the sealed consumer table and the socket
+ * that hands it out (one small thread, blocked in poll), then atomically replaces any
+ * previous ring of that name (whose consumers see -ESTALE). The new generation is greater
  * than the old one. Refuses (-EBUSY) to replace a ring another live process still produces
  * into. On error writes a one-line reason to `err` and returns -errno.
- * Cold: allocates, maps, touches every page. */
+ * Cold: allocates, maps, touches every page, starts a thread (with the caller's CPU
+ * affinity: call it from a control thread, not from a pinned busy-polling one). */
 UF_COLD int uf_ring_create(const char *name, const struct uf_ring_options *opt,
                            struct uf_ring **out, char *err, size_t errlen);
 
@@ -94,7 +108,8 @@ UF_COLD int uf_ring_create(const char *name, const struct uf_ring_options *opt,
  * uf_ring_create of the same name replaces them, uf_ring_unlink removes them. */
 UF_COLD void uf_ring_close(struct uf_ring *r);
 
-/* Removes the shm files of ring `name` in `dir` (NULL = default). -ENOENT when absent. */
+/* Removes ring `name` in `dir` (NULL = default): its files and its private directory (and
+ * the two files of a ring of the old layout). -ENOENT when absent. */
 UF_COLD int uf_ring_unlink(const char *name, const char *dir);
 
 /* Fills up to `max` entries about the registered consumers; returns how many are registered.
@@ -102,6 +117,8 @@ UF_COLD int uf_ring_unlink(const char *name, const char *dir);
 UF_COLD int uf_ring_consumers(struct uf_ring *r, struct uf_ring_consumer_info *out, size_t max);
 
 /* Frees the table slots of consumers whose process is gone (or a zombie, or a reused pid).
+ * First checks the table against the producer's copies: a damaged header, an impossible
+ * sleeper count or slot flag is repaired, counted in table_repairs and logged to stderr.
  * Returns the number of slots freed. Cold: reads /proc. */
 UF_COLD int uf_ring_reap(struct uf_ring *r);
 

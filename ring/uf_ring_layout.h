@@ -2,21 +2,31 @@
  * every consumer (libufconsumer). Internal to ring/: other modules use uf_ring.h or
  * ufconsumer.h.
  *
- * A ring named NAME is two POSIX shm objects (files under /dev/shm):
+ * A ring named NAME lives in a private directory DIR/uf.NAME (DIR: /dev/shm by default),
+ * created by the producer, mode 0700 (0750 with a group), never writable by anyone else:
  *
- *   uf.NAME       producer-written, consumers map it PROT_READ (opened O_RDONLY):
+ *   uf.NAME/data  producer-written, consumers open it O_RDONLY and map it PROT_READ:
  *                 [struct uf_ring_hdr][records: capacity x 64 B][book image]
- *   uf.NAME.cons  consumer table, the only thing consumers write:
- *                 [struct uf_ring_ctable][struct uf_ring_cslot x nslots]
+ *                 allocated with fallocate (a full tmpfs is an error at create, not a SIGBUS
+ *                 later); consumers cannot write, truncate or replace it.
+ *   uf.NAME/sock  Unix stream socket: hands every connecting consumer the consumer table
+ *                 (struct uf_ring_hello + the table's fd, SCM_RIGHTS).
+ *   consumer table: a memfd sealed with F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, the only
+ *                 memory consumers write: [struct uf_ring_ctable][struct uf_ring_cslot x nslots]
  *
- * Splitting them makes "a consumer can never corrupt what other consumers read" a property of
- * file permissions, not of good manners: with a group mode the data file is 0640 and the
- * table 0660, so a group member cannot even open the data file for writing.
+ * Trust boundary: the table is input to the producer, never state. The producer keeps its own
+ * copies of nslots, the size and the generation, bounds every loop by them, and treats what
+ * it reads there (pids, sleepers, flags, counters) as claims. The seals make the table
+ * impossible to shrink, so no consumer can make a mapping of it fault (SIGBUS) in the
+ * producer or in another consumer: a hostile member of the ring's group can falsify the
+ * table's numbers (other consumers' statistics, spurious FUTEX_WAKEs) and nothing else. The
+ * producer detects and repairs a damaged table header and sleeper count (uf_ring_reap).
  *
- * Restart: the producer builds both files under temporary names and rename()s them over the
- * old ones (table first, data last), so an attaching consumer sees either the old pair or the
- * new one, never half a file; a consumer still mapping the old data file notices that the
- * name now points at another inode/generation (uf_consumer_next returns -ESTALE).
+ * Restart: the producer builds the data file and the socket under temporary names in the
+ * directory and rename()s them over the old ones (socket first, data last); on first creation
+ * it builds the whole directory under a temporary name and renames the directory, so the name
+ * uf.NAME appears complete. A consumer still mapping the old data file notices that the name
+ * now points at another inode (uf_consumer_next returns -ESTALE).
  *
  * Sequences: record number s (0, 1, 2, ... since this generation started) lives in slot
  * s & (capacity - 1). `tail` is the number of records published; `claim` is tail plus the
@@ -104,8 +114,9 @@ struct uf_ring_ctable {
 
 _Static_assert(sizeof(struct uf_ring_ctable) == 2 * UF_FALSE_SHARING, "table header is 2 lines");
 
-/* One consumer's registration. Written only by that consumer (and freed by the producer when
- * the consumer's process is gone). */
+/* One consumer's registration. Written by that consumer (and freed by the producer when the
+ * consumer's process is gone); any other member of the group could scribble on it too, so the
+ * producer only reports what it says. */
 struct uf_ring_cslot {
 	uint32_t pid;          /* owner pid; 0 = free. Claimed with CAS 0 -> pid */
 	uint32_t flags;        /* 1 = currently sleeping in FUTEX_WAIT */
@@ -200,9 +211,23 @@ static inline uint64_t uf_ring_resume_seq(uint64_t claim, uint64_t capacity)
 	return claim > keep ? claim - keep : 0;
 }
 
-/* File names under the shm directory. */
-#define UF_RING_SHM_DIR  "/dev/shm"
-#define UF_RING_DATA_FMT "uf.%s"
-#define UF_RING_CONS_FMT "uf.%s.cons"
+/* What the producer sends on uf.NAME/sock, with the table's memfd as SCM_RIGHTS. */
+struct uf_ring_hello {
+	uint64_t magic;          /* UF_RING_CT_MAGIC */
+	uint32_t layout_version; /* UF_RING_LAYOUT_VERSION */
+	uint32_t nslots;         /* entries in the slot array */
+	uint64_t generation;     /* the data file's generation this table belongs to */
+	uint64_t table_size;     /* bytes of the memfd (fstat must agree) */
+};
+
+_Static_assert(sizeof(struct uf_ring_hello) == 32, "hello is 32 bytes, no padding");
+
+#define UF_RING_MAX_CONSUMERS 4096 /* upper bound of nslots */
+
+/* Names: DIR/uf.NAME/{data,sock}. */
+#define UF_RING_SHM_DIR   "/dev/shm"
+#define UF_RING_DIR_FMT   "uf.%s"
+#define UF_RING_DATA_NAME "data"
+#define UF_RING_SOCK_NAME "sock"
 
 #endif /* UF_RING_LAYOUT_H */

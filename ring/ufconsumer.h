@@ -57,8 +57,10 @@ enum uf_consumer_start {
 struct uf_consumer_options {
 	uint64_t spin_ns; /* uf_consumer_wait busy-polls this long before sleeping on a futex */
 	int start;        /* enum uf_consumer_start */
+	uint32_t owner;   /* a uid the ring may belong to besides root and this process's own
+	                   * (0 = none; $UF_RING_OWNER, a uid or user name, also counts) */
 	const char *tag;  /* label shown in the producer's consumer report (15 bytes kept) */
-	const char *dir;  /* shm directory; NULL = $UF_RING_DIR or /dev/shm */
+	const char *dir;  /* base directory of the rings; NULL = $UF_RING_DIR or /dev/shm */
 };
 
 /* What the last -EOVERFLOW meant. */
@@ -128,11 +130,15 @@ struct uf_book_snapshot {
 /* Defaults: spin 20 us before sleeping, start at the latest record. */
 void uf_consumer_options_init(struct uf_consumer_options *opt);
 
-/* Attaches to ring `name`: maps the producer's memory read-only, checks magic, layout version
- * and record size, registers in the consumer table. `opt` may be NULL (defaults).
- * Errors (with a one-line reason in `err`): -ENOENT no such ring, -EACCES, -EPROTO not a
- * ring or a different layout version or record size, -EUSERS table full, -ESTALE the
- * producer was restarting (retry). */
+/* Attaches to ring `name`: checks that its directory and data file are what a producer makes
+ * (a real directory and file, owned by root, this user or options.owner, writable by nobody
+ * else), maps the data read-only after checking every header field against the file size,
+ * gets the sealed consumer table from the producer's socket and registers in it. A ring whose
+ * producer closed it or is gone is read without registering. `opt` may be NULL (defaults).
+ * Errors (with a one-line reason in `err`): -ENOENT no such ring, -EACCES, -EPERM a foreign
+ * or group/world-writable ring (squatted), -ELOOP a symbolic link, -EPROTO not a ring or a
+ * different layout version or record size or an inconsistent header, -EUSERS table full,
+ * -ESTALE the producer was restarting (retry). */
 int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt, uf_consumer_t **out,
                        char *err, size_t errlen);
 

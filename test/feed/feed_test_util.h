@@ -94,7 +94,7 @@ static inline const char *ft_tmpdir(void)
 
 #define FT_RING_DIR_PREFIX "uf-feed-test-"
 
-/* Removes a directory tree of plain files (one level: ring files). Cold. */
+/* Removes a directory tree of plain files (ring directories inside it included). Cold. */
 static inline void ft_rm_dir(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -106,7 +106,8 @@ static inline void ft_rm_dir(const char *dir)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		snprintf(p, sizeof(p), "%.300s/%.255s", dir, e->d_name);
-		unlink(p);
+		if (unlink(p) < 0 && errno == EISDIR)
+			ft_rm_dir(p); /* a ring's private directory uf.NAME */
 	}
 	closedir(d);
 	rmdir(dir);

@@ -25,9 +25,7 @@ static void fp_unlink_ring(void)
 		return;
 	char p[256];
 	snprintf(p, sizeof(p), "%s/uf.%s", ft_use_ring_dir(), g_ring);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/uf.%s.cons", ft_use_ring_dir(), g_ring);
-	unlink(p);
+	ft_rm_dir(p); /* the ring's private directory */
 	g_ring[0] = '\0';
 }
 

@@ -176,7 +176,7 @@ static void patch_u32(const char *name, size_t off, uint32_t v)
 	char path[256];
 	int fd;
 
-	snprintf(path, sizeof(path), "/dev/shm/uf.%s", name);
+	snprintf(path, sizeof(path), "/dev/shm/uf.%s/data", name);
 	fd = open(path, O_RDWR);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, &v, sizeof(v), (off_t)off), (ssize_t)sizeof(v));
@@ -211,13 +211,14 @@ static void test_ring_refuses_other_layout_version(void **state)
 	assert_non_null(strstr(err, "no such ring"));
 }
 
-static unsigned file_mode(const char *name, int cons)
+/* Mode of the ring's directory (""), data file ("/data") or socket ("/sock"). */
+static unsigned file_mode(const char *name, const char *leaf)
 {
 	char path[256];
 	struct stat st;
 
-	snprintf(path, sizeof(path), cons ? "/dev/shm/uf.%s.cons" : "/dev/shm/uf.%s", name);
-	assert_int_equal(stat(path, &st), 0);
+	snprintf(path, sizeof(path), "/dev/shm/uf.%s%s", name, leaf);
+	assert_int_equal(lstat(path, &st), 0);
 	return st.st_mode & 0777;
 }
 
@@ -271,15 +272,16 @@ static void segv_exit(int sig)
 
 static void test_ring_access_modes_and_readonly_mapping(void **state)
 {
-	char name[64], name2[64], data_path[256], cons_path[256];
+	char name[64], name2[64], data_path[256];
 	struct uf_ring *r, *r2;
 	pid_t pid;
 	int st;
 
 	test_ring_name(name, sizeof(name), "access");
 	r = make_ring(name, 64, 0600);
-	assert_int_equal(file_mode(name, 0), 0600);
-	assert_int_equal(file_mode(name, 1), 0600);
+	assert_int_equal(file_mode(name, ""), 0700);
+	assert_int_equal(file_mode(name, "/data"), 0600);
+	assert_int_equal(file_mode(name, "/sock"), 0600);
 	test_ring_name(name2, sizeof(name2), "group");
 	{
 		struct uf_ring_options o;
@@ -291,20 +293,20 @@ static void test_ring_access_modes_and_readonly_mapping(void **state)
 		o.mode = 0640;
 		o.gid = 4242; /* the consumers' group (root may give files to any group) */
 		assert_int_equal(uf_ring_create(name2, &o, &r2, err, sizeof(err)), 0);
-		for (int cons = 0; cons < 2; cons++) {
-			snprintf(path, sizeof(path),
-			         cons ? "/dev/shm/uf.%s.cons" : "/dev/shm/uf.%s", name2);
-			assert_int_equal(stat(path, &st), 0);
+		static const char *const leaves[] = {"", "/data", "/sock"};
+		for (int k = 0; k < 3; k++) {
+			snprintf(path, sizeof(path), "/dev/shm/uf.%s%s", name2, leaves[k]);
+			assert_int_equal(lstat(path, &st), 0);
 			assert_int_equal(st.st_gid, 4242);
 		}
 	}
-	assert_int_equal(file_mode(name2, 0), 0640); /* group reads the data ... */
-	assert_int_equal(file_mode(name2, 1), 0660); /* ... and registers in the table */
+	assert_int_equal(file_mode(name2, ""), 0750);      /* group enters the directory, */
+	assert_int_equal(file_mode(name2, "/data"), 0640); /* reads the data ... */
+	assert_int_equal(file_mode(name2, "/sock"), 0660); /* ... and asks for the table */
 	uf_ring_close(r2);
 	uf_ring_unlink(name2, NULL);
 
-	snprintf(data_path, sizeof(data_path), "/dev/shm/uf.%s", name);
-	snprintf(cons_path, sizeof(cons_path), "/dev/shm/uf.%s.cons", name);
+	snprintf(data_path, sizeof(data_path), "/dev/shm/uf.%s/data", name);
 	pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -314,8 +316,8 @@ static void test_ring_access_modes_and_readonly_mapping(void **state)
 		CHILD_CHECK(c != NULL);
 		mapping_perms(data_path, perms);
 		CHILD_CHECK(strcmp(perms, "r--s") == 0);
-		mapping_perms(cons_path, perms);
-		CHILD_CHECK(strcmp(perms, "rw-s") == 0);
+		mapping_perms("/memfd:uf.ring.consumers (deleted)", perms);
+		CHILD_CHECK(strcmp(perms, "rw-s") == 0); /* the sealed table, no file */
 		p = mapping_start(data_path);
 		CHILD_CHECK(p != NULL);
 		CHILD_CHECK(p[0] == UF_RING_MAGIC);
