@@ -540,10 +540,6 @@ static void uf_arb_quarantine(struct uf_arb *a, const struct uf_mold_packet *pkt
 			uf_arb_quar_release(a, src);
 		return;
 	}
-	if (q->n && pkt->seq >= q->first && pkt->seq < q->next) {
-		uf_stat_add(&a->cnt.quarantine_dropped, 1); /* a copy of what is held: no news */
-		return;
-	}
 	for (int l = 0; l < a->nlines; l++) {
 		if ((unsigned)l == src || !a->q[l].n || !uf_arb_quar_near(a, (unsigned)l, pkt->seq))
 			continue;
