@@ -769,6 +769,27 @@ static void test_arb_sequence_wrapping_past_2_64_is_dropped(void **s)
 	env_free(e);
 }
 
+/* A held packet the stream reaches (line B lagging behind A's jump) is released, not lost. */
+static void test_arb_held_packet_is_released_when_the_stream_reaches_it(void **s)
+{
+	struct env *e = env_new(1, 64);
+	struct uf_arb_params p;
+	uf_arb_params_default(&p);
+	p.max_jump = 10;
+	assert_int_equal(uf_arb_set_params(&e->a, &p), 0);
+	pkt(e, 1, 1, 0);
+	pkt(e, 20, 1, 1); /* B: 2 + 10 < 20, held */
+	assert_int_equal(e->a.cnt.quarantined, 1);
+	pkt(e, 2, 14, 0); /* A: high 16, limit 26: 20 is plausible now */
+	assert_int_equal(e->a.cnt.quarantine_confirmed, 1);
+	assert_true(uf_arb_gap_open(&e->a)); /* 16..19 missing, 20 queued */
+	pkt(e, 16, 4, 0);
+	assert_in_order(&e->r, 1, 20);
+	assert_int_equal(e->r.src[19], 1);
+	assert_int_equal(e->a.cnt.quarantine_dropped, 0);
+	env_free(e);
+}
+
 static void test_arb_source_filter_drops_other_sources(void **s)
 {
 	struct env *e = env_new(1, 64);
@@ -856,6 +877,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_new_session_without_end_needs_a_row_on_every_line),
 	    cmocka_unit_test(test_arb_silent_line_does_not_block_the_next_session),
 	    cmocka_unit_test(test_arb_sequence_wrapping_past_2_64_is_dropped),
+	    cmocka_unit_test(test_arb_held_packet_is_released_when_the_stream_reaches_it),
 	    cmocka_unit_test(test_arb_source_filter_drops_other_sources),
 	    cmocka_unit_test(test_arb_params_are_checked),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
