@@ -310,6 +310,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			if (genuine_name && !recovery && seq <= g.T)
 				seq += g.T + 1; /* the attacker cannot forge a real sequence */
+			if (recovery)
+				fz_serve(&a, srv, honest, now); /* know every request sent so far */
 			if (genuine_name && recovery && (kind == 0 || kind == 3) &&
 			    fz_requested(seq, seq + cnt) && seq <= g.T)
 				break; /* a lie inside a requested range: undetectable by design */
