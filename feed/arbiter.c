@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -46,6 +47,20 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint
 		return -ENOMEM;
 	}
 	a->mem = m;
+	/* Quarantine copies: also reserved only; a line fills them only while a jump waits. */
+	a->qmem_len = (size_t)UF_CFG_MAX_LINES * UF_ARB_CONFIRM_MAX * slot_size;
+	m = mmap(NULL, a->qmem_len, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		uf_arb_fini(a);
+		return -ENOMEM;
+	}
+	a->qmem = m;
+	for (int l = 0; l < UF_CFG_MAX_LINES; l++)
+		for (int k = 0; k < UF_ARB_CONFIRM_MAX; k++)
+			a->q[l].data[k] =
+			    a->qmem + ((size_t)l * UF_ARB_CONFIRM_MAX + (size_t)k) * slot_size;
+	uf_arb_params_default(&a->p);
 	for (uint32_t i = 0; i < a->cap; i++) {
 		a->slots[i].data = a->mem + (size_t)i * slot_size;
 		a->freel[i] = a->cap - 1 - i;
@@ -61,9 +76,36 @@ void uf_arb_fini(struct uf_arb *a)
 	free(a->slots);
 	if (a->mem)
 		munmap(a->mem, a->mem_len);
+	if (a->qmem)
+		munmap(a->qmem, a->qmem_len);
 	a->heap = a->freel = NULL;
 	a->slots = NULL;
-	a->mem = NULL;
+	a->mem = a->qmem = NULL;
+}
+
+void uf_arb_params_default(struct uf_arb_params *p)
+{
+	p->max_jump = UF_ARB_MAX_JUMP;
+	p->jump_confirm = UF_ARB_JUMP_CONFIRM;
+	p->session_confirm = UF_ARB_SESSION_CONFIRM;
+	p->line_silent_ns = UF_ARB_LINE_SILENT_NS;
+}
+
+int uf_arb_set_params(struct uf_arb *a, const struct uf_arb_params *p)
+{
+	if (p->max_jump < 1 || p->jump_confirm < 1 || p->jump_confirm > UF_ARB_CONFIRM_MAX ||
+	    p->session_confirm < 1 || p->line_silent_ns == 0)
+		return -EINVAL;
+	a->p = *p;
+	return 0;
+}
+
+int uf_arb_set_line_source(struct uf_arb *a, unsigned line, struct in_addr source)
+{
+	if (line >= (unsigned)a->nlines)
+		return -EINVAL;
+	a->line_source[line] = source.s_addr;
+	return 0;
 }
 
 /* ---- the queue: binary min-heap on slots[].seq ---- */
@@ -237,64 +279,152 @@ static void uf_arb_enqueue(struct uf_arb *a, const struct uf_mold_packet *pkt, u
 	uf_stat_add(&a->st->queued_packets, 1);
 }
 
-/* A packet of another session: the first one, a new one, or a stale one. Returns 1 when
- * the packet belongs to the (possibly new) current session. */
-static int uf_arb_session(struct uf_arb *a, const struct uf_mold_packet *pkt, unsigned src)
+/* ---- what a line may be believed (see "What the arbiter trusts" in arbiter.h) ---- */
+
+/* 1 when line `l` showed the current session recently enough to have a say: its
+ * corroboration is required, its silence is not taken as agreement. */
+static int uf_arb_live(const struct uf_arb *a, int l, uint64_t rx_ns)
 {
-	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN))) {
-		a->cand_pkts = 0;
-		return 1;
+	if (!a->line_seen[l])
+		return 0;
+	return rx_ns <= a->line_rx[l] || rx_ns - a->line_rx[l] < a->p.line_silent_ns;
+}
+
+/* The end of session is corroborated when every live line announced it at one sequence and
+ * nothing beyond it was shown. Sets eos_seen / eos_seq; the caller re-evaluates the gap. */
+static void uf_arb_eos_update(struct uf_arb *a, uint64_t rx_ns)
+{
+	uint64_t seq = 0;
+	if (a->eos_seen || !a->any_eos)
+		return;
+	for (int l = 0; l < a->nlines; l++) {
+		if (!uf_arb_live(a, l, rx_ns))
+			continue;
+		if (!a->line_eos[l] || (seq && a->line_eos[l] != seq))
+			return;
+		seq = a->line_eos[l];
 	}
-	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_MOLD_SESSION_LEN))
-		goto out_drop;
-	if (a->have_session && !a->eos_seen && (a->expected > 1 || a->high > 1)) {
-		/* Ours is running (a late joiner recovering from 1 has delivered nothing yet but
-		 * is running too): another session must prove itself first. */
-		if (memcmp(pkt->session, a->cand_session, UF_MOLD_SESSION_LEN) != 0) {
-			memcpy(a->cand_session, pkt->session, UF_MOLD_SESSION_LEN);
-			a->cand_pkts = 0;
+	if (!seq || a->high > seq)
+		return;
+	a->eos_seen = 1;
+	a->eos_seq = seq;
+}
+
+/* A packet announcing `end` (the sequence after it) voids every end of session before it:
+ * the session did not end there. */
+static void uf_arb_eos_contradict(struct uf_arb *a, uint64_t end)
+{
+	int left = 0;
+	for (int l = 0; l < UF_CFG_MAX_LINES; l++) {
+		if (a->line_eos[l] && end > a->line_eos[l]) {
+			a->line_eos[l] = 0;
+			uf_stat_add(&a->cnt.end_of_session_contradicted, 1);
 		}
-		if (++a->cand_pkts < UF_ARB_SESSION_CONFIRM)
-			goto out_drop;
+		left |= a->line_eos[l] != 0;
 	}
-	if (a->have_session) {
-		/* The old session is over: whatever it still missed is lost. */
-		if (a->expected < a->high) { /* a late joiner still at 1 loses what it held too */
-			uf_arb_queue_clear(a);
-			uint64_t first = a->expected, n = a->high - a->expected;
-			uf_stat_add(&a->st->gaps_unrecovered, 1);
-			uf_stat_add(&a->st->messages_unrecovered, n);
-			a->cb.gap(a->cb.ctx, first, n);
-		}
-		uf_arb_queue_clear(a);
-		memcpy(a->prev_session, a->session, UF_MOLD_SESSION_LEN);
-		a->have_prev = 1;
-		if (a->cb.new_session)
-			a->cb.new_session(a->cb.ctx, pkt->session);
-	}
-	memcpy(a->session, pkt->session, UF_MOLD_SESSION_LEN);
+	a->any_eos = left;
+	if (a->eos_seen && end > a->eos_seq)
+		a->eos_seen = 0;
+}
+
+/* The quarantines are per session: a session change drops them. */
+static void uf_arb_quar_drop(struct uf_arb *a, unsigned l)
+{
+	if (!a->q[l].n)
+		return;
+	uf_stat_add(&a->cnt.quarantine_dropped, a->q[l].n);
+	a->q[l].n = 0;
+	a->nquar--;
+}
+
+/* Starts session `name` at sequence 1 (a late joiner recovers the start). */
+static void uf_arb_session_start(struct uf_arb *a, const char *name)
+{
+	memcpy(a->session, name, UF_MOLD_SESSION_LEN);
 	a->have_session = 1;
-	a->expected = 1; /* MoldUDP64 sessions start at 1: a late joiner recovers the start */
+	a->expected = 1;
 	a->high = 1;
 	memset(a->line_next, 0, sizeof(a->line_next));
+	memset(a->line_eos, 0, sizeof(a->line_eos));
+	memset(a->line_seen, 0, sizeof(a->line_seen));
+	memset(a->cand_row, 0, sizeof(a->cand_row));
+	memset(a->reqs, 0, sizeof(a->reqs));
+	for (unsigned l = 0; l < UF_CFG_MAX_LINES; l++)
+		uf_arb_quar_drop(a, l);
+	a->any_eos = 0;
 	a->gap_open = 0;
 	a->req_out = 0;
 	a->req_tries = 0;
 	a->eos_seen = a->eos_done = 0;
-	a->cand_pkts = 0;
 	uf_stat_add(&a->st->sessions, 1);
+}
+
+/* A line packet of another session than the current one: the first session, a candidate
+ * for the next one, or the previous one. Returns 1 when the packet belongs to the (new)
+ * current session. Cold: the current session's packets never come here. */
+static int uf_arb_other_session(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                                unsigned src)
+{
+	if (!a->have_session) {
+		uf_arb_session_start(a, pkt->session); /* nothing to protect yet */
+		return 1;
+	}
+	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_MOLD_SESSION_LEN))
+		goto out_drop;
+	if (memcmp(pkt->session, a->cand_session, UF_MOLD_SESSION_LEN) != 0) {
+		memcpy(a->cand_session, pkt->session, UF_MOLD_SESSION_LEN);
+		memset(a->cand_row, 0, sizeof(a->cand_row));
+	}
+	if (a->cand_row[src] < UINT32_MAX)
+		a->cand_row[src]++;
+	uf_arb_eos_update(a, rx_ns); /* a line may have fallen silent since */
+	/* Ended (or never showed anything past 1): one packet on every live line will do.
+	 * Running: session_confirm in a row on every live line. */
+	uint32_t need =
+	    (a->eos_seen || (a->expected == 1 && a->high == 1)) ? 1 : a->p.session_confirm;
+	if (a->cand_row[src] < need)
+		goto out_drop;
+	for (int l = 0; l < a->nlines; l++)
+		if ((unsigned)l != src && uf_arb_live(a, l, rx_ns) && a->cand_row[l] < need)
+			goto out_drop;
+	/* The old session is over: whatever it still missed is lost. */
+	if (a->expected < a->high) { /* a late joiner still at 1 loses what it held too */
+		uint64_t first = a->expected, n = a->high - a->expected;
+		uf_stat_add(&a->st->gaps_unrecovered, 1);
+		uf_stat_add(&a->st->messages_unrecovered, n);
+		a->cb.gap(a->cb.ctx, first, n);
+	}
+	uf_arb_queue_clear(a);
+	memcpy(a->prev_session, a->session, UF_MOLD_SESSION_LEN);
+	a->have_prev = 1;
+	if (a->cb.new_session)
+		a->cb.new_session(a->cb.ctx, pkt->session);
+	uf_arb_session_start(a, pkt->session);
 	return 1;
 
 out_drop:
-	if (src < UF_CFG_MAX_LINES)
-		uf_stat_add(&a->st->lines[src].wrong_session, 1);
+	uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return 0;
 }
 
-void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns, unsigned src)
+/* 1 when a packet from the re-request socket answers a request: data of the current
+ * session inside a range asked for recently. */
+static int uf_arb_answer_ok(const struct uf_arb *a, const struct uf_mold_packet *pkt)
 {
-	if (UF_UNLIKELY(!uf_arb_session(a, pkt, src)))
-		return;
+	if (pkt->kind != UF_MOLD_DATA || !a->have_session ||
+	    memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN) != 0)
+		return 0;
+	uint64_t end = pkt->seq + pkt->count; /* no wrap: the caller checked */
+	for (int i = 0; i < UF_ARB_REQ_HISTORY; i++)
+		if (a->reqs[i].end && pkt->seq >= a->reqs[i].first && end <= a->reqs[i].end)
+			return 1;
+	return 0;
+}
+
+/* A packet of the current session that passed every check: arbitration proper. */
+static void uf_arb_accept(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                          unsigned src)
+{
 	uint64_t end = uf_mold_next_seq(pkt);
 	if (src < UF_CFG_MAX_LINES) {
 		/* Per-line view: what this line alone lost, whatever the other line did. */
@@ -314,6 +444,8 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 		if (src < UF_CFG_MAX_LINES && pkt->seq > a->expected)
 			a->gap_line_pkts[src]++;
 	}
+	if (UF_UNLIKELY(a->any_eos))
+		uf_arb_eos_contradict(a, end);
 	if (end > a->high)
 		a->high = end;
 
@@ -322,9 +454,10 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 			uf_stat_add(&a->st->heartbeats, 1);
 			if (src < UF_CFG_MAX_LINES)
 				uf_stat_add(&a->st->lines[src].heartbeats, 1);
-		} else if (!a->eos_seen) {
-			a->eos_seen = 1;
-			a->eos_seq = pkt->seq;
+		} else if (src < UF_CFG_MAX_LINES) {
+			a->line_eos[src] = pkt->seq;
+			a->any_eos = 1;
+			uf_arb_eos_update(a, rx_ns);
 		}
 		uf_arb_update_gap(a);
 		return;
@@ -345,6 +478,130 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 	uf_arb_update_gap(a);
 }
 
+/* ---- quarantine of jumps nothing corroborates yet ---- */
+
+/* Sequence `a->high` + max_jump: how far a line may announce without corroboration. */
+static inline uint64_t uf_arb_limit(const struct uf_arb *a)
+{
+	return a->high > UINT64_MAX - a->p.max_jump ? UINT64_MAX : a->high + a->p.max_jump;
+}
+
+static void uf_arb_quar_hold(struct uf_arb *a, unsigned l, const struct uf_mold_packet *pkt,
+                             uint64_t rx_ns)
+{
+	struct uf_arb_quar *q = &a->q[l];
+	if (UF_UNLIKELY(pkt->len > a->slot_size || q->n >= UF_ARB_CONFIRM_MAX))
+		return; /* cannot happen: slots are receive-buffer sized, n < jump_confirm */
+	if (!q->n) {
+		q->first = pkt->seq;
+		a->nquar++;
+	}
+	memcpy(q->data[q->n], pkt->buf, pkt->len);
+	q->len[q->n] = (uint32_t)pkt->len;
+	q->rx_ns[q->n] = rx_ns;
+	q->n++;
+	q->next = uf_mold_next_seq(pkt);
+	uf_stat_add(&a->cnt.quarantined, 1);
+}
+
+/* Line `l`'s held jump is corroborated: hand its packets to arbitration, in arrival order. */
+static void uf_arb_quar_release(struct uf_arb *a, unsigned l)
+{
+	struct uf_arb_quar *q = &a->q[l];
+	uint32_t n = q->n;
+	q->n = 0;
+	a->nquar--;
+	uf_stat_add(&a->cnt.quarantine_confirmed, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		struct uf_mold_packet pkt;
+		/* Validated before it was held: opening again only re-reads lengths. */
+		if (uf_mold_open(&pkt, q->data[i], q->len[i]) > 0)
+			uf_arb_accept(a, &pkt, q->rx_ns[i], l);
+	}
+}
+
+/* 1 when `seq` lies within max_jump of what line `l` holds: the other line shows it too. */
+static int uf_arb_quar_near(const struct uf_arb *a, unsigned l, uint64_t seq)
+{
+	const struct uf_arb_quar *q = &a->q[l];
+	uint64_t lo = q->first > a->p.max_jump ? q->first - a->p.max_jump : 0;
+	uint64_t hi = q->next > UINT64_MAX - a->p.max_jump ? UINT64_MAX : q->next + a->p.max_jump;
+	return seq >= lo && seq <= hi;
+}
+
+/* A packet of line `src` beyond uf_arb_limit(): hold it, or release what it corroborates. */
+static void uf_arb_quarantine(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                              unsigned src)
+{
+	struct uf_arb_quar *q = &a->q[src];
+	if (q->n && pkt->seq == q->next) { /* its own line continues it */
+		uf_arb_quar_hold(a, src, pkt, rx_ns);
+		if (q->n >= a->p.jump_confirm)
+			uf_arb_quar_release(a, src);
+		return;
+	}
+	for (int l = 0; l < a->nlines; l++) {
+		if ((unsigned)l == src || !a->q[l].n || !uf_arb_quar_near(a, (unsigned)l, pkt->seq))
+			continue;
+		/* Another line shows the same jump: both are believed. */
+		uf_arb_quar_drop(a, src);
+		uf_arb_quar_release(a, (unsigned)l);
+		if (pkt->seq <= uf_arb_limit(a))
+			uf_arb_accept(a, pkt, rx_ns, src);
+		else
+			uf_arb_quar_hold(a, src, pkt,
+			                 rx_ns); /* further still: needs its own proof */
+		return;
+	}
+	uf_arb_quar_drop(a, src); /* did not continue what its line held */
+	uf_arb_quar_hold(a, src, pkt, rx_ns);
+	if (q->n >= a->p.jump_confirm)
+		uf_arb_quar_release(a, src);
+}
+
+/* After a packet of line `src` within the limit: quarantines the stream caught up with are
+ * released; `src`'s own, if still held, was not continued in a row and is dropped. */
+static void uf_arb_quar_recheck(struct uf_arb *a, unsigned src)
+{
+	for (int l = 0; l < a->nlines && a->nquar; l++)
+		if (a->q[l].n && a->q[l].first <= uf_arb_limit(a))
+			uf_arb_quar_release(a, (unsigned)l);
+	if (src < UF_CFG_MAX_LINES)
+		uf_arb_quar_drop(a, src);
+}
+
+void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns, unsigned src)
+{
+	if (UF_UNLIKELY(pkt->kind == UF_MOLD_DATA && pkt->seq > UINT64_MAX - pkt->count)) {
+		uf_stat_add(&a->cnt.bad_sequence, 1); /* no stream reaches 2^64: a forgery */
+		return;
+	}
+	if (UF_UNLIKELY(src >= UF_CFG_MAX_LINES)) {
+		/* The re-request socket: only answers to what was asked. */
+		if (!uf_arb_answer_ok(a, pkt)) {
+			uf_stat_add(&a->cnt.rerequest_answers_rejected, 1);
+			return;
+		}
+		uf_arb_accept(a, pkt, rx_ns, UF_ARB_SRC_RECOVERY);
+		return;
+	}
+	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN))) {
+		if (UF_LIKELY(pkt->kind != UF_MOLD_END_OF_SESSION))
+			a->cand_row[src] = 0; /* the current session goes on on this line */
+	} else if (!uf_arb_other_session(a, pkt, rx_ns, src)) {
+		return;
+	}
+	a->line_seen[src] = 1;
+	a->line_rx[src] = rx_ns;
+	if (UF_UNLIKELY(pkt->seq > uf_arb_limit(a))) {
+		uf_arb_quarantine(a, pkt, rx_ns, src);
+		return;
+	}
+	uf_arb_accept(a, pkt, rx_ns, src);
+	if (UF_UNLIKELY(a->nquar))
+		uf_arb_quar_recheck(a, src);
+}
+
 /* Sends one re-request for the start of the hole. Returns 0 or -errno. */
 static int uf_arb_request(struct uf_arb *a, uint64_t now_ns)
 {
@@ -360,6 +617,8 @@ static int uf_arb_request(struct uf_arb *a, uint64_t now_ns)
 	a->last_req_ns = now_ns;
 	a->req_tries++;
 	a->gap_reqs++;
+	a->reqs[a->nreqs++ % UF_ARB_REQ_HISTORY].first = a->expected;
+	a->reqs[(a->nreqs - 1) % UF_ARB_REQ_HISTORY].end = end;
 	a->rate_limited = 0;
 	ssize_t r = sendto(a->fd, req, sizeof(req), MSG_DONTWAIT, (struct sockaddr *)&a->server,
 	                   sizeof(a->server));

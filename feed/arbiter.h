@@ -15,12 +15,32 @@
  *   - when recovery fails (no server, retries exhausted) or the queue overflows, the hole is
  *     handed to the `gap` callback (a gap marker, books flagged stale), counted, and the
  *     stream goes on.
- * Heartbeats and end of session reveal gaps at the tail. Another session replaces the
- * current one at once when the current one has ended (or never delivered anything), else
- * only after UF_ARB_SESSION_CONFIRM of its packets in a row: a stray packet on the group
- * must not wipe a running day's books. The new session starts at sequence 1 (its first
- * packets, dropped while confirming, are recovered like any gap); packets of the previous
- * session are then dropped.
+ * Heartbeats and end of session reveal gaps at the tail.
+ *
+ * What the arbiter trusts (docs/feed.md, "What the arbiter trusts", states the same rules):
+ *   - Jumps: a packet of a line whose sequence lies beyond `high` + max_jump (further than
+ *     anything the lines have shown so far) is held in that line's quarantine: it opens no
+ *     gap, sends no re-request and moves no counter but `quarantined`. It is released, and
+ *     then handled like any packet (a gap, recovery...), when it is corroborated: another
+ *     line shows a packet within max_jump of it, or its own line continues it with
+ *     jump_confirm packets in a row (each starting where the previous ended), or the stream
+ *     catches up with it. A packet of its line that does not continue it drops it.
+ *   - End of session counts only when every live line announced it at the same sequence
+ *     and no packet showed anything beyond it. A line is live when it sent a packet of the
+ *     current session less than line_silent_ns (receive time) before the packet at hand.
+ *   - Another session replaces the current one when every live line (and the line that
+ *     carries it) showed `need` of its packets in a row (no data or heartbeat of the current
+ *     session on that line in between): need = 1 when the current session has ended (or
+ *     never showed anything past sequence 1), session_confirm otherwise. The very first
+ *     session is taken at once. The new session starts at sequence 1 (its packets dropped
+ *     while confirming are recovered like any gap); the previous one is then dropped.
+ *   - Re-request answers (src UF_ARB_SRC_RECOVERY, already checked to come from the
+ *     server's address by the feed) are accepted only when they are data of the current
+ *     session lying inside one of the last UF_ARB_REQ_HISTORY ranges requested; the rest is
+ *     counted in rerequest_answers_rejected and dropped. So `recovered_messages` counts only
+ *     messages that answered a request.
+ *   - Optional per-line source: uf_arb_source_ok() drops datagrams of a line that do not
+ *     come from its configured source (foreign_source of that line).
  *
  * Single-threaded (the feed thread). No allocation after uf_arb_init(); system calls only to
  * send re-requests and to read the clock while a gap is open. */
@@ -35,10 +55,49 @@
 #include "feed/uf_feed_stats.h"
 
 #define UF_ARB_SRC_RECOVERY    UF_CFG_MAX_LINES /* source index of the re-request socket */
-#define UF_ARB_SESSION_CONFIRM 16 /* packets in a row that make another session current */
+#define UF_ARB_SESSION_CONFIRM 16               /* default session_confirm */
+#define UF_ARB_MAX_JUMP        10000ull         /* default max_jump (messages) */
+#define UF_ARB_JUMP_CONFIRM    4                /* default jump_confirm (packets) */
+#define UF_ARB_CONFIRM_MAX     64            /* largest jump_confirm: quarantine slots per line */
+#define UF_ARB_LINE_SILENT_NS  5000000000ull /* default line_silent_ns: 5 heartbeat periods */
+#define UF_ARB_REQ_HISTORY     8             /* requested ranges an answer may fall in */
 /* Waiting for the other line ends at this bound even if the sockets never drain (sustained
  * full batches with one line dead): a needless re-request is cheap, a stalled gap is not. */
 #define UF_ARB_WAIT_CAP(wait_ns) (8 * (wait_ns) + 10000000ull)
+
+/* What the arbiter needs corroborated before it believes it (see above). Defaults from
+ * uf_arb_params_default(); set with uf_arb_set_params() before the first packet. */
+struct uf_arb_params {
+	uint64_t max_jump;        /* messages beyond `high` a line may jump unconfirmed (>= 1) */
+	uint32_t jump_confirm;    /* packets in a row that confirm a jump (1..CONFIRM_MAX) */
+	uint32_t session_confirm; /* packets in a row per live line for a new session (>= 1) */
+	uint64_t line_silent_ns;  /* a line silent this long is not live (receive time, > 0) */
+};
+
+/* The arbiter's own counters (same X(field, "help") form as UF_FEED_COUNTERS, to be
+ * published by the feed with them). Written only by the feed thread (uf_stat_add). */
+#define UF_ARB_COUNTERS(X)                                                                         \
+	X(quarantined, "packets held because their sequence jumped beyond what the lines showed")  \
+	X(quarantine_confirmed,                                                                    \
+	  "held jumps corroborated (other line, packets in a row, catch-up)")                      \
+	X(quarantine_dropped, "held packets dropped: their jump was never corroborated")           \
+	X(rerequest_answers_rejected, "re-request socket packets not answering a request (other "  \
+	                              "session, range not requested, not data): dropped")          \
+	X(end_of_session_contradicted, "end-of-session announcements voided by later packets")     \
+	X(bad_sequence, "packets whose sequence range wraps past 2^64 (dropped)")
+
+#define UF_ARB_LINE_COUNTERS(X)                                                                    \
+	X(foreign_source, "datagrams on this line from another source than its configured one")
+
+#define UF_ARB_FIELD(name, help) uint64_t name;
+struct uf_arb_line_counters {
+	UF_ARB_LINE_COUNTERS(UF_ARB_FIELD)
+};
+struct uf_arb_counters {
+	UF_ARB_COUNTERS(UF_ARB_FIELD)
+	struct uf_arb_line_counters lines[UF_CFG_MAX_LINES]; /* per line */
+};
+#undef UF_ARB_FIELD
 
 struct uf_arb_cb {
 	/* Deliver messages [pkt->seq + skip, pkt->seq + pkt->count) of a validated data packet,
@@ -52,6 +111,16 @@ struct uf_arb_cb {
 	void *ctx;
 };
 
+/* One line's quarantine: packets of an uncorroborated jump, in arrival order. */
+struct uf_arb_quar {
+	uint64_t first;                     /* first sequence held */
+	uint64_t next;                      /* sequence after the last packet held */
+	uint32_t n;                         /* packets held */
+	uint32_t len[UF_ARB_CONFIRM_MAX];   /* their datagram bytes */
+	uint64_t rx_ns[UF_ARB_CONFIRM_MAX]; /* their receive times */
+	uint8_t *data[UF_ARB_CONFIRM_MAX];  /* their copies (slot_size bytes each) */
+};
+
 /* One queued out-of-order packet. */
 struct uf_arb_slot {
 	uint64_t seq;   /* first sequence */
@@ -63,9 +132,12 @@ struct uf_arb_slot {
 };
 
 struct uf_arb {
-	struct uf_arb_cb cb;      /* where results go */
-	struct uf_feed_stats *st; /* counters */
-	int nlines;               /* lines in use */
+	struct uf_arb_cb cb;        /* where results go */
+	struct uf_feed_stats *st;   /* counters */
+	struct uf_arb_counters cnt; /* the arbiter's own counters (the feed publishes them) */
+	struct uf_arb_params p;     /* trust thresholds */
+	int nlines;                 /* lines in use */
+	uint32_t line_source[UF_CFG_MAX_LINES]; /* expected source per line (s_addr), 0 = any */
 	/* recovery parameters */
 	int recovery;              /* 1 when a request server is configured */
 	int fd;                    /* re-request socket (-1 without recovery) */
@@ -82,9 +154,13 @@ struct uf_arb {
 	int have_session;                       /* session is set */
 	int have_prev;                          /* prev_session is set */
 	char cand_session[UF_MOLD_SESSION_LEN]; /* another session seen while ours runs */
-	uint32_t cand_pkts;                     /* its packets since the last one of ours */
+	uint32_t cand_row[UF_CFG_MAX_LINES];    /* its packets in a row, per line */
 	uint64_t delivered;                     /* messages delivered or given up in this session */
-	int eos_seen;                           /* end of session received */
+	int eos_seen;                           /* end of session corroborated (every live line) */
+	int any_eos;                            /* some line_eos is set */
+	uint64_t line_eos[UF_CFG_MAX_LINES];    /* per line: end-of-session sequence (0 = none) */
+	uint64_t line_rx[UF_CFG_MAX_LINES];     /* per line: receive time of its last packet */
+	uint8_t line_seen[UF_CFG_MAX_LINES];    /* per line: sent a packet of this session */
 	int eos_done;                           /* end of session reached and counted */
 	uint64_t eos_seq;                       /* its sequence */
 	uint64_t expected;                      /* next sequence to deliver */
@@ -105,6 +181,15 @@ struct uf_arb {
 	uint32_t req_tries;                       /* re-requests sent for the current `expected` */
 	uint64_t tries_at;                        /* the `expected` those tries were for */
 	int rate_limited;                         /* the current attempt was postponed already */
+	struct {
+		uint64_t first, end; /* a requested range [first, end) */
+	} reqs[UF_ARB_REQ_HISTORY];  /* the last ranges requested (end 0 = none) */
+	uint32_t nreqs;              /* requests recorded (index of the next % N) */
+	/* quarantine of uncorroborated jumps, per line */
+	uint32_t nquar;                         /* lines with a non-empty quarantine */
+	struct uf_arb_quar q[UF_CFG_MAX_LINES]; /* per line */
+	uint8_t *qmem;                          /* their copies (mmap, faulted lazily) */
+	size_t qmem_len;                        /* its length */
 	/* bounded queue: a min-heap of slot indices ordered by seq, plus a free list */
 	uint32_t cap;              /* queue_packets */
 	uint32_t slot_size;        /* bytes per slot */
@@ -121,6 +206,34 @@ struct uf_arb {
  * recovery) and queue slots of `slot_size` bytes. Returns 0 or -ENOMEM. Cold. */
 int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
                 struct uf_feed_stats *st, const struct uf_arb_cb *cb);
+
+/* The default trust thresholds (UF_ARB_MAX_JUMP, UF_ARB_JUMP_CONFIRM, ...). */
+void uf_arb_params_default(struct uf_arb_params *p);
+
+/* Replaces the trust thresholds (uf_arb_init sets the defaults). Call before the first
+ * packet. Returns 0, or -EINVAL for a value out of range (nothing changed). Cold. */
+int uf_arb_set_params(struct uf_arb *a, const struct uf_arb_params *p);
+
+/* Accepts datagrams of line `line` only from `source` (INADDR_ANY: from anyone, the
+ * default). Returns 0 or -EINVAL (no such line). Cold. */
+int uf_arb_set_line_source(struct uf_arb *a, unsigned line, struct in_addr source);
+
+/* 1 when a datagram of line `line` from `from_addr` (network order) may be handed to
+ * uf_arb_packet; 0 when it came from another source than the configured one (counted in
+ * cnt.lines[line].foreign_source: the caller drops it). Hot. */
+static inline int uf_arb_source_ok(struct uf_arb *a, unsigned line, uint32_t from_addr)
+{
+	if (line >= UF_CFG_MAX_LINES || !a->line_source[line] || a->line_source[line] == from_addr)
+		return 1;
+	uf_stat_add(&a->cnt.lines[line].foreign_source, 1);
+	return 0;
+}
+
+/* The arbiter's counters (feed thread writes with relaxed stores; read with relaxed loads). */
+static inline const struct uf_arb_counters *uf_arb_counters(const struct uf_arb *a)
+{
+	return &a->cnt;
+}
 
 /* Frees the queue. Safe on a zeroed struct. */
 void uf_arb_fini(struct uf_arb *a);

@@ -67,6 +67,29 @@ int uf_mcast_open_rx(struct in_addr group, uint16_t port, struct in_addr ifaddr,
 	return fd;
 }
 
+int uf_mcast_join_source(int fd, struct in_addr group, struct in_addr source, struct in_addr ifaddr,
+                         char *err, size_t errlen)
+{
+	char g[INET_ADDRSTRLEN], src[INET_ADDRSTRLEN], what[160];
+	inet_ntop(AF_INET, &group, g, sizeof(g));
+	inet_ntop(AF_INET, &source, src, sizeof(src));
+	/* The kernel refuses a source filter on a group joined for any source (and that join
+	 * would let every sender in anyway): leave it first. Not joined is fine too. */
+	struct ip_mreq mr = {.imr_multiaddr = group, .imr_interface = ifaddr};
+	if (setsockopt(fd, IPPROTO_IP, IP_DROP_MEMBERSHIP, &mr, sizeof(mr)) < 0 &&
+	    errno != EADDRNOTAVAIL) {
+		snprintf(what, sizeof(what), "leave %s before the source-specific join", g);
+		return uf_mcast_fail(-1, err, errlen, what);
+	}
+	struct ip_mreq_source ms = {
+	    .imr_multiaddr = group, .imr_interface = ifaddr, .imr_sourceaddr = source};
+	if (setsockopt(fd, IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, &ms, sizeof(ms)) < 0) {
+		snprintf(what, sizeof(what), "join %s from source %s", g, src);
+		return uf_mcast_fail(-1, err, errlen, what);
+	}
+	return 0;
+}
+
 int uf_mcast_open_unicast(struct in_addr local, uint16_t port, int rcvbuf, char *err, size_t errlen)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

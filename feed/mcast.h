@@ -15,6 +15,15 @@
 int uf_mcast_open_rx(struct in_addr group, uint16_t port, struct in_addr ifaddr, int rcvbuf,
                      char *err, size_t errlen);
 
+/* Restricts receiver `fd` (from uf_mcast_open_rx, joined to `group` on `ifaddr`) to datagrams
+ * sent by `source`: drops the any-source membership and joins (source, group) with
+ * IP_ADD_SOURCE_MEMBERSHIP, so the kernel itself discards other senders on the group (IGMPv3
+ * tells the network to stop forwarding them too). The feed still checks each datagram's
+ * source (uf_arb_source_ok): another socket of the host may keep an any-source join.
+ * Returns 0, or -errno with the failing step in `err` (`fd` stays open). Cold. */
+int uf_mcast_join_source(int fd, struct in_addr group, struct in_addr source, struct in_addr ifaddr,
+                         char *err, size_t errlen);
+
 /* Opens a non-blocking unconnected UDP socket bound to `local` (port 0 = any) with
  * SO_TIMESTAMPNS, for sending re-requests and receiving their answers.
  * Returns the fd or -errno (message in `err`). */

@@ -93,8 +93,10 @@ static void env_free(struct env *e)
 	free(e);
 }
 
-/* Feeds a data packet of `count` messages from `seq` (session `sess`) from `src`. */
-static void pkt_sess(struct env *e, const char *sess, uint64_t seq, unsigned count, unsigned src)
+/* Feeds a data packet of `count` messages from `seq` (session `sess`) from `src`, received
+ * at `rx` (kernel receive time). */
+static void pkt_rx(struct env *e, const char *sess, uint64_t seq, unsigned count, unsigned src,
+                   uint64_t rx)
 {
 	struct uf_mold_builder b;
 	char s[UF_MOLD_SESSION_LEN];
@@ -106,7 +108,12 @@ static void pkt_sess(struct env *e, const char *sess, uint64_t seq, unsigned cou
 		assert_int_equal(uf_mold_builder_add(&b, msg, sizeof(msg)), 0);
 	assert_int_equal(uf_mold_open(&e->pkt, e->buf, b.len),
 	                 count ? UF_MOLD_DATA : UF_MOLD_HEARTBEAT);
-	uf_arb_packet(&e->a, &e->pkt, 1, src);
+	uf_arb_packet(&e->a, &e->pkt, rx, src);
+}
+
+static void pkt_sess(struct env *e, const char *sess, uint64_t seq, unsigned count, unsigned src)
+{
+	pkt_rx(e, sess, seq, count, src, 1);
 }
 
 static void pkt(struct env *e, uint64_t seq, unsigned count, unsigned src)
@@ -114,17 +121,24 @@ static void pkt(struct env *e, uint64_t seq, unsigned count, unsigned src)
 	pkt_sess(e, "S1", seq, count, src);
 }
 
-static void ctl(struct env *e, uint64_t seq, int eos, unsigned src)
+/* A heartbeat (eos 0) or end of session (eos 1) of session `sess`, received at `rx`. */
+static void ctl_rx(struct env *e, const char *sess, uint64_t seq, int eos, unsigned src,
+                   uint64_t rx)
 {
 	char s[UF_MOLD_SESSION_LEN];
 	memset(s, ' ', sizeof(s));
-	memcpy(s, "S1", 2);
+	memcpy(s, sess, strlen(sess));
 	if (eos)
 		uf_mold_build_end_of_session(e->buf, s, seq);
 	else
 		uf_mold_build_heartbeat(e->buf, s, seq);
 	assert_true(uf_mold_open(&e->pkt, e->buf, UF_MOLD_HDR_LEN) > 0);
-	uf_arb_packet(&e->a, &e->pkt, 1, src);
+	uf_arb_packet(&e->a, &e->pkt, rx, src);
+}
+
+static void ctl(struct env *e, uint64_t seq, int eos, unsigned src)
+{
+	ctl_rx(e, "S1", seq, eos, src, 1);
 }
 
 static void assert_in_order(const struct rec *r, uint64_t first, uint64_t n)
@@ -483,6 +497,337 @@ static void test_arb_rate_limit_spaces_requests(void **s)
 	env_free(e);
 }
 
+/* ---- what the arbiter trusts (issue 12): each case is an attack that used to work ---- */
+
+/* Both lines run S1. */
+static struct env *env_running(uint32_t queue)
+{
+	struct env *e = env_new(1, queue);
+	pkt(e, 1, 3, 0);
+	pkt(e, 1, 3, 1);
+	return e;
+}
+
+/* Waits past wait_ms and returns the re-request the arbiter sent (asserts there is one). */
+static void expect_request(struct env *e, uint64_t *seq, uint16_t *cnt)
+{
+	uf_arb_tick(&e->a, uf_now_mono_ns() + 5000000ull, 1);
+	assert_true(read_request(e, seq, cnt));
+}
+
+/* A spoofed end of session on line A, then one packet of another session on A: line B still
+ * runs S1, so neither is believed. Used to start S2 at once (books wiped, S1 dropped as
+ * wrong_session for the rest of the day, no gap record). */
+static void test_arb_spoofed_end_of_session_on_one_line_replaces_nothing(void **s)
+{
+	struct env *e = env_running(64);
+	ctl(e, 4, 1, 0);
+	pkt_sess(e, "EVIL", 1, 2, 0);
+	assert_int_equal(e->r.sessions, 0);
+	assert_int_equal(e->st.sessions, 1);
+	assert_int_equal(e->st.lines[0].wrong_session, 1);
+	assert_int_equal(e->st.end_of_session, 0);
+	pkt(e, 4, 2, 1); /* S1 goes on on both lines */
+	pkt(e, 4, 2, 0);
+	pkt(e, 6, 1, 0);
+	assert_in_order(&e->r, 1, 6);
+	assert_int_equal(e->a.cnt.end_of_session_contradicted, 1);
+	assert_int_equal(e->st.lines[0].wrong_session, 1);
+	assert_int_equal(e->st.lines[1].duplicates, 1);
+	assert_int_equal(e->r.ngaps, 0);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* Bursts of another session on one line, however long, while the other line runs ours. */
+static void test_arb_burst_of_another_session_on_one_line_replaces_nothing(void **s)
+{
+	struct env *e = env_running(64);
+	for (uint64_t q = 1; q <= 4 * UF_ARB_SESSION_CONFIRM; q++)
+		pkt_sess(e, "EVIL", q, 1, 0);
+	assert_int_equal(e->st.sessions, 1);
+	assert_int_equal(e->r.sessions, 0);
+	assert_int_equal(e->st.lines[0].wrong_session, 4 * UF_ARB_SESSION_CONFIRM);
+	pkt(e, 4, 1, 1);
+	pkt(e, 4, 1, 0);
+	assert_in_order(&e->r, 1, 4);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* Answers on the re-request socket carrying another session are not answers. */
+static void test_arb_rerequest_answers_of_another_session_are_rejected(void **s)
+{
+	struct env *e = env_running(64);
+	pkt(e, 6, 1, 0);
+	pkt(e, 6, 1, 1);
+	uint64_t seq;
+	uint16_t cnt;
+	expect_request(e, &seq, &cnt);
+	assert_int_equal(seq, 4);
+	for (uint64_t q = 1; q <= 2 * UF_ARB_SESSION_CONFIRM; q++)
+		pkt_sess(e, "EVIL", q, 1, UF_ARB_SRC_RECOVERY);
+	pkt_sess(e, "EVIL", 4, 2, UF_ARB_SRC_RECOVERY);
+	assert_int_equal(e->st.sessions, 1);
+	assert_int_equal(e->r.sessions, 0);
+	assert_int_equal(e->a.cnt.rerequest_answers_rejected, 2 * UF_ARB_SESSION_CONFIRM + 1);
+	assert_int_equal(e->st.recovered_messages, 0);
+	pkt(e, 4, 2, UF_ARB_SRC_RECOVERY); /* the real answer */
+	assert_in_order(&e->r, 1, 6);
+	assert_int_equal(e->st.recovered_messages, 2);
+	env_free(e);
+}
+
+/* A lying server: answers beyond the range asked for, unasked answers, control packets.
+ * None is delivered or counted as recovered; the true answer is. */
+static void test_arb_rerequest_answers_outside_the_request_are_rejected(void **s)
+{
+	struct env *e = env_running(64);
+	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* nothing was asked yet */
+	pkt(e, 7, 1, 0);
+	pkt(e, 7, 1, 1);
+	uint64_t seq;
+	uint16_t cnt;
+	expect_request(e, &seq, &cnt);
+	assert_int_equal(seq, 4);
+	assert_int_equal(cnt, 3);
+	pkt(e, 4, 5, UF_ARB_SRC_RECOVERY); /* 4..8: runs past what was asked */
+	pkt(e, 2, 3, UF_ARB_SRC_RECOVERY); /* 2..4: starts before it */
+	pkt(e, 9, 2, UF_ARB_SRC_RECOVERY); /* beyond it */
+	ctl_rx(e, "S1", 50, 0, UF_ARB_SRC_RECOVERY, 1);
+	ctl_rx(e, "S1", 4, 1, UF_ARB_SRC_RECOVERY, 1);
+	assert_int_equal(e->a.cnt.rerequest_answers_rejected, 6);
+	assert_int_equal(e->st.recovered_messages, 0);
+	assert_int_equal(e->r.n, 3);
+	assert_int_equal(e->st.end_of_session, 0);
+	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* partial true answers */
+	pkt(e, 5, 2, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 7);
+	assert_int_equal(e->st.recovered_messages, 3);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* One packet of the right session 10^9 ahead on one line: held, no gap, no re-request, no
+ * counter moved by 10^9; the day goes on and nothing of it is lost. It used to raise ~1000
+ * re-requests, flag every book stale and then drop the rest of the day as duplicates. */
+static void test_arb_one_packet_far_ahead_is_quarantined(void **s)
+{
+	struct env *e = env_running(64);
+	pkt(e, 1000000000ull, 1, 0);
+	ctl_rx(e, "S1", 2000000000ull, 0, 1, 1); /* and a heartbeat far ahead on B */
+	assert_false(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->a.cnt.quarantined, 2);
+	for (int i = 0; i < 20; i++)
+		uf_arb_tick(&e->a, uf_now_mono_ns() + (uint64_t)i * 100000000ull, 1);
+	assert_int_equal(e->st.rerequests, 0);
+	for (uint64_t q = 4; q < 40; q++) {
+		pkt(e, q, 1, 0);
+		pkt(e, q, 1, 1);
+	}
+	assert_in_order(&e->r, 1, 39);
+	assert_int_equal(e->st.gaps, 0);
+	assert_int_equal(e->st.gap_messages, 0);
+	assert_int_equal(e->st.messages_unrecovered, 0);
+	assert_int_equal(e->st.lines[0].gaps, 0);
+	assert_int_equal(e->st.lines[0].gap_messages, 0);
+	assert_int_equal(e->a.cnt.quarantine_dropped, 2); /* the next packet of A and of B */
+	assert_int_equal(e->a.cnt.quarantine_confirmed, 0);
+	env_free(e);
+}
+
+/* Far packets that never continue each other in a row, interleaved with the day. */
+static void test_arb_scattered_far_packets_never_confirm(void **s)
+{
+	struct env *e = env_running(64);
+	for (uint64_t q = 4; q < 4 + 3 * UF_ARB_JUMP_CONFIRM; q++) {
+		pkt(e, 1000000000ull + q, 1, 0); /* "continues" the previous far one, but ... */
+		pkt(e, q, 1, 0);                 /* ... the real line breaks every row */
+		pkt(e, q, 1, 1);
+	}
+	assert_int_equal(e->a.cnt.quarantine_confirmed, 0);
+	assert_int_equal(e->st.gaps, 0);
+	assert_int_equal(e->r.n, 3 + 3 * UF_ARB_JUMP_CONFIRM);
+	env_free(e);
+}
+
+/* A genuine large gap: both lines jump. Detected and recovered exactly as any gap. */
+static void test_arb_large_gap_on_both_lines_is_detected_and_recovered(void **s)
+{
+	struct env *e = env_running(64);
+	const uint64_t far = 1000000ull;
+	pkt(e, far, 2, 0);
+	assert_false(uf_arb_gap_open(&e->a)); /* one line alone: not yet */
+	pkt(e, far, 2, 1);                    /* the other shows it: believed */
+	assert_true(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->a.cnt.quarantine_confirmed, 1);
+	assert_int_equal(e->st.gaps, 1);
+	assert_int_equal(e->st.gap_messages, far - 4);
+	assert_int_equal(e->st.lines[0].gap_messages, far - 4);
+	assert_int_equal(e->st.lines[1].gap_messages, far - 4);
+	uint64_t seq;
+	uint16_t cnt;
+	expect_request(e, &seq, &cnt);
+	assert_int_equal(seq, 4);
+	assert_int_equal(cnt, 100);
+	pkt(e, 4, 100, UF_ARB_SRC_RECOVERY);
+	assert_int_equal(e->r.n, 103);
+	assert_int_equal(e->st.recovered_messages, 100);
+	env_free(e);
+}
+
+/* A large jump on the only line that sends: jump_confirm packets in a row prove it. */
+static void test_arb_large_gap_on_one_line_is_believed_after_packets_in_a_row(void **s)
+{
+	struct env *e = env_new(1, 64);
+	pkt(e, 1, 3, 0);
+	const uint64_t far = 1000000ull;
+	for (uint64_t k = 0; k + 1 < UF_ARB_JUMP_CONFIRM; k++)
+		pkt(e, far + 2 * k, 2, 0);
+	assert_false(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->a.cnt.quarantined, UF_ARB_JUMP_CONFIRM - 1);
+	pkt(e, far + 2 * (UF_ARB_JUMP_CONFIRM - 1), 2, 0);
+	assert_true(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->st.gap_messages, far - 4);
+	assert_int_equal(e->st.queued_packets, UF_ARB_JUMP_CONFIRM); /* all kept, none lost */
+	assert_int_equal(e->a.cnt.quarantine_dropped, 0);
+	uf_arb_tick(&e->a, uf_now_mono_ns() + 5000000ull, 1);
+	assert_int_equal(e->st.rerequests, 1);
+	env_free(e);
+}
+
+/* The end of a day: counted once every live line announced it; then a new session is
+ * taken when it shows on every live line. */
+static void test_arb_end_of_session_and_new_session_need_both_lines(void **s)
+{
+	struct env *e = env_running(64);
+	ctl(e, 4, 1, 0);
+	assert_int_equal(e->st.end_of_session, 0); /* B did not say so */
+	pkt_sess(e, "S2", 1, 1, 0);
+	assert_int_equal(e->st.sessions, 1);
+	ctl(e, 4, 1, 1);
+	assert_int_equal(e->st.end_of_session, 1);
+	pkt_sess(e, "S2", 2, 1, 0); /* A's second S2 packet: B has shown none yet */
+	assert_int_equal(e->st.sessions, 1);
+	pkt_sess(e, "S2", 1, 1, 1); /* B shows S2: corroborated */
+	assert_int_equal(e->st.sessions, 2);
+	assert_int_equal(e->r.sessions, 1);
+	pkt_sess(e, "S2", 2, 1, 1);
+	assert_int_equal(e->r.n, 5);
+	assert_int_equal(e->r.delivered[3], 1);
+	assert_int_equal(e->r.delivered[4], 2);
+	assert_int_equal(e->r.ngaps, 0);
+	env_free(e);
+}
+
+/* Without an end of session, a new session needs session_confirm packets in a row on every
+ * live line. */
+static void test_arb_new_session_without_end_needs_a_row_on_every_line(void **s)
+{
+	struct env *e = env_running(64);
+	for (uint64_t q = 1; q <= UF_ARB_SESSION_CONFIRM; q++)
+		pkt_sess(e, "S2", q, 1, 0);
+	for (uint64_t q = 1; q < UF_ARB_SESSION_CONFIRM; q++)
+		pkt_sess(e, "S2", q, 1, 1);
+	pkt(e, 4, 1, 1); /* B still sends S1: its row starts over */
+	pkt_sess(e, "S2", UF_ARB_SESSION_CONFIRM, 1, 1);
+	assert_int_equal(e->st.sessions, 1);
+	for (uint64_t q = 1; q < UF_ARB_SESSION_CONFIRM; q++)
+		pkt_sess(e, "S2", q, 1, 1);
+	assert_int_equal(e->st.sessions, 2);
+	assert_int_equal(e->r.sessions, 1);
+	env_free(e);
+}
+
+/* A line silent for line_silent_ns (receive time) has no say: one live line suffices. */
+static void test_arb_silent_line_does_not_block_the_next_session(void **s)
+{
+	struct env *e = env_new(1, 64);
+	const uint64_t sec = 1000000000ull;
+	pkt_rx(e, "S1", 1, 3, 0, 1 * sec);
+	pkt_rx(e, "S1", 1, 3, 1, 1 * sec); /* B's last packet */
+	pkt_rx(e, "S1", 4, 1, 0, 3 * sec);
+	ctl_rx(e, "S1", 5, 1, 0, 3 * sec);
+	assert_int_equal(e->st.end_of_session, 0); /* B was live 2 s ago */
+	ctl_rx(e, "S1", 5, 1, 0, 7 * sec);
+	assert_int_equal(e->st.end_of_session, 1); /* B silent for 6 s */
+	pkt_rx(e, "S2", 1, 1, 0, 7 * sec);
+	assert_int_equal(e->st.sessions, 2);
+	assert_int_equal(e->r.n, 5);
+	env_free(e);
+}
+
+/* Sequences that wrap past 2^64 are forgeries: dropped before they touch anything. */
+static void test_arb_sequence_wrapping_past_2_64_is_dropped(void **s)
+{
+	struct env *e = env_running(64);
+	pkt(e, UINT64_MAX - 1, 3, 0);
+	assert_int_equal(e->a.cnt.bad_sequence, 1);
+	pkt(e, 4, 1, 0);
+	assert_in_order(&e->r, 1, 4);
+	assert_int_equal(e->st.gaps, 0);
+	env_free(e);
+}
+
+/* A held packet the stream reaches (line B lagging behind A's jump) is released, not lost. */
+static void test_arb_held_packet_is_released_when_the_stream_reaches_it(void **s)
+{
+	struct env *e = env_new(1, 64);
+	struct uf_arb_params p;
+	uf_arb_params_default(&p);
+	p.max_jump = 10;
+	assert_int_equal(uf_arb_set_params(&e->a, &p), 0);
+	pkt(e, 1, 1, 0);
+	pkt(e, 20, 1, 1); /* B: 2 + 10 < 20, held */
+	assert_int_equal(e->a.cnt.quarantined, 1);
+	pkt(e, 2, 14, 0); /* A: high 16, limit 26: 20 is plausible now */
+	assert_int_equal(e->a.cnt.quarantine_confirmed, 1);
+	assert_true(uf_arb_gap_open(&e->a)); /* 16..19 missing, 20 queued */
+	pkt(e, 16, 4, 0);
+	assert_in_order(&e->r, 1, 20);
+	assert_int_equal(e->r.src[19], 1);
+	assert_int_equal(e->a.cnt.quarantine_dropped, 0);
+	env_free(e);
+}
+
+static void test_arb_source_filter_drops_other_sources(void **s)
+{
+	struct env *e = env_new(1, 64);
+	struct in_addr src, other;
+	inet_pton(AF_INET, "10.1.2.3", &src);
+	inet_pton(AF_INET, "10.1.2.4", &other);
+	assert_int_equal(uf_arb_set_line_source(&e->a, 2, src), -EINVAL);
+	assert_int_equal(uf_arb_set_line_source(&e->a, 0, src), 0);
+	assert_true(uf_arb_source_ok(&e->a, 0, src.s_addr));
+	assert_false(uf_arb_source_ok(&e->a, 0, other.s_addr));
+	assert_true(uf_arb_source_ok(&e->a, 1, other.s_addr)); /* B: any source */
+	assert_int_equal(e->a.cnt.lines[0].foreign_source, 1);
+	assert_int_equal(e->a.cnt.lines[1].foreign_source, 0);
+	env_free(e);
+}
+
+static void test_arb_params_are_checked(void **s)
+{
+	struct env *e = env_new(1, 64);
+	struct uf_arb_params p;
+	uf_arb_params_default(&p);
+	assert_int_equal(e->a.p.max_jump, UF_ARB_MAX_JUMP);
+	p.jump_confirm = UF_ARB_CONFIRM_MAX + 1;
+	assert_int_equal(uf_arb_set_params(&e->a, &p), -EINVAL);
+	assert_int_equal(e->a.p.jump_confirm, UF_ARB_JUMP_CONFIRM);
+	p.jump_confirm = 2;
+	p.max_jump = 0;
+	assert_int_equal(uf_arb_set_params(&e->a, &p), -EINVAL);
+	p.max_jump = 10;
+	assert_int_equal(uf_arb_set_params(&e->a, &p), 0);
+	pkt(e, 1, 1, 0);
+	pkt(e, 20, 1, 0); /* 2 + 10 < 20: held */
+	assert_false(uf_arb_gap_open(&e->a));
+	pkt(e, 21, 1, 0); /* 2 in a row */
+	assert_true(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
 static void test_lat_hist_quantiles_bound_the_true_value(void **s)
 {
 	static struct uf_lat_hist h;
@@ -520,6 +865,21 @@ int main(void)
 	    cmocka_unit_test(test_arb_stray_packet_during_late_join_changes_nothing),
 	    cmocka_unit_test(test_arb_session_replaced_during_late_join_reports_the_loss),
 	    cmocka_unit_test(test_arb_rate_limit_spaces_requests),
+	    cmocka_unit_test(test_arb_spoofed_end_of_session_on_one_line_replaces_nothing),
+	    cmocka_unit_test(test_arb_burst_of_another_session_on_one_line_replaces_nothing),
+	    cmocka_unit_test(test_arb_rerequest_answers_of_another_session_are_rejected),
+	    cmocka_unit_test(test_arb_rerequest_answers_outside_the_request_are_rejected),
+	    cmocka_unit_test(test_arb_one_packet_far_ahead_is_quarantined),
+	    cmocka_unit_test(test_arb_scattered_far_packets_never_confirm),
+	    cmocka_unit_test(test_arb_large_gap_on_both_lines_is_detected_and_recovered),
+	    cmocka_unit_test(test_arb_large_gap_on_one_line_is_believed_after_packets_in_a_row),
+	    cmocka_unit_test(test_arb_end_of_session_and_new_session_need_both_lines),
+	    cmocka_unit_test(test_arb_new_session_without_end_needs_a_row_on_every_line),
+	    cmocka_unit_test(test_arb_silent_line_does_not_block_the_next_session),
+	    cmocka_unit_test(test_arb_sequence_wrapping_past_2_64_is_dropped),
+	    cmocka_unit_test(test_arb_held_packet_is_released_when_the_stream_reaches_it),
+	    cmocka_unit_test(test_arb_source_filter_drops_other_sources),
+	    cmocka_unit_test(test_arb_params_are_checked),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
