@@ -1,0 +1,125 @@
+/* Watchdog decision (tools/uringfeed/watchdog.c): the pure rule, and a real feed-like thread
+ * that is made to hang so the ping must stop. */
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "tools/uringfeed/watchdog.h"
+
+static void test_watchdog_pings_when_every_feed_moved(void **state)
+{
+	uint64_t prev[3] = {10, 0, 7}, cur[3] = {11, 900, 8};
+	unsigned stuck = 99;
+
+	assert_int_equal(uf_watchdog_decide(prev, cur, NULL, 3, &stuck), 1);
+	assert_int_equal(stuck, 99);
+}
+
+static void test_watchdog_withholds_ping_for_a_stuck_feed(void **state)
+{
+	uint64_t prev[3] = {10, 5, 7}, cur[3] = {11, 5, 7};
+	unsigned stuck = 99;
+
+	assert_int_equal(uf_watchdog_decide(prev, cur, NULL, 3, &stuck), 0);
+	assert_int_equal(stuck, 1); /* the first one that did not move */
+	assert_int_equal(uf_watchdog_decide(prev, cur, NULL, 3, NULL), 0);
+}
+
+static void test_watchdog_counter_wrap_is_progress(void **state)
+{
+	uint64_t prev[1] = {UINT64_MAX}, cur[1] = {0};
+
+	assert_int_equal(uf_watchdog_decide(prev, cur, NULL, 1, NULL), 1);
+}
+
+static void test_watchdog_ignores_feeds_not_live(void **state)
+{
+	uint64_t prev[2] = {4, 9}, cur[2] = {4, 10};
+	uint8_t live[2] = {0, 1};
+	unsigned stuck = 99;
+
+	assert_int_equal(uf_watchdog_decide(prev, cur, live, 2, &stuck), 1);
+	live[0] = 1;
+	assert_int_equal(uf_watchdog_decide(prev, cur, live, 2, &stuck), 0);
+	assert_int_equal(stuck, 0);
+	assert_int_equal(uf_watchdog_decide(prev, cur, NULL, 0, NULL), 1);
+}
+
+struct feedlike {
+	struct uf_heartbeat hb;
+	sem_t hang;   /* posted by the test: stop beating and block */
+	sem_t hung;   /* posted by the thread once it has stopped beating */
+	sem_t resume; /* posted by the test to let the thread finish */
+};
+
+/* A feed thread's loop: one heartbeat per pass, until told to hang. */
+static void *feedlike_run(void *arg)
+{
+	struct feedlike *f = arg;
+
+	while (sem_trywait(&f->hang) != 0)
+		uf_heartbeat_beat(&f->hb);
+	sem_post(&f->hung);
+	sem_wait(&f->resume); /* the "stuck" thread: blocked, beating no more */
+	return NULL;
+}
+
+/* Reads the heartbeat until it differs from `from` (bounded: 10 s of 1 ms naps). */
+static uint64_t wait_moved(const struct uf_heartbeat *hb, uint64_t from)
+{
+	struct timespec ms = {0, 1000000};
+
+	for (int i = 0; i < 10000; i++) {
+		uint64_t v = uf_heartbeat_read(hb);
+		if (v != from)
+			return v;
+		nanosleep(&ms, NULL);
+	}
+	fail_msg("heartbeat never moved from %llu", (unsigned long long)from);
+	return from;
+}
+
+static void test_watchdog_stops_pinging_when_a_feed_thread_hangs(void **state)
+{
+	static struct feedlike f; /* static: 64-byte alignment of the heartbeat */
+	pthread_t t;
+	uint64_t prev, cur;
+
+	sem_init(&f.hang, 0, 0);
+	sem_init(&f.hung, 0, 0);
+	sem_init(&f.resume, 0, 0);
+	assert_int_equal(pthread_create(&t, NULL, feedlike_run, &f), 0);
+
+	prev = uf_heartbeat_read(&f.hb);
+	cur = wait_moved(&f.hb, prev);
+	assert_int_equal(uf_watchdog_decide(&prev, &cur, NULL, 1, NULL), 1);
+
+	sem_post(&f.hang);
+	sem_wait(&f.hung); /* the thread has made its last beat */
+	prev = uf_heartbeat_read(&f.hb);
+	cur = uf_heartbeat_read(&f.hb);
+	unsigned stuck = 99;
+	assert_int_equal(uf_watchdog_decide(&prev, &cur, NULL, 1, &stuck), 0);
+	assert_int_equal(stuck, 0);
+
+	sem_post(&f.resume);
+	pthread_join(t, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_watchdog_pings_when_every_feed_moved),
+	    cmocka_unit_test(test_watchdog_withholds_ping_for_a_stuck_feed),
+	    cmocka_unit_test(test_watchdog_counter_wrap_is_progress),
+	    cmocka_unit_test(test_watchdog_ignores_feeds_not_live),
+	    cmocka_unit_test(test_watchdog_stops_pinging_when_a_feed_thread_hangs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
