@@ -40,6 +40,12 @@ install(FILES ${uf_sd}/uringfeed.sysctl DESTINATION lib/sysctl.d RENAME 60-uring
 install(FILES ${uf_sd}/uringfeed.tmpfiles DESTINATION lib/tmpfiles.d RENAME uringfeed.conf)
 install(FILES ${uf_sd}/uringfeed.sysusers DESTINATION lib/sysusers.d RENAME uringfeed.conf)
 
+# Monitoring: rules and dashboard to copy into Prometheus and Grafana.
+install(FILES ${CMAKE_SOURCE_DIR}/configs/prometheus/uringfeed-alerts.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/uringfeed/prometheus)
+install(FILES ${CMAKE_SOURCE_DIR}/configs/grafana/uringfeed-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/uringfeed/grafana)
+
 # Docs: the README, every docs/*.md, and the configuration reference.
 file(GLOB uf_docs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/docs/*.md)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md ${uf_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
