@@ -1,5 +1,6 @@
-/* Watchdog decision (tools/uringfeed/watchdog.c): the pure rule, and a real feed-like thread
- * that is made to hang so the ping must stop. */
+/* Watchdog decision (tools/uringfeed/watchdog.c): the pure rule, and a feed-like thread
+ * counting its passes as uf_feed_run does, made to hang so the ping must stop. (The real
+ * feed loop's beats: test_watchdog_feed.) */
 #include <pthread.h>
 #include <semaphore.h>
 #include <setjmp.h>
@@ -52,31 +53,32 @@ static void test_watchdog_ignores_feeds_not_live(void **state)
 }
 
 struct feedlike {
-	struct uf_heartbeat hb;
-	sem_t hang;   /* posted by the test: stop beating and block */
-	sem_t hung;   /* posted by the thread once it has stopped beating */
-	sem_t resume; /* posted by the test to let the thread finish */
+	struct uf_feed_stats st; /* the counters a feed thread keeps */
+	sem_t hang;              /* posted by the test: stop looping and block */
+	sem_t hung;              /* posted by the thread once it has stopped looping */
+	sem_t resume;            /* posted by the test to let the thread finish */
 };
 
-/* A feed thread's loop: one heartbeat per pass, until told to hang. */
+/* A feed thread's loop: one busy poll or one batch per pass, as uf_feed_run counts them,
+ * until told to hang. */
 static void *feedlike_run(void *arg)
 {
 	struct feedlike *f = arg;
 
-	while (sem_trywait(&f->hang) != 0)
-		uf_heartbeat_beat(&f->hb);
+	for (uint64_t pass = 0; sem_trywait(&f->hang) != 0; pass++)
+		uf_stat_add(pass % 3 ? &f->st.busy_polls : &f->st.batches, 1);
 	sem_post(&f->hung);
-	sem_wait(&f->resume); /* the "stuck" thread: blocked, beating no more */
+	sem_wait(&f->resume); /* the "stuck" thread: blocked, no pass any more */
 	return NULL;
 }
 
-/* Reads the heartbeat until it differs from `from` (bounded: 10 s of 1 ms naps). */
-static uint64_t wait_moved(const struct uf_heartbeat *hb, uint64_t from)
+/* Reads the beats until they differ from `from` (bounded: 10 s of 1 ms naps). */
+static uint64_t wait_moved(const struct uf_feed_stats *st, uint64_t from)
 {
 	struct timespec ms = {0, 1000000};
 
 	for (int i = 0; i < 10000; i++) {
-		uint64_t v = uf_heartbeat_read(hb);
+		uint64_t v = uf_watchdog_beats(st);
 		if (v != from)
 			return v;
 		nanosleep(&ms, NULL);
@@ -87,7 +89,7 @@ static uint64_t wait_moved(const struct uf_heartbeat *hb, uint64_t from)
 
 static void test_watchdog_stops_pinging_when_a_feed_thread_hangs(void **state)
 {
-	static struct feedlike f; /* static: 64-byte alignment of the heartbeat */
+	static struct feedlike f;
 	pthread_t t;
 	uint64_t prev, cur;
 
@@ -96,14 +98,14 @@ static void test_watchdog_stops_pinging_when_a_feed_thread_hangs(void **state)
 	sem_init(&f.resume, 0, 0);
 	assert_int_equal(pthread_create(&t, NULL, feedlike_run, &f), 0);
 
-	prev = uf_heartbeat_read(&f.hb);
-	cur = wait_moved(&f.hb, prev);
+	prev = uf_watchdog_beats(&f.st);
+	cur = wait_moved(&f.st, prev);
 	assert_int_equal(uf_watchdog_decide(&prev, &cur, NULL, 1, NULL), 1);
 
 	sem_post(&f.hang);
-	sem_wait(&f.hung); /* the thread has made its last beat */
-	prev = uf_heartbeat_read(&f.hb);
-	cur = uf_heartbeat_read(&f.hb);
+	sem_wait(&f.hung); /* the thread has made its last pass */
+	prev = uf_watchdog_beats(&f.st);
+	cur = uf_watchdog_beats(&f.st);
 	unsigned stuck = 99;
 	assert_int_equal(uf_watchdog_decide(&prev, &cur, NULL, 1, &stuck), 0);
 	assert_int_equal(stuck, 0);

@@ -1,12 +1,17 @@
 /* Watchdog pings that mean "every feed thread is making progress", not merely "the main
  * thread is alive".
  *
- * Each feed thread owns one struct uf_heartbeat and bumps it once per pass of its run loop
- * (every back end returns to the loop at least every 50 ms, even with no traffic: epoll waits
- * with a timeout, the others poll). The daemon's main loop, every half watchdog period
- * (uf_sd_watchdog_interval_us() / 2), reads every heartbeat and asks uf_watchdog_decide
- * whether to send WATCHDOG=1. A feed thread stuck in a loop, a lock or the kernel stops
- * moving its counter, the pings stop, and systemd restarts the service after WatchdogSec
+ * The heartbeat of a feed thread is a count it already keeps: every pass of uf_feed_run's
+ * loop adds one to exactly one of busy_polls (the poll found nothing) or batches (it found
+ * packets), with every back end, and the loop comes back at least every 50 ms even without
+ * traffic (epoll waits with a timeout; the others poll). Their sum therefore moves while the
+ * thread runs, costs the hot path nothing new, and stops when the thread is stuck in a loop,
+ * a lock or the kernel. (A change to the run loop must keep that one-count-per-pass
+ * property: test_watchdog_feed checks it on a real, idle feed.)
+ *
+ * The daemon's main loop, every half watchdog period (uf_sd_watchdog_interval_us() / 2),
+ * reads every feed's beats and asks uf_watchdog_decide whether to send WATCHDOG=1. When a
+ * feed stops moving, the pings stop and systemd restarts the service after WatchdogSec
  * (WatchdogSignal=SIGABRT leaves a core of the stuck thread). */
 #ifndef UF_WATCHDOG_H
 #define UF_WATCHDOG_H
@@ -14,27 +19,14 @@
 #include <stdint.h>
 
 #include "common/uf_atomic.h"
+#include "feed/uf_feed_stats.h"
 
-/* Written by one feed thread, read by the main thread. On its own cache line: the feed bumps
- * it on every loop pass, and sharing a line with anything the main thread writes would make
- * each bump a cache miss on the hot path. */
-struct uf_heartbeat {
-	_Alignas(64) uint64_t beats; /* loop passes so far; only its change matters (wraps) */
-	uint8_t pad[56];             /* keeps the next heartbeat off this line */
-};
-_Static_assert(sizeof(struct uf_heartbeat) == 64, "one cache line per heartbeat");
-
-/* Feed thread, once per loop pass: no syscall, no locked instruction (single writer). */
-static inline void uf_heartbeat_beat(struct uf_heartbeat *hb)
+/* Main thread: feed `st`'s heartbeat, read from the live counters (the feed thread writes
+ * them; each load is single-copy atomic). */
+static inline uint64_t uf_watchdog_beats(const struct uf_feed_stats *st)
 {
 	/* Relaxed: the count orders nothing; the reader only asks whether it moved. */
-	uf_store_relaxed_u64(&hb->beats, hb->beats + 1);
-}
-
-/* Main thread: the current count. */
-static inline uint64_t uf_heartbeat_read(const struct uf_heartbeat *hb)
-{
-	return uf_load_relaxed_u64(&hb->beats); /* relaxed: see uf_heartbeat_beat */
+	return uf_load_relaxed_u64(&st->busy_polls) + uf_load_relaxed_u64(&st->batches);
 }
 
 /* The decision, pure: `prev[i]` is feed i's count at the previous check, `cur[i]` now.
