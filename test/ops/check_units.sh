@@ -8,6 +8,8 @@
 #    else changes. A canary key proves that warnings are seen.
 #    --absent TOOL: this build does not make TOOL (uf-bridge lives on another branch); its
 #    unit must then print exactly the one "not executable" line for it and nothing else.
+#    `systemd-analyze security --offline` must rate each unit at most at its ceiling below
+#    (exposure x 10; 0 = locked down, 100 = none): a hardening line lost is a failure.
 # 3. sysusers and tmpfiles drop-ins applied to a scratch root: the ring folder is created
 #    with mode 0750, owned by uringfeed:marketdata.
 # 4. Every key of the sysctl drop-in exists in this kernel (/proc/sys).
@@ -53,6 +55,16 @@ for u in "${units[@]}"; do
 	else
 		echo "ok: $name verifies clean${expect:+ (apart from the absent binary)}"
 	fi
+done
+# Exposure ceilings, a little above today's scores (uringfeed 2.1, uf-bridge 1.6,
+# uf-replay 1.3): the daemon needs the network and three capabilities.
+declare -A ceiling=([uringfeed.service]=25 [uf-bridge.service]=20 [uf-replay.service]=15)
+for u in "${units[@]}"; do
+	name=$(basename "$u")
+	max=${ceiling[$name]:-15}
+	out=$(systemd-analyze security --offline=true --threshold="$max" "$tmp/units/$name" 2>&1) &&
+		echo "ok: $name $(grep -o 'exposure level.*' <<<"$out")" ||
+		{ echo "FAIL: $name: exposure above $max/10: $(grep 'Overall' <<<"$out")"; fail=1; }
 done
 # Canary: the same check must see a warning in a unit that has one.
 sed 's/^\[Service\]$/[Service]\nUfCanaryUnknownKey=1/' "$tmp/units/uringfeed.service" \
