@@ -38,3 +38,18 @@ endif()
 if(NOT MHD_FOUND)
   message(FATAL_ERROR "libmicrohttpd not found: apt-get install libmicrohttpd-dev (or run tools/setup.sh)")
 endif()
+
+# Operations checks (test/ops): promtool (Debian `prometheus`) lints /metrics and the alert
+# rules; systemd-analyze verifies the units; dpkg-deb/dpkg-shlibdeps build and open the .deb.
+foreach(tool promtool:prometheus systemd-analyze:systemd dpkg-deb:dpkg dpkg-shlibdeps:dpkg-dev
+        python3:python3)
+  string(REPLACE ":" ";" pair ${tool})
+  list(GET pair 0 prog)
+  list(GET pair 1 debpkg)
+  string(TOUPPER "UF_${prog}" var)
+  string(REPLACE "-" "_" var ${var})
+  find_program(${var} ${prog})
+  if(NOT ${var})
+    message(FATAL_ERROR "${prog} not found: apt-get install ${debpkg} (or run tools/setup.sh)")
+  endif()
+endforeach()

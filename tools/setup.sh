@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       liburing-dev libnuma-dev libjansson-dev libcmocka-dev
       libzmq3-dev libmicrohttpd-dev gnuplot-nox iproute2 procps curl
-      python3 python3-pytest python3-numpy)
+      python3 python3-pytest python3-numpy prometheus dpkg-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -26,4 +26,10 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# `prometheus` is installed for promtool only (the tests lint /metrics and the alert rules
+# with it); Debian enables and starts its server: stop that on a host running systemd.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+	systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+	echo "setup: prometheus.service disabled (only promtool is needed)"
+fi
 echo "setup: done"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the .deb from BUILD_DIR and checks it from the outside (CTest ops_deb_package).
+#   check_deb.sh BUILD_DIR VERSION
+# 1. `cpack -G DEB` into a scratch folder (the build folder is only read).
+# 2. Control: Depends names each Debian runtime package the binaries link; conffiles lists
+#    every file under /etc/uringfeed and nothing else; the maintainer scripts are there.
+# 3. Contents: every tool, unit, drop-in, the rules, the dashboard, the docs.
+# 4. Extracted with dpkg-deb -x: the daemon prints VERSION and validates the packaged
+#    loopback.json; every packaged binary resolves all its libraries, libufconsumer from the
+#    package itself (no RUNPATH into the build folder).
+set -euo pipefail
+build=$1
+version=$2
+tmp=$(mktemp -d /tmp/uf-deb.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+if ! cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1; then
+	cat "$tmp/cpack.log"
+	bad "cpack -G DEB failed"
+	exit 1
+fi
+debs=("$tmp"/pkg/*.deb)
+[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || { bad "want one .deb, got: ${debs[*]}"; exit 1; }
+deb=${debs[0]}
+echo "ok: built $(basename "$deb")"
+
+[ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || bad "Version is $(dpkg-deb -f "$deb" Version), want $version"
+depends=$(dpkg-deb -f "$deb" Depends)
+for p in libc6 liburing2 libnuma1 libjansson4 libmicrohttpd12 libzmq5; do
+	grep -Eq "(^|, )$p( |,|$)" <<<"$depends" || bad "Depends lacks $p: $depends"
+done
+echo "ok: Depends: $depends"
+
+dpkg-deb -e "$deb" "$tmp/ctrl"
+for s in postinst prerm postrm triggers conffiles shlibs; do
+	[ -f "$tmp/ctrl/$s" ] || bad "control file $s missing"
+done
+dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's#^\./#/#' >"$tmp/list"
+etc=$(grep -E '^/etc/uringfeed/[^/]+$' "$tmp/list" | sort)
+conf=$(grep -v '^$' "$tmp/ctrl/conffiles" | sort)
+[ -n "$etc" ] && [ "$etc" = "$conf" ] || bad "conffiles ($conf) differ from the files in /etc/uringfeed ($etc)"
+
+want=(/usr/bin/uringfeed /usr/bin/uf-gen /usr/bin/uf-decode /usr/bin/uf-replay /usr/bin/uf-tail
+      /usr/bin/uf-bench /usr/lib/libufconsumer.so.1
+      /etc/uringfeed/loopback.json /etc/uringfeed/nasdaq-production.json
+      /etc/uringfeed/uf-replay.env /etc/uringfeed/bridge.conf
+      /usr/lib/systemd/system/uringfeed.service /usr/lib/systemd/system/uf-replay.service
+      /usr/lib/systemd/system/uf-bridge.service /usr/lib/sysctl.d/60-uringfeed.conf
+      /usr/lib/tmpfiles.d/uringfeed.conf /usr/lib/sysusers.d/uringfeed.conf
+      /usr/share/uringfeed/prometheus/uringfeed-alerts.yml
+      /usr/share/uringfeed/grafana/uringfeed-dashboard.json
+      /usr/share/doc/uringfeed/operations.md /usr/share/doc/uringfeed/configuration.md)
+for f in "${want[@]}"; do
+	grep -qx -- "$f" "$tmp/list" || bad "$f not in the package"
+done
+if grep -Eq '^/usr/local/|^/usr/etc/' "$tmp/list"; then
+	bad "configure-time prefix leaked into the package: $(grep -E '^/usr/local/|^/usr/etc/' "$tmp/list" | head -3)"
+fi
+[ $fail -eq 0 ] && echo "ok: ${#want[@]} expected files present, conffiles match /etc/uringfeed"
+
+root=$tmp/root
+dpkg-deb -x "$deb" "$root"
+export LD_LIBRARY_PATH=$root/usr/lib
+out=$("$root/usr/bin/uringfeed" --version 2>&1) || bad "uringfeed --version exited $?: $out"
+[ "$out" = "uringfeed $version" ] || bad "uringfeed --version printed '$out', want 'uringfeed $version'"
+out=$(cd "$root" && usr/bin/uringfeed --check-config etc/uringfeed/loopback.json --no-host-checks 2>&1) ||
+	bad "packaged uringfeed refused the packaged loopback.json: $out"
+[ $fail -eq 0 ] && echo "ok: extracted daemon: $("$root/usr/bin/uringfeed" --version), loopback.json valid"
+for b in "$root"/usr/bin/*; do
+	if readelf -d "$b" | grep -Eq 'RPATH|RUNPATH'; then
+		bad "$(basename "$b") carries an RPATH/RUNPATH: $(readelf -d "$b" | grep -E 'RPATH|RUNPATH')"
+	fi
+	libs=$(ldd "$b" 2>&1) || true
+	if grep -q "not found" <<<"$libs"; then
+		bad "$(basename "$b"): $(grep 'not found' <<<"$libs")"
+	fi
+done
+grep -q "libufconsumer.so.1 => $root/usr/lib/libufconsumer.so.1" <<<"$(ldd "$root/usr/bin/uf-tail")" ||
+	bad "uf-tail does not load the packaged libufconsumer: $(ldd "$root/usr/bin/uf-tail" | grep ufconsumer)"
+out=$("$root/usr/bin/uf-tail" --help 2>&1) || bad "packaged uf-tail --help exited $?: $out"
+[ $fail -eq 0 ] && echo "ok: every packaged binary resolves its libraries; uf-tail runs on the packaged libufconsumer"
+exit $fail
