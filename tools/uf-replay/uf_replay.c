@@ -25,6 +25,7 @@
 #include "common/uf_time.h"
 #include "decode/uf_decode.h"
 #include "feed/mcast.h"
+#include "snap_server.h"
 
 #define RP_MAX_PAYLOAD  65507
 #define RP_DEFAULT_MTU  1400          /* MoldUDP64 payload bytes per packet */
@@ -106,6 +107,7 @@ static void usage(FILE *f)
 	    "                 [--seed S] [--serve-rerequests PORT] [--linger SECONDS] [--mtu "
 	    "BYTES]\n"
 	    "                 [--burst FACTOR [--burst-period MS]] [--verbose]\n"
+	    "                 [--serve-snapshot PORT[,USERNAME,PASSWORD]]\n"
 	    "Sends FILE (Nasdaq daily ITCH format or a pcap of MoldUDP64) as MoldUDP64 to the A "
 	    "and\n"
 	    "B groups, messages numbered 1..N in file order, packed up to --mtu payload bytes\n"
@@ -123,6 +125,8 @@ static void usage(FILE *f)
 	    "(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x "
 	    "R\n"
 	    "at the start of every --burst-period (default 100 ms), silent for the rest of it.\n"
+	    "--serve-snapshot: SoupBinTCP/GLIMPSE snapshots of what was sent, on 127.0.0.1:PORT\n"
+	    "(0 = any; the port is printed on stderr), login replay/replay unless given.\n"
 	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
@@ -320,6 +324,14 @@ static uint64_t rp_msg_ts(const struct rp_msg *m)
 	return m->len >= UF_ITCH_HDR_LEN ? uf_be48(m->p + 5) : 0;
 }
 
+/* --serve-snapshot: message `seq` for the snapshot server's thread (msgs never change). */
+static const uint8_t *rp_snap_msg(void *ctx, uint64_t seq, size_t *len)
+{
+	const struct rp *r = ctx;
+	*len = r->msgs[seq - 1].len;
+	return r->msgs[seq - 1].p;
+}
+
 static int rp_load(struct rp *r, struct uf_reader *rd, const char *path)
 {
 	int rc = uf_reader_open(rd, path, NULL);
@@ -366,7 +378,9 @@ int main(int argc, char **argv)
 	const char *in = NULL, *a = NULL, *b = NULL, *ifs = "127.0.0.1", *sess = "REPLAY0001";
 	double linger = 0;
 	uint64_t seed = 1;
-	int serve_port = 0, have_rate = 0;
+	int serve_port = 0, have_rate = 0, serve_snap = 0;
+	struct rp_snap_server_cfg snap_cfg;
+	struct rp_snap_server *snap = NULL;
 	r.mtu = RP_DEFAULT_MTU;
 	r.rate = RP_DEFAULT_RATE;
 	r.srv = -1;
@@ -390,7 +404,8 @@ int main(int argc, char **argv)
 		O_VERBOSE,
 		O_HELP,
 		O_BURST,
-		O_BURST_PERIOD
+		O_BURST_PERIOD,
+		O_SNAP
 	};
 	static const struct option opts[] = {
 	    {"in", 1, 0, O_IN},
@@ -412,6 +427,7 @@ int main(int argc, char **argv)
 	    {"help", 0, 0, O_HELP},
 	    {"burst", 1, 0, O_BURST},
 	    {"burst-period", 1, 0, O_BURST_PERIOD},
+	    {"serve-snapshot", 1, 0, O_SNAP},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -487,6 +503,10 @@ int main(int argc, char **argv)
 			bad =
 			    *end || end == optarg || !(r.burst_period > 0 && r.burst_period <= 60);
 			break;
+		case O_SNAP:
+			bad = rp_snap_server_parse(optarg, &snap_cfg) < 0;
+			serve_snap = 1;
+			break;
 		case O_HELP:
 			usage(stdout);
 			return 0;
@@ -560,6 +580,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	uint16_t snap_port;
+	memcpy(snap_cfg.session, sess, strlen(sess) + 1); /* checked: <= 10 characters */
+	if (serve_snap && rp_snap_server_start(&snap_cfg, rp_snap_msg, &r, &snap, &snap_port) < 0)
+		return 1;
 	signal(SIGINT, rp_on_signal);
 	signal(SIGTERM, rp_on_signal);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* sleeps end on time: smoother rate */
@@ -601,6 +625,8 @@ int main(int argc, char **argv)
 		r.packets++;
 		last_tx = uf_now_mono_ns();
 		seq += k;
+		if (snap)
+			rp_snap_server_sent(snap, seq);
 		if (r.verbose && r.packets % 10000 == 0)
 			fprintf(stderr, "uf-replay: %llu/%llu messages\n",
 			        (unsigned long long)seq - 1, (unsigned long long)r.n);
@@ -629,6 +655,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)r.rerequests, (unsigned long long)r.rerequests_bad,
 	       (unsigned long long)r.retransmitted_msgs, (unsigned long long)r.retransmitted_pkts);
 	fflush(stdout);
+	rp_snap_server_stop(snap);
 	free(r.msgs);
 	uf_reader_close(&rd);
 	close(r.tx);
