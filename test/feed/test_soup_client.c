@@ -1,0 +1,593 @@
+/* The SoupBinTCP client (feed/soup_client.c) against uf-replay's GLIMPSE snapshot server
+ * (tools/uf-replay/snap_server.c, compiled in), on loopback with ephemeral ports: snapshots
+ * that give exactly the books of the day's prefix, login rejected, heartbeats both ways,
+ * reconnect after a server restart, and the same through the uf-replay binary. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "decode/uf_decode.h"
+#include "feed/soup_client.h"
+#include "feed_test_util.h"
+#include "publish/uf_publish.h"
+#include "snap_server.h"
+#include "snap_state.h"
+
+#define TS_MESSAGES 20000
+#define TS_MAX_INST 1024
+
+static char g_day[256];
+static struct uf_reader g_rd;
+static struct uf_reader_msg *g_msgs; /* g_msgs[seq - 1] */
+static uint64_t g_n;
+
+/* ---- books ---- */
+
+static struct uf_publisher *ts_pub_new(void)
+{
+	struct uf_publish_params pp;
+	struct uf_publisher *p;
+	uf_publish_params_default(&pp);
+	pp.max_orders = 1 << 18;
+	pp.max_instruments = TS_MAX_INST;
+	pp.max_levels = 1 << 18;
+	assert_int_equal(uf_publish_create(&pp, &p), 0);
+	return p;
+}
+
+static void ts_pub_apply(struct uf_publisher *p, const uint8_t *msg, size_t len)
+{
+	struct uf_itch_msg m;
+	struct uf_record r[UF_REC_MAX_PER_MSG];
+	if (uf_itch_decode(msg, len, &m) == 0)
+		assert_true(uf_publish_apply(p, &m, 0, 0, r, UF_REC_MAX_PER_MSG) >= 0);
+}
+
+/* Books of messages 1 .. next_seq - 1 of the day. */
+static struct uf_publisher *ts_pub_prefix(uint64_t next_seq)
+{
+	struct uf_publisher *p = ts_pub_new();
+	for (uint64_t s = 1; s < next_seq; s++)
+		ts_pub_apply(p, g_msgs[s - 1].msg, g_msgs[s - 1].len);
+	return p;
+}
+
+/* Every level of every book, the live order count and the directory and statuses agree.
+ * Returns the number of levels compared (so a test can insist the books are not empty). */
+static size_t ts_pub_compare(const struct uf_publisher *got, const struct uf_publisher *want)
+{
+	static struct uf_level a[65536], b[65536];
+	size_t levels = 0;
+	struct uf_publish_stats sa, sb;
+	uf_publish_stats(got, &sa);
+	uf_publish_stats(want, &sb);
+	assert_int_equal(sa.live_orders, sb.live_orders);
+	assert_int_equal(sa.live_levels, sb.live_levels);
+	for (uint32_t i = 0; i < TS_MAX_INST; i++) {
+		for (int s = 0; s < 2; s++) {
+			uint8_t side = s ? UF_SIDE_ASK : UF_SIDE_BID;
+			int na = uf_publish_top(got, i, side, a, 65536);
+			int nb = uf_publish_top(want, i, side, b, 65536);
+			assert_int_equal(na, nb);
+			for (int k = 0; k < na; k++) {
+				assert_int_equal(a[k].price, b[k].price);
+				assert_int_equal(a[k].shares, b[k].shares);
+				assert_int_equal(a[k].orders, b[k].orders);
+			}
+			levels += (size_t)na;
+		}
+		const struct uf_pub_instrument *x = uf_publish_instrument(got, i);
+		const struct uf_pub_instrument *y = uf_publish_instrument(want, i);
+		assert_memory_equal(x->symbol, y->symbol, sizeof(x->symbol));
+		assert_int_equal(x->has_directory, y->has_directory);
+		assert_int_equal(x->round_lot, y->round_lot);
+		assert_int_equal(x->trading_state, y->trading_state);
+		assert_int_equal(x->reg_sho, y->reg_sho);
+		assert_int_equal(x->op_halt, y->op_halt);
+		assert_int_equal(x->ipo_price, y->ipo_price);
+		assert_int_equal(x->luld_ref_price, y->luld_ref_price);
+	}
+	assert_int_equal(uf_publish_market(got)->system_event,
+	                 uf_publish_market(want)->system_event);
+	assert_int_equal(uf_publish_market(got)->mwcb_level[0],
+	                 uf_publish_market(want)->mwcb_level[0]);
+	return levels;
+}
+
+/* ---- snapshot state alone ---- */
+
+static int ts_emit_to_pub(void *ctx, const uint8_t *msg, size_t len)
+{
+	ts_pub_apply(ctx, msg, len);
+	return 0;
+}
+
+/* At many points of the day (first message, last, none, all, and between), the snapshot of
+ * messages 1..N-1 loaded into empty books gives the books of those messages. */
+static void test_snapshot_state_gives_the_books_of_the_prefix(void **s)
+{
+	(void)s;
+	const uint64_t points[] = {1, 2, 3, 101, g_n / 3, g_n / 2, g_n - 7, g_n, g_n + 1};
+	struct rp_snap_state *st;
+	assert_int_equal(rp_snap_state_create(&st), 0);
+	uint64_t applied = 1;
+	for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+		for (; applied < points[i]; applied++)
+			assert_int_equal(rp_snap_state_apply(st, g_msgs[applied - 1].msg,
+			                                     g_msgs[applied - 1].len),
+			                 0);
+		struct uf_publisher *snap = ts_pub_new(), *want = ts_pub_prefix(points[i]);
+		long long n = rp_snap_state_emit(st, ts_emit_to_pub, snap);
+		assert_true(n >= 0);
+		size_t levels = ts_pub_compare(snap, want);
+		if (points[i] > g_n / 3)
+			assert_true(levels > 100); /* a real book, not two empty ones */
+		uf_publish_destroy(snap);
+		uf_publish_destroy(want);
+	}
+	struct rp_snap_state_stats ss;
+	rp_snap_state_stats(st, &ss);
+	assert_int_equal(ss.applied, g_n);
+	assert_int_equal(ss.undecodable, 0);
+	rp_snap_state_destroy(st);
+}
+
+/* ---- client + in-process server ---- */
+
+static const uint8_t *ts_msg(void *ctx, uint64_t seq, size_t *len)
+{
+	(void)ctx;
+	*len = g_msgs[seq - 1].len;
+	return g_msgs[seq - 1].msg;
+}
+
+struct ts_sink {
+	struct uf_publisher *pub; /* books built from the snapshot */
+	uint64_t messages;        /* sequenced messages */
+	uint64_t last_seq;        /* their SoupBinTCP sequence, checked contiguous */
+	uint64_t end_seq;         /* End of Snapshot's next real-time sequence, 0 = none */
+	int accepted, rejected, disconnected, logged_out, end_of_session;
+	uint8_t reject_reason;
+	int last_err;
+};
+
+static void ts_on_message(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	struct ts_sink *k = ctx;
+	assert_int_equal(seq, k->last_seq + 1);
+	k->last_seq = seq;
+	k->messages++;
+	if (k->pub)
+		ts_pub_apply(k->pub, msg, len);
+}
+
+static void ts_on_event(void *ctx, const struct uf_soup_client_event *ev)
+{
+	struct ts_sink *k = ctx;
+	switch (ev->kind) {
+	case UF_SOUP_EV_LOGIN_ACCEPTED:
+		k->accepted++;
+		k->last_seq = ev->seq - 1;
+		break;
+	case UF_SOUP_EV_LOGIN_REJECTED:
+		k->rejected++;
+		k->reject_reason = ev->reason;
+		break;
+	case UF_SOUP_EV_DISCONNECTED:
+		k->disconnected++;
+		k->last_err = ev->err;
+		break;
+	case UF_SOUP_EV_END_OF_SNAPSHOT:
+		k->end_seq = ev->seq;
+		break;
+	case UF_SOUP_EV_LOGGED_OUT:
+		k->logged_out++;
+		break;
+	case UF_SOUP_EV_END_OF_SESSION:
+		k->end_of_session++;
+		break;
+	}
+}
+
+static struct rp_snap_server *ts_server(uint16_t port, uint32_t hb_ms, uint32_t idle_ms,
+                                        uint16_t *bound)
+{
+	struct rp_snap_server_cfg cfg;
+	struct rp_snap_server *srv;
+	assert_int_equal(rp_snap_server_parse("0,TESTER,PASS123", &cfg), 0);
+	cfg.port = port;
+	strcpy(cfg.session, "SNAPTEST");
+	cfg.heartbeat_ms = hb_ms;
+	cfg.idle_timeout_ms = idle_ms;
+	assert_int_equal(rp_snap_server_start(&cfg, ts_msg, NULL, &srv, bound), 0);
+	assert_true(*bound != 0);
+	return srv;
+}
+
+static struct uf_soup_client *ts_client(uint16_t port, const char *user, const char *pass,
+                                        struct ts_sink *k)
+{
+	struct uf_soup_client_params p;
+	struct uf_soup_client *c;
+	uf_soup_client_params_default(&p);
+	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p.server.sin_port = htons(port);
+	strcpy(p.username, user);
+	strcpy(p.password, pass);
+	p.backoff_min_ms = 20;
+	p.backoff_max_ms = 200;
+	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, k};
+	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	return c;
+}
+
+/* Runs the client until `cond` holds (bounded: fails after timeout_ms). */
+#define TS_RUN_UNTIL(c, cond, timeout_ms)                                                          \
+	do {                                                                                       \
+		uint64_t end_ = uf_now_mono_ns() + (uint64_t)(timeout_ms)*1000000u;                \
+		while (!(cond)) {                                                                  \
+			if (uf_now_mono_ns() > end_)                                               \
+				fail_msg("timed out waiting for: %s (state %s)", #cond,            \
+				         uf_soup_client_state_name(uf_soup_client_state(c)));      \
+			uf_soup_client_run((c), 10, NULL);                                         \
+		}                                                                                  \
+	} while (0)
+
+/* Waits (bounded) until the server thread has applied what was marked sent: a login right
+ * after includes it all (the thread catches up at each login anyway). */
+static void ts_snapshot_at(struct rp_snap_server *srv, uint16_t port, uint64_t next_seq)
+{
+	rp_snap_server_sent(srv, next_seq);
+	struct ts_sink k = {.pub = ts_pub_new()};
+	struct uf_soup_client *c = ts_client(port, "TESTER", "PASS123", &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 20000);
+	assert_int_equal(k.accepted, 1);
+	assert_int_equal(k.logged_out, 1);
+	assert_int_equal(k.end_seq, next_seq);
+	struct uf_publisher *want = ts_pub_prefix(next_seq);
+	ts_pub_compare(k.pub, want);
+	struct uf_soup_client_stats st;
+	uf_soup_client_stats(c, &st);
+	assert_int_equal(st.snapshots, 1);
+	assert_int_equal(st.messages, k.messages);
+	assert_int_equal(st.soup.packets[uf_soup_type_index('S')], k.messages + 1);
+	uf_publish_destroy(want);
+	uf_publish_destroy(k.pub);
+	uf_soup_client_destroy(c);
+}
+
+static void test_client_loads_snapshots_that_give_the_prefix_books(void **s)
+{
+	(void)s;
+	uint16_t port;
+	struct rp_snap_server *srv = ts_server(0, 1000, 15000, &port);
+	ts_snapshot_at(srv, port, 1); /* nothing sent yet: an empty snapshot, End at 1 */
+	ts_snapshot_at(srv, port, 777);
+	ts_snapshot_at(srv, port, g_n / 2);
+	ts_snapshot_at(srv, port, g_n + 1);
+	struct rp_snap_server_stats ss;
+	rp_snap_server_stats(srv, &ss);
+	assert_int_equal(ss.logins, 4);
+	assert_int_equal(ss.snapshots, 4);
+	assert_int_equal(ss.rejected, 0);
+	rp_snap_server_stop(srv);
+}
+
+static void test_client_login_rejected(void **s)
+{
+	(void)s;
+	uint16_t port;
+	struct rp_snap_server *srv = ts_server(0, 1000, 15000, &port);
+	rp_snap_server_sent(srv, g_n + 1);
+
+	/* Wrong password: 'A' (not authorized), and the client stops for good. */
+	struct ts_sink k = {0};
+	struct uf_soup_client *c = ts_client(port, "TESTER", "WRONG", &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 10000);
+	assert_int_equal(k.rejected, 1);
+	assert_int_equal(k.reject_reason, 'A');
+	assert_int_equal(k.accepted, 0);
+	assert_int_equal(k.messages, 0);
+	uf_soup_client_destroy(c);
+
+	/* Wrong username, same answer. */
+	memset(&k, 0, sizeof(k));
+	c = ts_client(port, "NOBODY", "PASS123", &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 10000);
+	assert_int_equal(k.reject_reason, 'A');
+	uf_soup_client_destroy(c);
+
+	/* A session the server does not have: 'S', which the client retries after a back-off
+	 * (the session may appear later), getting 'S' again each time. */
+	struct uf_soup_client_params p;
+	uf_soup_client_params_default(&p);
+	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p.server.sin_port = htons(port);
+	strcpy(p.username, "TESTER");
+	strcpy(p.password, "PASS123");
+	strcpy(p.session, "OTHERSESS");
+	p.backoff_min_ms = 10;
+	memset(&k, 0, sizeof(k));
+	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
+	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, k.rejected >= 3, 10000);
+	assert_int_equal(k.reject_reason, 'S');
+	assert_int_equal(k.accepted, 0);
+	assert_true(uf_soup_client_state(c) != UF_SOUP_CL_DONE);
+	uf_soup_client_destroy(c);
+
+	struct rp_snap_server_stats ss;
+	rp_snap_server_stats(srv, &ss);
+	assert_true(ss.rejected >= 5);
+	assert_int_equal(ss.logins, 0);
+	rp_snap_server_stop(srv);
+}
+
+/* A client that asked for "only new messages" (seq 0) gets nothing after Login Accepted:
+ * only server heartbeats keep it alive; its own heartbeats keep the server from dropping it. */
+static struct uf_soup_client *ts_idle_client(uint16_t port, uint32_t server_timeout_ms,
+                                             struct ts_sink *k)
+{
+	struct uf_soup_client_params p;
+	struct uf_soup_client *c;
+	uf_soup_client_params_default(&p);
+	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p.server.sin_port = htons(port);
+	strcpy(p.username, "TESTER");
+	strcpy(p.password, "PASS123");
+	p.seq = 0;
+	p.glimpse = 0;
+	p.heartbeat_ms = 50;
+	p.server_timeout_ms = server_timeout_ms;
+	p.backoff_min_ms = 20;
+	p.backoff_max_ms = 100;
+	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, k};
+	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	return c;
+}
+
+static void test_heartbeats_keep_an_idle_session_alive(void **s)
+{
+	(void)s;
+	uint16_t port;
+	/* Server heartbeats every 100 ms, drops a client silent for 400 ms. */
+	struct rp_snap_server *srv = ts_server(0, 100, 400, &port);
+	struct ts_sink k = {0};
+	struct uf_soup_client *c = ts_idle_client(port, 500, &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_ACTIVE, 10000);
+	/* 2 s idle: four times either side's timeout. */
+	uint64_t end = uf_now_mono_ns() + 2000000000ull;
+	while (uf_now_mono_ns() < end)
+		uf_soup_client_run(c, 50, NULL);
+	struct uf_soup_client_stats st;
+	uf_soup_client_stats(c, &st);
+	assert_int_equal(uf_soup_client_state(c), UF_SOUP_CL_ACTIVE);
+	assert_int_equal(k.disconnected, 0);
+	assert_int_equal(k.messages, 0);
+	assert_true(st.heartbeats_rx >= 10); /* ~20 expected */
+	assert_true(st.heartbeats_tx >= 20); /* ~40 expected */
+	struct rp_snap_server_stats ss;
+	rp_snap_server_stats(srv, &ss);
+	assert_int_equal(ss.timeouts, 0);
+	assert_true(ss.heartbeats >= 10);
+	uf_soup_client_logout(c);
+	assert_int_equal(k.logged_out, 1);
+	uf_soup_client_destroy(c);
+	rp_snap_server_stop(srv);
+
+	/* The same client against a server whose heartbeats are far apart (60 s): the server
+	 * timeout (500 ms) fires, which is what the heartbeats above prevented. */
+	srv = ts_server(0, 60000, 15000, &port);
+	memset(&k, 0, sizeof(k));
+	c = ts_idle_client(port, 500, &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, k.disconnected >= 1, 10000);
+	assert_int_equal(k.last_err, -ETIMEDOUT);
+	uf_soup_client_stats(c, &st);
+	assert_int_equal(st.server_timeouts, 1);
+	uf_soup_client_destroy(c);
+	rp_snap_server_stop(srv);
+}
+
+static void test_client_reconnects_after_server_restart(void **s)
+{
+	(void)s;
+	uint16_t port, again;
+	struct rp_snap_server *srv = ts_server(0, 100, 15000, &port);
+	struct ts_sink k = {0};
+	struct uf_soup_client *c = ts_idle_client(port, 1000, &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, k.accepted == 1, 10000);
+
+	rp_snap_server_stop(srv); /* closes the connection and the listener */
+	TS_RUN_UNTIL(c, k.disconnected >= 1, 10000);
+	/* While it is down, connects are refused and retried with back-off. */
+	TS_RUN_UNTIL(c, k.disconnected >= 3, 10000);
+	assert_int_equal(k.last_err, -ECONNREFUSED);
+	assert_int_equal(k.accepted, 1);
+
+	srv = ts_server(port, 100, 15000, &again);
+	assert_int_equal(again, port);
+	TS_RUN_UNTIL(c, k.accepted == 2, 10000);
+	assert_int_equal(uf_soup_client_state(c), UF_SOUP_CL_ACTIVE);
+	struct uf_soup_client_stats st;
+	uf_soup_client_stats(c, &st);
+	assert_int_equal(st.logins, 2);
+	assert_true(st.connect_failures >= 2);
+	uf_soup_client_destroy(c);
+	rp_snap_server_stop(srv);
+}
+
+/* A server that answers the login with garbage: the client refuses the packet by kind, drops
+ * the connection and reconnects, and never hands garbage on. */
+static void test_client_drops_a_server_that_sends_malformed_packets(void **s)
+{
+	(void)s;
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	struct ts_sink k = {0};
+	struct uf_soup_client *c = ts_client(ntohs(a.sin_port), "TESTER", "PASS123", &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
+	int fd = accept(l, NULL, NULL);
+	assert_true(fd >= 0);
+	/* Login Accepted whose sequence number has a letter in it. */
+	const uint8_t bad[33] = "\x00\x1F"
+	                        "A"
+	                        "SNAPTEST  "
+	                        "               12x4";
+	assert_int_equal(write(fd, bad, sizeof(bad)), (ssize_t)sizeof(bad));
+	TS_RUN_UNTIL(c, k.disconnected >= 1, 5000);
+	assert_int_equal(k.last_err, -EBADMSG);
+	assert_int_equal(k.accepted, 0);
+	struct uf_soup_client_stats st;
+	uf_soup_client_stats(c, &st);
+	assert_int_equal(st.soup.errors[UF_SOUP_ERR_BAD_NUMBER], 1);
+	/* It comes back (back-off) and logs in again. */
+	int fd2 = -1;
+	uint64_t end = uf_now_mono_ns() + 5000000000ull;
+	while (fd2 < 0 && uf_now_mono_ns() < end) {
+		uf_soup_client_run(c, 10, NULL);
+		struct pollfd pfd = {.fd = l, .events = POLLIN};
+		if (poll(&pfd, 1, 0) == 1)
+			fd2 = accept(l, NULL, NULL);
+	}
+	assert_true(fd2 >= 0);
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
+	close(fd2);
+	close(fd);
+	close(l);
+	uf_soup_client_destroy(c);
+}
+
+/* ---- through the uf-replay binary ---- */
+
+/* Starts uf-replay with --serve-snapshot 0 and reads the port it prints on stderr. */
+static pid_t ts_replay_start(uint16_t *port)
+{
+	int pipefd[2];
+	assert_int_equal(pipe(pipefd), 0);
+	char path[512], group[64];
+	snprintf(path, sizeof(path), "%s/uf-replay", ft_bin_dir());
+	snprintf(group, sizeof(group), "239.81.1.%d:%d", 1 + getpid() % 250,
+	         20000 + getpid() % 20000);
+	pid_t pid = uf_test_fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 2);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		char *argv[] = {"uf-replay", "--in",     g_day,  "--a",
+		                group,       "--rate",   "8000", "--serve-snapshot",
+		                "0",         "--linger", "60",   NULL};
+		execv(path, argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	char buf[512];
+	size_t len = 0;
+	const char *key = "listening on 127.0.0.1:";
+	char *at = NULL;
+	while (!at || !strchr(at, '\n')) {
+		struct pollfd pfd = {.fd = pipefd[0], .events = POLLIN};
+		if (poll(&pfd, 1, 10000) != 1)
+			fail_msg("uf-replay printed no port in 10 s");
+		ssize_t n = read(pipefd[0], buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			fail_msg("uf-replay exited before printing its port");
+		len += (size_t)n;
+		buf[len] = '\0';
+		at = strstr(buf, key);
+	}
+	*port = (uint16_t)atoi(at + strlen(key));
+	close(pipefd[0]);
+	return pid;
+}
+
+static void test_uf_replay_serves_snapshots_mid_day_and_at_the_end(void **s)
+{
+	(void)s;
+	uint16_t port;
+	pid_t pid = ts_replay_start(&port);
+	assert_true(port != 0);
+	int mid = 0;
+	uint64_t end_seq = 0, deadline = uf_now_mono_ns() + 30000000000ull;
+	/* Log in again and again while the day is sent (2.5 s at 8000 msg/s): each snapshot,
+	 * whatever its point, must give the books of the prefix it names. Until one lands mid-day
+	 * and one after the last message. */
+	while (end_seq != g_n + 1) {
+		assert_true(uf_now_mono_ns() < deadline);
+		struct ts_sink k = {.pub = ts_pub_new()};
+		struct uf_soup_client *c = ts_client(port, "replay", "replay", &k);
+		uf_soup_client_start(c, uf_now_mono_ns());
+		TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 20000);
+		assert_int_equal(k.accepted, 1);
+		end_seq = k.end_seq;
+		assert_true(end_seq >= 1 && end_seq <= g_n + 1);
+		struct uf_publisher *want = ts_pub_prefix(end_seq);
+		ts_pub_compare(k.pub, want);
+		mid += end_seq > 1 && end_seq <= g_n;
+		uf_publish_destroy(want);
+		uf_publish_destroy(k.pub);
+		uf_soup_client_destroy(c);
+	}
+	assert_true(mid >= 1);
+	/* A bad login is refused by the tool too. */
+	struct ts_sink k = {0};
+	struct uf_soup_client *c = ts_client(port, "replay", "nope", &k);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 10000);
+	assert_int_equal(k.reject_reason, 'A');
+	uf_soup_client_destroy(c);
+	kill(pid, SIGTERM);
+	assert_int_equal(ft_wait(pid, 10000), 0);
+}
+
+static int ts_setup(void **s)
+{
+	(void)s;
+	if (ft_gen_day(g_day, sizeof(g_day), TS_MESSAGES, 20, 13) < 0) {
+		fprintf(stderr, "FATAL: uf-gen failed\n");
+		return -1;
+	}
+	if (uf_reader_open(&g_rd, g_day, NULL) < 0)
+		return -1;
+	g_msgs = calloc(TS_MESSAGES, sizeof(*g_msgs));
+	while (g_n < TS_MESSAGES && uf_reader_next(&g_rd, &g_msgs[g_n]) == 1)
+		g_n++;
+	return g_n == TS_MESSAGES ? 0 : -1;
+}
+
+static int ts_teardown(void **s)
+{
+	(void)s;
+	free(g_msgs);
+	uf_reader_close(&g_rd);
+	uf_test_rm_tree(ft_tmpdir());
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_snapshot_state_gives_the_books_of_the_prefix),
+	    cmocka_unit_test(test_client_loads_snapshots_that_give_the_prefix_books),
+	    cmocka_unit_test(test_client_login_rejected),
+	    cmocka_unit_test(test_heartbeats_keep_an_idle_session_alive),
+	    cmocka_unit_test(test_client_reconnects_after_server_restart),
+	    cmocka_unit_test(test_client_drops_a_server_that_sends_malformed_packets),
+	    cmocka_unit_test(test_uf_replay_serves_snapshots_mid_day_and_at_the_end),
+	};
+	return cmocka_run_group_tests(tests, ts_setup, ts_teardown);
+}
