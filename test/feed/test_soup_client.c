@@ -355,14 +355,15 @@ static void test_heartbeats_keep_an_idle_session_alive(void **s)
 {
 	(void)s;
 	uint16_t port;
-	/* Server heartbeats every 100 ms, drops a client silent for 400 ms. */
-	struct rp_snap_server *srv = ts_server(0, 100, 400, &port);
+	/* Server heartbeats every 100 ms and drops a client silent for 1.5 s; the client's
+	 * heartbeats go every 50 ms and it gives the server 1.5 s (margins for a loaded host). */
+	struct rp_snap_server *srv = ts_server(0, 100, 1500, &port);
 	struct ts_sink k = {0};
-	struct uf_soup_client *c = ts_idle_client(port, 500, &k);
+	struct uf_soup_client *c = ts_idle_client(port, 1500, &k);
 	uf_soup_client_start(c, uf_now_mono_ns());
 	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_ACTIVE, 10000);
-	/* 2 s idle: four times either side's timeout. */
-	uint64_t end = uf_now_mono_ns() + 2000000000ull;
+	/* 4 s idle: well past either side's timeout. */
+	uint64_t end = uf_now_mono_ns() + 4000000000ull;
 	while (uf_now_mono_ns() < end)
 		uf_soup_client_run(c, 50, NULL);
 	struct uf_soup_client_stats st;
@@ -370,8 +371,8 @@ static void test_heartbeats_keep_an_idle_session_alive(void **s)
 	assert_int_equal(uf_soup_client_state(c), UF_SOUP_CL_ACTIVE);
 	assert_int_equal(k.disconnected, 0);
 	assert_int_equal(k.messages, 0);
-	assert_true(st.heartbeats_rx >= 10); /* ~20 expected */
-	assert_true(st.heartbeats_tx >= 20); /* ~40 expected */
+	assert_true(st.heartbeats_rx >= 10); /* ~40 expected */
+	assert_true(st.heartbeats_tx >= 20); /* ~80 expected */
 	struct rp_snap_server_stats ss;
 	rp_snap_server_stats(srv, &ss);
 	assert_int_equal(ss.timeouts, 0);
@@ -469,6 +470,145 @@ static void test_client_drops_a_server_that_sends_malformed_packets(void **s)
 	close(fd);
 	close(l);
 	uf_soup_client_destroy(c);
+}
+
+/* A requested sequence number k > 1 starts at the k-th message of the login's snapshot. */
+static void test_requested_sequence_starts_inside_the_snapshot(void **s)
+{
+	(void)s;
+	uint16_t port;
+	struct rp_snap_server *srv = ts_server(0, 1000, 15000, &port);
+	rp_snap_server_sent(srv, g_n + 1);
+	struct uf_soup_client_params p;
+	struct uf_soup_client *c;
+	struct ts_sink all = {0}, tail = {0};
+	uf_soup_client_params_default(&p);
+	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p.server.sin_port = htons(port);
+	strcpy(p.username, "TESTER");
+	strcpy(p.password, "PASS123");
+	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &all};
+	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 20000);
+	uf_soup_client_destroy(c);
+	p.seq = 100;
+	cb.ctx = &tail;
+	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 20000);
+	assert_true(all.messages > 200);
+	assert_int_equal(tail.messages, all.messages - 99);
+	assert_int_equal(tail.last_seq, all.last_seq); /* the same numbering, 100 .. M */
+	assert_int_equal(tail.end_seq, g_n + 1);
+	uf_soup_client_destroy(c);
+	rp_snap_server_stop(srv);
+}
+
+/* A loopback listener the test speaks for, byte by byte. */
+static int ts_listen(uint16_t *port)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	*port = ntohs(a.sin_port);
+	return l;
+}
+
+/* Login timeout, then a server that ends the session with 'Z': both reported, the second
+ * ends the client for good. */
+static void test_client_login_timeout_and_end_of_session(void **s)
+{
+	(void)s;
+	uint16_t port;
+	int l = ts_listen(&port);
+	struct uf_soup_client_params p;
+	struct uf_soup_client *c;
+	struct ts_sink k = {0};
+	uf_soup_client_params_default(&p);
+	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p.server.sin_port = htons(port);
+	strcpy(p.username, "TESTER");
+	strcpy(p.password, "PASS123");
+	p.login_timeout_ms = 200;
+	p.backoff_min_ms = 10;
+	p.glimpse = 0;
+	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
+	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	/* The kernel completes the connect; nobody answers the login. */
+	TS_RUN_UNTIL(c, k.disconnected >= 1, 5000);
+	assert_int_equal(k.last_err, -ETIMEDOUT);
+	struct uf_soup_client_stats st;
+	uf_soup_client_stats(c, &st);
+	assert_int_equal(st.login_timeouts, 1);
+	int fd = accept(l, NULL, NULL); /* the timed-out connection */
+	assert_true(fd >= 0);
+	close(fd);
+	/* Next attempt: answer it, send two messages, then End of Session. */
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
+	fd = accept(l, NULL, NULL);
+	assert_true(fd >= 0);
+	uint8_t out[128];
+	int n = uf_soup_build_login_accepted(out, "SESS", 41);
+	n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "ab", 2);
+	n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "cd", 2);
+	n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'Z', NULL, 0);
+	assert_int_equal(write(fd, out, (size_t)n), n);
+	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 5000);
+	assert_int_equal(k.accepted, 1);
+	assert_int_equal(k.messages, 2);
+	assert_int_equal(k.last_seq, 42);
+	assert_int_equal(k.end_of_session, 1);
+	assert_int_equal(uf_soup_client_next_seq(c), 43);
+	close(fd);
+	close(l);
+	uf_soup_client_destroy(c);
+}
+
+/* The server drops a connection that sends a malformed packet, one that sends anything but a
+ * login first, and one that stays silent. */
+static void test_server_drops_bad_and_silent_clients(void **s)
+{
+	(void)s;
+	uint16_t port;
+	struct rp_snap_server *srv = ts_server(0, 100, 300, &port);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons(port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	uint8_t login[64], buf[256];
+	assert_int_equal(uf_soup_build_login_request(login, "TESTER", "PASS123", "", 1), 49);
+	const uint8_t hb_first[3] = {0x00, 0x01, 'R'};
+	for (int round = 0; round < 3; round++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		if (round == 0) {
+			login[40] = 'x'; /* inside the sequence number */
+			assert_int_equal(write(fd, login, 49), 49);
+			login[40] = ' ';
+		} else if (round == 1) {
+			assert_int_equal(write(fd, hb_first, 3), 3);
+		} /* round 2: says nothing */
+		/* The server closes: read sees the end (bounded by poll). */
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		assert_int_equal(poll(&pfd, 1, 5000), 1);
+		assert_int_equal(read(fd, buf, sizeof(buf)), 0);
+		close(fd);
+	}
+	struct rp_snap_server_stats ss;
+	uint64_t end = uf_now_mono_ns() + 5000000000ull;
+	do {
+		rp_snap_server_stats(srv, &ss);
+	} while (ss.timeouts < 1 && uf_now_mono_ns() < end);
+	assert_int_equal(ss.connections, 3);
+	assert_int_equal(ss.bad_packets, 2);
+	assert_int_equal(ss.timeouts, 1);
+	assert_int_equal(ss.logins, 0);
+	rp_snap_server_stop(srv);
 }
 
 /* ---- through the uf-replay binary ---- */
@@ -587,6 +727,9 @@ int main(void)
 	    cmocka_unit_test(test_heartbeats_keep_an_idle_session_alive),
 	    cmocka_unit_test(test_client_reconnects_after_server_restart),
 	    cmocka_unit_test(test_client_drops_a_server_that_sends_malformed_packets),
+	    cmocka_unit_test(test_requested_sequence_starts_inside_the_snapshot),
+	    cmocka_unit_test(test_client_login_timeout_and_end_of_session),
+	    cmocka_unit_test(test_server_drops_bad_and_silent_clients),
 	    cmocka_unit_test(test_uf_replay_serves_snapshots_mid_day_and_at_the_end),
 	};
 	return cmocka_run_group_tests(tests, ts_setup, ts_teardown);
