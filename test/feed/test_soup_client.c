@@ -570,6 +570,99 @@ static void test_client_login_timeout_and_end_of_session(void **s)
 	uf_soup_client_destroy(c);
 }
 
+/* Reads one login request from `fd` (bounded) and returns its requested sequence number. */
+static uint64_t ts_read_login(int fd)
+{
+	uint8_t b[49];
+	size_t got = 0;
+	struct uf_soup_packet pk;
+	while (got < sizeof(b)) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		assert_int_equal(poll(&pfd, 1, 5000), 1);
+		ssize_t n = read(fd, b + got, sizeof(b) - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_int_equal(uf_soup_parse(b, sizeof(b), UF_SOUP_FROM_CLIENT, 64, &pk), 49);
+	assert_int_equal(pk.type, 'L');
+	return pk.u.login.seq;
+}
+
+/* A connection lost in the middle of a snapshot: with resume = 0 (GLIMPSE) the client asks
+ * for sequence 1 again and LOGIN_ACCEPTED(1) tells the caller to start over; with resume = 1
+ * it asks for the next sequence it has not received. */
+static void test_reconnect_mid_snapshot_restarts_or_resumes(void **s)
+{
+	(void)s;
+	for (int resume = 0; resume <= 1; resume++) {
+		uint16_t port;
+		int l = ts_listen(&port);
+		struct uf_soup_client_params p;
+		struct uf_soup_client *c;
+		struct ts_sink k = {0};
+		uf_soup_client_params_default(&p);
+		p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		p.server.sin_port = htons(port);
+		strcpy(p.username, "TESTER");
+		strcpy(p.password, "PASS123");
+		p.backoff_min_ms = 10;
+		p.resume = (uint8_t)resume;
+		struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
+		assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+		uf_soup_client_start(c, uf_now_mono_ns());
+		TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
+		int fd = accept(l, NULL, NULL);
+		assert_int_equal(ts_read_login(fd), 1);
+		/* Login Accepted, two snapshot messages, and the connection dies. */
+		uint8_t out[256];
+		int n = uf_soup_build_login_accepted(out, "SNAPTEST", 1);
+		n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "m1", 2);
+		n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "m2", 2);
+		assert_int_equal(write(fd, out, (size_t)n), n);
+		TS_RUN_UNTIL(c, k.messages == 2, 5000);
+		close(fd);
+		TS_RUN_UNTIL(c, k.disconnected == 1, 5000);
+		TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
+		fd = accept(l, NULL, NULL);
+		uint64_t want = resume ? 3 : 1;
+		assert_int_equal(ts_read_login(fd), want);
+		n = uf_soup_build_login_accepted(out, "SNAPTEST", want);
+		uint8_t eos[UF_GLIMPSE_END_OF_SNAPSHOT_LEN];
+		uf_glimpse_build_end_of_snapshot(eos, 900);
+		if (!resume) { /* the whole snapshot again */
+			n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "m1", 2);
+			n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "m2", 2);
+		}
+		n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "m3", 2);
+		n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', eos, sizeof(eos));
+		assert_int_equal(write(fd, out, (size_t)n), n);
+		TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 5000);
+		assert_int_equal(k.accepted, 2);
+		assert_int_equal(k.end_seq, 900);
+		assert_int_equal(k.messages, resume ? 3 : 5);
+		assert_int_equal(k.last_seq, 3); /* checked contiguous from each Login Accepted */
+		assert_int_equal(k.logged_out, 1);
+		/* The last packet before the client closed is the logout request (client
+		 * heartbeats may come before it on a slow host). */
+		uint8_t o[256];
+		size_t have = 0;
+		for (;;) {
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+			assert_int_equal(poll(&pfd, 1, 5000), 1);
+			ssize_t r = read(fd, o + have, sizeof(o) - have);
+			assert_true(r >= 0);
+			if (r == 0)
+				break;
+			have += (size_t)r;
+		}
+		assert_true(have >= 3);
+		assert_memory_equal(o + have - 3, "\x00\x01O", 3);
+		close(fd);
+		close(l);
+		uf_soup_client_destroy(c);
+	}
+}
+
 /* The server drops a connection that sends a malformed packet, one that sends anything but a
  * login first, and one that stays silent. */
 static void test_server_drops_bad_and_silent_clients(void **s)
@@ -730,6 +823,7 @@ int main(void)
 	    cmocka_unit_test(test_requested_sequence_starts_inside_the_snapshot),
 	    cmocka_unit_test(test_client_login_timeout_and_end_of_session),
 	    cmocka_unit_test(test_server_drops_bad_and_silent_clients),
+	    cmocka_unit_test(test_reconnect_mid_snapshot_restarts_or_resumes),
 	    cmocka_unit_test(test_uf_replay_serves_snapshots_mid_day_and_at_the_end),
 	};
 	return cmocka_run_group_tests(tests, ts_setup, ts_teardown);
