@@ -387,7 +387,9 @@ fail:
 
 void rp_snap_server_sent(struct rp_snap_server *s, uint64_t next_seq)
 {
-	uf_store_release_u64(&s->sent_next, next_seq); /* orders: nothing; messages are immutable */
+	/* Release pairs with the thread's acquire in rp_snap_catch_up; the message bytes
+	 * themselves were loaded before the thread started and never change. */
+	uf_store_release_u64(&s->sent_next, next_seq);
 }
 
 void rp_snap_server_stats(struct rp_snap_server *s, struct rp_snap_server_stats *out)
@@ -404,6 +406,13 @@ void rp_snap_server_stop(struct rp_snap_server *s)
 		return;
 	uf_store_release_u32(&s->stop, 1); /* the thread sees it within one poll period */
 	pthread_join(s->thread, NULL);
+	fprintf(stderr,
+	        "uf-replay: snapshot server: %llu connections, %llu logins, %llu rejected, %llu "
+	        "snapshots (%llu messages), %llu dropped for bad packets, %llu for silence\n",
+	        (unsigned long long)s->st.connections, (unsigned long long)s->st.logins,
+	        (unsigned long long)s->st.rejected, (unsigned long long)s->st.snapshots,
+	        (unsigned long long)s->st.snapshot_messages, (unsigned long long)s->st.bad_packets,
+	        (unsigned long long)s->st.timeouts);
 	for (int i = 0; i < RP_SNAP_MAX_CLIENTS; i++)
 		rp_snap_close(&s->cl[i]);
 	close(s->lfd);
