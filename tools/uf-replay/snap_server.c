@@ -147,7 +147,7 @@ static int rp_snap_emit(void *ctx, const uint8_t *msg, size_t len)
 	if (rp_snap_queue(e->c, hdr, sizeof(hdr)) < 0 || rp_snap_queue(e->c, msg, len) < 0)
 		return -ENOMEM;
 	e->c->snap_msgs++;
-	return 0;
+	return 1;
 }
 
 static int rp_snap_field_is(const char *field, size_t len, const char *want)
@@ -186,14 +186,15 @@ static int rp_snap_login(struct rp_snap_server *s, struct rp_snap_client *c,
 		return -ENOMEM;
 	uint8_t eos[UF_GLIMPSE_END_OF_SNAPSHOT_LEN];
 	uf_glimpse_build_end_of_snapshot(eos, s->applied_next);
-	if (rp_snap_emit(&e, eos, sizeof(eos)) < 0)
+	int eos_queued = rp_snap_emit(&e, eos, sizeof(eos));
+	if (eos_queued < 0)
 		return -ENOMEM;
 	/* Login Accepted carries the first sequence that will follow; with seq 0 ("only new
 	 * messages") nothing follows, so it is the one after the End of Snapshot. */
 	if (first == UINT64_MAX)
 		uf_soup_put_number(c->out + UF_SOUP_HDR_LEN + UF_SOUP_SESSION_LEN, UF_SOUP_SEQ_LEN,
 		                   e.seq);
-	c->eos_queued = 1;
+	c->eos_queued = (uint8_t)eos_queued; /* 0 when the client asked to start past it */
 	c->phase = RP_SNAP_LOGGED_IN;
 	RP_SNAP_INC(s, logins, 1);
 	return 0;
