@@ -787,6 +787,21 @@ static void test_uf_replay_serves_snapshots_mid_day_and_at_the_end(void **s)
 	assert_int_equal(ft_wait(pid, 10000), 0);
 }
 
+/* Bad --serve-snapshot values are usage errors (exit 2), before anything is sent. */
+static void test_uf_replay_rejects_bad_serve_snapshot_values(void **s)
+{
+	(void)s;
+	const char *bad[] = {"70000", "-1", "x", "1,user", "1,TOOLONGNAME,pw", "1,u,ELEVENCHARSX",
+	                     "1,,pw"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = {
+		    "uf-replay",        "--in",         g_day, "--a", "239.81.1.1:45101",
+		    "--serve-snapshot", (char *)bad[i], NULL};
+		if (ft_run(argv, NULL, 10000) != 2)
+			fail_msg("--serve-snapshot '%s' was accepted", bad[i]);
+	}
+}
+
 static int ts_setup(void **s)
 {
 	(void)s;
@@ -825,6 +840,7 @@ int main(void)
 	    cmocka_unit_test(test_server_drops_bad_and_silent_clients),
 	    cmocka_unit_test(test_reconnect_mid_snapshot_restarts_or_resumes),
 	    cmocka_unit_test(test_uf_replay_serves_snapshots_mid_day_and_at_the_end),
+	    cmocka_unit_test(test_uf_replay_rejects_bad_serve_snapshot_values),
 	};
 	return cmocka_run_group_tests(tests, ts_setup, ts_teardown);
 }
