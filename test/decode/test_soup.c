@@ -251,8 +251,8 @@ static void test_soup_bad_ascii_numbers(void **state)
 	    "                -123", /* sign */
 	    "18446744073709551616", /* 2^64: overflows */
 	    "99999999999999999999", /* overflows */
-	    "                \x00"
-	    "12", /* NUL */
+	    ("                 \x00"
+	     "12"), /* NUL (split: a hex escape would swallow the 1) */
 	};
 	uint8_t b[64];
 	uint64_t v;
