@@ -20,7 +20,8 @@
  * starts a fresh snapshot: drop whatever a previous, broken connection delivered. Messages
  * come through on_message (ITCH 5.0 bytes, zero copy: valid during the call only); the
  * END_OF_SNAPSHOT event carries the next real-time sequence number; the client then logs out
- * and is DONE. Not for the hot path: each poll makes system calls. */
+ * and is DONE. Not for the hot path: each poll makes system calls. Callbacks may call
+ * uf_soup_client_logout() but must not destroy the client. */
 #ifndef UF_SOUP_CLIENT_H
 #define UF_SOUP_CLIENT_H
 
