@@ -14,6 +14,7 @@
 #include "snap_server.h"
 #include "snap_state.h"
 #include "soup_test_util.h"
+#include "test/common/uf_test_run.h"
 
 #define TS_MESSAGES 20000
 
@@ -708,6 +709,31 @@ static void test_uf_replay_serves_snapshots_mid_day_and_at_the_end(void **s)
 		uf_soup_client_destroy(c);
 	}
 	assert_true(mid >= 1);
+	/* The whole day through the CLI: uf-snap writes the snapshot as a daily file, whose
+	 * books (uf-decode books) are the day's. */
+	char snap[300], server[64], bin[512];
+	struct uf_test_run r, books_snap, books_day;
+	snprintf(snap, sizeof(snap), "%s/snapshot.itch", ft_tmpdir());
+	snprintf(server, sizeof(server), "127.0.0.1:%u", port);
+	snprintf(bin, sizeof(bin), "%s/uf-snap", ft_bin_dir());
+	const char *snap_argv[] = {"uf-snap", "--server", server, "--out", snap, NULL};
+	uf_test_run_path(bin, snap_argv, 20000, &r);
+	assert_int_equal(r.status, 0);
+	char want_seq[64];
+	snprintf(want_seq, sizeof(want_seq), "\"next_seq\":%llu,", (unsigned long long)g_n + 1);
+	assert_non_null(strstr(r.out, want_seq));
+	snprintf(bin, sizeof(bin), "%s/uf-decode", ft_bin_dir());
+	const char *books_snap_argv[] = {"uf-decode", "books", snap, NULL};
+	const char *books_day_argv[] = {"uf-decode", "books", g_day, NULL};
+	uf_test_run_path(bin, books_snap_argv, 20000, &books_snap);
+	uf_test_run_path(bin, books_day_argv, 20000, &books_day);
+	assert_int_equal(books_snap.status, 0);
+	assert_int_equal(books_day.status, 0);
+	assert_true(strlen(books_day.out) > 1000);
+	assert_string_equal(books_snap.out, books_day.out);
+	uf_test_run_free(&r);
+	uf_test_run_free(&books_snap);
+	uf_test_run_free(&books_day);
 	/* A bad login is refused by the tool too. */
 	struct ts_sink k = {0};
 	struct uf_soup_client *c = ts_client(port, "replay", "nope", &k);
