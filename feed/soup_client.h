@@ -6,7 +6,8 @@
  *                      |   | timeout/refused      |  Login Rejected 'S', timeout --+
  *                      |   v                      v                               |
  *                      +-- BACKOFF <-------------- disconnect, server silent <----+
- *   ACTIVE --End of Session 'Z'--> DONE;  uf_soup_client_logout() --> DONE
+ *   ACTIVE --End of Session 'Z'--> DONE;  uf_soup_client_logout() --> DONE (final: another
+ *   session or snapshot takes a new client)
  *   GLIMPSE mode: ACTIVE --End of Snapshot--> (event, then Logout Request) --> DONE
  *
  * The caller drives it: uf_soup_client_poll(now) does every piece of work that is due

@@ -203,7 +203,7 @@ static int rp_snap_login(struct rp_snap_server *s, struct rp_snap_client *c,
 /* Reads and handles what the client sent. Returns 0, or -1 when the client must go. */
 static int rp_snap_read(struct rp_snap_server *s, struct rp_snap_client *c, uint64_t now)
 {
-	for (;;) {
+	for (int rounds = 0; rounds < 64; rounds++) { /* bounded: one client cannot hog it */
 		size_t room;
 		uint8_t *w = uf_soup_stream_space(&c->rx, &room);
 		ssize_t got = recv(c->fd, w, room, MSG_DONTWAIT);
@@ -238,6 +238,7 @@ static int rp_snap_read(struct rp_snap_server *s, struct rp_snap_client *c, uint
 			return -1;
 		}
 	}
+	return 0;
 }
 
 /* Writes what the socket takes. Returns 0, or -1 when the client must go. */
@@ -338,6 +339,14 @@ static void *rp_snap_thread(void *arg)
 int rp_snap_server_start(const struct rp_snap_server_cfg *cfg, rp_snap_msg_fn get, void *ctx,
                          struct rp_snap_server **out, uint16_t *bound_port)
 {
+	uint8_t field[UF_SOUP_SESSION_LEN];
+	if (uf_soup_put_alpha(field, UF_SOUP_SESSION_LEN, cfg->session) < 0) {
+		fprintf(stderr,
+		        "uf-replay: snapshot server: session '%s' is not a SoupBinTCP "
+		        "session name (<= 10 printable characters, no inner spaces)\n",
+		        cfg->session);
+		return -EINVAL;
+	}
 	struct rp_snap_server *s = calloc(1, sizeof(*s));
 	int rc = -ENOMEM, one = 1;
 	if (!s)
