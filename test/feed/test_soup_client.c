@@ -596,6 +596,47 @@ static void test_reconnect_mid_snapshot_restarts_or_resumes(void **s)
 	}
 }
 
+/* A server whose accept queue is full drops the SYN: the connect never completes and the
+ * client's connect timeout ends the attempt (then it backs off and tries again). */
+static void test_client_connect_timeout(void **s)
+{
+	(void)s;
+	uint16_t port;
+	int l = ts_listen(&port);
+	assert_int_equal(listen(l, 0), 0); /* the smallest accept queue */
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons(port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fill[4];
+	for (int i = 0; i < 4; i++) { /* fill the queue; later SYNs are dropped */
+		fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		(void)connect(fill[i], (struct sockaddr *)&a, sizeof(a));
+	}
+	struct uf_soup_client_params p;
+	struct uf_soup_client *c;
+	struct ts_sink k = {0};
+	uf_soup_client_params_default(&p);
+	p.server = a;
+	strcpy(p.username, "TESTER");
+	strcpy(p.password, "PASS123");
+	p.connect_timeout_ms = 200;
+	p.backoff_min_ms = 5000; /* still backing off when the test looks */
+	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
+	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, k.disconnected >= 1, 5000);
+	assert_int_equal(k.last_err, -ETIMEDOUT);
+	struct uf_soup_client_stats st;
+	uf_soup_client_stats(c, &st);
+	assert_int_equal(st.connect_failures, 1);
+	assert_int_equal(st.connects, 0);
+	assert_int_equal(uf_soup_client_state(c), UF_SOUP_CL_BACKOFF);
+	uf_soup_client_destroy(c);
+	for (int i = 0; i < 4; i++)
+		close(fill[i]);
+	close(l);
+}
+
 /* The server drops a connection that sends a malformed packet, one that sends anything but a
  * login first, and one that stays silent. */
 static void test_server_drops_bad_and_silent_clients(void **s)
@@ -796,6 +837,7 @@ int main(void)
 	    cmocka_unit_test(test_requested_sequence_starts_inside_the_snapshot),
 	    cmocka_unit_test(test_client_login_timeout_and_end_of_session),
 	    cmocka_unit_test(test_server_drops_bad_and_silent_clients),
+	    cmocka_unit_test(test_client_connect_timeout),
 	    cmocka_unit_test(test_reconnect_mid_snapshot_restarts_or_resumes),
 	    cmocka_unit_test(test_uf_replay_serves_snapshots_mid_day_and_at_the_end),
 	    cmocka_unit_test(test_uf_replay_rejects_bad_serve_snapshot_values),
