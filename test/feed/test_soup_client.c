@@ -452,6 +452,24 @@ static int ts_listen(uint16_t *port)
 	return l;
 }
 
+/* Reads one login request from `fd` (bounded) and returns its requested sequence number. */
+static uint64_t ts_read_login(int fd)
+{
+	uint8_t b[49];
+	size_t got = 0;
+	struct uf_soup_packet pk;
+	while (got < sizeof(b)) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		assert_int_equal(poll(&pfd, 1, 5000), 1);
+		ssize_t n = read(fd, b + got, sizeof(b) - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_int_equal(uf_soup_parse(b, sizeof(b), UF_SOUP_FROM_CLIENT, 64, &pk), 49);
+	assert_int_equal(pk.type, 'L');
+	return pk.u.login.seq;
+}
+
 /* Login timeout, then a server that ends the session with 'Z': both reported, the second
  * ends the client for good. */
 static void test_client_login_timeout_and_end_of_session(void **s)
@@ -482,15 +500,40 @@ static void test_client_login_timeout_and_end_of_session(void **s)
 	int fd = accept(l, NULL, NULL); /* the timed-out connection */
 	assert_true(fd >= 0);
 	close(fd);
-	/* Next attempt: answer it, send two messages, then End of Session. */
+	/* Next attempt: answer it and send two messages; the client sends an unsequenced
+	 * message; then End of Session. */
+	assert_int_equal(uf_soup_client_send_unsequenced(c, "hi", 2), -ENOTCONN);
 	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
 	fd = accept(l, NULL, NULL);
 	assert_true(fd >= 0);
+	assert_int_equal(ts_read_login(fd), 1);
 	uint8_t out[128];
 	int n = uf_soup_build_login_accepted(out, "SESS", 41);
 	n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "ab", 2);
 	n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'S', "cd", 2);
-	n += uf_soup_build(out + n, sizeof(out) - (size_t)n, 'Z', NULL, 0);
+	assert_int_equal(write(fd, out, (size_t)n), n);
+	TS_RUN_UNTIL(c, k.messages == 2, 5000);
+	assert_int_equal(uf_soup_client_send_unsequenced(c, "hi", 2), 0);
+	uint8_t in[64];
+	struct uf_soup_stream rs;
+	struct uf_soup_packet pk;
+	size_t room;
+	uf_soup_stream_init(&rs, in, sizeof(in), UF_SOUP_FROM_CLIENT, sizeof(in));
+	for (int found = 0; !found;) { /* client heartbeats may come first on a slow host */
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		assert_int_equal(poll(&pfd, 1, 5000), 1);
+		uint8_t *w = uf_soup_stream_space(&rs, &room);
+		ssize_t got = read(fd, w, room);
+		assert_true(got > 0);
+		uf_soup_stream_commit(&rs, (size_t)got);
+		while (uf_soup_stream_next(&rs, &pk) == 1)
+			if (pk.type == 'U') {
+				assert_int_equal(pk.payload_len, 2);
+				assert_memory_equal(pk.payload, "hi", 2);
+				found = 1;
+			}
+	}
+	n = uf_soup_build(out, sizeof(out), 'Z', NULL, 0);
 	assert_int_equal(write(fd, out, (size_t)n), n);
 	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 5000);
 	assert_int_equal(k.accepted, 1);
@@ -501,24 +544,6 @@ static void test_client_login_timeout_and_end_of_session(void **s)
 	close(fd);
 	close(l);
 	uf_soup_client_destroy(c);
-}
-
-/* Reads one login request from `fd` (bounded) and returns its requested sequence number. */
-static uint64_t ts_read_login(int fd)
-{
-	uint8_t b[49];
-	size_t got = 0;
-	struct uf_soup_packet pk;
-	while (got < sizeof(b)) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		assert_int_equal(poll(&pfd, 1, 5000), 1);
-		ssize_t n = read(fd, b + got, sizeof(b) - got);
-		assert_true(n > 0);
-		got += (size_t)n;
-	}
-	assert_int_equal(uf_soup_parse(b, sizeof(b), UF_SOUP_FROM_CLIENT, 64, &pk), 49);
-	assert_int_equal(pk.type, 'L');
-	return pk.u.login.seq;
 }
 
 /* A connection lost in the middle of a snapshot: with resume = 0 (GLIMPSE) the client asks
