@@ -6,6 +6,7 @@
  *   uf_counters.h decode counters with every error kind named
  *   uf_batch.h    batch decode of received packets with a prefetch distance
  *   uf_reader.h   offline inputs (daily files, pcap) through the same MoldUDP64 parser
+ *   uf_soup.h     SoupBinTCP 3.00 packets and stream parser, GLIMPSE 5.0 End of Snapshot
  *
  * Typical feed-thread use:
  *   struct uf_mold_packet pkt; struct uf_mold_iter it; struct uf_mold_block b;
@@ -25,5 +26,6 @@
 #include "decode/uf_mold.h"
 #include "decode/uf_batch.h"
 #include "decode/uf_reader.h"
+#include "decode/uf_soup.h"
 
 #endif /* UF_DECODE_H */

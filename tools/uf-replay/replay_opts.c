@@ -21,6 +21,7 @@ static void usage(FILE *f)
 	    "                 [--seed S] [--serve-rerequests PORT] [--linger SECONDS] [--mtu "
 	    "BYTES]\n"
 	    "                 [--burst FACTOR [--burst-period MS]] [--verbose]\n"
+	    "                 [--serve-snapshot PORT[,USERNAME,PASSWORD]]\n"
 	    "Sends FILE (Nasdaq daily ITCH format or a pcap of MoldUDP64) as MoldUDP64 to the A "
 	    "and\n"
 	    "B groups, messages numbered 1..N in file order, packed up to --mtu payload bytes\n"
@@ -38,6 +39,8 @@ static void usage(FILE *f)
 	    "(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x "
 	    "R\n"
 	    "at the start of every --burst-period (default 100 ms), silent for the rest of it.\n"
+	    "--serve-snapshot: SoupBinTCP/GLIMPSE snapshots of what was sent, on 127.0.0.1:PORT\n"
+	    "(0 = any; the port is printed on stderr), login replay/replay unless given.\n"
 	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
@@ -135,7 +138,8 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 		O_VERBOSE,
 		O_HELP,
 		O_BURST,
-		O_BURST_PERIOD
+		O_BURST_PERIOD,
+		O_SNAP
 	};
 	static const struct option opts[] = {
 	    {"in", 1, 0, O_IN},
@@ -157,6 +161,7 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 	    {"help", 0, 0, O_HELP},
 	    {"burst", 1, 0, O_BURST},
 	    {"burst-period", 1, 0, O_BURST_PERIOD},
+	    {"serve-snapshot", 1, 0, O_SNAP},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -238,6 +243,10 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			o->burst_period = strtod(optarg, &end) / 1e3;
 			bad = *end || end == optarg ||
 			      !(o->burst_period > 0 && o->burst_period <= 60);
+			break;
+		case O_SNAP:
+			bad = rp_snap_server_parse(optarg, &o->snap) < 0;
+			o->serve_snap = 1;
 			break;
 		case O_HELP:
 			usage(stdout);

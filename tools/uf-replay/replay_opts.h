@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "decode/uf_decode.h"
+#include "snap_server.h"
 
 #define RP_DEFAULT_MTU  1400     /* MoldUDP64 payload bytes per packet */
 #define RP_DEFAULT_RATE 100000.0 /* messages/s when neither --rate nor --speed is given */
@@ -44,6 +45,8 @@ struct rp_opts {
 	int serve_port;      /* --serve-rerequests, 0 = not serving */
 	double linger;       /* --linger seconds */
 	int verbose;         /* progress on stderr */
+	int serve_snap;      /* --serve-snapshot given */
+	struct rp_snap_server_cfg snap; /* --serve-snapshot PORT[,USER,PASSWORD] */
 };
 
 /* Parses argv into `o`. Returns -1 when uf-replay should run, else the exit status (0 after

@@ -13,7 +13,9 @@
  *   replay_stream.c     the messages and how they pack into packets;
  *   replay_send.c       the sender: pacing, faults, heartbeats, end of session, --linger;
  *   replay_server.h     what a server beside the sender provides (fds to poll, a serve hook);
- *   replay_rerequest.c  the MoldUDP64 re-request server (--serve-rerequests). */
+ *   replay_rerequest.c  the MoldUDP64 re-request server (--serve-rerequests);
+ *   replay_snapshot.c   the SoupBinTCP/GLIMPSE snapshot server (--serve-snapshot; the state
+ *                       itself: snap_server.c, snap_state.c). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 #include "replay_opts.h"
 #include "replay_rerequest.h"
 #include "replay_send.h"
+#include "replay_snapshot.h"
 #include "replay_stream.h"
 
 static void rp_on_signal(int sig)
@@ -57,6 +60,7 @@ int main(int argc, char **argv)
 	static struct rp_stream st;
 	static struct rp_sender snd;
 	struct rp_rerequest rr = {.fd = -1};
+	struct rp_snapshot snap = {0};
 	char err[256];
 	int rc, tx;
 
@@ -78,12 +82,18 @@ int main(int argc, char **argv)
 			return 1;
 		rp_sender_add_server(&snd, rp_rerequest_server(&rr));
 	}
+	if (o.serve_snap) {
+		if (rp_snapshot_open(&snap, &o, &st) < 0)
+			return 1;
+		rp_sender_add_server(&snd, rp_snapshot_server(&snap));
+	}
 	signal(SIGINT, rp_on_signal);
 	signal(SIGTERM, rp_on_signal);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* sleeps end on time: smoother rate */
 
 	rp_sender_run(&snd);
 	rp_print_summary(&snd, &rr);
+	rp_snapshot_close(&snap);
 	rp_stream_close(&st);
 	close(tx);
 	rp_rerequest_close(&rr);
