@@ -39,6 +39,10 @@ if(NOT MHD_FOUND)
   message(FATAL_ERROR "libmicrohttpd not found: apt-get install libmicrohttpd-dev (or run tools/setup.sh)")
 endif()
 
+# The Debian interpreter first: tools/setup.sh installs python3-pytest/python3-numpy for it,
+# and a pyenv or venv python3 earlier on PATH would not see them.
+find_program(UF_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+
 # Operations checks (test/ops): promtool (Debian `prometheus`) lints /metrics and the alert
 # rules; systemd-analyze verifies the units; dpkg-deb/dpkg-shlibdeps build and open the .deb.
 foreach(tool promtool:prometheus systemd-analyze:systemd dpkg-deb:dpkg dpkg-shlibdeps:dpkg-dev
