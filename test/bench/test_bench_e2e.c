@@ -61,6 +61,53 @@ static void check_step(json_t *s, int sampled)
 	}
 }
 
+/* Issue 14: the raw-receive baseline beside every latency step, the daemon's own
+ * wire-to-publish histogram apart from wire to consumer, their ratios, burst drain times. */
+static void check_vs_raw(json_t *b, const char *name)
+{
+	static const char *steps[] = {"steady", "burst"};
+	static const char *methods[] = {"io_uring+SQPOLL", "io_uring", "recvmmsg-busy", "epoll"};
+	json_t *raw = json_object_get(b, "raw"), *vs = json_object_get(b, "vs_raw");
+
+	for (int k = 0; k < 2; k++) {
+		json_t *w = json_object_get(raw, steps[k]), *st = json_object_get(b, steps[k]);
+		json_t *pub = json_object_get(st, "wire_to_publish_ns");
+		json_t *q = json_object_get(vs, steps[k]);
+		json_t *lat = json_object_get(w, "latency_ns");
+		if (!json_is_true(json_object_get(w, "ran")))
+			fail_msg("%s: raw %s did not run: %s", name, steps[k],
+			         json_string_value(json_object_get(w, "note")));
+		/* each back end is compared with its own receive method */
+		for (int m = 0; m < 4; m++)
+			if (!strcmp(name, (const char *[]){"io_uring", "io_uring_nosqpoll",
+			                                   "recvmmsg", "epoll"}[m]))
+				assert_string_equal(json_string_value(json_object_get(w, "method")),
+				                    methods[m]);
+		assert_true(json_integer_value(json_object_get(w, "received")) > 0);
+		assert_true(json_integer_value(json_object_get(w, "datagrams")) > 0);
+		assert_true(json_integer_value(json_object_get(lat, "samples")) > 0);
+		assert_true(json_integer_value(json_object_get(lat, "p50")) > 0);
+		assert_true(json_integer_value(json_object_get(lat, "p50")) <=
+		            json_integer_value(json_object_get(lat, "p99")));
+		/* wire to publish: the daemon's histogram, the step's samples in it */
+		assert_true(json_integer_value(json_object_get(pub, "samples")) > 0);
+		assert_true(json_integer_value(json_object_get(pub, "p50")) > 0);
+		assert_true(json_integer_value(json_object_get(pub, "p50")) <=
+		            json_integer_value(json_object_get(pub, "max")));
+		assert_true(json_real_value(json_object_get(q, "publish_p50")) > 0);
+		assert_true(json_real_value(json_object_get(q, "consumer_p50")) > 0);
+		if (k == 1) { /* bursts: drain times of complete bursts, both sides */
+			json_t *dc = json_object_get(st, "drain_ns");
+			json_t *dr = json_object_get(w, "drain_ns");
+			assert_true(json_integer_value(json_object_get(dc, "bursts")) > 0);
+			assert_true(json_integer_value(json_object_get(dc, "p50")) > 0);
+			assert_true(json_integer_value(json_object_get(dr, "bursts")) > 0);
+			assert_true(json_integer_value(json_object_get(dr, "p50")) > 0);
+			assert_true(json_real_value(json_object_get(q, "drain_p50")) > 0);
+		}
+	}
+}
+
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
@@ -127,6 +174,7 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 			}
 			assert_true(bfound);
 		}
+		check_vs_raw(b, names[i]);
 		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */
 			assert_true(json_integer_value(json_object_get(json_object_get(b, "steady"),
 			                                               "cpu_ns")) > 0);

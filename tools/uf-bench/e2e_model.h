@@ -47,8 +47,11 @@ struct e2e_opts {
 	int json;            /* JSON on stdout instead of the table */
 	int plot;            /* gnuplot PNGs */
 	int keep;            /* keep the temp dir */
-	int feed_cpu;        /* feed thread CPU */
-	int sqpoll_cpu;      /* SQPOLL thread CPU */
+	int feed_cpu;        /* feed thread CPU (and the raw receiver's) */
+	int sqpoll_cpu;      /* SQPOLL thread CPU (and the raw receiver's SQPOLL thread) */
+	int consumer_cpu;    /* consumer processes' CPU, -1: not pinned */
+	int sender_cpu;      /* uf-replay's CPU, -1: not pinned */
+	int raw_kind;        /* raw-receive method (enum raw_kind), -1: each back end's own */
 	uint32_t mask;       /* back ends */
 	const char *results; /* results folder */
 	const char *day;     /* daily-format input, NULL = generate */
@@ -57,6 +60,24 @@ struct e2e_opts {
 	char bindir[2048];   /* uringfeed, uf-replay, uf-gen */
 	char tmp[2048];      /* temp dir */
 	int ncpu;            /* CPUs available */
+};
+
+/* Burst drain times of one step: for every burst whose messages all arrived, the time from
+ * its first datagram's kernel receive timestamp to the read of its last message (the end of
+ * the queue). */
+struct drain {
+	uint64_t n;    /* complete bursts */
+	uint64_t p50;  /* ns */
+	uint64_t max;  /* ns */
+	uint64_t mean; /* ns */
+};
+
+/* The daemon's own wire-to-publish histogram (GET /status feeds[0].latency_ns). It is
+ * cumulative and has no buckets there yet: the figures cover `prior` samples taken before
+ * the step (a short warm-up after a fresh start) and the step's `n`. */
+struct pubhist {
+	uint64_t n, prior;
+	uint64_t p50, p99, p999, max; /* ns */
 };
 
 /* One replay step's outcome. */
@@ -84,6 +105,22 @@ struct step {
 	double plot_x[NPLOT];    /* 1 / (1 - quantile) */
 	double plot_us[NPLOT];   /* latency at that quantile */
 	int nplot;               /* points */
+	struct pubhist pub;      /* wire to publish (the daemon's histogram) */
+	struct drain drain;      /* bursts: wire to consumer of a burst's last message */
+};
+
+/* The raw-receive baseline of one latency step (e2e_raw.h). */
+struct rawres {
+	int ran;                 /* 1 when it ran */
+	int kind;                /* enum raw_kind */
+	char note[160];          /* why not */
+	uint64_t sent;           /* messages replayed */
+	uint64_t messages;       /* messages received (first copies) */
+	uint64_t datagrams;      /* datagrams received (first copies) */
+	uint64_t kernel_drops;   /* SO_RXQ_OVFL */
+	double achieved;         /* uf-replay's rate */
+	struct uf_bench_pct lat; /* read time - rx_ts, one sample per message */
+	struct drain drain;      /* bursts */
 };
 
 /* One bounded search for the highest loss-free rate (driven by e2e_search.c). */
@@ -106,6 +143,8 @@ struct beres {
 	int ok;                    /* ran to the end */
 	char note[256];            /* why not, or a remark */
 	struct step steady, burst; /* latency steps */
+	struct rawres raw_steady;  /* the raw receiver, right before the steady step */
+	struct rawres raw_burst;   /* and right before the burst step */
 	struct search s[2];        /* rate searches: [0] steady, [1] bursts */
 };
 

@@ -37,7 +37,8 @@ static void usage(FILE *f)
 	    "end\n"
 	    "(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x "
 	    "R\n"
-	    "at the start of every --burst-period (default 100 ms), silent for the rest of it.\n"
+	    "at the start of every --burst-period (default 100 ms), silent for the rest of it;\n"
+	    "burst k holds messages k x R x period + 1 onwards, and no packet spans two bursts.\n"
 	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
