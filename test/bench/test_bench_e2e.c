@@ -108,6 +108,38 @@ static void check_vs_raw(json_t *b, const char *name)
 	}
 }
 
+/* Issue 14: where each role ran (configured, allowed, seen) and the feed thread's system
+ * calls per datagram, counted on the running daemon. */
+static void check_place_and_syscalls(json_t *b, const char *name, int sqpoll)
+{
+	static const char *roles[] = {"feed_thread", "consumer", "sender", "raw_receiver"};
+	json_t *pl = json_object_get(b, "placement"), *sc = json_object_get(b, "syscalls");
+
+	for (int k = 0; k < 4; k++) {
+		json_t *r = json_object_get(pl, roles[k]);
+		if (!r)
+			fail_msg("%s: no placement of %s", name, roles[k]);
+		assert_true(json_integer_value(json_object_get(r, "samples")) > 0);
+		assert_true(json_array_size(json_object_get(r, "cpus_seen")) > 0);
+		assert_true(strlen(json_string_value(json_object_get(r, "cpus_allowed"))) > 0);
+	}
+	/* the feed thread and the raw receiver are pinned to --feed-cpu: that is all they saw */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(pl, "feed_thread"),
+	                                                    "samples_off_configured")),
+	                 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(pl, "raw_receiver"),
+	                                                    "samples_off_configured")),
+	                 0);
+	assert_int_equal(json_object_get(pl, "sq_thread") != NULL, sqpoll);
+	if (!json_is_true(json_object_get(sc, "measured")))
+		fail_msg("%s: system calls not measured: %s", name,
+		         json_string_value(json_object_get(sc, "note")));
+	assert_true(json_integer_value(json_object_get(sc, "datagrams")) > 0);
+	assert_true(json_real_value(json_object_get(sc, "per_datagram")) >= 0);
+	if (!strcmp(name, "epoll")) /* it sleeps in epoll_wait and reads with recvmmsg */
+		assert_true(json_real_value(json_object_get(sc, "per_datagram")) > 0);
+}
+
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
@@ -175,6 +207,7 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 			assert_true(bfound);
 		}
 		check_vs_raw(b, names[i]);
+		check_place_and_syscalls(b, names[i], i == 0);
 		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */
 			assert_true(json_integer_value(json_object_get(json_object_get(b, "steady"),
 			                                               "cpu_ns")) > 0);

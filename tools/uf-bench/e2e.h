@@ -17,6 +17,7 @@ struct e2e_status {
 	uint64_t queue_overflows;      /* out-of-order queue full */
 	uint64_t line_gaps;            /* sum over lines of their own sequence jumps */
 	uint64_t line_enobufs;         /* sum over lines: provided buffer ring empty */
+	uint64_t line_packets;         /* sum over lines: datagrams received */
 	uint64_t cq_overflows;         /* io_uring CQ overflows */
 	uint64_t end_of_session;       /* end-of-session packets acted on */
 	uint64_t records;              /* records published */

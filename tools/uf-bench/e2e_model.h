@@ -9,14 +9,16 @@
 
 #include "bench.h"
 #include "e2e.h"
+#include "e2e_place.h"
 
 #define MAXC       4                    /* consumer processes per back end, at most */
 #define MAX_SEARCH 12                   /* search steps, at most */
-#define NSTEPS     (3 + 2 * MAX_SEARCH) /* warm-up, steady, burst, two searches */
+#define NSTEPS     (4 + 2 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, two searches */
 #define ST_WARMUP  0                    /* step index of the warm-up replay */
 #define ST_STEADY  1                    /* step index of the steady replay */
 #define ST_BURST   2                    /* step index of the bursty replay */
-#define ST_SEARCH  3                    /* first search step */
+#define ST_SYSCALL 3                    /* step index of the system call count */
+#define ST_SEARCH  4                    /* first search step */
 #define NPLOT      160                  /* points per latency distribution plot */
 #define MAX_SAMPLE (1u << 23)           /* latency samples per consumer per sampled step, at most */
 
@@ -145,7 +147,19 @@ struct beres {
 	struct step steady, burst; /* latency steps */
 	struct rawres raw_steady;  /* the raw receiver, right before the steady step */
 	struct rawres raw_burst;   /* and right before the burst step */
-	struct search s[2];        /* rate searches: [0] steady, [1] bursts */
+	struct placement place;    /* where each role ran during the steady steps */
+	struct {
+		int ok;             /* counted */
+		char note[160];     /* why not */
+		pid_t tid;          /* the feed thread */
+		uint64_t calls;     /* its system calls over the window */
+		char which[160];    /* "name:calls ..." (strace's order: most time first) */
+		uint64_t datagrams; /* datagrams the feed received in the window (both lines) */
+		double seconds;     /* window */
+		double per_packet;  /* calls / datagrams */
+		struct step st;     /* the steady replay it counted over */
+	} sysc;
+	struct search s[2]; /* rate searches: [0] steady, [1] bursts */
 };
 
 #endif /* UF_BENCH_E2E_MODEL_H */

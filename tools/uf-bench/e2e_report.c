@@ -151,6 +151,47 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 		       (double)b->raw_burst.drain.p50 / 1e3, (double)b->raw_burst.drain.max / 1e3,
 		       ratio((double)b->burst.drain.p50, (double)b->raw_burst.drain.p50));
 	}
+	printf("\nsystem calls of the feed thread per datagram received (strace -c -p TID over a "
+	       "steady replay at %.0f msg/s of its own; ptrace slows each call, so the window is "
+	       "not a latency step)\n",
+	       o->rate);
+	printf("%-16s %10s %10s %8s %12s  %s\n", "backend", "syscalls", "datagrams", "window_s",
+	       "per_datagram", "which (calls)");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		if (!b->ok)
+			continue;
+		if (!b->sysc.ok) {
+			printf("%-16s %10s %10s %8s %12s  not measured: %s\n",
+			       e2e_backend_label(b->be), "-", "-", "-", "-", b->sysc.note);
+			continue;
+		}
+		printf("%-16s %10" PRIu64 " %10" PRIu64 " %8.2f %12.3f  %s\n",
+		       e2e_backend_label(b->be), b->sysc.calls, b->sysc.datagrams, b->sysc.seconds,
+		       b->sysc.per_packet, b->sysc.which);
+	}
+	printf("\nplacement during the steady steps (configured CPU; allowed by the affinity mask; "
+	       "CPUs /proc/PID/task/TID/stat showed, sampled every 10 ms)\n");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		if (!b->ok)
+			continue;
+		printf("%-16s", e2e_backend_label(b->be));
+		for (int k = 0; k < PL_COUNT; k++) {
+			const struct place_one *p = &b->place.r[k];
+			char seen[160], cfg[16];
+			if (p->configured == -2)
+				continue;
+			e2e_cpu_list(p->seen, seen, sizeof(seen));
+			if (p->configured >= 0)
+				snprintf(cfg, sizeof(cfg), "%d", p->configured);
+			else
+				snprintf(cfg, sizeof(cfg), "any");
+			printf(" %s=%s/%s/%s", e2e_place_name((enum place_role)k), cfg,
+			       p->allowed[0] ? p->allowed : "?", seen);
+		}
+		printf("\n");
+	}
 	printf("\nhighest rate with no loss (mean msg/s; bursts: %gx the mean for %g ms of every "
 	       "%g ms)\n",
 	       o->burst, o->burst_ms / o->burst, o->burst_ms);
@@ -241,6 +282,28 @@ static json_t *vs_raw_json(const struct step *s, const struct rawres *w)
 	return j;
 }
 
+static json_t *place_json(const struct placement *pl)
+{
+	json_t *j = json_object();
+	for (int k = 0; k < PL_COUNT; k++) {
+		const struct place_one *p = &pl->r[k];
+		json_t *seen = json_array();
+		if (p->configured == -2)
+			continue;
+		for (int c = 0; c < 64; c++)
+			if (p->seen & (1ull << c))
+				json_array_append_new(seen, json_integer(c));
+		json_object_set_new(
+		    j, e2e_place_name((enum place_role)k),
+		    json_pack("{s:o, s:s, s:o, s:I, s:I}", "configured_cpu",
+		              p->configured >= 0 ? json_integer(p->configured) : json_null(),
+		              "cpus_allowed", p->allowed, "cpus_seen", seen, "samples",
+		              (json_int_t)p->samples, "samples_off_configured",
+		              (json_int_t)p->on_other));
+	}
+	return j;
+}
+
 static json_t *step_json(const struct step *s, int sampled)
 {
 	json_t *j =
@@ -317,6 +380,16 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 			                    json_pack("{s:o, s:o}", "steady",
 			                              raw_json(&b->raw_steady), "burst",
 			                              raw_json(&b->raw_burst)));
+			json_object_set_new(jb, "placement", place_json(&b->place));
+			json_object_set_new(
+			    jb, "syscalls",
+			    json_pack("{s:b, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:b}",
+			              "measured", b->sysc.ok, "method",
+			              "strace -c -p TID (feed thread)", "note", b->sysc.note,
+			              "which", b->sysc.which, "tid", (int)b->sysc.tid, "calls",
+			              (json_int_t)b->sysc.calls, "datagrams",
+			              (json_int_t)b->sysc.datagrams, "seconds", b->sysc.seconds,
+			              "per_datagram", b->sysc.per_packet, "loss", b->sysc.st.loss));
 			json_object_set_new(jb, "vs_raw",
 			                    json_pack("{s:o, s:o}", "steady",
 			                              vs_raw_json(&b->steady, &b->raw_steady),

@@ -111,16 +111,58 @@ static int64_t replay_prepare(struct run *r, const struct day *day, struct repla
 	return (int64_t)n;
 }
 
-/* Runs the prepared uf-replay to its end; its own duration (JSON "seconds") in *secs. */
+/* One placement sample of every role running now (r->place). */
+static void place_sample(struct run *r, pid_t sender, pid_t feed_tid, pid_t sq_tid,
+                         pid_t raw_sq_tid)
+{
+	if (feed_tid > 0)
+		(void)e2e_place_sample(r->place, PL_FEED, r->feed, feed_tid);
+	if (sq_tid > 0)
+		(void)e2e_place_sample(r->place, PL_SQPOLL, r->feed, sq_tid);
+	if (r->raw_pid > 0)
+		(void)e2e_place_sample(r->place, PL_RAW, r->raw_pid, r->raw_pid);
+	if (raw_sq_tid > 0)
+		(void)e2e_place_sample(r->place, PL_RAW_SQ, r->raw_pid, raw_sq_tid);
+	for (int i = 0; i < r->ncons && r->feed > 0; i++)
+		(void)e2e_place_sample(r->place, PL_CONSUMER, r->cons[i], r->cons[i]);
+	(void)e2e_place_sample(r->place, PL_SENDER, sender, sender);
+}
+
+/* Runs the prepared uf-replay to its end; its own duration (JSON "seconds") in *secs. With
+ * r->place set, samples where every role runs every 10 ms meanwhile. */
 static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, double *secs)
 {
-	uint64_t t0 = uf_bench_now_ns();
+	uint64_t t0 = uf_bench_now_ns(), next = t0;
+	uint64_t end = t0 + (uint64_t)((timeout_s + 15) * 1e9);
 	pid_t pid = e2e_spawn_on(c->argv, c->out, c->errp, r->o->sender_cpu);
-	int st;
+	pid_t feed_tid = -1, sq_tid = -1, raw_sq_tid = -1;
+	int st = -1;
 
 	if (pid < 0)
 		return (int)pid;
-	st = uf_bench_wait_child(pid, (int)(timeout_s * 1000) + 15000);
+	if (r->place && r->feed > 0) {
+		feed_tid = e2e_find_thread(r->feed, "uf-e2e");
+		sq_tid = e2e_find_thread(r->feed, "iou-sqp");
+	}
+	if (r->place && r->raw_pid > 0)
+		raw_sq_tid = e2e_find_thread(r->raw_pid, "iou-sqp");
+	for (;;) {
+		uint64_t now = uf_bench_now_ns();
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 || now > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			st = -1;
+			break;
+		}
+		if (r->place && now >= next) {
+			place_sample(r, pid, feed_tid, sq_tid, raw_sq_tid);
+			next = now + 10000000ull;
+		}
+		usleep(2000);
+	}
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "uf-bench e2e: uf-replay failed (see %s)\n", c->errp);
 		return -EIO;
@@ -357,7 +399,9 @@ static int run_raw(struct run *r, const struct day *day, struct rawres *w, doubl
 		snprintf(w->note, sizeof(w->note), "raw receiver: %.140s", c->err);
 		return -EIO;
 	}
+	r->raw_pid = pid;
 	rc = replay_run(r, &cmd, secs * 4, &rs);
+	r->raw_pid = -1;
 	if (e2e_raw_finish(pid, c, rc < 0 ? 0 : 3000) < 0)
 		fprintf(stderr, "uf-bench e2e: the raw receiver had to be killed\n");
 	if (rc < 0) {
@@ -376,6 +420,61 @@ static int run_raw(struct run *r, const struct day *day, struct rawres *w, doubl
 		         w->messages, w->sent);
 	w->ran = 1;
 	return 0;
+}
+
+/* System calls of the feed thread per datagram over a steady replay of `secs` at --rate,
+ * counted by strace from outside (its own step: ptrace slows every system call, so the
+ * latency steps never run under it). The window runs from the attach to the detach. */
+static void run_syscalls(struct run *r, const struct day *day, struct beres *res, double secs)
+{
+	struct e2e_status s0, s1;
+	struct sysc sc;
+	uint64_t t0;
+	pid_t tid = e2e_find_thread(r->feed, "uf-e2e");
+
+	if (tid < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "feed thread uf-e2e not found");
+		return;
+	}
+	res->sysc.tid = tid;
+	if (e2e_status_read(r->status_port, &s0) < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "GET /status failed");
+		return;
+	}
+	if (e2e_sysc_start(&sc, r->o->tmp, tid) < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s", sc.note);
+		return;
+	}
+	t0 = uf_bench_now_ns();
+	(void)run_step(r, day, ST_SYSCALL, &res->sysc.st, r->o->rate, 0, secs);
+	if (e2e_sysc_stop(&sc) < 0 || e2e_status_read(r->status_port, &s1) < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s",
+		         sc.note[0] ? sc.note : "GET /status failed");
+		return;
+	}
+	res->sysc.seconds = (double)(uf_bench_now_ns() - t0) / 1e9;
+	res->sysc.calls = sc.calls;
+	snprintf(res->sysc.which, sizeof(res->sysc.which), "%s", sc.top);
+	res->sysc.datagrams = s1.line_packets - s0.line_packets;
+	res->sysc.per_packet =
+	    res->sysc.datagrams ? (double)sc.calls / (double)res->sysc.datagrams : 0;
+	res->sysc.ok = res->sysc.datagrams > 0;
+	if (!res->sysc.ok)
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "no datagram in the window");
+}
+
+/* What each role was asked to run on (-2: the role does not exist in this run). */
+static void place_init(const struct e2e_opts *o, enum backend be, struct placement *p)
+{
+	enum raw_kind rk = o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be);
+
+	memset(p, 0, sizeof(*p));
+	p->r[PL_FEED].configured = o->feed_cpu;
+	p->r[PL_SQPOLL].configured = be == BE_SQPOLL ? o->sqpoll_cpu : -2;
+	p->r[PL_CONSUMER].configured = o->consumer_cpu;
+	p->r[PL_SENDER].configured = o->sender_cpu;
+	p->r[PL_RAW].configured = o->feed_cpu;
+	p->r[PL_RAW_SQ].configured = rk == RAW_URING_SQPOLL ? o->sqpoll_cpu : -2;
 }
 
 /* ---- one back end ----------------------------------------------------------------------- */
@@ -475,10 +574,11 @@ static int run_search(struct run *r, const struct day *day, struct beres *res, i
 void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day *day,
                      struct beres *res)
 {
-	struct run r = {.o = o, .be = be, .feed = -1};
+	struct run r = {.o = o, .be = be, .feed = -1, .raw_pid = -1};
 	int tp = e2e_free_port(SOCK_STREAM), pa = e2e_free_port(SOCK_DGRAM);
 	int pb = e2e_free_port(SOCK_DGRAM), prr = e2e_free_port(SOCK_DGRAM);
 	double per_search, per_burst, t_lat;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	res->be = be;
@@ -525,6 +625,8 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	        e2e_backend_label(be),
 	        e2e_raw_name(o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be)),
 	        o->rate);
+	place_init(o, be, &res->place);
+	r.place = &res->place;
 	if (run_raw(&r, day, &res->raw_steady, o->rate, 0, t_lat) < 0)
 		fprintf(stderr, "uf-bench e2e: %s: %s\n", e2e_backend_label(be),
 		        res->raw_steady.note);
@@ -560,11 +662,21 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 		struct step warm;
 		fprintf(stderr, "uf-bench e2e: %s: warm-up, steady %.0f msg/s, burst %gx...\n",
 		        e2e_backend_label(be), o->rate, o->burst);
-		if (run_step(&r, day, ST_WARMUP, &warm, o->rate, 0, 0) < 0 ||
-		    run_step(&r, day, ST_STEADY, &res->steady, o->rate, 0, t_lat) < 0) {
+		r.place = NULL;
+		if (run_step(&r, day, ST_WARMUP, &warm, o->rate, 0, 0) < 0) {
 			e2e_daemon_step_failed(&r, res, "a latency step failed");
 			goto out_stop;
 		}
+		r.place = &res->place;
+		rc = run_step(&r, day, ST_STEADY, &res->steady, o->rate, 0, t_lat);
+		r.place = NULL;
+		if (rc < 0) {
+			e2e_daemon_step_failed(&r, res, "a latency step failed");
+			goto out_stop;
+		}
+		fprintf(stderr, "uf-bench e2e: %s: system calls of the feed thread (strace)...\n",
+		        e2e_backend_label(be));
+		run_syscalls(&r, day, res, t_lat / 2 > 0.5 ? t_lat / 2 : 0.5);
 		feed_down(&r);
 		if (run_raw(&r, day, &res->raw_burst, o->rate, o->burst, t_lat) < 0)
 			fprintf(stderr, "uf-bench e2e: %s: %s\n", e2e_backend_label(be),

@@ -56,17 +56,19 @@ struct run {
 	uint16_t port_a, port_b; /* line ports */
 	uint16_t port_rr;        /* re-request server (uf-replay) */
 	char group_a[32], group_b[32];
-	pid_t feed;            /* uringfeed */
-	pid_t cons[MAXC];      /* consumers */
-	int ncons;             /* started */
-	struct ctl *ctl;       /* shared control */
-	uint64_t *samples;     /* [consumer][2 sampled steps][cap] */
-	uint64_t cap;          /* samples per consumer per sampled step */
-	size_t samples_size;   /* bytes */
-	unsigned session;      /* session counter */
-	struct rawctl *raw;    /* shared with the raw receiver of a step */
-	uint64_t *raw_samples; /* [cap] its latency samples */
-	char log[PATH_MAX];    /* uringfeed's stderr */
+	pid_t feed;              /* uringfeed */
+	pid_t cons[MAXC];        /* consumers */
+	int ncons;               /* started */
+	struct ctl *ctl;         /* shared control */
+	uint64_t *samples;       /* [consumer][2 sampled steps][cap] */
+	uint64_t cap;            /* samples per consumer per sampled step */
+	size_t samples_size;     /* bytes */
+	unsigned session;        /* session counter */
+	struct rawctl *raw;      /* shared with the raw receiver of a step */
+	pid_t raw_pid;           /* the raw receiver while its step runs, else -1 */
+	struct placement *place; /* sampled while a replay runs, NULL: not */
+	uint64_t *raw_samples;   /* [cap] its latency samples */
+	char log[PATH_MAX];      /* uringfeed's stderr */
 };
 
 /* Runs every step of back end `be` (warm-up, steady, burst, both rate searches) and fills

@@ -204,6 +204,7 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	{
 		st->line_gaps += jnum(line, "gaps");
 		st->line_enobufs += jnum(line, "enobufs");
+		st->line_packets += jnum(line, "packets");
 	}
 	{
 		json_t *lat = json_object_get(feed, "latency_ns");
