@@ -140,13 +140,44 @@ static void check_place_and_syscalls(json_t *b, const char *name, int sqpoll)
 		assert_true(json_real_value(json_object_get(sc, "per_datagram")) > 0);
 }
 
+/* Issue 14: the largest single burst absorbed with no loss is a loss-free step's size, and
+ * every loss-free burst has its drain time. */
+static void check_burst_absorb(json_t *b)
+{
+	json_t *ba = json_object_get(b, "burst_absorb"), *st = json_object_get(ba, "search"), *s;
+	json_int_t max = json_integer_value(json_object_get(ba, "max_messages_no_loss"));
+	int found = max == 0;
+	size_t k;
+
+	assert_true(json_array_size(st) >= 1 && json_array_size(st) <= 2);
+	json_array_foreach(st, k, s)
+	{
+		const char *why = json_string_value(json_object_get(s, "loss_why"));
+		/* offered 0: back to back, as fast as uf-replay sends */
+		assert_true(json_real_value(json_object_get(s, "offered_rate")) == 0);
+		assert_true(json_integer_value(json_object_get(s, "messages")) >= 2000);
+		assert_int_equal(json_is_true(json_object_get(s, "loss")), why && why[0] != '\0');
+		if (json_is_true(json_object_get(s, "loss")))
+			continue;
+		assert_int_equal(json_integer_value(json_object_get(s, "delivered")),
+		                 json_integer_value(json_object_get(s, "messages")));
+		assert_true(
+		    json_integer_value(json_object_get(json_object_get(s, "drain_ns"), "p50")) > 0);
+		if (json_integer_value(json_object_get(s, "messages")) == max)
+			found = 1;
+	}
+	assert_true(found);
+	if (max)
+		assert_true(json_integer_value(json_object_get(ba, "drain_ns")) > 0);
+}
+
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
-	const char *argv[] = {"uf-bench", "e2e",       "--json", "--duration",
-	                      "1",        "--steps",   "2",      "--burst-steps",
-	                      "1",        "--rate",    "20000",  "--max-rate",
-	                      "80000",    "--results", dir,      NULL};
+	const char *argv[] = {
+	    "uf-bench", "e2e",           "--json", "--duration",    "1",     "--steps",
+	    "2",        "--burst-steps", "1",      "--rate",        "20000", "--max-rate",
+	    "80000",    "--results",     dir,      "--bsize-steps", "2",     NULL};
 	struct tb_run r;
 	json_error_t e;
 	json_t *j, *bes, *b, *plots, *p;
@@ -208,6 +239,7 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 		}
 		check_vs_raw(b, names[i]);
 		check_place_and_syscalls(b, names[i], i == 0);
+		check_burst_absorb(b);
 		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */
 			assert_true(json_integer_value(json_object_get(json_object_get(b, "steady"),
 			                                               "cpu_ns")) > 0);

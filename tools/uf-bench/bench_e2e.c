@@ -12,6 +12,8 @@
  *   burst     the same mean rate sent as bursts of --burst x the rate (uf-replay --burst),
  *             with each burst's drain time (its first datagram's rx timestamp to the read
  *             of its last message) next to the raw receiver's;
+ *   bsize     the largest single burst absorbed with no loss: bursts of N messages sent
+ *             back to back (uf-replay --rate 0), N doubled then bisected (--bsize-steps);
  *   search    a bounded search for the highest rate with no loss: doubling from 2 x --rate
  *             until a step loses, then bisecting, --steps replays at most; then the same
  *             for the mean rate with bursts (--burst-steps replays).
@@ -79,6 +81,7 @@ static void usage(FILE *f)
 	        "                    [--day FILE | --day-messages N] [--feed-cpu C] "
 	        "[--sqpoll-cpu C]\n"
 	        "                    [--consumer-cpu C] [--sender-cpu C] [--raw METHOD]\n"
+	        "                    [--bsize-steps N]\n"
 	        "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
 	        "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
 	        "  --backends LIST  io_uring (SQPOLL), io_uring_nosqpoll, recvmmsg, epoll "
@@ -90,6 +93,9 @@ static void usage(FILE *f)
 	        "  --max-rate R     rate search cap, mean rate (default 3200000)\n"
 	        "  --steps N        steady rate search replays (default 6, max %d)\n"
 	        "  --burst-steps N  burst rate search replays (default 4)\n"
+	        "  --bsize-steps N  largest-burst search: single bursts sent back to back, "
+	        "doubling\n"
+	        "                   from --rate x --burst-period messages (default 8, 0 = none)\n"
 	        "  --consumers N    consumer processes (default 1, max %d)\n"
 	        "  --day FILE       replay this daily-format ITCH file instead of a generated day\n"
 	        "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
@@ -168,6 +174,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"consumer-cpu", required_argument, 0, 'C'},
 	                                   {"sender-cpu", required_argument, 0, 'X'},
 	                                   {"raw", required_argument, 0, 'w'},
+	                                   {"bsize-steps", required_argument, 0, 'Z'},
 	                                   {"bin-dir", required_argument, 0, 'x'},
 	                                   {"no-plot", no_argument, 0, 'n'},
 	                                   {"keep", no_argument, 0, 'k'},
@@ -187,6 +194,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                     .consumer_cpu = -1,
 	                     .sender_cpu = -1,
 	                     .raw_kind = -1,
+	                     .bsize_steps = 8,
 	                     .mask = (1u << BE_COUNT) - 1,
 	                     .results = "results"};
 	struct beres rs[BE_COUNT];
@@ -278,6 +286,11 @@ int uf_bench_e2e(int argc, char **argv)
 		case 'w':
 			if (e2e_raw_parse(optarg, &o.raw_kind))
 				goto bad;
+			break;
+		case 'Z':
+			if (num(optarg, 0, MAX_SEARCH, &v))
+				goto bad;
+			o.bsize_steps = (int)v;
 			break;
 		case 'x':
 			snprintf(o.bindir, sizeof(o.bindir), "%s", optarg);

@@ -99,10 +99,12 @@ int e2e_consumer_main(struct run *r, int idx)
 						cs->seq_back++;
 					last_seq = rec->feed_seq;
 				}
-				if (st == ST_BURST && rec->rx_ts) {
+				double per;
+				__atomic_load(&ctl->burst_per, &per, __ATOMIC_ACQUIRE);
+				if (rec->rx_ts && per > 0) {
 					/* no packet spans two bursts (uf-replay): the message's own
 					 * sequence says its burst */
-					uint64_t b = e2e_burst_of(rec->feed_seq, ctl->burst_per);
+					uint64_t b = e2e_burst_of(rec->feed_seq, per);
 					if (b < RAW_MAX_BURSTS) {
 						uint64_t *f = &ctl->burst_first_rx[idx][b];
 						if (!*f || rec->rx_ts < *f)

@@ -13,14 +13,15 @@
 
 #define MAXC       4                    /* consumer processes per back end, at most */
 #define MAX_SEARCH 12                   /* search steps, at most */
-#define NSTEPS     (4 + 2 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, two searches */
+#define NSTEPS     (4 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches */
 #define ST_WARMUP  0                    /* step index of the warm-up replay */
 #define ST_STEADY  1                    /* step index of the steady replay */
 #define ST_BURST   2                    /* step index of the bursty replay */
 #define ST_SYSCALL 3                    /* step index of the system call count */
 #define ST_SEARCH  4                    /* first search step */
-#define NPLOT      160                  /* points per latency distribution plot */
-#define MAX_SAMPLE (1u << 23)           /* latency samples per consumer per sampled step, at most */
+#define ST_BSIZE   (ST_SEARCH + 2 * MAX_SEARCH) /* first burst-size step */
+#define NPLOT      160                          /* points per latency distribution plot */
+#define MAX_SAMPLE (1u << 23) /* latency samples per consumer per sampled step, at most */
 
 /* The receive back ends, in the order they run and are reported. Names: e2e_backend.c. */
 enum backend { BE_SQPOLL, BE_NOSQPOLL, BE_RECVMMSG, BE_EPOLL, BE_COUNT };
@@ -54,6 +55,7 @@ struct e2e_opts {
 	int consumer_cpu;    /* consumer processes' CPU, -1: not pinned */
 	int sender_cpu;      /* uf-replay's CPU, -1: not pinned */
 	int raw_kind;        /* raw-receive method (enum raw_kind), -1: each back end's own */
+	int bsize_steps;     /* burst-size search steps (0: none) */
 	uint32_t mask;       /* back ends */
 	const char *results; /* results folder */
 	const char *day;     /* daily-format input, NULL = generate */
@@ -139,6 +141,16 @@ struct search {
 	int done;                   /* the search is over */
 };
 
+/* The largest single burst absorbed with no loss (e2e_run.c run_bsize). */
+struct bsize {
+	struct step st[MAX_SEARCH]; /* steps in the order run (offered 0: back to back) */
+	int n;                      /* steps run */
+	uint64_t max_ok;            /* largest loss-free burst, messages (0: none) */
+	int max_idx;                /* its step (-1: none) */
+	uint64_t first_loss;        /* smallest lossy burst (0: none) */
+	int capped;                 /* the whole day went through as one burst */
+};
+
 /* One back end's results. */
 struct beres {
 	enum backend be;           /* back end */
@@ -160,6 +172,7 @@ struct beres {
 		struct step st;     /* the steady replay it counted over */
 	} sysc;
 	struct search s[2]; /* rate searches: [0] steady, [1] bursts */
+	struct bsize bsize; /* the largest burst absorbed */
 };
 
 #endif /* UF_BENCH_E2E_MODEL_H */

@@ -151,6 +151,27 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 		       (double)b->raw_burst.drain.p50 / 1e3, (double)b->raw_burst.drain.max / 1e3,
 		       ratio((double)b->burst.drain.p50, (double)b->raw_burst.drain.p50));
 	}
+	printf("\nlargest single burst absorbed with no loss (sent back to back by uf-replay "
+	       "--rate 0 after silence; drain = first rx timestamp to the consumer's read of the "
+	       "last message)\n");
+	printf("%-16s %12s %12s %14s %13s  %s\n", "backend", "max_msgs", "drain_us", "sender_msg/s",
+	       "first_lossy", "search (messages: loss)");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		const struct bsize *z = &b->bsize;
+		const struct step *m = z->max_idx >= 0 ? &z->st[z->max_idx] : NULL;
+		char fl[24] = "none";
+		if (!b->ok || !z->n)
+			continue;
+		if (z->first_loss)
+			snprintf(fl, sizeof(fl), "%" PRIu64, z->first_loss);
+		printf("%-16s %12" PRIu64 " %12.1f %14.0f %13s  ", e2e_backend_label(b->be),
+		       z->max_ok, m ? (double)m->drain.max / 1e3 : 0, m ? m->achieved : 0, fl);
+		for (int k = 0; k < z->n; k++)
+			printf("%s%" PRIu64 ":%s", k ? ", " : "", z->st[k].sent,
+			       z->st[k].loss ? z->st[k].why : "ok");
+		printf("%s\n", z->capped ? "  (the whole day in one burst: the cap)" : "");
+	}
 	printf("\nsystem calls of the feed thread per datagram received (strace -c -p TID over a "
 	       "steady replay at %.0f msg/s of its own; ptrace slows each call, so the window is "
 	       "not a latency step)\n",
@@ -282,6 +303,25 @@ static json_t *vs_raw_json(const struct step *s, const struct rawres *w)
 	return j;
 }
 
+static json_t *step_json(const struct step *s, int sampled);
+
+static json_t *bsize_json(const struct bsize *z)
+{
+	const struct step *m = z->max_idx >= 0 ? &z->st[z->max_idx] : NULL;
+	json_t *j = json_pack(
+	    "{s:I, s:I, s:b, s:I, s:f}", "max_messages_no_loss", (json_int_t)z->max_ok,
+	    "first_loss_messages", (json_int_t)z->first_loss, "capped_by_day", z->capped,
+	    "drain_ns", (json_int_t)(m ? m->drain.max : 0), "sender_rate", m ? m->achieved : 0.0);
+	json_t *srch = json_array();
+	for (int k = 0; k < z->n; k++) {
+		json_t *s = step_json(&z->st[k], 0);
+		json_object_set_new(s, "drain_ns", drain_json(&z->st[k].drain));
+		json_array_append_new(srch, s);
+	}
+	json_object_set_new(j, "search", srch);
+	return j;
+}
+
 static json_t *place_json(const struct placement *pl)
 {
 	json_t *j = json_object();
@@ -381,6 +421,7 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 			                              raw_json(&b->raw_steady), "burst",
 			                              raw_json(&b->raw_burst)));
 			json_object_set_new(jb, "placement", place_json(&b->place));
+			json_object_set_new(jb, "burst_absorb", bsize_json(&b->bsize));
 			json_object_set_new(
 			    jb, "syscalls",
 			    json_pack("{s:b, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:b}",

@@ -58,15 +58,16 @@ struct replay_cmd {
 	double burst_per; /* messages per burst as uf-replay computes it, 0: steady */
 };
 
-/* Writes the first messages of the day (rate x secs, 2000 at least) to the step file and
+/* Writes the first n messages of the day (0: rate x secs; 2000 at least) to the step file and
  * builds the command. Returns the message count or -errno. */
 static int64_t replay_prepare(struct run *r, const struct day *day, struct replay_cmd *c,
-                              double rate, double burst, double secs)
+                              double rate, double burst, double secs, uint64_t n)
 {
 	const struct e2e_opts *o = r->o;
-	uint64_t n = (uint64_t)(rate * secs);
 	int argc = 0, rc;
 
+	if (!n)
+		n = (uint64_t)(rate * secs);
 	if (n < 2000)
 		n = 2000;
 	if (n > day->n)
@@ -211,37 +212,45 @@ static void drain_stats(const uint64_t *first, const uint64_t *last, const uint6
 	d->mean = sum / nb;
 }
 
-static int run_step(struct run *r, const struct day *day, int idx, struct step *s, double rate,
-                    double burst, double secs)
+/* One step of `want` messages (0: rate x secs) at `rate` (0: uf-replay as fast as it can). */
+static int run_step_n(struct run *r, const struct day *day, int idx, struct step *s, double rate,
+                      double burst, double secs, uint64_t want)
 {
 	const struct e2e_opts *o = r->o;
 	struct replay_cmd cmd;
 	struct e2e_status s0, s1;
 	uint64_t c0 = 0, c1 = 0, t0, t1, n;
 	int64_t got;
-	int rc;
+	int rc, track = idx == ST_BURST || idx >= ST_BSIZE;
 
 	memset(s, 0, sizeof(*s));
 	s->offered = rate;
 	s->burst = burst;
-	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs)) < 0)
+	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs, want)) < 0)
 		return (int)got;
 	n = (uint64_t)got;
 	s->sent = n;
-	if (idx == ST_BURST) {
+	/* Drain tracking: the burst step per burst, a burst-size step as one burst. */
+	{
+		double none = 0;
+		__atomic_store(&r->ctl->burst_per, &none, __ATOMIC_RELEASE);
+	}
+	if (track) {
 		memset(r->ctl->burst_first_rx, 0, sizeof(r->ctl->burst_first_rx));
 		memset(r->ctl->burst_last_rd, 0, sizeof(r->ctl->burst_last_rd));
 		memset(r->ctl->burst_msgs, 0, sizeof(r->ctl->burst_msgs));
-		r->ctl->burst_per = cmd.burst_per;
+		cmd.burst_per = idx == ST_BURST ? cmd.burst_per : (double)n;
 	}
 
 	if ((rc = e2e_status_read(r->status_port, &s0)) < 0)
 		return rc;
 	__atomic_store_n(&r->ctl->step, (uint32_t)idx, __ATOMIC_RELEASE);
+	if (track)
+		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
 	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
 		return -ECHILD;
 	t0 = uf_bench_now_ns();
-	rc = replay_run(r, &cmd, secs * 4, &s->replay_s);
+	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
 	t1 = uf_bench_now_ns();
 	if (e2e_proc_cpu_ns(r->feed, &c1) < 0)
 		return -ECHILD;
@@ -304,7 +313,7 @@ static int run_step(struct run *r, const struct day *day, int idx, struct step *
 	s->pub.p99 = s1.pub_p99;
 	s->pub.p999 = s1.pub_p999;
 	s->pub.max = s1.pub_max;
-	if (idx == ST_BURST) { /* the slowest consumer's drain of each burst */
+	if (track) { /* the slowest consumer's drain of each burst */
 		uint64_t last[RAW_MAX_BURSTS], fst[RAW_MAX_BURSTS], cnt[RAW_MAX_BURSTS];
 		for (int b = 0; b < RAW_MAX_BURSTS; b++) {
 			fst[b] = r->ctl->burst_first_rx[0][b];
@@ -337,6 +346,12 @@ static int run_step(struct run *r, const struct day *day, int idx, struct step *
 	s->cpu_util = s->wall_s > 0 ? (double)s->cpu_ns / 1e9 / s->wall_s : 0;
 	s->ran = 1;
 	return 0;
+}
+
+static int run_step(struct run *r, const struct day *day, int idx, struct step *s, double rate,
+                    double burst, double secs)
+{
+	return run_step_n(r, day, idx, s, rate, burst, secs, 0);
 }
 
 /* Merges the consumers' samples of a sampled step, computes percentiles and plot points. */
@@ -378,7 +393,7 @@ static int run_raw(struct run *r, const struct day *day, struct rawres *w, doubl
 	memset(w, 0, sizeof(*w));
 	memset(&a, 0, sizeof(a));
 	w->kind = o->raw_kind >= 0 ? o->raw_kind : (int)e2e_raw_for(r->be);
-	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs)) < 0)
+	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs, 0)) < 0)
 		return (int)got;
 	w->sent = (uint64_t)got;
 	memset(c, 0, sizeof(*c));
@@ -571,6 +586,54 @@ static int run_search(struct run *r, const struct day *day, struct beres *res, i
 	return 0;
 }
 
+/* The largest burst absorbed with no loss: single bursts of N messages sent back to back
+ * (uf-replay --rate 0) after silence, N doubling from one --burst burst (--rate x
+ * --burst-period, 2000 at least) until a step loses, then bisected; --bsize-steps steps at
+ * most, N capped by the day. A lossy step is followed by a fresh daemon. */
+static int run_bsize(struct run *r, const struct day *day, struct beres *res)
+{
+	const struct e2e_opts *o = r->o;
+	struct bsize *b = &res->bsize;
+	uint64_t size = (uint64_t)(o->rate * o->burst_ms / 1e3), lo = 0, hi = 0;
+
+	if (size < 2000)
+		size = 2000;
+	b->max_idx = -1;
+	for (b->n = 0; b->n < o->bsize_steps && b->n < MAX_SEARCH && !e2e_stop;) {
+		struct step *s = &b->st[b->n];
+		if (size > day->n)
+			size = day->n;
+		fprintf(stderr, "uf-bench e2e: %s: burst size %d/%d: %" PRIu64 " messages...\n",
+		        e2e_backend_label(r->be), b->n + 1, o->bsize_steps, size);
+		if (run_step_n(r, day, ST_BSIZE + b->n, s, 0, 0, 0, size) < 0) {
+			e2e_daemon_step_failed(r, res, "a burst-size step failed");
+			return -EIO;
+		}
+		b->n++;
+		if (s->loss) {
+			hi = size;
+			if (!b->first_loss || size < b->first_loss)
+				b->first_loss = size;
+			if (restart_feed(r, day, res) < 0)
+				return -EIO;
+		} else if (size > lo) {
+			lo = size;
+			b->max_ok = size;
+			b->max_idx = b->n - 1;
+		}
+		if (!hi && lo >= day->n) {
+			b->capped = 1; /* the whole day in one burst went through */
+			break;
+		}
+		if (hi && hi - lo <= (lo / 16 > 1000 ? lo / 16 : 1000))
+			break;
+		size = hi ? lo + (hi - lo) / 2 : size * 2;
+		if (!lo && hi)
+			size = hi / 2;
+	}
+	return 0;
+}
+
 void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day *day,
                      struct beres *res)
 {
@@ -688,6 +751,8 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 			goto out_stop;
 		}
 	}
+	if (run_bsize(&r, day, res) < 0)
+		goto out_stop;
 	if (run_search(&r, day, res, 0, 0, per_search) < 0 ||
 	    run_search(&r, day, res, 1, o->burst, per_burst) < 0)
 		goto out_stop;
