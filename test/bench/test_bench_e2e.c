@@ -272,7 +272,8 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 {
 	const char *bad_be[] = {"uf-bench", "e2e", "--backends", "carrier-pigeon", NULL};
-	const char *bad_cpu[] = {"uf-bench", "e2e", "--feed-cpu", "1000", NULL};
+	const char *bad_cpu[] = {"uf-bench", "e2e", "--consumer-cpu", "1000", NULL};
+	const char *bad_raw[] = {"uf-bench", "e2e", "--raw", "carrier-pigeon", NULL};
 	const char *bad_day[] = {"uf-bench",  "e2e",   "--backends",
 	                         "epoll",     "--day", UF_SOURCE_DIR "/CMakeLists.txt",
 	                         "--results", "/tmp",  NULL};
@@ -282,6 +283,10 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	tb_run_tool("uf-bench", bad_be, 20, &r);
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err, "carrier-pigeon"));
+	tb_run_free(&r);
+	tb_run_tool("uf-bench", bad_raw, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--raw"));
 	tb_run_free(&r);
 	tb_run_tool("uf-bench", bad_cpu, 20, &r);
 	assert_int_equal(r.status, 2);

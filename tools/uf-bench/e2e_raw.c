@@ -252,6 +252,28 @@ static int uring_arm(struct io_uring *ring, struct msghdr *tmpl, int src)
 	return 0;
 }
 
+/* The kernel timestamp and drop total in a multishot recvmsg buffer's control data. */
+static uint64_t uring_cmsg_rx(struct io_uring_recvmsg_out *o, struct msghdr *tmpl, struct rawctl *c)
+{
+	uint64_t rx = 0;
+	for (struct cmsghdr *cm = io_uring_recvmsg_cmsg_firsthdr(o, tmpl); cm;
+	     cm = io_uring_recvmsg_cmsg_nexthdr(o, tmpl, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET)
+			continue;
+		if (cm->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+			rx = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		} else if (cm->cmsg_type == SO_RXQ_OVFL) {
+			uint32_t d;
+			memcpy(&d, CMSG_DATA(cm), sizeof(d));
+			if (d > c->kernel_drops)
+				c->kernel_drops = d;
+		}
+	}
+	return rx;
+}
+
 static int loop_uring(struct rx *x, int *fd, char *err, size_t errlen)
 {
 	int sqpoll = x->a->kind == RAW_URING_SQPOLL, rc = -EINVAL, mask, armed[2] = {1, 1};
@@ -344,16 +366,7 @@ static int loop_uring(struct rx *x, int *fd, char *err, size_t errlen)
 			buf = region + (size_t)bid * RAW_BUF_SIZE;
 			o = io_uring_recvmsg_validate(buf, c->res, &tmpl);
 			if (o) {
-				uint64_t rx = 0;
-				for (struct cmsghdr *cm = io_uring_recvmsg_cmsg_firsthdr(o, &tmpl);
-				     cm; cm = io_uring_recvmsg_cmsg_nexthdr(o, &tmpl, cm))
-					if (cm->cmsg_level == SOL_SOCKET &&
-					    cm->cmsg_type == SCM_TIMESTAMPNS) {
-						struct timespec ts;
-						memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
-						rx = (uint64_t)ts.tv_sec * 1000000000ull +
-						     (uint64_t)ts.tv_nsec;
-					}
+				uint64_t rx = uring_cmsg_rx(o, &tmpl, x->c);
 				rx_datagram(x, io_uring_recvmsg_payload(o, &tmpl),
 				            io_uring_recvmsg_payload_length(o, c->res, &tmpl), rx,
 				            now);
