@@ -60,13 +60,123 @@ static void check_step(json_t *s, int sampled)
 	}
 }
 
+/* Issue 14: the raw-receive baseline beside every latency step, the daemon's own
+ * wire-to-publish histogram apart from wire to consumer, their ratios, burst drain times. */
+static void check_vs_raw(json_t *b, const char *name)
+{
+	static const char *steps[] = {"steady", "burst"};
+	static const char *methods[] = {"io_uring+SQPOLL", "io_uring", "recvmmsg-busy", "epoll"};
+	json_t *raw = json_object_get(b, "raw"), *vs = json_object_get(b, "vs_raw");
+
+	for (int k = 0; k < 2; k++) {
+		json_t *w = json_object_get(raw, steps[k]), *st = json_object_get(b, steps[k]);
+		json_t *pub = json_object_get(st, "wire_to_publish_ns");
+		json_t *q = json_object_get(vs, steps[k]);
+		json_t *lat = json_object_get(w, "latency_ns");
+		if (!json_is_true(json_object_get(w, "ran")))
+			fail_msg("%s: raw %s did not run: %s", name, steps[k],
+			         json_string_value(json_object_get(w, "note")));
+		/* each back end is compared with its own receive method */
+		for (int m = 0; m < 4; m++)
+			if (!strcmp(name, (const char *[]){"io_uring", "io_uring_nosqpoll",
+			                                   "recvmmsg", "epoll"}[m]))
+				assert_string_equal(json_string_value(json_object_get(w, "method")),
+				                    methods[m]);
+		assert_true(json_integer_value(json_object_get(w, "received")) > 0);
+		assert_true(json_integer_value(json_object_get(w, "datagrams")) > 0);
+		assert_true(json_integer_value(json_object_get(lat, "samples")) > 0);
+		assert_true(json_integer_value(json_object_get(lat, "p50")) > 0);
+		assert_true(json_integer_value(json_object_get(lat, "p50")) <=
+		            json_integer_value(json_object_get(lat, "p99")));
+		/* wire to publish: the daemon's histogram, the step's samples in it */
+		assert_true(json_integer_value(json_object_get(pub, "samples")) > 0);
+		assert_true(json_integer_value(json_object_get(pub, "p50")) > 0);
+		assert_true(json_integer_value(json_object_get(pub, "p50")) <=
+		            json_integer_value(json_object_get(pub, "max")));
+		assert_true(json_real_value(json_object_get(q, "publish_p50")) > 0);
+		assert_true(json_real_value(json_object_get(q, "consumer_p50")) > 0);
+		if (k == 1) { /* bursts: drain times of complete bursts, both sides */
+			json_t *dc = json_object_get(st, "drain_ns");
+			json_t *dr = json_object_get(w, "drain_ns");
+			assert_true(json_integer_value(json_object_get(dc, "bursts")) > 0);
+			assert_true(json_integer_value(json_object_get(dc, "p50")) > 0);
+			assert_true(json_integer_value(json_object_get(dr, "bursts")) > 0);
+			assert_true(json_integer_value(json_object_get(dr, "p50")) > 0);
+			assert_true(json_real_value(json_object_get(q, "drain_p50")) > 0);
+		}
+	}
+}
+
+/* Issue 14: where each role ran (configured, allowed, seen) and the feed thread's system
+ * calls per datagram, counted on the running daemon. */
+static void check_place_and_syscalls(json_t *b, const char *name, int sqpoll)
+{
+	static const char *roles[] = {"feed_thread", "consumer", "sender", "raw_receiver"};
+	json_t *pl = json_object_get(b, "placement"), *sc = json_object_get(b, "syscalls");
+
+	for (int k = 0; k < 4; k++) {
+		json_t *r = json_object_get(pl, roles[k]);
+		if (!r)
+			fail_msg("%s: no placement of %s", name, roles[k]);
+		assert_true(json_integer_value(json_object_get(r, "samples")) > 0);
+		assert_true(json_array_size(json_object_get(r, "cpus_seen")) > 0);
+		assert_true(strlen(json_string_value(json_object_get(r, "cpus_allowed"))) > 0);
+	}
+	/* the feed thread and the raw receiver are pinned to --feed-cpu: that is all they saw */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(pl, "feed_thread"),
+	                                                    "samples_off_configured")),
+	                 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(pl, "raw_receiver"),
+	                                                    "samples_off_configured")),
+	                 0);
+	assert_int_equal(json_object_get(pl, "sq_thread") != NULL, sqpoll);
+	if (!json_is_true(json_object_get(sc, "measured")))
+		fail_msg("%s: system calls not measured: %s", name,
+		         json_string_value(json_object_get(sc, "note")));
+	assert_true(json_integer_value(json_object_get(sc, "datagrams")) > 0);
+	assert_true(json_real_value(json_object_get(sc, "per_datagram")) >= 0);
+	if (!strcmp(name, "epoll")) /* it sleeps in epoll_wait and reads with recvmmsg */
+		assert_true(json_real_value(json_object_get(sc, "per_datagram")) > 0);
+}
+
+/* Issue 14: the largest single burst absorbed with no loss is a loss-free step's size, and
+ * every loss-free burst has its drain time. */
+static void check_burst_absorb(json_t *b)
+{
+	json_t *ba = json_object_get(b, "burst_absorb"), *st = json_object_get(ba, "search"), *s;
+	json_int_t max = json_integer_value(json_object_get(ba, "max_messages_no_loss"));
+	int found = max == 0;
+	size_t k;
+
+	assert_true(json_array_size(st) >= 1 && json_array_size(st) <= 2);
+	json_array_foreach(st, k, s)
+	{
+		const char *why = json_string_value(json_object_get(s, "loss_why"));
+		/* offered 0: back to back, as fast as uf-replay sends */
+		assert_true(json_real_value(json_object_get(s, "offered_rate")) == 0);
+		assert_true(json_integer_value(json_object_get(s, "messages")) >= 2000);
+		assert_int_equal(json_is_true(json_object_get(s, "loss")), why && why[0] != '\0');
+		if (json_is_true(json_object_get(s, "loss")))
+			continue;
+		assert_int_equal(json_integer_value(json_object_get(s, "delivered")),
+		                 json_integer_value(json_object_get(s, "messages")));
+		assert_true(
+		    json_integer_value(json_object_get(json_object_get(s, "drain_ns"), "p50")) > 0);
+		if (json_integer_value(json_object_get(s, "messages")) == max)
+			found = 1;
+	}
+	assert_true(found);
+	if (max)
+		assert_true(json_integer_value(json_object_get(ba, "drain_ns")) > 0);
+}
+
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
-	const char *argv[] = {"uf-bench", "e2e",       "--json", "--duration",
-	                      "1",        "--steps",   "2",      "--burst-steps",
-	                      "1",        "--rate",    "20000",  "--max-rate",
-	                      "80000",    "--results", dir,      NULL};
+	const char *argv[] = {
+	    "uf-bench", "e2e",           "--json", "--duration",    "1",     "--steps",
+	    "2",        "--burst-steps", "1",      "--rate",        "20000", "--max-rate",
+	    "80000",    "--results",     dir,      "--bsize-steps", "2",     NULL};
 	struct tb_run r;
 	json_error_t e;
 	json_t *j, *bes, *b, *plots, *p;
@@ -127,6 +237,9 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 			}
 			assert_true(bfound);
 		}
+		check_vs_raw(b, names[i]);
+		check_place_and_syscalls(b, names[i], i == 0);
+		check_burst_absorb(b);
 		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */
 			assert_true(json_integer_value(json_object_get(json_object_get(b, "steady"),
 			                                               "cpu_ns")) > 0);
@@ -159,7 +272,8 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 {
 	const char *bad_be[] = {"uf-bench", "e2e", "--backends", "carrier-pigeon", NULL};
-	const char *bad_cpu[] = {"uf-bench", "e2e", "--feed-cpu", "1000", NULL};
+	const char *bad_cpu[] = {"uf-bench", "e2e", "--consumer-cpu", "1000", NULL};
+	const char *bad_raw[] = {"uf-bench", "e2e", "--raw", "carrier-pigeon", NULL};
 	const char *bad_day[] = {"uf-bench",  "e2e",   "--backends",
 	                         "epoll",     "--day", UF_SOURCE_DIR "/CMakeLists.txt",
 	                         "--results", "/tmp",  NULL};
@@ -169,6 +283,10 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	tb_run_tool("uf-bench", bad_be, 20, &r);
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err, "carrier-pigeon"));
+	tb_run_free(&r);
+	tb_run_tool("uf-bench", bad_raw, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--raw"));
 	tb_run_free(&r);
 	tb_run_tool("uf-bench", bad_cpu, 20, &r);
 	assert_int_equal(r.status, 2);

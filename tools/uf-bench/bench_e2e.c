@@ -4,9 +4,16 @@
  * starts `uringfeed` on a generated config (own ring, multicast groups, ports and status
  * port), forks consumer processes that read the ring through libufconsumer, and replays a
  * generated day with `uf-replay` on loopback multicast A and B lines, in steps:
+ *   raw       the raw-receive baseline of the steady step (e2e_raw.c): the same replay read
+ *             by a bare receiver with the back end's socket calls, uringfeed not running;
  *   warm-up   a short replay, not reported (first touches of the books and the ring);
  *   steady    --rate msg/s, paced evenly: latency and CPU per message;
- *   burst     the same mean rate sent as bursts of --burst x the rate (uf-replay --burst);
+ *   raw       the baseline of the burst step (uringfeed stopped, then started afresh);
+ *   burst     the same mean rate sent as bursts of --burst x the rate (uf-replay --burst),
+ *             with each burst's drain time (its first datagram's rx timestamp to the read
+ *             of its last message) next to the raw receiver's;
+ *   bsize     the largest single burst absorbed with no loss: bursts of N messages sent
+ *             back to back (uf-replay --rate 0), N doubled then bisected (--bsize-steps);
  *   search    a bounded search for the highest rate with no loss: doubling from 2 x --rate
  *             until a step loses, then bisecting, --steps replays at most; then the same
  *             for the mean rate with bursts (--burst-steps replays).
@@ -14,14 +21,16 @@
  *
  * Latency = CLOCK_REALTIME when the consumer read the record - record.rx_ts (the kernel's
  * receive timestamp of the datagram), one sample per exchange message (its UF_RECF_LAST
- * record). Loss in a step = any of: the feed's gaps, line gaps, re-requests, unrecovered
- * gaps or messages, queue or CQ overflows (GET /status before and after), a consumer lapped
- * by the ring, reading a UF_REC_GAP record or a feed_seq hole (generated days: every message
- * makes a record), or fewer messages delivered than sent.
- * CPU per message = utime + stime of the uringfeed process over the replay (every thread,
- * the SQPOLL kernel thread included) / messages delivered. Busy-polling back ends burn their
- * CPUs whether or not data arrives, so their CPU per message falls as the rate rises: the
- * figure at the highest loss-free rate is the comparable one.
+ * record): wire to consumer. Wire to publish is the daemon's own histogram (GET /status),
+ * reported apart; raw = read time - rx timestamp in the bare receiver, one sample per
+ * message; the ratios divide the first two by it. Loss in a step = any of: the feed's gaps, line
+ * gaps, re-requests, unrecovered gaps or messages, queue or CQ overflows (GET /status before and
+ * after), a consumer lapped by the ring, reading a UF_REC_GAP record or a feed_seq hole (generated
+ * days: every message makes a record), or fewer messages delivered than sent. CPU per message =
+ * utime + stime of the uringfeed process over the replay (every thread, the SQPOLL kernel thread
+ * included) / messages delivered. Busy-polling back ends burn their CPUs whether or not data
+ * arrives, so their CPU per message falls as the rate rises: the figure at the highest loss-free
+ * rate is the comparable one.
  *
  * Nothing is tuned to look good: on a machine with fewer CPUs than busy threads the figures
  * show the scheduler, and the table says how many CPUs there were and how loaded.
@@ -31,7 +40,8 @@
  *   e2e_model.h     options, steps, searches, results; e2e_backend.c the back-end names;
  *   e2e_day.c       the replayed day;
  *   e2e_run.c       one back end's run, step by step (e2e_daemon.c uringfeed,
- *                   e2e_consumer.c the consumer processes, e2e_util.c process helpers);
+ *                   e2e_consumer.c the consumer processes, e2e_raw.c the raw-receive
+ *                   baseline, e2e_util.c process helpers);
  *   e2e_search.c    the rate search's decisions;
  *   e2e_report.c    tables, JSON and plots. */
 #include <errno.h>
@@ -51,6 +61,7 @@
 #include "e2e.h"
 #include "e2e_day.h"
 #include "e2e_model.h"
+#include "e2e_raw.h"
 #include "e2e_report.h"
 #include "e2e_run.h"
 
@@ -69,6 +80,8 @@ static void usage(FILE *f)
 	        "                    [--consumers N]\n"
 	        "                    [--day FILE | --day-messages N] [--feed-cpu C] "
 	        "[--sqpoll-cpu C]\n"
+	        "                    [--consumer-cpu C] [--sender-cpu C] [--raw METHOD]\n"
+	        "                    [--bsize-steps N]\n"
 	        "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
 	        "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
 	        "  --backends LIST  io_uring (SQPOLL), io_uring_nosqpoll, recvmmsg, epoll "
@@ -80,10 +93,19 @@ static void usage(FILE *f)
 	        "  --max-rate R     rate search cap, mean rate (default 3200000)\n"
 	        "  --steps N        steady rate search replays (default 6, max %d)\n"
 	        "  --burst-steps N  burst rate search replays (default 4)\n"
+	        "  --bsize-steps N  largest-burst search: single bursts sent back to back, "
+	        "doubling\n"
+	        "                   from --rate x --burst-period messages (default 8, 0 = none)\n"
 	        "  --consumers N    consumer processes (default 1, max %d)\n"
 	        "  --day FILE       replay this daily-format ITCH file instead of a generated day\n"
 	        "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
 	        "  --sqpoll-cpu C   the SQPOLL thread's CPU (default 0)\n"
+	        "  --consumer-cpu C pin the consumer processes (default: not pinned)\n"
+	        "  --sender-cpu C   pin uf-replay (default: not pinned)\n"
+	        "  --raw METHOD     raw-receive baseline: same (default: each back end's own "
+	        "method),\n"
+	        "                   recvmsg-busy, recvmmsg-busy, epoll, io_uring, "
+	        "io_uring+SQPOLL\n"
 	        "  --bin-dir DIR    where uringfeed, uf-replay and uf-gen are (default: "
 	        "uf-bench's)\n"
 	        "  --json           JSON on stdout instead of the tables (always written to "
@@ -149,6 +171,10 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"day-messages", required_argument, 0, 'M'},
 	                                   {"feed-cpu", required_argument, 0, 'f'},
 	                                   {"sqpoll-cpu", required_argument, 0, 'q'},
+	                                   {"consumer-cpu", required_argument, 0, 'C'},
+	                                   {"sender-cpu", required_argument, 0, 'X'},
+	                                   {"raw", required_argument, 0, 'w'},
+	                                   {"bsize-steps", required_argument, 0, 'Z'},
 	                                   {"bin-dir", required_argument, 0, 'x'},
 	                                   {"no-plot", no_argument, 0, 'n'},
 	                                   {"keep", no_argument, 0, 'k'},
@@ -165,6 +191,10 @@ int uf_bench_e2e(int argc, char **argv)
 	                     .plot = 1,
 	                     .feed_cpu = -2,
 	                     .sqpoll_cpu = -2,
+	                     .consumer_cpu = -1,
+	                     .sender_cpu = -1,
+	                     .raw_kind = -1,
+	                     .bsize_steps = 8,
 	                     .mask = (1u << BE_COUNT) - 1,
 	                     .results = "results"};
 	struct beres rs[BE_COUNT];
@@ -243,6 +273,25 @@ int uf_bench_e2e(int argc, char **argv)
 				goto bad;
 			o.sqpoll_cpu = (int)v;
 			break;
+		case 'C':
+			if (num(optarg, 0, 1023, &v))
+				goto bad;
+			o.consumer_cpu = (int)v;
+			break;
+		case 'X':
+			if (num(optarg, 0, 1023, &v))
+				goto bad;
+			o.sender_cpu = (int)v;
+			break;
+		case 'w':
+			if (e2e_raw_parse(optarg, &o.raw_kind))
+				goto bad;
+			break;
+		case 'Z':
+			if (num(optarg, 0, MAX_SEARCH, &v))
+				goto bad;
+			o.bsize_steps = (int)v;
+			break;
 		case 'x':
 			snprintf(o.bindir, sizeof(o.bindir), "%s", optarg);
 			break;
@@ -271,9 +320,11 @@ int uf_bench_e2e(int argc, char **argv)
 		o.feed_cpu = o.ncpu > 1 ? 1 : 0;
 	if (o.sqpoll_cpu == -2)
 		o.sqpoll_cpu = 0;
-	if (o.feed_cpu >= o.ncpu || o.sqpoll_cpu >= o.ncpu) {
+	if (o.feed_cpu >= o.ncpu || o.sqpoll_cpu >= o.ncpu || o.consumer_cpu >= o.ncpu ||
+	    o.sender_cpu >= o.ncpu) {
 		fprintf(stderr,
-		        "uf-bench e2e: --feed-cpu/--sqpoll-cpu: this machine has CPUs 0-%d\n",
+		        "uf-bench e2e: --feed-cpu/--sqpoll-cpu/--consumer-cpu/--sender-cpu: this "
+		        "machine has CPUs 0-%d\n",
 		        o.ncpu - 1);
 		return 2;
 	}

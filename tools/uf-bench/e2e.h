@@ -17,11 +17,14 @@ struct e2e_status {
 	uint64_t queue_overflows;      /* out-of-order queue full */
 	uint64_t line_gaps;            /* sum over lines of their own sequence jumps */
 	uint64_t line_enobufs;         /* sum over lines: provided buffer ring empty */
+	uint64_t line_packets;         /* sum over lines: datagrams received */
 	uint64_t cq_overflows;         /* io_uring CQ overflows */
 	uint64_t end_of_session;       /* end-of-session packets acted on */
 	uint64_t records;              /* records published */
 	uint64_t ring_sequence;        /* ring tail (next sequence to publish) */
-	char state[16];                /* "running", ... */
+	uint64_t pub_count;            /* latency_ns: wire-to-publish samples so far */
+	uint64_t pub_p50, pub_p99, pub_p999, pub_max; /* and its quantiles, ns (cumulative) */
+	char state[16];                               /* "running", ... */
 };
 
 /* A UDP (SOCK_DGRAM) or TCP (SOCK_STREAM) port on 127.0.0.1 nobody holds right now (bound to
@@ -31,6 +34,9 @@ int e2e_free_port(int socktype);
 /* Forks and execs argv[0] with stdout to `out_path` and stderr to `err_path` (NULL: inherit).
  * The child dies with the parent (PR_SET_PDEATHSIG). Returns the pid or -errno. */
 pid_t e2e_spawn(char *const argv[], const char *out_path, const char *err_path);
+
+/* e2e_spawn with the child pinned to `cpu` first (-1: not pinned). */
+pid_t e2e_spawn_on(char *const argv[], const char *out_path, const char *err_path, int cpu);
 
 /* GET `path` from 127.0.0.1:port; the body (NUL-terminated, malloc'ed) in *body.
  * Returns the HTTP status code or -errno (-ETIMEDOUT after timeout_ms). */

@@ -46,6 +46,8 @@ static int consumer_attach(struct run *r, int idx, uf_consumer_t **c)
 			fprintf(stderr, "uf-bench e2e: consumer %d: %s\n", idx, err);
 			return rc;
 		}
+		if (__atomic_load_n(&ctl->feed_pid, __ATOMIC_ACQUIRE) <= 0) /* stopped on purpose */
+			give_up = uf_bench_now_ns() + 15000000000ull;
 		if (uf_bench_now_ns() > give_up || __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE)) {
 			fprintf(stderr, "uf-bench e2e: consumer %d: no live ring %s within 15 s\n",
 			        idx, r->ring);
@@ -96,6 +98,20 @@ int e2e_consumer_main(struct run *r, int idx)
 					else if (rec->feed_seq <= last_seq)
 						cs->seq_back++;
 					last_seq = rec->feed_seq;
+				}
+				double per;
+				__atomic_load(&ctl->burst_per, &per, __ATOMIC_ACQUIRE);
+				if (rec->rx_ts && per > 0) {
+					/* no packet spans two bursts (uf-replay): the message's own
+					 * sequence says its burst */
+					uint64_t b = e2e_burst_of(rec->feed_seq, per);
+					if (b < RAW_MAX_BURSTS) {
+						uint64_t *f = &ctl->burst_first_rx[idx][b];
+						if (!*f || rec->rx_ts < *f)
+							*f = rec->rx_ts;
+						ctl->burst_last_rd[idx][b] = now;
+						ctl->burst_msgs[idx][b]++;
+					}
 				}
 				if (!smp || rec->rx_ts == 0 || cs->nsamples >= r->cap)
 					continue;

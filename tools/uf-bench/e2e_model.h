@@ -9,16 +9,19 @@
 
 #include "bench.h"
 #include "e2e.h"
+#include "e2e_place.h"
 
 #define MAXC       4                    /* consumer processes per back end, at most */
 #define MAX_SEARCH 12                   /* search steps, at most */
-#define NSTEPS     (3 + 2 * MAX_SEARCH) /* warm-up, steady, burst, two searches */
+#define NSTEPS     (4 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches */
 #define ST_WARMUP  0                    /* step index of the warm-up replay */
 #define ST_STEADY  1                    /* step index of the steady replay */
 #define ST_BURST   2                    /* step index of the bursty replay */
-#define ST_SEARCH  3                    /* first search step */
-#define NPLOT      160                  /* points per latency distribution plot */
-#define MAX_SAMPLE (1u << 23)           /* latency samples per consumer per sampled step, at most */
+#define ST_SYSCALL 3                    /* step index of the system call count */
+#define ST_SEARCH  4                    /* first search step */
+#define ST_BSIZE   (ST_SEARCH + 2 * MAX_SEARCH) /* first burst-size step */
+#define NPLOT      160                          /* points per latency distribution plot */
+#define MAX_SAMPLE (1u << 23) /* latency samples per consumer per sampled step, at most */
 
 /* The receive back ends, in the order they run and are reported. Names: e2e_backend.c. */
 enum backend { BE_SQPOLL, BE_NOSQPOLL, BE_RECVMMSG, BE_EPOLL, BE_COUNT };
@@ -47,8 +50,12 @@ struct e2e_opts {
 	int json;            /* JSON on stdout instead of the table */
 	int plot;            /* gnuplot PNGs */
 	int keep;            /* keep the temp dir */
-	int feed_cpu;        /* feed thread CPU */
-	int sqpoll_cpu;      /* SQPOLL thread CPU */
+	int feed_cpu;        /* feed thread CPU (and the raw receiver's) */
+	int sqpoll_cpu;      /* SQPOLL thread CPU (and the raw receiver's SQPOLL thread) */
+	int consumer_cpu;    /* consumer processes' CPU, -1: not pinned */
+	int sender_cpu;      /* uf-replay's CPU, -1: not pinned */
+	int raw_kind;        /* raw-receive method (enum raw_kind), -1: each back end's own */
+	int bsize_steps;     /* burst-size search steps (0: none) */
 	uint32_t mask;       /* back ends */
 	const char *results; /* results folder */
 	const char *day;     /* daily-format input, NULL = generate */
@@ -57,6 +64,24 @@ struct e2e_opts {
 	char bindir[2048];   /* uringfeed, uf-replay, uf-gen */
 	char tmp[2048];      /* temp dir */
 	int ncpu;            /* CPUs available */
+};
+
+/* Burst drain times of one step: for every burst whose messages all arrived, the time from
+ * its first datagram's kernel receive timestamp to the read of its last message (the end of
+ * the queue). */
+struct drain {
+	uint64_t n;    /* complete bursts */
+	uint64_t p50;  /* ns */
+	uint64_t max;  /* ns */
+	uint64_t mean; /* ns */
+};
+
+/* The daemon's own wire-to-publish histogram (GET /status feeds[0].latency_ns). It is
+ * cumulative and has no buckets there yet: the figures cover `prior` samples taken before
+ * the step (a short warm-up after a fresh start) and the step's `n`. */
+struct pubhist {
+	uint64_t n, prior;
+	uint64_t p50, p99, p999, max; /* ns */
 };
 
 /* One replay step's outcome. */
@@ -84,6 +109,22 @@ struct step {
 	double plot_x[NPLOT];    /* 1 / (1 - quantile) */
 	double plot_us[NPLOT];   /* latency at that quantile */
 	int nplot;               /* points */
+	struct pubhist pub;      /* wire to publish (the daemon's histogram) */
+	struct drain drain;      /* bursts: wire to consumer of a burst's last message */
+};
+
+/* The raw-receive baseline of one latency step (e2e_raw.h). */
+struct rawres {
+	int ran;                 /* 1 when it ran */
+	int kind;                /* enum raw_kind */
+	char note[160];          /* why not */
+	uint64_t sent;           /* messages replayed */
+	uint64_t messages;       /* messages received (first copies) */
+	uint64_t datagrams;      /* datagrams received (first copies) */
+	uint64_t kernel_drops;   /* SO_RXQ_OVFL */
+	double achieved;         /* uf-replay's rate */
+	struct uf_bench_pct lat; /* read time - rx_ts, one sample per message */
+	struct drain drain;      /* bursts */
 };
 
 /* One bounded search for the highest loss-free rate (driven by e2e_search.c). */
@@ -100,13 +141,38 @@ struct search {
 	int done;                   /* the search is over */
 };
 
+/* The largest single burst absorbed with no loss (e2e_run.c run_bsize). */
+struct bsize {
+	struct step st[MAX_SEARCH]; /* steps in the order run (offered 0: back to back) */
+	int n;                      /* steps run */
+	uint64_t max_ok;            /* largest loss-free burst, messages (0: none) */
+	int max_idx;                /* its step (-1: none) */
+	uint64_t first_loss;        /* smallest lossy burst (0: none) */
+	int capped;                 /* the whole day went through as one burst */
+};
+
 /* One back end's results. */
 struct beres {
 	enum backend be;           /* back end */
 	int ok;                    /* ran to the end */
 	char note[256];            /* why not, or a remark */
 	struct step steady, burst; /* latency steps */
-	struct search s[2];        /* rate searches: [0] steady, [1] bursts */
+	struct rawres raw_steady;  /* the raw receiver, right before the steady step */
+	struct rawres raw_burst;   /* and right before the burst step */
+	struct placement place;    /* where each role ran during the steady steps */
+	struct {
+		int ok;             /* counted */
+		char note[160];     /* why not */
+		pid_t tid;          /* the feed thread */
+		uint64_t calls;     /* its system calls over the window */
+		char which[160];    /* "name:calls ..." (strace's order: most time first) */
+		uint64_t datagrams; /* datagrams the feed received in the window (both lines) */
+		double seconds;     /* window */
+		double per_packet;  /* calls / datagrams */
+		struct step st;     /* the steady replay it counted over */
+	} sysc;
+	struct search s[2]; /* rate searches: [0] steady, [1] bursts */
+	struct bsize bsize; /* the largest burst absorbed */
 };
 
 #endif /* UF_BENCH_E2E_MODEL_H */

@@ -2,6 +2,8 @@
  * e2e_run.c; only the plots write files and run gnuplot. */
 #include "e2e_report.h"
 
+#include "e2e_raw.h"
+
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -99,6 +101,118 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 		snprintf(what, sizeof(what), "bursts %gx/%gms", o->burst, o->burst_ms);
 		print_lat_row(e2e_backend_label(b->be), what, &b->burst);
 	}
+	printf("\nagainst the raw-receive baseline (same replay, groups and CPUs, run just before "
+	       "each step with uringfeed stopped; raw = read - kernel rx timestamp per message)\n");
+	printf("%-16s %-7s %-16s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", "backend", "case",
+	       "raw_method", "raw_p50", "raw_p99", "pub_p50", "pub_p99", "cons_p50", "cons_p99",
+	       "pub/raw", "pub/raw", "cons/raw", "cons/raw");
+	printf("%-16s %-7s %-16s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", "", "", "", "us", "us",
+	       "us", "us", "us", "us", "p50", "p99", "p50", "p99");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		for (int w = 0; w < 2 && b->ok; w++) {
+			const struct rawres *rw = w ? &b->raw_burst : &b->raw_steady;
+			const struct step *s = w ? &b->burst : &b->steady;
+			if (!rw->ran) {
+				printf("%-16s %-7s raw receiver did not run: %s\n",
+				       e2e_backend_label(b->be), w ? "bursts" : "steady", rw->note);
+				continue;
+			}
+			printf("%-16s %-7s %-16s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %8.2f %8.2f "
+			       "%8.2f "
+			       "%8.2f%s%s\n",
+			       e2e_backend_label(b->be), w ? "bursts" : "steady",
+			       e2e_raw_name((enum raw_kind)rw->kind), (double)rw->lat.p50 / 1e3,
+			       (double)rw->lat.p99 / 1e3, (double)s->pub.p50 / 1e3,
+			       (double)s->pub.p99 / 1e3, (double)s->lat.p50 / 1e3,
+			       (double)s->lat.p99 / 1e3,
+			       ratio((double)s->pub.p50, (double)rw->lat.p50),
+			       ratio((double)s->pub.p99, (double)rw->lat.p99),
+			       ratio((double)s->lat.p50, (double)rw->lat.p50),
+			       ratio((double)s->lat.p99, (double)rw->lat.p99),
+			       rw->note[0] ? "  raw: " : "", rw->note);
+		}
+	}
+	printf("(pub = the daemon's wire-to-publish histogram, fresh daemon: %s; cons = wire to "
+	       "consumer)\n",
+	       "it also holds a 2000-message warm-up");
+	printf("\n%gx burst drain: first datagram's rx timestamp to the read of the burst's last "
+	       "message (complete bursts)\n",
+	       o->burst);
+	printf("%-16s %7s %12s %12s %7s %12s %12s %9s\n", "backend", "bursts", "cons_p50_us",
+	       "cons_max_us", "raw_n", "raw_p50_us", "raw_max_us", "cons/raw");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		if (!b->ok)
+			continue;
+		printf("%-16s %7" PRIu64 " %12.1f %12.1f %7" PRIu64 " %12.1f %12.1f %9.2f\n",
+		       e2e_backend_label(b->be), b->burst.drain.n, (double)b->burst.drain.p50 / 1e3,
+		       (double)b->burst.drain.max / 1e3, b->raw_burst.drain.n,
+		       (double)b->raw_burst.drain.p50 / 1e3, (double)b->raw_burst.drain.max / 1e3,
+		       ratio((double)b->burst.drain.p50, (double)b->raw_burst.drain.p50));
+	}
+	printf("\nlargest single burst absorbed with no loss (sent back to back by uf-replay "
+	       "--rate 0 after silence; drain = first rx timestamp to the consumer's read of the "
+	       "last message)\n");
+	printf("%-16s %12s %12s %14s %13s  %s\n", "backend", "max_msgs", "drain_us", "sender_msg/s",
+	       "first_lossy", "search (messages: loss)");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		const struct bsize *z = &b->bsize;
+		const struct step *m = z->max_idx >= 0 ? &z->st[z->max_idx] : NULL;
+		char fl[24] = "none";
+		if (!b->ok || !z->n)
+			continue;
+		if (z->first_loss)
+			snprintf(fl, sizeof(fl), "%" PRIu64, z->first_loss);
+		printf("%-16s %12" PRIu64 " %12.1f %14.0f %13s  ", e2e_backend_label(b->be),
+		       z->max_ok, m ? (double)m->drain.max / 1e3 : 0, m ? m->achieved : 0, fl);
+		for (int k = 0; k < z->n; k++)
+			printf("%s%" PRIu64 ":%s", k ? ", " : "", z->st[k].sent,
+			       z->st[k].loss ? z->st[k].why : "ok");
+		printf("%s\n", z->capped ? "  (the whole day in one burst: the cap)" : "");
+	}
+	printf("\nsystem calls of the feed thread per datagram received (strace -c -p TID over a "
+	       "steady replay at %.0f msg/s of its own; ptrace slows each call, so the window is "
+	       "not a latency step)\n",
+	       o->rate);
+	printf("%-16s %10s %10s %8s %12s  %s\n", "backend", "syscalls", "datagrams", "window_s",
+	       "per_datagram", "which (calls)");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		if (!b->ok)
+			continue;
+		if (!b->sysc.ok) {
+			printf("%-16s %10s %10s %8s %12s  not measured: %s\n",
+			       e2e_backend_label(b->be), "-", "-", "-", "-", b->sysc.note);
+			continue;
+		}
+		printf("%-16s %10" PRIu64 " %10" PRIu64 " %8.2f %12.3f  %s\n",
+		       e2e_backend_label(b->be), b->sysc.calls, b->sysc.datagrams, b->sysc.seconds,
+		       b->sysc.per_packet, b->sysc.which);
+	}
+	printf("\nplacement during the steady steps (configured CPU; allowed by the affinity mask; "
+	       "CPUs /proc/PID/task/TID/stat showed, sampled every 10 ms)\n");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		if (!b->ok)
+			continue;
+		printf("%-16s", e2e_backend_label(b->be));
+		for (int k = 0; k < PL_COUNT; k++) {
+			const struct place_one *p = &b->place.r[k];
+			char seen[160], cfg[16];
+			if (p->configured == -2)
+				continue;
+			e2e_cpu_list(p->seen, seen, sizeof(seen));
+			if (p->configured >= 0)
+				snprintf(cfg, sizeof(cfg), "%d", p->configured);
+			else
+				snprintf(cfg, sizeof(cfg), "any");
+			printf(" %s=%s/%s/%s", e2e_place_name((enum place_role)k), cfg,
+			       p->allowed[0] ? p->allowed : "?", seen);
+		}
+		printf("\n");
+	}
 	printf("\nhighest rate with no loss (mean msg/s; bursts: %gx the mean for %g ms of every "
 	       "%g ms)\n",
 	       o->burst, o->burst_ms / o->burst, o->burst_ms);
@@ -152,6 +266,84 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 		       o->ncpu, find_be(rs, n, BE_SQPOLL) ? ", the SQPOLL thread" : "");
 }
 
+static json_t *drain_json(const struct drain *d)
+{
+	return json_pack("{s:I, s:I, s:I, s:I}", "bursts", (json_int_t)d->n, "p50",
+	                 (json_int_t)d->p50, "mean", (json_int_t)d->mean, "max",
+	                 (json_int_t)d->max);
+}
+
+static json_t *raw_json(const struct rawres *w)
+{
+	json_t *j = json_pack("{s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:f}", "ran", w->ran, "method",
+	                      e2e_raw_name((enum raw_kind)w->kind), "note", w->note, "messages",
+	                      (json_int_t)w->sent, "received", (json_int_t)w->messages, "datagrams",
+	                      (json_int_t)w->datagrams, "kernel_drops", (json_int_t)w->kernel_drops,
+	                      "achieved_rate", w->achieved);
+	json_object_set_new(j, "latency_ns",
+	                    json_pack("{s:I, s:I, s:I, s:I, s:I}", "samples", (json_int_t)w->lat.n,
+	                              "p50", (json_int_t)w->lat.p50, "p99", (json_int_t)w->lat.p99,
+	                              "p999", (json_int_t)w->lat.p999, "max",
+	                              (json_int_t)w->lat.max));
+	json_object_set_new(j, "drain_ns", drain_json(&w->drain));
+	return j;
+}
+
+/* The step's figures over the raw receiver's: wire to publish and wire to consumer. */
+static json_t *vs_raw_json(const struct step *s, const struct rawres *w)
+{
+	json_t *j = json_pack("{s:f, s:f, s:f, s:f}", "publish_p50",
+	                      ratio((double)s->pub.p50, (double)w->lat.p50), "publish_p99",
+	                      ratio((double)s->pub.p99, (double)w->lat.p99), "consumer_p50",
+	                      ratio((double)s->lat.p50, (double)w->lat.p50), "consumer_p99",
+	                      ratio((double)s->lat.p99, (double)w->lat.p99));
+	if (s->burst > 1)
+		json_object_set_new(j, "drain_p50",
+		                    json_real(ratio((double)s->drain.p50, (double)w->drain.p50)));
+	return j;
+}
+
+static json_t *step_json(const struct step *s, int sampled);
+
+static json_t *bsize_json(const struct bsize *z)
+{
+	const struct step *m = z->max_idx >= 0 ? &z->st[z->max_idx] : NULL;
+	json_t *j = json_pack(
+	    "{s:I, s:I, s:b, s:I, s:f}", "max_messages_no_loss", (json_int_t)z->max_ok,
+	    "first_loss_messages", (json_int_t)z->first_loss, "capped_by_day", z->capped,
+	    "drain_ns", (json_int_t)(m ? m->drain.max : 0), "sender_rate", m ? m->achieved : 0.0);
+	json_t *srch = json_array();
+	for (int k = 0; k < z->n; k++) {
+		json_t *s = step_json(&z->st[k], 0);
+		json_object_set_new(s, "drain_ns", drain_json(&z->st[k].drain));
+		json_array_append_new(srch, s);
+	}
+	json_object_set_new(j, "search", srch);
+	return j;
+}
+
+static json_t *place_json(const struct placement *pl)
+{
+	json_t *j = json_object();
+	for (int k = 0; k < PL_COUNT; k++) {
+		const struct place_one *p = &pl->r[k];
+		json_t *seen = json_array();
+		if (p->configured == -2)
+			continue;
+		for (int c = 0; c < 64; c++)
+			if (p->seen & (1ull << c))
+				json_array_append_new(seen, json_integer(c));
+		json_object_set_new(
+		    j, e2e_place_name((enum place_role)k),
+		    json_pack("{s:o, s:s, s:o, s:I, s:I}", "configured_cpu",
+		              p->configured >= 0 ? json_integer(p->configured) : json_null(),
+		              "cpus_allowed", p->allowed, "cpus_seen", seen, "samples",
+		              (json_int_t)p->samples, "samples_off_configured",
+		              (json_int_t)p->on_other));
+	}
+	return j;
+}
+
 static json_t *step_json(const struct step *s, int sampled)
 {
 	json_t *j =
@@ -176,6 +368,17 @@ static json_t *step_json(const struct step *s, int sampled)
 	                    json_integer((json_int_t)s->seq_skipped));
 	json_object_set_new(json_object_get(j, "counters"), "consumer_seq_backwards",
 	                    json_integer((json_int_t)s->seq_back));
+	if (sampled) {
+		json_object_set_new(
+		    j, "wire_to_publish_ns",
+		    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "samples",
+		              (json_int_t)s->pub.n, "samples_before_step", (json_int_t)s->pub.prior,
+		              "p50", (json_int_t)s->pub.p50, "p99", (json_int_t)s->pub.p99, "p999",
+		              (json_int_t)s->pub.p999, "max", (json_int_t)s->pub.max, "source",
+		              "uringfeed GET /status latency_ns (cumulative since a fresh start)"));
+		if (s->burst > 1)
+			json_object_set_new(j, "drain_ns", drain_json(&s->drain));
+	}
 	if (sampled)
 		json_object_set_new(
 		    j, "latency_ns",
@@ -195,13 +398,16 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 	                    json_pack("{s:s, s:s, s:i, s:f, s:f}", "cpu", m->cpu, "kernel",
 	                              m->kernel, "cpus", m->ncpu, "loadavg_start", m->load_start,
 	                              "loadavg_end", m->load_end));
-	json_object_set_new(root, "params",
-	                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i}",
-	                              "duration_s", o->duration, "rate", o->rate, "burst_factor",
-	                              o->burst, "burst_period_ms", o->burst_ms, "max_rate",
-	                              o->max_rate, "search_steps", o->steps, "burst_search_steps",
-	                              o->burst_steps, "consumers", o->consumers, "feed_cpu",
-	                              o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu));
+	json_object_set_new(
+	    root, "params",
+	    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
+	              "s:s}",
+	              "duration_s", o->duration, "rate", o->rate, "burst_factor", o->burst,
+	              "burst_period_ms", o->burst_ms, "max_rate", o->max_rate, "search_steps",
+	              o->steps, "burst_search_steps", o->burst_steps, "consumers", o->consumers,
+	              "feed_cpu", o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu, "consumer_cpu",
+	              o->consumer_cpu, "sender_cpu", o->sender_cpu, "raw",
+	              o->raw_kind >= 0 ? e2e_raw_name((enum raw_kind)o->raw_kind) : "same"));
 	for (int i = 0; i < n; i++) {
 		const struct beres *b = &rs[i];
 		json_t *jb =
@@ -210,6 +416,26 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 		if (b->ok) {
 			json_object_set_new(jb, "steady", step_json(&b->steady, 1));
 			json_object_set_new(jb, "burst", step_json(&b->burst, 1));
+			json_object_set_new(jb, "raw",
+			                    json_pack("{s:o, s:o}", "steady",
+			                              raw_json(&b->raw_steady), "burst",
+			                              raw_json(&b->raw_burst)));
+			json_object_set_new(jb, "placement", place_json(&b->place));
+			json_object_set_new(jb, "burst_absorb", bsize_json(&b->bsize));
+			json_object_set_new(
+			    jb, "syscalls",
+			    json_pack("{s:b, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:b}",
+			              "measured", b->sysc.ok, "method",
+			              "strace -c -p TID (feed thread)", "note", b->sysc.note,
+			              "which", b->sysc.which, "tid", (int)b->sysc.tid, "calls",
+			              (json_int_t)b->sysc.calls, "datagrams",
+			              (json_int_t)b->sysc.datagrams, "seconds", b->sysc.seconds,
+			              "per_datagram", b->sysc.per_packet, "loss", b->sysc.st.loss));
+			json_object_set_new(jb, "vs_raw",
+			                    json_pack("{s:o, s:o}", "steady",
+			                              vs_raw_json(&b->steady, &b->raw_steady),
+			                              "burst",
+			                              vs_raw_json(&b->burst, &b->raw_burst)));
 			for (int w = 0; w < 2; w++) {
 				const struct search *sr = &b->s[w];
 				json_t *srch = json_array(), *dst = w ? json_object() : jb;

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,90 +50,212 @@ static void plot_points(struct step *s, const uint64_t *v, size_t n)
 	}
 }
 
-static int run_step(struct run *r, const struct day *day, int idx, struct step *s, double rate,
-                    double burst, double secs)
-{
-	const struct e2e_opts *o = r->o;
+/* One uf-replay command line: the step's file at `rate` (in bursts of `burst` x when > 1). */
+struct replay_cmd {
 	char file[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], bin[PATH_MAX];
 	char rate_s[32], burst_s[32], bper_s[32], a[48], b[48], rr[16], sess[16];
-	struct e2e_status s0, s1;
-	uint64_t c0 = 0, c1 = 0, t0, t1, n;
 	char *argv[24];
-	int argc = 0, st, rc;
-	pid_t pid;
+	double burst_per; /* messages per burst as uf-replay computes it, 0: steady */
+};
 
-	memset(s, 0, sizeof(*s));
-	s->offered = rate;
-	s->burst = burst;
-	n = (uint64_t)(rate * secs);
+/* Writes the first n messages of the day (0: rate x secs; 2000 at least) to the step file and
+ * builds the command. Returns the message count or -errno. */
+static int64_t replay_prepare(struct run *r, const struct day *day, struct replay_cmd *c,
+                              double rate, double burst, double secs, uint64_t n)
+{
+	const struct e2e_opts *o = r->o;
+	int argc = 0, rc;
+
+	if (!n)
+		n = (uint64_t)(rate * secs);
 	if (n < 2000)
 		n = 2000;
 	if (n > day->n)
 		n = day->n;
-	snprintf(file, sizeof(file), "%s/step.itch", o->tmp);
-	snprintf(out, sizeof(out), "%s/replay.json", o->tmp);
-	snprintf(errp, sizeof(errp), "%s/replay.err", o->tmp);
-	snprintf(bin, sizeof(bin), "%s/uf-replay", o->bindir);
-	if ((rc = e2e_day_write_prefix(day, n, file)) < 0)
+	snprintf(c->file, sizeof(c->file), "%s/step.itch", o->tmp);
+	snprintf(c->out, sizeof(c->out), "%s/replay.json", o->tmp);
+	snprintf(c->errp, sizeof(c->errp), "%s/replay.err", o->tmp);
+	snprintf(c->bin, sizeof(c->bin), "%s/uf-replay", o->bindir);
+	if ((rc = e2e_day_write_prefix(day, n, c->file)) < 0)
 		return rc;
-	s->sent = n;
-	snprintf(rate_s, sizeof(rate_s), "%.0f", rate);
-	snprintf(burst_s, sizeof(burst_s), "%g", burst);
-	snprintf(bper_s, sizeof(bper_s), "%g", o->burst_ms);
-	snprintf(a, sizeof(a), "%s:%u", r->group_a, r->port_a);
-	snprintf(b, sizeof(b), "%s:%u", r->group_b, r->port_b);
-	snprintf(rr, sizeof(rr), "%u", r->port_rr);
-	snprintf(sess, sizeof(sess), "E2E%07u", ++r->session % 10000000u);
-	argv[argc++] = bin;
-	argv[argc++] = "--in";
-	argv[argc++] = file;
-	argv[argc++] = "--a";
-	argv[argc++] = a;
-	argv[argc++] = "--b";
-	argv[argc++] = b;
-	argv[argc++] = "--interface";
-	argv[argc++] = "127.0.0.1";
-	argv[argc++] = "--session";
-	argv[argc++] = sess;
-	argv[argc++] = "--rate";
-	argv[argc++] = rate_s;
-	argv[argc++] = "--serve-rerequests";
-	argv[argc++] = rr;
+	snprintf(c->rate_s, sizeof(c->rate_s), "%.0f", rate);
+	snprintf(c->burst_s, sizeof(c->burst_s), "%g", burst);
+	snprintf(c->bper_s, sizeof(c->bper_s), "%g", o->burst_ms);
+	snprintf(c->a, sizeof(c->a), "%s:%u", r->group_a, r->port_a);
+	snprintf(c->b, sizeof(c->b), "%s:%u", r->group_b, r->port_b);
+	snprintf(c->rr, sizeof(c->rr), "%u", r->port_rr);
+	snprintf(c->sess, sizeof(c->sess), "E2E%07u", ++r->session % 10000000u);
+	/* uf-replay's own arithmetic on the same strings (replay_opts.c, replay_send.c) */
+	c->burst_per = burst > 1 ? strtod(c->rate_s, NULL) * (strtod(c->bper_s, NULL) / 1e3) : 0;
+	c->argv[argc++] = c->bin;
+	c->argv[argc++] = "--in";
+	c->argv[argc++] = c->file;
+	c->argv[argc++] = "--a";
+	c->argv[argc++] = c->a;
+	c->argv[argc++] = "--b";
+	c->argv[argc++] = c->b;
+	c->argv[argc++] = "--interface";
+	c->argv[argc++] = "127.0.0.1";
+	c->argv[argc++] = "--session";
+	c->argv[argc++] = c->sess;
+	c->argv[argc++] = "--rate";
+	c->argv[argc++] = c->rate_s;
+	c->argv[argc++] = "--serve-rerequests";
+	c->argv[argc++] = c->rr;
 	if (burst > 1) {
-		argv[argc++] = "--burst";
-		argv[argc++] = burst_s;
-		argv[argc++] = "--burst-period";
-		argv[argc++] = bper_s;
+		c->argv[argc++] = "--burst";
+		c->argv[argc++] = c->burst_s;
+		c->argv[argc++] = "--burst-period";
+		c->argv[argc++] = c->bper_s;
 	}
-	argv[argc] = NULL;
+	c->argv[argc] = NULL;
+	return (int64_t)n;
+}
 
-	if ((rc = e2e_status_read(r->status_port, &s0)) < 0)
-		return rc;
-	__atomic_store_n(&r->ctl->step, (uint32_t)idx, __ATOMIC_RELEASE);
-	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
-		return -ECHILD;
-	t0 = uf_bench_now_ns();
-	pid = e2e_spawn(argv, out, errp);
+/* One placement sample of every role running now (r->place). */
+static void place_sample(struct run *r, pid_t sender, pid_t feed_tid, pid_t sq_tid,
+                         pid_t raw_sq_tid)
+{
+	if (feed_tid > 0)
+		(void)e2e_place_sample(r->place, PL_FEED, r->feed, feed_tid);
+	if (sq_tid > 0)
+		(void)e2e_place_sample(r->place, PL_SQPOLL, r->feed, sq_tid);
+	if (r->raw_pid > 0)
+		(void)e2e_place_sample(r->place, PL_RAW, r->raw_pid, r->raw_pid);
+	if (raw_sq_tid > 0)
+		(void)e2e_place_sample(r->place, PL_RAW_SQ, r->raw_pid, raw_sq_tid);
+	for (int i = 0; i < r->ncons && r->feed > 0; i++)
+		(void)e2e_place_sample(r->place, PL_CONSUMER, r->cons[i], r->cons[i]);
+	(void)e2e_place_sample(r->place, PL_SENDER, sender, sender);
+}
+
+/* Runs the prepared uf-replay to its end; its own duration (JSON "seconds") in *secs. With
+ * r->place set, samples where every role runs every 10 ms meanwhile. */
+static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, double *secs)
+{
+	uint64_t t0 = uf_bench_now_ns(), next = t0;
+	uint64_t end = t0 + (uint64_t)((timeout_s + 15) * 1e9);
+	pid_t pid = e2e_spawn_on(c->argv, c->out, c->errp, r->o->sender_cpu);
+	pid_t feed_tid = -1, sq_tid = -1, raw_sq_tid = -1;
+	int st = -1;
+
 	if (pid < 0)
-		return pid;
-	st = uf_bench_wait_child(pid, (int)(secs * 4000) + 15000);
-	t1 = uf_bench_now_ns();
-	if (e2e_proc_cpu_ns(r->feed, &c1) < 0)
-		return -ECHILD;
+		return (int)pid;
+	if (r->place && r->feed > 0) {
+		feed_tid = e2e_find_thread(r->feed, "uf-e2e");
+		sq_tid = e2e_find_thread(r->feed, "iou-sqp");
+	}
+	if (r->place && r->raw_pid > 0)
+		raw_sq_tid = e2e_find_thread(r->raw_pid, "iou-sqp");
+	for (;;) {
+		uint64_t now = uf_bench_now_ns();
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 || now > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			st = -1;
+			break;
+		}
+		if (r->place && now >= next) {
+			place_sample(r, pid, feed_tid, sq_tid, raw_sq_tid);
+			next = now + 10000000ull;
+		}
+		usleep(2000);
+	}
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "uf-bench e2e: uf-replay failed (see %s)\n", errp);
+		fprintf(stderr, "uf-bench e2e: uf-replay failed (see %s)\n", c->errp);
 		return -EIO;
 	}
 	{
 		json_error_t jerr;
-		json_t *j = json_load_file(out, 0, &jerr);
-		s->replay_s = json_real_value(json_object_get(j, "seconds"));
+		json_t *j = json_load_file(c->out, 0, &jerr);
+		*secs = json_real_value(json_object_get(j, "seconds"));
 		if (json_is_integer(json_object_get(j, "seconds")))
-			s->replay_s = (double)json_integer_value(json_object_get(j, "seconds"));
+			*secs = (double)json_integer_value(json_object_get(j, "seconds"));
 		json_decref(j);
 	}
-	if (s->replay_s <= 0)
-		s->replay_s = (double)(t1 - t0) / 1e9;
+	if (*secs <= 0)
+		*secs = (double)(uf_bench_now_ns() - t0) / 1e9;
+	return 0;
+}
+
+/* Drain times of the bursts whose messages all arrived: `first`/`last` per burst (earliest
+ * rx_ts, read of the last message), `got` messages each; the expected counts come from the
+ * replayed n and messages per burst. */
+static void drain_stats(const uint64_t *first, const uint64_t *last, const uint64_t *got,
+                        uint64_t n, double per, struct drain *d)
+{
+	uint64_t v[RAW_MAX_BURSTS], nb = 0, sum = 0, want[RAW_MAX_BURSTS] = {0};
+	struct uf_bench_pct pc;
+
+	memset(d, 0, sizeof(*d));
+	if (per <= 0)
+		return;
+	for (uint64_t seq = 1; seq <= n; seq++) {
+		uint64_t b = e2e_burst_of(seq, per);
+		if (b < RAW_MAX_BURSTS)
+			want[b]++;
+	}
+	for (uint64_t b = 0; b < RAW_MAX_BURSTS && want[b]; b++)
+		if (got[b] == want[b] && first[b] && last[b] >= first[b]) {
+			v[nb] = last[b] - first[b];
+			sum += v[nb++];
+		}
+	if (!nb)
+		return;
+	uf_bench_percentiles(v, nb, &pc);
+	d->n = nb;
+	d->p50 = pc.p50;
+	d->max = pc.max;
+	d->mean = sum / nb;
+}
+
+/* One step of `want` messages (0: rate x secs) at `rate` (0: uf-replay as fast as it can). */
+static int run_step_n(struct run *r, const struct day *day, int idx, struct step *s, double rate,
+                      double burst, double secs, uint64_t want)
+{
+	const struct e2e_opts *o = r->o;
+	struct replay_cmd cmd;
+	struct e2e_status s0, s1;
+	uint64_t c0 = 0, c1 = 0, t0, t1, n;
+	int64_t got;
+	int rc, track = idx == ST_BURST || idx >= ST_BSIZE;
+
+	memset(s, 0, sizeof(*s));
+	s->offered = rate;
+	s->burst = burst;
+	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs, want)) < 0)
+		return (int)got;
+	n = (uint64_t)got;
+	s->sent = n;
+	/* Drain tracking: the burst step per burst, a burst-size step as one burst. */
+	{
+		double none = 0;
+		__atomic_store(&r->ctl->burst_per, &none, __ATOMIC_RELEASE);
+	}
+	if (track) {
+		memset(r->ctl->burst_first_rx, 0, sizeof(r->ctl->burst_first_rx));
+		memset(r->ctl->burst_last_rd, 0, sizeof(r->ctl->burst_last_rd));
+		memset(r->ctl->burst_msgs, 0, sizeof(r->ctl->burst_msgs));
+		cmd.burst_per = idx == ST_BURST ? cmd.burst_per : (double)n;
+	}
+
+	if ((rc = e2e_status_read(r->status_port, &s0)) < 0)
+		return rc;
+	__atomic_store_n(&r->ctl->step, (uint32_t)idx, __ATOMIC_RELEASE);
+	if (track)
+		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
+	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
+		return -ECHILD;
+	t0 = uf_bench_now_ns();
+	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
+	t1 = uf_bench_now_ns();
+	if (e2e_proc_cpu_ns(r->feed, &c1) < 0)
+		return -ECHILD;
+	if (rc < 0)
+		return rc;
 	s->achieved = (double)n / s->replay_s;
 	if (burst > 1) { /* the mean over whole periods: the last burst ends early */
 		double per = o->burst_ms / 1e3;
@@ -184,6 +307,27 @@ static int run_step(struct run *r, const struct day *day, int idx, struct step *
 	}
 	if (r->ncons == 0)
 		s->cons_msgs = 0;
+	s->pub.n = s1.pub_count - s0.pub_count;
+	s->pub.prior = s0.pub_count;
+	s->pub.p50 = s1.pub_p50;
+	s->pub.p99 = s1.pub_p99;
+	s->pub.p999 = s1.pub_p999;
+	s->pub.max = s1.pub_max;
+	if (track) { /* the slowest consumer's drain of each burst */
+		uint64_t last[RAW_MAX_BURSTS], fst[RAW_MAX_BURSTS], cnt[RAW_MAX_BURSTS];
+		for (int b = 0; b < RAW_MAX_BURSTS; b++) {
+			fst[b] = r->ctl->burst_first_rx[0][b];
+			last[b] = r->ctl->burst_last_rd[0][b];
+			cnt[b] = r->ctl->burst_msgs[0][b];
+			for (int i = 1; i < r->ncons; i++) {
+				if (r->ctl->burst_last_rd[i][b] > last[b])
+					last[b] = r->ctl->burst_last_rd[i][b];
+				if (r->ctl->burst_msgs[i][b] < cnt[b])
+					cnt[b] = r->ctl->burst_msgs[i][b];
+			}
+		}
+		drain_stats(fst, last, cnt, n, cmd.burst_per, &s->drain);
+	}
 	add_why(s, "gaps", s->d.gaps);
 	add_why(s, "line_gaps", s->d.line_gaps);
 	add_why(s, "rerequests", s->d.rerequests);
@@ -202,6 +346,12 @@ static int run_step(struct run *r, const struct day *day, int idx, struct step *
 	s->cpu_util = s->wall_s > 0 ? (double)s->cpu_ns / 1e9 / s->wall_s : 0;
 	s->ran = 1;
 	return 0;
+}
+
+static int run_step(struct run *r, const struct day *day, int idx, struct step *s, double rate,
+                    double burst, double secs)
+{
+	return run_step_n(r, day, idx, s, rate, burst, secs, 0);
 }
 
 /* Merges the consumers' samples of a sampled step, computes percentiles and plot points. */
@@ -224,6 +374,122 @@ static void step_latency(struct run *r, int idx, struct step *s)
 	uf_bench_percentiles(all, nall, &s->lat);
 	plot_points(s, all, nall);
 	free(all);
+}
+
+/* The raw-receive baseline of one latency step: the same replay (rate, bursts, message
+ * count, groups, ports) read by e2e_raw.c's receiver while no uringfeed runs. */
+static int run_raw(struct run *r, const struct day *day, struct rawres *w, double rate,
+                   double burst, double secs)
+{
+	const struct e2e_opts *o = r->o;
+	struct replay_cmd cmd;
+	struct raw_args a;
+	struct rawctl *c = r->raw;
+	int64_t got;
+	double rs = 0;
+	pid_t pid;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	memset(&a, 0, sizeof(a));
+	w->kind = o->raw_kind >= 0 ? o->raw_kind : (int)e2e_raw_for(r->be);
+	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs, 0)) < 0)
+		return (int)got;
+	w->sent = (uint64_t)got;
+	memset(c, 0, sizeof(*c));
+	c->want = w->sent;
+	c->burst_per = cmd.burst_per;
+	a.kind = (enum raw_kind)w->kind;
+	snprintf(a.group[0], sizeof(a.group[0]), "%s", r->group_a);
+	snprintf(a.group[1], sizeof(a.group[1]), "%s", r->group_b);
+	a.port[0] = r->port_a;
+	a.port[1] = r->port_b;
+	memcpy(a.session, cmd.sess, 10);
+	a.cpu = o->feed_cpu;
+	a.sq_cpu = o->sqpoll_cpu;
+	a.samples = r->raw_samples;
+	a.cap = r->cap;
+	pid = e2e_raw_start(&a, c);
+	if (pid < 0) {
+		snprintf(w->note, sizeof(w->note), "raw receiver: %.140s", c->err);
+		return -EIO;
+	}
+	r->raw_pid = pid;
+	rc = replay_run(r, &cmd, secs * 4, &rs);
+	r->raw_pid = -1;
+	if (e2e_raw_finish(pid, c, rc < 0 ? 0 : 3000) < 0)
+		fprintf(stderr, "uf-bench e2e: the raw receiver had to be killed\n");
+	if (rc < 0) {
+		snprintf(w->note, sizeof(w->note), "uf-replay failed");
+		return rc;
+	}
+	w->achieved = rs > 0 ? (double)w->sent / rs : 0;
+	w->messages = c->messages;
+	w->datagrams = c->datagrams;
+	w->kernel_drops = c->kernel_drops;
+	uf_bench_percentiles(r->raw_samples, c->nsamples, &w->lat);
+	drain_stats(c->burst_first_rx, c->burst_last_rd, c->burst_msgs, w->sent, cmd.burst_per,
+	            &w->drain);
+	if (w->messages < w->sent)
+		snprintf(w->note, sizeof(w->note), "received %" PRIu64 " of %" PRIu64 " messages",
+		         w->messages, w->sent);
+	w->ran = 1;
+	return 0;
+}
+
+/* System calls of the feed thread per datagram over a steady replay of `secs` at --rate,
+ * counted by strace from outside (its own step: ptrace slows every system call, so the
+ * latency steps never run under it). The window runs from the attach to the detach. */
+static void run_syscalls(struct run *r, const struct day *day, struct beres *res, double secs)
+{
+	struct e2e_status s0, s1;
+	struct sysc sc;
+	uint64_t t0;
+	pid_t tid = e2e_find_thread(r->feed, "uf-e2e");
+
+	if (tid < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "feed thread uf-e2e not found");
+		return;
+	}
+	res->sysc.tid = tid;
+	if (e2e_status_read(r->status_port, &s0) < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "GET /status failed");
+		return;
+	}
+	if (e2e_sysc_start(&sc, r->o->tmp, tid) < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s", sc.note);
+		return;
+	}
+	t0 = uf_bench_now_ns();
+	(void)run_step(r, day, ST_SYSCALL, &res->sysc.st, r->o->rate, 0, secs);
+	if (e2e_sysc_stop(&sc) < 0 || e2e_status_read(r->status_port, &s1) < 0) {
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s",
+		         sc.note[0] ? sc.note : "GET /status failed");
+		return;
+	}
+	res->sysc.seconds = (double)(uf_bench_now_ns() - t0) / 1e9;
+	res->sysc.calls = sc.calls;
+	snprintf(res->sysc.which, sizeof(res->sysc.which), "%s", sc.top);
+	res->sysc.datagrams = s1.line_packets - s0.line_packets;
+	res->sysc.per_packet =
+	    res->sysc.datagrams ? (double)sc.calls / (double)res->sysc.datagrams : 0;
+	res->sysc.ok = res->sysc.datagrams > 0;
+	if (!res->sysc.ok)
+		snprintf(res->sysc.note, sizeof(res->sysc.note), "no datagram in the window");
+}
+
+/* What each role was asked to run on (-2: the role does not exist in this run). */
+static void place_init(const struct e2e_opts *o, enum backend be, struct placement *p)
+{
+	enum raw_kind rk = o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be);
+
+	memset(p, 0, sizeof(*p));
+	p->r[PL_FEED].configured = o->feed_cpu;
+	p->r[PL_SQPOLL].configured = be == BE_SQPOLL ? o->sqpoll_cpu : -2;
+	p->r[PL_CONSUMER].configured = o->consumer_cpu;
+	p->r[PL_SENDER].configured = o->sender_cpu;
+	p->r[PL_RAW].configured = o->feed_cpu;
+	p->r[PL_RAW_SQ].configured = rk == RAW_URING_SQPOLL ? o->sqpoll_cpu : -2;
 }
 
 /* ---- one back end ----------------------------------------------------------------------- */
@@ -252,10 +518,17 @@ static int wait_attached(struct run *r, const uint32_t *want, struct beres *res)
 	}
 }
 
-/* A lossy step leaves the feed recovering a gap (its re-request server, uf-replay, is gone)
- * and would charge the give-up to the next step: start a fresh daemon instead, so every step
- * is measured on its own. Consumers follow it to the new ring. */
-static int restart_feed(struct run *r, const struct day *day, struct beres *res)
+/* Stops the daemon on purpose (a raw step follows): consumers wait for the next one. */
+static void feed_down(struct run *r)
+{
+	__atomic_store_n(&r->ctl->feed_pid, 0, __ATOMIC_RELEASE);
+	e2e_daemon_stop(r);
+	uf_ring_unlink(r->ring, NULL);
+}
+
+/* A fresh daemon on a new status port, consumers attached to its ring, and a warm-up of
+ * `warm_s` seconds at --rate (2000 messages at least). */
+static int feed_up(struct run *r, const struct day *day, struct beres *res, double warm_s)
 {
 	uint32_t want[MAXC];
 	struct step warm;
@@ -263,8 +536,6 @@ static int restart_feed(struct run *r, const struct day *day, struct beres *res)
 
 	for (int i = 0; i < r->ncons; i++)
 		want[i] = __atomic_load_n(&r->ctl->attached[i], __ATOMIC_ACQUIRE) + 1;
-	e2e_daemon_stop(r);
-	uf_ring_unlink(r->ring, NULL);
 	if (port < 0) {
 		snprintf(res->note, sizeof(res->note), "no free TCP port for the status endpoint");
 		return port;
@@ -272,7 +543,17 @@ static int restart_feed(struct run *r, const struct day *day, struct beres *res)
 	r->status_port = (uint16_t)port;
 	if (e2e_daemon_start(r, res) < 0 || wait_attached(r, want, res) < 0)
 		return -EIO;
-	return run_step(r, day, ST_WARMUP, &warm, r->o->rate, 0, 0.2);
+	return run_step(r, day, ST_WARMUP, &warm, r->o->rate, 0, warm_s);
+}
+
+/* A lossy step leaves the feed recovering a gap (its re-request server, uf-replay, is gone)
+ * and would charge the give-up to the next step: start a fresh daemon instead, so every step
+ * is measured on its own. Consumers follow it to the new ring. */
+static int restart_feed(struct run *r, const struct day *day, struct beres *res)
+{
+	e2e_daemon_stop(r);
+	uf_ring_unlink(r->ring, NULL);
+	return feed_up(r, day, res, 0.2);
 }
 
 /* Rate search `which` (0 steady, 1 bursts of `burst` x the mean), `secs` of replay a step:
@@ -305,13 +586,62 @@ static int run_search(struct run *r, const struct day *day, struct beres *res, i
 	return 0;
 }
 
+/* The largest burst absorbed with no loss: single bursts of N messages sent back to back
+ * (uf-replay --rate 0) after silence, N doubling from one --burst burst (--rate x
+ * --burst-period, 2000 at least) until a step loses, then bisected; --bsize-steps steps at
+ * most, N capped by the day. A lossy step is followed by a fresh daemon. */
+static int run_bsize(struct run *r, const struct day *day, struct beres *res)
+{
+	const struct e2e_opts *o = r->o;
+	struct bsize *b = &res->bsize;
+	uint64_t size = (uint64_t)(o->rate * o->burst_ms / 1e3), lo = 0, hi = 0;
+
+	if (size < 2000)
+		size = 2000;
+	b->max_idx = -1;
+	for (b->n = 0; b->n < o->bsize_steps && b->n < MAX_SEARCH && !e2e_stop;) {
+		struct step *s = &b->st[b->n];
+		if (size > day->n)
+			size = day->n;
+		fprintf(stderr, "uf-bench e2e: %s: burst size %d/%d: %" PRIu64 " messages...\n",
+		        e2e_backend_label(r->be), b->n + 1, o->bsize_steps, size);
+		if (run_step_n(r, day, ST_BSIZE + b->n, s, 0, 0, 0, size) < 0) {
+			e2e_daemon_step_failed(r, res, "a burst-size step failed");
+			return -EIO;
+		}
+		b->n++;
+		if (s->loss) {
+			hi = size;
+			if (!b->first_loss || size < b->first_loss)
+				b->first_loss = size;
+			if (restart_feed(r, day, res) < 0)
+				return -EIO;
+		} else if (size > lo) {
+			lo = size;
+			b->max_ok = size;
+			b->max_idx = b->n - 1;
+		}
+		if (!hi && lo >= day->n) {
+			b->capped = 1; /* the whole day in one burst went through */
+			break;
+		}
+		if (hi && hi - lo <= (lo / 16 > 1000 ? lo / 16 : 1000))
+			break;
+		size = hi ? lo + (hi - lo) / 2 : size * 2;
+		if (!lo && hi)
+			size = hi / 2;
+	}
+	return 0;
+}
+
 void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day *day,
                      struct beres *res)
 {
-	struct run r = {.o = o, .be = be, .feed = -1};
+	struct run r = {.o = o, .be = be, .feed = -1, .raw_pid = -1};
 	int tp = e2e_free_port(SOCK_STREAM), pa = e2e_free_port(SOCK_DGRAM);
 	int pb = e2e_free_port(SOCK_DGRAM), prr = e2e_free_port(SOCK_DGRAM);
 	double per_search, per_burst, t_lat;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	res->be = be;
@@ -344,11 +674,25 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	r.samples_size = (size_t)r.cap * 2 * (size_t)o->consumers * sizeof(uint64_t);
 	r.ctl = uf_bench_shared_alloc(sizeof(*r.ctl));
 	r.samples = uf_bench_shared_alloc(r.samples_size);
-	if (!r.ctl || !r.samples) {
+	r.raw = uf_bench_shared_alloc(sizeof(*r.raw));
+	r.raw_samples = uf_bench_shared_alloc(r.cap * sizeof(uint64_t));
+	if (!r.ctl || !r.samples || !r.raw || !r.raw_samples) {
 		snprintf(res->note, sizeof(res->note), "out of memory for %zu bytes of samples",
 		         r.samples_size);
 		goto out_free;
 	}
+	/* Alternated, each pair on the same CPUs with nothing else of ours running: raw steady,
+	 * feed steady, raw burst, feed burst. uringfeed is started afresh (with a short warm-up)
+	 * before each of its latency steps, so its own cumulative histogram holds that step. */
+	fprintf(stderr, "uf-bench e2e: %s: raw receive (%s), steady %.0f msg/s...\n",
+	        e2e_backend_label(be),
+	        e2e_raw_name(o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be)),
+	        o->rate);
+	place_init(o, be, &res->place);
+	r.place = &res->place;
+	if (run_raw(&r, day, &res->raw_steady, o->rate, 0, t_lat) < 0)
+		fprintf(stderr, "uf-bench e2e: %s: %s\n", e2e_backend_label(be),
+		        res->raw_steady.note);
 	if (e2e_daemon_start(&r, res) < 0)
 		goto out_stop;
 	for (int i = 0; i < o->consumers; i++) {
@@ -357,6 +701,13 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 			break;
 		if (pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (o->consumer_cpu >= 0) {
+				cpu_set_t set;
+				CPU_ZERO(&set);
+				CPU_SET(o->consumer_cpu, &set);
+				if (sched_setaffinity(0, sizeof(set), &set) < 0)
+					_exit(1);
+			}
 			_exit(e2e_consumer_main(&r, i));
 		}
 		r.cons[r.ncons++] = pid;
@@ -374,13 +725,34 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 		struct step warm;
 		fprintf(stderr, "uf-bench e2e: %s: warm-up, steady %.0f msg/s, burst %gx...\n",
 		        e2e_backend_label(be), o->rate, o->burst);
-		if (run_step(&r, day, ST_WARMUP, &warm, o->rate, 0, 0.2) < 0 ||
-		    run_step(&r, day, ST_STEADY, &res->steady, o->rate, 0, t_lat) < 0 ||
-		    run_step(&r, day, ST_BURST, &res->burst, o->rate, o->burst, t_lat) < 0) {
+		r.place = NULL;
+		if (run_step(&r, day, ST_WARMUP, &warm, o->rate, 0, 0) < 0) {
+			e2e_daemon_step_failed(&r, res, "a latency step failed");
+			goto out_stop;
+		}
+		r.place = &res->place;
+		rc = run_step(&r, day, ST_STEADY, &res->steady, o->rate, 0, t_lat);
+		r.place = NULL;
+		if (rc < 0) {
+			e2e_daemon_step_failed(&r, res, "a latency step failed");
+			goto out_stop;
+		}
+		fprintf(stderr, "uf-bench e2e: %s: system calls of the feed thread (strace)...\n",
+		        e2e_backend_label(be));
+		run_syscalls(&r, day, res, t_lat / 2 > 0.5 ? t_lat / 2 : 0.5);
+		feed_down(&r);
+		if (run_raw(&r, day, &res->raw_burst, o->rate, o->burst, t_lat) < 0)
+			fprintf(stderr, "uf-bench e2e: %s: %s\n", e2e_backend_label(be),
+			        res->raw_burst.note);
+		if (feed_up(&r, day, res, 0) < 0)
+			goto out_stop;
+		if (run_step(&r, day, ST_BURST, &res->burst, o->rate, o->burst, t_lat) < 0) {
 			e2e_daemon_step_failed(&r, res, "a latency step failed");
 			goto out_stop;
 		}
 	}
+	if (run_bsize(&r, day, res) < 0)
+		goto out_stop;
 	if (run_search(&r, day, res, 0, 0, per_search) < 0 ||
 	    run_search(&r, day, res, 1, o->burst, per_burst) < 0)
 		goto out_stop;
@@ -401,4 +773,6 @@ out_stop:
 out_free:
 	uf_bench_shared_free(r.samples, r.samples_size);
 	uf_bench_shared_free(r.ctl, sizeof(*r.ctl));
+	uf_bench_shared_free(r.raw, sizeof(*r.raw));
+	uf_bench_shared_free(r.raw_samples, r.cap * sizeof(uint64_t));
 }

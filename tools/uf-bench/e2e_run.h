@@ -13,6 +13,7 @@
 
 #include "e2e_day.h"
 #include "e2e_model.h"
+#include "e2e_raw.h"
 
 /* Set by SIGINT/SIGTERM (bench_e2e.c installs the handlers): every wait gives up. */
 extern volatile sig_atomic_t e2e_stop;
@@ -38,6 +39,12 @@ struct ctl {
 	int32_t feed_pid;               /* the uringfeed whose ring consumers must read */
 	uint64_t position[MAXC];        /* next ring sequence each consumer will read */
 	struct cstep res[MAXC][NSTEPS]; /* per consumer, per step */
+	/* Burst drain (the step ST_BURST only): messages per burst, and per consumer and burst
+	 * the earliest rx_ts and the read time of its last message. uf-bench clears them. */
+	double burst_per;
+	uint64_t burst_first_rx[MAXC][RAW_MAX_BURSTS];
+	uint64_t burst_last_rd[MAXC][RAW_MAX_BURSTS];
+	uint64_t burst_msgs[MAXC][RAW_MAX_BURSTS];
 };
 
 /* Everything one back end's run needs. */
@@ -49,15 +56,19 @@ struct run {
 	uint16_t port_a, port_b; /* line ports */
 	uint16_t port_rr;        /* re-request server (uf-replay) */
 	char group_a[32], group_b[32];
-	pid_t feed;          /* uringfeed */
-	pid_t cons[MAXC];    /* consumers */
-	int ncons;           /* started */
-	struct ctl *ctl;     /* shared control */
-	uint64_t *samples;   /* [consumer][2 sampled steps][cap] */
-	uint64_t cap;        /* samples per consumer per sampled step */
-	size_t samples_size; /* bytes */
-	unsigned session;    /* session counter */
-	char log[PATH_MAX];  /* uringfeed's stderr */
+	pid_t feed;              /* uringfeed */
+	pid_t cons[MAXC];        /* consumers */
+	int ncons;               /* started */
+	struct ctl *ctl;         /* shared control */
+	uint64_t *samples;       /* [consumer][2 sampled steps][cap] */
+	uint64_t cap;            /* samples per consumer per sampled step */
+	size_t samples_size;     /* bytes */
+	unsigned session;        /* session counter */
+	struct rawctl *raw;      /* shared with the raw receiver of a step */
+	pid_t raw_pid;           /* the raw receiver while its step runs, else -1 */
+	struct placement *place; /* sampled while a replay runs, NULL: not */
+	uint64_t *raw_samples;   /* [cap] its latency samples */
+	char log[PATH_MAX];      /* uringfeed's stderr */
 };
 
 /* Runs every step of back end `be` (warm-up, steady, burst, both rate searches) and fills

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,11 @@ static int redirect(int fd, const char *path)
 
 pid_t e2e_spawn(char *const argv[], const char *out_path, const char *err_path)
 {
+	return e2e_spawn_on(argv, out_path, err_path, -1);
+}
+
+pid_t e2e_spawn_on(char *const argv[], const char *out_path, const char *err_path, int cpu)
+{
 	pid_t parent = getpid(), pid = fork();
 
 	if (pid < 0)
@@ -61,6 +67,13 @@ pid_t e2e_spawn(char *const argv[], const char *out_path, const char *err_path)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(127);
+		if (cpu >= 0) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			if (sched_setaffinity(0, sizeof(set), &set) < 0)
+				_exit(126);
+		}
 		if ((out_path && redirect(1, out_path) < 0) ||
 		    (err_path && redirect(2, err_path) < 0))
 			_exit(127);
@@ -191,6 +204,15 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	{
 		st->line_gaps += jnum(line, "gaps");
 		st->line_enobufs += jnum(line, "enobufs");
+		st->line_packets += jnum(line, "packets");
+	}
+	{
+		json_t *lat = json_object_get(feed, "latency_ns");
+		st->pub_count = jnum(lat, "count");
+		st->pub_p50 = jnum(lat, "p50");
+		st->pub_p99 = jnum(lat, "p99");
+		st->pub_p999 = jnum(lat, "p99_9");
+		st->pub_max = jnum(lat, "max");
 	}
 	ring = json_object_get(feed, "ring");
 	st->ring_sequence = jnum(ring, "sequence");

@@ -164,6 +164,26 @@ static uint64_t rp_due(const struct rp_sender *s, uint64_t seq, uint64_t start, 
 	return due;
 }
 
+/* The first sequence after the burst holding `seq` (st->n + 1 when steady): a packet never
+ * straddles two bursts, so a burst is exactly its messages and a receiver that knows --rate
+ * and --burst-period can tell which burst a packet belongs to (uf-bench e2e's drain time). */
+static uint64_t rp_burst_limit(const struct rp_sender *s, uint64_t seq)
+{
+	const struct rp_opts *o = s->o;
+	uint64_t end = s->st->n + 1, i = seq - 1, next;
+	if (!(o->rate > 0 && o->burst > 1))
+		return end;
+	double per = o->rate * o->burst_period;
+	uint64_t k = (uint64_t)((double)i / per);
+	/* smallest i' whose burst index (rp_due's formula) is above k; float-safe by checking */
+	next = (uint64_t)((double)(k + 1) * per);
+	while (next > i + 1 && (uint64_t)((double)(next - 1) / per) > k)
+		next--;
+	while ((uint64_t)((double)next / per) <= k)
+		next++;
+	return next + 1 < end ? next + 1 : end;
+}
+
 void rp_sender_run(struct rp_sender *s)
 {
 	static uint8_t buf[RP_MAX_PAYLOAD];
@@ -172,7 +192,7 @@ void rp_sender_run(struct rp_sender *s)
 	uint64_t ts0 = rp_msg_ts(&st->msgs[0]);
 	st->sent_high = 1;
 	for (uint64_t seq = 1; seq <= st->n && !rp_stop;) {
-		uint64_t k = rp_stream_fit(st, seq, st->n + 1);
+		uint64_t k = rp_stream_fit(st, seq, rp_burst_limit(s, seq));
 		uint64_t due = rp_due(s, seq, start, ts0);
 		while (due > last_tx + RP_HEARTBEAT_NS && !rp_stop) {
 			rp_wait_until(s, last_tx + RP_HEARTBEAT_NS);
