@@ -38,14 +38,10 @@ static void usage(FILE *f)
 	    "end\n"
 	    "(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x "
 	    "R\n"
-	    "at the start of every --burst-period (default 100 ms), silent for the rest of it;
-	    "
-	    "burst k holds messages k x R x period + 1 onwards, and no packet spans two bursts.
-	    "
-	    "--serve-snapshot: SoupBinTCP/GLIMPSE snapshots of what was sent, on 127.0.0.1:PORT
-	    "
-	    "(0 = any; the port is printed on stderr), login replay/replay unless given.
-	    "
+	    "at the start of every --burst-period (default 100 ms), silent for the rest of it;\n"
+	    "burst k holds messages k x R x period + 1 onwards, and no packet spans two bursts.\n"
+	    "--serve-snapshot: SoupBinTCP/GLIMPSE snapshots of what was sent, on 127.0.0.1:PORT\n"
+	    "(0 = any; the port is printed on stderr), login replay/replay unless given.\n"
 	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
