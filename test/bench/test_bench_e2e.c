@@ -237,8 +237,8 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 			}
 			assert_true(bfound);
 		}
-		check_vs_raw(b, names[i]);
-		check_place_and_syscalls(b, names[i], i == 0);
+		check_vs_raw(b, uf_backend_name((enum uf_backend)i));
+		check_place_and_syscalls(b, uf_backend_name((enum uf_backend)i), i == 0);
 		check_burst_absorb(b);
 		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */
 			assert_true(json_integer_value(json_object_get(json_object_get(b, "steady"),
