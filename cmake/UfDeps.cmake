@@ -38,3 +38,9 @@ endif()
 if(NOT MHD_FOUND)
   message(FATAL_ERROR "libmicrohttpd not found: apt-get install libmicrohttpd-dev (or run tools/setup.sh)")
 endif()
+
+# promtool (Debian package prometheus): the tests lint /metrics with `promtool check metrics`.
+find_program(UF_PROMTOOL promtool)
+if(NOT UF_PROMTOOL)
+  message(FATAL_ERROR "promtool not found: apt-get install prometheus (or run tools/setup.sh)")
+endif()

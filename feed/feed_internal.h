@@ -35,6 +35,11 @@ struct uf_feed {
 	                             * when the ring takes fewer in one publish */
 	uint64_t lat_msgs;          /* messages behind those records (latency samples) */
 	uint64_t lat_rx;            /* their receive time */
+	uint64_t t_mark;            /* stage timing: CLOCK_REALTIME at the end of the last
+	                             * stage of the packet in flight, 0 = none */
+	int arb_pending;            /* the packet in flight has not reached delivery yet */
+	int timing;                 /* cfg.stage_timing: per-stage histograms on */
+	uint64_t seen_sessions;     /* stats.sessions when the session gauge was last set */
 	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
 	int8_t msg_rc[UF_DECODE_FUSED_MAX];           /* their decode results */
 	char err[256];                                /* last error */

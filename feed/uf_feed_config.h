@@ -67,6 +67,8 @@ struct uf_feed_config {
 	char (*symbols)[9];     /* nsymbols trimmed symbols, NUL-terminated */
 	char symbols_file[256]; /* "symbols_file": one symbol a line, read at load and
 	                         * on SIGHUP (relative to the config's folder); "" = none */
+	int no_stage_timing;    /* "stage_timing": false sets 1: no per-stage histograms
+	                         * (5 clock reads a packet fewer); 0 (timing on) is default */
 };
 
 #endif /* UF_FEED_CONFIG_H */

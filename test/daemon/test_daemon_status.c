@@ -527,18 +527,22 @@ static void test_status_metrics_are_strict_prometheus_text_with_the_same_counter
 	assert_true(
 	    prom_get(p, "uringfeed_feed_up{feed=\"beta\",backend=\"epoll\",state=\"failed\"}") ==
 	    0);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns{feed=\"alpha\",quantile=\"0.99\"}") ==
-	            (double)uf_lat_quantile(&fx->stats[0].latency, 0.99));
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns_count{feed=\"alpha\"}") == 1000);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns_sum{feed=\"alpha\"}") == 500500000.0);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_max_ns{feed=\"alpha\"}") == 1000000);
+	/* Latency is a histogram in seconds: samples 1, 2, ... 1000 us; bounds are powers of
+	 * two nanoseconds, so the cumulative counts are exact (2^19 ns: 1..524 us). */
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_count{feed=\"alpha\"}") == 1000);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_sum{feed=\"alpha\"}") == 0.5005);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le="
+	                        "\"0.000524288\"}") == 524);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le="
+	                        "\"+Inf\"}") == 1000);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_max_seconds{feed=\"alpha\"}") == 0.001);
 	assert_true(prom_get(p, "uringfeed_ring_sequence{feed=\"alpha\",ring=\"alpha_ring\"}") ==
 	            777);
-	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot="
-	                        "\"0\",pid=\"100\",tag=\"tail\"}") == 77);
+	assert_true(prom_get(p, "uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
+	                        "consumer=\"tail/0\",pid=\"100\"}") == 77);
 	/* The consumer's tag had a quote: escaped on the wire, unescaped by the parser. */
-	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot="
-	                        "\"3\",pid=\"101\",tag=\"risk\"x\"}") == 0);
+	assert_true(prom_get(p, "uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
+	                        "consumer=\"risk\"x/3\",pid=\"101\"}") == 0);
 	assert_true(prom_get(p, "uringfeed_config_reloads_total") == 3);
 	free(r.body);
 	free(p);
