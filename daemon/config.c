@@ -429,7 +429,9 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	    (r = uf_cj_u32(c, jf, "sqpoll_idle_ms", 0, 60000, UF_CFG_DEFAULT_SQPOLL_IDLE_MS,
 	                   &f->sqpoll_idle_ms)) ||
 	    (r = uf_cj_int(c, jf, "numa_node", -1, 1023, UF_CFG_DEFAULT_NUMA_NODE, &node)) ||
-	    (r = uf_cj_bool(c, jf, "stage_timing", UF_CFG_DEFAULT_STAGE_TIMING, &timing)))
+	    (r = uf_cj_bool(c, jf, "stage_timing", UF_CFG_DEFAULT_STAGE_TIMING, &timing)) ||
+	    (r = uf_cj_u32(c, jf, "stage_timing_every", 1, 65536, UF_FEED_STAGE_EVERY_DEFAULT,
+	                   &f->stage_timing_every)))
 		return r;
 	f->no_stage_timing = !timing;
 	if (node >= 0 && !(c->flags & UF_CFG_NO_HOST_CHECKS) && !uf_place_node_usable((int)node))

@@ -24,10 +24,21 @@
 
 #define UF_FEED_DROPS_POLL_NS 100000000ull /* idle: re-read the sockets' drop totals */
 
-/* Feed thread: one stage sample (timing on). */
+/* Feed thread: one stage sample between two ticks (a timed packet). */
 static inline void uf_feed_stage(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
 {
-	uf_lat_record(&f->stats.stages[st], (int64_t)(to - from));
+	uf_lat_record(&f->stats.stages[st], (int64_t)uf_tick_ns(&f->clock, to - from));
+}
+
+/* Wall time of tick `t` from the batch's anchor. An anchor older than a millisecond (idle
+ * loops with a gap open, a filter change) is renewed first: one CLOCK_REALTIME read. */
+static inline uint64_t uf_feed_realtime(struct uf_feed *f, uint64_t t)
+{
+	if (UF_UNLIKELY(uf_tick_ns(&f->clock, t - f->clock.anchor_ticks) > 1000000)) {
+		uf_tick_anchor(&f->clock);
+		return f->clock.anchor_rt;
+	}
+	return uf_tick_realtime(&f->clock, t);
 }
 
 /* Hands the records of the current packet to the sink (one publish, then the image
@@ -44,16 +55,23 @@ static void uf_feed_flush(struct uf_feed *f)
 			uf_stat_add(&f->stats.image_errors, 1);
 		uf_stat_add(&f->stats.records, f->nrec);
 		f->nrec = 0;
-		timed = f->timing;
+		timed = f->timed;
 	}
 	if (f->lat_msgs || timed) {
-		uint64_t now = uf_now_realtime_ns();
+		/* Timing off: one CLOCK_REALTIME read. On: one tick, wall time from the anchor. */
+		uint64_t tk = 0, now;
+		if (f->timed) {
+			tk = uf_tick_now(&f->clock);
+			now = uf_feed_realtime(f, tk);
+		} else {
+			now = uf_now_realtime_ns();
+		}
 		if (f->lat_msgs && f->lat_rx)
 			uf_lat_record_n(&f->stats.latency, (int64_t)(now - f->lat_rx), f->lat_msgs);
 		if (timed) {
 			if (f->t_mark)
-				uf_feed_stage(f, UF_STAGE_RING, f->t_mark, f->sink.published_ns);
-			uf_feed_stage(f, UF_STAGE_IMAGE, f->sink.published_ns, now);
+				uf_feed_stage(f, UF_STAGE_RING, f->t_mark, f->sink.published_tick);
+			uf_feed_stage(f, UF_STAGE_IMAGE, f->sink.published_tick, tk);
 		}
 		f->lat_msgs = 0;
 		f->t_mark = 0; /* the next records' ring stage starts at their books stage */
@@ -121,8 +139,8 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 	/* Stage timing: arbitration ends here for the packet being received (not for queued
 	 * packets the arbiter releases later: they were timed into its queue). */
 	uint64_t t_dec = 0;
-	if (f->timing) {
-		t_dec = uf_now_realtime_ns();
+	if (f->timed) {
+		t_dec = uf_tick_now(&f->clock);
 		if (f->arb_pending && f->t_mark)
 			uf_feed_stage(f, UF_STAGE_ARBITRATION, f->t_mark, t_dec);
 		f->arb_pending = 0;
@@ -131,8 +149,8 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 	if (UF_LIKELY(pkt->count <= UF_DECODE_FUSED_MAX) &&
 	    uf_decode_walk_fused(&w, f->msgs, f->msg_rc) == UF_MOLD_DATA) {
 		uint64_t t_books = 0;
-		if (f->timing) {
-			t_books = uf_now_realtime_ns();
+		if (f->timed) {
+			t_books = uf_tick_now(&f->clock);
 			uf_feed_stage(f, UF_STAGE_DECODE, t_dec, t_books);
 		}
 		uint32_t run = skip;
@@ -146,8 +164,8 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 			}
 		}
 		uf_feed_apply_run(f, f->msgs + run, pkt->count - run, pkt->seq + run, rx_ns);
-		if (f->timing) {
-			f->t_mark = uf_now_realtime_ns();
+		if (f->timed) {
+			f->t_mark = uf_tick_now(&f->clock);
 			uf_feed_stage(f, UF_STAGE_BOOKS, t_books, f->t_mark);
 		}
 		return;
@@ -178,8 +196,8 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		}
 	}
 	uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
-	if (f->timing) {
-		f->t_mark = uf_now_realtime_ns();
+	if (f->timed) {
+		f->t_mark = uf_tick_now(&f->clock);
 		uf_feed_stage(f, UF_STAGE_BOOKS, t_dec, f->t_mark);
 	}
 }
@@ -244,13 +262,20 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 {
 	struct uf_mold_packet mp;
 	unsigned src = p->src;
-	uint64_t t0 = 0;
-	if (f->timing) {
-		t0 = uf_now_realtime_ns();
+	uint64_t t0 = 0; /* wall time the packet was taken (timed packets), 0 = unknown */
+	/* Stage timing samples one packet in sample_every (config "stage_timing_every"): its clock reads cost more than the
+	 * rest of a small packet's bookkeeping (stage_cost_bench), a sample keeps them off the
+	 * others. The anchor pairs wall time with the tick for this packet's conversions. */
+	if (f->timing && --f->sample_left == 0) {
+		f->sample_left = f->sample_every;
+		uf_tick_anchor(&f->clock);
+		t0 = f->clock.anchor_rt;
 		if (p->rx_ns)
-			uf_feed_stage(f, UF_STAGE_RECEIVE, p->rx_ns, t0);
-		f->t_mark = t0;
+			uf_lat_record(&f->stats.stages[UF_STAGE_RECEIVE], (int64_t)(t0 - p->rx_ns));
+		f->t_mark = f->clock.anchor_ticks;
 		f->arb_pending = 1;
+		f->timed = 1;
+		f->sink.clock = &f->clock;
 	}
 	uf_stat_add(&f->stats.packets, 1);
 	uf_stat_add(&f->stats.bytes, p->len);
@@ -279,8 +304,12 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		uf_stat_add(&f->stats.lines[src].messages, mp.count);
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
-	f->arb_pending = 0;
-	f->t_mark = 0;
+	if (f->timed) {
+		f->arb_pending = 0;
+		f->t_mark = 0;
+		f->timed = 0;
+		f->sink.clock = NULL;
+	}
 }
 
 static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
@@ -393,7 +422,15 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	}
 	f->backend = f->ig.backend;
 	f->timing = !f->cfg.no_stage_timing;
-	f->sink.timing = f->timing;
+	f->sample_every =
+	    f->cfg.stage_timing_every ? f->cfg.stage_timing_every : UF_FEED_STAGE_EVERY_DEFAULT;
+	f->sample_left = 1; /* the first packet is timed */
+	f->timed = 0;
+	f->sink.clock = NULL;
+	if (f->timing) {
+		uf_tick_init(&f->clock, 20000000); /* 20 ms, once per run: cold */
+		uf_tick_anchor(&f->clock);
+	}
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));

@@ -7,7 +7,6 @@
 
 #include "common/uf_compiler.h"
 #include "common/uf_err.h"
-#include "common/uf_time.h"
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
 
@@ -126,8 +125,8 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 	if (n == 0)
 		return 0;
 	uint64_t seq = uf_sink_publish(s, recs, n, &first);
-	if (s->timing)
-		s->published_ns = uf_now_realtime_ns(); /* stage boundary ring | image */
+	if (s->clock)
+		s->published_tick = uf_tick_now(s->clock); /* stage boundary ring | image */
 	uf_sink_batch_begin(s, &first);
 	for (size_t i = 0; i < n; i++) {
 		const struct uf_record *r = &recs[i];
