@@ -263,9 +263,10 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	struct uf_mold_packet mp;
 	unsigned src = p->src;
 	uint64_t t0 = 0; /* wall time the packet was taken (timed packets), 0 = unknown */
-	/* Stage timing samples one packet in sample_every (config "stage_timing_every"): its clock reads cost more than the
-	 * rest of a small packet's bookkeeping (stage_cost_bench), a sample keeps them off the
-	 * others. The anchor pairs wall time with the tick for this packet's conversions. */
+	/* Stage timing samples one packet in sample_every (config "stage_timing_every"): its clock
+	 * reads cost more than the rest of a small packet's bookkeeping (stage_cost_bench), a
+	 * sample keeps them off the others. The anchor pairs wall time with the tick for this
+	 * packet's conversions. */
 	if (f->timing && --f->sample_left == 0) {
 		f->sample_left = f->sample_every;
 		uf_tick_anchor(&f->clock);
