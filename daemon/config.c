@@ -400,9 +400,11 @@ out:
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {
-	    "name",      "protocol",     "backend",      "cpu",  "sqpoll_cpu", "sqpoll_idle_ms",
-	    "numa_node", "lines",        "recovery",     "ring", "book",       "buffers",
-	    "symbols",   "symbols_file", "stage_timing", NULL};
+	    "name",       "protocol",       "backend",      "cpu",
+	    "sqpoll_cpu", "sqpoll_idle_ms", "numa_node",    "lines",
+	    "recovery",   "ring",           "book",         "buffers",
+	    "symbols",    "symbols_file",   "stage_timing", "stage_timing_every",
+	    NULL};
 	char backend[32];
 	int64_t node;
 	int timing;
