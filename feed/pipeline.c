@@ -428,10 +428,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	f->sample_left = 1; /* the first packet is timed */
 	f->timed = 0;
 	f->sink.clock = NULL;
-	if (f->timing) {
-		uf_tick_init(&f->clock, 20000000); /* 20 ms, once per run: cold */
-		uf_tick_anchor(&f->clock);
-	}
+	if (f->timing)
+		uf_tick_anchor(&f->clock); /* calibrated by uf_feed_create */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
