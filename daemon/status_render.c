@@ -562,9 +562,16 @@ int uf_status_line_silent(const struct uf_status_feed *f, int l, uint64_t now_ns
                           uint64_t silence_ns, uint64_t *age_ns)
 {
 	uint64_t t = f->stats.line_last_rx_ns[l];
+	uint64_t since = f->stats.session_start_ns;
 	*age_ns = t ? (now_ns > t ? now_ns - t : 0) : UINT64_MAX;
 	if (f->stats.sessions == 0 || f->stats.session_ended)
 		return 0; /* outside the session silence is normal */
+	/* Quiet since the session started (or since before it) counts from its start: the
+	 * other line may simply have been a few microseconds first. */
+	if (since && (!t || t < since)) {
+		*age_ns = UINT64_MAX; /* nothing this session */
+		return (now_ns > since ? now_ns - since : 0) > silence_ns;
+	}
 	return *age_ns > silence_ns;
 }
 

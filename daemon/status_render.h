@@ -106,8 +106,9 @@ char *uf_status_render_ready(const struct uf_status_snapshot *snap, unsigned *co
 int uf_status_feed_not_ready(const struct uf_status_snapshot *snap, int i, char *out, size_t len);
 
 /* 1 when line `l` of `f` is silent at `now_ns`: the session runs (started, end not reached)
- * and the line's last packet is older than `silence_ns` or it had none. *age_ns gets the
- * time since its last packet (UINT64_MAX: none yet). */
+ * and the line's last packet is older than `silence_ns`, or it had none since the session
+ * started more than `silence_ns` ago. *age_ns gets the time since its last packet
+ * (UINT64_MAX: none this session). */
 int uf_status_line_silent(const struct uf_status_feed *f, int l, uint64_t now_ns,
                           uint64_t silence_ns, uint64_t *age_ns);
 

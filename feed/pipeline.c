@@ -377,6 +377,7 @@ static inline void uf_feed_sync_gauges(struct uf_feed *f)
 		uf_store_relaxed_u64(&f->stats.session_ended, ended);
 	if (UF_UNLIKELY(f->stats.sessions != f->seen_sessions)) {
 		f->seen_sessions = f->stats.sessions;
+		uf_store_relaxed_u64(&f->stats.session_start_ns, uf_now_realtime_ns()); /* cold */
 		uf_feed_stats_set_session(&f->stats, f->arb.session, UF_MOLD_SESSION_LEN);
 	}
 }

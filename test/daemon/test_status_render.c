@@ -294,6 +294,18 @@ static void test_status_ready_decides_from_the_snapshot(void **state)
 	expect_ready(s, 503,
 	             "feed nq: line A has received nothing this session\n"
 	             "feed nq: line B silent for 2.5 s (limit 2.0 s)\n");
+	/* A line without a packet this session gets the grace period from the session start:
+	 * the other line may just have been first. The same for a packet of an old session. */
+	f->stats.line_last_rx_ns[1] = NOW_NS - 1000000;
+	f->stats.session_start_ns = NOW_NS - 500000000ull;
+	expect_ready(s, 200, "ready: 1 feed\n");
+	f->stats.line_last_rx_ns[0] = NOW_NS - 9000000000ull; /* before this session */
+	expect_ready(s, 200, "ready: 1 feed\n");
+	f->stats.session_start_ns = NOW_NS - 3000000000ull;
+	expect_ready(s, 503, "feed nq: line A has received nothing this session\n");
+	f->stats.line_last_rx_ns[0] = 0;
+	f->stats.line_last_rx_ns[1] = NOW_NS - 2500000000ull;
+	f->stats.session_start_ns = 0;
 	/* After the end of session silence is normal. */
 	f->stats.session_ended = 1;
 	expect_ready(s, 200, "ready: 1 feed\n");
