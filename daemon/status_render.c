@@ -626,7 +626,7 @@ int uf_status_feed_not_ready(const struct uf_status_snapshot *snap, int i, char 
 
 char *uf_status_render_ready(const struct uf_status_snapshot *snap, unsigned *code)
 {
-	size_t len = 4096;
+	size_t len = 16384;
 	char *out = calloc(1, len);
 	int bad = 0;
 
