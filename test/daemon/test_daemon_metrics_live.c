@@ -228,6 +228,11 @@ static void test_live_metrics_ready_and_event_log(void **state)
 	assert_int_equal(get(probe, "/ready", &body), 503);
 	assert_string_equal(body, "feed live: no data received yet\n");
 	assert_int_equal(get(probe, "/health", &body), 200);
+	assert_int_equal(get(port, "/metrics", &body), 200); /* empty histograms, NaN ages */
+	check_promtool(body);
+	assert_non_null(
+	    strstr(body, "uringfeed_line_last_packet_age_seconds{feed=\"live\",line=\"B\"} NaN\n"));
+	assert_true(series(body, "uringfeed_ready{feed=\"live\"}") == 0);
 
 	char dst[64];
 	snprintf(dst, sizeof(dst), "%s:%d", ga, port_a);
