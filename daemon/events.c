@@ -89,14 +89,14 @@ static void feed_lines(struct uf_events *ev, const struct uf_status_snapshot *sn
 }
 
 static void feed_consumers(struct uf_events *ev, const struct uf_status_feed *f,
-                           struct uf_events_feed *p, uint64_t now, int log)
+                           struct uf_events_feed *p, uint64_t now)
 {
 	const struct uf_status_ring *r = &f->ring;
 	int n = !r->present                               ? 0
 	        : r->nconsumers < UF_STATUS_MAX_CONSUMERS ? r->nconsumers
 	                                                  : UF_STATUS_MAX_CONSUMERS;
 	/* Gone: in the previous table, not in this one (same slot and pid). */
-	for (int j = 0; j < p->nconsumers && log; j++) {
+	for (int j = 0; j < p->nconsumers; j++) {
 		int found = 0;
 		for (int i = 0; i < n && !found; i++)
 			found = r->consumers[i].slot == p->consumers[j].slot &&
@@ -107,7 +107,7 @@ static void feed_consumers(struct uf_events *ev, const struct uf_status_feed *f,
 			               p->consumers[j].tag, (int)p->consumers[j].pid,
 			               p->consumers[j].slot);
 	}
-	for (int i = 0; i < n && log; i++) {
+	for (int i = 0; i < n; i++) {
 		const struct uf_status_consumer *c = &r->consumers[i];
 		int j = 0;
 		while (j < p->nconsumers &&
@@ -146,10 +146,9 @@ void uf_events_tick(struct uf_events *ev, const struct uf_status_snapshot *snap,
 		struct uf_events_feed *p = &ev->feeds[i];
 		feed_counters(ev, f, p, now_ns);
 		feed_lines(ev, snap, f, p, now_ns);
-		/* Consumers already attached at the first tick are the baseline, not news. */
-		feed_consumers(ev, f, p, now_ns, ev->primed);
+		/* The daemon created the ring: every consumer in it attached since the start. */
+		feed_consumers(ev, f, p, now_ns);
 	}
-	ev->primed = 1;
 }
 
 void uf_events_reaped(struct uf_events *ev, const char *feed, int n, uint64_t now_ns)

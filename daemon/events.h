@@ -45,7 +45,6 @@ struct uf_events_feed {
 };
 
 struct uf_events {
-	int primed;                             /* a first snapshot was seen */
 	struct uf_log_limit limit[UF_EV_COUNT]; /* one bucket per kind */
 	struct uf_events_feed feeds[UF_CFG_MAX_FEEDS];
 };
@@ -54,8 +53,8 @@ struct uf_events {
 void uf_events_init(struct uf_events *ev);
 
 /* Diffs `snap` against the previous tick and logs the changes; `now_ns` is CLOCK_MONOTONIC
- * (the buckets' clock). The first call logs what is already notable (silent lines, stale
- * books are not events) and records the rest as the baseline. */
+ * (the buckets' clock). The first call diffs against zero: everything counted since the
+ * start (sessions, gaps, consumers that attached) is news. */
 void uf_events_tick(struct uf_events *ev, const struct uf_status_snapshot *snap, uint64_t now_ns);
 
 /* `n` consumer slots of feed `feed` were freed because their processes had exited. */
