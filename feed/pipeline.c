@@ -27,6 +27,12 @@
 /* Feed thread: one stage sample between two ticks (a timed packet). */
 static inline void uf_feed_stage(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
 {
+	/* A tick going backwards (a TSC read on another CPU after a migration) is a clock
+	 * artefact, not a duration: counted as negative, kept out of the buckets. */
+	if (UF_UNLIKELY(to < from)) {
+		uf_stat_add(&f->stats.stages[st].negative, 1);
+		return;
+	}
 	uf_lat_record(&f->stats.stages[st], (int64_t)uf_tick_ns(&f->clock, to - from));
 }
 
