@@ -479,10 +479,14 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
 			uf_arb_tick(&f->arb, uf_now_mono_ns(), n < UF_INGEST_BATCH);
 			uf_feed_flush(f); /* a give-up may have delivered queued packets */
+			uf_feed_sync_pub_stats(
+			    f); /* ... whose book errors no later batch may sync */
 			uf_feed_sync_gauges(f);
 		}
 	}
 	uf_feed_flush(f);
+	uf_feed_sync_pub_stats(f);
+	uf_feed_sync_gauges(f);
 	uf_feed_read_kernel_drops(f);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;
