@@ -399,12 +399,15 @@ out:
 
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"name",       "protocol",       "backend",   "cpu",
-	                                   "sqpoll_cpu", "sqpoll_idle_ms", "numa_node", "lines",
-	                                   "recovery",   "ring",           "book",      "buffers",
-	                                   "symbols",    "symbols_file",   NULL};
+	static const char *const keys[] = {
+	    "name",       "protocol",       "backend",      "cpu",
+	    "sqpoll_cpu", "sqpoll_idle_ms", "numa_node",    "lines",
+	    "recovery",   "ring",           "book",         "buffers",
+	    "symbols",    "symbols_file",   "stage_timing", "stage_timing_every",
+	    NULL};
 	char backend[32];
 	int64_t node;
+	int timing;
 	int r;
 
 	if ((r = uf_cj_check_keys(c, jf, keys)) ||
@@ -427,8 +430,12 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	    (r = get_cpu(c, jf, "sqpoll_cpu", &f->sqpoll_cpu)) ||
 	    (r = uf_cj_u32(c, jf, "sqpoll_idle_ms", 0, 60000, UF_CFG_DEFAULT_SQPOLL_IDLE_MS,
 	                   &f->sqpoll_idle_ms)) ||
-	    (r = uf_cj_int(c, jf, "numa_node", -1, 1023, UF_CFG_DEFAULT_NUMA_NODE, &node)))
+	    (r = uf_cj_int(c, jf, "numa_node", -1, 1023, UF_CFG_DEFAULT_NUMA_NODE, &node)) ||
+	    (r = uf_cj_bool(c, jf, "stage_timing", UF_CFG_DEFAULT_STAGE_TIMING, &timing)) ||
+	    (r = uf_cj_u32(c, jf, "stage_timing_every", 1, 65536, UF_FEED_STAGE_EVERY_DEFAULT,
+	                   &f->stage_timing_every)))
 		return r;
+	f->no_stage_timing = !timing;
 	if (node >= 0 && !(c->flags & UF_CFG_NO_HOST_CHECKS) && !uf_place_node_usable((int)node))
 		return uf_cj_fail(c, "numa_node",
 		                  "NUMA node %" PRId64 " does not exist (highest: %d; -1 = "
@@ -504,10 +511,11 @@ static int check_feeds_apart(struct uf_cj *c, struct uf_config *cfg)
 static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 {
 	static const char *const keys[] = {"status", "log", "feeds", NULL};
-	static const char *const status_keys[] = {"listen", "enabled", NULL};
-	static const char *const log_keys[] = {"level", NULL};
+	static const char *const status_keys[] = {"listen", "enabled", "probe_listen",
+	                                          "ready_silence_ms", NULL};
+	static const char *const log_keys[] = {"level", "journal", NULL};
 	json_t *js, *jl, *jf;
-	char level[16], b[80];
+	char level[16], b[80], probe[64], journal[16];
 	size_t save;
 	int r;
 
@@ -528,6 +536,16 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 	if (!r)
 		r = uf_cj_bool(c, js, "enabled", UF_CFG_DEFAULT_STATUS_ENABLED,
 		               &cfg->status_enabled);
+	if (!r)
+		r = uf_cj_u32(c, js, "ready_silence_ms", 1, 3600000,
+		              UF_CFG_DEFAULT_READY_SILENCE_MS, &cfg->ready_silence_ms);
+	if (!r)
+		r = uf_cj_str(c, js, "probe_listen", UF_CFG_DEFAULT_STATUS_PROBE_LISTEN, probe,
+		              sizeof(probe));
+	if (!r && probe[0]) {
+		r = uf_cj_hostport(c, js, "probe_listen", NULL, UF_CJ_LOCAL, 0, &cfg->probe_listen);
+		cfg->probe_enabled = 1;
+	}
 	json_decref(js);
 	uf_cj_pop(c, save);
 	if (r)
@@ -544,6 +562,12 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 		r = uf_cj_fail(c, "level",
 		               "\"%s\" is not one of \"error\", \"warn\", \"info\", \"debug\"",
 		               level);
+	if (!r)
+		r = uf_cj_str(c, jl, "journal", UF_CFG_DEFAULT_LOG_JOURNAL, journal,
+		              sizeof(journal));
+	if (!r && (cfg->log_journal = uf_log_journal_parse(journal)) < 0)
+		r = uf_cj_fail(c, "journal", "\"%s\" is not one of \"auto\", \"always\", \"never\"",
+		               journal);
 	json_decref(jl);
 	uf_cj_pop(c, save);
 	if (r)

@@ -14,6 +14,7 @@
 
 #include "common/uf_atomic.h"
 #include "common/uf_time.h"
+#include "daemon/events.h"
 #include "daemon/log.h"
 #include "daemon/placement.h"
 #include "daemon/status.h"
@@ -51,6 +52,8 @@ struct uf_daemon {
 	const char *version;             /* uringfeed version */
 	struct uf_status_server *status; /* HTTP endpoint, NULL when disabled */
 	pid_t pid;                       /* our pid, for the wake-up signal */
+	struct uf_events events;         /* event log lines (main loop thread only) */
+	struct uf_status_snapshot *tick; /* the main loop's snapshot for uf_events_tick */
 };
 
 /* One summary line per feed: what --check-config prints and what the daemon logs at start. */
@@ -143,8 +146,7 @@ static void reap_consumers(struct uf_daemon *d)
 		struct uf_ring *r = d->slots[i].feed ? uf_feed_ring(d->slots[i].feed) : NULL;
 		int n = r ? uf_ring_reap(r) : 0;
 		if (n > 0)
-			uf_log_info("feed %s: freed %d consumer slot%s of exited processes",
-			            d->slots[i].cfg->name, n, n == 1 ? "" : "s");
+			uf_events_reaped(&d->events, d->slots[i].cfg->name, n, uf_now_mono_ns());
 	}
 }
 
@@ -158,6 +160,7 @@ static int fill_status(void *arg, struct uf_status_snapshot *snap)
 	snap->now_ns = uf_now_realtime_ns();
 	snprintf(snap->config, sizeof(snap->config), "%s", d->cfg.path);
 	snap->reloads = uf_load_relaxed_u64(&d->reloads);
+	snap->ready_silence_ns = (uint64_t)d->cfg.ready_silence_ms * 1000000ull;
 	snap->nfeeds = d->cfg.nfeeds;
 	for (int i = 0; i < d->cfg.nfeeds; i++) {
 		struct feed_slot *s = &d->slots[i];
@@ -360,6 +363,15 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 		return EXIT_CONFIG;
 	}
 	uf_log_set_level(log_level >= 0 ? log_level : d->cfg.log_level);
+	uf_log_set_journal(d->cfg.log_journal); /* "<N>" priorities when stderr is the journal */
+	uf_events_init(&d->events);
+	d->tick = calloc(1, sizeof(*d->tick));
+	if (!d->tick) {
+		fprintf(stderr, "uringfeed: out of memory\n");
+		uf_config_free(&d->cfg);
+		free(d);
+		return EXIT_RUNTIME;
+	}
 	uf_feed_set_log(feed_log, NULL); /* before any feed exists: the hook is read unlocked */
 	d->version = version;
 	d->pid = getpid();
@@ -399,6 +411,12 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 		code = EXIT_RUNTIME;
 		goto out_destroy;
 	}
+	if (d->status && d->cfg.probe_enabled &&
+	    uf_status_start_probe(d->status, &d->cfg.probe_listen, err, sizeof(err)) != 0) {
+		uf_log_error("%s", err);
+		code = EXIT_RUNTIME;
+		goto out_destroy;
+	}
 	for (int i = 0; i < d->cfg.nfeeds; i++) {
 		struct feed_slot *s = &d->slots[i];
 		int r = pthread_create(&s->thread, NULL, feed_thread, s);
@@ -426,6 +444,10 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 		} else if (sig < 0 && ++ticks % 5 == 0) {
 			reap_consumers(d);
 		}
+		/* Events the feed threads counted since the last tick become log lines here. */
+		memset(d->tick, 0, sizeof(*d->tick));
+		fill_status(d, d->tick);
+		uf_events_tick(&d->events, d->tick, uf_now_mono_ns());
 		/* SIGUSR1 or the tick: a feed that left its loop on its own has failed. */
 		for (int i = 0; i < d->cfg.nfeeds && !stopping; i++) {
 			struct feed_slot *s = &d->slots[i];
@@ -466,6 +488,7 @@ out_destroy:
 	}
 	uf_log_info("stopped%s", code ? " after a failure" : " cleanly");
 	uf_config_free(&d->cfg);
+	free(d->tick);
 	free(d);
 	return code;
 }

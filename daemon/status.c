@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,13 +22,27 @@
 #include "common/uf_err.h"
 #include "daemon/log.h"
 
+/* Limits of the main endpoint: a client that opens connections and trickles bytes holds a
+ * slot until it goes quiet for CONN_TIMEOUT_S; PER_IP caps what one address can hold, so
+ * other addresses (Prometheus, the prober) keep room below CONN_LIMIT. The probe endpoint
+ * (/health and /ready only, its own thread and port) has small limits of its own: the
+ * main port can be flooded without taking liveness and readiness away. */
+#define MAIN_CONN_LIMIT      256
+#define MAIN_PER_IP_LIMIT    16
+#define MAIN_CONN_TIMEOUT_S  5
+#define PROBE_CONN_LIMIT     32
+#define PROBE_PER_IP_LIMIT   8
+#define PROBE_CONN_TIMEOUT_S 2
+
 struct uf_status_server {
-	struct MHD_Daemon *mhd; /* libmicrohttpd daemon with its own polling thread */
-	int fd;                 /* listening socket (ours: MHD closes it at stop) */
-	uint16_t port;          /* bound port, host order */
-	uf_status_fill_fn fill; /* owner's snapshot callback */
-	void *arg;              /* its argument */
-	uint64_t requests;      /* requests answered (HTTP thread writes, others read relaxed) */
+	struct MHD_Daemon *mhd;   /* libmicrohttpd daemon with its own polling thread */
+	struct MHD_Daemon *probe; /* the probe endpoint's daemon, NULL when not started */
+	int fd;                   /* listening socket (ours: MHD closes it at stop) */
+	uint16_t port;            /* bound port, host order */
+	uint16_t probe_port;      /* probe endpoint port, 0 when none */
+	uf_status_fill_fn fill;   /* owner's snapshot callback */
+	void *arg;                /* its argument */
+	uint64_t requests;        /* requests answered (HTTP thread writes, others read relaxed) */
 };
 
 /* ---- HTTP ---- */
@@ -65,13 +81,65 @@ static char *textf(const char *fmt, ...)
 	return s ? s : strdup("");
 }
 
+/* Process metrics from /proc (HTTP thread, cold): the fields Prometheus client libraries
+ * export as process_*. Leaves p->present 0 when /proc/self/stat cannot be read. */
+static void read_process(struct uf_status_process *p)
+{
+	char buf[1024];
+	unsigned long long utime, stime, start, vsize;
+	long long rss;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	FILE *fp = fopen("/proc/self/stat", "re");
+	size_t n;
+	char *q;
+
+	if (!fp)
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: fields start after the last ')'. */
+	q = strrchr(buf, ')');
+	if (!q || tck <= 0 ||
+	    sscanf(q + 2,
+	           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+	           "%llu %llu %lld",
+	           &utime, &stime, &start, &vsize, &rss) != 5)
+		return;
+	p->cpu_seconds = (double)(utime + stime) / (double)tck;
+	p->virtual_bytes = vsize;
+	p->resident_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
+	fp = fopen("/proc/stat", "re");
+	if (fp) {
+		unsigned long long btime = 0;
+		while (fgets(buf, sizeof(buf), fp))
+			if (sscanf(buf, "btime %llu", &btime) == 1)
+				break;
+		fclose(fp);
+		p->start_time_s = (double)btime + (double)start / (double)tck;
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		struct dirent *e;
+		uint64_t k = 0;
+		while ((e = readdir(d)))
+			k += e->d_name[0] != '.';
+		closedir(d);
+		p->open_fds = k > 0 ? k - 1 : 0; /* minus the directory's own fd */
+	}
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		p->max_fds = rl.rlim_cur == RLIM_INFINITY ? 0 : (uint64_t)rl.rlim_cur;
+	p->present = 1;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **req_cls)
 {
 	struct uf_status_server *s = cls;
 	struct uf_status_snapshot *snap;
-	enum { PAGE_INDEX, PAGE_STATUS, PAGE_METRICS, PAGE_HEALTH } page;
+	enum { PAGE_INDEX, PAGE_STATUS, PAGE_METRICS, PAGE_HEALTH, PAGE_READY } page;
 	unsigned code = MHD_HTTP_OK;
 	char *body;
 
@@ -87,12 +155,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		page = PAGE_METRICS;
 	else if (strcmp(url, "/health") == 0)
 		page = PAGE_HEALTH;
+	else if (strcmp(url, "/ready") == 0)
+		page = PAGE_READY;
 	else if (strcmp(url, "/") == 0)
 		page = PAGE_INDEX;
 	else
-		return reply(
-		    conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
-		    textf("404 not found: %.100s (try /status, /metrics or /health)\n", url), NULL);
+		return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
+		             textf("404 not found: %.100s (try /status, /metrics, /health or "
+		                   "/ready)\n",
+		                   url),
+		             NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
 		static const char *const known[] = {"POST",    "PUT",   "DELETE", "PATCH",
 		                                    "OPTIONS", "TRACE", "CONNECT"};
@@ -113,7 +185,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		             textf("uringfeed status endpoint\n"
 		                   "  GET /status   JSON: counters, latency, rings, consumers\n"
 		                   "  GET /metrics  Prometheus text format\n"
-		                   "  GET /health   200 when every feed runs, else 503\n"),
+		                   "  GET /health   200 when every feed runs, else 503\n"
+		                   "  GET /ready    200 when every feed has fresh data, else 503 "
+		                   "and why\n"),
 		             NULL);
 
 	snap = calloc(1, sizeof(*snap));
@@ -125,12 +199,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
 		             textf("503 status not available yet\n"), NULL);
 	}
+	if (page == PAGE_STATUS || page == PAGE_METRICS)
+		read_process(&snap->process);
 	switch (page) {
 	case PAGE_STATUS:
 		body = uf_status_render_json(snap);
 		break;
 	case PAGE_METRICS:
 		body = uf_status_render_prometheus(snap);
+		break;
+	case PAGE_READY:
+		body = uf_status_render_ready(snap, &code);
 		break;
 	default:
 		body = uf_status_render_health(snap, &code);
@@ -155,6 +234,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	             : page == PAGE_METRICS ? "text/plain; version=0.0.4; charset=utf-8"
 	                                    : "text/plain; charset=utf-8",
 	             body, NULL);
+}
+
+/* The probe endpoint: /health and /ready only (404 for the rest: /status and /metrics
+ * render tens of KiB, they belong on the main port). */
+static enum MHD_Result handle_probe(void *cls, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *version,
+                                    const char *upload_data, size_t *upload_data_size,
+                                    void **req_cls)
+{
+	if (strcmp(url, "/health") != 0 && strcmp(url, "/ready") != 0)
+		return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
+		             textf("404 not found: %.100s (the probe port serves /health and "
+		                   "/ready)\n",
+		                   url),
+		             NULL);
+	return handle(cls, conn, url, method, version, upload_data, upload_data_size, req_cls);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -208,7 +303,9 @@ int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void
 	s->mhd = MHD_start_daemon(
 	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 	    handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, s->fd,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAIN_CONN_LIMIT,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAIN_PER_IP_LIMIT,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MAIN_CONN_TIMEOUT_S,
 	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
 	if (!s->mhd) {
 		r = -EIO;
@@ -227,9 +324,52 @@ out_free:
 	return r;
 }
 
+int uf_status_start_probe(struct uf_status_server *s, const struct sockaddr_in *addr, char *err,
+                          size_t errlen)
+{
+	struct sockaddr_in bound;
+	socklen_t blen = sizeof(bound);
+	char host[INET_ADDRSTRLEN];
+	int one = 1, r;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_ntop(AF_INET, &addr->sin_addr, host, sizeof(host));
+	if (fd < 0)
+		return uf_err_rc(err, errlen, -errno, "status: probe socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0 || listen(fd, 16) != 0) {
+		r = uf_err_rc(err, errlen, -errno, "status: cannot listen on %s:%u (probe_listen)",
+		              host, ntohs(addr->sin_port));
+		close(fd);
+		return r;
+	}
+	getsockname(fd, (struct sockaddr *)&bound, &blen);
+	s->probe = MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    handle_probe, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
+	    fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)PROBE_CONN_LIMIT,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PROBE_PER_IP_LIMIT,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PROBE_CONN_TIMEOUT_S,
+	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
+	if (!s->probe) {
+		close(fd);
+		snprintf(err, errlen, "status: libmicrohttpd could not start on %s:%u (probe)",
+		         host, ntohs(bound.sin_port));
+		return -EIO;
+	}
+	s->probe_port = ntohs(bound.sin_port);
+	uf_log_info("status: probe endpoint http://%s:%u/health and /ready", host, s->probe_port);
+	return 0;
+}
+
 uint16_t uf_status_port(const struct uf_status_server *s)
 {
 	return s->port;
+}
+
+uint16_t uf_status_probe_port(const struct uf_status_server *s)
+{
+	return s->probe_port;
 }
 
 uint64_t uf_status_requests(const struct uf_status_server *s)
@@ -241,6 +381,8 @@ void uf_status_stop(struct uf_status_server *s)
 {
 	if (!s)
 		return;
+	if (s->probe)
+		MHD_stop_daemon(s->probe);
 	MHD_stop_daemon(s->mhd);
 	/* MHD_OPTION_LISTEN_SOCKET: the daemon closes a socket it was given at stop. */
 	free(s);

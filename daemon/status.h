@@ -5,7 +5,17 @@
  *   GET /metrics  the same numbers in the Prometheus text exposition format 0.0.4.
  *   GET /health   200 "ok: N feeds running" when every feed runs, else 503 listing the feeds
  *                 that do not (and why): for load balancers and systemd/k8s probes.
+ *   GET /ready    200 "ready: N feeds" when every feed has fresh data, else 503 with one
+ *                 line per reason: no data yet, a line silent past status.ready_silence_ms
+ *                 during the session, books stale, gap recovery in progress (pure decision:
+ *                 uf_status_feed_not_ready). /health stays the liveness check.
  *   GET /         a short plain-text index of the above.
+ *
+ * Slow clients: the main endpoint caps connections per client address and drops idle ones
+ * (limits in status.c), so one address that opens connections and trickles bytes cannot take
+ * the endpoint from the others. For probes that must answer whatever the main port suffers,
+ * uf_status_start_probe opens a second, small endpoint ("status.probe_listen", its own
+ * libmicrohttpd thread and limits) serving only /health and /ready.
  *   HEAD on each of these; other known methods 405 (with Allow), unknown ones 501, any other
  *   path 404; malformed HTTP (HTTP/1.1 without Host, broken header lines) gets 400 and an
  *   unsupported version 505 from libmicrohttpd itself (strict mode).
@@ -35,8 +45,17 @@ struct uf_status_server; /* opaque */
 int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void *arg,
                     struct uf_status_server **out, char *err, size_t errlen);
 
+/* Opens the probe endpoint on `addr` (port 0 = any): /health and /ready only, served by a
+ * second libmicrohttpd thread with its own connection budget. Returns 0, or -errno with a
+ * reason in `err` (the main endpoint keeps running). */
+int uf_status_start_probe(struct uf_status_server *s, const struct sockaddr_in *addr, char *err,
+                          size_t errlen);
+
 /* Port the server listens on (host order). */
 uint16_t uf_status_port(const struct uf_status_server *s);
+
+/* Port of the probe endpoint, 0 when it was not started. */
+uint16_t uf_status_probe_port(const struct uf_status_server *s);
 
 /* Requests that reached the handler (libmicrohttpd answers malformed HTTP itself). */
 uint64_t uf_status_requests(const struct uf_status_server *s);

@@ -97,6 +97,8 @@ static json_t *ring_json(const struct uf_status_ring *r, uint64_t now_ns)
 	return o;
 }
 
+static const char *session_label(const struct uf_status_feed *f, char *buf, size_t len);
+
 static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 {
 	json_t *o = json_object(), *dec = json_object(), *lines = json_array();
@@ -127,10 +129,23 @@ static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 			json_object_set_new(jl, line_counters[i].name,
 			                    json_integer((json_int_t)counter_at(
 			                        &f->stats.lines[l], &line_counters[i])));
+		uint64_t t = f->stats.line_last_rx_ns[l];
+		json_object_set_new(jl, "last_packet_age_s",
+		                    t ? json_real(now_ns > t ? (double)(now_ns - t) / 1e9 : 0.0)
+		                      : json_null());
 		json_array_append_new(lines, jl);
 	}
 	json_object_set_new(o, "lines", lines);
 	json_object_set_new(o, "latency_ns", latency_json(&f->stats.latency));
+	json_t *stages = json_object();
+	for (unsigned st = 0; st < UF_STAGE_COUNT; st++)
+		json_object_set_new(stages, uf_stage_name(st), latency_json(&f->stats.stages[st]));
+	json_object_set_new(o, "stages_ns", stages);
+	char sess[32];
+	json_object_set_new(o, "session", json_string(session_label(f, sess, sizeof(sess))));
+	json_object_set_new(o, "session_ended", json_boolean(f->stats.session_ended));
+	json_object_set_new(o, "recovering", json_boolean(f->stats.recovering));
+	json_object_set_new(o, "books_stale", json_integer((json_int_t)f->stats.books_stale));
 	if (f->ring.present)
 		json_object_set_new(o, "ring", ring_json(&f->ring, now_ns));
 	return o;
@@ -150,9 +165,28 @@ char *uf_status_render_json(const struct uf_status_snapshot *snap)
 	                                  ? (double)(snap->now_ns - snap->start_ns) / 1e9
 	                                  : 0.0));
 	json_object_set_new(root, "reloads", json_integer((json_int_t)snap->reloads));
-	for (int i = 0; i < snap->nfeeds && i < UF_CFG_MAX_FEEDS; i++)
-		json_array_append_new(feeds, feed_json(&snap->feeds[i], snap->now_ns));
+	for (int i = 0; i < snap->nfeeds && i < UF_CFG_MAX_FEEDS; i++) {
+		char why[1024] = "";
+		json_t *jf = feed_json(&snap->feeds[i], snap->now_ns);
+		json_t *reasons = json_array();
+		int n = uf_status_feed_not_ready(snap, i, why, sizeof(why));
+		for (char *line = why, *nl; *line && (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = '\0';
+			json_array_append_new(reasons, json_string(line));
+		}
+		json_object_set_new(jf, "ready", json_boolean(n == 0));
+		json_object_set_new(jf, "not_ready", reasons);
+		json_array_append_new(feeds, jf);
+	}
 	json_object_set_new(root, "feeds", feeds);
+	if (snap->process.present)
+		json_object_set_new(
+		    root, "process",
+		    json_pack("{s:f,s:I,s:I,s:I,s:I}", "cpu_seconds", snap->process.cpu_seconds,
+		              "resident_bytes", (json_int_t)snap->process.resident_bytes,
+		              "virtual_bytes", (json_int_t)snap->process.virtual_bytes, "open_fds",
+		              (json_int_t)snap->process.open_fds, "max_fds",
+		              (json_int_t)snap->process.max_fds));
 	out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(root);
 	return out;
@@ -237,10 +271,66 @@ static void family(struct tbuf *b, const char *name, const char *type, const cha
 	tb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, h, name, type);
 }
 
+/* Histogram bucket bounds of /metrics: powers of two nanoseconds, 64 ns .. 8.6 s. They are
+ * edges of the feed's log-linear buckets (uf_feed_stats.h), so each cumulative count is exact:
+ * the samples below 2^e ns. */
+#define PROM_LE_MIN_EXP 6
+#define PROM_LE_MAX_EXP 33
+
+/* One Prometheus histogram (in seconds) from a histogram copy; `labels` is the label list
+ * without braces, e.g. feed="x",stage="decode". _count is the sum of the buckets (the copy's
+ * counters are independent relaxed loads: this keeps +Inf == _count). */
+static void prom_hist(struct tbuf *b, const char *name, const char *labels,
+                      const struct uf_lat_hist *h)
+{
+	uint64_t cum = 0, total = 0;
+	unsigned i = 0;
+	for (unsigned k = 0; k < UF_LAT_NBUCKETS; k++)
+		total += h->buckets[k];
+	for (unsigned e = PROM_LE_MIN_EXP; e <= PROM_LE_MAX_EXP; e++) {
+		unsigned upto = uf_lat_bucket(1ull << e); /* first bucket at or above 2^e */
+		for (; i < upto; i++)
+			cum += h->buckets[i];
+		tb_printf(b, "%s_bucket{%s,le=\"%.9g\"} %" PRIu64 "\n", name, labels,
+		          (double)(1ull << e) / 1e9, cum);
+	}
+	tb_printf(b, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, total);
+	tb_printf(b, "%s_sum{%s} %.9f\n", name, labels, (double)h->sum_ns / 1e9);
+	tb_printf(b, "%s_count{%s} %" PRIu64 "\n", name, labels, total);
+}
+
+/* Consumer label: its tag and slot ("uf-tail/3"), unique per ring while it is attached. */
+static const char *consumer_label(const struct uf_status_consumer *c, char *buf, size_t len)
+{
+	char t[64];
+	snprintf(buf, len, "%s/%u", esc(c->tag[0] ? c->tag : "consumer", t, sizeof(t)), c->slot);
+	return buf;
+}
+
+static int ring_nconsumers(const struct uf_status_ring *r)
+{
+	if (!r->present)
+		return 0;
+	return r->nconsumers < UF_STATUS_MAX_CONSUMERS ? r->nconsumers : UF_STATUS_MAX_CONSUMERS;
+}
+
+/* The session name without MoldUDP64's space padding. */
+static const char *session_label(const struct uf_status_feed *f, char *buf, size_t len)
+{
+	char t[sizeof(f->stats.session)];
+	size_t n;
+	memcpy(t, f->stats.session, sizeof(t));
+	t[sizeof(t) - 1] = '\0';
+	n = strlen(t);
+	while (n && t[n - 1] == ' ')
+		t[--n] = '\0';
+	return esc(t, buf, len);
+}
+
 char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 {
 	struct tbuf b = {0};
-	char fe[128], le[128], re[128], tg[64];
+	char fe[128], le[128], re[128], cl[160], lab[512];
 	int nf = snap->nfeeds < UF_CFG_MAX_FEEDS ? snap->nfeeds : UF_CFG_MAX_FEEDS;
 
 	family(&b, "uringfeed_build_info", "gauge", "uringfeed version (value is always 1)");
@@ -259,6 +349,12 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 		          esc(f->name, fe, sizeof(fe)), esc(f->backend, le, sizeof(le)),
 		          uf_status_state_name(f->state), f->state == UF_STATUS_RUNNING);
 	}
+	family(&b, "uringfeed_ready", "gauge",
+	       "1 when the feed is ready (GET /ready lists the reasons when it is not)");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_ready{feed=\"%s\"} %d\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          uf_status_feed_not_ready(snap, i, NULL, 0) == 0);
 
 	/* Feed-wide counters, one family each; decode_* become one family with a kind label. */
 	for (size_t c = 0; c < NFEEDC; c++) {
@@ -297,37 +393,97 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 				          esc(snap->feeds[i].stats.line_names[l], le, sizeof(le)),
 				          counter_at(&snap->feeds[i].stats.lines[l], d));
 	}
-
-	family(&b, "uringfeed_wire_to_publish_ns", "summary",
-	       "kernel receive timestamp to records in the ring, nanoseconds");
+	family(&b, "uringfeed_line_last_packet_age_seconds", "gauge",
+	       "seconds since the line's last packet (kernel receive time); NaN before its first");
 	for (int i = 0; i < nf; i++) {
-		const struct uf_lat_hist *h = &snap->feeds[i].stats.latency;
-		static const double qs[] = {0.5, 0.99, 0.999};
-		esc(snap->feeds[i].name, fe, sizeof(fe));
-		for (size_t q = 0; q < sizeof(qs) / sizeof(qs[0]); q++)
-			tb_printf(
-			    &b,
-			    "uringfeed_wire_to_publish_ns{feed=\"%s\",quantile=\"%g\"} %" PRIu64
-			    "\n",
-			    fe, qs[q], uf_lat_quantile(h, qs[q]));
-		tb_printf(&b, "uringfeed_wire_to_publish_ns_sum{feed=\"%s\"} %" PRIu64 "\n", fe,
-		          h->sum_ns);
-		tb_printf(&b, "uringfeed_wire_to_publish_ns_count{feed=\"%s\"} %" PRIu64 "\n", fe,
-		          h->count);
+		const struct uf_status_feed *f = &snap->feeds[i];
+		for (int l = 0; l < feed_nlines(f); l++) {
+			uint64_t t = f->stats.line_last_rx_ns[l];
+			esc(f->name, fe, sizeof(fe));
+			esc(f->stats.line_names[l], le, sizeof(le));
+			if (!t)
+				tb_printf(&b,
+				          "uringfeed_line_last_packet_age_seconds{feed=\"%s\",line="
+				          "\"%s\"} NaN\n",
+				          fe, le);
+			else
+				tb_printf(&b,
+				          "uringfeed_line_last_packet_age_seconds{feed=\"%s\",line="
+				          "\"%s\"} %.6f\n",
+				          fe, le,
+				          snap->now_ns > t ? (double)(snap->now_ns - t) / 1e9
+				                           : 0.0);
+		}
 	}
-	family(&b, "uringfeed_wire_to_publish_max_ns", "gauge",
-	       "largest wire-to-publish latency since start, nanoseconds");
+
+	family(&b, "uringfeed_wire_to_publish_seconds", "histogram",
+	       "kernel receive timestamp to records in the ring and book image, per message");
+	for (int i = 0; i < nf; i++) {
+		snprintf(lab, sizeof(lab), "feed=\"%s\"", esc(snap->feeds[i].name, fe, sizeof(fe)));
+		prom_hist(&b, "uringfeed_wire_to_publish_seconds", lab,
+		          &snap->feeds[i].stats.latency);
+	}
+	family(&b, "uringfeed_wire_to_publish_max_seconds", "gauge",
+	       "largest wire-to-publish latency since start");
 	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_wire_to_publish_max_ns{feed=\"%s\"} %" PRIu64 "\n",
+		tb_printf(&b, "uringfeed_wire_to_publish_max_seconds{feed=\"%s\"} %.9f\n",
 		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          snap->feeds[i].stats.latency.max_ns);
+		          (double)snap->feeds[i].stats.latency.max_ns / 1e9);
+	family(&b, "uringfeed_wire_to_publish_negative_total", "counter",
+	       "samples with the publish time before the receive time (clock stepped), not in "
+	       "the histogram");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_wire_to_publish_negative_total{feed=\"%s\"} %" PRIu64 "\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          snap->feeds[i].stats.latency.negative);
+	family(&b, "uringfeed_stage_seconds", "histogram",
+	       "time per packet in each stage of the pipeline: receive, arbitration, decode, "
+	       "books, ring, image");
+	for (int i = 0; i < nf; i++)
+		for (unsigned st = 0; st < UF_STAGE_COUNT; st++) {
+			snprintf(lab, sizeof(lab), "feed=\"%s\",stage=\"%s\"",
+			         esc(snap->feeds[i].name, fe, sizeof(fe)), uf_stage_name(st));
+			prom_hist(&b, "uringfeed_stage_seconds", lab,
+			          &snap->feeds[i].stats.stages[st]);
+		}
+
+	family(&b, "uringfeed_books_stale", "gauge",
+	       "books flagged stale by an unrecovered gap (until the next session)");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_books_stale{feed=\"%s\"} %" PRIu64 "\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          snap->feeds[i].stats.books_stale);
+	family(&b, "uringfeed_session_info", "gauge",
+	       "current MoldUDP64 session (value is always 1; absent before the first packet)");
+	for (int i = 0; i < nf; i++)
+		if (snap->feeds[i].stats.session[0])
+			tb_printf(&b, "uringfeed_session_info{feed=\"%s\",session=\"%s\"} 1\n",
+			          esc(snap->feeds[i].name, fe, sizeof(fe)),
+			          session_label(&snap->feeds[i], le, sizeof(le)));
+	family(&b, "uringfeed_session_ended", "gauge",
+	       "1 once the current session's end of session was reached");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_session_ended{feed=\"%s\"} %" PRIu64 "\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          snap->feeds[i].stats.session_ended);
+	family(&b, "uringfeed_recovery_in_progress", "gauge",
+	       "1 while a gap is open (waiting for the other line or re-requesting)");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_recovery_in_progress{feed=\"%s\"} %" PRIu64 "\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          snap->feeds[i].stats.recovering);
+	family(&b, "uringfeed_snapshot_in_progress", "gauge",
+	       "1 while a snapshot recovery runs (always 0: no snapshot source yet)");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_snapshot_in_progress{feed=\"%s\"} 0\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)));
 
 	/* Rings: gauges (the sequence restarts with a new generation). */
 	static const struct {
 		const char *name, *help;
 	} ringm[] = {
 	    {"uringfeed_ring_sequence", "records published to the ring so far (next sequence)"},
-	    {"uringfeed_ring_capacity", "ring capacity in records"},
+	    {"uringfeed_ring_capacity_records", "ring capacity in records"},
 	    {"uringfeed_ring_closed", "1 once the ring is marked closed for consumers"},
 	    {"uringfeed_ring_consumers", "consumers registered on the ring"},
 	};
@@ -346,20 +502,50 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 			          esc(r->name, re, sizeof(re)), v);
 		}
 	}
-	family(&b, "uringfeed_consumer_lag", "gauge",
-	       "records published that the consumer has not read");
-	for (int i = 0; i < nf; i++) {
-		const struct uf_status_ring *r = &snap->feeds[i].ring;
-		int n = r->nconsumers < UF_STATUS_MAX_CONSUMERS ? r->nconsumers
-		                                                : UF_STATUS_MAX_CONSUMERS;
-		for (int c = 0; r->present && c < n; c++)
-			tb_printf(&b,
-			          "uringfeed_consumer_lag{feed=\"%s\",ring=\"%s\",slot=\"%u\",pid="
-			          "\"%d\",tag=\"%s\"} %" PRIu64 "\n",
-			          esc(snap->feeds[i].name, fe, sizeof(fe)),
-			          esc(r->name, re, sizeof(re)), r->consumers[c].slot,
-			          (int)r->consumers[c].pid,
-			          esc(r->consumers[c].tag, tg, sizeof(tg)), r->consumers[c].lag);
+	static const struct {
+		const char *name, *type, *help;
+	} consm[] = {
+	    {"uringfeed_consumer_lag_records", "gauge",
+	     "records published that the consumer has not read"},
+	    {"uringfeed_consumer_lost_records_total", "counter",
+	     "records the consumer lost because the producer lapped it"},
+	    {"uringfeed_consumer_laps_total", "counter", "times the producer lapped the consumer"},
+	};
+	for (size_t m = 0; m < sizeof(consm) / sizeof(consm[0]); m++) {
+		family(&b, consm[m].name, consm[m].type, consm[m].help);
+		for (int i = 0; i < nf; i++) {
+			const struct uf_status_ring *r = &snap->feeds[i].ring;
+			for (int c = 0; c < ring_nconsumers(r); c++) {
+				const struct uf_status_consumer *k = &r->consumers[c];
+				uint64_t v = m == 0 ? k->lag : m == 1 ? k->lost : k->laps;
+				tb_printf(&b,
+				          "%s{feed=\"%s\",ring=\"%s\",consumer=\"%s\",pid=\"%d\"} "
+				          "%" PRIu64 "\n",
+				          consm[m].name, esc(snap->feeds[i].name, fe, sizeof(fe)),
+				          esc(r->name, re, sizeof(re)),
+				          consumer_label(k, cl, sizeof(cl)), (int)k->pid, v);
+			}
+		}
+	}
+
+	if (snap->process.present) {
+		const struct uf_status_process *p = &snap->process;
+		family(&b, "process_cpu_seconds_total", "counter",
+		       "Total user and system CPU time spent in seconds.");
+		tb_printf(&b, "process_cpu_seconds_total %.3f\n", p->cpu_seconds);
+		family(&b, "process_resident_memory_bytes", "gauge",
+		       "Resident memory size in bytes.");
+		tb_printf(&b, "process_resident_memory_bytes %" PRIu64 "\n", p->resident_bytes);
+		family(&b, "process_virtual_memory_bytes", "gauge",
+		       "Virtual memory size in bytes.");
+		tb_printf(&b, "process_virtual_memory_bytes %" PRIu64 "\n", p->virtual_bytes);
+		family(&b, "process_start_time_seconds", "gauge",
+		       "Start time of the process since unix epoch in seconds.");
+		tb_printf(&b, "process_start_time_seconds %.3f\n", p->start_time_s);
+		family(&b, "process_open_fds", "gauge", "Number of open file descriptors.");
+		tb_printf(&b, "process_open_fds %" PRIu64 "\n", p->open_fds);
+		family(&b, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+		tb_printf(&b, "process_max_fds %" PRIu64 "\n", p->max_fds);
 	}
 	if (b.failed) {
 		free(b.p);
@@ -368,6 +554,93 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 	if (!b.p)
 		return strdup("");
 	return b.p;
+}
+
+/* ---- readiness ---- */
+
+int uf_status_line_silent(const struct uf_status_feed *f, int l, uint64_t now_ns,
+                          uint64_t silence_ns, uint64_t *age_ns)
+{
+	uint64_t t = f->stats.line_last_rx_ns[l];
+	uint64_t since = f->stats.session_start_ns;
+	*age_ns = t ? (now_ns > t ? now_ns - t : 0) : UINT64_MAX;
+	if (f->stats.sessions == 0 || f->stats.session_ended)
+		return 0; /* outside the session silence is normal */
+	/* Quiet since the session started (or since before it) counts from its start: the
+	 * other line may simply have been a few microseconds first. */
+	if (since && (!t || t < since)) {
+		*age_ns = UINT64_MAX; /* nothing this session */
+		return (now_ns > since ? now_ns - since : 0) > silence_ns;
+	}
+	return *age_ns > silence_ns;
+}
+
+/* Appends one reason line to out (when given); returns 1. */
+__attribute__((format(printf, 3, 4))) static int reason(char *out, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t used;
+	if (!out || len == 0)
+		return 1;
+	used = strlen(out);
+	if (used + 1 >= len)
+		return 1;
+	va_start(ap, fmt);
+	vsnprintf(out + used, len - used, fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+int uf_status_feed_not_ready(const struct uf_status_snapshot *snap, int i, char *out, size_t len)
+{
+	const struct uf_status_feed *f = &snap->feeds[i];
+	int n = 0;
+
+	if (f->state != UF_STATUS_RUNNING)
+		return reason(out, len, "feed %s: %s%s%.160s\n", f->name,
+		              uf_status_state_name(f->state), f->error[0] ? ": " : "", f->error);
+	if (f->stats.packets == 0)
+		return reason(out, len, "feed %s: no data received yet\n", f->name);
+	for (int l = 0; l < feed_nlines(f); l++) {
+		uint64_t age;
+		if (!uf_status_line_silent(f, l, snap->now_ns, snap->ready_silence_ns, &age))
+			continue;
+		if (age == UINT64_MAX)
+			n +=
+			    reason(out, len, "feed %s: line %s has received nothing this session\n",
+			           f->name, f->stats.line_names[l]);
+		else
+			n += reason(out, len, "feed %s: line %s silent for %.1f s (limit %.1f s)\n",
+			            f->name, f->stats.line_names[l], (double)age / 1e9,
+			            (double)snap->ready_silence_ns / 1e9);
+	}
+	if (f->stats.books_stale)
+		n += reason(out, len,
+		            "feed %s: %" PRIu64 " books stale after an unrecovered gap (until the "
+		            "next session)\n",
+		            f->name, f->stats.books_stale);
+	if (f->stats.recovering)
+		n += reason(out, len, "feed %s: gap recovery in progress\n", f->name);
+	return n;
+}
+
+char *uf_status_render_ready(const struct uf_status_snapshot *snap, unsigned *code)
+{
+	size_t len = 16384;
+	char *out = calloc(1, len);
+	int bad = 0;
+
+	if (!out)
+		return NULL;
+	for (int i = 0; i < snap->nfeeds && i < UF_CFG_MAX_FEEDS; i++)
+		bad += uf_status_feed_not_ready(snap, i, out, len);
+	if (snap->nfeeds == 0)
+		bad += reason(out, len, "no feeds\n");
+	if (!bad)
+		snprintf(out, len, "ready: %d feed%s\n", snap->nfeeds,
+		         snap->nfeeds == 1 ? "" : "s");
+	*code = bad ? 503 : 200;
+	return out;
 }
 
 char *uf_status_render_health(const struct uf_status_snapshot *snap, unsigned *code)

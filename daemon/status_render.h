@@ -8,6 +8,7 @@
 #ifndef UF_STATUS_RENDER_H
 #define UF_STATUS_RENDER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "daemon/uf_config.h"
@@ -59,6 +60,17 @@ struct uf_status_feed {
 	struct uf_status_ring ring; /* its ring */
 };
 
+/* The process, as /proc shows it (filled by the HTTP glue; present = 0 when unread). */
+struct uf_status_process {
+	int present;             /* 1 when the fields below were read */
+	double cpu_seconds;      /* user + system CPU time */
+	uint64_t resident_bytes; /* resident set size */
+	uint64_t virtual_bytes;  /* virtual memory size */
+	uint64_t open_fds;       /* open file descriptors */
+	uint64_t max_fds;        /* RLIMIT_NOFILE soft limit */
+	double start_time_s;     /* process start, seconds since the epoch */
+};
+
 /* What one request renders. Filled by the owner's callback; large (tens of KiB), so the
  * server allocates it per request on the HTTP thread. */
 struct uf_status_snapshot {
@@ -68,6 +80,8 @@ struct uf_status_snapshot {
 	uint64_t now_ns;                               /* CLOCK_REALTIME of this snapshot */
 	char config[256];                              /* configuration file */
 	uint64_t reloads;                              /* SIGHUP reloads applied */
+	uint64_t ready_silence_ns;                     /* status.ready_silence_ms, in ns */
+	struct uf_status_process process;              /* process metrics */
 	int nfeeds;                                    /* feeds[0..nfeeds) are valid */
 	struct uf_status_feed feeds[UF_CFG_MAX_FEEDS]; /* per feed */
 };
@@ -80,6 +94,23 @@ char *uf_status_render_json(const struct uf_status_snapshot *snap);
 char *uf_status_render_prometheus(const struct uf_status_snapshot *snap);
 /* Plain text for /health; *code gets 200 when every feed runs, else 503. */
 char *uf_status_render_health(const struct uf_status_snapshot *snap, unsigned *code);
+
+/* Plain text for /ready; *code gets 200 when every feed is ready ("ready: ..." body), else
+ * 503 with one line per reason (uf_status_feed_not_ready). */
+char *uf_status_render_ready(const struct uf_status_snapshot *snap, unsigned *code);
+
+/* Readiness of feed `i` (pure): the number of reasons it is not ready (0 = ready), each
+ * appended to `out` as one line ending in '\n' when out != NULL (cut to `len`). A feed is
+ * not ready while it does not run, before its first packet, while a line is silent during
+ * the session (uf_status_line_silent), while books are stale or a gap is being recovered. */
+int uf_status_feed_not_ready(const struct uf_status_snapshot *snap, int i, char *out, size_t len);
+
+/* 1 when line `l` of `f` is silent at `now_ns`: the session runs (started, end not reached)
+ * and the line's last packet is older than `silence_ns`, or it had none since the session
+ * started more than `silence_ns` ago. *age_ns gets the time since its last packet
+ * (UINT64_MAX: none this session). */
+int uf_status_line_silent(const struct uf_status_feed *f, int l, uint64_t now_ns,
+                          uint64_t silence_ns, uint64_t *age_ns);
 
 /* "starting", "running", ... */
 const char *uf_status_state_name(enum uf_status_state st);

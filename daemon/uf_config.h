@@ -18,6 +18,10 @@
 #define UF_CFG_DEFAULT_STATUS_LISTEN          "127.0.0.1:8080" /* status.listen */
 #define UF_CFG_DEFAULT_STATUS_ENABLED         1                /* status.enabled */
 #define UF_CFG_DEFAULT_LOG_LEVEL              "info"           /* log.level */
+#define UF_CFG_DEFAULT_LOG_JOURNAL            "auto"           /* log.journal */
+#define UF_CFG_DEFAULT_STATUS_PROBE_LISTEN    ""               /* status.probe_listen: off */
+#define UF_CFG_DEFAULT_READY_SILENCE_MS       2000             /* status.ready_silence_ms */
+#define UF_CFG_DEFAULT_STAGE_TIMING           1                /* feeds[].stage_timing */
 #define UF_CFG_DEFAULT_PROTOCOL               "itch50-moldudp64"
 #define UF_CFG_DEFAULT_BACKEND                "io_uring"
 #define UF_CFG_DEFAULT_CPU                    (-1) /* cpu, sqpoll_cpu: not pinned */
@@ -43,7 +47,13 @@ struct uf_config {
 	char path[256];                   /* file it came from */
 	struct sockaddr_in status_listen; /* "status.listen", default 127.0.0.1:8080 */
 	int status_enabled;               /* default 1 */
+	struct sockaddr_in probe_listen;  /* "status.probe_listen": a second, small endpoint
+	                                   * serving only /health and /ready */
+	int probe_enabled;                /* 1 when probe_listen is given */
+	uint32_t ready_silence_ms;        /* "status.ready_silence_ms": a line silent this
+	                                   * long during a session makes /ready 503 */
 	int log_level;                    /* "log.level": 0 error .. 3 debug, default 2 (info) */
+	int log_journal;                  /* "log.journal": enum uf_log_journal */
 	int nfeeds;
 	struct uf_feed_config feeds[UF_CFG_MAX_FEEDS];
 };

@@ -4,6 +4,7 @@
 #include "feed/uf_feed.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,16 @@ int uf_feed_set_symbols(struct uf_feed *f, const char (*symbols)[9], uint32_t n)
 	return uf_filter_set(&f->filter, symbols, n);
 }
 
+/* The stage-timing clock, calibrated once per process (a 20 ms sleep) on the first create:
+ * on the control thread, so no feed thread sleeps while its sockets fill. */
+static struct uf_tick_clock tick_clock;
+static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
+
+static void uf_feed_tick_calibrate(void)
+{
+	uf_tick_init(&tick_clock, 20000000);
+}
+
 int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err, size_t errlen)
 {
 	int rc;
@@ -62,6 +73,10 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	for (int i = 0; i < UF_INGEST_MAX_SRC; i++)
 		f->fds[i] = -1;
 	f->backend = cfg->backend;
+	if (!cfg->no_stage_timing) {
+		pthread_once(&tick_once, uf_feed_tick_calibrate);
+		f->clock = tick_clock;
+	}
 	if (cfg->nlines < 1 || cfg->nlines > UF_CFG_MAX_LINES) {
 		uf_err_set(err, errlen, "feed %s: %d lines (1 or 2 supported)", cfg->name,
 		           cfg->nlines);

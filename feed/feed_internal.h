@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_tick.h"
 #include "decode/uf_decode.h"
 #include "feed/arbiter.h"
 #include "feed/filter.h"
@@ -35,6 +36,15 @@ struct uf_feed {
 	                             * when the ring takes fewer in one publish */
 	uint64_t lat_msgs;          /* messages behind those records (latency samples) */
 	uint64_t lat_rx;            /* their receive time */
+	uint64_t t_mark;            /* stage timing: tick at the end of the last stage of
+	                             * the packet in flight, 0 = none */
+	int arb_pending;            /* the packet in flight has not reached delivery yet */
+	int timing;                 /* per-stage histograms on (not cfg.no_stage_timing) */
+	int timed;                  /* the packet in flight is a timed sample */
+	uint32_t sample_every;      /* time one packet in this many */
+	uint32_t sample_left;       /* packets until the next timed one */
+	struct uf_tick_clock clock; /* their clock (TSC when usable), anchored per sample */
+	uint64_t seen_sessions;     /* stats.sessions when the session gauge was last set */
 	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
 	int8_t msg_rc[UF_DECODE_FUSED_MAX];           /* their decode results */
 	char err[256];                                /* last error */

@@ -24,10 +24,35 @@
 
 #define UF_FEED_DROPS_POLL_NS 100000000ull /* idle: re-read the sockets' drop totals */
 
+/* Feed thread: one stage sample between two ticks (a timed packet). */
+static inline void uf_feed_stage(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
+{
+	/* A tick going backwards (a TSC read on another CPU after a migration) is a clock
+	 * artefact, not a duration: counted as negative, kept out of the buckets. */
+	if (UF_UNLIKELY(to < from)) {
+		uf_stat_add(&f->stats.stages[st].negative, 1);
+		return;
+	}
+	uf_lat_record(&f->stats.stages[st], (int64_t)uf_tick_ns(&f->clock, to - from));
+}
+
+/* Wall time of tick `t` from the batch's anchor. An anchor older than a millisecond (idle
+ * loops with a gap open, a filter change) is renewed first: one CLOCK_REALTIME read. */
+static inline uint64_t uf_feed_realtime(struct uf_feed *f, uint64_t t)
+{
+	if (UF_UNLIKELY(uf_tick_ns(&f->clock, t - f->clock.anchor_ticks) > 1000000)) {
+		uf_tick_anchor(&f->clock);
+		return f->clock.anchor_rt;
+	}
+	return uf_tick_realtime(&f->clock, t);
+}
+
 /* Hands the records of the current packet to the sink (one publish, then the image
- * updates they cause, see sink.h), then records the wire-to-publish latency. */
+ * updates they cause, see sink.h), then records the wire-to-publish latency and, with
+ * stage timing, the ring and image stages (the sink reads the clock between the two). */
 static void uf_feed_flush(struct uf_feed *f)
 {
+	int timed = 0;
 	if (UF_UNLIKELY(f->filter.on) && f->nrec)
 		f->nrec = uf_filter_records(&f->filter, f->recs, f->nrec);
 	if (f->nrec) {
@@ -36,13 +61,26 @@ static void uf_feed_flush(struct uf_feed *f)
 			uf_stat_add(&f->stats.image_errors, 1);
 		uf_stat_add(&f->stats.records, f->nrec);
 		f->nrec = 0;
+		timed = f->timed;
 	}
-	if (f->lat_msgs) {
-		if (f->lat_rx) {
-			int64_t d = (int64_t)(uf_now_realtime_ns() - f->lat_rx);
-			uf_lat_record_n(&f->stats.latency, d, f->lat_msgs);
+	if (f->lat_msgs || timed) {
+		/* Timing off: one CLOCK_REALTIME read. On: one tick, wall time from the anchor. */
+		uint64_t tk = 0, now;
+		if (f->timed) {
+			tk = uf_tick_now(&f->clock);
+			now = uf_feed_realtime(f, tk);
+		} else {
+			now = uf_now_realtime_ns();
+		}
+		if (f->lat_msgs && f->lat_rx)
+			uf_lat_record_n(&f->stats.latency, (int64_t)(now - f->lat_rx), f->lat_msgs);
+		if (timed) {
+			if (f->t_mark)
+				uf_feed_stage(f, UF_STAGE_RING, f->t_mark, f->sink.published_tick);
+			uf_feed_stage(f, UF_STAGE_IMAGE, f->sink.published_tick, tk);
 		}
 		f->lat_msgs = 0;
+		f->t_mark = 0; /* the next records' ring stage starts at their books stage */
 	}
 }
 
@@ -104,9 +142,23 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 	if (skip >= pkt->count)
 		return;
 	uf_stat_add(&f->stats.messages, pkt->count - skip);
+	/* Stage timing: arbitration ends here for the packet being received (not for queued
+	 * packets the arbiter releases later: they were timed into its queue). */
+	uint64_t t_dec = 0;
+	if (f->timed) {
+		t_dec = uf_tick_now(&f->clock);
+		if (f->arb_pending && f->t_mark)
+			uf_feed_stage(f, UF_STAGE_ARBITRATION, f->t_mark, t_dec);
+		f->arb_pending = 0;
+	}
 	struct uf_mold_packet w = *pkt;
 	if (UF_LIKELY(pkt->count <= UF_DECODE_FUSED_MAX) &&
 	    uf_decode_walk_fused(&w, f->msgs, f->msg_rc) == UF_MOLD_DATA) {
+		uint64_t t_books = 0;
+		if (f->timed) {
+			t_books = uf_tick_now(&f->clock);
+			uf_feed_stage(f, UF_STAGE_DECODE, t_dec, t_books);
+		}
 		uint32_t run = skip;
 		for (uint32_t i = skip; i < pkt->count; i++) {
 			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {
@@ -118,6 +170,10 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 			}
 		}
 		uf_feed_apply_run(f, f->msgs + run, pkt->count - run, pkt->seq + run, rx_ns);
+		if (f->timed) {
+			f->t_mark = uf_tick_now(&f->clock);
+			uf_feed_stage(f, UF_STAGE_BOOKS, t_books, f->t_mark);
+		}
 		return;
 	}
 	/* More blocks than one pass takes (jumbo datagrams): decode and apply in chunks. */
@@ -146,6 +202,20 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		}
 	}
 	uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
+	if (f->timed) {
+		f->t_mark = uf_tick_now(&f->clock);
+		uf_feed_stage(f, UF_STAGE_BOOKS, t_dec, f->t_mark);
+	}
+}
+
+/* Books known to the publisher (cold: a scan of the directory, once per unrecovered gap). */
+static uint64_t uf_feed_count_books(struct uf_feed *f)
+{
+	uint64_t n = 0;
+	char sym[UF_SYMBOL_LEN + 1];
+	for (uint32_t id = 1; id < f->filter.max_inst; id++)
+		n += uf_publish_symbol(f->pub, id, sym) >= 0;
+	return n;
 }
 
 static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
@@ -157,6 +227,7 @@ static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
 	if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
 	uf_stat_add(&f->stats.records, nrec);
+	uf_store_relaxed_u64(&f->stats.books_stale, uf_feed_count_books(f)); /* all of them */
 }
 
 static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LEN])
@@ -166,6 +237,7 @@ static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LE
 	uf_publish_reset(f->pub); /* a new session is a new day: old books are void */
 	if (uf_sink_new_session(&f->sink) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
+	uf_store_relaxed_u64(&f->stats.books_stale, 0); /* empty books are right books */
 }
 
 static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,
@@ -196,11 +268,29 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 {
 	struct uf_mold_packet mp;
 	unsigned src = p->src;
+	uint64_t t0 = 0; /* wall time the packet was taken (timed packets), 0 = unknown */
+	/* Stage timing samples one packet in sample_every (config "stage_timing_every"): its clock
+	 * reads cost more than the rest of a small packet's bookkeeping (stage_cost_bench), a
+	 * sample keeps them off the others. The anchor pairs wall time with the tick for this
+	 * packet's conversions. */
+	if (f->timing && --f->sample_left == 0) {
+		f->sample_left = f->sample_every;
+		uf_tick_anchor(&f->clock);
+		t0 = f->clock.anchor_rt;
+		if (p->rx_ns)
+			uf_lat_record(&f->stats.stages[UF_STAGE_RECEIVE], (int64_t)(t0 - p->rx_ns));
+		f->t_mark = f->clock.anchor_ticks;
+		f->arb_pending = 1;
+		f->timed = 1;
+		f->sink.clock = &f->clock;
+	}
 	uf_stat_add(&f->stats.packets, 1);
 	uf_stat_add(&f->stats.bytes, p->len);
 	if (src < (unsigned)f->cfg.nlines) {
 		uf_stat_add(&f->stats.lines[src].packets, 1);
 		uf_stat_add(&f->stats.lines[src].bytes, p->len);
+		/* Without a kernel timestamp, the stage clock or (timing off) none: 0 = unknown. */
+		uf_store_relaxed_u64(&f->stats.line_last_rx_ns[src], p->rx_ns ? p->rx_ns : t0);
 	} else {
 		/* Only the configured server may answer: anything else on this unconnected socket
 		 * could inject messages into the stream. */
@@ -221,6 +311,12 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		uf_stat_add(&f->stats.lines[src].messages, mp.count);
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
+	if (f->timed) {
+		f->arb_pending = 0;
+		f->t_mark = 0;
+		f->timed = 0;
+		f->sink.clock = NULL;
+	}
 }
 
 static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
@@ -275,6 +371,23 @@ static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
 		uf_store_relaxed_u64(&f->stats.book_integrity_errors, ps.errors_total);
 }
 
+/* Mirrors the arbiter's state into the gauges (once a batch and after timers: a few
+ * compares, a store only on change). */
+static inline void uf_feed_sync_gauges(struct uf_feed *f)
+{
+	uint64_t rec = (uint64_t)uf_arb_gap_open(&f->arb);
+	uint64_t ended = (uint64_t)(f->arb.eos_done != 0);
+	if (rec != f->stats.recovering)
+		uf_store_relaxed_u64(&f->stats.recovering, rec);
+	if (ended != f->stats.session_ended)
+		uf_store_relaxed_u64(&f->stats.session_ended, ended);
+	if (UF_UNLIKELY(f->stats.sessions != f->seen_sessions)) {
+		f->seen_sessions = f->stats.sessions;
+		uf_store_relaxed_u64(&f->stats.session_start_ns, uf_now_realtime_ns()); /* cold */
+		uf_feed_stats_set_session(&f->stats, f->arb.session, UF_MOLD_SESSION_LEN);
+	}
+}
+
 static void uf_feed_pin(int cpu)
 {
 	if (cpu < 0)
@@ -316,6 +429,14 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		return rc;
 	}
 	f->backend = f->ig.backend;
+	f->timing = !f->cfg.no_stage_timing;
+	f->sample_every =
+	    f->cfg.stage_timing_every ? f->cfg.stage_timing_every : UF_FEED_STAGE_EVERY_DEFAULT;
+	f->sample_left = 1; /* the first packet is timed */
+	f->timed = 0;
+	f->sink.clock = NULL;
+	if (f->timing)
+		uf_tick_anchor(&f->clock); /* calibrated by uf_feed_create */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
@@ -353,13 +474,19 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			}
 			uf_ingest_release(&f->ig, pkts, n);
 			uf_feed_sync_pub_stats(f);
+			uf_feed_sync_gauges(f);
 		}
 		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
 			uf_arb_tick(&f->arb, uf_now_mono_ns(), n < UF_INGEST_BATCH);
 			uf_feed_flush(f); /* a give-up may have delivered queued packets */
+			uf_feed_sync_pub_stats(
+			    f); /* ... whose book errors no later batch may sync */
+			uf_feed_sync_gauges(f);
 		}
 	}
 	uf_feed_flush(f);
+	uf_feed_sync_pub_stats(f);
+	uf_feed_sync_gauges(f);
 	uf_feed_read_kernel_drops(f);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;

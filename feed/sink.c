@@ -125,6 +125,8 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 	if (n == 0)
 		return 0;
 	uint64_t seq = uf_sink_publish(s, recs, n, &first);
+	if (s->clock)
+		s->published_tick = uf_tick_now(s->clock); /* stage boundary ring | image */
 	uf_sink_batch_begin(s, &first);
 	for (size_t i = 0; i < n; i++) {
 		const struct uf_record *r = &recs[i];

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/uf_tick.h"
 #include "feed/uf_feed_config.h"
 #include "publish/uf_level.h"
 #include "publish/uf_record.h"
@@ -43,6 +44,9 @@ struct uf_sink {
 	uint8_t *is_dirty;                       /* per instrument: listed in dirty[] */
 	struct uf_level bids[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
 	struct uf_level asks[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
+	const struct uf_tick_clock *clock;       /* set by the feed for stage timing, else NULL */
+	uint64_t published_tick;                 /* tick when uf_sink_records' ring publish ended
+	                                          * (the ring | image stage boundary) */
 };
 
 /* Creates ring cfg->ring.name (default cfg->name) with cfg's capacity, mode, depth and

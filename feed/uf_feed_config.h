@@ -63,10 +63,16 @@ struct uf_feed_config {
 		uint32_t count; /* buffers in the provided buffer ring, default 4096 */
 		uint32_t size;  /* bytes per buffer, default 2048 */
 	} buffers;
-	uint32_t nsymbols;      /* symbol filter: empty = all */
-	char (*symbols)[9];     /* nsymbols trimmed symbols, NUL-terminated */
-	char symbols_file[256]; /* "symbols_file": one symbol a line, read at load and
-	                         * on SIGHUP (relative to the config's folder); "" = none */
+	uint32_t nsymbols;           /* symbol filter: empty = all */
+	char (*symbols)[9];          /* nsymbols trimmed symbols, NUL-terminated */
+	char symbols_file[256];      /* "symbols_file": one symbol a line, read at load and
+	                              * on SIGHUP (relative to the config's folder); "" = none */
+	int no_stage_timing;         /* "stage_timing": false sets 1: no per-stage histograms;
+	                              * 0 (timing on) is the default */
+	uint32_t stage_timing_every; /* "stage_timing_every": time one packet in N for the
+	                              * stage histograms; 0 = UF_FEED_STAGE_EVERY_DEFAULT */
 };
+
+#define UF_FEED_STAGE_EVERY_DEFAULT 16
 
 #endif /* UF_FEED_CONFIG_H */

@@ -12,10 +12,19 @@
  *
  * Latency: wire-to-publish (kernel receive timestamp, SO_TIMESTAMPNS, CLOCK_REALTIME, to the
  * moment the message's records are in the ring) in a log-linear histogram of nanoseconds:
- * 8 sub-buckets per power of two, so any percentile is exact to within 12.5 %. */
+ * 8 sub-buckets per power of two, so any percentile is exact to within 12.5 %.
+ *
+ * Stages: the same histogram per stage of the per-packet path (enum uf_stage), one clock read
+ * (CLOCK_REALTIME, vDSO) per stage boundary per packet, never per message, so the timing
+ * stays on in production (its cost is measured in docs/profiling.md and by stage_cost_bench).
+ *
+ * Gauges: a few current-state values (last packet per line, gap recovery running, current
+ * session, stale books) written by the feed thread once a batch or on the cold path, for
+ * /metrics and the readiness decision of the daemon. */
 #ifndef UF_FEED_STATS_H
 #define UF_FEED_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -94,6 +103,34 @@ struct uf_lat_hist {
 	uint64_t buckets[UF_LAT_NBUCKETS]; /* counts per bucket */
 };
 
+/* Stages of the per-packet path, in order. Each histogram holds the time from the end of the
+ * previous stage to the end of this one, for the packets that delivered messages:
+ *   receive      kernel receive timestamp -> the feed thread takes the packet
+ *   arbitration  MoldUDP64 header + A/B arbitration -> the packet's messages are delivered
+ *   decode       ITCH decode of the packet's messages
+ *   books        order books and records (publish/)
+ *   ring         symbol filter + records published to the ring
+ *   image        book image updated for those records
+ * (a datagram of more than UF_DECODE_FUSED_MAX blocks decodes and applies interleaved: all
+ * of it counts as books). */
+enum uf_stage {
+	UF_STAGE_RECEIVE = 0,
+	UF_STAGE_ARBITRATION,
+	UF_STAGE_DECODE,
+	UF_STAGE_BOOKS,
+	UF_STAGE_RING,
+	UF_STAGE_IMAGE,
+	UF_STAGE_COUNT,
+};
+
+/* "receive", "arbitration", ... (NULL past the end). */
+static inline const char *uf_stage_name(unsigned s)
+{
+	static const char *const names[UF_STAGE_COUNT] = {"receive", "arbitration", "decode",
+	                                                  "books",   "ring",        "image"};
+	return s < UF_STAGE_COUNT ? names[s] : NULL;
+}
+
 #define UF_STAT_FIELD(name, help) uint64_t name;
 
 /* Counters of one line. Field names and help texts: UF_FEED_LINE_COUNTERS. */
@@ -107,7 +144,18 @@ struct uf_feed_stats {
 	uint64_t nlines;                                    /* lines in use (1 or 2) */
 	char line_names[UF_CFG_MAX_LINES][UF_CFG_NAME_MAX]; /* copied from the config at create */
 	struct uf_feed_line_stats lines[UF_CFG_MAX_LINES];  /* per line counters */
-	struct uf_lat_hist latency; /* wire (kernel rx) to publish (ring), ns */
+	struct uf_lat_hist latency;                /* wire (kernel rx) to publish (ring), ns */
+	struct uf_lat_hist stages[UF_STAGE_COUNT]; /* per stage, ns (enum uf_stage) */
+	/* Gauges (current state, not totals). */
+	uint64_t line_last_rx_ns[UF_CFG_MAX_LINES]; /* CLOCK_REALTIME of each line's last
+	                                             * packet (kernel timestamp), 0 = none yet */
+	uint64_t recovering;       /* 1 while a gap is open (waiting, re-requesting) */
+	uint64_t session_ended;    /* 1 once the current session's end of session was reached */
+	uint64_t books_stale;      /* books flagged stale by an unrecovered gap (0 again at the
+	                            * next session: their content may be wrong until then) */
+	uint64_t session_start_ns; /* CLOCK_REALTIME when the current session was first seen */
+	uint64_t session_gen;      /* seqlock of `session`: odd while the feed thread writes it */
+	char session[16];          /* current MoldUDP64 session, NUL-terminated, "" before any */
 };
 
 #undef UF_STAT_FIELD
@@ -204,15 +252,48 @@ static inline uint64_t uf_lat_quantile(const struct uf_lat_hist *h, double q)
 	return h->max_ns;
 }
 
+/* Feed thread only: publish the current session (cold: once per session). Seqlock: readers
+ * retry while session_gen is odd or changed, so they never see half of two sessions. */
+static inline void uf_feed_stats_set_session(struct uf_feed_stats *st, const char *session,
+                                             size_t len)
+{
+	uint64_t w[2] = {0, 0};
+	memcpy(w, session, len < sizeof(w) - 1 ? len : sizeof(w) - 1);
+	uf_store_relaxed_u64(&st->session_gen, st->session_gen + 1);
+	uf_fence_release(); /* the odd generation is visible before any word changes */
+	uint64_t *sw = (uint64_t *)(void *)st->session;
+	uf_store_relaxed_u64(&sw[0], w[0]);
+	uf_store_relaxed_u64(&sw[1], w[1]);
+	uf_store_release_u64(&st->session_gen, st->session_gen + 1);
+}
+
 /* Any thread: copy every counter of `src` into `dst` with relaxed loads (untorn values). */
 static inline void uf_feed_stats_read(const struct uf_feed_stats *src, struct uf_feed_stats *dst)
 {
 	const uint64_t *s = (const uint64_t *)src;
 	uint64_t *d = (uint64_t *)dst;
 	_Static_assert(sizeof(*src) % sizeof(uint64_t) == 0, "stats are whole uint64s");
+	_Static_assert(offsetof(struct uf_feed_stats, session) % sizeof(uint64_t) == 0,
+	               "session is two aligned words");
 	for (size_t i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
 		d[i] = uf_load_relaxed_u64(
 		    &s[i]); /* names are written once before the thread starts */
+	/* The session string: the seqlock's read side (bounded: a session changes rarely). */
+	const uint64_t *sw = (const uint64_t *)(const void *)src->session;
+	uint64_t w[2];
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t g0 = uf_load_acquire_u64(&src->session_gen);
+		w[0] = uf_load_relaxed_u64(&sw[0]);
+		w[1] = uf_load_relaxed_u64(&sw[1]);
+		uf_fence_acquire(); /* the words are read before the generation is checked */
+		if (!(g0 & 1) && uf_load_relaxed_u64(&src->session_gen) == g0) {
+			memcpy(dst->session, w, sizeof(w));
+			break;
+		}
+		if (tries == 999)
+			memset(dst->session, 0, sizeof(dst->session)); /* writer stuck mid-change */
+	}
+	dst->session[sizeof(dst->session) - 1] = '\0';
 }
 
 #endif /* UF_FEED_STATS_H */

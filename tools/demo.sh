@@ -54,7 +54,7 @@ tail=
 echo
 echo "demo: status endpoint summary (curl http://127.0.0.1:8080/metrics)"
 curl -s http://127.0.0.1:8080/metrics |
-	grep -E '^uringfeed_(messages|gaps|rerequests|recovered_messages|gaps_unrecovered|decode_errors|book_integrity_errors)_total|^uringfeed_line_(wins|duplicates)_total|^uringfeed_wire_to_publish_(ns\{|max)|^uringfeed_ring_sequence|^uringfeed_consumer_lag' |
+	grep -E '^uringfeed_(messages|gaps|rerequests|recovered_messages|gaps_unrecovered|decode_errors|book_integrity_errors)_total|^uringfeed_line_(wins|duplicates)_total|^uringfeed_wire_to_publish_(seconds_(sum|count)|max_seconds)|^uringfeed_ring_sequence|^uringfeed_consumer_lag_records|^uringfeed_ready' |
 	grep -v 'kind=.*} 0$' || true
 
 echo

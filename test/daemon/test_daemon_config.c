@@ -38,8 +38,13 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 	assert_addr(cfg.status_listen.sin_addr, "127.0.0.1");
 	assert_int_equal(ntohs(cfg.status_listen.sin_port), 8080);
 	assert_int_equal(cfg.log_level, UF_LOG_INFO);
+	assert_int_equal(cfg.log_journal, UF_LOG_JOURNAL_AUTO);
+	assert_int_equal(cfg.probe_enabled, 0);
+	assert_int_equal(cfg.ready_silence_ms, 2000);
 	assert_int_equal(cfg.nfeeds, 1);
 	f = &cfg.feeds[0];
+	assert_int_equal(f->no_stage_timing, 0);
+	assert_int_equal(f->stage_timing_every, 16);
 	assert_string_equal(f->name, "nasdaq");
 	assert_string_equal(f->protocol, "itch50-moldudp64");
 	assert_int_equal(f->backend, UF_BACKEND_IO_URING);
@@ -76,8 +81,9 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 static void test_config_every_key_parses_to_its_value(void **state)
 {
 	const char *json =
-	    "{\"_comment\":\"top\",\"status\":{\"listen\":\"127.0.0.2:9100\",\"enabled\":false},"
-	    "\"log\":{\"level\":\"debug\"},"
+	    "{\"_comment\":\"top\",\"status\":{\"listen\":\"127.0.0.2:9100\",\"enabled\":false,"
+	    "\"probe_listen\":\"127.0.0.3:9101\",\"ready_silence_ms\":750},"
+	    "\"log\":{\"level\":\"debug\",\"journal\":\"always\"},"
 	    "\"feeds\":[{\"_comment_x\":\"feed\",\"name\":\"f1\",\"protocol\":\"itch50-moldudp64\","
 	    "\"backend\":\"io_uring\",\"cpu\":0,\"sqpoll_cpu\":1,\"sqpoll_idle_ms\":250,\"numa_"
 	    "node\":0,"
@@ -91,7 +97,8 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	    "\"ring\":{\"name\":\"r1\",\"capacity\":65536,\"mode\":\"0640\"},"
 	    "\"book\":{\"depth\":5,\"max_orders\":123456,\"max_instruments\":100},"
 	    "\"buffers\":{\"count\":1024,\"size\":4096},"
-	    "\"symbols\":[\"MSFT\",\"AAPL\",\"BRK.A\"]},"
+	    "\"symbols\":[\"MSFT\",\"AAPL\",\"BRK.A\"],\"stage_timing\":false,"
+	    "\"stage_timing_every\":4},"
 	    "{\"name\":\"f2\",\"backend\":\"epoll\",\"lines\":[{\"group\":\"239.2.2.4\",\"port\":1}"
 	    "]}]}";
 	struct uf_config cfg;
@@ -103,8 +110,15 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	assert_addr(cfg.status_listen.sin_addr, "127.0.0.2");
 	assert_int_equal(ntohs(cfg.status_listen.sin_port), 9100);
 	assert_int_equal(cfg.log_level, UF_LOG_DEBUG);
+	assert_int_equal(cfg.log_journal, UF_LOG_JOURNAL_ALWAYS);
+	assert_int_equal(cfg.probe_enabled, 1);
+	assert_addr(cfg.probe_listen.sin_addr, "127.0.0.3");
+	assert_int_equal(ntohs(cfg.probe_listen.sin_port), 9101);
+	assert_int_equal(cfg.ready_silence_ms, 750);
 	assert_int_equal(cfg.nfeeds, 2);
 	f = &cfg.feeds[0];
+	assert_int_equal(f->no_stage_timing, 1);
+	assert_int_equal(f->stage_timing_every, 4);
 	assert_int_equal(f->cpu, 0);
 	assert_int_equal(f->sqpoll_cpu, 1);
 	assert_int_equal(f->sqpoll_idle_ms, 250);
@@ -201,6 +215,14 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	    FEED("\"ring\":{\"capcity\":1024}"),
 	    "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, capacity, mode)");
 	expect_error("{\"feeds\":[],\"stauts\":{}}", "<string>: stauts: unknown key");
+	expect_error(FEED("\"stage_timing_every\":0"),
+	             "feeds[0].stage_timing_every: 0 is out of range");
+	expect_error("{\"log\":{\"journal\":\"yes\"},\"feeds\":[]}",
+	             "log.journal: \"yes\" is not one of \"auto\", \"always\", \"never\"");
+	expect_error("{\"status\":{\"ready_silence_ms\":0},\"feeds\":[]}",
+	             "status.ready_silence_ms: 0 is out of range");
+	expect_error("{\"status\":{\"probe_listen\":\"127.0.0.1\"},\"feeds\":[]}",
+	             "status.probe_listen: \"127.0.0.1\" is not ADDRESS:PORT");
 	expect_error(FEED("\"cpu\":\"0\""),
 	             "feeds[0].cpu: expected an integer CPU number, got a string \"0\"");
 	expect_error(FEED("\"cpu\":4095"),

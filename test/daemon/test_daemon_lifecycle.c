@@ -326,6 +326,15 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 			usleep(50000);
 	}
 	assert_int_equal(seen, 3);
+	/* The main loop reports each consumer that attached (an event line, not a feed-thread
+	 * log), and the session the traffic started. */
+	for (int i = 0; i < NCONSUMERS; i++) {
+		char want[96];
+		snprintf(want, sizeof(want), "ring uf_life_test: consumer test%d (pid %d, slot ", i,
+		         (int)cons[i]);
+		wait_log(want, 5000);
+	}
+	wait_log("feed life: session ", 5000);
 	assert_int_equal(kill(replay, 0), 0); /* still sending: SIGTERM lands mid-traffic */
 	print_message("SIGTERM after %lld messages\n", (long long)msgs);
 	assert_int_equal(kill(daemon, SIGTERM), 0);

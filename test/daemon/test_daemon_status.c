@@ -27,6 +27,7 @@
 struct fixture {
 	struct uf_feed_stats stats[2]; /* written by the test / a writer thread */
 	int fail;                      /* fill returns -EAGAIN when set */
+	int all_running;               /* beta runs too (for /ready) */
 	struct uf_status_server *srv;  /* server under test */
 };
 
@@ -47,8 +48,8 @@ static int fill(void *arg, struct uf_status_snapshot *s)
 		struct uf_status_feed *f = &s->feeds[i];
 		snprintf(f->name, sizeof(f->name), i ? "beta" : "alpha");
 		snprintf(f->backend, sizeof(f->backend), i ? "epoll" : "io_uring");
-		f->state = i ? UF_STATUS_FAILED : UF_STATUS_RUNNING;
-		if (i)
+		f->state = i && !fx->all_running ? UF_STATUS_FAILED : UF_STATUS_RUNNING;
+		if (f->state == UF_STATUS_FAILED)
 			snprintf(f->error, sizeof(f->error), "bind: \"quoted\" \\ error");
 		uf_feed_stats_read(&fx->stats[i], &f->stats);
 	}
@@ -141,6 +142,8 @@ struct resp {
 	size_t body_len;    /* bytes */
 };
 
+static const char *http_src; /* client source address (another loopback one), NULL: any */
+
 /* Sends `raw` as is, reads until the server closes (bounded by a 5 s poll timeout). */
 static void http_raw(uint16_t port, const char *raw, struct resp *r)
 {
@@ -153,8 +156,20 @@ static void http_raw(uint16_t port, const char *raw, struct resp *r)
 	r->code = -1;
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	assert_true(fd >= 0);
+	if (http_src) {
+		struct sockaddr_in src = {.sin_family = AF_INET};
+		inet_pton(AF_INET, http_src, &src.sin_addr);
+		assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+	}
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(write(fd, raw, strlen(raw)), (ssize_t)strlen(raw));
+	ssize_t w = send(fd, raw, strlen(raw), MSG_NOSIGNAL);
+	if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) { /* closed at accept */
+		close(fd);
+		buf[0] = '\0';
+		r->body = buf;
+		return;
+	}
+	assert_int_equal(w, (ssize_t)strlen(raw));
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 5000) != 1)
@@ -162,6 +177,8 @@ static void http_raw(uint16_t port, const char *raw, struct resp *r)
 		if (len + 4096 > cap)
 			buf = realloc(buf, cap *= 2);
 		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == ECONNRESET)
+			break; /* refused after accept: no answer */
 		if (n <= 0)
 			break;
 		len += (size_t)n;
@@ -527,18 +544,22 @@ static void test_status_metrics_are_strict_prometheus_text_with_the_same_counter
 	assert_true(
 	    prom_get(p, "uringfeed_feed_up{feed=\"beta\",backend=\"epoll\",state=\"failed\"}") ==
 	    0);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns{feed=\"alpha\",quantile=\"0.99\"}") ==
-	            (double)uf_lat_quantile(&fx->stats[0].latency, 0.99));
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns_count{feed=\"alpha\"}") == 1000);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_ns_sum{feed=\"alpha\"}") == 500500000.0);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_max_ns{feed=\"alpha\"}") == 1000000);
+	/* Latency is a histogram in seconds: samples 1, 2, ... 1000 us; bounds are powers of
+	 * two nanoseconds, so the cumulative counts are exact (2^19 ns: 1..524 us). */
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_count{feed=\"alpha\"}") == 1000);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_sum{feed=\"alpha\"}") == 0.5005);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le="
+	                        "\"0.000524288\"}") == 524);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le="
+	                        "\"+Inf\"}") == 1000);
+	assert_true(prom_get(p, "uringfeed_wire_to_publish_max_seconds{feed=\"alpha\"}") == 0.001);
 	assert_true(prom_get(p, "uringfeed_ring_sequence{feed=\"alpha\",ring=\"alpha_ring\"}") ==
 	            777);
-	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot="
-	                        "\"0\",pid=\"100\",tag=\"tail\"}") == 77);
+	assert_true(prom_get(p, "uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
+	                        "consumer=\"tail/0\",pid=\"100\"}") == 77);
 	/* The consumer's tag had a quote: escaped on the wire, unescaped by the parser. */
-	assert_true(prom_get(p, "uringfeed_consumer_lag{feed=\"alpha\",ring=\"alpha_ring\",slot="
-	                        "\"3\",pid=\"101\",tag=\"risk\"x\"}") == 0);
+	assert_true(prom_get(p, "uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
+	                        "consumer=\"risk\"x/3\",pid=\"101\"}") == 0);
 	assert_true(prom_get(p, "uringfeed_config_reloads_total") == 3);
 	free(r.body);
 	free(p);
@@ -715,6 +736,102 @@ static void test_status_port_in_use_is_reported_with_the_address(void **state)
 	assert_non_null(strstr(err, want));
 }
 
+static void test_status_ready_says_why_and_turns_200(void **state)
+{
+	struct fixture *fx = *state;
+	struct resp r;
+
+	http(uf_status_port(fx->srv), "GET", "/ready", &r);
+	assert_int_equal(r.code, 503);
+	assert_string_equal(r.body, "feed beta: failed: bind: \"quoted\" \\ error\n");
+	free(r.body);
+	fx->all_running = 1;
+	http(uf_status_port(fx->srv), "GET", "/ready", &r);
+	assert_int_equal(r.code, 503); /* beta runs but has no packet yet */
+	assert_string_equal(r.body, "feed beta: no data received yet\n");
+	free(r.body);
+	uf_stat_add(&fx->stats[1].packets, 2);
+	http(uf_status_port(fx->srv), "GET", "/ready", &r);
+	assert_int_equal(r.code, 200);
+	assert_string_equal(r.body, "ready: 2 feeds\n");
+	free(r.body);
+	/* /health is liveness only: it never looked at the data. */
+	http(uf_status_port(fx->srv), "GET", "/health", &r);
+	assert_int_equal(r.code, 200);
+	free(r.body);
+}
+
+static uint64_t mono_ms(void)
+{
+	return uf_now_mono_ns() / 1000000;
+}
+
+#define SLOW_CLIENTS 64
+
+/* 64 clients connect and trickle header bytes, never finishing a request. They may hold at
+ * most MAIN_PER_IP_LIMIT slots of the main port, so another address still gets /health at
+ * once, and the probe port, with its own thread and budget, answers whatever happens on the
+ * main one. Before the limits, 32 such clients took /health away. */
+static void test_status_slow_clients_do_not_take_health_away(void **state)
+{
+	struct fixture *fx = *state;
+	struct sockaddr_in pa = {.sin_family = AF_INET, .sin_port = 0};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(uf_status_port(fx->srv))};
+	int fds[SLOW_CLIENTS];
+	char err[256];
+	struct resp r;
+
+	fx->all_running = 1;
+	inet_pton(AF_INET, "127.0.0.1", &pa.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	if (uf_status_start_probe(fx->srv, &pa, err, sizeof(err)) != 0)
+		fail_msg("probe endpoint did not start: %s", err);
+	uint16_t probe = uf_status_probe_port(fx->srv);
+	assert_true(probe != 0 && probe != uf_status_port(fx->srv));
+
+	for (int i = 0; i < SLOW_CLIENTS; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(connect(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		const char *start = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+		send(fds[i], start, strlen(start), MSG_NOSIGNAL);
+	}
+	for (int round = 0; round < 3; round++) /* trickle: one more byte each */
+		for (int i = 0; i < SLOW_CLIENTS; i++)
+			send(fds[i], "x", 1, MSG_NOSIGNAL);
+
+	/* The slow address is at its limit: its next connection is closed unanswered. */
+	http(uf_status_port(fx->srv), "GET", "/health", &r);
+	assert_int_equal(r.code, -1);
+	free(r.body);
+
+	/* Another address on the main port, and the probe port: answered, quickly. */
+	uint64_t t0 = mono_ms();
+	http_src = "127.0.0.2";
+	http(uf_status_port(fx->srv), "GET", "/health", &r);
+	http_src = NULL;
+	assert_int_equal(r.code, 200);
+	free(r.body);
+	http(probe, "GET", "/health", &r);
+	assert_int_equal(r.code, 200);
+	assert_string_equal(r.body, "ok: 2 feeds running\n");
+	free(r.body);
+	http(probe, "GET", "/ready", &r);
+	assert_int_equal(r.code, 503);
+	assert_string_equal(r.body, "feed beta: no data received yet\n");
+	free(r.body);
+	uint64_t took = mono_ms() - t0;
+	print_message("health under %d slow clients: %llu ms for 3 requests\n", SLOW_CLIENTS,
+	              (unsigned long long)took);
+	assert_true(took < 1000);
+	/* The probe port serves only the probes. */
+	http(probe, "GET", "/metrics", &r);
+	assert_int_equal(r.code, 404);
+	free(r.body);
+	for (int i = 0; i < SLOW_CLIENTS; i++)
+		close(fds[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -729,6 +846,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_status_reads_counters_while_a_feed_thread_writes,
 	                                    setup, teardown),
 	    cmocka_unit_test(test_status_health_is_200_when_every_feed_runs),
+	    cmocka_unit_test_setup_teardown(test_status_ready_says_why_and_turns_200, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_status_slow_clients_do_not_take_health_away, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_status_port_in_use_is_reported_with_the_address,
 	                                    setup, teardown),
 	};

@@ -242,6 +242,93 @@ static void test_status_render_health_codes(void **state)
 	free(s);
 }
 
+/* One running feed, data flowing on both lines in a session: ready. Each test below breaks
+ * one condition and expects 503 with exactly that reason. */
+static struct uf_status_snapshot *ready_snapshot(void)
+{
+	struct uf_status_snapshot *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	s->now_ns = NOW_NS;
+	s->ready_silence_ns = 2000000000ull;
+	s->nfeeds = 1;
+	struct uf_status_feed *f = &s->feeds[0];
+	snprintf(f->name, sizeof(f->name), "nq");
+	f->state = UF_STATUS_RUNNING;
+	f->stats.packets = 10;
+	f->stats.sessions = 1;
+	f->stats.nlines = 2;
+	snprintf(f->stats.line_names[0], sizeof(f->stats.line_names[0]), "A");
+	snprintf(f->stats.line_names[1], sizeof(f->stats.line_names[1]), "B");
+	f->stats.line_last_rx_ns[0] = NOW_NS - 1000000;
+	f->stats.line_last_rx_ns[1] = NOW_NS - 1999000000ull; /* just inside the limit */
+	return s;
+}
+
+static void expect_ready(const struct uf_status_snapshot *s, unsigned want_code, const char *want)
+{
+	unsigned code = 0;
+	char *text = uf_status_render_ready(s, &code);
+	assert_non_null(text);
+	assert_int_equal(code, want_code);
+	assert_string_equal(text, want);
+	assert_int_equal(uf_status_feed_not_ready(s, 0, NULL, 0) == 0, want_code == 200);
+	free(text);
+}
+
+static void test_status_ready_decides_from_the_snapshot(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = ready_snapshot();
+	struct uf_status_feed *f = &s->feeds[0];
+	expect_ready(s, 200, "ready: 1 feed\n");
+
+	/* Before any data. */
+	f->stats.packets = 0;
+	expect_ready(s, 503, "feed nq: no data received yet\n");
+	f->stats.packets = 10;
+
+	/* A line silent past the limit during the session, then one that never received. */
+	f->stats.line_last_rx_ns[1] = NOW_NS - 2500000000ull;
+	expect_ready(s, 503, "feed nq: line B silent for 2.5 s (limit 2.0 s)\n");
+	f->stats.line_last_rx_ns[0] = 0;
+	expect_ready(s, 503,
+	             "feed nq: line A has received nothing this session\n"
+	             "feed nq: line B silent for 2.5 s (limit 2.0 s)\n");
+	/* A line without a packet this session gets the grace period from the session start:
+	 * the other line may just have been first. The same for a packet of an old session. */
+	f->stats.line_last_rx_ns[1] = NOW_NS - 1000000;
+	f->stats.session_start_ns = NOW_NS - 500000000ull;
+	expect_ready(s, 200, "ready: 1 feed\n");
+	f->stats.line_last_rx_ns[0] = NOW_NS - 9000000000ull; /* before this session */
+	expect_ready(s, 200, "ready: 1 feed\n");
+	f->stats.session_start_ns = NOW_NS - 3000000000ull;
+	expect_ready(s, 503, "feed nq: line A has received nothing this session\n");
+	f->stats.line_last_rx_ns[0] = 0;
+	f->stats.line_last_rx_ns[1] = NOW_NS - 2500000000ull;
+	f->stats.session_start_ns = 0;
+	/* After the end of session silence is normal. */
+	f->stats.session_ended = 1;
+	expect_ready(s, 200, "ready: 1 feed\n");
+	f->stats.session_ended = 0;
+	f->stats.line_last_rx_ns[0] = NOW_NS;
+	f->stats.line_last_rx_ns[1] = NOW_NS;
+
+	/* Stale books and recovery in progress, both at once: two reasons. */
+	f->stats.books_stale = 12;
+	f->stats.recovering = 1;
+	expect_ready(s, 503,
+	             "feed nq: 12 books stale after an unrecovered gap (until the next session)\n"
+	             "feed nq: gap recovery in progress\n");
+	f->stats.books_stale = 0;
+	f->stats.recovering = 0;
+
+	/* A feed that does not run is not ready, whatever its counters. */
+	f->state = UF_STATUS_FAILED;
+	snprintf(f->error, sizeof(f->error), "boom");
+	expect_ready(s, 503, "feed nq: failed: boom\n");
+	free(s);
+}
+
 /* A snapshot claiming more feeds than it holds renders only what it holds. */
 static void test_status_render_clamps_feed_count(void **state)
 {
@@ -275,6 +362,7 @@ int main(void)
 	    cmocka_unit_test(test_status_render_json_every_counter),
 	    cmocka_unit_test(test_status_render_prometheus_every_counter),
 	    cmocka_unit_test(test_status_render_health_codes),
+	    cmocka_unit_test(test_status_ready_decides_from_the_snapshot),
 	    cmocka_unit_test(test_status_render_clamps_feed_count),
 	    cmocka_unit_test(test_status_render_state_names),
 	};

@@ -6,7 +6,7 @@
  *
  *   feed_bench --backend io_uring --rate 400000 [--messages 200000] [--cpu 0]
  *              [--sqpoll-cpu 1] [--symbols 50] [--no-b] [--sqpoll-idle-ms 1000]
- *              [--delay-ms 200] */
+ *              [--delay-ms 200] [--stage-every N (0: stage timing off; default 16)] */
 #include <dirent.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -86,12 +86,18 @@ int main(int argc, char **argv)
 	const char *backend = "io_uring";
 	double rate = 200000;
 	unsigned messages = 200000, symbols = 50;
-	int cpu = -1, sqcpu = -1, no_b = 0, idle_ms = 1000, delay_ms = 200;
-	static const struct option o[] = {{"backend", 1, 0, 'b'},    {"rate", 1, 0, 'r'},
-	                                  {"messages", 1, 0, 'm'},   {"cpu", 1, 0, 'c'},
-	                                  {"sqpoll-cpu", 1, 0, 's'}, {"symbols", 1, 0, 'y'},
-	                                  {"no-b", 0, 0, 'n'},       {"sqpoll-idle-ms", 1, 0, 'i'},
-	                                  {"delay-ms", 1, 0, 'd'},   {0, 0, 0, 0}};
+	int cpu = -1, sqcpu = -1, no_b = 0, idle_ms = 1000, delay_ms = 200, every = 16;
+	static const struct option o[] = {{"backend", 1, 0, 'b'},
+	                                  {"rate", 1, 0, 'r'},
+	                                  {"messages", 1, 0, 'm'},
+	                                  {"cpu", 1, 0, 'c'},
+	                                  {"sqpoll-cpu", 1, 0, 's'},
+	                                  {"symbols", 1, 0, 'y'},
+	                                  {"no-b", 0, 0, 'n'},
+	                                  {"sqpoll-idle-ms", 1, 0, 'i'},
+	                                  {"delay-ms", 1, 0, 'd'},
+	                                  {"stage-every", 1, 0, 'e'},
+	                                  {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
 		switch (c) {
@@ -121,6 +127,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			delay_ms = atoi(optarg);
+			break;
+		case 'e':
+			every = atoi(optarg);
 			break;
 		default:
 			return 2;
@@ -171,6 +180,8 @@ int main(int argc, char **argv)
 	cfg.book.max_instruments = 1024;
 	cfg.buffers.count = 4096;
 	cfg.buffers.size = 2048;
+	cfg.no_stage_timing = every <= 0;
+	cfg.stage_timing_every = every > 0 ? (uint32_t)every : 0;
 	char err[256];
 	if (uf_feed_create(&cfg, &g_feed, err, sizeof(err)) < 0) {
 		fprintf(stderr, "uf_feed_create: %s\n", err);
@@ -241,7 +252,9 @@ int main(int argc, char **argv)
 	    "\"feed_thread_cpu\":%.2f,\"sqpoll_cpu\":%.2f,\"process_cpu\":%.2f,"
 	    "\"feed_blocked\":%lu,\"feed_preempted\":%lu,\"sq_wakeups\":%llu,\"batches\":%llu,"
 	    "\"empty_polls\":%llu,"
-	    "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu}\n",
+	    "\"lat_p50_ns\":%llu,\"lat_p99_ns\":%llu,\"lat_p999_ns\":%llu,\"lat_max_ns\":%llu,"
+	    "\"stage_every\":%d,\"stage_p50_ns\":{\"receive\":%llu,\"arbitration\":%llu,"
+	    "\"decode\":%llu,\"books\":%llu,\"ring\":%llu,\"image\":%llu}}\n",
 	    backend, uf_feed_backend_name(g_feed), rate, (unsigned long long)s.messages, wall,
 	    (double)s.messages / wall, (unsigned long long)s.lines[0].gap_messages,
 	    (unsigned long long)s.lines[1].gap_messages, (unsigned long long)s.gaps,
@@ -256,7 +269,13 @@ int main(int argc, char **argv)
 	    (unsigned long long)s.busy_polls, (unsigned long long)uf_lat_quantile(&s.latency, 0.5),
 	    (unsigned long long)uf_lat_quantile(&s.latency, 0.99),
 	    (unsigned long long)uf_lat_quantile(&s.latency, 0.999),
-	    (unsigned long long)s.latency.max_ns);
+	    (unsigned long long)s.latency.max_ns, every,
+	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_RECEIVE], 0.5),
+	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_ARBITRATION], 0.5),
+	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_DECODE], 0.5),
+	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_BOOKS], 0.5),
+	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_RING], 0.5),
+	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_IMAGE], 0.5));
 	uf_feed_destroy(g_feed);
 	uf_ring_unlink(cfg.ring.name, NULL);
 	ft_rm_dir(ft_use_ring_dir());

@@ -1,0 +1,152 @@
+/* /metrics as Prometheus sees it: a realistic snapshot (two feeds, two lines each, latency
+ * and every stage timed, a session, consumers, a failed feed without a ring, a line that
+ * never received, process metrics) rendered by the pure renderer and handed to
+ * `promtool check metrics`, which must print nothing. Also pins the conventions the
+ * operations rules depend on: histogram series in seconds, +Inf == _count, names. */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/status_render.h"
+#include "test/daemon/promtool_util.h"
+
+#define NOW_NS 1764000000000000000ull
+
+static void fill_feed(struct uf_status_feed *f, const char *name, int running)
+{
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	snprintf(f->backend, sizeof(f->backend), "io_uring");
+	f->state = running ? UF_STATUS_RUNNING : UF_STATUS_FAILED;
+	if (!running)
+		snprintf(f->error, sizeof(f->error), "receive failed: \"x\"");
+	f->stats.packets = 12345;
+	f->stats.messages = 98765;
+	f->stats.gaps = 3;
+	f->stats.gaps_unrecovered = 1;
+	f->stats.sessions = 1;
+	f->stats.decode_unknown_type = 2;
+	f->stats.nlines = 2;
+	snprintf(f->stats.line_names[0], sizeof(f->stats.line_names[0]), "A");
+	snprintf(f->stats.line_names[1], sizeof(f->stats.line_names[1]), "B");
+	f->stats.lines[0].packets = 12000;
+	f->stats.lines[1].packets = 345;
+	f->stats.line_last_rx_ns[0] = NOW_NS - 1500000; /* 1.5 ms ago */
+	f->stats.line_last_rx_ns[1] = 0;                /* never */
+	f->stats.books_stale = 17;
+	f->stats.recovering = 1;
+	memcpy(f->stats.session, "S20261203 ", 10);
+	for (int i = 1; i <= 5000; i++) {
+		uf_lat_record(&f->stats.latency, (int64_t)i * 37);
+		for (unsigned st = 0; st < UF_STAGE_COUNT; st++)
+			uf_lat_record(&f->stats.stages[st], (int64_t)(i % 97) * (st + 1) * 11);
+	}
+	uf_lat_record(&f->stats.latency, (int64_t)5 << 40); /* beyond the last bound */
+	uf_lat_record(&f->stats.latency, -5);               /* clock step */
+}
+
+static struct uf_status_snapshot *make_snapshot(void)
+{
+	struct uf_status_snapshot *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	snprintf(s->version, sizeof(s->version), "0.9.0");
+	s->pid = 4242;
+	s->start_ns = NOW_NS - 3600000000000ull;
+	s->now_ns = NOW_NS;
+	s->ready_silence_ns = 2000000000ull;
+	s->nfeeds = 2;
+	fill_feed(&s->feeds[0], "nasdaq", 1);
+	fill_feed(&s->feeds[1], "bx\"2", 0);
+	struct uf_status_ring *r = &s->feeds[0].ring;
+	r->present = 1;
+	snprintf(r->name, sizeof(r->name), "nasdaq");
+	r->capacity = 1 << 20;
+	r->sequence = 555555;
+	r->nconsumers = 2;
+	r->consumers[0] = (struct uf_status_consumer){
+	    .slot = 0, .pid = 100, .lag = 12, .lost = 0, .laps = 0, .tag = "uf-tail"};
+	r->consumers[1] = (struct uf_status_consumer){
+	    .slot = 1, .pid = 101, .lag = 0, .lost = 4096, .laps = 2, .tag = "risk"};
+	s->process = (struct uf_status_process){.present = 1,
+	                                        .cpu_seconds = 12.5,
+	                                        .resident_bytes = 123456789,
+	                                        .virtual_bytes = 987654321,
+	                                        .open_fds = 17,
+	                                        .max_fds = 1024,
+	                                        .start_time_s = 1764000000.25};
+	return s;
+}
+
+static void test_promtool_accepts_the_rendered_metrics_without_a_word(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = make_snapshot();
+	char *text = uf_status_render_prometheus(s);
+	char out[8192];
+	assert_non_null(text);
+	int rc = uf_promtool_check(text, out, sizeof(out));
+	if (rc != 0 || out[0])
+		fail_msg("promtool check metrics exit %d, said:\n%s", rc, out);
+	/* The names the alert rules and dashboards use. */
+	static const char *const want[] = {
+	    "uringfeed_wire_to_publish_seconds_bucket{feed=\"nasdaq\",le=\"+Inf\"} 5001\n",
+	    "uringfeed_wire_to_publish_seconds_count{feed=\"nasdaq\"} 5001\n",
+	    "uringfeed_stage_seconds_count{feed=\"nasdaq\",stage=\"receive\"} 5000\n",
+	    "uringfeed_stage_seconds_count{feed=\"nasdaq\",stage=\"image\"} 5000\n",
+	    "uringfeed_stage_seconds_bucket{feed=\"nasdaq\",stage=\"decode\",le=\"+Inf\"} 5000\n",
+	    "uringfeed_line_last_packet_age_seconds{feed=\"nasdaq\",line=\"A\"} 0.001500\n",
+	    "uringfeed_line_last_packet_age_seconds{feed=\"nasdaq\",line=\"B\"} NaN\n",
+	    "uringfeed_books_stale{feed=\"nasdaq\"} 17\n",
+	    "uringfeed_session_info{feed=\"nasdaq\",session=\"S20261203\"} 1\n",
+	    "uringfeed_recovery_in_progress{feed=\"nasdaq\"} 1\n",
+	    "uringfeed_snapshot_in_progress{feed=\"nasdaq\"} 0\n",
+	    "uringfeed_ready{feed=\"nasdaq\"} 0\n",
+	    "uringfeed_gaps_unrecovered_total{feed=\"nasdaq\"} 1\n",
+	    "uringfeed_messages_total{feed=\"nasdaq\"} 98765\n",
+	    "uringfeed_wire_to_publish_negative_total{feed=\"nasdaq\"} 1\n",
+	    "uringfeed_consumer_lost_records_total{feed=\"nasdaq\",ring=\"nasdaq\",consumer=\"risk/"
+	    "1\",pid=\"101\"} 4096\n",
+	    "uringfeed_consumer_laps_total{feed=\"nasdaq\",ring=\"nasdaq\",consumer=\"risk/1\","
+	    "pid=\"101\"} 2\n",
+	    "uringfeed_consumer_lag_records{feed=\"nasdaq\",ring=\"nasdaq\",consumer=\"uf-tail/0\","
+	    "pid=\"100\"} 12\n",
+	    "process_cpu_seconds_total 12.500\n",
+	    "process_resident_memory_bytes 123456789\n",
+	    "process_start_time_seconds 1764000000.250\n",
+	    "process_open_fds 17\n",
+	    "uringfeed_feed_up{feed=\"bx\\\"2\",backend=\"io_uring\",state=\"failed\"} 0\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(text, want[i]))
+			fail_msg("missing from /metrics: %s", want[i]);
+	/* Abbreviated units are gone for good. */
+	assert_null(strstr(text, "_ns"));
+	free(text);
+	free(s);
+}
+
+/* The check is real: promtool does complain about what the old endpoint served. */
+static void test_promtool_refuses_abbreviated_units(void **state)
+{
+	(void)state;
+	char out[4096];
+	const char *bad = "# HELP uringfeed_wire_to_publish_max_ns largest\n"
+	                  "# TYPE uringfeed_wire_to_publish_max_ns gauge\n"
+	                  "uringfeed_wire_to_publish_max_ns{feed=\"a\"} 5\n";
+	int rc = uf_promtool_check(bad, out, sizeof(out));
+	assert_true(rc != 0 || out[0] != '\0');
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_promtool_accepts_the_rendered_metrics_without_a_word),
+	    cmocka_unit_test(test_promtool_refuses_abbreviated_units),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
