@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       liburing-dev libnuma-dev libjansson-dev libcmocka-dev
-      libzmq3-dev libmicrohttpd-dev gnuplot-nox iproute2 procps curl)
+      libzmq3-dev libmicrohttpd-dev libnats-dev nats-server gnuplot-nox iproute2 procps curl)
 
 missing=()
 for p in "${pkgs[@]}"; do
