@@ -1,0 +1,366 @@
+/* NATS JetStream fan-out with real servers: uf-bridge republishes a ring fed from a generated
+ * day; remote consumers (libufconsumer "nats://", uf-tail --nats) must end with exactly the
+ * local books, across the SIGKILL of a cluster node, when they join late, and a consumer
+ * that reads nothing must not hold the bridge back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "bridge_test_util.h"
+
+#define DEPTH "10"
+
+struct bt_case {
+	struct bt_nats ns;  /* servers */
+	char ring[32];      /* ring name */
+	char status[256];   /* bridge status file */
+	char start[256];    /* the feeder plays once this exists */
+	char feed_out[256]; /* the feeder's stdout */
+	pid_t bridge, feed; /* processes */
+};
+
+static char g_ring_dir[128];
+
+static void case_begin(struct bt_case *k, const char *tag, int servers)
+{
+	memset(k, 0, sizeof(*k));
+	snprintf(k->ring, sizeof(k->ring), "bt%s_%d", tag, (int)getpid());
+	snprintf(k->status, sizeof(k->status), "%s/%s.status", bt_dir, tag);
+	snprintf(k->start, sizeof(k->start), "%s/%s.start", bt_dir, tag);
+	snprintf(k->feed_out, sizeof(k->feed_out), "%s/%s.feed", bt_dir, tag);
+	bt_nats_start(&k->ns, servers, tag);
+}
+
+/* Feeder first (it creates the ring and waits for the start file), then the bridge; returns
+ * once the bridge has written its first status (stream, bucket and commit exist). */
+static void case_start(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                       const char *urls, const char *replicas)
+{
+	char out[300];
+	char *feed_argv[] = {"uf-bridge-feed", "--in",         (char *)day,  "--ring",
+	                     k->ring,          "--start-file", k->start,     "--rate",
+	                     (char *)rate,     "--drop-every", (char *)drop, NULL};
+	char *bridge_argv[] = {"uf-bridge",
+	                       "--ring",
+	                       k->ring,
+	                       "--nats",
+	                       (char *)urls,
+	                       "--replicas",
+	                       (char *)replicas,
+	                       "--exit-on-close",
+	                       "--status-file",
+	                       k->status,
+	                       "--kv-interval",
+	                       "50",
+	                       NULL};
+	char shm[300];
+
+	k->feed = bt_spawn(UF_BRIDGE_FEED, feed_argv, k->feed_out);
+	snprintf(shm, sizeof(shm), "%s/uf.%s", g_ring_dir, k->ring);
+	for (uint64_t end = bt_now_ms() + 10000; access(shm, F_OK) != 0;) {
+		assert_true(bt_now_ms() < end);
+		bt_sleep_ms(10);
+	}
+	snprintf(out, sizeof(out), "%s/%s.bridge", bt_dir, k->ring);
+	k->bridge = bt_spawn(bt_bin("uf-bridge"), bridge_argv, out);
+	free(bt_wait_status(k->status, "generation", 0, 30000));
+}
+
+static void case_go(struct bt_case *k)
+{
+	FILE *f = fopen(k->start, "w");
+	assert_non_null(f);
+	fclose(f);
+}
+
+/* Waits for the feeder and the bridge to finish; returns the feeder's summary line. */
+static char *case_finish(struct bt_case *k)
+{
+	assert_int_equal(bt_wait(k->feed, 60000), 0);
+	assert_int_equal(bt_wait(k->bridge, 60000), 0);
+	return uf_test_slurp(k->feed_out);
+}
+
+static void case_end(struct bt_case *k)
+{
+	char p[300];
+
+	bt_nats_stop(&k->ns);
+	snprintf(p, sizeof(p), "%s/uf.%s", g_ring_dir, k->ring);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/uf.%s.cons", g_ring_dir, k->ring);
+	unlink(p);
+}
+
+static char *local_books(const struct bt_case *k)
+{
+	const char *argv[] = {"uf-tail", "--ring", k->ring, "--books", "--depth", DEPTH, NULL};
+	return bt_tail(argv);
+}
+
+static char *remote_books(const struct bt_case *k, const char *urls)
+{
+	const char *argv[] = {"uf-tail", "--nats",  urls,  "--ring", k->ring,
+	                      "--books", "--depth", DEPTH, NULL};
+	return bt_tail(argv);
+}
+
+static char *decode_books(const char *day)
+{
+	struct uf_test_run r;
+	const char *argv[] = {"uf-decode", "books", day, "--depth", DEPTH, NULL};
+	char *out;
+
+	uf_test_run_path(bt_bin("uf-decode"), argv, 30000, &r);
+	assert_int_equal(r.status, 0);
+	out = r.out;
+	r.out = NULL;
+	uf_test_run_free(&r);
+	return out;
+}
+
+static uf_consumer_t *remote_attach(const char *urls, const char *ring)
+{
+	struct uf_consumer_options co;
+	uf_consumer_t *c = NULL;
+	char name[400], err[512];
+	int rc;
+
+	uf_consumer_options_init(&co);
+	co.tag = "test_bridge";
+	snprintf(name, sizeof(name), "%s/%s", urls, ring);
+	rc = uf_consumer_attach(name, &co, &c, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("attach %s: %s", name, err);
+	return c;
+}
+
+struct drain {
+	uint64_t received; /* records read */
+	uint64_t next;     /* sequence expected next */
+	int closed;        /* -EPIPE seen */
+};
+
+/* Reads until the ring is closed (bounded), checking that sequences follow each other with
+ * no lap; calls `at` once after `at_count` records. */
+static void drain(uf_consumer_t *c, struct drain *d, uint64_t at_count, void (*at)(void *),
+                  void *arg)
+{
+	struct uf_record recs[256];
+	uint64_t end = bt_now_ms() + 90000, seq;
+	int fired = at == NULL;
+
+	while (!d->closed) {
+		int n = uf_consumer_read(c, recs, 256, &seq);
+		if (n > 0) {
+			if (seq != d->next)
+				fail_msg("records jump from %" PRIu64 " to %" PRIu64, d->next, seq);
+			d->next = seq + (uint64_t)n;
+			d->received += (uint64_t)n;
+			if (!fired && d->received >= at_count) {
+				at(arg);
+				fired = 1;
+			}
+			continue;
+		}
+		if (n == -EPIPE) {
+			d->closed = 1;
+			break;
+		}
+		if (n == -EOVERFLOW) {
+			struct uf_consumer_lap lap;
+			uf_consumer_last_lap(c, &lap);
+			fail_msg("remote consumer lost %" PRIu64 " records at %" PRIu64, lap.lost,
+			         lap.from_seq);
+		}
+		assert_int_equal(n, -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	assert_true(fired);
+}
+
+/* A day with losses (every 997th message an unrecovered gap): the remote books equal the
+ * local ones, through the library and through uf-tail --nats. */
+static void test_remote_books_equal_local_books_on_a_day_with_loss(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(50000, 30, 7);
+	char *feed, *local, *remote, *st;
+
+	case_begin(&k, "loss", 1);
+	case_start(&k, day, "0", "997", k.ns.urls, "1");
+	case_go(&k);
+	feed = case_finish(&k);
+	assert_true(bt_json_num(feed, "gaps") >= 50);
+	st = uf_test_slurp(k.status);
+	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
+	assert_int_equal(bt_json_num(st, "laps"), 0);
+	local = local_books(&k);
+	remote = remote_books(&k, k.ns.urls);
+	assert_true(strlen(local) > 100);
+	assert_string_equal(remote, local);
+	free(feed);
+	free(st);
+	free(local);
+	free(remote);
+	case_end(&k);
+}
+
+static void kill_first_node(void *arg)
+{
+	struct bt_case *k = arg;
+
+	kill(k->ns.pid[0], SIGKILL); /* the node the bridge and the consumer are connected to */
+	bt_wait(k->ns.pid[0], 5000);
+	k->ns.pid[0] = 0;
+}
+
+/* Three nodes, replicas 3: the node that both the bridge and a streaming remote consumer are
+ * connected to is SIGKILLed mid-stream. The consumer must see every record once, in order,
+ * and end with the books uf-decode computes from the file. */
+static void test_remote_consumer_streams_across_sigkill_of_a_cluster_node(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 11);
+	struct drain d = {0};
+	char *feed, *local, *remote, *ref, *tail, urls23[200];
+	uf_consumer_t *c;
+
+	case_begin(&k, "clu", 3);
+	ref = decode_books(day);
+	case_start(&k, day, "8000", "0", k.ns.urls, "3");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 15000, kill_first_node, &k);
+	assert_int_equal(k.ns.pid[0], 0); /* the kill happened mid-stream */
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	remote = bt_render_books(c, 10);
+	local = local_books(&k);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(local, ref);
+	assert_string_equal(remote, ref);
+	snprintf(urls23, sizeof(urls23), "nats://127.0.0.1:%d,nats://127.0.0.1:%d", k.ns.port[1],
+	         k.ns.port[2]);
+	tail = remote_books(&k, urls23);
+	assert_string_equal(tail, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(local);
+	free(remote);
+	free(ref);
+	free(tail);
+	case_end(&k);
+}
+
+/* A consumer that attaches while the day is half played starts from the bucket's books (its
+ * first sequence is not 0: it never read the first half) and ends with the right books. */
+static void test_late_remote_consumer_snapshot_then_stream(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(40000, 30, 13);
+	struct uf_consumer_info info;
+	struct drain d = {0};
+	char *feed, *ref, *remote, *st;
+	uf_consumer_t *c;
+
+	case_begin(&k, "late", 1);
+	ref = decode_books(day);
+	case_start(&k, day, "20000", "0", k.ns.urls, "1");
+	case_go(&k);
+	st = bt_wait_status(k.status, "published", 30000, 30000);
+	free(st);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &info);
+	assert_true(info.position >= 30000);
+	d.next = info.position;
+	drain(c, &d, 0, NULL, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.next, bt_json_num(feed, "tail"));
+	remote = bt_render_books(c, 10);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(remote, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(ref);
+	free(remote);
+	case_end(&k);
+}
+
+/* A remote consumer that reads nothing while the whole day goes through: the bridge finishes
+ * (everything published, never lapped) before the consumer read a single record; the
+ * consumer then still gets every record. */
+static void test_slow_remote_consumer_never_slows_the_bridge(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(50000, 30, 17);
+	struct uf_consumer_info info;
+	struct drain d = {0};
+	char *feed, *st;
+	uf_consumer_t *c;
+
+	case_begin(&k, "slow", 1);
+	case_start(&k, day, "0", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	feed = case_finish(&k);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.received, 0);
+	st = uf_test_slurp(k.status);
+	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
+	assert_int_equal(bt_json_num(st, "laps"), 0);
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	uf_consumer_detach(c);
+	free(feed);
+	free(st);
+	case_end(&k);
+}
+
+static int case_teardown(void **state)
+{
+	bt_kill_all();
+	return 0;
+}
+
+static int setup(void **state)
+{
+	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-bridge-test.XXXXXX");
+	if (!mkdtemp(bt_dir))
+		return -1;
+	snprintf(g_ring_dir, sizeof(g_ring_dir), "/dev/shm/uf-bridge-test-%d", (int)getpid());
+	if (mkdir(g_ring_dir, 0700) < 0)
+		return -1;
+	setenv("UF_RING_DIR", g_ring_dir, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	bt_kill_all();
+	uf_test_rm_tree(g_ring_dir);
+	if (getenv("UF_BT_KEEP")) /* debugging: keep the servers' and processes' logs */
+		fprintf(stderr, "logs kept in %s\n", bt_dir);
+	else
+		uf_test_rm_tree(bt_dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_remote_books_equal_local_books_on_a_day_with_loss,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_late_remote_consumer_snapshot_then_stream,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_slow_remote_consumer_never_slows_the_bridge,
+	                              case_teardown),
+	};
+	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
+		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

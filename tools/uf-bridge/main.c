@@ -1,0 +1,259 @@
+/* uf-bridge: republish a local uringfeed ring on NATS JetStream for remote consumers.
+ *
+ *   uf-bridge --ring NAME --nats nats://h1:4222,nats://h2:4222 [options]
+ *   uf-bridge --config /etc/uringfeed/uf-bridge.json
+ *
+ * Runs until SIGINT/SIGTERM (exit 0), or until the producer closes the ring with
+ * --exit-on-close. Exit 1 on errors, 2 on bad usage. See docs/fanout.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "tools/uf-bridge/bridge.h"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	g_stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: uf-bridge --ring NAME --nats URLS [options]   (or --config FILE)\n"
+	           "  --nats URLS          comma-separated nats://host:port (any cluster members)\n"
+	           "  --replicas N         stream and bucket replicas (default 1; 3 in a cluster)\n"
+	           "  --memory             memory storage instead of file storage\n"
+	           "  --max-age S          stream retention in seconds (default 86400)\n"
+	           "  --max-bytes N        stream retention in bytes (default unlimited)\n"
+	           "  --batch N            most records per message (default 256, max 1024)\n"
+	           "  --kv-interval MS     book entries written at most this often (default 100)\n"
+	           "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
+	           "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
+	           "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
+	           "  --exit-on-close      exit once the producer closes the ring\n"
+	           "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n");
+}
+
+static int get_str(json_t *o, const char *key, char *dst, size_t len, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || strlen(json_string_value(v)) >= len) {
+		snprintf(err, errlen, "\"%s\" must be a string shorter than %zu bytes", key, len);
+		return -1;
+	}
+	snprintf(dst, len, "%s", json_string_value(v));
+	return 0;
+}
+
+static int get_int(json_t *o, const char *key, int64_t *dst, int64_t lo, int64_t hi, char *err,
+                   size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+		snprintf(err, errlen, "\"%s\" must be an integer in [%lld, %lld]", key,
+		         (long long)lo, (long long)hi);
+		return -1;
+	}
+	*dst = json_integer_value(v);
+	return 0;
+}
+
+int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *err, size_t errlen)
+{
+	static const char *known[] = {"ring",        "nats",
+	                              "replicas",    "memory",
+	                              "max_age_s",   "max_bytes",
+	                              "batch",       "kv_interval_ms",
+	                              "ack_wait_ms", "stats_interval_ms",
+	                              "status_file", "exit_on_close",
+	                              "dir"};
+	json_error_t je;
+	json_t *o = json_load_file(path, 0, &je), *v;
+	const char *key;
+	int64_t x;
+	int rc = -1;
+
+	if (!o) {
+		snprintf(err, errlen, "%s:%d: %s", path, je.line, je.text);
+		return -1;
+	}
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "%s: not a JSON object", path);
+		goto out;
+	}
+	json_object_foreach(o, key, v)
+	{
+		size_t i;
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (!strcmp(key, known[i]))
+				break;
+		if (i == sizeof(known) / sizeof(known[0])) {
+			snprintf(err, errlen, "%s: unknown key \"%s\"", path, key);
+			goto out;
+		}
+	}
+	if (get_str(o, "ring", cfg->ring, sizeof(cfg->ring), err, errlen) < 0 ||
+	    get_str(o, "nats", cfg->urls, sizeof(cfg->urls), err, errlen) < 0 ||
+	    get_str(o, "status_file", cfg->status_file, sizeof(cfg->status_file), err, errlen) <
+	        0 ||
+	    get_str(o, "dir", cfg->dir, sizeof(cfg->dir), err, errlen) < 0)
+		goto out;
+#define INT_KEY(k, field, lo, hi)                                                                  \
+	do {                                                                                       \
+		x = (int64_t)cfg->field;                                                           \
+		if (get_int(o, k, &x, lo, hi, err, errlen) < 0)                                    \
+			goto out;                                                                  \
+		cfg->field = x;                                                                    \
+	} while (0)
+	INT_KEY("replicas", replicas, 1, 5);
+	INT_KEY("max_age_s", max_age_s, 0, INT64_MAX / 1000000000);
+	INT_KEY("max_bytes", max_bytes, -1, INT64_MAX);
+	INT_KEY("batch", batch, 1, 1024);
+	INT_KEY("kv_interval_ms", kv_interval_ms, 1, 3600000);
+	INT_KEY("ack_wait_ms", ack_wait_ms, 10, 600000);
+	INT_KEY("stats_interval_ms", stats_interval_ms, 0, 3600000);
+#undef INT_KEY
+	v = json_object_get(o, "memory");
+	if (v)
+		cfg->memory = json_is_true(v);
+	v = json_object_get(o, "exit_on_close");
+	if (v)
+		cfg->exit_on_close = json_is_true(v);
+	rc = 0;
+out:
+	json_decref(o);
+	return rc;
+}
+
+static int parse_num(const char *s, int64_t lo, int64_t hi, int64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoll(s, &end, 10);
+	return errno || end == s || *end || *v < lo || *v > hi ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"ring", required_argument, 0, 'r'},
+	                                   {"nats", required_argument, 0, 'n'},
+	                                   {"config", required_argument, 0, 'c'},
+	                                   {"replicas", required_argument, 0, 'R'},
+	                                   {"memory", no_argument, 0, 'm'},
+	                                   {"max-age", required_argument, 0, 'a'},
+	                                   {"max-bytes", required_argument, 0, 'B'},
+	                                   {"batch", required_argument, 0, 'b'},
+	                                   {"kv-interval", required_argument, 0, 'k'},
+	                                   {"ack-wait", required_argument, 0, 'w'},
+	                                   {"stats", required_argument, 0, 's'},
+	                                   {"status-file", required_argument, 0, 'S'},
+	                                   {"exit-on-close", no_argument, 0, 'x'},
+	                                   {"dir", required_argument, 0, 'D'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
+	struct uf_bridge_config cfg;
+	struct sigaction sa;
+	char err[512];
+	int64_t v;
+	int opt;
+
+	uf_bridge_config_init(&cfg);
+	/* the config file first, so options on the command line override it */
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 &&
+		    uf_bridge_config_load(&cfg, argv[i + 1], err, sizeof(err)) < 0) {
+			fprintf(stderr, "uf-bridge: %s\n", err);
+			return 2;
+		}
+	}
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'r':
+			snprintf(cfg.ring, sizeof(cfg.ring), "%s", optarg);
+			break;
+		case 'n':
+			snprintf(cfg.urls, sizeof(cfg.urls), "%s", optarg);
+			break;
+		case 'c':
+			break; /* read above */
+		case 'R':
+			if (parse_num(optarg, 1, 5, &v) < 0)
+				goto bad_value;
+			cfg.replicas = (int)v;
+			break;
+		case 'm':
+			cfg.memory = 1;
+			break;
+		case 'a':
+			if (parse_num(optarg, 0, INT64_MAX / 1000000000, &cfg.max_age_s) < 0)
+				goto bad_value;
+			break;
+		case 'B':
+			if (parse_num(optarg, -1, INT64_MAX, &cfg.max_bytes) < 0)
+				goto bad_value;
+			break;
+		case 'b':
+			if (parse_num(optarg, 1, 1024, &v) < 0)
+				goto bad_value;
+			cfg.batch = (uint32_t)v;
+			break;
+		case 'k':
+			if (parse_num(optarg, 1, 3600000, &v) < 0)
+				goto bad_value;
+			cfg.kv_interval_ms = (uint32_t)v;
+			break;
+		case 'w':
+			if (parse_num(optarg, 10, 600000, &v) < 0)
+				goto bad_value;
+			cfg.ack_wait_ms = (uint32_t)v;
+			break;
+		case 's':
+			if (parse_num(optarg, 0, 3600000, &v) < 0)
+				goto bad_value;
+			cfg.stats_interval_ms = (uint32_t)v;
+			break;
+		case 'S':
+			snprintf(cfg.status_file, sizeof(cfg.status_file), "%s", optarg);
+			break;
+		case 'x':
+			cfg.exit_on_close = 1;
+			break;
+		case 'D':
+			snprintf(cfg.dir, sizeof(cfg.dir), "%s", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!cfg.ring[0] || !cfg.urls[0] || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return uf_bridge_run(&cfg, &g_stop) == 0 ? 0 : 1;
+
+bad_value:
+	fprintf(stderr, "uf-bridge: bad value for option: %s\n", optarg);
+	return 2;
+}
