@@ -4,7 +4,7 @@
  * multicast nor the daemon.
  *
  *   uf-bridge-feed --in DAY --ring NAME [--rate MSGS_PER_S] [--drop-every N]
- *                  [--capacity N] [--linger MS] [--start-file PATH]
+ *                  [--capacity N] [--depth N] [--linger MS] [--start-file PATH]
  *
  * --drop-every N loses every Nth message as an unrecovered gap (a GAP record and stale
  * books, as the feed reports one). --start-file: waits until PATH exists before playing (the
@@ -70,13 +70,17 @@ static void image_update(struct uf_ring *r, struct uf_publisher *p, const struct
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-	    {"in", required_argument, 0, 'i'},         {"ring", required_argument, 0, 'r'},
-	    {"rate", required_argument, 0, 'R'},       {"drop-every", required_argument, 0, 'd'},
-	    {"capacity", required_argument, 0, 'c'},   {"linger", required_argument, 0, 'l'},
-	    {"start-file", required_argument, 0, 's'}, {0, 0, 0, 0}};
+	static const struct option lo[] = {{"in", required_argument, 0, 'i'},
+	                                   {"ring", required_argument, 0, 'r'},
+	                                   {"rate", required_argument, 0, 'R'},
+	                                   {"drop-every", required_argument, 0, 'd'},
+	                                   {"capacity", required_argument, 0, 'c'},
+	                                   {"linger", required_argument, 0, 'l'},
+	                                   {"start-file", required_argument, 0, 's'},
+	                                   {"depth", required_argument, 0, 'D'},
+	                                   {0, 0, 0, 0}};
 	const char *in = NULL, *ring = NULL, *start_file = NULL;
-	uint64_t rate = 0, drop_every = 0, capacity = 1u << 20, linger_ms = 0;
+	uint64_t rate = 0, drop_every = 0, capacity = 1u << 20, linger_ms = 0, depth = 10;
 	struct uf_publish_params pp;
 	struct uf_publisher *p = NULL;
 	struct uf_ring_options ro;
@@ -114,6 +118,9 @@ int main(int argc, char **argv)
 		case 's':
 			start_file = optarg;
 			break;
+		case 'D':
+			depth = strtoull(optarg, NULL, 10);
+			break;
 		default:
 			return 2;
 		}
@@ -131,6 +138,7 @@ int main(int argc, char **argv)
 	ro.capacity = capacity;
 	ro.numa_node = UF_RING_NUMA_NONE;
 	ro.hugepages = 0;
+	ro.depth = (uint32_t)depth;
 	if (uf_ring_create(ring, &ro, &r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "uf-bridge-feed: %s\n", err);
 		return 1;

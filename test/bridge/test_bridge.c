@@ -34,13 +34,15 @@ static void case_begin(struct bt_case *k, const char *tag, int servers)
 
 /* Feeder first (it creates the ring and waits for the start file), then the bridge; returns
  * once the bridge has written its first status (stream, bucket and commit exist). */
-static void case_start(struct bt_case *k, const char *day, const char *rate, const char *drop,
-                       const char *urls, const char *replicas)
+static void case_start_cap(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                           const char *urls, const char *replicas, const char *capacity,
+                           const char *depth)
 {
 	char out[300];
-	char *feed_argv[] = {"uf-bridge-feed", "--in",         (char *)day,  "--ring",
-	                     k->ring,          "--start-file", k->start,     "--rate",
-	                     (char *)rate,     "--drop-every", (char *)drop, NULL};
+	char *feed_argv[] = {"uf-bridge-feed", "--in",         (char *)day,   "--ring",
+	                     k->ring,          "--start-file", k->start,      "--rate",
+	                     (char *)rate,     "--drop-every", (char *)drop,  "--capacity",
+	                     (char *)capacity, "--depth",      (char *)depth, NULL};
 	char *bridge_argv[] = {"uf-bridge",
 	                       "--ring",
 	                       k->ring,
@@ -65,6 +67,12 @@ static void case_start(struct bt_case *k, const char *day, const char *rate, con
 	snprintf(out, sizeof(out), "%s/%s.bridge", bt_dir, k->ring);
 	k->bridge = bt_spawn(bt_bin("uf-bridge"), bridge_argv, out);
 	free(bt_wait_status(k->status, "generation", 0, 30000));
+}
+
+static void case_start(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                       const char *urls, const char *replicas)
+{
+	case_start_cap(k, day, rate, drop, urls, replicas, "1048576", "10");
 }
 
 static void case_go(struct bt_case *k)
@@ -319,6 +327,76 @@ static void test_slow_remote_consumer_never_slows_the_bridge(void **state)
 	case_end(&k);
 }
 
+/* The bridge is stopped (SIGSTOP) until the ring laps it: it must say so on the stream (the
+ * remote consumer loses exactly the records the bridge lost, as one lap), re-snapshot from
+ * the ring's image, and the remote consumer must still end with the local books. */
+static void test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(40000, 30, 19);
+	struct uf_consumer_options co;
+	struct uf_consumer_info li;
+	struct uf_record recs[256];
+	uf_consumer_t *c, *local;
+	uint64_t stopped_at, lost = 0, laps = 0, end;
+	char *st, *feed, *local_b, *remote_b, err[256];
+
+	case_begin(&k, "lap", 1);
+	/* image depth 64: the re-snapshot is then the whole book of every instrument */
+	case_start_cap(&k, day, "20000", "0", k.ns.urls, "1", "4096", "64");
+	uf_consumer_options_init(&co);
+	assert_int_equal(uf_consumer_attach(k.ring, &co, &local, err, sizeof(err)), 0);
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	st = bt_wait_status(k.status, "published", 20000, 30000);
+	free(st);
+	assert_int_equal(kill(k.bridge, SIGSTOP), 0);
+	uf_consumer_get_info(local, &li);
+	stopped_at = li.tail;
+	for (end = bt_now_ms() + 30000; li.tail < stopped_at + 2 * 4096 && !li.closed;) {
+		assert_true(bt_now_ms() < end);
+		bt_sleep_ms(5);
+		uf_consumer_get_info(local, &li);
+	}
+	assert_true(li.tail >= stopped_at + 2 * 4096); /* the ring went round past the bridge */
+	assert_int_equal(kill(k.bridge, SIGCONT), 0);
+	for (end = bt_now_ms() + 60000;;) {
+		uint64_t seq;
+		int n = uf_consumer_read(c, recs, 256, &seq);
+		if (n > 0)
+			continue;
+		if (n == -EOVERFLOW) {
+			struct uf_consumer_lap lap;
+			uf_consumer_last_lap(c, &lap);
+			lost += lap.lost;
+			laps++;
+			continue;
+		}
+		if (n == -EPIPE)
+			break;
+		assert_int_equal(n, -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	assert_int_equal(bt_json_num(st, "laps"), 1);
+	assert_true(bt_json_num(st, "lost") > 0);
+	assert_int_equal(laps, 1);
+	assert_int_equal(lost, bt_json_num(st, "lost"));
+	local_b = local_books(&k);
+	remote_b = bt_render_books(c, 10);
+	assert_true(strlen(local_b) > 100);
+	assert_string_equal(remote_b, local_b);
+	uf_consumer_detach(c);
+	uf_consumer_detach(local);
+	free(st);
+	free(feed);
+	free(local_b);
+	free(remote_b);
+	case_end(&k);
+}
+
 static int case_teardown(void **state)
 {
 	bt_kill_all();
@@ -359,6 +437,8 @@ int main(void)
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_slow_remote_consumer_never_slows_the_bridge,
 	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap, case_teardown),
 	};
 	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
 		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
