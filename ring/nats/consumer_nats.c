@@ -195,6 +195,8 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 	kvWatchOptions_Init(&wo);
 	wo.IgnoreDeletes = true;
 	s = kvStore_WatchAll(&w, n->kv, &wo);
+	if (s != NATS_OK)
+		w = NULL; /* not made: nothing of it is ours to destroy */
 	while (s == NATS_OK) {
 		e = NULL;
 		s = kvWatcher_Next(&e, w, 10000);
@@ -208,7 +210,8 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 		}
 		kvEntry_Destroy(e);
 	}
-	kvWatcher_Destroy(w);
+	if (w)
+		kvWatcher_Destroy(w);
 	if (s != NATS_OK) {
 		n_err(err, errlen, "ring %s: reading bucket %s: %s", n->ring, n->nm.bucket,
 		      natsStatus_GetText(s));
@@ -225,6 +228,7 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 
 static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 {
+	natsSubscription *sub = NULL;
 	jsSubOptions so;
 	jsErrCode jerr = 0;
 	natsStatus s;
@@ -234,9 +238,13 @@ static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 	so.Ordered = true; /* in order, no acks; the library re-creates it after a failover */
 	so.Config.DeliverPolicy = js_DeliverByStartSequence;
 	so.Config.OptStartSeq = n->js_next ? n->js_next : 1;
-	s = js_SubscribeSync(&n->sub, n->js, n->nm.subject, NULL, &so, &jerr);
-	if (s == NATS_OK) /* the receiver drains at once: a big backlog is the stream's job */
+	/* only a subscription that was made is kept: after a failure the library may have
+	 * freed what it wrote to its out-pointer */
+	s = js_SubscribeSync(&sub, n->js, n->nm.subject, NULL, &so, &jerr);
+	if (s == NATS_OK) {
+		n->sub = sub; /* the receiver drains at once: a backlog is the stream's job */
 		s = natsSubscription_SetPendingLimits(n->sub, -1, 256 * 1024 * 1024);
+	}
 	if (s != NATS_OK) {
 		n_err(err, errlen, "ring %s: subscribe %s from %llu: %s (%d)", n->ring,
 		      n->nm.subject, (unsigned long long)so.Config.OptStartSeq,

@@ -6,8 +6,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ring/nats/nats_book.h"
 #include "tools/uf-bridge/bridge.h"
@@ -133,6 +135,38 @@ static void test_status_line_reports_lag_and_losses(void **state)
 	assert_int_equal(uf_bridge_status_json(&st, buf, 20), -1);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_config_file_loads_and_refuses_unknown_keys_and_bad_values(void **state)
+{
+	struct uf_bridge_config cfg;
+	char path[64], err[256];
+
+	uf_bridge_config_init(&cfg);
+	assert_int_equal(
+	    uf_bridge_config_load(&cfg, UF_SOURCE_DIR "/configs/uf-bridge.json", err, sizeof(err)),
+	    0);
+	assert_string_equal(cfg.ring, "nasdaq");
+	assert_int_equal(cfg.replicas, 3);
+	assert_non_null(strstr(cfg.urls, "nats://nats-b.dc1:4222"));
+	snprintf(path, sizeof(path), "/tmp/uf-bridge-cfg-%d.json", (int)getpid());
+	write_file(path, "{\"ring\":\"r\",\"nats\":\"nats://h:1\",\"replica\":3}");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "unknown key \"replica\""));
+	write_file(path, "{\"ring\":\"r\",\"batch\":5000}");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "\"batch\""));
+	write_file(path, "{\"ring\":");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +174,7 @@ int main(void)
 	    cmocka_unit_test(test_encoded_book_decodes_to_the_same_book_and_skips_older_records),
 	    cmocka_unit_test(test_gap_marks_every_present_book_stale),
 	    cmocka_unit_test(test_status_line_reports_lag_and_losses),
+	    cmocka_unit_test(test_config_file_loads_and_refuses_unknown_keys_and_bad_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,18 +77,6 @@ static void blog(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-void uf_bridge_config_init(struct uf_bridge_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->replicas = 1;
-	cfg->max_age_s = 86400;
-	cfg->max_bytes = -1;
-	cfg->batch = 256;
-	cfg->kv_interval_ms = 100;
-	cfg->stats_interval_ms = 0;
-	cfg->ack_wait_ms = 2000;
-}
-
 static void on_reconnected(natsConnection *nc, void *closure)
 {
 	__atomic_add_fetch(&g_reconnects, 1, __ATOMIC_RELAXED);
