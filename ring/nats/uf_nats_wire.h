@@ -14,7 +14,7 @@
  * Byte order: little-endian (the producer, the bridge and every consumer are x86-64 or
  * aarch64 Linux); the magic of every header rejects anything else.
  *
- * Exactly-once: a message's Nats-Msg-Id is "<generation>:<kind>:<first_seq>", so a bridge
+ * Exactly-once: a message's Nats-Msg-Id is "<generation>:<kind>:<first_seq>:<count>", so a bridge
  * that re-publishes after losing a NATS node (it does not know whether the first try was
  * stored) is de-duplicated by JetStream inside the stream's duplicate window. The bridge
  * publishes one message at a time and waits for its acknowledgement, so the stream order is

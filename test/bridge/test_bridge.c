@@ -32,17 +32,43 @@ static void case_begin(struct bt_case *k, const char *tag, int servers)
 	bt_nats_start(&k->ns, servers, tag);
 }
 
-/* Feeder first (it creates the ring and waits for the start file), then the bridge; returns
- * once the bridge has written its first status (stream, bucket and commit exist). */
-static void case_start_cap(struct bt_case *k, const char *day, const char *rate, const char *drop,
-                           const char *urls, const char *replicas, const char *capacity,
-                           const char *depth)
+/* Starts a feeder of `day` into the case's ring; returns once the ring exists (the feeder
+ * then waits for `start` to exist before it plays). */
+static pid_t case_feed(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                       const char *capacity, const char *depth, const char *start, const char *out)
 {
-	char out[300];
 	char *feed_argv[] = {"uf-bridge-feed", "--in",         (char *)day,   "--ring",
-	                     k->ring,          "--start-file", k->start,      "--rate",
+	                     k->ring,          "--start-file", (char *)start, "--rate",
 	                     (char *)rate,     "--drop-every", (char *)drop,  "--capacity",
 	                     (char *)capacity, "--depth",      (char *)depth, NULL};
+	struct uf_consumer_info info;
+	pid_t pid = bt_spawn(UF_BRIDGE_FEED, feed_argv, out);
+	char shm[300];
+
+	snprintf(shm, sizeof(shm), "%s/uf.%s", g_ring_dir, k->ring);
+	for (uint64_t end = bt_now_ms() + 10000;; bt_sleep_ms(10)) {
+		struct uf_consumer_options co;
+		uf_consumer_t *c;
+		assert_true(bt_now_ms() < end);
+		if (access(shm, F_OK) != 0)
+			continue;
+		uf_consumer_options_init(&co); /* a new generation once it is not closed */
+		if (uf_consumer_attach(k->ring, &co, &c, NULL, 0) < 0)
+			continue;
+		uf_consumer_get_info(c, &info);
+		uf_consumer_detach(c);
+		if (!info.closed)
+			break;
+	}
+	return pid;
+}
+
+/* Starts the bridge; returns once it has written its first status (stream, bucket and
+ * commit exist). */
+static void case_bridge(struct bt_case *k, const char *urls, const char *replicas,
+                        int exit_on_close)
+{
+	char out[300];
 	char *bridge_argv[] = {"uf-bridge",
 	                       "--ring",
 	                       k->ring,
@@ -50,23 +76,26 @@ static void case_start_cap(struct bt_case *k, const char *day, const char *rate,
 	                       (char *)urls,
 	                       "--replicas",
 	                       (char *)replicas,
-	                       "--exit-on-close",
 	                       "--status-file",
 	                       k->status,
 	                       "--kv-interval",
 	                       "50",
+	                       exit_on_close ? "--exit-on-close" : NULL,
 	                       NULL};
-	char shm[300];
 
-	k->feed = bt_spawn(UF_BRIDGE_FEED, feed_argv, k->feed_out);
-	snprintf(shm, sizeof(shm), "%s/uf.%s", g_ring_dir, k->ring);
-	for (uint64_t end = bt_now_ms() + 10000; access(shm, F_OK) != 0;) {
-		assert_true(bt_now_ms() < end);
-		bt_sleep_ms(10);
-	}
-	snprintf(out, sizeof(out), "%s/%s.bridge", bt_dir, k->ring);
+	unlink(k->status);
+	snprintf(out, sizeof(out), "%s/%s.bridge.%d", bt_dir, k->ring, (int)bt_now_ms());
 	k->bridge = bt_spawn(bt_bin("uf-bridge"), bridge_argv, out);
 	free(bt_wait_status(k->status, "generation", 0, 30000));
+}
+
+/* Feeder first (it creates the ring and waits for the start file), then the bridge. */
+static void case_start_cap(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                           const char *urls, const char *replicas, const char *capacity,
+                           const char *depth)
+{
+	k->feed = case_feed(k, day, rate, drop, capacity, depth, k->start, k->feed_out);
+	case_bridge(k, urls, replicas, 1);
 }
 
 static void case_start(struct bt_case *k, const char *day, const char *rate, const char *drop,
@@ -397,6 +426,112 @@ static void test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap(void
 	case_end(&k);
 }
 
+static struct bt_case *g_restart_case; /* for restart_bridge() */
+
+static void restart_bridge(void *arg)
+{
+	struct bt_case *k = g_restart_case;
+
+	kill(k->bridge, SIGKILL); /* in the middle of whatever it was publishing */
+	bt_wait(k->bridge, 5000);
+	case_bridge(k, k->ns.urls, "1", 1);
+}
+
+/* The bridge is SIGKILLed mid-stream and started again: the new one replays what the ring
+ * holds; the remote consumer must still see every record exactly once, in order. */
+static void test_bridge_killed_and_restarted_no_duplicate_no_reorder(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 23);
+	struct drain d = {0};
+	char *feed, *ref, *remote;
+	uf_consumer_t *c;
+
+	case_begin(&k, "rst", 1);
+	g_restart_case = &k;
+	ref = decode_books(day);
+	case_start(&k, day, "10000", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 20000, restart_bridge, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	remote = bt_render_books(c, 10);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(remote, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(ref);
+	free(remote);
+	case_end(&k);
+}
+
+/* The producer closes the ring and a new one (a new generation) starts with another day: the
+ * bridge follows it; the remote consumer gets -EPIPE, then -ESTALE, re-attaches and ends with
+ * the second day's books. */
+static void test_producer_restart_is_followed_by_bridge_and_remote_consumer(void **state)
+{
+	struct bt_case k;
+	char day1[300], day2[300], start2[300], out2[300];
+	struct uf_consumer_info i1, i2;
+	struct drain d = {0};
+	char *ref, *remote, *local;
+	uf_consumer_t *c;
+	uint64_t end;
+	pid_t feed2;
+	int rc;
+
+	snprintf(day1, sizeof(day1), "%s", bt_gen_day(20000, 30, 29)); /* static: copied */
+	snprintf(day2, sizeof(day2), "%s", bt_gen_day(25000, 30, 31));
+	case_begin(&k, "gen", 1);
+	ref = decode_books(day2);
+	k.feed = case_feed(&k, day1, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge(&k, k.ns.urls, "1", 0);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &i1);
+	case_go(&k);
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(bt_wait(k.feed, 60000), 0);
+	snprintf(start2, sizeof(start2), "%s.2", k.start);
+	snprintf(out2, sizeof(out2), "%s.2", k.feed_out);
+	feed2 = case_feed(&k, day2, "0", "0", "1048576", "10", start2, out2);
+	for (end = bt_now_ms() + 30000;
+	     (rc = uf_consumer_next(c, &(struct uf_record){0}, NULL)) != -ESTALE;) {
+		assert_true(rc == -EPIPE || rc == -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	assert_int_equal(uf_consumer_reattach(c, NULL, 0), 0);
+	uf_consumer_get_info(c, &i2);
+	assert_true(i2.generation != i1.generation);
+	FILE *f = fopen(start2, "w");
+	assert_non_null(f);
+	fclose(f);
+	memset(&d, 0, sizeof(d));
+	d.next = i2.position;
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(bt_wait(feed2, 60000), 0);
+	{
+		char *f1 = uf_test_slurp(k.feed_out), *f2 = uf_test_slurp(out2);
+		assert_true(bt_json_num(f1, "records") != bt_json_num(f2, "records"));
+		assert_int_equal(d.next, bt_json_num(f2, "tail"));
+		free(f1);
+		free(f2);
+	}
+	remote = bt_render_books(c, 10);
+	local = local_books(&k);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(local, ref);
+	assert_string_equal(remote, ref);
+	kill(k.bridge, SIGTERM);
+	assert_int_equal(bt_wait(k.bridge, 10000), 0);
+	uf_consumer_detach(c);
+	free(ref);
+	free(remote);
+	free(local);
+	case_end(&k);
+}
+
 static int case_teardown(void **state)
 {
 	bt_kill_all();
@@ -439,6 +574,10 @@ int main(void)
 	                              case_teardown),
 	    cmocka_unit_test_teardown(
 	        test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap, case_teardown),
+	    cmocka_unit_test_teardown(test_bridge_killed_and_restarted_no_duplicate_no_reorder,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_producer_restart_is_followed_by_bridge_and_remote_consumer, case_teardown),
 	};
 	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
 		cmocka_set_test_filter(getenv("UF_BT_ONLY"));

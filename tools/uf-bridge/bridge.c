@@ -215,7 +215,10 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 	h.depth = b->info.depth;
 	h.max_instruments = b->info.max_instruments;
 	h.capacity = b->info.capacity;
-	snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64, h.generation, kind, first);
+	/* the id names the content: generation, kind and the exact range. A restarted bridge
+	 * cuts its messages elsewhere; an id of first alone would make JetStream drop a new,
+	 * longer message as a "duplicate" of an old one and lose its tail */
+	snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h.generation, kind, first, n);
 	for (uint32_t attempt = 0;; attempt++) {
 		jsPubOptions po;
 		jsPubAck *pa = NULL;
