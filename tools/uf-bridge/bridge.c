@@ -518,8 +518,11 @@ static int loop(struct bridge *b)
 					b->kv_pending = 1;
 			b->nrecs += (uint32_t)n;
 			b->pos = seq + (uint64_t)n;
-			if (b->nrecs == b->cfg->batch)
+			if (b->nrecs == b->cfg->batch) {
 				rc = flush_records(b);
+				if (rc == 0) /* a ring that never empties still gets its books */
+					periodic(b);
+			}
 			continue;
 		}
 		switch (n) {
