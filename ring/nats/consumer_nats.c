@@ -19,6 +19,7 @@
 #include <nats/nats.h>
 
 #include "ring/nats/nats_book.h"
+#include "ring/nats/nats_security.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/uf_ring_layout.h"
 
@@ -136,6 +137,11 @@ static int nats_open(struct uf_nats_consumer *n, char *err, size_t errlen)
 		s = natsOptions_SetNoRandomize(n->opts, true);
 	if (s == NATS_OK)
 		s = natsOptions_SetTimeout(n->opts, 2000);
+	if (s == NATS_OK) {
+		struct uf_nats_security sec;
+		uf_nats_security_from_env(&sec);
+		s = uf_nats_security_apply(n->opts, &sec);
+	}
 	if (s == NATS_OK)
 		s = natsConnection_Connect(&n->nc, n->opts);
 	if (s != NATS_OK) {

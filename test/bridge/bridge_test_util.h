@@ -216,6 +216,48 @@ static inline void bt_nats_start(struct bt_nats *ns, int n, const char *tag)
 	}
 }
 
+/* One JetStream server that requires TLS, with a CA and a server certificate for 127.0.0.1
+ * made with openssl in `dir` (ca.pem is what clients must trust). */
+static inline void bt_nats_start_tls(struct bt_nats *ns, const char *dir)
+{
+	char script[1200], conf[300], out[300];
+	struct uf_test_run r;
+	FILE *f;
+
+	snprintf(script, sizeof(script),
+	         "cd '%s' && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+	         "-days 2 -subj /CN=uf-test-ca && openssl req -newkey rsa:2048 -nodes -keyout "
+	         "srv.key -out srv.csr -subj /CN=127.0.0.1 && printf "
+	         "'subjectAltName=IP:127.0.0.1\\n' > ext.cnf && openssl x509 -req -in srv.csr -CA "
+	         "ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext.cnf",
+	         dir);
+	const char *argv[] = {"sh", "-c", script, NULL};
+	uf_test_run_path("/bin/sh", argv, 60000, &r);
+	if (r.status != 0)
+		fprintf(stderr, "openssl: %s\n", r.err);
+	assert_int_equal(r.status, 0);
+	uf_test_run_free(&r);
+	memset(ns, 0, sizeof(*ns));
+	ns->n = 1;
+	ns->port[0] = bt_free_port();
+	snprintf(ns->urls, sizeof(ns->urls), "nats://127.0.0.1:%d", ns->port[0]);
+	snprintf(conf, sizeof(conf), "%s/tls.conf", dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f,
+	        "listen: \"127.0.0.1:%d\"\nserver_name: tls0\njetstream { store_dir: \"%s/js-tls\" "
+	        "}\ntls { cert_file: \"%s/srv.pem\", key_file: \"%s/srv.key\", timeout: 5 }\n",
+	        ns->port[0], dir, dir, dir);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s/nats-tls.log", dir);
+	char *nargv[] = {"nats-server", "-c", conf, NULL};
+	ns->pid[0] = bt_spawn(UF_NATS_SERVER, nargv, out);
+	for (uint64_t end = bt_now_ms() + 10000; !bt_port_open(ns->port[0]);) {
+		assert_true(bt_now_ms() < end);
+		bt_sleep_ms(20);
+	}
+}
+
 static inline void bt_nats_stop(struct bt_nats *ns)
 {
 	for (int i = 0; i < ns->n; i++) {

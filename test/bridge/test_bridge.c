@@ -65,28 +65,43 @@ static pid_t case_feed(struct bt_case *k, const char *day, const char *rate, con
 
 /* Starts the bridge; returns once it has written its first status (stream, bucket and
  * commit exist). */
+static void case_bridge_tls(struct bt_case *k, const char *urls, const char *replicas,
+                            int exit_on_close, const char *tls_ca)
+{
+	char out[300];
+	char *argv[24];
+	int n = 0;
+
+	argv[n++] = "uf-bridge";
+	argv[n++] = "--ring";
+	argv[n++] = k->ring;
+	argv[n++] = "--nats";
+	argv[n++] = (char *)urls;
+	argv[n++] = "--replicas";
+	argv[n++] = (char *)replicas;
+	argv[n++] = "--status-file";
+	argv[n++] = k->status;
+	argv[n++] = "--kv-interval";
+	argv[n++] = "50";
+	if (exit_on_close)
+		argv[n++] = "--exit-on-close";
+	if (tls_ca) {
+		argv[n++] = "--tls-ca";
+		argv[n++] = (char *)tls_ca;
+	}
+	argv[n] = NULL;
+	unlink(k->status);
+	snprintf(out, sizeof(out), "%s/%s.bridge.%d", bt_dir, k->ring, (int)bt_now_ms());
+	k->bridge = bt_spawn(bt_bin("uf-bridge"), argv, out);
+	free(bt_wait_status(k->status, "generation", 0, 30000));
+}
+
+/* Starts the bridge; returns once it has written its first status (stream, bucket and
+ * commit exist). */
 static void case_bridge(struct bt_case *k, const char *urls, const char *replicas,
                         int exit_on_close)
 {
-	char out[300];
-	char *bridge_argv[] = {"uf-bridge",
-	                       "--ring",
-	                       k->ring,
-	                       "--nats",
-	                       (char *)urls,
-	                       "--replicas",
-	                       (char *)replicas,
-	                       "--status-file",
-	                       k->status,
-	                       "--kv-interval",
-	                       "50",
-	                       exit_on_close ? "--exit-on-close" : NULL,
-	                       NULL};
-
-	unlink(k->status);
-	snprintf(out, sizeof(out), "%s/%s.bridge.%d", bt_dir, k->ring, (int)bt_now_ms());
-	k->bridge = bt_spawn(bt_bin("uf-bridge"), bridge_argv, out);
-	free(bt_wait_status(k->status, "generation", 0, 30000));
+	case_bridge_tls(k, urls, replicas, exit_on_close, NULL);
 }
 
 /* Feeder first (it creates the ring and waits for the start file), then the bridge. */
@@ -532,6 +547,48 @@ static void test_producer_restart_is_followed_by_bridge_and_remote_consumer(void
 	case_end(&k);
 }
 
+/* A server that requires TLS: the bridge (--tls-ca) and remote consumers (UF_NATS_TLS_CA)
+ * verify it and get the same books; without the CA a consumer cannot attach. */
+static void test_tls_bridge_and_remote_consumer(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(20000, 30, 37);
+	char ca[300], name[400], err[512], *feed, *local, *remote;
+	struct uf_consumer_options co;
+	uf_consumer_t *c = NULL;
+	struct drain d = {0};
+
+	memset(&k, 0, sizeof(k));
+	snprintf(k.ring, sizeof(k.ring), "bttls_%d", (int)getpid());
+	snprintf(k.status, sizeof(k.status), "%s/tls.status", bt_dir);
+	snprintf(k.start, sizeof(k.start), "%s/tls.start", bt_dir);
+	snprintf(k.feed_out, sizeof(k.feed_out), "%s/tls.feed", bt_dir);
+	bt_nats_start_tls(&k.ns, bt_dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", bt_dir);
+	k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge_tls(&k, k.ns.urls, "1", 1, ca);
+	unsetenv("UF_NATS_TLS_CA");
+	uf_consumer_options_init(&co);
+	snprintf(name, sizeof(name), "%s/%s", k.ns.urls, k.ring);
+	assert_true(uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0); /* plain: refused */
+	setenv("UF_NATS_TLS_CA", ca, 1);
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 0, NULL, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	local = local_books(&k);
+	remote = remote_books(&k, k.ns.urls); /* uf-tail inherits UF_NATS_TLS_CA */
+	assert_true(strlen(local) > 100);
+	assert_string_equal(remote, local);
+	unsetenv("UF_NATS_TLS_CA");
+	uf_consumer_detach(c);
+	free(feed);
+	free(local);
+	free(remote);
+	case_end(&k);
+}
+
 static int case_teardown(void **state)
 {
 	bt_kill_all();
@@ -578,6 +635,7 @@ int main(void)
 	                              case_teardown),
 	    cmocka_unit_test_teardown(
 	        test_producer_restart_is_followed_by_bridge_and_remote_consumer, case_teardown),
+	    cmocka_unit_test_teardown(test_tls_bridge_and_remote_consumer, case_teardown),
 	};
 	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
 		cmocka_set_test_filter(getenv("UF_BT_ONLY"));

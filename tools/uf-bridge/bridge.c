@@ -19,6 +19,7 @@
 #include <nats/nats.h>
 
 #include "ring/nats/nats_book.h"
+#include "ring/nats/nats_security.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/ufconsumer.h"
 
@@ -118,6 +119,11 @@ static int nats_connect(struct bridge *b)
 		s = natsOptions_SetReconnectedCB(b->opts, on_reconnected, b);
 	if (s == NATS_OK)
 		s = natsOptions_SetRetryOnFailedConnect(b->opts, true, NULL, NULL);
+	if (s == NATS_OK) {
+		struct uf_nats_security sec = {b->cfg->creds, b->cfg->tls_ca, b->cfg->tls_cert,
+		                               b->cfg->tls_key};
+		s = uf_nats_security_apply(b->opts, &sec);
+	}
 	if (s == NATS_OK)
 		s = natsConnection_Connect(&b->nc, b->opts);
 	if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {

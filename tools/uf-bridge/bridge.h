@@ -27,6 +27,10 @@ struct uf_bridge_config {
 	uint32_t ack_wait_ms;       /* publish acknowledgement timeout before a retry */
 	int exit_on_close;          /* exit 0 once the producer closed the ring */
 	char status_file[256];      /* JSON status written here (atomically), "" = none */
+	char creds[256];            /* NATS user credentials file, "" = none */
+	char tls_ca[256];           /* CA file: TLS on, server verified, "" = plain */
+	char tls_cert[256];         /* client certificate (mutual TLS), "" = none */
+	char tls_key[256];          /* its key */
 };
 
 /* What the bridge reports (a snapshot of its counters). */

@@ -56,7 +56,9 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	                              "batch",       "kv_interval_ms",
 	                              "ack_wait_ms", "stats_interval_ms",
 	                              "status_file", "exit_on_close",
-	                              "dir"};
+	                              "dir",         "creds",
+	                              "tls_ca",      "tls_cert",
+	                              "tls_key"};
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je), *v;
 	const char *key;
@@ -88,7 +90,11 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	    get_str(o, "nats", cfg->urls, sizeof(cfg->urls), err, errlen) < 0 ||
 	    get_str(o, "status_file", cfg->status_file, sizeof(cfg->status_file), err, errlen) <
 	        0 ||
-	    get_str(o, "dir", cfg->dir, sizeof(cfg->dir), err, errlen) < 0)
+	    get_str(o, "dir", cfg->dir, sizeof(cfg->dir), err, errlen) < 0 ||
+	    get_str(o, "creds", cfg->creds, sizeof(cfg->creds), err, errlen) < 0 ||
+	    get_str(o, "tls_ca", cfg->tls_ca, sizeof(cfg->tls_ca), err, errlen) < 0 ||
+	    get_str(o, "tls_cert", cfg->tls_cert, sizeof(cfg->tls_cert), err, errlen) < 0 ||
+	    get_str(o, "tls_key", cfg->tls_key, sizeof(cfg->tls_key), err, errlen) < 0)
 		goto out;
 #define INT_KEY(k, field, lo, hi)                                                                  \
 	do {                                                                                       \

@@ -36,7 +36,10 @@ static void usage(FILE *f)
 	           "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
 	           "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
 	           "  --exit-on-close      exit once the producer closes the ring\n"
-	           "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n");
+	           "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
+	           "  --creds FILE         NATS user credentials (JWT + seed)\n"
+	           "  --tls-ca FILE        TLS: verify the servers against these CAs\n"
+	           "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n");
 }
 
 static int parse_num(const char *s, int64_t lo, int64_t hi, int64_t *v)
@@ -64,6 +67,10 @@ int main(int argc, char **argv)
 	                                   {"status-file", required_argument, 0, 'S'},
 	                                   {"exit-on-close", no_argument, 0, 'x'},
 	                                   {"dir", required_argument, 0, 'D'},
+	                                   {"creds", required_argument, 0, 'C'},
+	                                   {"tls-ca", required_argument, 0, 'A'},
+	                                   {"tls-cert", required_argument, 0, 'E'},
+	                                   {"tls-key", required_argument, 0, 'K'},
 	                                   {"help", no_argument, 0, 'h'},
 	                                   {0, 0, 0, 0}};
 	struct uf_bridge_config cfg;
@@ -149,6 +156,18 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			snprintf(cfg.dir, sizeof(cfg.dir), "%s", optarg);
+			break;
+		case 'C':
+			snprintf(cfg.creds, sizeof(cfg.creds), "%s", optarg);
+			break;
+		case 'A':
+			snprintf(cfg.tls_ca, sizeof(cfg.tls_ca), "%s", optarg);
+			break;
+		case 'E':
+			snprintf(cfg.tls_cert, sizeof(cfg.tls_cert), "%s", optarg);
+			break;
+		case 'K':
+			snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s", optarg);
 			break;
 		case 'h':
 			usage(stdout);
