@@ -6,8 +6,11 @@
  *   stream UF_NAME, subject uf.NAME.seq   every message below, in ring-sequence order; the
  *                                         JetStream stream sequence numbers them without holes
  *   stream UF_NAME, subject uf.NAME.rec.SYMBOL
- *                                         optional (--per-symbol): the same records of one
- *                                         instrument, for consumers that want only a few
+ *                                         optional (--per-symbol): the records of one
+ *                                         instrument from each DATA message (kind SYMBOL),
+ *                                         for consumers that want only a few; SYMBOL is the
+ *                                         trimmed symbol with bytes outside [A-Za-z0-9_-] as
+ *                                         '_', or "_<id>" for an instrument without one
  *   key-value bucket UF_NAME_books        key "commit": struct uf_nats_commit
  *                                         key "i<id>": struct uf_nats_book + levels
  *
@@ -44,6 +47,8 @@ enum uf_nats_kind {
 	UF_NATS_RESET = 3,  /* a new ring generation (or a new bridge) starts at first_seq; books
 	                     * are in the bucket under this generation */
 	UF_NATS_CLOSED = 4, /* the producer closed the ring after first_seq - 1 */
+	UF_NATS_SYMBOL = 5, /* per-instrument subject: `count` records of one instrument (not
+	                     * consecutive), then `count` uint64 ring sequences, one per record */
 };
 
 /* Header of every stream message; `count` records of 64 bytes follow (DATA only). */

@@ -7,7 +7,10 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <nats/nats.h>
+
 #include "bridge_test_util.h"
+#include "ring/nats/uf_nats_wire.h"
 
 #define DEPTH "10"
 
@@ -21,6 +24,7 @@ struct bt_case {
 };
 
 static char g_ring_dir[128];
+static int g_per_symbol; /* the next bridge gets --per-symbol */
 
 static void case_begin(struct bt_case *k, const char *tag, int servers)
 {
@@ -85,6 +89,8 @@ static void case_bridge_tls(struct bt_case *k, const char *urls, const char *rep
 	argv[n++] = "50";
 	if (exit_on_close)
 		argv[n++] = "--exit-on-close";
+	if (g_per_symbol)
+		argv[n++] = "--per-symbol";
 	if (tls_ca) {
 		argv[n++] = "--tls-ca";
 		argv[n++] = (char *)tls_ca;
@@ -589,6 +595,111 @@ static void test_tls_bridge_and_remote_consumer(void **state)
 	case_end(&k);
 }
 
+/* --per-symbol: the records of one instrument, read back from uf.RING.rec.SYMBOL with their
+ * ring sequences, are exactly that instrument's records in the ring, in order. */
+static void test_per_symbol_subject_holds_exactly_the_instruments_records(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(20000, 30, 41);
+	struct uf_consumer_options co;
+	struct uf_book_snapshot snap;
+	struct uf_record recs[256], *want;
+	uint64_t *want_seq, nwant = 0, got = 0, seq, cnt[65536] = {0};
+	uint32_t best = 0;
+	uf_consumer_t *local;
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	jsSubOptions so;
+	jsCtx *js = NULL;
+	char subj[128], err[256], *feed, *st;
+	int n;
+
+	case_begin(&k, "sym", 1);
+	g_per_symbol = 1;
+	k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge(&k, k.ns.urls, "1", 1);
+	g_per_symbol = 0;
+	uf_consumer_options_init(&co);
+	co.start = UF_CONSUMER_START_OLDEST;
+	assert_int_equal(uf_consumer_attach(k.ring, &co, &local, err, sizeof(err)), 0);
+	case_go(&k);
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	assert_true(bt_json_num(st, "sym_msgs") > 0);
+	assert_int_equal(bt_json_num(st, "sym_failed"), 0);
+	/* the busiest named instrument, and its records as the ring has them */
+	want = malloc(sizeof(*want) * 200000);
+	want_seq = malloc(sizeof(*want_seq) * 200000);
+	assert_non_null(want);
+	assert_non_null(want_seq);
+	{
+		struct uf_record *all = malloc(sizeof(*all) * 200000);
+		uint64_t nall = 0;
+		assert_non_null(all);
+		while ((n = uf_consumer_read(local, recs, 256, &seq)) > 0) {
+			assert_int_equal(seq, nall);
+			for (int i = 0; i < n && nall < 200000; i++) {
+				all[nall++] = recs[i];
+				cnt[recs[i].instrument & 0xffff]++;
+			}
+		}
+		assert_int_equal(nall, bt_json_num(feed, "records"));
+		for (uint32_t i = 1; i < 65536; i++)
+			if (cnt[i] > cnt[best] && uf_consumer_snapshot(local, i, &snap) == 0 &&
+			    snap.symbol[0])
+				best = i;
+		assert_true(cnt[best] > 100);
+		for (uint64_t i = 0; i < nall; i++) {
+			if (all[i].instrument == best) {
+				want[nwant] = all[i];
+				want_seq[nwant++] = i;
+			}
+		}
+		free(all);
+	}
+	assert_int_equal(uf_consumer_snapshot(local, best, &snap), 0);
+	snprintf(subj, sizeof(subj), "uf.%s.rec.%s", k.ring, snap.symbol);
+	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
+	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	jsSubOptions_Init(&so);
+	so.Ordered = true;
+	assert_int_equal(js_SubscribeSync(&sub, js, subj, NULL, &so, NULL), NATS_OK);
+	while (got < nwant) {
+		natsMsg *m = NULL;
+		struct uf_nats_msg h;
+		const char *d;
+		if (natsSubscription_NextMsg(&m, sub, 5000) != NATS_OK)
+			fail_msg("%s: %" PRIu64 " of %" PRIu64 " records", subj, got, nwant);
+		d = natsMsg_GetData(m);
+		assert_true(natsMsg_GetDataLength(m) >= (int)sizeof(h));
+		memcpy(&h, d, sizeof(h));
+		assert_int_equal(h.kind, UF_NATS_SYMBOL);
+		assert_int_equal(natsMsg_GetDataLength(m),
+		                 sizeof(h) +
+		                     h.count * (sizeof(struct uf_record) + sizeof(uint64_t)));
+		for (uint32_t i = 0; i < h.count; i++) {
+			struct uf_record r;
+			uint64_t s;
+			memcpy(&r, d + sizeof(h) + i * sizeof(r), sizeof(r));
+			memcpy(&s, d + sizeof(h) + h.count * sizeof(r) + i * sizeof(s), sizeof(s));
+			assert_true(got < nwant);
+			assert_int_equal(s, want_seq[got]);
+			assert_memory_equal(&r, &want[got], sizeof(r));
+			got++;
+		}
+		natsMsg_Destroy(m);
+	}
+	natsSubscription_Destroy(sub);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	uf_consumer_detach(local);
+	free(want);
+	free(want_seq);
+	free(feed);
+	free(st);
+	case_end(&k);
+}
+
 static int case_teardown(void **state)
 {
 	bt_kill_all();
@@ -636,6 +747,8 @@ int main(void)
 	    cmocka_unit_test_teardown(
 	        test_producer_restart_is_followed_by_bridge_and_remote_consumer, case_teardown),
 	    cmocka_unit_test_teardown(test_tls_bridge_and_remote_consumer, case_teardown),
+	    cmocka_unit_test_teardown(test_per_symbol_subject_holds_exactly_the_instruments_records,
+	                              case_teardown),
 	};
 	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
 		cmocka_set_test_filter(getenv("UF_BT_ONLY"));

@@ -33,6 +33,11 @@ struct bridge {
 	natsOptions *opts;                  /* connection options (server list) */
 	natsConnection *nc;                 /* the connection (reconnects by itself) */
 	jsCtx *js;                          /* JetStream context */
+	jsCtx *js_sym;                      /* context of the per-symbol asynchronous publishes */
+	struct uf_record *sym_recs;         /* one instrument's records of a message */
+	uint64_t *sym_seqs;                 /* their sequences */
+	uint8_t *sym_done;                  /* records of the message already sent */
+	char *sym_msg;                      /* per-symbol message being built */
 	uf_consumer_t *c;                   /* the local ring */
 	struct uf_consumer_info info;       /* its facts at (re)attach */
 	struct uf_nats_books books;         /* full-depth books at `pos` */
@@ -51,6 +56,7 @@ struct bridge {
 };
 
 static volatile uint64_t g_reconnects; /* written by the NATS reconnect callback thread */
+static volatile uint64_t g_sym_failed; /* written by the asynchronous publish error callback */
 
 static uint64_t mono_ns(void)
 {
@@ -81,6 +87,11 @@ static void blog(const char *fmt, ...)
 static void on_reconnected(natsConnection *nc, void *closure)
 {
 	__atomic_add_fetch(&g_reconnects, 1, __ATOMIC_RELAXED);
+}
+
+static void on_sym_error(jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+	__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- NATS setup ---- */
@@ -131,6 +142,13 @@ static int nats_connect(struct bridge *b)
 		return -1;
 	}
 	s = natsConnection_JetStream(&b->js, b->nc, NULL);
+	if (s == NATS_OK && b->cfg->per_symbol) {
+		jsOptions jo;
+		jsOptions_Init(&jo);
+		jo.PublishAsync.MaxPending = 65536;
+		jo.PublishAsync.ErrHandler = on_sym_error;
+		s = natsConnection_JetStream(&b->js_sym, b->nc, &jo);
+	}
 	if (s != NATS_OK) {
 		blog("JetStream context: %s", natsStatus_GetText(s));
 		return -1;
@@ -158,7 +176,7 @@ static int nats_setup(struct bridge *b)
 		jsStreamConfig_Init(&sc);
 		sc.Name = b->nm.stream;
 		sc.Subjects = subjects;
-		sc.SubjectsLen = 1; /* per-symbol subjects are core NATS only: not stored */
+		sc.SubjectsLen = 2;
 		sc.Storage = b->cfg->memory ? js_MemoryStorage : js_FileStorage;
 		sc.Replicas = b->cfg->replicas;
 		sc.MaxAge = b->cfg->max_age_s * 1000000000ll;
@@ -278,6 +296,89 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 	}
 }
 
+/* The subject token of instrument `id`: its trimmed symbol with bytes outside
+ * [A-Za-z0-9_-] as '_', or "_<id>" when it has none. */
+static void symbol_token(const struct bridge *b, uint32_t id, char out[16])
+{
+	const struct uf_nats_ibook *ib = id < b->books.max ? b->books.v[id] : NULL;
+	char sym[9] = {0};
+	int n = 8;
+
+	if (ib)
+		memcpy(sym, &ib->b.symbol, 8);
+	while (n > 0 && (sym[n - 1] == ' ' || sym[n - 1] == '\0'))
+		sym[--n] = '\0';
+	if (n == 0) {
+		snprintf(out, 16, "_%u", id);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		char c = sym[i];
+		int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		         (c >= '0' && c <= '9') || c == '-' || c == '_';
+		out[i] = ok ? c : '_';
+	}
+	out[n] = '\0';
+}
+
+/* --per-symbol: after a DATA message is stored, each instrument's records of it go to
+ * uf.RING.rec.SYMBOL, published asynchronously (the ordered subject stays the reference;
+ * failures are counted in sym_failed). Ids name the content, as for DATA. */
+static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, uint32_t n,
+                               uint64_t first)
+{
+	memset(b->sym_done, 0, n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = recs[i].instrument, k = 0;
+		struct uf_nats_msg h;
+		char subj[128], tok[16], msgid[UF_NATS_MSG_ID_MAX];
+		jsPubOptions po;
+		natsMsg *m = NULL;
+		size_t len;
+
+		if (b->sym_done[i])
+			continue;
+		for (uint32_t j = i; j < n; j++) {
+			if (b->sym_done[j] || recs[j].instrument != id)
+				continue;
+			b->sym_recs[k] = recs[j];
+			b->sym_seqs[k] = first + j;
+			b->sym_done[j] = 1;
+			k++;
+		}
+		memset(&h, 0, sizeof(h));
+		h.magic = UF_NATS_MAGIC;
+		h.version = UF_NATS_VERSION;
+		h.kind = UF_NATS_SYMBOL;
+		h.count = k;
+		h.generation = b->info.generation;
+		h.first_seq = b->sym_seqs[0];
+		h.pub_ns = real_ns();
+		h.ring_tail = b->pos;
+		h.depth = b->info.depth;
+		h.max_instruments = b->info.max_instruments;
+		h.capacity = b->info.capacity;
+		len = sizeof(h) + (size_t)k * (sizeof(struct uf_record) + sizeof(uint64_t));
+		memcpy(b->sym_msg, &h, sizeof(h));
+		memcpy(b->sym_msg + sizeof(h), b->sym_recs, (size_t)k * sizeof(struct uf_record));
+		memcpy(b->sym_msg + sizeof(h) + (size_t)k * sizeof(struct uf_record), b->sym_seqs,
+		       (size_t)k * sizeof(uint64_t));
+		symbol_token(b, id, tok);
+		snprintf(subj, sizeof(subj), "%s.%s", b->nm.per_sym, tok);
+		snprintf(msgid, sizeof(msgid), "%" PRIu64 ":%u:%" PRIu64 ":%u:%u", h.generation,
+		         (unsigned)UF_NATS_SYMBOL, h.first_seq, id, k);
+		jsPubOptions_Init(&po);
+		po.MsgId = msgid;
+		if (natsMsg_Create(&m, subj, NULL, b->sym_msg, (int)len) != NATS_OK ||
+		    js_PublishMsgAsync(b->js_sym, &m, &po) != NATS_OK) {
+			natsMsg_Destroy(m); /* NULL once the library took it */
+			__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		b->st.sym_msgs++;
+	}
+}
+
 static int flush_records(struct bridge *b)
 {
 	int rc;
@@ -285,8 +386,11 @@ static int flush_records(struct bridge *b)
 	if (b->nrecs == 0)
 		return 0;
 	rc = publish(b, UF_NATS_DATA, b->first, 0, b->recs, b->nrecs);
-	if (rc == 0)
+	if (rc == 0) {
+		if (b->cfg->per_symbol)
+			publish_per_symbol(b, b->recs, b->nrecs, b->first);
 		b->nrecs = 0;
+	}
 	return rc;
 }
 
@@ -448,6 +552,7 @@ static void write_status(struct bridge *b, int to_stderr)
 	b->st.ring_tail = ci.tail;
 	b->st.position = b->pos;
 	b->st.reconnects = __atomic_load_n(&g_reconnects, __ATOMIC_RELAXED);
+	b->st.sym_failed = __atomic_load_n(&g_sym_failed, __ATOMIC_RELAXED);
 	b->st.connected = natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED;
 	if (uf_bridge_status_json(&b->st, line, sizeof(line)) < 0)
 		return;
@@ -592,6 +697,18 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 	uf_nats_names_make(cfg->ring, &b.nm);
 	b.recs = calloc(cfg->batch, sizeof(*b.recs));
 	b.msg = malloc(sizeof(struct uf_nats_msg) + (size_t)cfg->batch * sizeof(struct uf_record));
+	if (cfg->per_symbol) {
+		b.sym_recs = calloc(cfg->batch, sizeof(*b.sym_recs));
+		b.sym_seqs = calloc(cfg->batch, sizeof(*b.sym_seqs));
+		b.sym_done = calloc(cfg->batch, 1);
+		b.sym_msg =
+		    malloc(sizeof(struct uf_nats_msg) +
+		           (size_t)cfg->batch * (sizeof(struct uf_record) + sizeof(uint64_t)));
+		if (!b.sym_recs || !b.sym_seqs || !b.sym_done || !b.sym_msg) {
+			free(b.recs); /* reported below */
+			b.recs = NULL;
+		}
+	}
 	if (!b.recs || !b.msg) {
 		blog("out of memory");
 		goto out;
@@ -601,11 +718,19 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 	rc = loop(&b);
 	if (b.nrecs && !*stop)
 		(void)flush_records(&b);
+	if (b.js_sym) { /* the per-symbol messages still in flight */
+		jsPubOptions po;
+		jsPubOptions_Init(&po);
+		po.MaxWait = cfg->ack_wait_ms;
+		if (js_PublishAsyncComplete(b.js_sym, &po) != NATS_OK)
+			blog("per-symbol messages not all acknowledged at exit");
+	}
 	write_status(&b, 1);
 out:
 	uf_consumer_detach(b.c);
 	uf_nats_books_free(&b.books);
 	jsCtx_Destroy(b.js);
+	jsCtx_Destroy(b.js_sym);
 	if (b.nc)
 		natsConnection_Destroy(b.nc);
 	natsOptions_Destroy(b.opts);
@@ -613,5 +738,9 @@ out:
 	free(b.msg);
 	free(b.kvbuf);
 	free(b.ids);
+	free(b.sym_recs);
+	free(b.sym_seqs);
+	free(b.sym_done);
+	free(b.sym_msg);
 	return rc;
 }

@@ -26,6 +26,7 @@ struct uf_bridge_config {
 	uint32_t stats_interval_ms; /* status line period on stderr, 0 = only at exit */
 	uint32_t ack_wait_ms;       /* publish acknowledgement timeout before a retry */
 	int exit_on_close;          /* exit 0 once the producer closed the ring */
+	int per_symbol;             /* also store uf.RING.rec.SYMBOL messages (per instrument) */
 	char status_file[256];      /* JSON status written here (atomically), "" = none */
 	char creds[256];            /* NATS user credentials file, "" = none */
 	char tls_ca[256];           /* CA file: TLS on, server verified, "" = plain */
@@ -52,6 +53,8 @@ struct uf_bridge_status {
 	uint64_t ack_ns_max;     /* slowest acknowledgement */
 	uint64_t ack_ns_sum;     /* sum of acknowledgement times (mean = sum / messages) */
 	uint64_t pub_lag_ns_max; /* worst producer-publish to JetStream-ack delay of a record */
+	uint64_t sym_msgs;       /* per-symbol messages published (--per-symbol) */
+	uint64_t sym_failed;     /* per-symbol messages JetStream refused or never acknowledged */
 	int connected;           /* 1 while connected to a NATS server */
 	int closed;              /* 1 once the producer closed the ring */
 };

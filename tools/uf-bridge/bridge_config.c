@@ -58,7 +58,7 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	                              "status_file", "exit_on_close",
 	                              "dir",         "creds",
 	                              "tls_ca",      "tls_cert",
-	                              "tls_key"};
+	                              "tls_key",     "per_symbol"};
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je), *v;
 	const char *key;
@@ -114,6 +114,9 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	v = json_object_get(o, "memory");
 	if (v)
 		cfg->memory = json_is_true(v);
+	v = json_object_get(o, "per_symbol");
+	if (v)
+		cfg->per_symbol = json_is_true(v);
 	v = json_object_get(o, "exit_on_close");
 	if (v)
 		cfg->exit_on_close = json_is_true(v);

@@ -24,22 +24,24 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: uf-bridge --ring NAME --nats URLS [options]   (or --config FILE)\n"
-	           "  --nats URLS          comma-separated nats://host:port (any cluster members)\n"
-	           "  --replicas N         stream and bucket replicas (default 1; 3 in a cluster)\n"
-	           "  --memory             memory storage instead of file storage\n"
-	           "  --max-age S          stream retention in seconds (default 86400)\n"
-	           "  --max-bytes N        stream retention in bytes (default unlimited)\n"
-	           "  --batch N            most records per message (default 256, max 1024)\n"
-	           "  --kv-interval MS     book entries written at most this often (default 100)\n"
-	           "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
-	           "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
-	           "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
-	           "  --exit-on-close      exit once the producer closes the ring\n"
-	           "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
-	           "  --creds FILE         NATS user credentials (JWT + seed)\n"
-	           "  --tls-ca FILE        TLS: verify the servers against these CAs\n"
-	           "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n");
+	fprintf(
+	    f, "usage: uf-bridge --ring NAME --nats URLS [options]   (or --config FILE)\n"
+	       "  --nats URLS          comma-separated nats://host:port (any cluster members)\n"
+	       "  --replicas N         stream and bucket replicas (default 1; 3 in a cluster)\n"
+	       "  --memory             memory storage instead of file storage\n"
+	       "  --max-age S          stream retention in seconds (default 86400)\n"
+	       "  --max-bytes N        stream retention in bytes (default unlimited)\n"
+	       "  --batch N            most records per message (default 256, max 1024)\n"
+	       "  --kv-interval MS     book entries written at most this often (default 100)\n"
+	       "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
+	       "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
+	       "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
+	       "  --exit-on-close      exit once the producer closes the ring\n"
+	       "  --per-symbol         also store each instrument's records on uf.RING.rec.SYMBOL\n"
+	       "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
+	       "  --creds FILE         NATS user credentials (JWT + seed)\n"
+	       "  --tls-ca FILE        TLS: verify the servers against these CAs\n"
+	       "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n");
 }
 
 static int parse_num(const char *s, int64_t lo, int64_t hi, int64_t *v)
@@ -67,6 +69,7 @@ int main(int argc, char **argv)
 	                                   {"status-file", required_argument, 0, 'S'},
 	                                   {"exit-on-close", no_argument, 0, 'x'},
 	                                   {"dir", required_argument, 0, 'D'},
+	                                   {"per-symbol", no_argument, 0, 'P'},
 	                                   {"creds", required_argument, 0, 'C'},
 	                                   {"tls-ca", required_argument, 0, 'A'},
 	                                   {"tls-cert", required_argument, 0, 'E'},
@@ -156,6 +159,9 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			snprintf(cfg.dir, sizeof(cfg.dir), "%s", optarg);
+			break;
+		case 'P':
+			cfg.per_symbol = 1;
 			break;
 		case 'C':
 			snprintf(cfg.creds, sizeof(cfg.creds), "%s", optarg);
