@@ -692,6 +692,13 @@ static void test_per_symbol_subject_holds_exactly_the_instruments_records(void *
 	natsSubscription_Destroy(sub);
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
+	{ /* the ordered subject, read past the per-symbol messages in the same stream */
+		char *lb = local_books(&k), *rb = remote_books(&k, k.ns.urls);
+		assert_true(strlen(lb) > 100);
+		assert_string_equal(rb, lb);
+		free(lb);
+		free(rb);
+	}
 	uf_consumer_detach(local);
 	free(want);
 	free(want_seq);
