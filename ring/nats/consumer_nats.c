@@ -310,7 +310,7 @@ static void store(struct uf_nats_consumer *n, const struct uf_record *r, uint64_
 static int on_message(struct uf_nats_consumer *n, const char *data, int len)
 {
 	struct uf_nats_msg h;
-	const struct uf_record *recs;
+	const char *recs; /* the message buffer need not be 8-byte aligned: copied out */
 	int rc = 0;
 
 	if (len < (int)sizeof(h))
@@ -319,7 +319,7 @@ static int on_message(struct uf_nats_consumer *n, const char *data, int len)
 	if (h.magic != UF_NATS_MAGIC || h.version != UF_NATS_VERSION ||
 	    (size_t)len != sizeof(h) + (size_t)h.count * sizeof(struct uf_record))
 		return 0; /* not ours: the subject is the bridge's alone */
-	recs = (const struct uf_record *)(data + sizeof(h));
+	recs = data + sizeof(h);
 	pthread_mutex_lock(&n->mu);
 	if (h.generation != n->cm.generation) {
 		if (h.kind == UF_NATS_RESET) { /* the producer restarted: reattach */
@@ -340,7 +340,11 @@ static int on_message(struct uf_nats_consumer *n, const char *data, int len)
 				(void)reload(n, from, s);
 				pthread_mutex_lock(&n->mu);
 			}
-			store(n, &recs[i], s);
+			{
+				struct uf_record r;
+				memcpy(&r, recs + (size_t)i * sizeof(r), sizeof(r));
+				store(n, &r, s);
+			}
 		}
 		break;
 	}

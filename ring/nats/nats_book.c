@@ -218,12 +218,13 @@ int uf_nats_books_apply(struct uf_nats_books *bk, const struct uf_record *r, uin
 	return 1;
 }
 
-static int copy_levels(struct uf_level **v, uint32_t *n, uint32_t *cap, const struct uf_level *src,
+static int copy_levels(struct uf_level **v, uint32_t *n, uint32_t *cap, const void *src,
                        uint32_t cnt)
 {
 	if (reserve(v, cap, cnt ? cnt : 1) < 0)
 		return -ENOMEM;
-	memcpy(*v, src, (size_t)cnt * sizeof(*src));
+	if (cnt) /* src may be unaligned (a message buffer): bytes only */
+		memcpy(*v, src, (size_t)cnt * sizeof(struct uf_level));
 	*n = cnt;
 	return 0;
 }
@@ -295,9 +296,11 @@ int uf_nats_books_encode(struct uf_nats_books *bk, uint32_t id, uint64_t stamp, 
 	h->nstatus = 0;
 	for (uint32_t i = 0; i < UF_NATS_STATUS; i++)
 		h->nstatus += h->status[i].code != 0;
-	memcpy(h + 1, ib->bid, (size_t)ib->b.nbid * sizeof(struct uf_level));
-	memcpy((struct uf_level *)(h + 1) + ib->b.nbid, ib->ask,
-	       (size_t)ib->b.nask * sizeof(struct uf_level));
+	if (ib->b.nbid) /* an empty side may have no array at all */
+		memcpy(h + 1, ib->bid, (size_t)ib->b.nbid * sizeof(struct uf_level));
+	if (ib->b.nask)
+		memcpy((struct uf_level *)(h + 1) + ib->b.nbid, ib->ask,
+		       (size_t)ib->b.nask * sizeof(struct uf_level));
 	return (int)need;
 }
 
@@ -305,7 +308,7 @@ int uf_nats_books_decode(struct uf_nats_books *bk, const void *buf, size_t len, 
 {
 	struct uf_nats_book h;
 	struct uf_nats_ibook *ib;
-	const struct uf_level *lv;
+	const char *lv;
 
 	if (len < sizeof(h))
 		return -EPROTO;
@@ -320,10 +323,11 @@ int uf_nats_books_decode(struct uf_nats_books *bk, const void *buf, size_t len, 
 	ib = ibook_get(bk, h.instrument);
 	if (!ib)
 		return -ENOMEM;
-	lv = (const struct uf_level *)((const char *)buf + sizeof(h));
+	lv = (const char *)buf + sizeof(h);
 	ib->b = h;
 	if (copy_levels(&ib->bid, &ib->b.nbid, &ib->bcap, lv, h.nbid) < 0 ||
-	    copy_levels(&ib->ask, &ib->b.nask, &ib->acap, lv + h.nbid, h.nask) < 0)
+	    copy_levels(&ib->ask, &ib->b.nask, &ib->acap,
+	                lv + (size_t)h.nbid * sizeof(struct uf_level), h.nask) < 0)
 		return -ENOMEM;
 	ib->apply_from = h.stamp > min_from ? h.stamp : min_from;
 	ib->present = 1;
@@ -356,8 +360,10 @@ int uf_nats_books_snapshot(const struct uf_nats_books *bk, uint32_t id, uint32_t
 	s->category = ib->b.category;
 	s->nbid = ib->b.nbid < depth ? ib->b.nbid : depth;
 	s->nask = ib->b.nask < depth ? ib->b.nask : depth;
-	memcpy(s->bid, ib->bid, (size_t)s->nbid * sizeof(struct uf_level));
-	memcpy(s->ask, ib->ask, (size_t)s->nask * sizeof(struct uf_level));
+	if (s->nbid)
+		memcpy(s->bid, ib->bid, (size_t)s->nbid * sizeof(struct uf_level));
+	if (s->nask)
+		memcpy(s->ask, ib->ask, (size_t)s->nask * sizeof(struct uf_level));
 	s->last_price = ib->b.last_price;
 	s->last_shares = ib->b.last_shares;
 	s->last_exch_ts = ib->b.last_exch_ts;
