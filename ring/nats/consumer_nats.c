@@ -47,7 +47,7 @@ struct uf_nats_consumer {
 	natsSubscription *sub;          /* ordered consumer on the stream */
 	pthread_t thr;                  /* receiver */
 	int thr_started;                /* 1 while thr runs */
-	volatile int quit;              /* asks the receiver to stop */
+	int quit;                       /* asks the receiver to stop (atomic accesses) */
 	/* guarded by mu */
 	pthread_mutex_t mu;             /* guards everything below */
 	pthread_cond_t cv;              /* signalled on every change */
@@ -403,7 +403,7 @@ static void *receiver(void *arg)
 {
 	struct uf_nats_consumer *n = arg;
 
-	while (!n->quit) {
+	while (!__atomic_load_n(&n->quit, __ATOMIC_ACQUIRE)) {
 		int rc = receive_one(n, NC_FETCH_MS);
 		if (rc == 2)
 			break;
@@ -411,7 +411,8 @@ static void *receiver(void *arg)
 			char err[256];
 			natsSubscription_Destroy(n->sub);
 			n->sub = NULL;
-			while (!n->quit && subscribe(n, err, sizeof(err)) < 0)
+			while (!__atomic_load_n(&n->quit, __ATOMIC_ACQUIRE) &&
+			       subscribe(n, err, sizeof(err)) < 0)
 				nanosleep(&(struct timespec){0, 200000000L}, NULL);
 		}
 	}
@@ -423,7 +424,7 @@ static void *receiver(void *arg)
 static void teardown(struct uf_nats_consumer *n)
 {
 	if (n->thr_started) {
-		n->quit = 1;
+		__atomic_store_n(&n->quit, 1, __ATOMIC_RELEASE);
 		pthread_join(n->thr, NULL);
 		n->thr_started = 0;
 	}
