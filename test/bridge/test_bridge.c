@@ -707,6 +707,51 @@ static void test_per_symbol_subject_holds_exactly_the_instruments_records(void *
 	case_end(&k);
 }
 
+/* An application that reads nothing while more than its buffer (262,144 records) arrives is
+ * lapped like a local consumer of a small ring: one -EOVERFLOW naming exactly the records it
+ * lost (the quarter-ring headroom rule of the local ring), then the rest in order. */
+static void test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(150000, 30, 43);
+	struct uf_consumer_info info;
+	struct uf_consumer_lap lap;
+	struct uf_record rec;
+	struct drain d = {0};
+	uint64_t total, end, seq;
+	char *feed;
+	uf_consumer_t *c;
+
+	case_begin(&k, "own", 1);
+	case_start(&k, day, "0", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	feed = case_finish(&k);
+	total = (uint64_t)bt_json_num(feed, "records");
+	assert_true(total > 262144 + 1000);                 /* more than the consumer's buffer */
+	for (end = bt_now_ms() + 60000;; bt_sleep_ms(20)) { /* the receiver has it all */
+		uf_consumer_get_info(c, &info);
+		if (info.tail == total)
+			break;
+		assert_true(bt_now_ms() < end);
+	}
+	assert_int_equal(info.received, 0);
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EOVERFLOW);
+	uf_consumer_last_lap(c, &lap);
+	assert_int_equal(lap.from_seq, 0);
+	assert_int_equal(lap.resume_seq, total - (262144 - 262144 / 4));
+	assert_int_equal(lap.lost, lap.resume_seq);
+	d.next = lap.resume_seq;
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(d.next, total);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.lost, lap.lost);
+	assert_int_equal(info.laps, 1);
+	uf_consumer_detach(c);
+	free(feed);
+	case_end(&k);
+}
+
 static int case_teardown(void **state)
 {
 	bt_kill_all();
@@ -747,6 +792,8 @@ int main(void)
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_slow_remote_consumer_never_slows_the_bridge,
 	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly, case_teardown),
 	    cmocka_unit_test_teardown(
 	        test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap, case_teardown),
 	    cmocka_unit_test_teardown(test_bridge_killed_and_restarted_no_duplicate_no_reorder,
