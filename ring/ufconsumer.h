@@ -120,6 +120,10 @@ void uf_consumer_options_init(struct uf_consumer_options *opt);
 
 /* Attaches to ring `name`: maps the producer's memory read-only, checks magic, layout version
  * and record size, registers in the consumer table. `opt` may be NULL (defaults).
+ * A name "nats://HOST:PORT[,nats://HOST:PORT...]/RING" attaches to RING as uf-bridge
+ * republishes it on NATS JetStream (when built with UF_NATS): every call below then works on
+ * it with the same records, sequences and semantics; see docs/fanout.md for what differs
+ * (credentials and TLS from UF_NATS_* environment variables).
  * Errors (with a one-line reason in `err`): -ENOENT no such ring, -EACCES, -EPROTO not a
  * ring or a different layout version or record size, -EUSERS table full, -ESTALE the
  * producer was restarting (retry). */
