@@ -362,16 +362,14 @@ static inline int bt_cmp(const void *a, const void *b)
 	return c ? c : (x->instrument > y->instrument) - (x->instrument < y->instrument);
 }
 
-/* The books of `c` as `uf-tail --books --depth depth` prints them (malloc'ed). */
-static inline char *bt_render_books(uf_consumer_t *c, uint32_t depth)
+/* Collected snapshots as `uf-tail --books --depth depth` prints them (malloc'ed); frees l. */
+static inline char *bt_render_list(struct bt_books l, uint32_t depth)
 {
-	struct bt_books l = {0};
 	size_t cap = 1 << 20, len = 0;
 	char *out = malloc(cap);
 
 	assert_non_null(out);
 	out[0] = '\0';
-	assert_int_equal(uf_consumer_snapshot_all(c, bt_collect, &l), 0);
 	qsort(l.v, l.n, sizeof(*l.v), bt_cmp);
 	for (size_t i = 0; i < l.n; i++) {
 		const struct uf_book_snapshot *s = &l.v[i];
@@ -394,6 +392,15 @@ static inline char *bt_render_books(uf_consumer_t *c, uint32_t depth)
 	}
 	free(l.v);
 	return out;
+}
+
+/* The books of `c` as `uf-tail --books --depth depth` prints them (malloc'ed). */
+static inline char *bt_render_books(uf_consumer_t *c, uint32_t depth)
+{
+	struct bt_books l = {0};
+
+	assert_int_equal(uf_consumer_snapshot_all(c, bt_collect, &l), 0);
+	return bt_render_list(l, depth);
 }
 
 #endif /* BRIDGE_TEST_UTIL_H */

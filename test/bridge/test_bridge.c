@@ -10,6 +10,7 @@
 #include <nats/nats.h>
 
 #include "bridge_test_util.h"
+#include "ring/nats/nats_book.h"
 #include "ring/nats/uf_nats_wire.h"
 
 #define DEPTH "10"
@@ -752,6 +753,77 @@ static void test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly(void 
 	case_end(&k);
 }
 
+static int seed_snapshot(const struct uf_book_snapshot *s, void *arg)
+{
+	struct uf_nats_books *bk = arg;
+	assert_int_equal(uf_nats_books_seed(bk, s), 0);
+	return 0;
+}
+
+/* The documented handover, done by an application on a remote handle mid-stream: snapshot
+ * every book, seek to the smallest stamp, apply each instrument's records from its stamp on.
+ * Its books must end equal to the producer's (image depth 64: the snapshots are whole). */
+static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(40000, 30, 47);
+	struct uf_nats_books bk;
+	struct uf_consumer_info info;
+	struct uf_record recs[256];
+	struct bt_books l = {0};
+	uint64_t from, seq, end, applied = 0;
+	char *st, *feed, *local, *mine;
+	uf_consumer_t *c;
+	int n;
+
+	case_begin(&k, "hand", 1);
+	case_start_cap(&k, day, "20000", "0", k.ns.urls, "1", "1048576", "64");
+	case_go(&k);
+	st = bt_wait_status(k.status, "published", 20000, 30000);
+	free(st);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(uf_nats_books_init(&bk, info.max_instruments, 0), 0);
+	assert_int_equal(uf_consumer_snapshot_all(c, seed_snapshot, &bk), 0);
+	from = info.position;
+	for (uint32_t i = 0; i < bk.max; i++)
+		if (bk.v[i] && bk.v[i]->apply_from < from)
+			from = bk.v[i]->apply_from;
+	assert_true(from > 0); /* mid-stream */
+	assert_int_equal(uf_consumer_seek(c, from), 0);
+	for (end = bt_now_ms() + 60000;;) {
+		n = uf_consumer_read(c, recs, 256, &seq);
+		if (n > 0) {
+			for (int i = 0; i < n; i++)
+				applied +=
+				    uf_nats_books_apply(&bk, &recs[i], seq + (uint64_t)i) > 0;
+			continue;
+		}
+		if (n == -EPIPE)
+			break;
+		assert_int_equal(n, -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	feed = case_finish(&k);
+	assert_true(applied > 1000);
+	for (uint32_t i = 0; i < bk.max; i++) {
+		struct uf_book_snapshot s;
+		if (uf_nats_books_snapshot(&bk, i, 64, 0, &s) == 0)
+			bt_collect(&s, &l);
+	}
+	mine = bt_render_list(l, 10);
+	local = local_books(&k);
+	assert_true(strlen(local) > 100);
+	assert_string_equal(mine, local);
+	uf_nats_books_free(&bk);
+	uf_consumer_detach(c);
+	free(feed);
+	free(local);
+	free(mine);
+	case_end(&k);
+}
+
 static int case_teardown(void **state)
 {
 	bt_kill_all();
@@ -790,6 +862,8 @@ int main(void)
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_late_remote_consumer_snapshot_then_stream,
 	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_remote_snapshot_then_stream_handover_ends_with_local_books, case_teardown),
 	    cmocka_unit_test_teardown(test_slow_remote_consumer_never_slows_the_bridge,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(
