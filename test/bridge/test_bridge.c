@@ -379,7 +379,7 @@ static void test_slow_remote_consumer_never_slows_the_bridge(void **state)
 }
 
 /* The bridge is stopped (SIGSTOP) until the ring laps it: it must say so on the stream (the
- * remote consumer loses exactly the records the bridge lost, as one lap), re-snapshot from
+ * remote consumer loses exactly the records the bridge lost, lap for lap), re-snapshot from
  * the ring's image, and the remote consumer must still end with the local books. */
 static void test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap(void **state)
 {
@@ -431,9 +431,11 @@ static void test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap(void
 	}
 	feed = case_finish(&k);
 	st = uf_test_slurp(k.status);
-	assert_int_equal(bt_json_num(st, "laps"), 1);
+	/* at least the forced lap; a loaded machine may lap the bridge again while it
+	 * re-snapshots (the ring holds 90 ms here): each one must reach the consumer */
+	assert_true(bt_json_num(st, "laps") >= 1);
 	assert_true(bt_json_num(st, "lost") > 0);
-	assert_int_equal(laps, 1);
+	assert_int_equal(laps, bt_json_num(st, "laps"));
 	assert_int_equal(lost, bt_json_num(st, "lost"));
 	local_b = local_books(&k);
 	remote_b = bt_render_books(c, 10);
