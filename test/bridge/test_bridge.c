@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+
 #include <nats/nats.h>
 
 #include "bridge_test_util.h"
@@ -832,8 +834,32 @@ static int case_teardown(void **state)
 	return 0;
 }
 
+/* Ring directories of earlier test processes that died without their teardown (a crash, a
+ * timeout) hold 80 MB rings each: removed. */
+static void remove_dead_ring_dirs(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char p[300];
+		long pid;
+		if (strncmp(e->d_name, "uf-bridge-test-", 15) != 0)
+			continue;
+		pid = strtol(e->d_name + 15, NULL, 10);
+		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof(p), "/dev/shm/%.250s", e->d_name);
+		uf_test_rm_tree(p);
+	}
+	closedir(d);
+}
+
 static int setup(void **state)
 {
+	remove_dead_ring_dirs();
 	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-bridge-test.XXXXXX");
 	if (!mkdtemp(bt_dir))
 		return -1;
