@@ -27,7 +27,11 @@
 #define NC_JUMPS      64             /* sequence ranges the stream skipped, kept for the reader */
 #define NC_FETCH_MS   100            /* receiver wait slice */
 #define NC_CATCHUP_NS 20000000000ull /* attach reads the stream up to its end this long */
-#define NC_ATTACH_NS  30000000000ull /* attach retries timed-out JetStream requests this long */
+/* Attach retries JetStream requests that time out this long. After a node is lost, a new
+ * consumer (the bucket's watcher, the stream's subscription) can be placed on the dead peer
+ * for a while and never answer: short attempts, each a new consumer, get through sooner
+ * than one long wait. */
+#define NC_ATTACH_NS 60000000000ull
 
 struct nc_jump {
 	uint64_t from; /* first sequence that will never come */
@@ -150,7 +154,7 @@ static int nats_open(struct uf_nats_consumer *n, char *err, size_t errlen)
 		return s == NATS_NO_SERVER ? -ECONNREFUSED : -EIO;
 	}
 	jsOptions_Init(&jo);
-	jo.Wait = 10000; /* a cluster that just lost a node answers slowly for a while */
+	jo.Wait = 5000; /* see NC_ATTACH_NS */
 	s = natsConnection_JetStream(&n->js, n->nc, &jo);
 	if (s == NATS_OK)
 		s = js_KeyValue(&n->kv, n->js, n->nm.bucket);
@@ -205,7 +209,7 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 		w = NULL; /* not made: nothing of it is ours to destroy */
 	while (s == NATS_OK) {
 		e = NULL;
-		s = kvWatcher_Next(&e, w, 10000);
+		s = kvWatcher_Next(&e, w, 3000); /* see NC_ATTACH_NS */
 		if (s != NATS_OK || !e)
 			break; /* NULL: every entry present at the start was delivered */
 		if (kvEntry_Key(e)[0] == 'i') {

@@ -296,7 +296,7 @@ static inline char *bt_tail(const char *const argv[])
 	struct uf_test_run r;
 	char *out;
 
-	uf_test_run_path(bt_bin("uf-tail"), argv, 60000, &r);
+	uf_test_run_path(bt_bin("uf-tail"), argv, 90000, &r);
 	if (r.status != 0)
 		fprintf(stderr, "uf-tail exit %d: %s\n", r.status, r.err);
 	assert_int_equal(r.status, 0);
