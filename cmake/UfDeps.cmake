@@ -57,3 +57,23 @@ foreach(tool promtool:prometheus systemd-analyze:systemd dpkg-deb:dpkg dpkg-shli
     message(FATAL_ERROR "${prog} not found: apt-get install ${debpkg} (or run tools/setup.sh)")
   endif()
 endforeach()
+
+# Optional: NATS JetStream fan-out (uf-bridge, libufconsumer's "nats://" attach, test/bridge).
+# UF_NATS defaults to ON when the C client is installed; turning it ON without it is an error.
+pkg_check_modules(NATS QUIET IMPORTED_TARGET GLOBAL libnats)
+option(UF_NATS "NATS JetStream fan-out: uf-bridge and remote consumers (apt-get install libnats-dev)"
+       ${NATS_FOUND})
+if(UF_NATS)
+  if(NOT NATS_FOUND)
+    message(FATAL_ERROR "UF_NATS=ON but libnats not found: apt-get install libnats-dev "
+                        "(or run tools/setup.sh), or configure with -DUF_NATS=OFF")
+  endif()
+  find_program(NATS_SERVER nats-server)
+  if(NOT NATS_SERVER)
+    message(FATAL_ERROR "UF_NATS=ON: the tests need nats-server: apt-get install nats-server "
+                        "(or run tools/setup.sh), or configure with -DUF_NATS=OFF")
+  endif()
+  message(STATUS "found libnats ${NATS_VERSION}, nats-server ${NATS_SERVER}: NATS fan-out on")
+else()
+  message(STATUS "NATS fan-out off (UF_NATS=OFF)")
+endif()

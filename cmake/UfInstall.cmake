@@ -18,7 +18,7 @@ endforeach()
 # CMAKE_INSTALL_FULL_SYSCONFDIR (computed from the configure-time prefix) would be wrong.
 set(uf_etc_files ${CMAKE_SOURCE_DIR}/configs/loopback.json
     ${CMAKE_SOURCE_DIR}/configs/nasdaq-production.json ${CMAKE_SOURCE_DIR}/configs/uf-replay.env
-    ${CMAKE_SOURCE_DIR}/configs/bridge.conf)
+    ${CMAKE_SOURCE_DIR}/configs/uf-bridge.json)
 install(CODE "set(uf_etc_files \"${uf_etc_files}\")")
 install(CODE [[
   if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")

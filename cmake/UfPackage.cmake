@@ -28,7 +28,7 @@ set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus, grafana")
 # conffiles: dpkg keeps an edited /etc/uringfeed file across upgrades (and asks).
 set(uf_conffiles "")
-foreach(f loopback.json nasdaq-production.json uf-replay.env bridge.conf)
+foreach(f loopback.json nasdaq-production.json uf-replay.env uf-bridge.json)
   string(APPEND uf_conffiles "/etc/uringfeed/${f}\n")
 endforeach()
 file(WRITE ${CMAKE_BINARY_DIR}/deb/conffiles "${uf_conffiles}")

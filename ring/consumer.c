@@ -24,6 +24,17 @@
 #include "ring/ring_util.h"
 #include "ring/ring_verify.h"
 #include "ring/uf_ring_layout.h"
+#ifdef UF_CONSUMER_NATS
+#include "ring/nats/consumer_nats.h"
+/* A handle attached to "nats://..." forwards every call to the remote side (ring/nats/). */
+#define NATS_FORWARD(c, call)                                                                      \
+	do {                                                                                       \
+		if (UF_UNLIKELY((c)->nats))                                                        \
+			return call;                                                               \
+	} while (0)
+#else
+#define NATS_FORWARD(c, call) ((void)0)
+#endif
 
 #define IDLE_SEEN_EVERY    4096u  /* empty polls between last-seen stamps */
 #define IDLE_RESTART_EVERY 65536u /* empty polls between restart checks (one stat()) */
@@ -66,6 +77,7 @@ struct uf_consumer {
 	char name[UF_RING_NAME_MAX];      /* ring name */
 	char dir_path[256];               /* <dir>/uf.<name> */
 	char data_path[300];              /* <dir>/uf.<name>/data */
+	struct uf_nats_consumer *nats;    /* remote ring ("nats://..."): everything else unused */
 };
 
 _Static_assert(offsetof(struct uf_consumer_options, tag) == 16,
@@ -419,6 +431,32 @@ static int attach_maps(struct uf_consumer *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* "nats://HOST:PORT[,...]/RING": a ring republished by uf-bridge (docs/fanout.md). */
+static int attach_remote(const char *name, const struct uf_consumer_options *opt,
+                         uf_consumer_t **out, char *err, size_t errlen)
+{
+#ifdef UF_CONSUMER_NATS
+	struct uf_consumer *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c) {
+		uf_err_set(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	rc = uf_nats_consumer_attach(name, opt, &c->nats, err, errlen);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+#else
+	uf_err_set(err, errlen, "%s: this libufconsumer was built without NATS (UF_NATS=OFF)",
+	           name);
+	return -EPROTONOSUPPORT;
+#endif
+}
+
 UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt,
                                        uf_consumer_t **out, char *err, size_t errlen)
 {
@@ -426,6 +464,8 @@ UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consume
 	const char *dir;
 	int rc;
 
+	if (name && strncmp(name, "nats://", 7) == 0)
+		return attach_remote(name, opt, out, err, errlen);
 	if (uf_ring_name_check(name) < 0) {
 		uf_err_set(err, errlen,
 		           "ring name \"%s\" is not valid (1-31 bytes of A-Za-z0-9_.-)",
@@ -466,6 +506,13 @@ UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consume
 
 UF_RING_VISIBLE void uf_consumer_detach(uf_consumer_t *c)
 {
+#ifdef UF_CONSUMER_NATS
+	if (c && c->nats) {
+		uf_nats_consumer_detach(c->nats);
+		free(c);
+		return;
+	}
+#endif
 	if (!c)
 		return;
 	unmap_all(c);
@@ -474,6 +521,7 @@ UF_RING_VISIBLE void uf_consumer_detach(uf_consumer_t *c)
 
 UF_RING_VISIBLE int uf_consumer_reattach(uf_consumer_t *c, char *err, size_t errlen)
 {
+	NATS_FORWARD(c, uf_nats_consumer_reattach(c->nats, err, errlen));
 	struct uf_consumer fresh = *c;
 	int rc;
 
@@ -547,6 +595,7 @@ static UF_COLD int lapped(struct uf_consumer *c, uint64_t from)
 UF_RING_VISIBLE int uf_consumer_read(uf_consumer_t *c, struct uf_record *recs, size_t max,
                                      uint64_t *first_seq)
 {
+	NATS_FORWARD(c, uf_nats_consumer_read(c->nats, recs, max, first_seq));
 	uint64_t p = c->pos;
 	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail); /* slot contents after the tail */
 	uint64_t n, claim;
@@ -593,6 +642,7 @@ static inline int has_news(const struct uf_consumer *c)
 
 UF_RING_VISIBLE int uf_consumer_wait(uf_consumer_t *c, int64_t timeout_ns)
 {
+	NATS_FORWARD(c, uf_nats_consumer_wait(c->nats, timeout_ns));
 	uint64_t start = uf_now_mono_ns(), now = start;
 	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
 	uint64_t spin_end = start + c->opt.spin_ns;
@@ -645,11 +695,18 @@ UF_RING_VISIBLE int uf_consumer_wait(uf_consumer_t *c, int64_t timeout_ns)
 
 UF_RING_VISIBLE void uf_consumer_last_lap(const uf_consumer_t *c, struct uf_consumer_lap *lap)
 {
+#ifdef UF_CONSUMER_NATS
+	if (c->nats) {
+		uf_nats_consumer_last_lap(c->nats, lap);
+		return;
+	}
+#endif
 	*lap = c->lap;
 }
 
 UF_RING_VISIBLE int uf_consumer_seek(uf_consumer_t *c, uint64_t seq)
 {
+	NATS_FORWARD(c, uf_nats_consumer_seek(c->nats, seq));
 	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail);
 	uint64_t claim = uf_load_relaxed_u64(&c->hdr->claim);
 	uint64_t oldest = claim > c->capacity ? claim - c->capacity : 0;
@@ -663,6 +720,12 @@ UF_RING_VISIBLE int uf_consumer_seek(uf_consumer_t *c, uint64_t seq)
 
 UF_RING_VISIBLE void uf_consumer_get_info(const uf_consumer_t *c, struct uf_consumer_info *info)
 {
+#ifdef UF_CONSUMER_NATS
+	if (c->nats) {
+		uf_nats_consumer_get_info(c->nats, info);
+		return;
+	}
+#endif
 	memset(info, 0, sizeof(*info));
 	info->generation = c->generation;
 	info->capacity = c->capacity;
@@ -764,6 +827,7 @@ static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_s
 UF_RING_VISIBLE int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id,
                                          struct uf_book_snapshot *snap)
 {
+	NATS_FORWARD(c, uf_nats_consumer_snapshot(c->nats, id, snap));
 	return copy_entry(c, id, snap);
 }
 
@@ -776,6 +840,7 @@ UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
                                              int (*fn)(const struct uf_book_snapshot *, void *),
                                              void *arg)
 {
+	NATS_FORWARD(c, uf_nats_consumer_snapshot_all(c->nats, fn, arg));
 	struct uf_book_snapshot *s = malloc(sizeof(*s));
 	int rc = 0;
 
@@ -803,6 +868,7 @@ UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
 
 UF_RING_VISIBLE int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uint32_t *id)
 {
+	NATS_FORWARD(c, uf_nats_consumer_lookup(c->nats, symbol, id));
 	char want[9], have[9];
 	uint64_t packed;
 

@@ -138,7 +138,11 @@ void uf_consumer_options_init(struct uf_consumer_options *opt);
  * Errors (with a one-line reason in `err`): -ENOENT no such ring, -EACCES, -EPERM a foreign
  * or group/world-writable ring (squatted), -ELOOP a symbolic link, -EPROTO not a ring or a
  * different layout version or record size or an inconsistent header, -EUSERS table full,
- * -ESTALE the producer was restarting (retry). */
+ * -ESTALE the producer was restarting (retry).
+ * A name "nats://HOST:PORT[,nats://HOST:PORT...]/RING" attaches to RING as uf-bridge
+ * republishes it on NATS JetStream (when built with UF_NATS): every call below then works on
+ * it with the same records, sequences and semantics; see docs/fanout.md for what differs
+ * (credentials and TLS from UF_NATS_* environment variables). */
 int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt, uf_consumer_t **out,
                        char *err, size_t errlen);
 

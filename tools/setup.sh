@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       liburing-dev libnuma-dev libjansson-dev libcmocka-dev
-      libzmq3-dev libmicrohttpd-dev gnuplot-nox iproute2 procps curl strace
+      libzmq3-dev libmicrohttpd-dev gnuplot-nox iproute2 procps libnats-dev nats-server curl strace
       python3 python3-pytest python3-numpy prometheus dpkg-dev)
 
 missing=()

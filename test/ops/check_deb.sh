@@ -45,7 +45,7 @@ conf=$(grep -v '^$' "$tmp/ctrl/conffiles" | sort)
 want=(/usr/bin/uringfeed /usr/bin/uf-gen /usr/bin/uf-decode /usr/bin/uf-replay /usr/bin/uf-tail
       /usr/bin/uf-bench /usr/lib/libufconsumer.so.1
       /etc/uringfeed/loopback.json /etc/uringfeed/nasdaq-production.json
-      /etc/uringfeed/uf-replay.env /etc/uringfeed/bridge.conf
+      /etc/uringfeed/uf-replay.env /etc/uringfeed/uf-bridge.json
       /usr/lib/systemd/system/uringfeed.service /usr/lib/systemd/system/uf-replay.service
       /usr/lib/systemd/system/uf-bridge.service /usr/lib/sysctl.d/60-uringfeed.conf
       /usr/lib/tmpfiles.d/uringfeed.conf /usr/lib/sysusers.d/uringfeed.conf

@@ -5,3 +5,4 @@ UF_BENCH_CMD(ring, "shm ring vs ZeroMQ PUB/SUB vs Unix datagram: latency and thr
 UF_BENCH_CMD(e2e, "uf-replay -> uringfeed -> consumers per back end: latency, max rate, CPU/msg")
 UF_BENCH_CMD(decode, "ITCH/MoldUDP64 decode, prefetch off/on, vs a read-every-byte baseline")
 UF_BENCH_CMD(book, "decode + order books vs decode alone, prefetch off/on")
+UF_BENCH_CMD(fanout, "local ring vs the same ring through uf-bridge and NATS JetStream")

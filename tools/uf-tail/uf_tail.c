@@ -4,6 +4,7 @@
  *   uf-tail --ring NAME --books [--depth N]                              book image (JSON lines)
  *   uf-tail --ring NAME --top AAPL,MSFT [--interval MS]                  live top of book
  *   uf-tail --ring NAME --info                                           ring facts
+ *   uf-tail --nats URLS --ring NAME [any of the above]    the ring as uf-bridge republishes it
  *
  * Uses only libufconsumer (ring/ufconsumer.h), like any external consumer. Ends cleanly (exit
  * 0) when the ring is closed, after --count records, after --timeout seconds, or on Ctrl-C;
@@ -36,6 +37,7 @@ struct tail_opts {
 	const char *ring;     /* ring name */
 	const char *dir;      /* shm directory override */
 	const char *top;      /* comma-separated symbols for --top */
+	const char *nats;     /* --nats: comma-separated nats://host:port of uf-bridge's servers */
 	int json;             /* records as JSON lines */
 	int books;            /* print the book image and exit */
 	int info;             /* print ring facts and exit */
@@ -65,6 +67,7 @@ static void usage(FILE *f)
 	        "  --interval MS     --top refresh period (default 250)\n"
 	        "  --info            print ring facts (generation, capacity, tail, ...)\n"
 	        "  --dir DIR         shm directory (default $UF_RING_DIR or /dev/shm)\n"
+	        "  --nats URLS       read the ring from NATS (uf-bridge), URLS = nats://h:p,...\n"
 	        "Ends on ring close, --count, --timeout or Ctrl-C (exit 0).\n");
 }
 
@@ -153,7 +156,13 @@ static int attach(const struct tail_opts *o, uf_consumer_t **c)
 	co.start = o->oldest ? UF_CONSUMER_START_OLDEST : UF_CONSUMER_START_LATEST;
 	co.tag = "uf-tail";
 	co.dir = o->dir;
-	rc = uf_consumer_attach(o->ring, &co, c, err, sizeof(err));
+	if (o->nats) { /* libufconsumer names a remote ring "URLS/RING" */
+		char name[1200];
+		snprintf(name, sizeof(name), "%s/%s", o->nats, o->ring);
+		rc = uf_consumer_attach(name, &co, c, err, sizeof(err));
+	} else {
+		rc = uf_consumer_attach(o->ring, &co, c, err, sizeof(err));
+	}
 	if (rc < 0)
 		fprintf(stderr, "uf-tail: %s\n", err);
 	return rc;
@@ -456,14 +465,21 @@ static int parse_u64(const char *s, uint64_t *v)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-	    {"ring", required_argument, 0, 'r'},    {"json", no_argument, 0, 'j'},
-	    {"books", no_argument, 0, 'b'},         {"depth", required_argument, 0, 'd'},
-	    {"top", required_argument, 0, 't'},     {"count", required_argument, 0, 'n'},
-	    {"timeout", required_argument, 0, 'T'}, {"oldest", no_argument, 0, 'o'},
-	    {"spin-us", required_argument, 0, 's'}, {"interval", required_argument, 0, 'i'},
-	    {"dir", required_argument, 0, 'D'},     {"info", no_argument, 0, 'I'},
-	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+	static const struct option lo[] = {{"ring", required_argument, 0, 'r'},
+	                                   {"json", no_argument, 0, 'j'},
+	                                   {"books", no_argument, 0, 'b'},
+	                                   {"depth", required_argument, 0, 'd'},
+	                                   {"top", required_argument, 0, 't'},
+	                                   {"count", required_argument, 0, 'n'},
+	                                   {"timeout", required_argument, 0, 'T'},
+	                                   {"oldest", no_argument, 0, 'o'},
+	                                   {"spin-us", required_argument, 0, 's'},
+	                                   {"interval", required_argument, 0, 'i'},
+	                                   {"dir", required_argument, 0, 'D'},
+	                                   {"info", no_argument, 0, 'I'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {"nats", required_argument, 0, 'N'},
+	                                   {0, 0, 0, 0}};
 	struct tail_opts o = {.spin_us = 20, .interval_ms = 250};
 	struct symcache sc = {0};
 	struct sigaction sa;
@@ -517,6 +533,9 @@ int main(int argc, char **argv)
 			break;
 		case 'I':
 			o.info = 1;
+			break;
+		case 'N':
+			o.nats = optarg;
 			break;
 		case 'h':
 			usage(stdout);

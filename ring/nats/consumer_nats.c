@@ -1,0 +1,767 @@
+/* libufconsumer over NATS JetStream (see consumer_nats.h, docs/fanout.md).
+ *
+ * A receiver thread reads the bridge's stream (an ordered JetStream consumer), checks that
+ * ring sequences follow each other, applies every record to full-depth books and appends it
+ * to an in-process ring of `capacity` records indexed by the ring sequence. The
+ * application's calls read that ring under a mutex: a remote consumer is a network hop
+ * away, a mutex costs nothing next to it, and it keeps the image and the records consistent
+ * (a snapshot is stamped with the receiver's position: every record below is in it). */
+#include "ring/nats/consumer_nats.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nats/nats.h>
+
+#include "ring/nats/nats_book.h"
+#include "ring/nats/nats_security.h"
+#include "ring/nats/uf_nats_wire.h"
+#include "ring/uf_ring_layout.h"
+
+#define NC_CAPACITY   (1u << 18)     /* records buffered for the application (16 MiB) */
+#define NC_JUMPS      64             /* sequence ranges the stream skipped, kept for the reader */
+#define NC_FETCH_MS   100            /* receiver wait slice */
+#define NC_CATCHUP_NS 20000000000ull /* attach reads the stream up to its end this long */
+/* Attach retries JetStream requests that time out this long. After a node is lost, a new
+ * consumer (the bucket's watcher, the stream's subscription) can be placed on the dead peer
+ * for a while and never answer: short attempts, each a new consumer, get through sooner
+ * than one long wait. */
+#define NC_ATTACH_NS 60000000000ull
+
+struct nc_jump {
+	uint64_t from; /* first sequence that will never come */
+	uint64_t to;   /* sequence of the next record that does */
+};
+
+struct uf_nats_consumer {
+	/* set at attach */
+	char ring[UF_RING_NAME_MAX];    /* ring name on the bridge's host */
+	char urls[1024];                /* server list */
+	struct uf_nats_names nm;        /* subjects and bucket */
+	struct uf_consumer_options opt; /* as given */
+	natsOptions *opts;              /* connection options */
+	natsConnection *nc;             /* connection */
+	jsCtx *js;                      /* JetStream context */
+	kvStore *kv;                    /* the books bucket */
+	natsSubscription *sub;          /* ordered consumer on the stream */
+	pthread_t thr;                  /* receiver */
+	int thr_started;                /* 1 while thr runs */
+	int quit;                       /* asks the receiver to stop (atomic accesses) */
+	/* guarded by mu */
+	pthread_mutex_t mu;             /* guards everything below */
+	pthread_cond_t cv;              /* signalled on every change */
+	struct uf_record *buf;          /* records, slot = seq & mask */
+	uint64_t *seqs;                 /* sequence held by each slot */
+	uint64_t mask;                  /* NC_CAPACITY - 1 */
+	uint64_t base;                  /* oldest sequence ever stored since attach */
+	uint64_t tail;                  /* next sequence expected from the stream */
+	uint64_t pos;                   /* next sequence the application reads */
+	struct nc_jump jumps[NC_JUMPS]; /* skipped ranges, oldest first */
+	uint32_t njumps;                /* entries in jumps */
+	struct uf_nats_books books;     /* image at `tail` */
+	struct uf_nats_commit cm;       /* the commit entry read at attach */
+	uint64_t js_next;               /* next stream sequence expected */
+	uint64_t received, lost, laps;  /* as uf_consumer_info */
+	struct uf_consumer_lap lap;     /* last lap */
+	int closed;                     /* the producer closed the ring at `tail` */
+	int stale;                      /* a new generation follows `tail` */
+	int failed;                     /* the receiver hit an error it cannot repair */
+};
+
+static void n_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "nats://h1:4222,nats://h2:4222/RING" -> urls, ring. */
+static int parse_name(struct uf_nats_consumer *n, const char *name, char *err, size_t errlen)
+{
+	const char *slash = strrchr(name, '/');
+	size_t ulen;
+
+	if (!slash || slash[1] == '\0' || slash - name < (ptrdiff_t)strlen(UF_NATS_URL_PREFIX) ||
+	    slash[-1] == '/') {
+		n_err(err, errlen,
+		      "\"%s\": a remote ring is named nats://HOST:PORT[,nats://HOST:PORT...]/RING",
+		      name);
+		return -EINVAL;
+	}
+	ulen = (size_t)(slash - name);
+	if (ulen >= sizeof(n->urls) || strlen(slash + 1) >= sizeof(n->ring)) {
+		n_err(err, errlen, "\"%s\": name too long", name);
+		return -ENAMETOOLONG;
+	}
+	memcpy(n->urls, name, ulen);
+	n->urls[ulen] = '\0';
+	snprintf(n->ring, sizeof(n->ring), "%s", slash + 1);
+	uf_nats_names_make(n->ring, &n->nm);
+	return 0;
+}
+
+static int nats_open(struct uf_nats_consumer *n, char *err, size_t errlen)
+{
+	const char *urls[16];
+	char list[sizeof(n->urls)];
+	jsOptions jo;
+	int cnt = 0;
+	natsStatus s;
+
+	snprintf(list, sizeof(list), "%s", n->urls);
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && cnt < 16;
+	     tok = strtok_r(NULL, ",", &save))
+		urls[cnt++] = tok;
+	s = natsOptions_Create(&n->opts);
+	if (s == NATS_OK)
+		s = natsOptions_SetServers(n->opts, urls, cnt);
+	if (s == NATS_OK)
+		s = natsOptions_SetName(n->opts, n->opt.tag ? n->opt.tag : "ufconsumer");
+	if (s == NATS_OK)
+		s = natsOptions_SetMaxReconnect(n->opts, -1);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectWait(n->opts, 100);
+	if (s == NATS_OK) /* servers in the order given: list the nearest first */
+		s = natsOptions_SetNoRandomize(n->opts, true);
+	if (s == NATS_OK)
+		s = natsOptions_SetTimeout(n->opts, 2000);
+	if (s == NATS_OK) {
+		struct uf_nats_security sec;
+		uf_nats_security_from_env(&sec);
+		s = uf_nats_security_apply(n->opts, &sec);
+	}
+	if (s == NATS_OK)
+		s = natsConnection_Connect(&n->nc, n->opts);
+	if (s != NATS_OK) {
+		n_err(err, errlen, "ring %s: connect %s: %s", n->ring, n->urls,
+		      natsStatus_GetText(s));
+		return s == NATS_NO_SERVER ? -ECONNREFUSED : -EIO;
+	}
+	jsOptions_Init(&jo);
+	jo.Wait = 5000; /* see NC_ATTACH_NS */
+	s = natsConnection_JetStream(&n->js, n->nc, &jo);
+	if (s == NATS_OK)
+		s = js_KeyValue(&n->kv, n->js, n->nm.bucket);
+	if (s != NATS_OK) {
+		n_err(err, errlen,
+		      "ring %s: no bucket %s on %s (is uf-bridge publishing this ring?): %s",
+		      n->ring, n->nm.bucket, n->urls, natsStatus_GetText(s));
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Reads the commit entry, then every book entry of its generation, into `bk` (initialised
+ * here). Records below max(entry stamp, commit position, min_from) will not be applied
+ * again. Cold: one watch of the whole bucket. */
+static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
+                      struct uf_nats_commit *cm, uint64_t min_from, char *err, size_t errlen)
+{
+	kvEntry *e = NULL;
+	kvWatcher *w = NULL;
+	kvWatchOptions wo;
+	natsStatus s;
+	int rc = 0;
+
+	s = kvStore_Get(&e, n->kv, "commit");
+	if (s != NATS_OK) {
+		n_err(err, errlen, "ring %s: bucket %s has no commit entry yet: %s", n->ring,
+		      n->nm.bucket, natsStatus_GetText(s));
+		return s == NATS_NOT_FOUND ? -ENOENT : -EIO;
+	}
+	if (kvEntry_ValueLen(e) != (int)sizeof(*cm)) {
+		kvEntry_Destroy(e);
+		n_err(err, errlen, "ring %s: commit entry has the wrong size", n->ring);
+		return -EPROTO;
+	}
+	memcpy(cm, kvEntry_Value(e), sizeof(*cm));
+	kvEntry_Destroy(e);
+	if (cm->magic != UF_NATS_COMMIT_MAGIC || cm->version != UF_NATS_VERSION ||
+	    cm->depth > UF_BOOK_MAX_DEPTH || cm->max_instruments > (1u << 24)) {
+		n_err(err, errlen, "ring %s: commit entry is not wire version %u", n->ring,
+		      UF_NATS_VERSION);
+		return -EPROTO;
+	}
+	if (min_from < cm->position)
+		min_from = cm->position;
+	if (uf_nats_books_init(bk, cm->max_instruments, cm->generation) < 0)
+		return -ENOMEM;
+	kvWatchOptions_Init(&wo);
+	wo.IgnoreDeletes = true;
+	s = kvStore_WatchAll(&w, n->kv, &wo);
+	if (s != NATS_OK)
+		w = NULL; /* not made: nothing of it is ours to destroy */
+	while (s == NATS_OK) {
+		e = NULL;
+		s = kvWatcher_Next(&e, w, 3000); /* see NC_ATTACH_NS */
+		if (s != NATS_OK || !e)
+			break; /* NULL: every entry present at the start was delivered */
+		if (kvEntry_Key(e)[0] == 'i') {
+			int r = uf_nats_books_decode(bk, kvEntry_Value(e),
+			                             (size_t)kvEntry_ValueLen(e), min_from);
+			if (r == -ENOMEM || r == -EPROTO)
+				rc = r;
+		}
+		kvEntry_Destroy(e);
+	}
+	if (w)
+		kvWatcher_Destroy(w);
+	if (s != NATS_OK) {
+		n_err(err, errlen, "ring %s: reading bucket %s: %s", n->ring, n->nm.bucket,
+		      natsStatus_GetText(s));
+		rc = -EIO;
+	}
+	if (rc < 0) {
+		if (rc == -EPROTO)
+			n_err(err, errlen, "ring %s: a book entry is not wire version %u", n->ring,
+			      UF_NATS_VERSION);
+		uf_nats_books_free(bk);
+	}
+	return rc;
+}
+
+static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
+{
+	natsSubscription *sub = NULL;
+	jsSubOptions so;
+	jsErrCode jerr = 0;
+	natsStatus s;
+
+	jsSubOptions_Init(&so);
+	so.Stream = n->nm.stream;
+	so.Ordered = true; /* in order, no acks; the library re-creates it after a failover */
+	so.Config.DeliverPolicy = js_DeliverByStartSequence;
+	so.Config.OptStartSeq = n->js_next ? n->js_next : 1;
+	/* only a subscription that was made is kept: after a failure the library may have
+	 * freed what it wrote to its out-pointer */
+	s = js_SubscribeSync(&sub, n->js, n->nm.subject, NULL, &so, &jerr);
+	if (s == NATS_OK) {
+		n->sub = sub; /* the receiver drains at once: a backlog is the stream's job */
+		s = natsSubscription_SetPendingLimits(n->sub, -1, 256 * 1024 * 1024);
+	}
+	if (s != NATS_OK) {
+		n_err(err, errlen, "ring %s: subscribe %s from %llu: %s (%d)", n->ring,
+		      n->nm.subject, (unsigned long long)so.Config.OptStartSeq,
+		      natsStatus_GetText(s), (int)jerr);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- the receiver (mu held unless said otherwise) ---- */
+
+static void add_jump(struct uf_nats_consumer *n, uint64_t from, uint64_t to)
+{
+	if (n->njumps == NC_JUMPS) { /* the oldest is far behind any reader: forget it */
+		memmove(&n->jumps[0], &n->jumps[1], (NC_JUMPS - 1) * sizeof(n->jumps[0]));
+		n->njumps--;
+	}
+	n->jumps[n->njumps].from = from;
+	n->jumps[n->njumps].to = to;
+	n->njumps++;
+	n->tail = to;
+}
+
+/* Replaces the books with the bucket's (after the bridge re-snapshotted, or the stream
+ * lost records): called WITHOUT mu, swaps under it. */
+static int reload(struct uf_nats_consumer *n, uint64_t from, uint64_t resume)
+{
+	struct uf_nats_books nb;
+	struct uf_nats_commit cm;
+	char err[256];
+	int rc = load_books(n, &nb, &cm, resume, err, sizeof(err));
+
+	pthread_mutex_lock(&n->mu);
+	if (rc == 0) {
+		uf_nats_books_free(&n->books);
+		n->books = nb;
+	}
+	if (resume > n->tail)
+		add_jump(n, from < n->tail ? n->tail : from, resume);
+	pthread_mutex_unlock(&n->mu);
+	if (rc < 0)
+		fprintf(stderr, "ufconsumer: %s\n", err);
+	return rc;
+}
+
+static void store(struct uf_nats_consumer *n, const struct uf_record *r, uint64_t seq)
+{
+	uint64_t slot = seq & n->mask;
+
+	n->buf[slot] = *r;
+	n->seqs[slot] = seq;
+	(void)uf_nats_books_apply(&n->books, r, seq);
+	n->tail = seq + 1;
+}
+
+/* One stream message. Returns 0, or 1 when the receiver must stop (new generation). */
+static int on_message(struct uf_nats_consumer *n, const char *data, int len)
+{
+	struct uf_nats_msg h;
+	const char *recs; /* the message buffer need not be 8-byte aligned: copied out */
+	int rc = 0;
+
+	if (len < (int)sizeof(h))
+		return 0;
+	memcpy(&h, data, sizeof(h));
+	if (h.magic != UF_NATS_MAGIC || h.version != UF_NATS_VERSION ||
+	    (size_t)len != sizeof(h) + (size_t)h.count * sizeof(struct uf_record))
+		return 0; /* not ours: the subject is the bridge's alone */
+	recs = data + sizeof(h);
+	pthread_mutex_lock(&n->mu);
+	if (h.generation != n->cm.generation) {
+		if (h.kind == UF_NATS_RESET) { /* the producer restarted: reattach */
+			n->stale = 1;
+			rc = 1;
+		}
+		goto out; /* records of another generation (an older one before our commit) */
+	}
+	switch (h.kind) {
+	case UF_NATS_DATA: {
+		uint64_t s = h.first_seq;
+		for (uint32_t i = 0; i < h.count; i++, s++) {
+			if (s < n->tail)
+				continue;  /* already have it (overlap after a bridge restart) */
+			if (s > n->tail) { /* the stream skipped records: the bucket has books */
+				uint64_t from = n->tail;
+				pthread_mutex_unlock(&n->mu);
+				(void)reload(n, from, s);
+				pthread_mutex_lock(&n->mu);
+			}
+			{
+				struct uf_record r;
+				memcpy(&r, recs + (size_t)i * sizeof(r), sizeof(r));
+				store(n, &r, s);
+			}
+		}
+		break;
+	}
+	case UF_NATS_LAP:
+	case UF_NATS_RESET: {
+		uint64_t resume = h.kind == UF_NATS_LAP ? h.aux : h.first_seq;
+		if (resume > n->tail) {
+			uint64_t from = n->tail;
+			pthread_mutex_unlock(&n->mu);
+			(void)reload(n, from, resume);
+			pthread_mutex_lock(&n->mu);
+		}
+		n->closed = 0;
+		break;
+	}
+	case UF_NATS_CLOSED:
+		if (h.first_seq >= n->tail)
+			n->closed = 1;
+		break;
+	}
+out:
+	pthread_cond_broadcast(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
+/* Reads one message (at most `wait_ms`). Returns 1 with a message handled, 0 on timeout,
+ * 2 when the receiver must stop, -1 on a lost subscription. */
+static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
+{
+	natsMsg *m = NULL;
+	jsMsgMetaData *meta = NULL;
+	natsStatus s = natsSubscription_NextMsg(&m, n->sub, wait_ms);
+	int rc = 1;
+
+	if (s == NATS_TIMEOUT)
+		return 0;
+	if (s != NATS_OK)
+		return s == NATS_SLOW_CONSUMER || s == NATS_MISSED_HEARTBEAT ? 0 : -1;
+	if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+		uint64_t sseq = meta->Sequence.Stream;
+		jsMsgMetaData_Destroy(meta);
+		if (sseq < n->js_next) { /* delivered twice (a consumer re-created): seen */
+			natsMsg_Destroy(m);
+			return 1;
+		}
+		n->js_next = sseq + 1;
+	}
+	if (on_message(n, natsMsg_GetData(m), natsMsg_GetDataLength(m)) == 1)
+		rc = 2;
+	natsMsg_Destroy(m);
+	return rc;
+}
+
+static void *receiver(void *arg)
+{
+	struct uf_nats_consumer *n = arg;
+
+	while (!__atomic_load_n(&n->quit, __ATOMIC_ACQUIRE)) {
+		int rc = receive_one(n, NC_FETCH_MS);
+		if (rc == 2)
+			break;
+		if (rc < 0) { /* the subscription is gone: a new one from where we are */
+			char err[256];
+			natsSubscription_Destroy(n->sub);
+			n->sub = NULL;
+			while (!__atomic_load_n(&n->quit, __ATOMIC_ACQUIRE) &&
+			       subscribe(n, err, sizeof(err)) < 0)
+				nanosleep(&(struct timespec){0, 200000000L}, NULL);
+		}
+	}
+	return NULL;
+}
+
+/* ---- attach ---- */
+
+static void teardown(struct uf_nats_consumer *n)
+{
+	if (n->thr_started) {
+		__atomic_store_n(&n->quit, 1, __ATOMIC_RELEASE);
+		pthread_join(n->thr, NULL);
+		n->thr_started = 0;
+	}
+	if (n->sub)
+		natsSubscription_Destroy(n->sub);
+	if (n->kv)
+		kvStore_Destroy(n->kv);
+	if (n->js)
+		jsCtx_Destroy(n->js);
+	if (n->nc)
+		natsConnection_Destroy(n->nc);
+	if (n->opts)
+		natsOptions_Destroy(n->opts);
+	n->sub = NULL;
+	n->kv = NULL;
+	n->js = NULL;
+	n->nc = NULL;
+	n->opts = NULL;
+	uf_nats_books_free(&n->books);
+	n->quit = 0;
+}
+
+/* Connects, loads the books, reads the stream up to where it ends now, starts the receiver. */
+static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
+{
+	jsStreamInfo *si = NULL;
+	uint64_t last = 0, deadline;
+	int rc;
+
+	rc = nats_open(n, err, errlen);
+	if (rc < 0)
+		return rc;
+	/* JetStream requests can time out while a cluster re-elects leaders after losing a
+	 * node: retried for a while (NC_ATTACH_NS) before giving up */
+	deadline = mono_ns() + NC_ATTACH_NS;
+	while ((rc = load_books(n, &n->books, &n->cm, 0, err, errlen)) == -EIO &&
+	       mono_ns() < deadline)
+		nanosleep(&(struct timespec){0, 200000000L}, NULL);
+	if (rc < 0)
+		return rc;
+	n->base = n->tail = n->pos = n->cm.position;
+	n->js_next = n->cm.js_from;
+	n->njumps = 0;
+	n->closed = n->stale = n->failed = 0;
+	while ((rc = subscribe(n, err, errlen)) == -EIO && mono_ns() < deadline)
+		nanosleep(&(struct timespec){0, 200000000L}, NULL);
+	if (rc < 0)
+		return rc;
+	/* catch up with the stream as it is now, so a snapshot right after attach is current
+	 * (as a local attach's would be) */
+	if (js_GetStreamInfo(&si, n->js, n->nm.stream, NULL, NULL) == NATS_OK) {
+		last = si->State.LastSeq;
+		jsStreamInfo_Destroy(si);
+	}
+	deadline = mono_ns() + NC_CATCHUP_NS;
+	while (n->js_next <= last && mono_ns() < deadline) {
+		if (receive_one(n, 200) == 2)
+			break;
+	}
+	if (n->js_next <= last)
+		fprintf(stderr,
+		        "ufconsumer: ring %s: still %llu stream messages behind after the attach "
+		        "catch-up; continuing in the background\n",
+		        n->ring, (unsigned long long)(last - n->js_next + 1));
+	pthread_mutex_lock(&n->mu);
+	n->pos = n->opt.start == UF_CONSUMER_START_OLDEST ? n->base : n->tail;
+	pthread_mutex_unlock(&n->mu);
+	if (pthread_create(&n->thr, NULL, receiver, n) != 0) {
+		n_err(err, errlen, "ring %s: cannot start the receiver thread", n->ring);
+		return -EAGAIN;
+	}
+	n->thr_started = 1;
+	return 0;
+}
+
+int uf_nats_consumer_attach(const char *name, const struct uf_consumer_options *opt,
+                            struct uf_nats_consumer **out, char *err, size_t errlen)
+{
+	struct uf_nats_consumer *n = calloc(1, sizeof(*n));
+	int rc;
+
+	if (!n) {
+		n_err(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	if (opt)
+		n->opt = *opt;
+	else
+		uf_consumer_options_init(&n->opt);
+	n->opt.dir = NULL;
+	n->opt.tag = NULL; /* not kept: the caller's string */
+	rc = parse_name(n, name, err, errlen);
+	if (rc < 0)
+		goto out_free;
+	n->buf = malloc((size_t)NC_CAPACITY * sizeof(*n->buf));
+	n->seqs = malloc((size_t)NC_CAPACITY * sizeof(*n->seqs));
+	if (!n->buf || !n->seqs) {
+		n_err(err, errlen, "%s: out of memory", name);
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	memset(n->seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->seqs));
+	n->mask = NC_CAPACITY - 1;
+	pthread_mutex_init(&n->mu, NULL);
+	pthread_cond_init(&n->cv, NULL);
+	rc = start(n, err, errlen);
+	if (rc < 0) {
+		teardown(n);
+		pthread_mutex_destroy(&n->mu);
+		pthread_cond_destroy(&n->cv);
+		goto out_free;
+	}
+	*out = n;
+	return 0;
+
+out_free:
+	free(n->buf);
+	free(n->seqs);
+	free(n);
+	return rc;
+}
+
+void uf_nats_consumer_detach(struct uf_nats_consumer *n)
+{
+	if (!n)
+		return;
+	teardown(n);
+	pthread_mutex_destroy(&n->mu);
+	pthread_cond_destroy(&n->cv);
+	free(n->buf);
+	free(n->seqs);
+	free(n);
+}
+
+int uf_nats_consumer_reattach(struct uf_nats_consumer *n, char *err, size_t errlen)
+{
+	teardown(n);
+	memset(n->seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->seqs));
+	n->received = n->lost = n->laps = 0;
+	memset(&n->lap, 0, sizeof(n->lap));
+	return start(n, err, errlen);
+}
+
+/* ---- the application's side ---- */
+
+static int lapped(struct uf_nats_consumer *n, uint64_t resume)
+{
+	n->lap.from_seq = n->pos;
+	n->lap.resume_seq = resume;
+	n->lap.lost = resume - n->pos;
+	n->lost += n->lap.lost;
+	n->laps++;
+	n->pos = resume;
+	return -EOVERFLOW;
+}
+
+int uf_nats_consumer_read(struct uf_nats_consumer *n, struct uf_record *recs, size_t max,
+                          uint64_t *first_seq)
+{
+	uint64_t p, cnt = 0;
+	int rc;
+
+	pthread_mutex_lock(&n->mu);
+	p = n->pos;
+	if (p >= n->tail) {
+		rc = n->stale ? -ESTALE : n->closed ? -EPIPE : -EAGAIN;
+		goto out;
+	}
+	if (n->tail - p > NC_CAPACITY) { /* this application fell a buffer behind */
+		rc = lapped(n, uf_ring_resume_seq(n->tail, NC_CAPACITY));
+		goto out;
+	}
+	for (uint32_t i = 0; i < n->njumps; i++) {
+		if (p >= n->jumps[i].from && p < n->jumps[i].to) {
+			rc = lapped(n, n->jumps[i].to); /* the stream never had these */
+			goto out;
+		}
+	}
+	while (cnt < max && p + cnt < n->tail && n->seqs[(p + cnt) & n->mask] == p + cnt) {
+		recs[cnt] = n->buf[(p + cnt) & n->mask];
+		cnt++;
+	}
+	if (cnt == 0) { /* a hole older than the jumps kept: skip to what we have */
+		uint64_t q = p;
+		while (q < n->tail && n->seqs[q & n->mask] != q)
+			q++;
+		rc = lapped(n, q);
+		goto out;
+	}
+	if (first_seq)
+		*first_seq = p;
+	n->pos = p + cnt;
+	n->received += cnt;
+	rc = (int)cnt;
+out:
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
+int uf_nats_consumer_wait(struct uf_nats_consumer *n, int64_t timeout_ns)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (timeout_ns >= 0) {
+		uint64_t t = (uint64_t)ts.tv_nsec + (uint64_t)timeout_ns;
+		ts.tv_sec += (time_t)(t / 1000000000ull);
+		ts.tv_nsec = (long)(t % 1000000000ull);
+	}
+	pthread_mutex_lock(&n->mu);
+	while (n->pos >= n->tail && !n->closed && !n->stale) {
+		int r = timeout_ns < 0 ? pthread_cond_wait(&n->cv, &n->mu)
+		                       : pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+		if (r == ETIMEDOUT) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
+void uf_nats_consumer_last_lap(const struct uf_nats_consumer *n, struct uf_consumer_lap *lap)
+{
+	*lap = n->lap;
+}
+
+int uf_nats_consumer_seek(struct uf_nats_consumer *n, uint64_t seq)
+{
+	uint64_t oldest;
+	int rc = 0;
+
+	pthread_mutex_lock(&n->mu);
+	oldest = n->tail > NC_CAPACITY ? n->tail - NC_CAPACITY : 0;
+	if (oldest < n->base)
+		oldest = n->base;
+	if (seq > n->tail || seq < oldest)
+		rc = -ERANGE;
+	else
+		n->pos = seq;
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
+void uf_nats_consumer_get_info(const struct uf_nats_consumer *n, struct uf_consumer_info *info)
+{
+	struct uf_nats_consumer *m = (struct uf_nats_consumer *)n; /* the mutex only */
+
+	memset(info, 0, sizeof(*info));
+	pthread_mutex_lock(&m->mu);
+	info->generation = n->cm.generation;
+	info->capacity = NC_CAPACITY;
+	info->position = n->pos;
+	info->tail = n->tail;
+	info->received = n->received;
+	info->lost = n->lost;
+	info->laps = n->laps;
+	info->created_ns = n->cm.created_ns;
+	info->producer_pid = 0; /* on another host */
+	info->numa_node = -1;
+	info->depth = n->cm.depth;
+	info->max_instruments = n->cm.max_instruments;
+	info->closed = n->closed;
+	info->producer_alive =
+	    !n->closed && natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED;
+	info->hugepages = 0;
+	pthread_mutex_unlock(&m->mu);
+}
+
+int uf_nats_consumer_snapshot(struct uf_nats_consumer *n, uint32_t id,
+                              struct uf_book_snapshot *snap)
+{
+	int rc;
+
+	pthread_mutex_lock(&n->mu);
+	rc = uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, snap);
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
+int uf_nats_consumer_snapshot_all(struct uf_nats_consumer *n,
+                                  int (*fn)(const struct uf_book_snapshot *snap, void *arg),
+                                  void *arg)
+{
+	struct uf_book_snapshot *s = malloc(sizeof(*s));
+	uint32_t max;
+	int rc = 0;
+
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_lock(&n->mu);
+	max = n->books.max;
+	pthread_mutex_unlock(&n->mu);
+	for (uint32_t id = 0; id < max; id++) {
+		pthread_mutex_lock(&n->mu);
+		rc = id < n->books.max
+		         ? uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, s)
+		         : -ENOENT;
+		pthread_mutex_unlock(&n->mu);
+		if (rc == -ENOENT) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		rc = fn(s, arg);
+		if (rc != 0)
+			break;
+	}
+	free(s);
+	return rc;
+}
+
+int uf_nats_consumer_lookup(struct uf_nats_consumer *n, const char *symbol, uint32_t *id)
+{
+	char want[8];
+	uint64_t packed;
+	int rc = -ENOENT;
+
+	if (!symbol || strlen(symbol) > 8 || !symbol[0])
+		return -ENOENT;
+	memset(want, ' ', 8);
+	memcpy(want, symbol, strlen(symbol));
+	memcpy(&packed, want, 8);
+	pthread_mutex_lock(&n->mu);
+	for (uint32_t i = 0; i < n->books.max; i++) {
+		if (n->books.v[i] && n->books.v[i]->present && n->books.v[i]->b.symbol == packed) {
+			*id = i;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}

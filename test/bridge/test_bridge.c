@@ -1,0 +1,912 @@
+/* NATS JetStream fan-out with real servers: uf-bridge republishes a ring fed from a generated
+ * day; remote consumers (libufconsumer "nats://", uf-tail --nats) must end with exactly the
+ * local books, across the SIGKILL of a cluster node, when they join late, and a consumer
+ * that reads nothing must not hold the bridge back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+
+#include <nats/nats.h>
+
+#include "bridge_test_util.h"
+#include "ring/nats/nats_book.h"
+#include "ring/nats/uf_nats_wire.h"
+
+#define DEPTH "10"
+
+struct bt_case {
+	struct bt_nats ns;  /* servers */
+	char ring[32];      /* ring name */
+	char status[256];   /* bridge status file */
+	char start[256];    /* the feeder plays once this exists */
+	char feed_out[256]; /* the feeder's stdout */
+	pid_t bridge, feed; /* processes */
+};
+
+static char g_ring_dir[128];
+static int g_per_symbol; /* the next bridge gets --per-symbol */
+
+static void case_begin(struct bt_case *k, const char *tag, int servers)
+{
+	memset(k, 0, sizeof(*k));
+	snprintf(k->ring, sizeof(k->ring), "bt%s_%d", tag, (int)getpid());
+	snprintf(k->status, sizeof(k->status), "%s/%s.status", bt_dir, tag);
+	snprintf(k->start, sizeof(k->start), "%s/%s.start", bt_dir, tag);
+	snprintf(k->feed_out, sizeof(k->feed_out), "%s/%s.feed", bt_dir, tag);
+	bt_nats_start(&k->ns, servers, tag);
+}
+
+/* Starts a feeder of `day` into the case's ring; returns once the ring exists (the feeder
+ * then waits for `start` to exist before it plays). */
+static pid_t case_feed(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                       const char *capacity, const char *depth, const char *start, const char *out)
+{
+	char *feed_argv[] = {"uf-bridge-feed", "--in",         (char *)day,   "--ring",
+	                     k->ring,          "--start-file", (char *)start, "--rate",
+	                     (char *)rate,     "--drop-every", (char *)drop,  "--capacity",
+	                     (char *)capacity, "--depth",      (char *)depth, NULL};
+	struct uf_consumer_info info;
+	pid_t pid = bt_spawn(UF_BRIDGE_FEED, feed_argv, out);
+	char shm[300];
+
+	snprintf(shm, sizeof(shm), "%s/uf.%s", g_ring_dir, k->ring);
+	for (uint64_t end = bt_now_ms() + 10000;; bt_sleep_ms(10)) {
+		struct uf_consumer_options co;
+		uf_consumer_t *c;
+		assert_true(bt_now_ms() < end);
+		if (access(shm, F_OK) != 0)
+			continue;
+		uf_consumer_options_init(&co); /* a new generation once it is not closed */
+		if (uf_consumer_attach(k->ring, &co, &c, NULL, 0) < 0)
+			continue;
+		uf_consumer_get_info(c, &info);
+		uf_consumer_detach(c);
+		if (!info.closed)
+			break;
+	}
+	return pid;
+}
+
+/* Starts the bridge; returns once it has written its first status (stream, bucket and
+ * commit exist). */
+static void case_bridge_tls(struct bt_case *k, const char *urls, const char *replicas,
+                            int exit_on_close, const char *tls_ca)
+{
+	char out[300];
+	char *argv[24];
+	int n = 0;
+
+	argv[n++] = "uf-bridge";
+	argv[n++] = "--ring";
+	argv[n++] = k->ring;
+	argv[n++] = "--nats";
+	argv[n++] = (char *)urls;
+	argv[n++] = "--replicas";
+	argv[n++] = (char *)replicas;
+	argv[n++] = "--status-file";
+	argv[n++] = k->status;
+	argv[n++] = "--kv-interval";
+	argv[n++] = "50";
+	if (exit_on_close)
+		argv[n++] = "--exit-on-close";
+	if (g_per_symbol)
+		argv[n++] = "--per-symbol";
+	if (tls_ca) {
+		argv[n++] = "--tls-ca";
+		argv[n++] = (char *)tls_ca;
+	}
+	argv[n] = NULL;
+	unlink(k->status);
+	snprintf(out, sizeof(out), "%s/%s.bridge.%d", bt_dir, k->ring, (int)bt_now_ms());
+	k->bridge = bt_spawn(bt_bin("uf-bridge"), argv, out);
+	free(bt_wait_status(k->status, "generation", 0, 30000));
+}
+
+/* Starts the bridge; returns once it has written its first status (stream, bucket and
+ * commit exist). */
+static void case_bridge(struct bt_case *k, const char *urls, const char *replicas,
+                        int exit_on_close)
+{
+	case_bridge_tls(k, urls, replicas, exit_on_close, NULL);
+}
+
+/* Feeder first (it creates the ring and waits for the start file), then the bridge. */
+static void case_start_cap(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                           const char *urls, const char *replicas, const char *capacity,
+                           const char *depth)
+{
+	k->feed = case_feed(k, day, rate, drop, capacity, depth, k->start, k->feed_out);
+	case_bridge(k, urls, replicas, 1);
+}
+
+static void case_start(struct bt_case *k, const char *day, const char *rate, const char *drop,
+                       const char *urls, const char *replicas)
+{
+	case_start_cap(k, day, rate, drop, urls, replicas, "1048576", "10");
+}
+
+static void case_go(struct bt_case *k)
+{
+	FILE *f = fopen(k->start, "w");
+	assert_non_null(f);
+	fclose(f);
+}
+
+/* Waits for the feeder and the bridge to finish; returns the feeder's summary line. */
+static char *case_finish(struct bt_case *k)
+{
+	assert_int_equal(bt_wait(k->feed, 60000), 0);
+	assert_int_equal(bt_wait(k->bridge, 60000), 0);
+	return uf_test_slurp(k->feed_out);
+}
+
+static void case_end(struct bt_case *k)
+{
+	char p[300];
+
+	bt_nats_stop(&k->ns);
+	snprintf(p, sizeof(p), "%s/uf.%s", g_ring_dir, k->ring);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/uf.%s.cons", g_ring_dir, k->ring);
+	unlink(p);
+}
+
+static char *local_books(const struct bt_case *k)
+{
+	const char *argv[] = {"uf-tail", "--ring", k->ring, "--books", "--depth", DEPTH, NULL};
+	return bt_tail(argv);
+}
+
+static char *remote_books(const struct bt_case *k, const char *urls)
+{
+	const char *argv[] = {"uf-tail", "--nats",  urls,  "--ring", k->ring,
+	                      "--books", "--depth", DEPTH, NULL};
+	return bt_tail(argv);
+}
+
+static char *decode_books(const char *day)
+{
+	struct uf_test_run r;
+	const char *argv[] = {"uf-decode", "books", day, "--depth", DEPTH, NULL};
+	char *out;
+
+	uf_test_run_path(bt_bin("uf-decode"), argv, 30000, &r);
+	assert_int_equal(r.status, 0);
+	out = r.out;
+	r.out = NULL;
+	uf_test_run_free(&r);
+	return out;
+}
+
+static uf_consumer_t *remote_attach(const char *urls, const char *ring)
+{
+	struct uf_consumer_options co;
+	uf_consumer_t *c = NULL;
+	char name[400], err[512];
+	int rc;
+
+	uf_consumer_options_init(&co);
+	co.tag = "test_bridge";
+	snprintf(name, sizeof(name), "%s/%s", urls, ring);
+	rc = uf_consumer_attach(name, &co, &c, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("attach %s: %s", name, err);
+	return c;
+}
+
+struct drain {
+	uint64_t received; /* records read */
+	uint64_t next;     /* sequence expected next */
+	int closed;        /* -EPIPE seen */
+};
+
+/* Reads until the ring is closed (bounded), checking that sequences follow each other with
+ * no lap; calls `at` once after `at_count` records. */
+static void drain(uf_consumer_t *c, struct drain *d, uint64_t at_count, void (*at)(void *),
+                  void *arg)
+{
+	struct uf_record recs[256];
+	uint64_t end = bt_now_ms() + 90000, seq;
+	int fired = at == NULL;
+
+	while (!d->closed) {
+		int n = uf_consumer_read(c, recs, 256, &seq);
+		if (n > 0) {
+			if (seq != d->next)
+				fail_msg("records jump from %" PRIu64 " to %" PRIu64, d->next, seq);
+			d->next = seq + (uint64_t)n;
+			d->received += (uint64_t)n;
+			if (!fired && d->received >= at_count) {
+				at(arg);
+				fired = 1;
+			}
+			continue;
+		}
+		if (n == -EPIPE) {
+			d->closed = 1;
+			break;
+		}
+		if (n == -EOVERFLOW) {
+			struct uf_consumer_lap lap;
+			uf_consumer_last_lap(c, &lap);
+			fail_msg("remote consumer lost %" PRIu64 " records at %" PRIu64, lap.lost,
+			         lap.from_seq);
+		}
+		assert_int_equal(n, -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	assert_true(fired);
+}
+
+/* A day with losses (every 997th message an unrecovered gap): the remote books equal the
+ * local ones, through the library and through uf-tail --nats. */
+static void test_remote_books_equal_local_books_on_a_day_with_loss(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(50000, 30, 7);
+	char *feed, *local, *remote, *st;
+
+	case_begin(&k, "loss", 1);
+	case_start(&k, day, "0", "997", k.ns.urls, "1");
+	case_go(&k);
+	feed = case_finish(&k);
+	assert_true(bt_json_num(feed, "gaps") >= 50);
+	st = uf_test_slurp(k.status);
+	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
+	assert_int_equal(bt_json_num(st, "laps"), 0);
+	local = local_books(&k);
+	remote = remote_books(&k, k.ns.urls);
+	assert_true(strlen(local) > 100);
+	assert_string_equal(remote, local);
+	free(feed);
+	free(st);
+	free(local);
+	free(remote);
+	case_end(&k);
+}
+
+static void kill_first_node(void *arg)
+{
+	struct bt_case *k = arg;
+
+	kill(k->ns.pid[0], SIGKILL); /* the node the bridge and the consumer are connected to */
+	bt_wait(k->ns.pid[0], 5000);
+	k->ns.pid[0] = 0;
+}
+
+/* Three nodes, replicas 3: the node that both the bridge and a streaming remote consumer are
+ * connected to is SIGKILLed mid-stream. The consumer must see every record once, in order,
+ * and end with the books uf-decode computes from the file. */
+static void test_remote_consumer_streams_across_sigkill_of_a_cluster_node(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 11);
+	struct drain d = {0};
+	char *feed, *local, *remote, *ref, *tail, urls23[200];
+	uf_consumer_t *c;
+
+	case_begin(&k, "clu", 3);
+	ref = decode_books(day);
+	case_start(&k, day, "8000", "0", k.ns.urls, "3");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 15000, kill_first_node, &k);
+	assert_int_equal(k.ns.pid[0], 0); /* the kill happened mid-stream */
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	remote = bt_render_books(c, 10);
+	local = local_books(&k);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(local, ref);
+	assert_string_equal(remote, ref);
+	snprintf(urls23, sizeof(urls23), "nats://127.0.0.1:%d,nats://127.0.0.1:%d", k.ns.port[1],
+	         k.ns.port[2]);
+	tail = remote_books(&k, urls23);
+	assert_string_equal(tail, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(local);
+	free(remote);
+	free(ref);
+	free(tail);
+	case_end(&k);
+}
+
+/* A consumer that attaches while the day is half played starts from the bucket's books (its
+ * first sequence is not 0: it never read the first half) and ends with the right books. */
+static void test_late_remote_consumer_snapshot_then_stream(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(40000, 30, 13);
+	struct uf_consumer_info info;
+	struct drain d = {0};
+	char *feed, *ref, *remote, *st;
+	uf_consumer_t *c;
+
+	case_begin(&k, "late", 1);
+	ref = decode_books(day);
+	case_start(&k, day, "20000", "0", k.ns.urls, "1");
+	case_go(&k);
+	st = bt_wait_status(k.status, "published", 30000, 30000);
+	free(st);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &info);
+	assert_true(info.position >= 30000);
+	d.next = info.position;
+	drain(c, &d, 0, NULL, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.next, bt_json_num(feed, "tail"));
+	remote = bt_render_books(c, 10);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(remote, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(ref);
+	free(remote);
+	case_end(&k);
+}
+
+/* A remote consumer that reads nothing while the whole day goes through: the bridge finishes
+ * (everything published, never lapped) before the consumer read a single record; the
+ * consumer then still gets every record. */
+static void test_slow_remote_consumer_never_slows_the_bridge(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(50000, 30, 17);
+	struct uf_consumer_info info;
+	struct drain d = {0};
+	char *feed, *st;
+	uf_consumer_t *c;
+
+	case_begin(&k, "slow", 1);
+	case_start(&k, day, "0", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	feed = case_finish(&k);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.received, 0);
+	st = uf_test_slurp(k.status);
+	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
+	assert_int_equal(bt_json_num(st, "laps"), 0);
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	uf_consumer_detach(c);
+	free(feed);
+	free(st);
+	case_end(&k);
+}
+
+/* The bridge is stopped (SIGSTOP) until the ring laps it: it must say so on the stream (the
+ * remote consumer loses exactly the records the bridge lost, lap for lap), re-snapshot from
+ * the ring's image, and the remote consumer must still end with the local books. */
+static void test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(40000, 30, 19);
+	struct uf_consumer_options co;
+	struct uf_consumer_info li;
+	struct uf_record recs[256];
+	uf_consumer_t *c, *local;
+	uint64_t stopped_at, lost = 0, laps = 0, end;
+	char *st, *feed, *local_b, *remote_b, err[256];
+
+	case_begin(&k, "lap", 1);
+	/* image depth 64: the re-snapshot is then the whole book of every instrument */
+	case_start_cap(&k, day, "20000", "0", k.ns.urls, "1", "4096", "64");
+	uf_consumer_options_init(&co);
+	assert_int_equal(uf_consumer_attach(k.ring, &co, &local, err, sizeof(err)), 0);
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	st = bt_wait_status(k.status, "published", 20000, 30000);
+	free(st);
+	assert_int_equal(kill(k.bridge, SIGSTOP), 0);
+	uf_consumer_get_info(local, &li);
+	stopped_at = li.tail;
+	for (end = bt_now_ms() + 30000; li.tail < stopped_at + 2 * 4096 && !li.closed;) {
+		assert_true(bt_now_ms() < end);
+		bt_sleep_ms(5);
+		uf_consumer_get_info(local, &li);
+	}
+	assert_true(li.tail >= stopped_at + 2 * 4096); /* the ring went round past the bridge */
+	assert_int_equal(kill(k.bridge, SIGCONT), 0);
+	for (end = bt_now_ms() + 60000;;) {
+		uint64_t seq;
+		int n = uf_consumer_read(c, recs, 256, &seq);
+		if (n > 0)
+			continue;
+		if (n == -EOVERFLOW) {
+			struct uf_consumer_lap lap;
+			uf_consumer_last_lap(c, &lap);
+			lost += lap.lost;
+			laps++;
+			continue;
+		}
+		if (n == -EPIPE)
+			break;
+		assert_int_equal(n, -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	/* at least the forced lap; a loaded machine may lap the bridge again while it
+	 * re-snapshots (the ring holds 90 ms here): each one must reach the consumer */
+	assert_true(bt_json_num(st, "laps") >= 1);
+	assert_true(bt_json_num(st, "lost") > 0);
+	assert_int_equal(laps, bt_json_num(st, "laps"));
+	assert_int_equal(lost, bt_json_num(st, "lost"));
+	local_b = local_books(&k);
+	remote_b = bt_render_books(c, 10);
+	assert_true(strlen(local_b) > 100);
+	assert_string_equal(remote_b, local_b);
+	uf_consumer_detach(c);
+	uf_consumer_detach(local);
+	free(st);
+	free(feed);
+	free(local_b);
+	free(remote_b);
+	case_end(&k);
+}
+
+static struct bt_case *g_restart_case; /* for restart_bridge() */
+
+static void restart_bridge(void *arg)
+{
+	struct bt_case *k = g_restart_case;
+
+	kill(k->bridge, SIGKILL); /* in the middle of whatever it was publishing */
+	bt_wait(k->bridge, 5000);
+	case_bridge(k, k->ns.urls, "1", 1);
+}
+
+/* The bridge is SIGKILLed mid-stream and started again: the new one replays what the ring
+ * holds; the remote consumer must still see every record exactly once, in order. */
+static void test_bridge_killed_and_restarted_no_duplicate_no_reorder(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 23);
+	struct drain d = {0};
+	char *feed, *ref, *remote;
+	uf_consumer_t *c;
+
+	case_begin(&k, "rst", 1);
+	g_restart_case = &k;
+	ref = decode_books(day);
+	case_start(&k, day, "10000", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 20000, restart_bridge, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	remote = bt_render_books(c, 10);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(remote, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(ref);
+	free(remote);
+	case_end(&k);
+}
+
+/* The producer closes the ring and a new one (a new generation) starts with another day: the
+ * bridge follows it; the remote consumer gets -EPIPE, then -ESTALE, re-attaches and ends with
+ * the second day's books. */
+static void test_producer_restart_is_followed_by_bridge_and_remote_consumer(void **state)
+{
+	struct bt_case k;
+	char day1[300], day2[300], start2[300], out2[300];
+	struct uf_consumer_info i1, i2;
+	struct drain d = {0};
+	char *ref, *remote, *local;
+	uf_consumer_t *c;
+	uint64_t end;
+	pid_t feed2;
+	int rc;
+
+	snprintf(day1, sizeof(day1), "%s", bt_gen_day(20000, 30, 29)); /* static: copied */
+	snprintf(day2, sizeof(day2), "%s", bt_gen_day(25000, 30, 31));
+	case_begin(&k, "gen", 1);
+	ref = decode_books(day2);
+	k.feed = case_feed(&k, day1, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge(&k, k.ns.urls, "1", 0);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &i1);
+	case_go(&k);
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(bt_wait(k.feed, 60000), 0);
+	snprintf(start2, sizeof(start2), "%s.2", k.start);
+	snprintf(out2, sizeof(out2), "%s.2", k.feed_out);
+	feed2 = case_feed(&k, day2, "0", "0", "1048576", "10", start2, out2);
+	for (end = bt_now_ms() + 30000;
+	     (rc = uf_consumer_next(c, &(struct uf_record){0}, NULL)) != -ESTALE;) {
+		assert_true(rc == -EPIPE || rc == -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	assert_int_equal(uf_consumer_reattach(c, NULL, 0), 0);
+	uf_consumer_get_info(c, &i2);
+	assert_true(i2.generation != i1.generation);
+	FILE *f = fopen(start2, "w");
+	assert_non_null(f);
+	fclose(f);
+	memset(&d, 0, sizeof(d));
+	d.next = i2.position;
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(bt_wait(feed2, 60000), 0);
+	{
+		char *f1 = uf_test_slurp(k.feed_out), *f2 = uf_test_slurp(out2);
+		assert_true(bt_json_num(f1, "records") != bt_json_num(f2, "records"));
+		assert_int_equal(d.next, bt_json_num(f2, "tail"));
+		free(f1);
+		free(f2);
+	}
+	remote = bt_render_books(c, 10);
+	local = local_books(&k);
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(local, ref);
+	assert_string_equal(remote, ref);
+	kill(k.bridge, SIGTERM);
+	assert_int_equal(bt_wait(k.bridge, 10000), 0);
+	uf_consumer_detach(c);
+	free(ref);
+	free(remote);
+	free(local);
+	case_end(&k);
+}
+
+/* A server that requires TLS: the bridge (--tls-ca) and remote consumers (UF_NATS_TLS_CA)
+ * verify it and get the same books; without the CA a consumer cannot attach. */
+static void test_tls_bridge_and_remote_consumer(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(20000, 30, 37);
+	char ca[300], name[400], err[512], *feed, *local, *remote;
+	struct uf_consumer_options co;
+	uf_consumer_t *c = NULL;
+	struct drain d = {0};
+
+	memset(&k, 0, sizeof(k));
+	snprintf(k.ring, sizeof(k.ring), "bttls_%d", (int)getpid());
+	snprintf(k.status, sizeof(k.status), "%s/tls.status", bt_dir);
+	snprintf(k.start, sizeof(k.start), "%s/tls.start", bt_dir);
+	snprintf(k.feed_out, sizeof(k.feed_out), "%s/tls.feed", bt_dir);
+	bt_nats_start_tls(&k.ns, bt_dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", bt_dir);
+	k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge_tls(&k, k.ns.urls, "1", 1, ca);
+	unsetenv("UF_NATS_TLS_CA");
+	uf_consumer_options_init(&co);
+	snprintf(name, sizeof(name), "%s/%s", k.ns.urls, k.ring);
+	assert_true(uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0); /* plain: refused */
+	setenv("UF_NATS_TLS_CA", ca, 1);
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 0, NULL, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	local = local_books(&k);
+	remote = remote_books(&k, k.ns.urls); /* uf-tail inherits UF_NATS_TLS_CA */
+	assert_true(strlen(local) > 100);
+	assert_string_equal(remote, local);
+	unsetenv("UF_NATS_TLS_CA");
+	uf_consumer_detach(c);
+	free(feed);
+	free(local);
+	free(remote);
+	case_end(&k);
+}
+
+/* --per-symbol: the records of one instrument, read back from uf.RING.rec.SYMBOL with their
+ * ring sequences, are exactly that instrument's records in the ring, in order. */
+static void test_per_symbol_subject_holds_exactly_the_instruments_records(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(20000, 30, 41);
+	struct uf_consumer_options co;
+	struct uf_book_snapshot snap;
+	struct uf_record recs[256], *want;
+	uint64_t *want_seq, nwant = 0, got = 0, seq, cnt[65536] = {0};
+	uint32_t best = 0;
+	uf_consumer_t *local;
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	jsSubOptions so;
+	jsCtx *js = NULL;
+	char subj[128], err[256], *feed, *st;
+	int n;
+
+	case_begin(&k, "sym", 1);
+	g_per_symbol = 1;
+	k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge(&k, k.ns.urls, "1", 1);
+	g_per_symbol = 0;
+	uf_consumer_options_init(&co);
+	co.start = UF_CONSUMER_START_OLDEST;
+	assert_int_equal(uf_consumer_attach(k.ring, &co, &local, err, sizeof(err)), 0);
+	case_go(&k);
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	assert_true(bt_json_num(st, "sym_msgs") > 0);
+	assert_int_equal(bt_json_num(st, "sym_failed"), 0);
+	/* the busiest named instrument, and its records as the ring has them */
+	want = malloc(sizeof(*want) * 200000);
+	want_seq = malloc(sizeof(*want_seq) * 200000);
+	assert_non_null(want);
+	assert_non_null(want_seq);
+	{
+		struct uf_record *all = malloc(sizeof(*all) * 200000);
+		uint64_t nall = 0;
+		assert_non_null(all);
+		while ((n = uf_consumer_read(local, recs, 256, &seq)) > 0) {
+			assert_int_equal(seq, nall);
+			for (int i = 0; i < n && nall < 200000; i++) {
+				all[nall++] = recs[i];
+				cnt[recs[i].instrument & 0xffff]++;
+			}
+		}
+		assert_int_equal(nall, bt_json_num(feed, "records"));
+		for (uint32_t i = 1; i < 65536; i++)
+			if (cnt[i] > cnt[best] && uf_consumer_snapshot(local, i, &snap) == 0 &&
+			    snap.symbol[0])
+				best = i;
+		assert_true(cnt[best] > 100);
+		for (uint64_t i = 0; i < nall; i++) {
+			if (all[i].instrument == best) {
+				want[nwant] = all[i];
+				want_seq[nwant++] = i;
+			}
+		}
+		free(all);
+	}
+	assert_int_equal(uf_consumer_snapshot(local, best, &snap), 0);
+	snprintf(subj, sizeof(subj), "uf.%s.rec.%s", k.ring, snap.symbol);
+	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
+	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	jsSubOptions_Init(&so);
+	so.Ordered = true;
+	assert_int_equal(js_SubscribeSync(&sub, js, subj, NULL, &so, NULL), NATS_OK);
+	while (got < nwant) {
+		natsMsg *m = NULL;
+		struct uf_nats_msg h;
+		const char *d;
+		if (natsSubscription_NextMsg(&m, sub, 5000) != NATS_OK)
+			fail_msg("%s: %" PRIu64 " of %" PRIu64 " records", subj, got, nwant);
+		d = natsMsg_GetData(m);
+		assert_true(natsMsg_GetDataLength(m) >= (int)sizeof(h));
+		memcpy(&h, d, sizeof(h));
+		assert_int_equal(h.kind, UF_NATS_SYMBOL);
+		assert_int_equal(natsMsg_GetDataLength(m),
+		                 sizeof(h) +
+		                     h.count * (sizeof(struct uf_record) + sizeof(uint64_t)));
+		for (uint32_t i = 0; i < h.count; i++) {
+			struct uf_record r;
+			uint64_t s;
+			memcpy(&r, d + sizeof(h) + i * sizeof(r), sizeof(r));
+			memcpy(&s, d + sizeof(h) + h.count * sizeof(r) + i * sizeof(s), sizeof(s));
+			assert_true(got < nwant);
+			assert_int_equal(s, want_seq[got]);
+			assert_memory_equal(&r, &want[got], sizeof(r));
+			got++;
+		}
+		natsMsg_Destroy(m);
+	}
+	natsSubscription_Destroy(sub);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	{ /* the ordered subject, read past the per-symbol messages in the same stream */
+		char *lb = local_books(&k), *rb = remote_books(&k, k.ns.urls);
+		assert_true(strlen(lb) > 100);
+		assert_string_equal(rb, lb);
+		free(lb);
+		free(rb);
+	}
+	uf_consumer_detach(local);
+	free(want);
+	free(want_seq);
+	free(feed);
+	free(st);
+	case_end(&k);
+}
+
+/* An application that reads nothing while more than its buffer (262,144 records) arrives is
+ * lapped like a local consumer of a small ring: one -EOVERFLOW naming exactly the records it
+ * lost (the quarter-ring headroom rule of the local ring), then the rest in order. */
+static void test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(150000, 30, 43);
+	struct uf_consumer_info info;
+	struct uf_consumer_lap lap;
+	struct uf_record rec;
+	struct drain d = {0};
+	uint64_t total, end, seq;
+	char *feed;
+	uf_consumer_t *c;
+
+	case_begin(&k, "own", 1);
+	case_start(&k, day, "0", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	feed = case_finish(&k);
+	total = (uint64_t)bt_json_num(feed, "records");
+	assert_true(total > 262144 + 1000);                 /* more than the consumer's buffer */
+	for (end = bt_now_ms() + 60000;; bt_sleep_ms(20)) { /* the receiver has it all */
+		uf_consumer_get_info(c, &info);
+		if (info.tail == total)
+			break;
+		assert_true(bt_now_ms() < end);
+	}
+	assert_int_equal(info.received, 0);
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EOVERFLOW);
+	uf_consumer_last_lap(c, &lap);
+	assert_int_equal(lap.from_seq, 0);
+	assert_int_equal(lap.resume_seq, total - (262144 - 262144 / 4));
+	assert_int_equal(lap.lost, lap.resume_seq);
+	d.next = lap.resume_seq;
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(d.next, total);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.lost, lap.lost);
+	assert_int_equal(info.laps, 1);
+	uf_consumer_detach(c);
+	free(feed);
+	case_end(&k);
+}
+
+static int seed_snapshot(const struct uf_book_snapshot *s, void *arg)
+{
+	struct uf_nats_books *bk = arg;
+	assert_int_equal(uf_nats_books_seed(bk, s), 0);
+	return 0;
+}
+
+/* The documented handover, done by an application on a remote handle mid-stream: snapshot
+ * every book, seek to the smallest stamp, apply each instrument's records from its stamp on.
+ * Its books must end equal to the producer's (image depth 64: the snapshots are whole). */
+static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(40000, 30, 47);
+	struct uf_nats_books bk;
+	struct uf_consumer_info info;
+	struct uf_record recs[256];
+	struct bt_books l = {0};
+	uint64_t from, seq, end, applied = 0;
+	char *st, *feed, *local, *mine;
+	uf_consumer_t *c;
+	int n;
+
+	case_begin(&k, "hand", 1);
+	case_start_cap(&k, day, "20000", "0", k.ns.urls, "1", "1048576", "64");
+	case_go(&k);
+	st = bt_wait_status(k.status, "published", 20000, 30000);
+	free(st);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(uf_nats_books_init(&bk, info.max_instruments, 0), 0);
+	assert_int_equal(uf_consumer_snapshot_all(c, seed_snapshot, &bk), 0);
+	from = info.position;
+	for (uint32_t i = 0; i < bk.max; i++)
+		if (bk.v[i] && bk.v[i]->apply_from < from)
+			from = bk.v[i]->apply_from;
+	assert_true(from > 0); /* mid-stream */
+	assert_int_equal(uf_consumer_seek(c, from), 0);
+	for (end = bt_now_ms() + 60000;;) {
+		n = uf_consumer_read(c, recs, 256, &seq);
+		if (n > 0) {
+			for (int i = 0; i < n; i++)
+				applied +=
+				    uf_nats_books_apply(&bk, &recs[i], seq + (uint64_t)i) > 0;
+			continue;
+		}
+		if (n == -EPIPE)
+			break;
+		assert_int_equal(n, -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	feed = case_finish(&k);
+	assert_true(applied > 1000);
+	for (uint32_t i = 0; i < bk.max; i++) {
+		struct uf_book_snapshot s;
+		if (uf_nats_books_snapshot(&bk, i, 64, 0, &s) == 0)
+			bt_collect(&s, &l);
+	}
+	mine = bt_render_list(l, 10);
+	local = local_books(&k);
+	assert_true(strlen(local) > 100);
+	assert_string_equal(mine, local);
+	uf_nats_books_free(&bk);
+	uf_consumer_detach(c);
+	free(feed);
+	free(local);
+	free(mine);
+	case_end(&k);
+}
+
+static int case_teardown(void **state)
+{
+	bt_kill_all();
+	return 0;
+}
+
+/* Ring directories of earlier test processes that died without their teardown (a crash, a
+ * timeout) hold 80 MB rings each: removed. */
+static void remove_dead_ring_dirs(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char p[300];
+		long pid;
+		if (strncmp(e->d_name, "uf-bridge-test-", 15) != 0)
+			continue;
+		pid = strtol(e->d_name + 15, NULL, 10);
+		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof(p), "/dev/shm/%.250s", e->d_name);
+		uf_test_rm_tree(p);
+	}
+	closedir(d);
+}
+
+static int setup(void **state)
+{
+	remove_dead_ring_dirs();
+	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-bridge-test.XXXXXX");
+	if (!mkdtemp(bt_dir))
+		return -1;
+	snprintf(g_ring_dir, sizeof(g_ring_dir), "/dev/shm/uf-bridge-test-%d", (int)getpid());
+	if (mkdir(g_ring_dir, 0700) < 0)
+		return -1;
+	setenv("UF_RING_DIR", g_ring_dir, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	bt_kill_all();
+	uf_test_rm_tree(g_ring_dir);
+	if (getenv("UF_BT_KEEP")) /* debugging: keep the servers' and processes' logs */
+		fprintf(stderr, "logs kept in %s\n", bt_dir);
+	else
+		uf_test_rm_tree(bt_dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_remote_books_equal_local_books_on_a_day_with_loss,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_late_remote_consumer_snapshot_then_stream,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_remote_snapshot_then_stream_handover_ends_with_local_books, case_teardown),
+	    cmocka_unit_test_teardown(test_slow_remote_consumer_never_slows_the_bridge,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly, case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap, case_teardown),
+	    cmocka_unit_test_teardown(test_bridge_killed_and_restarted_no_duplicate_no_reorder,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_producer_restart_is_followed_by_bridge_and_remote_consumer, case_teardown),
+	    cmocka_unit_test_teardown(test_tls_bridge_and_remote_consumer, case_teardown),
+	    cmocka_unit_test_teardown(test_per_symbol_subject_holds_exactly_the_instruments_records,
+	                              case_teardown),
+	};
+	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
+		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

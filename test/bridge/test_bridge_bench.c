@@ -1,0 +1,57 @@
+/* `uf-bench fanout` runs end to end (its own nats-server, uf-bridge, a local and a remote
+ * consumer) and prints one row per consumer in which every record arrived. The figures
+ * themselves are not checked: they measure the machine. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/common/uf_test_run.h"
+
+/* The row of `label`: records received and lost. */
+static void row(const char *out, const char *label, uint64_t *records, uint64_t *lost)
+{
+	const char *p = strstr(out, label);
+	double rate;
+
+	assert_non_null(p);
+	assert_int_equal(
+	    sscanf(p + strlen(label), " %" SCNu64 " %lf %" SCNu64, records, &rate, lost), 3);
+}
+
+static void test_bench_fanout_delivers_every_record_to_both_consumers(void **state)
+{
+	const char *d = getenv("UF_BIN_DIR");
+	char path[512];
+	struct uf_test_run r;
+	uint64_t recs, lost;
+	const char *argv[] = {"uf-bench", "fanout",    "--seconds", "1", "--rate",
+	                      "2000",     "--records", "20000",     NULL};
+
+	snprintf(path, sizeof(path), "%s/uf-bench", d ? d : UF_BIN_DIR);
+	uf_test_run_path(path, argv, 120000, &r);
+	if (r.status != 0)
+		fprintf(stderr, "%s\n%s\n", r.out, r.err);
+	assert_int_equal(r.status, 0);
+	row(r.out, "local ring", &recs, &lost);
+	assert_int_equal(recs, 20000);
+	assert_int_equal(lost, 0);
+	row(r.out, "NATS (uf-bridge)", &recs, &lost);
+	assert_int_equal(recs, 20000);
+	assert_int_equal(lost, 0);
+	assert_non_null(strstr(r.out, "p50 us"));
+	uf_test_run_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bench_fanout_delivers_every_record_to_both_consumers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

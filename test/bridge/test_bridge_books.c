@@ -1,0 +1,180 @@
+/* The full-depth books of the NATS fan-out (ring/nats/nats_book.c) and uf-bridge's status
+ * renderer: pure code, no server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ring/nats/nats_book.h"
+#include "tools/uf-bridge/bridge.h"
+
+static struct uf_record lvl(uint32_t id, uint8_t side, int64_t px, uint64_t sh, uint32_t ord)
+{
+	struct uf_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = UF_REC_LEVEL;
+	r.side = side;
+	r.instrument = id;
+	r.price = px;
+	r.shares = sh;
+	r.orders = ord;
+	return r;
+}
+
+static void test_levels_keep_best_first_and_vanish_at_zero(void **state)
+{
+	struct uf_nats_books bk;
+	struct uf_book_snapshot s;
+	struct uf_record r;
+	uint64_t seq = 0;
+
+	assert_int_equal(uf_nats_books_init(&bk, 16, 1), 0);
+	r = lvl(3, UF_SIDE_BID, 100, 10, 1);
+	assert_int_equal(uf_nats_books_apply(&bk, &r, seq++), 1);
+	r = lvl(3, UF_SIDE_BID, 102, 20, 2);
+	uf_nats_books_apply(&bk, &r, seq++);
+	r = lvl(3, UF_SIDE_BID, 101, 30, 3);
+	uf_nats_books_apply(&bk, &r, seq++);
+	r = lvl(3, UF_SIDE_ASK, 105, 5, 1);
+	uf_nats_books_apply(&bk, &r, seq++);
+	r = lvl(3, UF_SIDE_ASK, 103, 7, 1);
+	uf_nats_books_apply(&bk, &r, seq++);
+	r = lvl(3, UF_SIDE_BID, 102, 0, 0); /* the best bid leaves: 101 is promoted */
+	uf_nats_books_apply(&bk, &r, seq++);
+	assert_int_equal(uf_nats_books_snapshot(&bk, 3, 1, seq, &s), 0);
+	assert_int_equal(s.nbid, 1);
+	assert_int_equal(s.bid[0].price, 101);
+	assert_int_equal(s.bid[0].shares, 30);
+	assert_int_equal(s.nask, 1);
+	assert_int_equal(s.ask[0].price, 103);
+	assert_int_equal(uf_nats_books_snapshot(&bk, 3, 10, seq, &s), 0);
+	assert_int_equal(s.nbid, 2);
+	assert_int_equal(s.bid[1].price, 100);
+	assert_int_equal(s.ask[1].price, 105);
+	assert_int_equal(s.stamp, seq);
+	assert_int_equal(uf_nats_books_snapshot(&bk, 4, 10, seq, &s), -ENOENT);
+	uf_nats_books_free(&bk);
+}
+
+static void test_encoded_book_decodes_to_the_same_book_and_skips_older_records(void **state)
+{
+	struct uf_nats_books a, b;
+	struct uf_book_snapshot sa, sb;
+	struct uf_record r;
+	void *buf = NULL;
+	size_t cap = 0;
+	int len;
+
+	assert_int_equal(uf_nats_books_init(&a, 8, 5), 0);
+	assert_int_equal(uf_nats_books_init(&b, 8, 5), 0);
+	for (int i = 0; i < 100; i++) { /* more levels than any image depth */
+		r = lvl(2, UF_SIDE_ASK, 1000 + i, (uint64_t)i + 1, 1);
+		uf_nats_books_apply(&a, &r, (uint64_t)i);
+	}
+	len = uf_nats_books_encode(&a, 2, 100, &buf, &cap);
+	assert_true(len > 0);
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len, 0), 0);
+	assert_int_equal(uf_nats_books_snapshot(&a, 2, 64, 100, &sa), 0);
+	assert_int_equal(uf_nats_books_snapshot(&b, 2, 64, 100, &sb), 0);
+	assert_memory_equal(sa.ask, sb.ask, 64 * sizeof(struct uf_level));
+	/* a record the entry already reflects (seq 99 < stamp 100) is not applied twice */
+	r = lvl(2, UF_SIDE_ASK, 1000, 0, 0);
+	assert_int_equal(uf_nats_books_apply(&b, &r, 99), 0);
+	assert_int_equal(uf_nats_books_apply(&b, &r, 100), 1);
+	assert_int_equal(uf_nats_books_snapshot(&b, 2, 1, 101, &sb), 0);
+	assert_int_equal(sb.ask[0].price, 1001);
+	/* another generation's entry is refused, a damaged one too */
+	b.generation = 6;
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len, 0), -ESTALE);
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len - 1, 0), -EPROTO);
+	free(buf);
+	uf_nats_books_free(&a);
+	uf_nats_books_free(&b);
+}
+
+static void test_gap_marks_every_present_book_stale(void **state)
+{
+	struct uf_nats_books bk;
+	struct uf_book_snapshot s;
+	struct uf_record r = lvl(1, UF_SIDE_BID, 10, 1, 1), g;
+
+	assert_int_equal(uf_nats_books_init(&bk, 4, 1), 0);
+	uf_nats_books_apply(&bk, &r, 0);
+	memset(&g, 0, sizeof(g));
+	g.kind = UF_REC_GAP;
+	assert_int_equal(uf_nats_books_apply(&bk, &g, 1), 1);
+	assert_int_equal(uf_nats_books_snapshot(&bk, 1, 4, 2, &s), 0);
+	assert_true(s.flags & UF_RECF_STALE);
+	uf_nats_books_free(&bk);
+}
+
+static void test_status_line_reports_lag_and_losses(void **state)
+{
+	struct uf_bridge_status st;
+	char buf[1024];
+
+	memset(&st, 0, sizeof(st));
+	strcpy(st.ring, "itch");
+	st.position = 90;
+	st.ring_tail = 100;
+	st.laps = 2;
+	st.lost = 7000;
+	st.messages = 4;
+	st.ack_ns_sum = 4000;
+	assert_true(uf_bridge_status_json(&st, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"lag\":10,"));
+	assert_non_null(strstr(buf, "\"laps\":2,\"lost\":7000,"));
+	assert_non_null(strstr(buf, "\"ack_us_mean\":1.0,"));
+	assert_int_equal(uf_bridge_status_json(&st, buf, 20), -1);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_config_file_loads_and_refuses_unknown_keys_and_bad_values(void **state)
+{
+	struct uf_bridge_config cfg;
+	char path[64], err[256];
+
+	uf_bridge_config_init(&cfg);
+	assert_int_equal(
+	    uf_bridge_config_load(&cfg, UF_SOURCE_DIR "/configs/uf-bridge.json", err, sizeof(err)),
+	    0);
+	assert_string_equal(cfg.ring, "nasdaq");
+	assert_int_equal(cfg.replicas, 3);
+	assert_non_null(strstr(cfg.urls, "nats://nats-b.dc1:4222"));
+	snprintf(path, sizeof(path), "/tmp/uf-bridge-cfg-%d.json", (int)getpid());
+	write_file(path, "{\"ring\":\"r\",\"nats\":\"nats://h:1\",\"replica\":3}");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "unknown key \"replica\""));
+	write_file(path, "{\"ring\":\"r\",\"batch\":5000}");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "\"batch\""));
+	write_file(path, "{\"ring\":");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_levels_keep_best_first_and_vanish_at_zero),
+	    cmocka_unit_test(test_encoded_book_decodes_to_the_same_book_and_skips_older_records),
+	    cmocka_unit_test(test_gap_marks_every_present_book_stale),
+	    cmocka_unit_test(test_status_line_reports_lag_and_losses),
+	    cmocka_unit_test(test_config_file_loads_and_refuses_unknown_keys_and_bad_values),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

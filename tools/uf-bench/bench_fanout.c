@@ -1,0 +1,356 @@
+/* uf-bench fanout: what a NATS JetStream hop costs next to the local ring, in the same run.
+ *
+ * One producer publishes records into a ring; in this process a local consumer thread reads
+ * the ring and a remote consumer thread reads the same ring through uf-bridge and NATS
+ * (libufconsumer "nats://"). Each record carries its publish time in rx_ts (CLOCK_REALTIME;
+ * in production rx_ts is the kernel's receive time of the packet, so the same figure is then
+ * wire-to-consumer). Two phases:
+ *   latency     records paced at --rate per second; both consumers record now - rx_ts
+ *   throughput  --records records as fast as the producer can; each consumer's rate is
+ *               records / (its last arrival - the first publish)
+ * Without --nats it starts its own single nats-server (JetStream, loopback, free port, store
+ * in a temp dir) and stops it at the end. uf-bridge is taken from this executable's folder.
+ * Figures measure this machine as it is at the time: nothing else should be running. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#ifndef UF_BENCH_NATS
+int uf_bench_fanout(int argc, char **argv)
+{
+	fprintf(stderr, "uf-bench fanout: built without NATS (configure with -DUF_NATS=ON after "
+	                "apt-get install libnats-dev nats-server)\n");
+	return 2;
+}
+#else
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "ring/uf_ring.h"
+#include "ring/ufconsumer.h"
+
+#define KIND_LAT  1 /* latency-phase record (kind field of the bench's records) */
+#define KIND_TPUT 2 /* throughput-phase record */
+
+struct side {
+	const char *label;     /* "local ring" / "NATS (uf-bridge)" */
+	char name[400];        /* attach name */
+	uint64_t *lat;         /* latency samples (ns) */
+	uint64_t nlat;         /* samples stored */
+	uint64_t cap;          /* samples allocated */
+	uint64_t tput_recv;    /* throughput records received */
+	uint64_t tput_last_ns; /* CLOCK_REALTIME of the last one */
+	uint64_t lost;         /* records lost to laps */
+	volatile int ready;    /* attached */
+	volatile int stop;     /* asked to stop */
+	int err;               /* attach failed */
+	uint64_t want;         /* throughput records to wait for */
+};
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *consume(void *arg)
+{
+	struct side *s = arg;
+	struct uf_consumer_options co;
+	uf_consumer_t *c = NULL;
+	struct uf_record recs[256];
+	char err[512];
+
+	uf_consumer_options_init(&co);
+	co.tag = "uf-bench";
+	if (uf_consumer_attach(s->name, &co, &c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "uf-bench fanout: %s\n", err);
+		s->err = 1;
+		s->ready = 1;
+		return NULL;
+	}
+	s->ready = 1;
+	while (!s->stop) {
+		int n = uf_consumer_read(c, recs, 256, NULL);
+		if (n > 0) {
+			uint64_t now = real_ns();
+			for (int i = 0; i < n; i++) {
+				if (recs[i].kind == KIND_LAT && s->nlat < s->cap)
+					s->lat[s->nlat++] = now - recs[i].rx_ts;
+				else if (recs[i].kind == KIND_TPUT)
+					s->tput_recv++;
+			}
+			if (s->tput_recv)
+				s->tput_last_ns = now;
+			continue;
+		}
+		if (n == -EOVERFLOW) {
+			struct uf_consumer_lap lap;
+			uf_consumer_last_lap(c, &lap);
+			s->lost += lap.lost;
+			continue;
+		}
+		if (n == -EPIPE)
+			break;
+		uf_consumer_wait(c, 50000000);
+	}
+	uf_consumer_detach(c);
+	return NULL;
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static int port_open(int port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+	ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static pid_t spawn(char *const argv[], const char *log)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		FILE *f = freopen(log, "w", stderr);
+		(void)f;
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void print_row(const char *label, struct side *s, uint64_t records, uint64_t t0)
+{
+	struct uf_bench_pct p;
+	double secs = s->tput_last_ns > t0 ? (double)(s->tput_last_ns - t0) / 1e9 : 0;
+
+	uf_bench_percentiles(s->lat, s->nlat, &p);
+	printf("%-18s %9" PRIu64 " %12.0f %8" PRIu64 " | %7" PRIu64 " %9.1f %9.1f %9.1f %9.1f\n",
+	       label, s->tput_recv, secs > 0 ? (double)s->tput_recv / secs : 0.0, s->lost, p.n,
+	       (double)p.p50 / 1e3, (double)p.p99 / 1e3, (double)p.p999 / 1e3, (double)p.max / 1e3);
+	if (s->tput_recv < records)
+		printf("%-18s (received %" PRIu64 " of %" PRIu64 " throughput records)\n", "",
+		       s->tput_recv, records);
+}
+
+int uf_bench_fanout(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"nats", required_argument, 0, 'n'}, {"records", required_argument, 0, 'r'},
+	    {"rate", required_argument, 0, 'R'}, {"seconds", required_argument, 0, 's'},
+	    {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+	const char *urls = NULL;
+	uint64_t records = 200000, rate = 20000, seconds = 2, t0, end;
+	char tmp[] = "/tmp/uf-bench-fanout.XXXXXX", urlbuf[64], ring[32], exe[PATH_MAX],
+	     bridge[PATH_MAX + 16], log[PATH_MAX];
+	struct side sides[2];
+	pthread_t thr[2];
+	struct uf_ring_options ro;
+	struct uf_ring *r = NULL;
+	char err[256];
+	pid_t nats = -1, br = -1;
+	int opt, rc = 1;
+	ssize_t el;
+
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			urls = optarg;
+			break;
+		case 'r':
+			records = strtoull(optarg, NULL, 10);
+			break;
+		case 'R':
+			rate = strtoull(optarg, NULL, 10);
+			break;
+		case 's':
+			seconds = strtoull(optarg, NULL, 10);
+			break;
+		case 'h':
+			printf("usage: uf-bench fanout [--nats URLS] [--records N (200000)] "
+			       "[--rate R (20000/s)] [--seconds S (2, latency phase)]\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (records == 0 || records > 700000 || rate == 0) {
+		fprintf(stderr, "uf-bench fanout: --records 1..700000 (one ring holds them), "
+		                "--rate > 0\n");
+		return 2;
+	}
+	if (!mkdtemp(tmp)) {
+		perror("uf-bench fanout: mkdtemp");
+		return 1;
+	}
+	el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (el <= 0) {
+		perror("uf-bench fanout: /proc/self/exe");
+		return 1;
+	}
+	exe[el] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(bridge, sizeof(bridge), "%s/uf-bridge", exe);
+	if (!urls) { /* our own server */
+		int port = free_port();
+		char p[16], sd[PATH_MAX];
+		snprintf(p, sizeof(p), "%d", port);
+		snprintf(sd, sizeof(sd), "%s/js", tmp);
+		snprintf(log, sizeof(log), "%s/nats-server.log", tmp);
+		char *nargv[] = {"nats-server", "-a", "127.0.0.1", "-p", p, "-js", "-sd", sd, NULL};
+		nats = spawn(nargv, log);
+		for (int i = 0; i < 500 && !port_open(port); i++)
+			usleep(20000);
+		if (!port_open(port)) {
+			fprintf(stderr, "uf-bench fanout: nats-server did not start (see %s)\n",
+			        log);
+			goto out;
+		}
+		snprintf(urlbuf, sizeof(urlbuf), "nats://127.0.0.1:%d", port);
+		urls = urlbuf;
+	}
+	snprintf(ring, sizeof(ring), "ufbfan%d", (int)getpid());
+	setenv("UF_RING_DIR", tmp, 1); /* ring files in the temp dir, with the server's store */
+	uf_ring_options_init(&ro);
+	ro.capacity = 1u << 20;
+	ro.numa_node = UF_RING_NUMA_NONE;
+	if (uf_ring_create(ring, &ro, &r, err, sizeof(err)) < 0) {
+		fprintf(stderr, "uf-bench fanout: %s\n", err);
+		goto out;
+	}
+	snprintf(log, sizeof(log), "%s/uf-bridge.log", tmp);
+	char *bargv[] = {bridge,     "--ring",          ring, "--nats", (char *)urls,
+	                 "--memory", "--exit-on-close", NULL};
+	br = spawn(bargv, log);
+	memset(sides, 0, sizeof(sides));
+	sides[0].label = "local ring";
+	snprintf(sides[0].name, sizeof(sides[0].name), "%s", ring);
+	sides[1].label = "NATS (uf-bridge)";
+	snprintf(sides[1].name, sizeof(sides[1].name), "%s/%s", urls, ring);
+	for (int i = 0; i < 2; i++) {
+		sides[i].cap = rate * seconds + 16;
+		sides[i].lat = calloc(sides[i].cap, sizeof(uint64_t));
+		if (!sides[i].lat)
+			goto out;
+	}
+	/* local first; the remote one once the bridge has written its first commit */
+	pthread_create(&thr[0], NULL, consume, &sides[0]);
+	for (int tries = 0; tries < 100; tries++) {
+		sides[1].ready = sides[1].err = 0;
+		pthread_create(&thr[1], NULL, consume, &sides[1]);
+		while (!sides[1].ready)
+			usleep(1000);
+		if (!sides[1].err)
+			break;
+		pthread_join(thr[1], NULL);
+		usleep(100000);
+	}
+	while (!sides[0].ready)
+		usleep(1000);
+	if (sides[0].err || sides[1].err)
+		goto out_threads;
+	/* latency phase: one record every 1/rate s, rx_ts = publish time */
+	t0 = uf_bench_now_ns();
+	for (uint64_t k = 0; k < rate * seconds; k++) {
+		struct uf_record rec = {.kind = KIND_LAT, .feed_seq = k + 1};
+		uint64_t due = t0 + k * 1000000000ull / rate;
+		while (uf_bench_now_ns() < due)
+			;
+		rec.rx_ts = real_ns();
+		uf_ring_publish(r, &rec, 1);
+	}
+	usleep(500000); /* the last latency records arrive */
+	/* throughput phase: as fast as the producer goes, 16 records a publish */
+	t0 = real_ns();
+	for (uint64_t k = 0; k < records; k += 16) {
+		struct uf_record b[16];
+		size_t n = records - k < 16 ? (size_t)(records - k) : 16;
+		uint64_t now = real_ns();
+		for (size_t i = 0; i < n; i++) {
+			memset(&b[i], 0, sizeof(b[i]));
+			b[i].kind = KIND_TPUT;
+			b[i].rx_ts = now;
+			b[i].feed_seq = k + i + 1;
+		}
+		uf_ring_publish(r, b, n);
+	}
+	end = uf_bench_now_ns() + 60000000000ull;
+	while ((sides[0].tput_recv < records || sides[1].tput_recv < records) &&
+	       uf_bench_now_ns() < end)
+		usleep(10000);
+	printf("uf-bench fanout: ring %s, NATS %s, latency %" PRIu64 " records at %" PRIu64
+	       "/s, throughput %" PRIu64 " records\n",
+	       ring, urls, rate * seconds, rate, records);
+	printf("%-18s %9s %12s %8s | %7s %9s %9s %9s %9s\n", "consumer", "records", "records/s",
+	       "lost", "samples", "p50 us", "p99 us", "p99.9 us", "max us");
+	print_row(sides[0].label, &sides[0], records, t0);
+	print_row(sides[1].label, &sides[1], records, t0);
+	printf("(%d CPUs, load average %.2f; producer-publish to consumer, CLOCK_REALTIME; the "
+	       "bridge waits for each JetStream acknowledgement)\n",
+	       uf_bench_ncpus(), uf_bench_loadavg());
+	rc = 0;
+out_threads:
+	uf_ring_close(r); /* consumers drain and see the close */
+	r = NULL;
+	sides[0].stop = sides[1].stop = 1;
+	pthread_join(thr[0], NULL);
+	pthread_join(thr[1], NULL);
+out:
+	if (r)
+		uf_ring_close(r);
+	if (br > 0) {
+		kill(br, SIGTERM);
+		uf_bench_wait_child(br, 5000);
+	}
+	if (nats > 0) {
+		kill(nats, SIGTERM);
+		uf_bench_wait_child(nats, 5000);
+	}
+	for (int i = 0; i < 2; i++)
+		free(sides[i].lat);
+	uf_ring_unlink(ring, tmp);
+	{
+		char cmd[PATH_MAX + 16];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "uf-bench fanout: could not remove %s\n", tmp);
+	}
+	return rc;
+}
+#endif              /* UF_BENCH_NATS */

@@ -1,0 +1,746 @@
+/* uf-bridge engine: local ring -> NATS JetStream (see bridge.h, docs/fanout.md).
+ *
+ * One thread. Each stream message is published synchronously and retried with the same
+ * Nats-Msg-Id until JetStream acknowledges it, so the stream holds the ring's records once
+ * each and in ring order even across the loss of a NATS node; while the bridge waits for an
+ * acknowledgement the ring keeps filling, and the next message takes everything that
+ * accumulated (up to cfg.batch records): batching grows with the round trip on its own. */
+#include "tools/uf-bridge/bridge.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
+
+#include "ring/nats/nats_book.h"
+#include "ring/nats/nats_security.h"
+#include "ring/nats/uf_nats_wire.h"
+#include "ring/ufconsumer.h"
+
+#define RETRY_SLEEP_NS 50000000L /* between publish retries while NATS is unreachable */
+#define IDLE_WAIT_NS   5000000LL /* ring wait slice: periodic work runs at least this often */
+
+struct bridge {
+	const struct uf_bridge_config *cfg; /* as given */
+	volatile sig_atomic_t *stop;        /* set by a signal */
+	struct uf_nats_names nm;            /* stream, subject, bucket names */
+	natsOptions *opts;                  /* connection options (server list) */
+	natsConnection *nc;                 /* the connection (reconnects by itself) */
+	jsCtx *js;                          /* JetStream context */
+	jsCtx *js_sym;                      /* context of the per-symbol asynchronous publishes */
+	struct uf_record *sym_recs;         /* one instrument's records of a message */
+	uint64_t *sym_seqs;                 /* their sequences */
+	uint8_t *sym_done;                  /* records of the message already sent */
+	char *sym_msg;                      /* per-symbol message being built */
+	uf_consumer_t *c;                   /* the local ring */
+	struct uf_consumer_info info;       /* its facts at (re)attach */
+	struct uf_nats_books books;         /* full-depth books at `pos` */
+	uint64_t pos;                       /* next ring sequence to read */
+	struct uf_record *recs;             /* the message being built */
+	uint32_t nrecs;                     /* records in it */
+	uint64_t first;                     /* ring sequence of recs[0] */
+	char *msg;                          /* header + records */
+	void *kvbuf;                        /* encoded book entry */
+	size_t kvcap;                       /* its size */
+	uint32_t *ids;                      /* instruments of the flush in progress */
+	uint64_t last_kv_ns;                /* last book flush (monotonic) */
+	uint64_t last_stats_ns;             /* last status line (monotonic) */
+	int kv_pending;                     /* books changed since the last flush */
+	struct uf_bridge_status st;         /* counters */
+};
+
+static volatile uint64_t g_reconnects; /* written by the NATS reconnect callback thread */
+static volatile uint64_t g_sym_failed; /* written by the asynchronous publish error callback */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void blog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void blog(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("uf-bridge: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+	__atomic_add_fetch(&g_reconnects, 1, __ATOMIC_RELAXED);
+}
+
+static void on_sym_error(jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+	__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- NATS setup ---- */
+
+static int nats_connect(struct bridge *b)
+{
+	const char *urls[UF_BRIDGE_MAX_URLS];
+	char list[sizeof(b->cfg->urls)];
+	int n = 0;
+	natsStatus s;
+
+	snprintf(list, sizeof(list), "%s", b->cfg->urls);
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && n < UF_BRIDGE_MAX_URLS;
+	     tok = strtok_r(NULL, ",", &save))
+		urls[n++] = tok;
+	if (n == 0) {
+		blog("no NATS URL given (--nats nats://host:port[,...])");
+		return -1;
+	}
+	s = natsOptions_Create(&b->opts);
+	if (s == NATS_OK)
+		s = natsOptions_SetServers(b->opts, urls, n);
+	if (s == NATS_OK)
+		s = natsOptions_SetName(b->opts, "uf-bridge");
+	if (s == NATS_OK) /* a bridge never gives up on its servers */
+		s = natsOptions_SetMaxReconnect(b->opts, -1);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectWait(b->opts, 100);
+	if (s == NATS_OK) /* servers in the order given: list the nearest first */
+		s = natsOptions_SetNoRandomize(b->opts, true);
+	if (s == NATS_OK)
+		s = natsOptions_SetTimeout(b->opts, 2000);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectBufSize(b->opts, 64 * 1024 * 1024);
+	if (s == NATS_OK)
+		s = natsOptions_SetReconnectedCB(b->opts, on_reconnected, b);
+	if (s == NATS_OK)
+		s = natsOptions_SetRetryOnFailedConnect(b->opts, true, NULL, NULL);
+	if (s == NATS_OK) {
+		struct uf_nats_security sec = {b->cfg->creds, b->cfg->tls_ca, b->cfg->tls_cert,
+		                               b->cfg->tls_key};
+		s = uf_nats_security_apply(b->opts, &sec);
+	}
+	if (s == NATS_OK)
+		s = natsConnection_Connect(&b->nc, b->opts);
+	if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
+		blog("connect %s: %s", b->cfg->urls, natsStatus_GetText(s));
+		return -1;
+	}
+	s = natsConnection_JetStream(&b->js, b->nc, NULL);
+	if (s == NATS_OK && b->cfg->per_symbol) {
+		jsOptions jo;
+		jsOptions_Init(&jo);
+		jo.PublishAsync.MaxPending = 65536;
+		jo.PublishAsync.ErrHandler = on_sym_error;
+		s = natsConnection_JetStream(&b->js_sym, b->nc, &jo);
+	}
+	if (s != NATS_OK) {
+		blog("JetStream context: %s", natsStatus_GetText(s));
+		return -1;
+	}
+	return 0;
+}
+
+/* Creates (or finds) the stream and the bucket; reads the stream's last sequence. Retried
+ * until it works or we are stopped: at startup a cluster may still be electing leaders. */
+static int nats_setup(struct bridge *b)
+{
+	const char *subjects[2];
+	char per_sym[80];
+	jsStreamConfig sc;
+	jsStreamInfo *si = NULL;
+	kvConfig kc;
+	kvStore *kv = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s;
+
+	snprintf(per_sym, sizeof(per_sym), "%s.*", b->nm.per_sym);
+	subjects[0] = b->nm.subject;
+	subjects[1] = per_sym;
+	for (int tries = 0; !*b->stop; tries++) {
+		jsStreamConfig_Init(&sc);
+		sc.Name = b->nm.stream;
+		sc.Subjects = subjects;
+		sc.SubjectsLen = 2;
+		sc.Storage = b->cfg->memory ? js_MemoryStorage : js_FileStorage;
+		sc.Replicas = b->cfg->replicas;
+		sc.MaxAge = b->cfg->max_age_s * 1000000000ll;
+		sc.MaxBytes = b->cfg->max_bytes;
+		sc.Duplicates = 120ll * 1000000000ll; /* the de-duplication window */
+		sc.MaxMsgSize = (int32_t)(sizeof(struct uf_nats_msg) +
+		                          UF_NATS_MAX_RECORDS * sizeof(struct uf_record));
+		s = js_AddStream(&si, b->js, &sc, NULL, &jerr);
+		if (s != NATS_OK && jerr == JSStreamNameExistErr) {
+			jsStreamInfo_Destroy(si);
+			si = NULL;
+			s = js_GetStreamInfo(&si, b->js, b->nm.stream, NULL, &jerr);
+		}
+		if (s == NATS_OK) {
+			b->st.js_last = si->State.LastSeq;
+			jsStreamInfo_Destroy(si);
+			si = NULL;
+			kvConfig_Init(&kc);
+			kc.Bucket = b->nm.bucket;
+			kc.History = 1;
+			kc.StorageType = b->cfg->memory ? js_MemoryStorage : js_FileStorage;
+			kc.Replicas = b->cfg->replicas;
+			s = js_CreateKeyValue(&kv, b->js, &kc);
+			if (s != NATS_OK)
+				s = js_KeyValue(&kv, b->js, b->nm.bucket);
+			if (s == NATS_OK) {
+				kvStore_Destroy(kv);
+				return 0;
+			}
+		}
+		if (tries % 20 == 0)
+			blog("stream %s / bucket %s not ready yet: %s (%d); retrying", b->nm.stream,
+			     b->nm.bucket, natsStatus_GetText(s), (int)jerr);
+		jsStreamInfo_Destroy(si);
+		si = NULL;
+		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS * 4}, NULL);
+	}
+	return -1;
+}
+
+/* ---- publishing ---- */
+
+/* Publishes one stream message and waits for JetStream to store it, retrying with the same
+ * message id (de-duplicated by the server) until it is acknowledged. -EINTR when stopped. */
+static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
+                   const struct uf_record *recs, uint32_t n)
+{
+	struct uf_nats_msg h;
+	char id[UF_NATS_MSG_ID_MAX];
+	size_t len = sizeof(h) + (size_t)n * sizeof(*recs);
+
+	memset(&h, 0, sizeof(h));
+	h.magic = UF_NATS_MAGIC;
+	h.version = UF_NATS_VERSION;
+	h.kind = kind;
+	h.count = n;
+	h.generation = b->info.generation;
+	h.first_seq = first;
+	h.aux = aux;
+	h.depth = b->info.depth;
+	h.max_instruments = b->info.max_instruments;
+	h.capacity = b->info.capacity;
+	/* the id names the content: generation, kind and the exact range. A restarted bridge
+	 * cuts its messages elsewhere; an id of first alone would make JetStream drop a new,
+	 * longer message as a "duplicate" of an old one and lose its tail */
+	snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h.generation, kind, first, n);
+	for (uint32_t attempt = 0;; attempt++) {
+		jsPubOptions po;
+		jsPubAck *pa = NULL;
+		jsErrCode jerr = 0;
+		natsMsg *m = NULL;
+		natsStatus s;
+		uint64_t t0;
+
+		if (*b->stop)
+			return -EINTR;
+		h.ring_tail = b->pos; /* read so far: the ring's tail costs a /proc read */
+		h.pub_ns = real_ns();
+		memcpy(b->msg, &h, sizeof(h));
+		if (n)
+			memcpy(b->msg + sizeof(h), recs, (size_t)n * sizeof(*recs));
+		jsPubOptions_Init(&po);
+		po.MsgId = id;
+		po.MaxWait = b->cfg->ack_wait_ms;
+		t0 = mono_ns();
+		s = natsMsg_Create(&m, b->nm.subject, NULL, b->msg, (int)len);
+		if (s == NATS_OK)
+			s = js_PublishMsg(&pa, b->js, m, &po, &jerr);
+		natsMsg_Destroy(m);
+		if (s == NATS_OK) {
+			uint64_t dt = mono_ns() - t0, now = real_ns();
+			b->st.js_last = pa->Sequence;
+			b->st.duplicates += pa->Duplicate;
+			jsPubAck_Destroy(pa);
+			b->st.messages++;
+			b->st.published += n;
+			b->st.bytes += len;
+			b->st.ack_ns_sum += dt;
+			if (dt > b->st.ack_ns_max)
+				b->st.ack_ns_max = dt;
+			for (uint32_t i = 0; i < n; i++) {
+				uint64_t pub =
+				    recs[i].rx_ts ? recs[i].rx_ts + recs[i].pub_delta_ns : 0;
+				if (pub && now > pub && now - pub > b->st.pub_lag_ns_max)
+					b->st.pub_lag_ns_max = now - pub;
+			}
+			if (attempt)
+				blog("message %s stored after %u retries", id, attempt);
+			return 0;
+		}
+		b->st.retries++;
+		if (attempt % 20 == 0)
+			blog("publish %s: %s (%d)%s", id, natsStatus_GetText(s), (int)jerr,
+			     attempt ? "" : "; retrying with the same message id");
+		if (s != NATS_TIMEOUT)
+			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+	}
+}
+
+/* The subject token of instrument `id`: its trimmed symbol with bytes outside
+ * [A-Za-z0-9_-] as '_', or "_<id>" when it has none. */
+static void symbol_token(const struct bridge *b, uint32_t id, char out[16])
+{
+	const struct uf_nats_ibook *ib = id < b->books.max ? b->books.v[id] : NULL;
+	char sym[9] = {0};
+	int n = 8;
+
+	if (ib)
+		memcpy(sym, &ib->b.symbol, 8);
+	while (n > 0 && (sym[n - 1] == ' ' || sym[n - 1] == '\0'))
+		sym[--n] = '\0';
+	if (n == 0) {
+		snprintf(out, 16, "_%u", id);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		char c = sym[i];
+		int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		         (c >= '0' && c <= '9') || c == '-' || c == '_';
+		out[i] = ok ? c : '_';
+	}
+	out[n] = '\0';
+}
+
+/* --per-symbol: after a DATA message is stored, each instrument's records of it go to
+ * uf.RING.rec.SYMBOL, published asynchronously (the ordered subject stays the reference;
+ * failures are counted in sym_failed). Ids name the content, as for DATA. */
+static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, uint32_t n,
+                               uint64_t first)
+{
+	memset(b->sym_done, 0, n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = recs[i].instrument, k = 0;
+		struct uf_nats_msg h;
+		char subj[128], tok[16], msgid[UF_NATS_MSG_ID_MAX];
+		jsPubOptions po;
+		natsMsg *m = NULL;
+		size_t len;
+
+		if (b->sym_done[i])
+			continue;
+		for (uint32_t j = i; j < n; j++) {
+			if (b->sym_done[j] || recs[j].instrument != id)
+				continue;
+			b->sym_recs[k] = recs[j];
+			b->sym_seqs[k] = first + j;
+			b->sym_done[j] = 1;
+			k++;
+		}
+		memset(&h, 0, sizeof(h));
+		h.magic = UF_NATS_MAGIC;
+		h.version = UF_NATS_VERSION;
+		h.kind = UF_NATS_SYMBOL;
+		h.count = k;
+		h.generation = b->info.generation;
+		h.first_seq = b->sym_seqs[0];
+		h.pub_ns = real_ns();
+		h.ring_tail = b->pos;
+		h.depth = b->info.depth;
+		h.max_instruments = b->info.max_instruments;
+		h.capacity = b->info.capacity;
+		len = sizeof(h) + (size_t)k * (sizeof(struct uf_record) + sizeof(uint64_t));
+		memcpy(b->sym_msg, &h, sizeof(h));
+		memcpy(b->sym_msg + sizeof(h), b->sym_recs, (size_t)k * sizeof(struct uf_record));
+		memcpy(b->sym_msg + sizeof(h) + (size_t)k * sizeof(struct uf_record), b->sym_seqs,
+		       (size_t)k * sizeof(uint64_t));
+		symbol_token(b, id, tok);
+		snprintf(subj, sizeof(subj), "%s.%s", b->nm.per_sym, tok);
+		snprintf(msgid, sizeof(msgid), "%" PRIu64 ":%u:%" PRIu64 ":%u:%u", h.generation,
+		         (unsigned)UF_NATS_SYMBOL, h.first_seq, id, k);
+		jsPubOptions_Init(&po);
+		po.MsgId = msgid;
+		if (natsMsg_Create(&m, subj, NULL, b->sym_msg, (int)len) != NATS_OK ||
+		    js_PublishMsgAsync(b->js_sym, &m, &po) != NATS_OK) {
+			natsMsg_Destroy(m); /* NULL once the library took it */
+			__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		b->st.sym_msgs++;
+	}
+}
+
+static int flush_records(struct bridge *b)
+{
+	int rc;
+
+	if (b->nrecs == 0)
+		return 0;
+	rc = publish(b, UF_NATS_DATA, b->first, 0, b->recs, b->nrecs);
+	if (rc == 0) {
+		if (b->cfg->per_symbol)
+			publish_per_symbol(b, b->recs, b->nrecs, b->first);
+		b->nrecs = 0;
+	}
+	return rc;
+}
+
+/* Writes changed books (or all of them) then the commit entry. Books are published
+ * asynchronously and awaited together; the commit goes last, so a consumer that reads it
+ * finds every entry it promises. Only called with no records pending: the books are at
+ * b->pos and every record before b->pos is in the stream. Returns 0, -EAGAIN (retry later),
+ * -EINTR. */
+static int flush_books(struct bridge *b, int all)
+{
+	struct uf_nats_commit cm;
+	const uint32_t *dirty;
+	uint32_t n = 0;
+	char subj[128];
+	jsPubOptions po;
+	natsStatus s = NATS_OK;
+
+	if (all) {
+		(void)uf_nats_books_take_dirty(&b->books, &dirty);
+		for (uint32_t i = 0; i < b->books.max; i++)
+			if (b->books.v[i] && b->books.v[i]->present)
+				b->ids[n++] = i;
+	} else {
+		n = uf_nats_books_take_dirty(&b->books, &dirty);
+		memcpy(b->ids, dirty, (size_t)n * sizeof(*dirty));
+	}
+	for (uint32_t i = 0; i < n && s == NATS_OK; i++) {
+		int len = uf_nats_books_encode(&b->books, b->ids[i], b->pos, &b->kvbuf, &b->kvcap);
+		if (len < 0)
+			continue;
+		snprintf(subj, sizeof(subj), "$KV.%s.i%u", b->nm.bucket, b->ids[i]);
+		s = js_PublishAsync(b->js, subj, b->kvbuf, len, NULL);
+	}
+	jsPubOptions_Init(&po);
+	po.MaxWait = b->cfg->ack_wait_ms;
+	if (s == NATS_OK)
+		s = js_PublishAsyncComplete(b->js, &po);
+	if (s != NATS_OK) {
+		natsMsgList pending = {0};
+		if (js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
+			natsMsgList_Destroy(&pending); /* re-sent in full by the next flush */
+		for (uint32_t i = 0; i < n; i++)
+			uf_nats_books_mark_dirty(&b->books, b->ids[i]);
+		b->st.retries++;
+		blog("book flush: %s; will retry", natsStatus_GetText(s));
+		return -EAGAIN;
+	}
+	b->st.kv_puts += n;
+	memset(&cm, 0, sizeof(cm));
+	cm.magic = UF_NATS_COMMIT_MAGIC;
+	cm.version = UF_NATS_VERSION;
+	cm.depth = b->info.depth;
+	cm.generation = b->info.generation;
+	cm.position = b->pos;
+	cm.js_from = b->st.js_last + 1;
+	cm.capacity = b->info.capacity;
+	cm.max_instruments = b->info.max_instruments;
+	cm.created_ns = b->info.created_ns;
+	snprintf(subj, sizeof(subj), "$KV.%s.commit", b->nm.bucket);
+	for (uint32_t attempt = 0; !*b->stop; attempt++) {
+		jsPubAck *pa = NULL;
+		s = js_Publish(&pa, b->js, subj, &cm, (int)sizeof(cm), &po, NULL);
+		jsPubAck_Destroy(pa);
+		if (s == NATS_OK) {
+			b->st.kv_puts++;
+			b->kv_pending = 0;
+			b->last_kv_ns = mono_ns();
+			return 0;
+		}
+		b->st.retries++;
+		if (attempt % 20 == 0)
+			blog("commit entry: %s; retrying", natsStatus_GetText(s));
+		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+	}
+	return -EINTR;
+}
+
+/* ---- the local ring ---- */
+
+static int seed_one(const struct uf_book_snapshot *s, void *arg)
+{
+	struct bridge *b = arg;
+	return uf_nats_books_seed(&b->books, s) == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* Books for a (new) position: empty when the bridge reads the generation from its first
+ * record, else copied from the ring's book image (its depth only: levels below are unknown
+ * until they change; docs/fanout.md). */
+static int books_reset(struct bridge *b)
+{
+	int rc;
+
+	uf_nats_books_free(&b->books);
+	if (uf_nats_books_init(&b->books, b->info.max_instruments, b->info.generation) < 0)
+		return -ENOMEM;
+	free(b->ids);
+	b->ids = calloc(b->info.max_instruments ? b->info.max_instruments : 1, sizeof(*b->ids));
+	if (!b->ids)
+		return -ENOMEM;
+	if (b->pos == 0)
+		return 0;
+	rc = uf_consumer_snapshot_all(b->c, seed_one, b);
+	if (rc < 0)
+		blog("seeding books from the ring image: %s", uf_consumer_strerror(rc));
+	return rc < 0 ? rc : 0;
+}
+
+/* (Re)starts a generation on the stream: books, every entry, commit, RESET. */
+static int start_generation(struct bridge *b)
+{
+	int rc;
+
+	uf_consumer_get_info(b->c, &b->info);
+	b->pos = b->info.position;
+	b->st.generation = b->info.generation;
+	b->nrecs = 0;
+	rc = books_reset(b);
+	if (rc < 0)
+		return rc;
+	while ((rc = flush_books(b, 1)) == -EAGAIN)
+		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+	if (rc < 0)
+		return rc;
+	blog("ring %s generation %" PRIu64 ": streaming from sequence %" PRIu64 " to %s "
+	     "(stream %s, bucket %s)",
+	     b->cfg->ring, b->info.generation, b->pos, b->nm.subject, b->nm.stream, b->nm.bucket);
+	return publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0);
+}
+
+static int on_lap(struct bridge *b)
+{
+	struct uf_consumer_lap lap;
+	int rc = flush_records(b);
+
+	if (rc < 0)
+		return rc;
+	uf_consumer_last_lap(b->c, &lap);
+	b->st.laps++;
+	b->st.lost += lap.lost;
+	blog("lapped by the ring: lost %" PRIu64 " records (%" PRIu64 "..%" PRIu64
+	     "); re-snapshotting",
+	     lap.lost, lap.from_seq, lap.resume_seq - 1);
+	b->pos = lap.resume_seq;
+	rc = books_reset(b);
+	while (rc == 0 && (rc = flush_books(b, 1)) == -EAGAIN)
+		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+	if (rc < 0)
+		return rc;
+	return publish(b, UF_NATS_LAP, lap.from_seq, lap.resume_seq, NULL, 0);
+}
+
+static void write_status(struct bridge *b, int to_stderr)
+{
+	char line[1024], tmp[300];
+	struct uf_consumer_info ci;
+	FILE *f;
+
+	uf_consumer_get_info(b->c, &ci);
+	b->st.ring_tail = ci.tail;
+	b->st.position = b->pos;
+	b->st.reconnects = __atomic_load_n(&g_reconnects, __ATOMIC_RELAXED);
+	b->st.sym_failed = __atomic_load_n(&g_sym_failed, __ATOMIC_RELAXED);
+	b->st.connected = natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED;
+	if (uf_bridge_status_json(&b->st, line, sizeof(line)) < 0)
+		return;
+	if (to_stderr)
+		fprintf(stderr, "%s\n", line);
+	if (!b->cfg->status_file[0])
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", b->cfg->status_file);
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "%s\n", line);
+	if (fclose(f) == 0)
+		rename(tmp, b->cfg->status_file);
+}
+
+static void periodic(struct bridge *b)
+{
+	uint64_t now = mono_ns();
+
+	if (b->kv_pending && b->nrecs == 0 &&
+	    now - b->last_kv_ns >= (uint64_t)b->cfg->kv_interval_ms * 1000000ull)
+		(void)flush_books(b, 0);
+	if (b->cfg->stats_interval_ms &&
+	    now - b->last_stats_ns >= (uint64_t)b->cfg->stats_interval_ms * 1000000ull) {
+		b->last_stats_ns = now;
+		write_status(b, 1);
+	} else if (b->cfg->status_file[0] && now - b->last_stats_ns >= 200000000ull) {
+		b->last_stats_ns = now;
+		write_status(b, 0);
+	}
+}
+
+static int attach_ring(struct bridge *b)
+{
+	struct uf_consumer_options co;
+	char err[512];
+
+	uf_consumer_options_init(&co);
+	co.start = UF_CONSUMER_START_OLDEST;
+	co.tag = "uf-bridge";
+	co.dir = b->cfg->dir[0] ? b->cfg->dir : NULL;
+	co.spin_ns = 0; /* the bridge trades a few microseconds for a free CPU */
+	for (int tries = 0; !*b->stop; tries++) {
+		int rc = uf_consumer_attach(b->cfg->ring, &co, &b->c, err, sizeof(err));
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOENT && rc != -ESTALE) {
+			blog("%s", err);
+			return -1;
+		}
+		if (tries % 50 == 0)
+			blog("%s; waiting for it", err);
+		nanosleep(&(struct timespec){0, 100000000L}, NULL);
+	}
+	return -1;
+}
+
+/* Reads, batches, publishes. Returns 0 on a clean stop, -1 on a fatal error. */
+static int loop(struct bridge *b)
+{
+	int rc = start_generation(b);
+
+	while (rc == 0 && !*b->stop) {
+		uint64_t seq;
+		int n = uf_consumer_read(b->c, b->recs + b->nrecs, b->cfg->batch - b->nrecs, &seq);
+
+		if (n > 0) {
+			if (b->nrecs == 0)
+				b->first = seq;
+			for (int i = 0; i < n; i++)
+				if (uf_nats_books_apply(&b->books, &b->recs[b->nrecs + i],
+				                        seq + i) > 0)
+					b->kv_pending = 1;
+			b->nrecs += (uint32_t)n;
+			b->pos = seq + (uint64_t)n;
+			if (b->nrecs == b->cfg->batch) {
+				rc = flush_records(b);
+				if (rc == 0) /* a ring that never empties still gets its books */
+					periodic(b);
+			}
+			continue;
+		}
+		switch (n) {
+		case -EAGAIN: /* caught up: send what we have, then do the periodic work */
+			rc = flush_records(b);
+			if (rc == 0) {
+				periodic(b);
+				uf_consumer_wait(b->c, b->nrecs ? 0 : IDLE_WAIT_NS);
+			}
+			break;
+		case -EOVERFLOW:
+			rc = on_lap(b);
+			break;
+		case -EPIPE:
+			rc = flush_records(b);
+			if (rc == 0 && !b->st.closed) {
+				while ((rc = flush_books(b, 0)) == -EAGAIN)
+					nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+				if (rc == 0)
+					rc = publish(b, UF_NATS_CLOSED, b->pos, 0, NULL, 0);
+				b->st.closed = 1;
+				blog("ring closed by the producer at %" PRIu64 "%s", b->pos,
+				     b->cfg->exit_on_close ? "; exiting"
+				                           : "; waiting for a restart");
+				if (b->cfg->exit_on_close)
+					return rc < 0 && rc != -EINTR ? -1 : 0;
+			}
+			periodic(b);
+			nanosleep(&(struct timespec){0, 50000000L}, NULL);
+			break;
+		case -ESTALE: {
+			char err[512];
+			rc = flush_records(b);
+			if (rc < 0)
+				break;
+			if (uf_consumer_reattach(b->c, err, sizeof(err)) < 0) {
+				nanosleep(&(struct timespec){0, 50000000L}, NULL);
+				break;
+			}
+			b->st.closed = 0;
+			rc = start_generation(b);
+			break;
+		}
+		default:
+			blog("ring read: %s", uf_consumer_strerror(n));
+			return -1;
+		}
+	}
+	return rc < 0 && rc != -EINTR ? -1 : 0;
+}
+
+int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *stop)
+{
+	struct bridge b;
+	int rc = -1;
+
+	memset(&b, 0, sizeof(b));
+	b.cfg = cfg;
+	b.stop = stop;
+	snprintf(b.st.ring, sizeof(b.st.ring), "%s", cfg->ring);
+	uf_nats_names_make(cfg->ring, &b.nm);
+	b.recs = calloc(cfg->batch, sizeof(*b.recs));
+	b.msg = malloc(sizeof(struct uf_nats_msg) + (size_t)cfg->batch * sizeof(struct uf_record));
+	if (cfg->per_symbol) {
+		b.sym_recs = calloc(cfg->batch, sizeof(*b.sym_recs));
+		b.sym_seqs = calloc(cfg->batch, sizeof(*b.sym_seqs));
+		b.sym_done = calloc(cfg->batch, 1);
+		b.sym_msg =
+		    malloc(sizeof(struct uf_nats_msg) +
+		           (size_t)cfg->batch * (sizeof(struct uf_record) + sizeof(uint64_t)));
+		if (!b.sym_recs || !b.sym_seqs || !b.sym_done || !b.sym_msg) {
+			free(b.recs); /* reported below */
+			b.recs = NULL;
+		}
+	}
+	if (!b.recs || !b.msg) {
+		blog("out of memory");
+		goto out;
+	}
+	if (nats_connect(&b) < 0 || nats_setup(&b) < 0 || attach_ring(&b) < 0)
+		goto out;
+	rc = loop(&b);
+	if (b.nrecs && !*stop)
+		(void)flush_records(&b);
+	if (b.js_sym) { /* the per-symbol messages still in flight */
+		jsPubOptions po;
+		jsPubOptions_Init(&po);
+		po.MaxWait = cfg->ack_wait_ms;
+		if (js_PublishAsyncComplete(b.js_sym, &po) != NATS_OK)
+			blog("per-symbol messages not all acknowledged at exit");
+	}
+	write_status(&b, 1);
+out:
+	uf_consumer_detach(b.c);
+	uf_nats_books_free(&b.books);
+	jsCtx_Destroy(b.js);
+	jsCtx_Destroy(b.js_sym);
+	if (b.nc)
+		natsConnection_Destroy(b.nc);
+	natsOptions_Destroy(b.opts);
+	free(b.recs);
+	free(b.msg);
+	free(b.kvbuf);
+	free(b.ids);
+	free(b.sym_recs);
+	free(b.sym_seqs);
+	free(b.sym_done);
+	free(b.sym_msg);
+	return rc;
+}
