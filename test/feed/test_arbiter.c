@@ -482,6 +482,7 @@ static void test_arb_rate_limit_spaces_requests(void **s)
 {
 	struct env *e = env_new(1, 64);
 	e->a.min_interval_ns = 1000000000ull; /* 1 request per second */
+	e->a.deadline_ns = 2000000000ull;     /* holes outlive the spacing (default: 32 ms) */
 	pkt(e, 1, 1, 0);
 	pkt(e, 3, 1, 0);
 	uint64_t t = uf_now_mono_ns() + 5000000ull;
