@@ -35,8 +35,8 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint
 	    cfg->recovery.max_in_flight ? cfg->recovery.max_in_flight : UF_ARB_IN_FLIGHT;
 	if (a->max_in_flight > UF_ARB_MAX_IN_FLIGHT)
 		a->max_in_flight = UF_ARB_MAX_IN_FLIGHT;
-	/* The bound on what a hole may hold back: its wait, then 1 + retries tries. */
-	a->deadline_ns = a->wait_ns + (uint64_t)(a->retries + 1) * a->timeout_ns;
+	/* A hole's life once requested: 1 + retries tries. */
+	a->deadline_ns = (uint64_t)(a->retries + 1) * a->timeout_ns;
 	a->now = uf_now_mono_ns;
 	a->cap = cfg->recovery.queue_packets ? cfg->recovery.queue_packets : 65536;
 	a->slot_size = slot_size;
@@ -812,12 +812,12 @@ static void uf_arb_reap(struct uf_arb *a, uint64_t now_ns)
 	}
 }
 
-/* 1 when the hole at `expected` is over: its deadline passed, or (no server) its wait
- * ended, or its last try timed out. */
+/* 1 when the hole at `expected` is over: its deadline passed ((retries + 1) x timeout after
+ * its first request), or (no server) its wait ended, or its last try timed out. */
 static int uf_arb_head_dead(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	const struct uf_arb_hole *h = &a->holes[a->h0];
-	if (now_ns > h->opened_ns && now_ns - h->opened_ns >= a->deadline_ns) {
+	if (h->deadline_ns && now_ns >= h->deadline_ns) {
 		uf_stat_add(&a->cnt.holes_expired, 1);
 		return 1;
 	}
@@ -854,6 +854,8 @@ static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 		uint64_t first = h->first, end = h->end;
 		if (end - first > a->max_count)
 			end = first + a->max_count;
+		if (!h->deadline_ns)
+			h->deadline_ns = now_ns + a->deadline_ns;
 		h->tries++;
 		uint32_t j = i + 1;
 		for (; j < a->nholes; j++) {
@@ -861,6 +863,8 @@ static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 			if (n->end - first > a->max_count || n->tries > a->retries ||
 			    uf_arb_requested(a, n) || !uf_arb_wait_done(a, n, now_ns, drained))
 				break;
+			if (!n->deadline_ns)
+				n->deadline_ns = now_ns + a->deadline_ns;
 			n->tries++;
 			end = n->end;
 		}

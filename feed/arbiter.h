@@ -16,12 +16,14 @@
  *     to `retries` times; up to max_in_flight requests are outstanding at once, at most
  *     max_requests_per_s. Queued packets are delivered in order as soon as what precedes
  *     them is filled or given up;
- *   - every hole has a deadline: opened + wait_ms + (retries + 1) x timeout_ms. At its
+ *   - every hole has a deadline: (retries + 1) x timeout_ms after its first request, which
+ *     goes out wait_ms after the hole opened unless max_in_flight or the rate limit hold it
+ *     back (the server's answers are not thrown away because we throttle ourselves). At its
  *     deadline (or earlier: no server, retries exhausted) it is handed to the `gap`
  *     callback (a gap marker, books flagged stale), counted, and everything complete behind
  *     it is delivered at once; so no data waits longer than the deadline of the hole before
- *     it. A full queue (or hole table) gives up the oldest hole first, counted the same way
- *     plus queue_overflows.
+ *     it. A full queue gives up the oldest hole first, counted the same way plus
+ *     queue_overflows: that bounds the worst case when requests are throttled.
  * Heartbeats and end of session reveal gaps at the tail.
  *
  * What the arbiter trusts (docs/feed.md, "What the arbiter trusts", states the same rules):
@@ -99,7 +101,8 @@ struct uf_arb_params {
 	X(bad_sequence, "packets whose sequence range wraps past 2^64 (dropped)")                  \
 	X(queue_duplicates, "line or server copies of sequences already queued: dropped before "   \
 	                    "taking a queue slot")                                                 \
-	X(holes_expired, "holes given up at their deadline (wait + (retries + 1) x timeout)")      \
+	X(holes_expired, "holes given up at their deadline ((retries + 1) x timeout after their "  \
+	                 "first request)")                                                         \
 	X(rerequests_in_flight_full,                                                               \
 	  "times a hole waited for a request slot (max_in_flight outstanding)")
 
@@ -143,6 +146,8 @@ struct uf_arb_quar {
 struct uf_arb_hole {
 	uint64_t first, end;                  /* missing range */
 	uint64_t opened_ns;                   /* when it was detected (monotonic) */
+	uint64_t deadline_ns;                 /* given up then: first request + (retries + 1) x
+	                                       * timeout (0 = not requested yet) */
 	uint32_t tries;                       /* requests sent for it (since its start moved) */
 	uint32_t line_pkts[UF_CFG_MAX_LINES]; /* per line: packets beyond it before a request */
 };
@@ -181,7 +186,8 @@ struct uf_arb {
 	uint32_t wait_packets;     /* ... or this many packets */
 	uint64_t min_interval_ns;  /* 1 s / max_requests_per_s */
 	uint32_t max_in_flight;    /* re-requests outstanding at once */
-	uint64_t deadline_ns;      /* a hole's life: wait + (retries + 1) x timeout */
+	uint64_t deadline_ns;      /* a hole's life after its first request: (retries + 1) x
+	                            * timeout */
 	uint64_t (*now)(void);     /* monotonic clock (uf_now_mono_ns; tests set a fake one) */
 	/* session */
 	char session[UF_MOLD_SESSION_LEN];      /* current session */

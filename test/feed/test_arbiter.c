@@ -931,10 +931,11 @@ static void test_arb_line_copy_of_a_queued_packet_takes_no_slot(void **s)
 	env_free(e);
 }
 
-/* A hole nobody can fill (server silent) is given up at its own deadline, wait + (retries +
- * 1) x timeout = 2 + 3 x 10 = 32 ms after it opened, not later; everything complete behind
- * it (including a later hole recovered meanwhile) is delivered at once. A second dead hole
- * that opened 20 ms later dies 20 ms later: deadlines do not add up. */
+/* A hole nobody can fill (server silent) is given up at its own deadline, (retries + 1) x
+ * timeout = 3 x 10 = 30 ms after its first request (sent at 3 ms: wait_ms 2), not later;
+ * everything complete behind it, including a later hole recovered meanwhile, is delivered at
+ * once. A second dead hole that opened 20 ms later dies 20 ms later: deadlines do not add
+ * up (they used to: each hole waited for the one before it). */
 static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s)
 {
 	struct env *e = env_fake(1, 64);
@@ -943,31 +944,31 @@ static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s
 	pkt(e, 1, 1, 0);
 	pkt(e, 3, 1, 0); /* hole 2 opens at 0 ms, never answered */
 	pkt(e, 5, 1, 0); /* hole 4 */
-	g_fake_ns += 20 * MS;
-	pkt(e, 7, 1, 0); /* hole 6 opens at 20 ms, never answered */
-	tick_at(e, 20);
+	tick_at(e, 3);
 	uint64_t seq;
 	uint16_t cnt;
 	int got4 = 0;
 	while (read_request(e, &seq, &cnt))
 		got4 |= seq == 4;
 	assert_true(got4);
+	g_fake_ns += 20 * MS;
 	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* hole 4 recovered at 20 ms, behind hole 2 */
+	pkt(e, 7, 1, 0);                   /* hole 6 opens at 20 ms, never answered */
 	assert_int_equal(e->r.n, 1);
-	for (uint64_t t = 21; t < 32; t++)
+	for (uint64_t t = 20; t < 33; t++)
 		tick_at(e, t);
 	assert_int_equal(e->r.n, 1); /* held behind hole 2 until its deadline ... */
 	assert_int_equal(e->r.ngaps, 0);
-	tick_at(e, 32); /* ... and not one tick longer */
+	tick_at(e, 33); /* ... and not one tick longer */
 	assert_int_equal(e->r.ngaps, 1);
 	assert_int_equal(e->r.gap_first[0], 2);
 	assert_int_equal(e->r.gap_count[0], 1);
 	assert_int_equal(e->r.n, 4); /* 1, then 3, 4 (recovered), 5 at once */
 	assert_int_equal(e->r.delivered[3], 5);
 	assert_int_equal(e->a.cnt.holes_expired, 1);
-	for (uint64_t t = 33; t < 52; t++)
+	for (uint64_t t = 34; t < 52; t++)
 		tick_at(e, t);
-	assert_int_equal(e->r.ngaps, 1); /* hole 6 has its own deadline: 20 + 32 */
+	assert_int_equal(e->r.ngaps, 1); /* hole 6: requested at 22, its own deadline is 52 */
 	tick_at(e, 52);
 	assert_int_equal(e->r.ngaps, 2);
 	assert_int_equal(e->r.gap_first[1], 6);
