@@ -233,9 +233,10 @@ static void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end)
 			uf_arb_hole_remove(a, i);
 			continue;
 		}
-		if (first <= h->first) { /* its start: progress, fresh retries */
+		if (first <= h->first) { /* its start: progress, fresh retries and deadline */
 			h->first = end;
 			h->tries = 0;
+			h->deadline_ns = 0;
 			return;
 		}
 		if (end >= h->end) { /* its tail */
@@ -826,14 +827,42 @@ static int uf_arb_head_dead(struct uf_arb *a, uint64_t now_ns, int drained)
 	return h->tries > a->retries && !uf_arb_requested(a, h);
 }
 
-/* Sends what the holes need, oldest first: within max_in_flight and the rate limit. One
- * request covers a hole and its neighbours that fit in max_count messages. */
+/* First sequence of hole `h` that no request in flight covers (h->end when none). */
+static uint64_t uf_arb_unrequested(const struct uf_arb *a, const struct uf_arb_hole *h)
+{
+	uint64_t from = h->first;
+	for (int moved = 1; moved && from < h->end;) {
+		moved = 0;
+		for (uint32_t k = 0; k < a->ninflight; k++)
+			if (a->inflight[k].first <= from && from < a->inflight[k].end) {
+				from = a->inflight[k].end;
+				moved = 1;
+			}
+	}
+	return from;
+}
+
+/* Hole `h` gets a request that starts at its first sequence: one more try, and its deadline
+ * runs from the first one. */
+static void uf_arb_try(struct uf_arb *a, struct uf_arb_hole *h, uint64_t now_ns)
+{
+	if (!h->deadline_ns)
+		h->deadline_ns = now_ns + a->deadline_ns;
+	h->tries++;
+}
+
+/* Sends what the holes need, oldest first: within max_in_flight and the rate limit. A hole
+ * larger than max_count gets several requests at once (consecutive chunks); one request
+ * covers a hole and its neighbours when they fit in max_count messages. */
 static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	for (uint32_t i = 0; i < a->nholes; i++) {
 		struct uf_arb_hole *h = uf_arb_hole_at(a, i);
-		if (h->tries > a->retries || uf_arb_requested(a, h))
+		if (h->tries > a->retries)
 			continue;
+		uint64_t first = uf_arb_unrequested(a, h);
+		if (first >= h->end)
+			continue; /* all of it is asked for */
 		if (!uf_arb_wait_done(a, h, now_ns, drained))
 			return; /* newer holes are waiting too */
 		if (a->ninflight >= a->max_in_flight) {
@@ -851,25 +880,23 @@ static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 			return;
 		}
 		a->inflight_full = 0;
-		uint64_t first = h->first, end = h->end;
+		uint64_t end = h->end;
 		if (end - first > a->max_count)
 			end = first + a->max_count;
-		if (!h->deadline_ns)
-			h->deadline_ns = now_ns + a->deadline_ns;
-		h->tries++;
+		if (first == h->first)
+			uf_arb_try(a, h, now_ns);
+		int whole = end == h->end; /* the request reaches its end: neighbours may join */
 		uint32_t j = i + 1;
-		for (; j < a->nholes; j++) {
+		for (; whole && j < a->nholes; j++) {
 			struct uf_arb_hole *n = uf_arb_hole_at(a, j);
 			if (n->end - first > a->max_count || n->tries > a->retries ||
 			    uf_arb_requested(a, n) || !uf_arb_wait_done(a, n, now_ns, drained))
 				break;
-			if (!n->deadline_ns)
-				n->deadline_ns = now_ns + a->deadline_ns;
-			n->tries++;
+			uf_arb_try(a, n, now_ns);
 			end = n->end;
 		}
 		uf_arb_request(a, first, end, now_ns);
-		i = j - 1;
+		i = whole ? j - 1 : i - 1; /* the rest of a large hole comes next */
 	}
 }
 

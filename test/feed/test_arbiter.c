@@ -908,6 +908,36 @@ static void test_arb_neighbouring_holes_share_a_request(void **s)
 	env_free(e);
 }
 
+/* A hole larger than max_count (100) is asked for in consecutive chunks, all in flight at
+ * once: one round trip, not one per chunk. */
+static void test_arb_large_hole_is_requested_in_parallel_chunks(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 252, 1, 0);
+	pkt(e, 252, 1, 1); /* 2..251 lost everywhere */
+	tick_at(e, 3);
+	uint64_t seq[4];
+	uint16_t cnt[4];
+	for (int i = 0; i < 3; i++)
+		assert_true(read_request(e, &seq[i], &cnt[i]));
+	assert_false(read_request(e, &seq[3], &cnt[3]));
+	assert_int_equal(seq[0], 2);
+	assert_int_equal(cnt[0], 100);
+	assert_int_equal(seq[1], 102);
+	assert_int_equal(cnt[1], 100);
+	assert_int_equal(seq[2], 202);
+	assert_int_equal(cnt[2], 50);
+	pkt(e, 202, 50, UF_ARB_SRC_RECOVERY); /* answers in any order */
+	pkt(e, 102, 100, UF_ARB_SRC_RECOVERY);
+	assert_int_equal(e->r.n, 1);
+	pkt(e, 2, 100, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 252);
+	assert_int_equal(e->st.recovered_messages, 250);
+	env_free(e);
+}
+
 /* The second line's copy of a queued packet is a duplicate: it takes no queue slot, so a
  * queue of 2 holds 2 sequences, not 1 sequence twice. */
 static void test_arb_line_copy_of_a_queued_packet_takes_no_slot(void **s)
@@ -1062,6 +1092,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_params_are_checked),
 	    cmocka_unit_test(test_arb_holes_are_requested_in_parallel),
 	    cmocka_unit_test(test_arb_neighbouring_holes_share_a_request),
+	    cmocka_unit_test(test_arb_large_hole_is_requested_in_parallel_chunks),
 	    cmocka_unit_test(test_arb_line_copy_of_a_queued_packet_takes_no_slot),
 	    cmocka_unit_test(test_arb_dead_hole_holds_later_data_only_until_its_deadline),
 	    cmocka_unit_test(test_arb_full_queue_gives_up_the_oldest_hole_first),
