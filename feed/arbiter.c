@@ -218,9 +218,9 @@ static void uf_arb_hole_remove(struct uf_arb *a, uint32_t i)
 		a->h0 = 0;
 }
 
-/* Removes [first, end) from the holes: it was received. A hole filled completely before any
- * request was filled by a line (or reordering). */
-static void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end)
+/* Removes [first, end) from the holes: it was received (from source `src`). A hole filled
+ * completely before any request was filled by a line (or reordering). */
+static void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end, unsigned src)
 {
 	uint32_t i = uf_arb_hole_find(a, first);
 	while (i < a->nholes) {
@@ -233,10 +233,13 @@ static void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end)
 			uf_arb_hole_remove(a, i);
 			continue;
 		}
-		if (first <= h->first) { /* its start: progress, fresh retries and deadline */
+		if (first <= h->first) { /* its start: progress, fresh retries */
 			h->first = end;
 			h->tries = 0;
-			h->deadline_ns = 0;
+			/* The server answers (a large hole, chunk by chunk): a fresh deadline. A
+			 * lagging line's copy proves nothing about the rest: the deadline stays. */
+			if (src == UF_ARB_SRC_RECOVERY)
+				h->deadline_ns = 0;
 			return;
 		}
 		if (end >= h->end) { /* its tail */
@@ -292,10 +295,13 @@ static void uf_arb_drain(struct uf_arb *a)
 	}
 }
 
-/* End of the hole that starts at `expected`. */
+/* End of the hole that starts at `expected` (with no hole in the table, which the table's
+ * size rules out: up to the first queued packet). */
 static uint64_t uf_arb_hole_end(const struct uf_arb *a)
 {
-	return a->nholes ? a->holes[a->h0].end : a->high;
+	if (a->nholes)
+		return a->holes[a->h0].end;
+	return a->nheap ? uf_arb_key(a, 0) : a->high;
 }
 
 /* Re-evaluates the gap state after `expected` or `high` moved. */
@@ -606,7 +612,7 @@ static void uf_arb_accept(struct uf_arb *a, const struct uf_mold_packet *pkt, ui
 			uf_stat_add(&a->cnt.queue_duplicates, 1);
 			return;
 		}
-		uf_arb_holes_fill(a, from, to);
+		uf_arb_holes_fill(a, from, to, src);
 	}
 	if (UF_UNLIKELY(pkt->seq > a->high))
 		uf_arb_hole_open(a, pkt->seq);
@@ -909,6 +915,8 @@ void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
 	 * delivers at once everything complete behind it. */
 	while (a->gap_open && a->nholes && uf_arb_head_dead(a, now_ns, drained))
 		uf_arb_give_up(a);
+	if (UF_UNLIKELY(a->gap_open && !a->nholes))
+		uf_arb_give_up(a); /* a hole the full table could not track: never stall on it */
 	if (a->gap_open && a->recovery)
 		uf_arb_send_requests(a, now_ns, drained);
 }
