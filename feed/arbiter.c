@@ -859,7 +859,8 @@ static void uf_arb_try(struct uf_arb *a, struct uf_arb_hole *h, uint64_t now_ns)
 
 /* Sends what the holes need, oldest first: within max_in_flight and the rate limit. A hole
  * larger than max_count gets several requests at once (consecutive chunks); one request
- * covers a hole and its neighbours when they fit in max_count messages. */
+ * covers a hole and the neighbours that start within max_count messages of it (the rate
+ * limit, not the server, is what many small holes run into). */
 static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	for (uint32_t i = 0; i < a->nholes; i++) {
@@ -895,10 +896,15 @@ static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 		uint32_t j = i + 1;
 		for (; whole && j < a->nholes; j++) {
 			struct uf_arb_hole *n = uf_arb_hole_at(a, j);
-			if (n->end - first > a->max_count || n->tries > a->retries ||
+			if (n->first - first >= a->max_count || n->tries > a->retries ||
 			    uf_arb_requested(a, n) || !uf_arb_wait_done(a, n, now_ns, drained))
 				break;
 			uf_arb_try(a, n, now_ns);
+			if (n->end - first > a->max_count) {
+				end =
+				    first + a->max_count; /* its start fits: the rest comes next */
+				break;
+			}
 			end = n->end;
 		}
 		uf_arb_request(a, first, end, now_ns);

@@ -908,6 +908,34 @@ static void test_arb_neighbouring_holes_share_a_request(void **s)
 	env_free(e);
 }
 
+/* A neighbour that starts within max_count but ends beyond it joins the request with its
+ * start; its rest is asked for next, without counting a second try. */
+static void test_arb_neighbour_straddling_max_count_joins_with_its_start(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 3, 1, 0);   /* hole 2 */
+	pkt(e, 150, 1, 0); /* hole 4..149 */
+	pkt(e, 150, 1, 1);
+	pkt(e, 3, 1, 1);
+	tick_at(e, 3);
+	uint64_t seq[3];
+	uint16_t cnt[3];
+	assert_true(read_request(e, &seq[0], &cnt[0]));
+	assert_true(read_request(e, &seq[1], &cnt[1]));
+	assert_false(read_request(e, &seq[2], &cnt[2]));
+	assert_int_equal(seq[0], 2);
+	assert_int_equal(cnt[0], 100); /* 2..101: hole 2, and 4..101 of the next */
+	assert_int_equal(seq[1], 102);
+	assert_int_equal(cnt[1], 48); /* 102..149 */
+	assert_int_equal(e->a.holes[e->a.h0 + 1].tries, 1);
+	pkt(e, 2, 100, UF_ARB_SRC_RECOVERY);
+	pkt(e, 102, 48, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 150);
+	env_free(e);
+}
+
 /* A hole larger than max_count (100) is asked for in consecutive chunks, all in flight at
  * once: one round trip, not one per chunk. */
 static void test_arb_large_hole_is_requested_in_parallel_chunks(void **s)
@@ -1093,6 +1121,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_holes_are_requested_in_parallel),
 	    cmocka_unit_test(test_arb_neighbouring_holes_share_a_request),
 	    cmocka_unit_test(test_arb_large_hole_is_requested_in_parallel_chunks),
+	    cmocka_unit_test(test_arb_neighbour_straddling_max_count_joins_with_its_start),
 	    cmocka_unit_test(test_arb_line_copy_of_a_queued_packet_takes_no_slot),
 	    cmocka_unit_test(test_arb_dead_hole_holds_later_data_only_until_its_deadline),
 	    cmocka_unit_test(test_arb_full_queue_gives_up_the_oldest_hole_first),
