@@ -7,7 +7,7 @@
  *
  *   feed_lag [--backend recvmmsg] [--rate 100000 (0 = full)] [--messages 200000]
  *            [--drop 0.05] [--server on|down] [--server-delay-ms 200] [--seed 1]
- *            [--queue-packets 65536] [--limit-s 60]
+ *            [--queue-packets 65536] [--max-rps 1000] [--limit-s 60]
  *
  * Times, from the records (publish/uf_record.h): publish = rx_ts + pub_delta_ns, or, when
  * pub_delta_ns saturated (>= 4.29 s), the time this reader saw the record (later than the
@@ -104,13 +104,18 @@ int main(int argc, char **argv)
 {
 	const char *backend = "recvmmsg", *server = "on";
 	double rate = 100000, drop = 0.05;
-	unsigned messages = 200000, seed = 1, queue = 65536, limit_s = 60, delay_ms = 0;
-	static const struct option o[] = {
-	    {"backend", 1, 0, 'b'},       {"rate", 1, 0, 'r'},
-	    {"messages", 1, 0, 'm'},      {"drop", 1, 0, 'd'},
-	    {"server", 1, 0, 's'},        {"server-delay-ms", 1, 0, 'w'},
-	    {"seed", 1, 0, 'e'},          {"limit-s", 1, 0, 'l'},
-	    {"queue-packets", 1, 0, 'q'}, {0, 0, 0, 0}};
+	unsigned messages = 200000, seed = 1, queue = 65536, limit_s = 60, delay_ms = 0, rps = 1000;
+	static const struct option o[] = {{"backend", 1, 0, 'b'},
+	                                  {"rate", 1, 0, 'r'},
+	                                  {"messages", 1, 0, 'm'},
+	                                  {"drop", 1, 0, 'd'},
+	                                  {"server", 1, 0, 's'},
+	                                  {"server-delay-ms", 1, 0, 'w'},
+	                                  {"seed", 1, 0, 'e'},
+	                                  {"limit-s", 1, 0, 'l'},
+	                                  {"queue-packets", 1, 0, 'q'},
+	                                  {"max-rps", 1, 0, 'x'},
+	                                  {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
 		switch (c) {
@@ -140,6 +145,9 @@ int main(int argc, char **argv)
 			break;
 		case 'q':
 			queue = (unsigned)atoi(optarg);
+			break;
+		case 'x':
+			rps = (unsigned)atoi(optarg);
 			break;
 		default:
 			return 2;
@@ -190,7 +198,7 @@ int main(int argc, char **argv)
 	cfg.recovery.wait_ms = 2;
 	cfg.recovery.wait_packets = 64;
 	cfg.recovery.queue_packets = queue;
-	cfg.recovery.max_requests_per_s = 1000;
+	cfg.recovery.max_requests_per_s = rps;
 	snprintf(g_ring, sizeof(g_ring), "uflag_%d", (int)getpid());
 	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", g_ring);
 	cfg.ring.capacity = 1 << 22;
@@ -266,13 +274,14 @@ int main(int argc, char **argv)
 	uint64_t p99 = g_n ? lag[(size_t)((double)(g_n - 1) * 0.99)] : 0;
 	uint64_t p50 = g_n ? lag[(g_n - 1) / 2] : 0;
 	printf("{\"backend\":\"%s\",\"rate\":%.0f,\"messages\":%u,\"drop_per_line\":%g,"
-	       "\"server\":\"%s\",\"server_delay_ms\":%u,\"seed\":%u,\"queue_packets\":%u,"
+	       "\"server\":\"%s\",\"server_delay_ms\":%u,\"seed\":%u,\"queue_packets\":%u,\"max_"
+	       "rps\":%u,"
 	       "\"complete\":%d,\"wall_s\":%.3f,\"samples\":%zu,"
 	       "\"lag_max_ms\":%.1f,\"lag_p99_ms\":%.1f,\"lag_p50_ms\":%.3f,\"end_lag_ms\":%.1f,"
 	       "\"gaps\":%llu,\"rerequests\":%llu,\"rerequest_timeouts\":%llu,\"recovered\":%llu,"
 	       "\"gaps_unrecovered\":%llu,\"unrecovered\":%llu,\"queue_overflows\":%llu,"
 	       "\"queued_packets\":%llu,\"consumer_error\":%d}\n",
-	       backend, rate, messages, drop, server, delay_ms, seed, queue, done,
+	       backend, rate, messages, drop, server, delay_ms, seed, queue, rps, done,
 	       (double)(t1 - t0) / 1e9, g_n, (double)maxlag / 1e6, (double)p99 / 1e6,
 	       (double)p50 / 1e6, (double)end_lag / 1e6, (unsigned long long)s.gaps,
 	       (unsigned long long)s.rerequests, (unsigned long long)s.rerequest_timeouts,
