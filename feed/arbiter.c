@@ -228,8 +228,8 @@ static void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end, un
 		if (h->first >= end)
 			return;
 		if (first <= h->first && end >= h->end) { /* all of it */
-			if (!h->tries)
-				uf_stat_add(&a->st->gaps_filled_by_line, 1);
+			if (!h->tries && !h->deadline_ns && src != UF_ARB_SRC_RECOVERY)
+				uf_stat_add(&a->st->gaps_filled_by_line, 1); /* never requested */
 			uf_arb_hole_remove(a, i);
 			continue;
 		}
