@@ -245,8 +245,8 @@ static int parse_lines(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 static int parse_recovery(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {
-	    "server",       "max_count",     "timeout_ms",         "retries", "wait_ms",
-	    "wait_packets", "queue_packets", "max_requests_per_s", NULL};
+	    "server",       "max_count",     "timeout_ms",         "retries",       "wait_ms",
+	    "wait_packets", "queue_packets", "max_requests_per_s", "max_in_flight", NULL};
 	json_t *jr;
 	size_t save;
 	int r;
@@ -290,7 +290,9 @@ static int parse_recovery(struct uf_cj *c, json_t *feed, struct uf_feed_config *
 	    (r = uf_cj_u32(c, jr, "queue_packets", 1, 1 << 24,
 	                   UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS, &f->recovery.queue_packets)) ||
 	    (r = uf_cj_u32(c, jr, "max_requests_per_s", 1, 1000000, UF_CFG_DEFAULT_RECOVERY_MAX_RPS,
-	                   &f->recovery.max_requests_per_s)))
+	                   &f->recovery.max_requests_per_s)) ||
+	    (r = uf_cj_u32(c, jr, "max_in_flight", 1, 64, UF_CFG_DEFAULT_RECOVERY_MAX_IN_FLIGHT,
+	                   &f->recovery.max_in_flight)))
 		goto out;
 out:
 	json_decref(jr);

@@ -35,6 +35,7 @@
 #define UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS  64
 #define UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS 65536
 #define UF_CFG_DEFAULT_RECOVERY_MAX_RPS       1000
+#define UF_CFG_DEFAULT_RECOVERY_MAX_IN_FLIGHT 8       /* re-requests outstanding at once */
 #define UF_CFG_DEFAULT_RING_CAPACITY          1048576 /* ring.name defaults to name */
 #define UF_CFG_DEFAULT_RING_MODE              "0600"
 #define UF_CFG_DEFAULT_BOOK_DEPTH             10

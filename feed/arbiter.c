@@ -31,16 +31,26 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint
 	a->wait_packets = cfg->recovery.wait_packets ? cfg->recovery.wait_packets : 64;
 	uint32_t rate = cfg->recovery.max_requests_per_s ? cfg->recovery.max_requests_per_s : 1000;
 	a->min_interval_ns = 1000000000ull / rate;
+	a->max_in_flight =
+	    cfg->recovery.max_in_flight ? cfg->recovery.max_in_flight : UF_ARB_IN_FLIGHT;
+	if (a->max_in_flight > UF_ARB_MAX_IN_FLIGHT)
+		a->max_in_flight = UF_ARB_MAX_IN_FLIGHT;
+	/* A hole's life once requested: 1 + retries tries. */
+	a->deadline_ns = (uint64_t)(a->retries + 1) * a->timeout_ns;
+	a->now = uf_now_mono_ns;
 	a->cap = cfg->recovery.queue_packets ? cfg->recovery.queue_packets : 65536;
 	a->slot_size = slot_size;
 	a->heap = calloc(a->cap, sizeof(*a->heap));
 	a->freel = calloc(a->cap, sizeof(*a->freel));
 	a->slots = calloc(a->cap, sizeof(*a->slots));
+	/* Each hole but the last is followed by a queued packet: queue + 1 holes at most. */
+	a->hole_cap = a->cap + 2;
+	a->holes = calloc(a->hole_cap, sizeof(*a->holes));
 	a->mem_len = (size_t)a->cap * slot_size;
 	/* Reserved, not touched: pages fault in only when a gap actually queues packets. */
 	void *m = mmap(NULL, a->mem_len, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (!a->heap || !a->freel || !a->slots || m == MAP_FAILED) {
+	if (!a->heap || !a->freel || !a->slots || !a->holes || m == MAP_FAILED) {
 		if (m != MAP_FAILED)
 			munmap(m, a->mem_len);
 		uf_arb_fini(a);
@@ -74,6 +84,8 @@ void uf_arb_fini(struct uf_arb *a)
 	free(a->heap);
 	free(a->freel);
 	free(a->slots);
+	free(a->holes);
+	a->holes = NULL;
 	if (a->mem)
 		munmap(a->mem, a->mem_len);
 	if (a->qmem)
@@ -157,6 +169,100 @@ static void uf_arb_queue_clear(struct uf_arb *a)
 		a->freel[a->nfree++] = uf_arb_heap_pop(a);
 }
 
+/* ---- the hole table: sorted, disjoint missing ranges in holes[h0 .. h0 + nholes) ---- */
+
+static inline struct uf_arb_hole *uf_arb_hole_at(struct uf_arb *a, uint32_t i)
+{
+	return &a->holes[a->h0 + i];
+}
+
+/* Index of the first hole that ends after `seq` (nholes when none). */
+static uint32_t uf_arb_hole_find(const struct uf_arb *a, uint64_t seq)
+{
+	uint32_t lo = 0, hi = a->nholes;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (a->holes[a->h0 + mid].end <= seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* 1 when some hole intersects [first, end). */
+static int uf_arb_holes_hit(const struct uf_arb *a, uint64_t first, uint64_t end)
+{
+	uint32_t i = uf_arb_hole_find(a, first);
+	return i < a->nholes && a->holes[a->h0 + i].first < end;
+}
+
+/* Makes room for one more entry at the end of the table (moves it to the front). */
+static void uf_arb_hole_room(struct uf_arb *a)
+{
+	if (a->h0 + a->nholes < a->hole_cap || a->h0 == 0)
+		return;
+	memmove(a->holes, a->holes + a->h0, (size_t)a->nholes * sizeof(*a->holes));
+	a->h0 = 0;
+}
+
+static void uf_arb_hole_remove(struct uf_arb *a, uint32_t i)
+{
+	if (i == 0) {
+		a->h0++;
+	} else if (i + 1 < a->nholes) {
+		struct uf_arb_hole *h = uf_arb_hole_at(a, i);
+		memmove(h, h + 1, (size_t)(a->nholes - i - 1) * sizeof(*h));
+	}
+	if (--a->nholes == 0)
+		a->h0 = 0;
+}
+
+/* Removes [first, end) from the holes: it was received (from source `src`). A hole filled
+ * completely before any request was filled by a line (or reordering). */
+static void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end, unsigned src)
+{
+	uint32_t i = uf_arb_hole_find(a, first);
+	while (i < a->nholes) {
+		struct uf_arb_hole *h = uf_arb_hole_at(a, i);
+		if (h->first >= end)
+			return;
+		if (first <= h->first && end >= h->end) { /* all of it */
+			if (!h->tries && !h->deadline_ns && src != UF_ARB_SRC_RECOVERY)
+				uf_stat_add(&a->st->gaps_filled_by_line, 1); /* never requested */
+			uf_arb_hole_remove(a, i);
+			continue;
+		}
+		if (first <= h->first) { /* its start: progress, fresh retries */
+			h->first = end;
+			h->tries = 0;
+			/* The server answers (a large hole, chunk by chunk): a fresh deadline. A
+			 * lagging line's copy proves nothing about the rest: the deadline stays. */
+			if (src == UF_ARB_SRC_RECOVERY)
+				h->deadline_ns = 0;
+			return;
+		}
+		if (end >= h->end) { /* its tail */
+			h->end = first;
+			i++;
+			continue;
+		}
+		/* its middle: split in two, both keep the opening time (and deadline) */
+		if (a->nholes >= a->hole_cap) {
+			h->end = first; /* no room (cannot happen: holes <= queued + 1) */
+			return;
+		}
+		uf_arb_hole_room(a);
+		h = uf_arb_hole_at(a, i);
+		memmove(h + 1, h, (size_t)(a->nholes - i) * sizeof(*h));
+		a->nholes++;
+		h->end = first;
+		(h + 1)->first = end;
+		(h + 1)->tries = 0;
+		return;
+	}
+}
+
 /* ---- delivery ---- */
 
 static void uf_arb_deliver(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
@@ -189,10 +295,12 @@ static void uf_arb_drain(struct uf_arb *a)
 	}
 }
 
-/* End of the hole that starts at `expected`: the first queued packet, or what was
- * announced (heartbeat, end of session, a packet that overflowed the queue). */
+/* End of the hole that starts at `expected` (with no hole in the table, which the table's
+ * size rules out: up to the first queued packet). */
 static uint64_t uf_arb_hole_end(const struct uf_arb *a)
 {
+	if (a->nholes)
+		return a->holes[a->h0].end;
 	return a->nheap ? uf_arb_key(a, 0) : a->high;
 }
 
@@ -200,32 +308,44 @@ static uint64_t uf_arb_hole_end(const struct uf_arb *a)
 static void uf_arb_update_gap(struct uf_arb *a)
 {
 	if (a->expected >= a->high) {
-		if (a->gap_open && a->gap_reqs == 0)
-			uf_stat_add(&a->st->gaps_filled_by_line, 1);
 		a->gap_open = 0;
-		a->req_out = 0;
-		a->gap_pkts = 0;
+		a->ninflight = 0;
 		if (a->eos_seen && !a->eos_done && a->expected >= a->eos_seq) {
 			a->eos_done = 1;
 			uf_stat_add(&a->st->end_of_session, 1);
 		}
 		return;
 	}
-	if (a->req_out && a->expected >= a->req_end)
-		a->req_out = 0; /* answered in full: the next hole (if any) gets its own request */
-	if (!a->gap_open) {
-		a->gap_open = 1;
-		a->gap_since_ns = uf_now_mono_ns();
-		a->gap_pkts = 0;
-		memset(a->gap_line_pkts, 0, sizeof(a->gap_line_pkts));
-		a->gap_reqs = 0;
-		a->rate_limited = 0;
-		uf_stat_add(&a->st->gaps, 1);
-		uf_stat_add(&a->st->gap_messages, uf_arb_hole_end(a) - a->expected);
-	}
+	a->gap_open = 1;
 }
 
-/* Declares [expected, end) lost: gap marker, counters; the stream goes on at `end`. */
+/* [high, end) was announced and not received: a new hole at the end of the table (merged
+ * with the last one when they touch: a run of heartbeats announces one hole, not many). */
+static void uf_arb_hole_open(struct uf_arb *a, uint64_t end)
+{
+	uint64_t first = a->high;
+	uf_stat_add(&a->st->gaps, 1);
+	uf_stat_add(&a->st->gap_messages, end - first);
+	if (a->nholes) {
+		struct uf_arb_hole *last = uf_arb_hole_at(a, a->nholes - 1);
+		if (last->end == first) {
+			last->end = end;
+			return;
+		}
+	}
+	if (UF_UNLIKELY(a->nholes >= a->hole_cap))
+		return; /* cannot happen (holes <= queued + 1); the caller keeps the invariant
+		         * by giving up the oldest hole when the queue is full */
+	uf_arb_hole_room(a);
+	struct uf_arb_hole *h = uf_arb_hole_at(a, a->nholes++);
+	memset(h, 0, sizeof(*h));
+	h->first = first;
+	h->end = end;
+	h->opened_ns = a->now();
+}
+
+/* Declares [expected, end) lost: gap marker, counters; the stream goes on at `end`. The
+ * holes it covers go. */
 static void uf_arb_lose_until(struct uf_arb *a, uint64_t end)
 {
 	uint64_t first = a->expected;
@@ -233,12 +353,14 @@ static void uf_arb_lose_until(struct uf_arb *a, uint64_t end)
 	uf_stat_add(&a->st->messages_unrecovered, end - first);
 	a->cb.gap(a->cb.ctx, first, end - first);
 	a->expected = end;
-	a->req_out = 0;
-	a->req_tries = 0;
-	a->gap_open = 0; /* a further hole is a new gap */
+	while (a->nholes && a->holes[a->h0].end <= end)
+		uf_arb_hole_remove(a, 0);
+	if (a->nholes && a->holes[a->h0].first < end)
+		a->holes[a->h0].first = end;
 }
 
-/* Gives up the hole at `expected`: gap marker, counters, go on with what is queued. */
+/* Gives up the hole at `expected`: gap marker, counters, then everything complete behind it
+ * is delivered at once. */
 static void uf_arb_give_up(struct uf_arb *a)
 {
 	uint64_t end = uf_arb_hole_end(a);
@@ -258,14 +380,19 @@ static void uf_arb_enqueue(struct uf_arb *a, const struct uf_mold_packet *pkt, u
 		/* Full: the oldest hole will not be filled in time. Give it up and deliver what
 		 * follows it, which frees slots. */
 		uf_stat_add(&a->st->queue_overflows, 1);
-		if (pkt->seq > a->expected && pkt->seq < uf_arb_hole_end(a)) {
-			/* The packet in hand lies inside that hole: only what precedes it is lost.
+		if (pkt->seq > a->expected && pkt->seq <= uf_arb_hole_end(a)) {
+			/* The packet in hand follows that hole: only what precedes it is lost.
 			 * It continues the stream now (the caller drains and re-evaluates). */
 			uf_arb_lose_until(a, pkt->seq);
 			uf_arb_deliver(a, pkt, rx_ns, src);
 			return;
 		}
 		uf_arb_give_up(a);
+		if (pkt->seq <= a->expected) { /* what preceded it is delivered or lost now */
+			if (pkt->seq + pkt->count > a->expected)
+				uf_arb_deliver(a, pkt, rx_ns, src);
+			return;
+		}
 	}
 	uint32_t s = a->freel[--a->nfree];
 	struct uf_arb_slot *sl = &a->slots[s];
@@ -353,8 +480,8 @@ static void uf_arb_session_start(struct uf_arb *a, const char *name)
 		uf_arb_quar_drop(a, l);
 	a->any_eos = 0;
 	a->gap_open = 0;
-	a->req_out = 0;
-	a->req_tries = 0;
+	a->nholes = a->h0 = 0;
+	a->ninflight = 0;
 	a->eos_seen = a->eos_done = 0;
 	uf_stat_add(&a->st->sessions, 1);
 }
@@ -437,19 +564,26 @@ static void uf_arb_accept(struct uf_arb *a, const struct uf_mold_packet *pkt, ui
 		if (end > ln)
 			a->line_next[src] = end;
 	}
-	if (UF_UNLIKELY(a->gap_open)) {
-		a->gap_pkts++;
-		/* Only packets beyond the hole show that a line went on without it; a lagging
-		 * line's older packets say nothing. */
-		if (src < UF_CFG_MAX_LINES && pkt->seq > a->expected)
-			a->gap_line_pkts[src]++;
+	if (UF_UNLIKELY(a->nholes) && src < UF_CFG_MAX_LINES) {
+		/* Only packets beyond a hole show that a line went on without it; a lagging
+		 * line's older packets say nothing. Holes still waiting for their first request
+		 * are the newest: walk back from the last one. */
+		for (uint32_t i = a->nholes; i-- > 0;) {
+			struct uf_arb_hole *h = uf_arb_hole_at(a, i);
+			if (h->tries)
+				break;
+			if (pkt->seq >= h->end && h->line_pkts[src] < UINT32_MAX)
+				h->line_pkts[src]++;
+		}
 	}
 	if (UF_UNLIKELY(a->any_eos))
 		uf_arb_eos_contradict(a, end);
-	if (end > a->high)
-		a->high = end;
 
 	if (UF_UNLIKELY(pkt->kind != UF_MOLD_DATA)) {
+		if (end > a->high) {
+			uf_arb_hole_open(a, end); /* announced, not received */
+			a->high = end;
+		}
 		if (pkt->kind == UF_MOLD_HEARTBEAT) {
 			uf_stat_add(&a->st->heartbeats, 1);
 			if (src < UF_CFG_MAX_LINES)
@@ -467,6 +601,23 @@ static void uf_arb_accept(struct uf_arb *a, const struct uf_mold_packet *pkt, ui
 			uf_stat_add(&a->st->lines[src].duplicates, 1);
 		return;
 	}
+	if (UF_UNLIKELY(a->expected < a->high)) {
+		/* Inside the gap: only what is missing counts. A copy of queued messages (the other
+		 * line's, a second answer) is dropped before it takes a queue slot. */
+		uint64_t from = pkt->seq > a->expected ? pkt->seq : a->expected;
+		uint64_t to = end < a->high ? end : a->high;
+		if (end <= a->high && !uf_arb_holes_hit(a, from, to)) {
+			if (src < UF_CFG_MAX_LINES)
+				uf_stat_add(&a->st->lines[src].duplicates, 1);
+			uf_stat_add(&a->cnt.queue_duplicates, 1);
+			return;
+		}
+		uf_arb_holes_fill(a, from, to, src);
+	}
+	if (UF_UNLIKELY(pkt->seq > a->high))
+		uf_arb_hole_open(a, pkt->seq);
+	if (end > a->high)
+		a->high = end;
 	if (UF_LIKELY(pkt->seq <= a->expected)) {
 		uf_arb_deliver(a, pkt, rx_ns, src);
 		if (UF_LIKELY(!a->nheap && !a->gap_open))
@@ -602,71 +753,176 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 		uf_arb_quar_recheck(a, src);
 }
 
-/* Sends one re-request for the start of the hole. Returns 0 or -errno. */
-static int uf_arb_request(struct uf_arb *a, uint64_t now_ns)
+/* Records a requested range: answers inside it are accepted (uf_arb_answer_ok). */
+static void uf_arb_req_remember(struct uf_arb *a, uint64_t first, uint64_t end)
 {
-	uint64_t end = uf_arb_hole_end(a);
-	if (end > a->expected + a->max_count)
-		end = a->expected + a->max_count;
+	uint32_t i = a->nreqs++ % UF_ARB_REQ_HISTORY;
+	a->reqs[i].first = first;
+	a->reqs[i].end = end;
+}
+
+/* Sends one re-request for [first, end) and puts it in flight. A send failure counts as a
+ * try: a dead server ends in a give-up, not a loop. */
+static void uf_arb_request(struct uf_arb *a, uint64_t first, uint64_t end, uint64_t now_ns)
+{
 	uint8_t req[UF_MOLD_REREQUEST_LEN];
-	uf_mold_rerequest_build(req, a->session, a->expected, (uint16_t)(end - a->expected));
-	a->req_out = 1;
-	a->req_first = a->expected;
-	a->req_end = end;
-	a->req_sent_ns = now_ns;
+	uf_mold_rerequest_build(req, a->session, first, (uint16_t)(end - first));
+	a->inflight[a->ninflight++] = (struct uf_arb_req){first, end, now_ns};
 	a->last_req_ns = now_ns;
-	a->req_tries++;
-	a->gap_reqs++;
-	a->reqs[a->nreqs++ % UF_ARB_REQ_HISTORY].first = a->expected;
-	a->reqs[(a->nreqs - 1) % UF_ARB_REQ_HISTORY].end = end;
 	a->rate_limited = 0;
+	uf_arb_req_remember(a, first, end);
 	ssize_t r = sendto(a->fd, req, sizeof(req), MSG_DONTWAIT, (struct sockaddr *)&a->server,
 	                   sizeof(a->server));
-	if (r != (ssize_t)sizeof(req))
-		return -errno; /* counts as a try: a dead server ends in a give-up, not a loop */
-	uf_stat_add(&a->st->rerequests, 1);
+	if (r == (ssize_t)sizeof(req))
+		uf_stat_add(&a->st->rerequests, 1);
+}
+
+/* 1 when hole `h` may be requested: its first request waits for the other line (time or
+ * packets, whichever comes first); a retry does not. */
+static int uf_arb_wait_done(const struct uf_arb *a, const struct uf_arb_hole *h, uint64_t now_ns,
+                            int drained)
+{
+	if (h->tries)
+		return 1;
+	int moved = 1;
+	for (int l = 0; l < a->nlines; l++)
+		if (h->line_pkts[l] < a->wait_packets)
+			moved = 0;
+	if (moved)
+		return 1;
+	uint64_t waited = now_ns > h->opened_ns ? now_ns - h->opened_ns : 0;
+	return waited >= a->wait_ns && (drained || waited >= UF_ARB_WAIT_CAP(a->wait_ns));
+}
+
+/* 1 when a request in flight covers part of hole `h`. */
+static int uf_arb_requested(const struct uf_arb *a, const struct uf_arb_hole *h)
+{
+	for (uint32_t k = 0; k < a->ninflight; k++)
+		if (a->inflight[k].first < h->end && a->inflight[k].end > h->first)
+			return 1;
 	return 0;
 }
 
-/* 1 when every line has delivered wait_packets packets since the gap opened. */
-static int uf_arb_lines_moved_on(const struct uf_arb *a)
+/* Requests in flight: answered (no hole left in their range) or timed out leave. */
+static void uf_arb_reap(struct uf_arb *a, uint64_t now_ns)
 {
-	for (int l = 0; l < a->nlines; l++)
-		if (a->gap_line_pkts[l] < a->wait_packets)
-			return 0;
-	return 1;
+	for (uint32_t k = 0; k < a->ninflight;) {
+		struct uf_arb_req *r = &a->inflight[k];
+		int open = uf_arb_holes_hit(a, r->first, r->end);
+		if (open && now_ns - r->sent_ns < a->timeout_ns) {
+			k++;
+			continue;
+		}
+		if (open)
+			uf_stat_add(&a->st->rerequest_timeouts, 1);
+		*r = a->inflight[--a->ninflight];
+	}
+}
+
+/* 1 when the hole at `expected` is over: its deadline passed ((retries + 1) x timeout after
+ * its first request), or (no server) its wait ended, or its last try timed out. */
+static int uf_arb_head_dead(struct uf_arb *a, uint64_t now_ns, int drained)
+{
+	const struct uf_arb_hole *h = &a->holes[a->h0];
+	if (h->deadline_ns && now_ns >= h->deadline_ns) {
+		uf_stat_add(&a->cnt.holes_expired, 1);
+		return 1;
+	}
+	if (!a->recovery)
+		return uf_arb_wait_done(a, h, now_ns, drained);
+	return h->tries > a->retries && !uf_arb_requested(a, h);
+}
+
+/* First sequence of hole `h` that no request in flight covers (h->end when none). */
+static uint64_t uf_arb_unrequested(const struct uf_arb *a, const struct uf_arb_hole *h)
+{
+	uint64_t from = h->first;
+	for (int moved = 1; moved && from < h->end;) {
+		moved = 0;
+		for (uint32_t k = 0; k < a->ninflight; k++)
+			if (a->inflight[k].first <= from && from < a->inflight[k].end) {
+				from = a->inflight[k].end;
+				moved = 1;
+			}
+	}
+	return from;
+}
+
+/* Hole `h` gets a request that starts at its first sequence: one more try, and its deadline
+ * runs from the first one. */
+static void uf_arb_try(struct uf_arb *a, struct uf_arb_hole *h, uint64_t now_ns)
+{
+	if (!h->deadline_ns)
+		h->deadline_ns = now_ns + a->deadline_ns;
+	h->tries++;
+}
+
+/* Sends what the holes need, oldest first: within max_in_flight and the rate limit. A hole
+ * larger than max_count gets several requests at once (consecutive chunks); one request
+ * covers a hole and the neighbours that start within max_count messages of it (the rate
+ * limit, not the server, is what many small holes run into). */
+static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
+{
+	for (uint32_t i = 0; i < a->nholes; i++) {
+		struct uf_arb_hole *h = uf_arb_hole_at(a, i);
+		if (h->tries > a->retries)
+			continue;
+		uint64_t first = uf_arb_unrequested(a, h);
+		if (first >= h->end)
+			continue; /* all of it is asked for */
+		if (!uf_arb_wait_done(a, h, now_ns, drained))
+			return; /* newer holes are waiting too */
+		if (a->ninflight >= a->max_in_flight) {
+			if (!a->inflight_full) {
+				a->inflight_full = 1;
+				uf_stat_add(&a->cnt.rerequests_in_flight_full, 1);
+			}
+			return;
+		}
+		if (a->last_req_ns && now_ns - a->last_req_ns < a->min_interval_ns) {
+			if (!a->rate_limited) {
+				a->rate_limited = 1;
+				uf_stat_add(&a->st->rerequest_rate_limited, 1);
+			}
+			return;
+		}
+		a->inflight_full = 0;
+		uint64_t end = h->end;
+		if (end - first > a->max_count)
+			end = first + a->max_count;
+		if (first == h->first)
+			uf_arb_try(a, h, now_ns);
+		int whole = end == h->end; /* the request reaches its end: neighbours may join */
+		uint32_t j = i + 1;
+		for (; whole && j < a->nholes; j++) {
+			struct uf_arb_hole *n = uf_arb_hole_at(a, j);
+			if (n->first - first >= a->max_count || n->tries > a->retries ||
+			    uf_arb_requested(a, n) || !uf_arb_wait_done(a, n, now_ns, drained))
+				break;
+			uf_arb_try(a, n, now_ns);
+			if (n->end - first > a->max_count) {
+				end =
+				    first + a->max_count; /* its start fits: the rest comes next */
+				break;
+			}
+			end = n->end;
+		}
+		uf_arb_request(a, first, end, now_ns);
+		i = whole ? j - 1 : i - 1; /* the rest of a large hole comes next */
+	}
 }
 
 void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	if (!a->gap_open)
 		return;
-	if (a->tries_at != a->expected) {
-		a->tries_at = a->expected; /* progress: the new hole start gets fresh retries */
-		a->req_tries = 0;
-	}
-	if (a->req_out) {
-		if (now_ns - a->req_sent_ns < a->timeout_ns)
-			return;
-		uf_stat_add(&a->st->rerequest_timeouts, 1);
-		a->req_out = 0;
-	}
-	/* Before the first request of a gap, give the other line (or a reordered packet) a
-	 * bounded chance: time or packets, whichever comes first. */
-	uint64_t waited = now_ns - a->gap_since_ns;
-	if (a->gap_reqs == 0 && !uf_arb_lines_moved_on(a) &&
-	    !(waited >= a->wait_ns && (drained || waited >= UF_ARB_WAIT_CAP(a->wait_ns))))
-		return;
-	if (!a->recovery || a->req_tries > a->retries) {
+	uf_arb_reap(a, now_ns);
+	/* Holes die oldest first (deadlines grow with the sequence): each one given up
+	 * delivers at once everything complete behind it. */
+	while (a->gap_open && a->nholes && uf_arb_head_dead(a, now_ns, drained))
 		uf_arb_give_up(a);
-		return;
-	}
-	if (a->last_req_ns && now_ns - a->last_req_ns < a->min_interval_ns) {
-		if (!a->rate_limited) {
-			a->rate_limited = 1;
-			uf_stat_add(&a->st->rerequest_rate_limited, 1);
-		}
-		return;
-	}
-	(void)uf_arb_request(a, now_ns);
+	if (UF_UNLIKELY(a->gap_open && !a->nholes))
+		uf_arb_give_up(a); /* a hole the full table could not track: never stall on it */
+	if (a->gap_open && a->recovery)
+		uf_arb_send_requests(a, now_ns, drained);
 }

@@ -6,15 +6,24 @@
  *   - a packet whose messages were all delivered already is a duplicate (counted, dropped);
  *   - a packet that starts at or before the expected sequence is delivered (from the first
  *     new message) through the `deliver` callback: the first copy wins;
- *   - a packet that starts beyond it opens a gap: the packet is copied into a bounded queue
- *     (ordered by sequence) and the arbiter waits for the other line: wait_ms with every
- *     socket drained, or until every line has moved wait_packets packets past the hole;
- *     then it sends re-requests (unicast, at most max_count messages each, retried after
- *     timeout_ms up to `retries` times, at most max_requests_per_s) and delivers queued
- *     packets in order as soon as the hole is filled;
- *   - when recovery fails (no server, retries exhausted) or the queue overflows, the hole is
- *     handed to the `gap` callback (a gap marker, books flagged stale), counted, and the
- *     stream goes on.
+ *   - a packet that starts beyond it opens a hole (the missing range before it): the packet
+ *     is copied into a bounded queue (ordered by sequence), once: a copy whose messages are
+ *     all queued already (the other line's) is a duplicate and takes no slot. Every hole is
+ *     tracked on its own (a sorted table of missing ranges): each waits for the other line
+ *     (wait_ms with every socket drained, or until every line has moved wait_packets packets
+ *     past it), then gets its own re-requests (unicast, at most max_count messages each,
+ *     neighbouring holes within max_count in one request), each retried after timeout_ms up
+ *     to `retries` times; up to max_in_flight requests are outstanding at once, at most
+ *     max_requests_per_s. Queued packets are delivered in order as soon as what precedes
+ *     them is filled or given up;
+ *   - every hole has a deadline: (retries + 1) x timeout_ms after its first request, which
+ *     goes out wait_ms after the hole opened unless max_in_flight or the rate limit hold it
+ *     back (the server's answers are not thrown away because we throttle ourselves). At its
+ *     deadline (or earlier: no server, retries exhausted) it is handed to the `gap`
+ *     callback (a gap marker, books flagged stale), counted, and everything complete behind
+ *     it is delivered at once; so no data waits longer than the deadline of the hole before
+ *     it. A full queue gives up the oldest hole first, counted the same way plus
+ *     queue_overflows: that bounds the worst case when requests are throttled.
  * Heartbeats and end of session reveal gaps at the tail.
  *
  * What the arbiter trusts (docs/feed.md, "What the arbiter trusts", states the same rules):
@@ -36,7 +45,8 @@
  *     while confirming are recovered like any gap); the previous one is then dropped.
  *   - Re-request answers (src UF_ARB_SRC_RECOVERY, already checked to come from the
  *     server's address by the feed) are accepted only when they are data of the current
- *     session lying inside one of the last UF_ARB_REQ_HISTORY ranges requested; the rest is
+ *     session lying inside one of the last UF_ARB_REQ_HISTORY ranges requested (at least
+ *     8 per request that may be in flight); the rest is
  *     counted in rerequest_answers_rejected and dropped. So `recovered_messages` counts only
  *     messages that answered a request.
  *   - Optional per-line source: uf_arb_source_ok() drops datagrams of a line that do not
@@ -60,7 +70,11 @@
 #define UF_ARB_JUMP_CONFIRM    4                /* default jump_confirm (packets) */
 #define UF_ARB_CONFIRM_MAX     64            /* largest jump_confirm: quarantine slots per line */
 #define UF_ARB_LINE_SILENT_NS  5000000000ull /* default line_silent_ns: 5 heartbeat periods */
-#define UF_ARB_REQ_HISTORY     8             /* requested ranges an answer may fall in */
+#define UF_ARB_MAX_IN_FLIGHT   64            /* largest recovery.max_in_flight */
+#define UF_ARB_IN_FLIGHT       8             /* default recovery.max_in_flight */
+/* Requested ranges an answer may fall in: every request that may be in flight, and the
+ * retries of each (a slow server answers an older try of a hole still open). */
+#define UF_ARB_REQ_HISTORY 512
 /* Waiting for the other line ends at this bound even if the sockets never drain (sustained
  * full batches with one line dead): a needless re-request is cheap, a stalled gap is not. */
 #define UF_ARB_WAIT_CAP(wait_ns) (8 * (wait_ns) + 10000000ull)
@@ -84,7 +98,13 @@ struct uf_arb_params {
 	X(rerequest_answers_rejected, "re-request socket packets not answering a request (other "  \
 	                              "session, range not requested, not data): dropped")          \
 	X(end_of_session_contradicted, "end-of-session announcements voided by later packets")     \
-	X(bad_sequence, "packets whose sequence range wraps past 2^64 (dropped)")
+	X(bad_sequence, "packets whose sequence range wraps past 2^64 (dropped)")                  \
+	X(queue_duplicates, "line or server copies of sequences already queued: dropped before "   \
+	                    "taking a queue slot")                                                 \
+	X(holes_expired, "holes given up at their deadline ((retries + 1) x timeout after their "  \
+	                 "first request)")                                                         \
+	X(rerequests_in_flight_full,                                                               \
+	  "times a hole waited for a request slot (max_in_flight outstanding)")
 
 #define UF_ARB_LINE_COUNTERS(X)                                                                    \
 	X(foreign_source, "datagrams on this line from another source than its configured one")
@@ -121,6 +141,23 @@ struct uf_arb_quar {
 	uint8_t *data[UF_ARB_CONFIRM_MAX];  /* their copies (slot_size bytes each) */
 };
 
+/* One missing range [first, end) of the stream: nothing of it was received. Holes are kept
+ * sorted and disjoint; everything in [expected, high) not in a hole is queued. */
+struct uf_arb_hole {
+	uint64_t first, end;                  /* missing range */
+	uint64_t opened_ns;                   /* when it was detected (monotonic) */
+	uint64_t deadline_ns;                 /* given up then: first request + (retries + 1) x
+	                                       * timeout (0 = not requested yet) */
+	uint32_t tries;                       /* requests sent for it (since its start moved) */
+	uint32_t line_pkts[UF_CFG_MAX_LINES]; /* per line: packets beyond it before a request */
+};
+
+/* One re-request in flight. */
+struct uf_arb_req {
+	uint64_t first, end; /* requested range */
+	uint64_t sent_ns;    /* when sent (monotonic) */
+};
+
 /* One queued out-of-order packet. */
 struct uf_arb_slot {
 	uint64_t seq;   /* first sequence */
@@ -148,6 +185,10 @@ struct uf_arb {
 	uint64_t wait_ns;          /* wait for the other line before requesting */
 	uint32_t wait_packets;     /* ... or this many packets */
 	uint64_t min_interval_ns;  /* 1 s / max_requests_per_s */
+	uint32_t max_in_flight;    /* re-requests outstanding at once */
+	uint64_t deadline_ns;      /* a hole's life after its first request: (retries + 1) x
+	                            * timeout */
+	uint64_t (*now)(void);     /* monotonic clock (uf_now_mono_ns; tests set a fake one) */
 	/* session */
 	char session[UF_MOLD_SESSION_LEN];      /* current session */
 	char prev_session[UF_MOLD_SESSION_LEN]; /* previous session: its packets are dropped */
@@ -168,19 +209,15 @@ struct uf_arb {
 	uint64_t
 	    line_next[UF_CFG_MAX_LINES]; /* per line: sequence after its last packet (0 = none) */
 	/* gap state */
-	int gap_open;                             /* expected < high */
-	uint64_t gap_since_ns;                    /* when it opened (monotonic) */
-	uint32_t gap_pkts;                        /* packets received since */
-	uint32_t gap_reqs;                        /* re-requests sent for this gap */
-	uint32_t gap_line_pkts[UF_CFG_MAX_LINES]; /* packets per line since the gap opened */
-	int req_out;                              /* a re-request is outstanding */
-	uint64_t req_first;                       /* its first sequence */
-	uint64_t req_end;                         /* sequence after its last */
-	uint64_t req_sent_ns;                     /* when sent */
-	uint64_t last_req_ns;                     /* last send (rate limit) */
-	uint32_t req_tries;                       /* re-requests sent for the current `expected` */
-	uint64_t tries_at;                        /* the `expected` those tries were for */
-	int rate_limited;                         /* the current attempt was postponed already */
+	int gap_open;              /* expected < high */
+	struct uf_arb_hole *holes; /* hole table: holes[h0 .. h0 + nholes), sorted */
+	uint32_t hole_cap;         /* its size (queue_packets + 2: holes <= queued + 1) */
+	uint32_t h0, nholes;       /* first entry, entries */
+	struct uf_arb_req inflight[UF_ARB_MAX_IN_FLIGHT]; /* outstanding re-requests */
+	uint32_t ninflight;                               /* entries in inflight */
+	uint64_t last_req_ns;                             /* last send (rate limit) */
+	int rate_limited;  /* a request is postponed by the rate limit (counted once) */
+	int inflight_full; /* a request waits for a slot (counted once) */
 	struct {
 		uint64_t first, end; /* a requested range [first, end) */
 	} reqs[UF_ARB_REQ_HISTORY];  /* the last ranges requested (end 0 = none) */
@@ -243,11 +280,11 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
                    unsigned src);
 
 /* Timers: call when a.gap_open, at least every millisecond; sends re-requests, retries and
- * gives up. `now_ns` is CLOCK_MONOTONIC. `drained` says the last receive poll emptied every
- * socket: only then can wait_ms prove that no line has the missing packets (a feed thread
- * that was descheduled has not read the other line yet, however long it was away). A hole
- * also stops waiting once EVERY line has delivered wait_packets packets since it opened, and
- * in any case after UF_ARB_WAIT_CAP(wait_ms). */
+ * gives up holes at their deadline. `now_ns` is CLOCK_MONOTONIC (a->now's clock). `drained` says
+ * the last receive poll emptied every socket: only then can wait_ms prove that no line has the
+ * missing packets (a feed thread that was descheduled has not read the other line yet, however long
+ * it was away). A hole also stops waiting once EVERY line has delivered wait_packets packets since
+ * it opened, and in any case after UF_ARB_WAIT_CAP(wait_ms). */
 void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained);
 
 /* 1 while a hole is open (the feed loop then calls uf_arb_tick). */

@@ -47,6 +47,7 @@ struct uf_feed_config {
 		uint32_t wait_packets; /* ... or this many packets, default 64 */
 		uint32_t queue_packets; /* live packets buffered while recovering, default 65536 */
 		uint32_t max_requests_per_s; /* rate limit, default 1000 */
+		uint32_t max_in_flight; /* re-requests outstanding at once, default 8 (<= 64) */
 	} recovery;
 	struct {
 		char name[UF_CFG_NAME_MAX]; /* ring (shm) name, unique across feeds; default feed

@@ -65,6 +65,7 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 	assert_int_equal(f->recovery.wait_packets, 64);
 	assert_int_equal(f->recovery.queue_packets, 65536);
 	assert_int_equal(f->recovery.max_requests_per_s, 1000);
+	assert_int_equal(f->recovery.max_in_flight, 8);
 	assert_string_equal(f->ring.name, "nasdaq"); /* defaults to the feed name */
 	assert_int_equal(f->ring.capacity, 1048576);
 	assert_int_equal(f->ring.mode, 0600);
@@ -93,7 +94,8 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	    ","
 	    "\"recovery\":{\"server\":\"10.1.2.3:4567\",\"max_count\":500,\"timeout_ms\":20,"
 	    "\"retries\":3,"
-	    "\"wait_ms\":7,\"wait_packets\":9,\"queue_packets\":1024,\"max_requests_per_s\":100},"
+	    "\"wait_ms\":7,\"wait_packets\":9,\"queue_packets\":1024,\"max_requests_per_s\":100,"
+	    "\"max_in_flight\":16},"
 	    "\"ring\":{\"name\":\"r1\",\"capacity\":65536,\"mode\":\"0640\"},"
 	    "\"book\":{\"depth\":5,\"max_orders\":123456,\"max_instruments\":100},"
 	    "\"buffers\":{\"count\":1024,\"size\":4096},"
@@ -138,6 +140,7 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	assert_int_equal(f->recovery.wait_packets, 9);
 	assert_int_equal(f->recovery.queue_packets, 1024);
 	assert_int_equal(f->recovery.max_requests_per_s, 100);
+	assert_int_equal(f->recovery.max_in_flight, 16);
 	assert_string_equal(f->ring.name, "r1");
 	assert_int_equal(f->ring.capacity, 65536);
 	assert_int_equal(f->ring.mode, 0640);
@@ -239,6 +242,8 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	             "feeds[0].protocol: \"pitch\" is not supported");
 	expect_error(FEED("\"backend\":\"epoll\",\"sqpoll_cpu\":0"),
 	             "feeds[0].sqpoll_cpu: 0 is set but backend \"epoll\" has no SQ poll thread");
+	expect_error(FEED("\"recovery\":{\"server\":\"10.1.2.3:4567\",\"max_in_flight\":65}"),
+	             "feeds[0].recovery.max_in_flight: 65 is out of range (1..64)");
 	expect_error(FEED("\"book\":{\"depth\":0}"),
 	             "feeds[0].book.depth: 0 is out of range (1..64)");
 	expect_error(FEED("\"book\":{\"max_orders\":1.5}"),

@@ -482,6 +482,7 @@ static void test_arb_rate_limit_spaces_requests(void **s)
 {
 	struct env *e = env_new(1, 64);
 	e->a.min_interval_ns = 1000000000ull; /* 1 request per second */
+	e->a.deadline_ns = 2000000000ull;     /* holes outlive the spacing (default: 32 ms) */
 	pkt(e, 1, 1, 0);
 	pkt(e, 3, 1, 0);
 	uint64_t t = uf_now_mono_ns() + 5000000ull;
@@ -828,6 +829,243 @@ static void test_arb_params_are_checked(void **s)
 	env_free(e);
 }
 
+/* ---- recovery that never stalls the stream (issue 13), on a fake clock ---- */
+
+static uint64_t g_fake_ns;
+static uint64_t fake_now(void)
+{
+	return g_fake_ns;
+}
+
+#define MS 1000000ull
+
+/* An arbiter whose clock is g_fake_ns (starting at 1 s). */
+static struct env *env_fake(int recovery, uint32_t queue)
+{
+	struct env *e = env_new(recovery, queue);
+	g_fake_ns = 1000 * MS;
+	e->a.now = fake_now;
+	return e;
+}
+
+static void tick_at(struct env *e, uint64_t ms)
+{
+	uf_arb_tick(&e->a, 1000 * MS + ms * MS, 1);
+}
+
+/* Three holes missing on both lines: their requests go out together, up to max_in_flight,
+ * each for its own hole; answers in any order are matched to their hole. */
+static void test_arb_holes_are_requested_in_parallel(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.max_count = 1; /* one hole per request: nothing coalesces */
+	e->a.max_in_flight = 2;
+	e->a.min_interval_ns = 0;
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 1; q <= 7; q += 2)
+			pkt(e, q, 1, l); /* 2, 4 and 6 lost everywhere */
+	assert_int_equal(e->a.cnt.queue_duplicates, 3);
+	tick_at(e, 3);
+	uint64_t seq[4];
+	uint16_t cnt;
+	assert_true(read_request(e, &seq[0], &cnt));
+	assert_true(read_request(e, &seq[1], &cnt));
+	assert_false(read_request(e, &seq[2], &cnt)); /* max_in_flight */
+	assert_int_equal(seq[0], 2);
+	assert_int_equal(seq[1], 4);
+	assert_int_equal(e->a.cnt.rerequests_in_flight_full, 1);
+	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* the second answer first */
+	assert_int_equal(e->r.n, 1);
+	tick_at(e, 4); /* its slot is free: the third hole's request goes */
+	assert_true(read_request(e, &seq[2], &cnt));
+	assert_int_equal(seq[2], 6);
+	pkt(e, 6, 1, UF_ARB_SRC_RECOVERY);
+	pkt(e, 2, 1, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 7);
+	assert_int_equal(e->st.rerequests, 3);
+	assert_int_equal(e->st.recovered_messages, 3);
+	assert_int_equal(e->st.rerequest_timeouts, 0);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* Neighbouring holes within max_count go in one request. */
+static void test_arb_neighbouring_holes_share_a_request(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 1; q <= 7; q += 2)
+			pkt(e, q, 1, l);
+	tick_at(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 2);
+	assert_int_equal(cnt, 5); /* 2..6: the three holes and what lies between */
+	assert_false(read_request(e, &seq, &cnt));
+	pkt(e, 2, 5, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 7);
+	env_free(e);
+}
+
+/* A neighbour that starts within max_count but ends beyond it joins the request with its
+ * start; its rest is asked for next, without counting a second try. */
+static void test_arb_neighbour_straddling_max_count_joins_with_its_start(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 3, 1, 0);   /* hole 2 */
+	pkt(e, 150, 1, 0); /* hole 4..149 */
+	pkt(e, 150, 1, 1);
+	pkt(e, 3, 1, 1);
+	tick_at(e, 3);
+	uint64_t seq[3];
+	uint16_t cnt[3];
+	assert_true(read_request(e, &seq[0], &cnt[0]));
+	assert_true(read_request(e, &seq[1], &cnt[1]));
+	assert_false(read_request(e, &seq[2], &cnt[2]));
+	assert_int_equal(seq[0], 2);
+	assert_int_equal(cnt[0], 100); /* 2..101: hole 2, and 4..101 of the next */
+	assert_int_equal(seq[1], 102);
+	assert_int_equal(cnt[1], 48); /* 102..149 */
+	assert_int_equal(e->a.holes[e->a.h0 + 1].tries, 1);
+	pkt(e, 2, 100, UF_ARB_SRC_RECOVERY);
+	pkt(e, 102, 48, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 150);
+	env_free(e);
+}
+
+/* A hole larger than max_count (100) is asked for in consecutive chunks, all in flight at
+ * once: one round trip, not one per chunk. */
+static void test_arb_large_hole_is_requested_in_parallel_chunks(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 252, 1, 0);
+	pkt(e, 252, 1, 1); /* 2..251 lost everywhere */
+	tick_at(e, 3);
+	uint64_t seq[4];
+	uint16_t cnt[4];
+	for (int i = 0; i < 3; i++)
+		assert_true(read_request(e, &seq[i], &cnt[i]));
+	assert_false(read_request(e, &seq[3], &cnt[3]));
+	assert_int_equal(seq[0], 2);
+	assert_int_equal(cnt[0], 100);
+	assert_int_equal(seq[1], 102);
+	assert_int_equal(cnt[1], 100);
+	assert_int_equal(seq[2], 202);
+	assert_int_equal(cnt[2], 50);
+	pkt(e, 202, 50, UF_ARB_SRC_RECOVERY); /* answers in any order */
+	pkt(e, 102, 100, UF_ARB_SRC_RECOVERY);
+	assert_int_equal(e->r.n, 1);
+	pkt(e, 2, 100, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 252);
+	assert_int_equal(e->st.recovered_messages, 250);
+	env_free(e);
+}
+
+/* The second line's copy of a queued packet is a duplicate: it takes no queue slot, so a
+ * queue of 2 holds 2 sequences, not 1 sequence twice. */
+static void test_arb_line_copy_of_a_queued_packet_takes_no_slot(void **s)
+{
+	struct env *e = env_fake(1, 2);
+	pkt(e, 1, 1, 0);
+	pkt(e, 1, 1, 1);
+	pkt(e, 3, 1, 0);
+	pkt(e, 3, 1, 1); /* copy of a queued packet */
+	pkt(e, 4, 1, 1);
+	pkt(e, 4, 1, 0); /* copy of a queued packet */
+	assert_int_equal(e->st.queued_packets, 2);
+	assert_int_equal(e->a.cnt.queue_duplicates, 2);
+	assert_int_equal(e->st.lines[1].duplicates, 2); /* 1 and 3 */
+	assert_int_equal(e->st.lines[0].duplicates, 1); /* 4 */
+	assert_int_equal(e->st.queue_overflows, 0);
+	assert_int_equal(e->r.ngaps, 0);
+	pkt(e, 2, 2, 0); /* partly new (2), partly queued (3): delivered, then 4 */
+	assert_in_order(&e->r, 1, 4);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* A hole nobody can fill (server silent) is given up at its own deadline, (retries + 1) x
+ * timeout = 3 x 10 = 30 ms after its first request (sent at 3 ms: wait_ms 2), not later;
+ * everything complete behind it, including a later hole recovered meanwhile, is delivered at
+ * once. A second dead hole that opened 20 ms later dies 20 ms later: deadlines do not add
+ * up (they used to: each hole waited for the one before it). */
+static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.max_count = 1;
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 3, 1, 0); /* hole 2 opens at 0 ms, never answered */
+	pkt(e, 5, 1, 0); /* hole 4 */
+	tick_at(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	int got4 = 0;
+	while (read_request(e, &seq, &cnt))
+		got4 |= seq == 4;
+	assert_true(got4);
+	g_fake_ns += 20 * MS;
+	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* hole 4 recovered at 20 ms, behind hole 2 */
+	pkt(e, 7, 1, 0);                   /* hole 6 opens at 20 ms, never answered */
+	assert_int_equal(e->r.n, 1);
+	for (uint64_t t = 20; t < 33; t++)
+		tick_at(e, t);
+	assert_int_equal(e->r.n, 1); /* held behind hole 2 until its deadline ... */
+	assert_int_equal(e->r.ngaps, 0);
+	tick_at(e, 33); /* ... and not one tick longer */
+	assert_int_equal(e->r.ngaps, 1);
+	assert_int_equal(e->r.gap_first[0], 2);
+	assert_int_equal(e->r.gap_count[0], 1);
+	assert_int_equal(e->r.n, 4); /* 1, then 3, 4 (recovered), 5 at once */
+	assert_int_equal(e->r.delivered[3], 5);
+	assert_int_equal(e->a.cnt.holes_expired, 1);
+	for (uint64_t t = 34; t < 52; t++)
+		tick_at(e, t);
+	assert_int_equal(e->r.ngaps, 1); /* hole 6: requested at 22, its own deadline is 52 */
+	tick_at(e, 52);
+	assert_int_equal(e->r.ngaps, 2);
+	assert_int_equal(e->r.gap_first[1], 6);
+	assert_int_equal(e->r.n, 5); /* and 7 follows it at once */
+	assert_int_equal(e->r.delivered[4], 7);
+	assert_int_equal(e->a.cnt.holes_expired, 2);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* Queue full: the oldest hole is given up first (gap marker, counted), what follows it is
+ * delivered, and the later holes stay open for recovery. */
+static void test_arb_full_queue_gives_up_the_oldest_hole_first(void **s)
+{
+	struct env *e = env_fake(1, 2);
+	pkt(e, 1, 1, 0);
+	pkt(e, 3, 1, 0); /* hole 2 */
+	pkt(e, 5, 1, 0); /* hole 4: the queue (3, 5) is full */
+	pkt(e, 7, 1, 0); /* hole 6, and no slot for 7 */
+	assert_int_equal(e->st.queue_overflows, 1);
+	assert_int_equal(e->r.ngaps, 1);
+	assert_int_equal(e->r.gap_first[0], 2);
+	assert_int_equal(e->r.gap_count[0], 1);
+	assert_int_equal(e->st.gaps_unrecovered, 1);
+	assert_int_equal(e->r.n, 2); /* 1, 3 */
+	assert_true(uf_arb_gap_open(&e->a));
+	tick_at(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 4); /* the later holes are still recovered */
+	pkt(e, 4, 3, UF_ARB_SRC_RECOVERY);
+	assert_int_equal(e->r.n, 6);
+	assert_int_equal(e->r.delivered[5], 7);
+	assert_int_equal(e->st.gaps_unrecovered, 1);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
 static void test_lat_hist_quantiles_bound_the_true_value(void **s)
 {
 	static struct uf_lat_hist h;
@@ -880,6 +1118,13 @@ int main(void)
 	    cmocka_unit_test(test_arb_held_packet_is_released_when_the_stream_reaches_it),
 	    cmocka_unit_test(test_arb_source_filter_drops_other_sources),
 	    cmocka_unit_test(test_arb_params_are_checked),
+	    cmocka_unit_test(test_arb_holes_are_requested_in_parallel),
+	    cmocka_unit_test(test_arb_neighbouring_holes_share_a_request),
+	    cmocka_unit_test(test_arb_large_hole_is_requested_in_parallel_chunks),
+	    cmocka_unit_test(test_arb_neighbour_straddling_max_count_joins_with_its_start),
+	    cmocka_unit_test(test_arb_line_copy_of_a_queued_packet_takes_no_slot),
+	    cmocka_unit_test(test_arb_dead_hole_holds_later_data_only_until_its_deadline),
+	    cmocka_unit_test(test_arb_full_queue_gives_up_the_oldest_hole_first),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -451,6 +451,57 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
 	assert_true(c.st.book_integrity_errors > 0); /* later messages hit the lost orders */
 }
 
+/* Largest publish delay (pub_delta_ns: publish time minus the packet's receive time) of the
+ * ring's message records, and the gap markers seen. */
+static uint64_t ft_max_pub_delay(const char *ring, size_t *gaps)
+{
+	char err[256];
+	struct uf_consumer_options o;
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach %s: %s", ring, err);
+	struct uf_record r;
+	uint64_t max = 0;
+	*gaps = 0;
+	while (uf_consumer_next(cons, &r, NULL) == 0) {
+		if (r.kind == UF_REC_GAP)
+			(*gaps)++;
+		else if (r.rx_ts && r.pub_delta_ns > max)
+			max = r.pub_delta_ns;
+	}
+	uf_consumer_detach(cons);
+	return max;
+}
+
+/* Five holes lost on both lines, 10,000 messages (67 ms) apart, and a server that never
+ * answers: each is given up at its own deadline (wait 20 ms + 6 x 50 ms after it opened), so
+ * no message waits longer than that behind one. Each hole used to wait for the one before
+ * it to be given up: the data behind the fifth was published about 1.3 s after it came. */
+static void test_feed_dead_holes_hold_later_data_only_until_their_deadline(void **state)
+{
+	struct ft_case c = {0};
+	ft_start(&c, 14, 1); /* a request server is configured, but nobody answers */
+	const char *at = "@5000,15000,25000,35000,45000";
+	ft_replay(&c, 14, 0, "--drop-a", at, "--drop-b", at, NULL);
+	assert_int_equal(ft_wait_done(&c), 0);
+	size_t gaps = 0;
+	uint64_t max = ft_max_pub_delay(c.cfg.ring.name, &gaps);
+	ft_finish(&c);
+	uint64_t deadline_ms = c.cfg.recovery.wait_ms +
+	                       (uint64_t)(c.cfg.recovery.retries + 1) * c.cfg.recovery.timeout_ms;
+	fprintf(stderr, "largest publish delay %.1f ms (hole deadline %llu ms)\n", max / 1e6,
+	        (unsigned long long)deadline_ms);
+	assert_int_equal(gaps, 5);
+	assert_int_equal(c.st.gaps_unrecovered, 5);
+	assert_int_equal(c.st.messages + c.st.messages_unrecovered, g_ref_msgs);
+	assert_int_equal(c.st.end_of_session, 1);
+	/* the deadline, plus 200 ms for a loaded 2-CPU box (the old code: ~1300 ms) */
+	assert_true(max <= (deadline_ms + 200) * 1000000ull);
+	assert_true(max >= (deadline_ms - c.cfg.recovery.wait_ms) * 1000000ull); /* it did wait */
+}
+
 static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 {
 	struct ft_case c = {0};
@@ -1177,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(test_feed_loss_on_a_only_needs_no_rerequest),
 		cmocka_unit_test(test_feed_loss_on_both_lines_recovers_by_rerequest),
 		cmocka_unit_test(test_feed_dead_server_flags_gap_and_keeps_running),
+		cmocka_unit_test(test_feed_dead_holes_hold_later_data_only_until_their_deadline),
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
 		cmocka_unit_test(test_feed_new_session_starts_the_books_over),

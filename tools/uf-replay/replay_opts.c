@@ -21,7 +21,8 @@ static void usage(FILE *f)
 	    "                 [--seed S] [--serve-rerequests PORT] [--linger SECONDS] [--mtu "
 	    "BYTES]\n"
 	    "                 [--burst FACTOR [--burst-period MS]] [--verbose]\n"
-	    "                 [--serve-snapshot PORT[,USERNAME,PASSWORD]]\n"
+	    "                 [--serve-snapshot PORT[,USERNAME,PASSWORD]] [--rerequest-delay-ms "
+	    "MS]\n"
 	    "Sends FILE (Nasdaq daily ITCH format or a pcap of MoldUDP64) as MoldUDP64 to the A "
 	    "and\n"
 	    "B groups, messages numbered 1..N in file order, packed up to --mtu payload bytes\n"
@@ -36,7 +37,9 @@ static void usage(FILE *f)
 	    "makes every fault repeatable (default 1). --serve-rerequests answers MoldUDP64\n"
 	    "re-requests on that UDP port from what was sent, also for --linger seconds after the "
 	    "end\n"
-	    "(default 0). --burst F (with --rate R): the same mean rate, sent as one burst at F x "
+	    "(default 0); --rerequest-delay-ms answers each re-request MS ms late (a slow "
+	    "server).\n"
+	    "--burst F (with --rate R): the same mean rate, sent as one burst at F x "
 	    "R\n"
 	    "at the start of every --burst-period (default 100 ms), silent for the rest of it;\n"
 	    "burst k holds messages k x R x period + 1 onwards, and no packet spans two bursts.\n"
@@ -140,7 +143,8 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 		O_HELP,
 		O_BURST,
 		O_BURST_PERIOD,
-		O_SNAP
+		O_SNAP,
+		O_RR_DELAY
 	};
 	static const struct option opts[] = {
 	    {"in", 1, 0, O_IN},
@@ -163,6 +167,7 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 	    {"burst", 1, 0, O_BURST},
 	    {"burst-period", 1, 0, O_BURST_PERIOD},
 	    {"serve-snapshot", 1, 0, O_SNAP},
+	    {"rerequest-delay-ms", 1, 0, O_RR_DELAY},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -249,6 +254,12 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			bad = rp_snap_server_parse(optarg, &o->snap) < 0;
 			o->serve_snap = 1;
 			break;
+		case O_RR_DELAY: {
+			long v = strtol(optarg, &end, 10);
+			bad = *end || end == optarg || v < 0 || v > 60000;
+			o->rerequest_delay_ms = (uint32_t)v;
+			break;
+		}
 		case O_HELP:
 			usage(stdout);
 			return 0;

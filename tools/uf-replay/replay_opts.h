@@ -38,14 +38,15 @@ struct rp_opts {
 	size_t mtu;                        /* payload bytes per packet */
 	double rate;                       /* messages/s (0 = --speed) */
 	double speed;                      /* timestamp speed factor (0 = --rate) */
-	double burst;        /* --burst: bursts at this multiple of --rate (0 = steady) */
-	double burst_period; /* --burst-period in seconds: one burst per period */
-	double dup, reorder; /* probabilities, both lines */
-	uint64_t seed;       /* --seed */
-	int serve_port;      /* --serve-rerequests, 0 = not serving */
-	double linger;       /* --linger seconds */
-	int verbose;         /* progress on stderr */
-	int serve_snap;      /* --serve-snapshot given */
+	double burst;                /* --burst: bursts at this multiple of --rate (0 = steady) */
+	double burst_period;         /* --burst-period in seconds: one burst per period */
+	double dup, reorder;         /* probabilities, both lines */
+	uint64_t seed;               /* --seed */
+	int serve_port;              /* --serve-rerequests, 0 = not serving */
+	uint32_t rerequest_delay_ms; /* --rerequest-delay-ms: answer this late (slow server) */
+	double linger;               /* --linger seconds */
+	int verbose;                 /* progress on stderr */
+	int serve_snap;              /* --serve-snapshot given */
 	struct rp_snap_server_cfg snap; /* --serve-snapshot PORT[,USER,PASSWORD] */
 };
 

@@ -75,7 +75,14 @@ static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
 		uint64_t now = uf_now_mono_ns();
 		if (now >= deadline || rp_stop)
 			return;
-		uint64_t d = deadline - now;
+		uint64_t wake = deadline;
+		for (int i = 0; i < s->nservers; i++) {
+			uint64_t due =
+			    s->servers[i].next_due ? s->servers[i].next_due(s->servers[i].ctx) : 0;
+			if (due && due < wake)
+				wake = due > now ? due : now;
+		}
+		uint64_t d = wake - now;
 		struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
 		int n = 0;
 		for (int i = 0; i < s->nservers; i++)

@@ -18,6 +18,9 @@ struct rp_server {
 	/* Answers everything pending without blocking; `st` says what was sent so far
 	 * (messages below st->sent_high). */
 	void (*serve)(void *ctx, const struct rp_stream *st);
+	/* Optional (NULL: none): the monotonic time at which serve has work without any fd
+	 * becoming ready (a delayed answer), 0 when none; the wait wakes up then. */
+	uint64_t (*next_due)(void *ctx);
 };
 
 #endif /* UF_REPLAY_SERVER_H */

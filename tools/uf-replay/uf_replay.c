@@ -42,7 +42,7 @@ static void rp_print_summary(const struct rp_sender *s, const struct rp_rereques
 	       "\"a\":{\"sent\":%llu,\"dropped\":%llu,\"duplicated\":%llu,\"reordered\":%llu},"
 	       "\"b\":{\"sent\":%llu,\"dropped\":%llu,\"duplicated\":%llu,\"reordered\":%llu},"
 	       "\"rerequests\":%llu,\"bad_rerequests\":%llu,\"retransmitted_messages\":%llu,"
-	       "\"retransmitted_packets\":%llu}\n",
+	       "\"retransmitted_packets\":%llu,\"rerequests_dropped\":%llu}\n",
 	       (unsigned long long)s->st->n, (unsigned long long)s->packets, s->st->session,
 	       s->seconds, (unsigned long long)a->sent, (unsigned long long)a->dropped,
 	       (unsigned long long)a->duplicated, (unsigned long long)a->reordered,
@@ -50,7 +50,7 @@ static void rp_print_summary(const struct rp_sender *s, const struct rp_rereques
 	       (unsigned long long)b->duplicated, (unsigned long long)b->reordered,
 	       (unsigned long long)rr->rerequests, (unsigned long long)rr->rerequests_bad,
 	       (unsigned long long)rr->retransmitted_msgs,
-	       (unsigned long long)rr->retransmitted_pkts);
+	       (unsigned long long)rr->retransmitted_pkts, (unsigned long long)rr->delayed_dropped);
 	fflush(stdout);
 }
 
@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 	}
 	rp_sender_init(&snd, &o, &st, tx);
 	if (o.serve_port) {
-		if (rp_rerequest_open(&rr, o.serve_port) < 0)
+		if (rp_rerequest_open(&rr, o.serve_port, o.rerequest_delay_ms) < 0)
 			return 1;
 		rp_sender_add_server(&snd, rp_rerequest_server(&rr));
 	}
