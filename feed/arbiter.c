@@ -670,3 +670,26 @@ void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
 	}
 	(void)uf_arb_request(a, now_ns);
 }
+
+void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
+{
+	if (session && (!a->have_session || memcmp(a->session, session, UF_MOLD_SESSION_LEN))) {
+		if (a->have_session) {
+			memcpy(a->prev_session, a->session, UF_MOLD_SESSION_LEN);
+			a->have_prev = 1;
+			uf_arb_queue_clear(a); /* another day's packets */
+		}
+		uf_arb_session_start(a, session);
+	}
+	if (next_seq < 1)
+		next_seq = 1;
+	a->expected = next_seq;
+	if (a->high < next_seq)
+		a->high = next_seq;
+	a->gap_open = 0; /* whatever hole was open is now judged afresh */
+	a->req_out = 0;
+	a->req_tries = 0;
+	a->rate_limited = 0;
+	uf_arb_drain(a); /* below: dropped; straddling: from next_seq; then in order */
+	uf_arb_update_gap(a);
+}
