@@ -55,6 +55,18 @@ void uf_snap_buf_clear(struct uf_snap_buf *b)
 	b->nholes = 0;
 	b->holes_lost = 0;
 	b->have_session = 0;
+	b->have_eos[0] = b->have_eos[1] = 0;
+}
+
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                        unsigned src)
+{
+	if (pkt->kind != UF_MOLD_END_OF_SESSION || src >= 2 || pkt->len < UF_MOLD_HDR_LEN)
+		return 0;
+	memcpy(b->eos[src], pkt->buf, UF_MOLD_HDR_LEN);
+	b->eos_rx[src] = rx_ns;
+	b->have_eos[src] = 1;
+	return 1;
 }
 
 static void uf_snap_hole_add(struct uf_snap_buf *b, uint64_t first, uint64_t end)
@@ -252,6 +264,11 @@ static void uf_snap_replay(struct uf_feed *f)
 		if (uf_mold_open(&mp, p->data, p->len) == UF_MOLD_DATA)
 			uf_arb_packet(&f->arb, &mp, p->rx_ns, p->src);
 	}
+	for (unsigned l = 0; l < 2; l++) {
+		struct uf_mold_packet mp;
+		if (b->have_eos[l] && uf_mold_open(&mp, b->eos[l], UF_MOLD_HDR_LEN) > 0)
+			uf_arb_packet(&f->arb, &mp, b->eos_rx[l], l);
+	}
 	uf_snap_buf_clear(b);
 }
 
@@ -348,6 +365,10 @@ int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt,
 	}
 	if (src >= (unsigned)f->cfg.nlines)
 		return 1; /* answers for the old books: the snapshot replaces them */
+	if (pkt->kind == UF_MOLD_END_OF_SESSION) {
+		uf_snap_buf_add_eos(&s->buf, pkt, rx_ns, src);
+		return 1; /* heartbeats: the lines send more after the merge */
+	}
 	int rc = uf_snap_buf_add(&s->buf, pkt, rx_ns, src);
 	if (rc == 1)
 		uf_stat_add(&f->stats.snapshot_buffered_packets, 1);

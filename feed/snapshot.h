@@ -73,6 +73,11 @@ struct uf_snap_buf {
 	} holes[UF_SNAP_HOLES];
 	char session[UF_MOLD_SESSION_LEN]; /* session of the kept packets */
 	int have_session;                  /* session is set */
+	/* The last end-of-session packet of each line (the day may end while a snapshot
+	 * loads; the arbiter must still see it, after the data). */
+	uint8_t eos[2][UF_MOLD_HDR_LEN]; /* copies */
+	uint64_t eos_rx[2];              /* their receive times */
+	uint8_t have_eos[2];             /* copy present */
 };
 
 /* Reserves cap copies of slot_size bytes (MAP_NORESERVE). 0 or -ENOMEM. Cold. */
@@ -86,6 +91,10 @@ void uf_snap_buf_clear(struct uf_snap_buf *b);
  * -ENOSPC full (not kept), -EMSGSIZE larger than a slot. No system call. */
 int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
                     unsigned src);
+
+/* Keeps the latest end-of-session packet of line `src` (< 2). Returns 1 kept, 0 not one. */
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                        unsigned src);
 
 /* Orders b->order[0..n) by sequence (ties: arrival order). Cold. */
 void uf_snap_buf_sort(struct uf_snap_buf *b);
