@@ -106,7 +106,7 @@ static void uf_snap_holes_fill(struct uf_snap_buf *b, uint64_t seq, uint64_t end
 /* 1 when [seq, end) holds a sequence no kept packet has. */
 static int uf_snap_buf_needs(const struct uf_snap_buf *b, uint64_t seq, uint64_t end)
 {
-	if (b->n == 0 || end > b->hi || b->holes_lost)
+	if (b->n == 0 || end > b->hi || seq < b->lo || b->holes_lost)
 		return 1;
 	for (uint32_t i = 0; i < b->nholes; i++)
 		if (seq < b->holes[i].end && end > b->holes[i].first)
@@ -136,12 +136,17 @@ int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uin
 	p->src = (uint16_t)src;
 	memcpy(p->data, pkt->buf, pkt->len);
 	if (b->n == 1) {
+		b->lo = seq;
 		b->hi = end;
 		memcpy(b->session, pkt->session, UF_MOLD_SESSION_LEN);
 		b->have_session = 1;
 		return 1;
 	}
 	uf_snap_holes_fill(b, seq, end);
+	if (seq < b->lo) { /* older than anything kept: what lies between is a hole too */
+		uf_snap_hole_add(b, end, b->lo);
+		b->lo = seq;
+	}
 	if (seq > b->hi)
 		uf_snap_hole_add(b, b->hi, seq);
 	if (end > b->hi)

@@ -65,6 +65,7 @@ struct uf_snap_buf {
 	uint32_t *order;          /* indices sorted by seq (uf_snap_buf_sort) */
 	uint8_t *mem;             /* cap * slot_size (mmap, faulted lazily) */
 	size_t mem_len;           /* its length */
+	uint64_t lo;              /* lowest kept sequence: a lagging line may bring older ones */
 	uint64_t hi;              /* sequence after the highest kept message (0 = none) */
 	uint32_t nholes;          /* tracked holes below hi */
 	int holes_lost;           /* more holes than tracked: keep any packet below hi */
