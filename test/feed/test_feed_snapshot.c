@@ -743,7 +743,7 @@ static void test_snapshot_restart_after_sigkill_gives_the_files_books(void **sta
 	assert_non_null(f);
 	fprintf(
 	    f,
-	    "{\"status\":{\"enabled\":false},\"log\":{\"level\":\"warn\"},\"feeds\":[{"
+	    "{\"status\":{\"enabled\":false},\"log\":{\"level\":\"info\"},\"feeds\":[{"
 	    "\"name\":\"tr\",\"backend\":\"%s\",\"sqpoll_idle_ms\":10,"
 	    "\"lines\":[{\"name\":\"A\",\"group\":\"%s\",\"port\":%u,\"interface\":\"127.0.0.1\"},"
 	    "{\"name\":\"B\",\"group\":\"%s\",\"port\":%u,\"interface\":\"127.0.0.1\"}],"
@@ -797,6 +797,16 @@ static void test_snapshot_restart_after_sigkill_gives_the_files_books(void **sta
 	assert_int_equal(stale, 0);
 	free(got);
 	uf_consumer_detach(cons);
+	/* ... by the snapshot, not by re-requesting the first half of the day */
+	char log2[256], line[512];
+	snprintf(log2, sizeof(log2), "%s/uringfeed-%d-1.err", ft_tmpdir(), (int)FT_BACKEND);
+	FILE *lf = fopen(log2, "r");
+	assert_non_null(lf);
+	int loaded = 0;
+	while (fgets(line, sizeof(line), lf))
+		loaded |= strstr(line, "snapshot loaded") != NULL;
+	fclose(lf);
+	assert_true(loaded);
 	kill(d2, SIGTERM);
 	assert_int_equal(ft_wait(d2, 10000), 0);
 	g_daemon = 0;
