@@ -82,6 +82,7 @@ struct ts_glimpse {
 	uint64_t end_seq;      /* End of Snapshot: snapshot of messages 1..end_seq-1 */
 	volatile int release;  /* test -> server: send the End of Snapshot */
 	volatile int64_t body; /* server -> test: messages in the snapshot body, when sent */
+	int die_after_body;    /* close instead of sending the End, refuse reconnects */
 	pthread_t thr;
 	int rc; /* 0 ok */
 };
@@ -140,6 +141,12 @@ static void *ts_glimpse_thread(void *arg)
 	if (body < 0)
 		goto out;
 	g->body = body;
+	if (g->die_after_body) { /* a server that dies mid-snapshot and stays down */
+		close(g->lfd);
+		g->lfd = -1;
+		g->rc = 0;
+		goto out;
+	}
 	uint64_t end = ts_now_ms() + TS_WAIT_MS;
 	while (!g->release && ts_now_ms() < end)
 		ts_nap(); /* the test releases it once the feed buffered what it must */
@@ -187,7 +194,8 @@ static void ts_glimpse_stop(struct ts_glimpse *g)
 {
 	g->release = 1;
 	pthread_join(g->thr, NULL);
-	close(g->lfd);
+	if (g->lfd >= 0)
+		close(g->lfd);
 }
 
 /* ---- the feed in this process, and live packets sent by the test ---- */
@@ -503,6 +511,108 @@ static void test_snapshot_gap_too_large_loads_a_snapshot(void **state)
 	assert_int_equal(st.messages_unrecovered, 0);
 	assert_int_equal(st.snapshots_loaded, 1);
 	ts_expect_books(c.cfg.ring.name);
+	ts_glimpse_stop(&g);
+	ts_end(&c);
+}
+
+/* ---- a hole too old to re-request ---- */
+
+static void test_snapshot_gap_too_old_loads_a_snapshot(void **state)
+{
+	struct ts_case c;
+	struct ts_glimpse g;
+	const uint64_t K = 3100;
+	ts_glimpse_start(&g, K);
+	ts_config(&c.cfg, 5, g.port);
+	c.cfg.snapshot.on_start = 0;
+	c.cfg.snapshot.max_gap_messages = 0; /* off: only the age counts */
+	c.cfg.snapshot.max_gap_age_ms = 100;
+	/* A request server nobody answers: without the age trigger the hole would be
+	 * re-requested for 6 x 200 ms, then given up. */
+	int mute = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in ma = {.sin_family = AF_INET};
+	ma.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(mute, (struct sockaddr *)&ma, sizeof(ma)), 0);
+	socklen_t ml = sizeof(ma);
+	assert_int_equal(getsockname(mute, (struct sockaddr *)&ma, &ml), 0);
+	c.cfg.recovery.enabled = 1;
+	c.cfg.recovery.server = ma;
+	c.cfg.recovery.max_count = 1000;
+	c.cfg.recovery.timeout_ms = 200;
+	c.cfg.recovery.retries = 5;
+	c.cfg.recovery.wait_packets = 64;
+	c.cfg.recovery.max_requests_per_s = 1000;
+	ts_create(&c);
+	ts_run(&c);
+	ts_send_range(&c, 3, 1, 3001);
+	assert_int_equal(ts_wait_ge(&c.s->messages, 3000, TS_WAIT_MS), 0);
+	/* 3001..3049 lost on both lines: a small hole that never fills */
+	ts_send_range(&c, 3, 3050, 3205);
+	uint64_t end = ts_now_ms() + TS_WAIT_MS;
+	while (g.body < 0 && ts_now_ms() < end)
+		ts_nap();
+	assert_true(g.body > 0);
+	g.release = 1;
+	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, 1, TS_WAIT_MS), 0);
+	ts_send_range(&c, 3, 3205, g_n + 1);
+	ts_send_end(&c);
+	assert_int_equal(ts_wait_ge(&c.s->end_of_session, 1, TS_WAIT_MS), 0);
+	struct uf_feed_stats st;
+	uf_feed_stats_read(c.s, &st);
+	assert_int_equal(st.gaps_unrecovered, 0); /* the age trigger came first */
+	assert_int_equal(st.snapshots_loaded, 1);
+	assert_int_equal(st.messages, 3000 + (g_n + 1 - K));
+	ts_expect_books(c.cfg.ring.name);
+	ts_glimpse_stop(&g);
+	close(mute);
+	ts_end(&c);
+}
+
+/* ---- a server that dies mid-snapshot, mid-day ---- */
+
+static void test_snapshot_dying_mid_snapshot_flags_books_stale_and_retries(void **state)
+{
+	struct ts_case c;
+	struct ts_glimpse g;
+	ts_glimpse_start(&g, 9000);
+	g.die_after_body = 1;
+	ts_config(&c.cfg, 6, g.port);
+	c.cfg.snapshot.on_start = 0;
+	c.cfg.snapshot.max_gap_messages = 1000;
+	c.cfg.snapshot.timeout_ms = 500;
+	ts_create(&c);
+	ts_run(&c);
+	ts_send_range(&c, 3, 1, 3001);
+	assert_int_equal(ts_wait_ge(&c.s->messages, 3000, TS_WAIT_MS), 0);
+	ts_send_range(&c, 3, 6000, 10001); /* a hole of 3000: loads; the server dies in it */
+	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 1, TS_WAIT_MS), 0);
+	/* the books were reset for the snapshot: what 1..3000 had built is gone, and said so;
+	 * the books being known wrong, a new attempt follows the back-off (refused: counted) */
+	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 2, TS_WAIT_MS), 0);
+	assert_int_equal(uf_load_relaxed_u64(&c.s->snapshots_loaded), 0);
+	char err[256];
+	struct uf_consumer_options o;
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
+	struct uf_record r;
+	uint64_t seq;
+	int reset_gap = 0;
+	uint64_t stale_after = 0, after = 0;
+	while (uf_consumer_next(cons, &r, &seq) == 0) {
+		if (r.kind == UF_REC_GAP && r.feed_seq == 1 && r.shares == 3000)
+			reset_gap = 1;
+		else if (reset_gap && r.kind == UF_REC_LEVEL) {
+			after++;
+			stale_after += (r.flags & UF_RECF_STALE) != 0;
+		}
+	}
+	uf_consumer_detach(cons);
+	assert_true(reset_gap);
+	assert_true(after > 0); /* the stream went on (packets from 6000, the hole given up) */
+	assert_int_equal(stale_after, after);
 	ts_glimpse_stop(&g);
 	ts_end(&c);
 }
@@ -875,6 +985,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_snapshot_merge_with_live_packets_before_across_and_after),
 	    cmocka_unit_test(test_snapshot_gap_too_large_loads_a_snapshot),
+	    cmocka_unit_test(test_snapshot_gap_too_old_loads_a_snapshot),
+	    cmocka_unit_test(test_snapshot_dying_mid_snapshot_flags_books_stale_and_retries),
 	    cmocka_unit_test(test_snapshot_server_down_is_retried_counted_and_books_flagged_stale),
 	    cmocka_unit_test(test_snapshot_late_start_gives_the_files_books),
 	    cmocka_unit_test_teardown(test_snapshot_restart_after_sigkill_gives_the_files_books,
