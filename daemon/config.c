@@ -242,6 +242,60 @@ static int parse_lines(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	return 0;
 }
 
+/* "snapshot": the GLIMPSE 5.0 server a late start, a restart or a hole too large or too old
+ * to re-request loads the state of the day from (feed/snapshot.h). Needs no "recovery". */
+static int parse_snapshot(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
+{
+	static const char *const keys[] = {
+	    "server",           "username",       "password",   "session",        "on_start",
+	    "max_gap_messages", "max_gap_age_ms", "timeout_ms", "buffer_packets", NULL};
+	json_t *js;
+	int64_t gap;
+	int r;
+
+	if ((r = uf_cj_obj(c, feed, "snapshot", &js)) || !js)
+		return r;
+	size_t save = uf_cj_push_key(c, "snapshot");
+	f->snapshot.enabled = 1;
+	if ((r = uf_cj_check_keys(c, js, keys)) ||
+	    (r = uf_cj_hostport(c, js, "server", NULL, UF_CJ_UNICAST, 1, &f->snapshot.server)) ||
+	    (r = uf_cj_str(c, js, "username", NULL, f->snapshot.username,
+	                   sizeof(f->snapshot.username))) ||
+	    (r = uf_cj_str(c, js, "password", NULL, f->snapshot.password,
+	                   sizeof(f->snapshot.password))) ||
+	    (json_object_get(js, "session") &&
+	     (r = uf_cj_str(c, js, "session", NULL, f->snapshot.session,
+	                    sizeof(f->snapshot.session)))) ||
+	    (r = uf_cj_bool(c, js, "on_start", UF_CFG_DEFAULT_SNAPSHOT_ON_START,
+	                    &f->snapshot.on_start)) ||
+	    (r = uf_cj_int(c, js, "max_gap_messages", 0, INT64_MAX,
+	                   UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_MESSAGES, &gap)) ||
+	    (r = uf_cj_u32(c, js, "max_gap_age_ms", 0, 3600000,
+	                   UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS, &f->snapshot.max_gap_age_ms)) ||
+	    (r = uf_cj_u32(c, js, "timeout_ms", 1, 3600000, UF_CFG_DEFAULT_SNAPSHOT_TIMEOUT_MS,
+	                   &f->snapshot.timeout_ms)) ||
+	    (r = uf_cj_u32(c, js, "buffer_packets", 1, 1 << 24,
+	                   UF_CFG_DEFAULT_SNAPSHOT_BUFFER_PACKETS, &f->snapshot.buffer_packets)))
+		goto out;
+	f->snapshot.max_gap_messages = (uint64_t)gap;
+	/* SoupBinTCP login fields are printable ASCII, space padded: no room for anything else. */
+	const char *const fields[] = {"username", "password", "session"};
+	const char *const vals[] = {f->snapshot.username, f->snapshot.password,
+	                            f->snapshot.session};
+	for (int i = 0; i < 3; i++)
+		for (const char *p = vals[i]; *p; p++)
+			if (*p <= ' ' || *p > '~') {
+				r = uf_cj_fail(
+				    c, fields[i],
+				    "\"%s\": only printable ASCII without spaces (SoupBinTCP)",
+				    vals[i]);
+				goto out;
+			}
+out:
+	uf_cj_pop(c, save);
+	return r;
+}
+
 static int parse_recovery(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {
@@ -401,12 +455,15 @@ out:
 
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {
-	    "name",       "protocol",       "backend",      "cpu",
-	    "sqpoll_cpu", "sqpoll_idle_ms", "numa_node",    "lines",
-	    "recovery",   "ring",           "book",         "buffers",
-	    "symbols",    "symbols_file",   "stage_timing", "stage_timing_every",
-	    NULL};
+	static const char *const keys[] = {"name",         "protocol",
+	                                   "backend",      "cpu",
+	                                   "sqpoll_cpu",   "sqpoll_idle_ms",
+	                                   "numa_node",    "lines",
+	                                   "recovery",     "ring",
+	                                   "book",         "buffers",
+	                                   "symbols",      "symbols_file",
+	                                   "stage_timing", "stage_timing_every",
+	                                   "snapshot",     NULL};
 	char backend[32];
 	int64_t node;
 	int timing;
@@ -455,8 +512,9 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 		            "share one CPU",
 		            c->file, c->path, f->cpu);
 	if ((r = parse_lines(c, jf, f)) || (r = parse_recovery(c, jf, f)) ||
-	    (r = parse_ring(c, jf, f)) || (r = parse_book(c, jf, f)) ||
-	    (r = parse_buffers(c, jf, f)) || (r = parse_symbols(c, jf, f)))
+	    (r = parse_snapshot(c, jf, f)) || (r = parse_ring(c, jf, f)) ||
+	    (r = parse_book(c, jf, f)) || (r = parse_buffers(c, jf, f)) ||
+	    (r = parse_symbols(c, jf, f)))
 		return r;
 	return 0;
 }

@@ -82,6 +82,12 @@ void uf_daemon_describe_feed(const struct uf_feed_config *f, char *buf, size_t l
 			off += (size_t)snprintf(buf + off, len - off, ", no recovery server");
 		}
 	}
+	if (off < len && f->snapshot.enabled) {
+		inet_ntop(AF_INET, &f->snapshot.server.sin_addr, g, sizeof(g));
+		off += (size_t)snprintf(buf + off, len - off, ", snapshot %s:%u%s", g,
+		                        ntohs(f->snapshot.server.sin_port),
+		                        f->snapshot.on_start ? " (on start)" : "");
+	}
 	if (off < len)
 		off += (size_t)snprintf(buf + off, len - off,
 		                        ", ring %s (%" PRIu64 " records, mode %04o)", f->ring.name,

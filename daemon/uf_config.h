@@ -15,34 +15,39 @@
 #define UF_CFG_MAX_FEEDS 16
 
 /* Defaults of the optional keys (configs/README.md has the same table with the ranges). */
-#define UF_CFG_DEFAULT_STATUS_LISTEN          "127.0.0.1:8080" /* status.listen */
-#define UF_CFG_DEFAULT_STATUS_ENABLED         1                /* status.enabled */
-#define UF_CFG_DEFAULT_LOG_LEVEL              "info"           /* log.level */
-#define UF_CFG_DEFAULT_LOG_JOURNAL            "auto"           /* log.journal */
-#define UF_CFG_DEFAULT_STATUS_PROBE_LISTEN    ""               /* status.probe_listen: off */
-#define UF_CFG_DEFAULT_READY_SILENCE_MS       2000             /* status.ready_silence_ms */
-#define UF_CFG_DEFAULT_STAGE_TIMING           1                /* feeds[].stage_timing */
-#define UF_CFG_DEFAULT_PROTOCOL               "itch50-moldudp64"
-#define UF_CFG_DEFAULT_BACKEND                "io_uring"
-#define UF_CFG_DEFAULT_CPU                    (-1) /* cpu, sqpoll_cpu: not pinned */
-#define UF_CFG_DEFAULT_NUMA_NODE              (-1) /* node of `cpu` */
-#define UF_CFG_DEFAULT_SQPOLL_IDLE_MS         1000
-#define UF_CFG_DEFAULT_INTERFACE              "0.0.0.0" /* lines[].interface */
-#define UF_CFG_DEFAULT_RECOVERY_MAX_COUNT     1000
-#define UF_CFG_DEFAULT_RECOVERY_TIMEOUT_MS    50
-#define UF_CFG_DEFAULT_RECOVERY_RETRIES       5
-#define UF_CFG_DEFAULT_RECOVERY_WAIT_MS       2
-#define UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS  64
-#define UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS 65536
-#define UF_CFG_DEFAULT_RECOVERY_MAX_RPS       1000
-#define UF_CFG_DEFAULT_RECOVERY_MAX_IN_FLIGHT 8       /* re-requests outstanding at once */
-#define UF_CFG_DEFAULT_RING_CAPACITY          1048576 /* ring.name defaults to name */
-#define UF_CFG_DEFAULT_RING_MODE              "0600"
-#define UF_CFG_DEFAULT_BOOK_DEPTH             10
-#define UF_CFG_DEFAULT_BOOK_MAX_ORDERS        4000000
-#define UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS   16384
-#define UF_CFG_DEFAULT_BUFFERS_COUNT          4096
-#define UF_CFG_DEFAULT_BUFFERS_SIZE           2048
+#define UF_CFG_DEFAULT_STATUS_LISTEN             "127.0.0.1:8080" /* status.listen */
+#define UF_CFG_DEFAULT_STATUS_ENABLED            1                /* status.enabled */
+#define UF_CFG_DEFAULT_LOG_LEVEL                 "info"           /* log.level */
+#define UF_CFG_DEFAULT_LOG_JOURNAL               "auto"           /* log.journal */
+#define UF_CFG_DEFAULT_STATUS_PROBE_LISTEN       ""               /* status.probe_listen: off */
+#define UF_CFG_DEFAULT_READY_SILENCE_MS          2000             /* status.ready_silence_ms */
+#define UF_CFG_DEFAULT_STAGE_TIMING              1                /* feeds[].stage_timing */
+#define UF_CFG_DEFAULT_PROTOCOL                  "itch50-moldudp64"
+#define UF_CFG_DEFAULT_BACKEND                   "io_uring"
+#define UF_CFG_DEFAULT_CPU                       (-1) /* cpu, sqpoll_cpu: not pinned */
+#define UF_CFG_DEFAULT_NUMA_NODE                 (-1) /* node of `cpu` */
+#define UF_CFG_DEFAULT_SQPOLL_IDLE_MS            1000
+#define UF_CFG_DEFAULT_INTERFACE                 "0.0.0.0" /* lines[].interface */
+#define UF_CFG_DEFAULT_RECOVERY_MAX_COUNT        1000
+#define UF_CFG_DEFAULT_RECOVERY_TIMEOUT_MS       50
+#define UF_CFG_DEFAULT_RECOVERY_RETRIES          5
+#define UF_CFG_DEFAULT_RECOVERY_WAIT_MS          2
+#define UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS     64
+#define UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS    65536
+#define UF_CFG_DEFAULT_RECOVERY_MAX_RPS          1000
+#define UF_CFG_DEFAULT_RECOVERY_MAX_IN_FLIGHT    8       /* re-requests outstanding at once */
+#define UF_CFG_DEFAULT_RING_CAPACITY             1048576 /* ring.name defaults to name */
+#define UF_CFG_DEFAULT_RING_MODE                 "0600"
+#define UF_CFG_DEFAULT_BOOK_DEPTH                10
+#define UF_CFG_DEFAULT_BOOK_MAX_ORDERS           4000000
+#define UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS      16384
+#define UF_CFG_DEFAULT_BUFFERS_COUNT             4096
+#define UF_CFG_DEFAULT_BUFFERS_SIZE              2048
+#define UF_CFG_DEFAULT_SNAPSHOT_ON_START         1 /* snapshot.* (server: none) */
+#define UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_MESSAGES 50000
+#define UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS   1000
+#define UF_CFG_DEFAULT_SNAPSHOT_TIMEOUT_MS       10000
+#define UF_CFG_DEFAULT_SNAPSHOT_BUFFER_PACKETS   65536
 
 struct uf_config {
 	char path[256];                   /* file it came from */

@@ -926,3 +926,63 @@ void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
 	if (a->gap_open && a->recovery)
 		uf_arb_send_requests(a, now_ns, drained);
 }
+
+void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
+{
+	if (session && (!a->have_session || memcmp(a->session, session, UF_MOLD_SESSION_LEN))) {
+		if (a->have_session) {
+			memcpy(a->prev_session, a->session, UF_MOLD_SESSION_LEN);
+			a->have_prev = 1;
+			uf_arb_queue_clear(a); /* another day's packets */
+		}
+		uf_arb_session_start(a, session);
+	}
+	if (next_seq < 1)
+		next_seq = 1;
+	uint64_t now = a->now();
+	/* Holes wholly below next_seq are covered by the snapshot; a straddling one now starts at
+	 * next_seq; every remaining hole is judged afresh (no request out, no retries spent). */
+	while (a->nholes && uf_arb_hole_at(a, 0)->end <= next_seq)
+		uf_arb_hole_remove(a, 0);
+	for (uint32_t i = 0; i < a->nholes; i++) {
+		struct uf_arb_hole *h = uf_arb_hole_at(a, i);
+		if (h->first < next_seq)
+			h->first = next_seq;
+		h->tries = 0;
+		h->deadline_ns = 0;
+		h->opened_ns = now;
+		memset(h->line_pkts, 0, sizeof(h->line_pkts));
+	}
+	/* A snapshot older than what was delivered: the books were replaced, so
+	 * [next_seq, expected) must come again, as a hole at the front of the table. */
+	if (next_seq < a->expected && a->nholes < a->hole_cap) {
+		uint64_t end = a->expected;
+		if (a->nholes && uf_arb_hole_at(a, 0)->first <= end) {
+			uf_arb_hole_at(a, 0)->first =
+			    next_seq; /* touches the first hole: one hole */
+		} else {
+			if (a->h0 > 0) {
+				a->h0--;
+			} else {
+				memmove(a->holes + 1, a->holes,
+				        (size_t)a->nholes * sizeof(*a->holes));
+			}
+			a->nholes++;
+			struct uf_arb_hole *h = uf_arb_hole_at(a, 0);
+			memset(h, 0, sizeof(*h));
+			h->first = next_seq;
+			h->end = end;
+			h->opened_ns = now;
+		}
+		uf_stat_add(&a->st->gaps, 1);
+		uf_stat_add(&a->st->gap_messages, end - next_seq);
+	}
+	a->expected = next_seq;
+	if (a->high < next_seq)
+		a->high = next_seq;
+	a->gap_open = 0; /* whatever hole was open is now judged afresh */
+	a->ninflight = 0;
+	a->rate_limited = 0;
+	uf_arb_drain(a); /* below: dropped; straddling: from next_seq; then in order */
+	uf_arb_update_gap(a);
+}

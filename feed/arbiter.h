@@ -293,4 +293,20 @@ static inline int uf_arb_gap_open(const struct uf_arb *a)
 	return a->gap_open;
 }
 
+/* When the oldest open hole was detected (monotonic ns), 0 with none: how long the stream
+ * has been waiting, for the snapshot's "gap too old" rule. */
+static inline uint64_t uf_arb_oldest_hole_ns(const struct uf_arb *a)
+{
+	return a->nholes ? a->holes[a->h0].opened_ns : 0;
+}
+
+/* Snapshot merge (feed/snapshot.c): the books now hold every message before `next_seq` of
+ * `session` (NULL: the current one). Continues the stream from `next_seq`: a session other
+ * than the current one becomes current (the old one's packets are then dropped); queued
+ * packets wholly below next_seq are dropped, one straddling it is delivered from message
+ * next_seq on, later ones in order; the hole state (requests, retries) starts afresh.
+ * `expected` may move backwards (a snapshot older than what was delivered: the books were
+ * replaced, the difference is recovered like any gap). Cold. */
+void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq);
+
 #endif /* UF_ARBITER_H */

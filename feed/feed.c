@@ -161,9 +161,18 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		          cfg->recovery.queue_packets);
 		goto out_ring;
 	}
+	rc = uf_feed_snapshot_init(f);
+	if (rc < 0) {
+		uf_err_rc(err, errlen, rc, "feed %s: snapshot buffer of %u packets", cfg->name,
+		          cfg->snapshot.buffer_packets);
+		goto out_arb;
+	}
 	*out = f;
 	return 0;
 
+out_arb:
+	uf_feed_snapshot_fini(f);
+	uf_arb_fini(&f->arb);
 out_ring:
 	uf_sink_close(&f->sink);
 out_filter:
@@ -181,6 +190,7 @@ void uf_feed_destroy(struct uf_feed *f)
 {
 	if (!f)
 		return;
+	uf_feed_snapshot_fini(f);
 	uf_arb_fini(&f->arb);
 	uf_sink_close(&f->sink);
 	uf_filter_fini(&f->filter);

@@ -14,6 +14,7 @@
 #include "feed/filter.h"
 #include "feed/ingest.h"
 #include "feed/sink.h"
+#include "feed/snapshot.h"
 #include "feed/uf_feed.h"
 #include "publish/uf_publish.h"
 
@@ -48,9 +49,20 @@ struct uf_feed {
 	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
 	int8_t msg_rc[UF_DECODE_FUSED_MAX];           /* their decode results */
 	char err[256];                                /* last error */
-	uint64_t drops_read_ns; /* when the sockets' drop totals were last read */
+	uint64_t drops_read_ns;  /* when the sockets' drop totals were last read */
+	struct uf_snapshot snap; /* snapshot-then-stream (snapshot.h) */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
+
+/* 1 when the snapshot state machine has something to do this loop turn: a snapshot loads or
+ * waits for the live session, a hole is open (size and age triggers), or a gap was given up
+ * (the books are stale). Cheap: loads only. */
+static inline int uf_feed_snapshot_due(const struct uf_feed *f)
+{
+	return f->snap.enabled &&
+	       (f->snap.state != UF_SNAP_IDLE || f->snap.want || uf_arb_gap_open(&f->arb) ||
+	        f->stats.gaps_unrecovered != f->snap.unrecovered_seen);
+}
 
 /* pipeline.c: the arbiter's callbacks into the pipeline (uf_feed_create hands them over). */
 void uf_feed_pipeline_callbacks(struct uf_feed *f, struct uf_arb_cb *cb);

@@ -309,6 +309,9 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	}
 	if (k == UF_MOLD_DATA && src < UF_CFG_MAX_LINES)
 		uf_stat_add(&f->stats.lines[src].messages, mp.count);
+	if (UF_UNLIKELY(f->snap.state != UF_SNAP_IDLE) &&
+	    uf_feed_snapshot_packet(f, &mp, p->rx_ns, src))
+		return; /* buffered while a snapshot loads (snapshot.h) */
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
 	if (f->timed) {
@@ -428,6 +431,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		uf_ingest_close(&f->ig);
 		return rc;
 	}
+	uf_feed_snapshot_run_start(f);
 	f->backend = f->ig.backend;
 	f->timing = !f->cfg.no_stage_timing;
 	f->sample_every =
@@ -446,7 +450,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_feed_apply_filter(f, pending);
 		/* epoll sleeps: not longer than a millisecond while a gap's timers run. */
 		int n = uf_ingest_poll(&f->ig, pkts, UF_INGEST_BATCH,
-		                       uf_arb_gap_open(&f->arb) ? 1 : 50);
+		                       uf_arb_gap_open(&f->arb) || f->snap.state ? 1 : 50);
 		if (UF_UNLIKELY(n < 0)) {
 			rc = uf_err_rc(f->err, sizeof(f->err), n, "receive failed on back end %s",
 			               uf_feed_backend_name(f));
@@ -476,7 +480,12 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_feed_sync_pub_stats(f);
 			uf_feed_sync_gauges(f);
 		}
-		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
+		if (UF_UNLIKELY(uf_feed_snapshot_due(f))) {
+			uf_feed_snapshot_step(f); /* snapshot.h: client, merge, triggers */
+			uf_feed_flush(f);
+		}
+		/* While a snapshot loads the hole waits for it: no re-request, no give-up. */
+		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb)) && f->snap.state != UF_SNAP_LOADING) {
 			uf_arb_tick(&f->arb, uf_now_mono_ns(), n < UF_INGEST_BATCH);
 			uf_feed_flush(f); /* a give-up may have delivered queued packets */
 			uf_feed_sync_pub_stats(

@@ -50,6 +50,20 @@ struct uf_feed_config {
 		uint32_t max_in_flight; /* re-requests outstanding at once, default 8 (<= 64) */
 	} recovery;
 	struct {
+		int enabled;               /* 1 when "snapshot.server" is given */
+		struct sockaddr_in server; /* SoupBinTCP / GLIMPSE 5.0 snapshot server */
+		char username[7];          /* SoupBinTCP login, <= 6 characters */
+		char password[11];         /* <= 10 characters */
+		char session[11];          /* requested session, "" = the server's current one */
+		int on_start;              /* load a snapshot when the feed starts, default 1 */
+		uint64_t max_gap_messages; /* a hole this large loads a snapshot instead of being
+		                            * re-requested; 0 = never; default 50000 */
+		uint32_t max_gap_age_ms;   /* a hole open this long loads a snapshot; 0 = never;
+		                            * default 1000 */
+		uint32_t timeout_ms; /* one attempt, connect to End of Snapshot; default 10000 */
+		uint32_t buffer_packets; /* live packets buffered while loading, default 65536 */
+	} snapshot;
+	struct {
 		char name[UF_CFG_NAME_MAX]; /* ring (shm) name, unique across feeds; default feed
 		                               name */
 		uint64_t capacity;          /* records, power of two, default 1048576 */

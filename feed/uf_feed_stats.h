@@ -86,7 +86,20 @@
 	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")        \
 	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")        \
 	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")       \
-	X(batches, "receive polls that returned at least one packet")
+	X(batches, "receive polls that returned at least one packet")                              \
+	X(snapshots_loaded, "GLIMPSE snapshots loaded into fresh books (stream continued from "    \
+	                    "their End of Snapshot sequence)")                                     \
+	X(snapshot_messages, "ITCH messages applied from GLIMPSE snapshots")                       \
+	X(snapshot_bytes, "ITCH message bytes received in GLIMPSE snapshots")                      \
+	X(snapshot_duration_ns, "time spent loading snapshots, start to merge (sum, ns)")          \
+	X(snapshot_last_duration_ns,                                                               \
+	  "gauge: duration of the last snapshot loaded, start to merge "                           \
+	  "(ns)")                                                                                  \
+	X(snapshot_failures, "snapshot attempts given up (server down, timeout, rejected, buffer " \
+	                     "full): the feed went on without, books flagged stale if touched")    \
+	X(snapshot_buffered_packets, "live packets buffered while snapshots loaded (one copy per " \
+	                             "sequence)")                                                  \
+	X(snapshot_in_progress, "gauge: 1 while a snapshot loads (live packets are buffered)")
 
 #define UF_LAT_SUB_BITS 3 /* 8 sub-buckets per power of two */
 #define UF_LAT_SUB      (1u << UF_LAT_SUB_BITS)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The README's demo command: installs what is missing (Debian 12, as root), builds, and runs
 # uringfeed for real on its embedded default (configs/loopback.json):
-#   uf-gen makes a day -> uringfeed (io_uring) joins the A and B lines on loopback ->
-#   uf-replay sends the day with 2% loss on each line and serves re-requests ->
-#   uf-tail shows a live top of book -> the status endpoint's summary -> the ring's books are
-#   compared with the file's -> SIGTERM, clean stop. About 10 s; Ctrl-C stops it early.
+#   uf-gen makes a day -> uf-replay sends it with 2% loss on each line, serves re-requests and
+#   GLIMPSE snapshots -> uringfeed (io_uring) joins the A and B lines on loopback ->
+#   uf-tail shows a live top of book -> mid-day uringfeed is SIGKILLed and restarted: it loads
+#   the snapshot and continues with the lines, uf-tail re-attaches -> the status endpoint's
+#   summary -> the ring's books are compared with the file's -> SIGTERM, clean stop.
+#   About 15 s; Ctrl-C stops it early.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -17,9 +19,11 @@ work=$(mktemp -d /tmp/uringfeed-demo.XXXXXX)
 export UF_RING_DIR="$work" # the demo's ring lives with its other files, not in /dev/shm
 feed=
 tail=
+replay=
 cleanup() {
 	[ -n "$tail" ] && kill "$tail" 2>/dev/null
 	[ -n "$feed" ] && kill "$feed" 2>/dev/null
+	[ -n "$replay" ] && kill "$replay" 2>/dev/null
 	wait 2>/dev/null
 	rm -rf "$work"
 }
@@ -31,21 +35,44 @@ $bin/uf-gen --out "$work/day.itch" --messages 200000 --symbols 50 --seed 1
 syms=$($bin/uf-decode books "$work/day.itch" --depth 1 | head -3 |
 	sed 's/.*"symbol":"\([^"]*\)".*/\1/' | paste -sd, -)
 
-echo "demo: starting uringfeed --config configs/loopback.json (log: $work/uringfeed.log)"
-$bin/uringfeed --config configs/loopback.json 2>"$work/uringfeed.log" &
-feed=$!
-for _ in $(seq 100); do # up to 10 s for the feed to start
-	grep -q 'running;' "$work/uringfeed.log" && break
-	kill -0 $feed 2>/dev/null || { cat "$work/uringfeed.log"; exit 1; }
-	sleep 0.1
-done
+start_feed() { # $1: log file; returns when the feed thread runs
+	$bin/uringfeed --config configs/loopback.json 2>"$1" &
+	feed=$!
+	for _ in $(seq 100); do # up to 10 s for the feed to start
+		grep -q 'running;' "$1" && return 0
+		kill -0 $feed 2>/dev/null || { cat "$1"; exit 1; }
+		sleep 0.1
+	done
+}
 
-echo "demo: live top of book for $syms while uf-replay sends the day with 2% loss per line"
+echo "demo: uf-replay sends the day at 25000 msg/s with 2% loss per line, serves re-requests"
+echo "      (port 30100) and GLIMPSE snapshots (port 30200)"
+$bin/uf-replay --in "$work/day.itch" --a 239.1.1.1:30001 --b 239.1.1.2:30002 \
+	--interface 127.0.0.1 --rate 25000 --drop-a 0.02 --drop-b 0.02 --seed 1 \
+	--serve-rerequests 30100 --serve-snapshot 30200 --linger 2 \
+	>"$work/replay.json" 2>"$work/replay.err" &
+replay=$!
+
+echo "demo: starting uringfeed --config configs/loopback.json (log: $work/uringfeed.log)"
+start_feed "$work/uringfeed.log"
+
+echo "demo: live top of book for $syms"
 $bin/uf-tail --ring nasdaq --top "$syms" --interval 500 &
 tail=$!
-$bin/uf-replay --in "$work/day.itch" --a 239.1.1.1:30001 --b 239.1.1.2:30002 \
-	--interface 127.0.0.1 --rate 50000 --drop-a 0.02 --drop-b 0.02 --seed 1 \
-	--serve-rerequests 30100 --linger 1 >"$work/replay.json"
+sleep 3
+echo
+echo "demo: SIGKILL uringfeed mid-day (pid $feed), then start it again with the same config"
+kill -KILL $feed
+wait $feed 2>/dev/null || true
+sleep 1 # the lines go on without it
+start_feed "$work/uringfeed-2.log"
+for _ in $(seq 100); do # the snapshot loads in well under a second
+	grep -q 'snapshot loaded' "$work/uringfeed-2.log" && break
+	sleep 0.1
+done
+grep -h 'snapshot' "$work/uringfeed-2.log" | sed 's/^/demo:   /' || true
+wait "$replay"
+replay=
 sleep 0.5
 kill -INT "$tail" 2>/dev/null || true # one last refresh, then the live view ends
 wait "$tail" 2>/dev/null || true
@@ -54,7 +81,7 @@ tail=
 echo
 echo "demo: status endpoint summary (curl http://127.0.0.1:8080/metrics)"
 curl -s http://127.0.0.1:8080/metrics |
-	grep -E '^uringfeed_(messages|gaps|rerequests|recovered_messages|gaps_unrecovered|decode_errors|book_integrity_errors)_total|^uringfeed_line_(wins|duplicates)_total|^uringfeed_wire_to_publish_(seconds_(sum|count)|max_seconds)|^uringfeed_ring_sequence|^uringfeed_consumer_lag_records|^uringfeed_ready' |
+	grep -E '^uringfeed_(messages|gaps|rerequests|recovered_messages|gaps_unrecovered|decode_errors|book_integrity_errors|snapshots_loaded|snapshot_messages|snapshot_last_duration_ns|snapshot_failures)_total|^uringfeed_line_(wins|duplicates)_total|^uringfeed_wire_to_publish_(seconds_(sum|count)|max_seconds)|^uringfeed_ring_sequence|^uringfeed_consumer_lag_records|^uringfeed_ready' |
 	grep -v 'kind=.*} 0$' || true
 
 echo
@@ -73,4 +100,4 @@ echo "demo: stopping uringfeed with SIGTERM (consumers see the ring closed)"
 kill -TERM $feed
 wait $feed
 feed=
-tail -3 "$work/uringfeed.log"
+tail -3 "$work/uringfeed-2.log"

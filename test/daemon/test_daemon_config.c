@@ -321,6 +321,74 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	expect_error("{\"feeds\":[7]}", "feeds[0]: expected a feed object, got an integer 7");
 }
 
+/* "snapshot": parsed to its values, defaults for the rest, valid without "recovery", and
+ * every refusal names the key. */
+static void test_config_snapshot_keys_parse_and_refuse(void **state)
+{
+	struct uf_config cfg;
+	char err[512];
+	const struct uf_feed_config *f;
+
+	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.feeds[0].snapshot.enabled, 0);
+	uf_config_free(&cfg);
+	assert_int_equal(
+	    uf_config_load_string(FEED("\"snapshot\":{\"server\":\"10.1.2.3:4000\",\"username\":"
+	                               "\"u1\",\"password\":\"pw\"}"),
+	                          &cfg, err, sizeof(err)),
+	    0);
+	f = &cfg.feeds[0];
+	assert_int_equal(f->recovery.enabled, 0); /* a snapshot server alone is valid */
+	assert_int_equal(f->snapshot.enabled, 1);
+	assert_addr(f->snapshot.server.sin_addr, "10.1.2.3");
+	assert_int_equal(ntohs(f->snapshot.server.sin_port), 4000);
+	assert_string_equal(f->snapshot.username, "u1");
+	assert_string_equal(f->snapshot.password, "pw");
+	assert_string_equal(f->snapshot.session, "");
+	assert_int_equal(f->snapshot.on_start, 1);
+	assert_int_equal(f->snapshot.max_gap_messages, 50000);
+	assert_int_equal(f->snapshot.max_gap_age_ms, 1000);
+	assert_int_equal(f->snapshot.timeout_ms, 10000);
+	assert_int_equal(f->snapshot.buffer_packets, 65536);
+	uf_config_free(&cfg);
+	assert_int_equal(
+	    uf_config_load_string(
+	        FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"abcdef\","
+	             "\"password\":\"0123456789\",\"session\":\"SESS000001\",\"on_start\":false,"
+	             "\"max_gap_messages\":0,\"max_gap_age_ms\":250,\"timeout_ms\":3000,"
+	             "\"buffer_packets\":1024}"),
+	        &cfg, err, sizeof(err)),
+	    0);
+	f = &cfg.feeds[0];
+	assert_string_equal(f->snapshot.session, "SESS000001");
+	assert_int_equal(f->snapshot.on_start, 0);
+	assert_int_equal(f->snapshot.max_gap_messages, 0);
+	assert_int_equal(f->snapshot.max_gap_age_ms, 250);
+	assert_int_equal(f->snapshot.timeout_ms, 3000);
+	assert_int_equal(f->snapshot.buffer_packets, 1024);
+	uf_config_free(&cfg);
+	expect_error(FEED("\"snapshot\":{\"username\":\"u\",\"password\":\"p\"}"),
+	             "feeds[0].snapshot.server: missing required key");
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"password\":\"p\"}"),
+	             "feeds[0].snapshot.username: missing required key");
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"toolong\","
+	                  "\"password\":\"p\"}"),
+	             "feeds[0].snapshot.username");
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"a b\","
+	                  "\"password\":\"p\"}"),
+	             "feeds[0].snapshot.username: \"a b\": only printable ASCII");
+	expect_error(FEED("\"snapshot\":{\"server\":\"239.1.1.1:1\",\"username\":\"u\","
+	                  "\"password\":\"p\"}"),
+	             "feeds[0].snapshot.server: \"239.1.1.1:1\": \"239.1.1.1\" is not a unicast");
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"u\","
+	                  "\"password\":\"p\",\"timeout_ms\":0}"),
+	             "feeds[0].snapshot.timeout_ms: 0 is out of range");
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"u\","
+	                  "\"password\":\"p\",\"onstart\":true}"),
+	             "feeds[0].snapshot.onstart: unknown key");
+	expect_error(FEED("\"snapshot\":7"), "feeds[0].snapshot");
+}
+
 static void test_config_syntax_errors_give_line_and_column(void **state)
 {
 	/* Line 3, after "port": a missing comma. */
@@ -385,6 +453,7 @@ int main(void)
 	    cmocka_unit_test(test_config_every_key_parses_to_its_value),
 	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
+	    cmocka_unit_test(test_config_snapshot_keys_parse_and_refuse),
 	    cmocka_unit_test(test_config_syntax_errors_give_line_and_column),
 	    cmocka_unit_test(test_config_missing_file_is_an_errno_error),
 	    cmocka_unit_test(test_config_shipped_files_in_configs_are_valid),

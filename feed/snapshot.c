@@ -1,0 +1,467 @@
+/* Snapshot-then-stream: the live buffer and the merge state machine. See snapshot.h. */
+#include "feed/snapshot.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/uf_time.h"
+#include "decode/uf_itch50.h"
+#include "feed/feed_internal.h"
+#include "feed/feed_log.h"
+
+/* ---- the live buffer: one copy per sequence ---- */
+
+int uf_snap_buf_init(struct uf_snap_buf *b, uint32_t cap, uint32_t slot_size)
+{
+	memset(b, 0, sizeof(*b));
+	b->cap = cap;
+	b->slot_size = slot_size;
+	b->pkts = calloc(cap, sizeof(*b->pkts));
+	b->order = calloc(cap, sizeof(*b->order));
+	b->mem_len = (size_t)cap * slot_size;
+	/* Reserved, not touched: pages fault in only while a snapshot actually buffers. */
+	void *m = mmap(NULL, b->mem_len, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (!b->pkts || !b->order || m == MAP_FAILED) {
+		if (m != MAP_FAILED)
+			munmap(m, b->mem_len);
+		uf_snap_buf_fini(b);
+		return -ENOMEM;
+	}
+	b->mem = m;
+	for (uint32_t i = 0; i < cap; i++)
+		b->pkts[i].data = b->mem + (size_t)i * slot_size;
+	return 0;
+}
+
+void uf_snap_buf_fini(struct uf_snap_buf *b)
+{
+	free(b->pkts);
+	free(b->order);
+	if (b->mem)
+		munmap(b->mem, b->mem_len);
+	b->pkts = NULL;
+	b->order = NULL;
+	b->mem = NULL;
+}
+
+void uf_snap_buf_clear(struct uf_snap_buf *b)
+{
+	b->n = 0;
+	b->hi = 0;
+	b->nholes = 0;
+	b->holes_lost = 0;
+	b->have_session = 0;
+	b->have_eos[0] = b->have_eos[1] = 0;
+}
+
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                        unsigned src)
+{
+	if (pkt->kind != UF_MOLD_END_OF_SESSION || src >= 2 || pkt->len < UF_MOLD_HDR_LEN)
+		return 0;
+	memcpy(b->eos[src], pkt->buf, UF_MOLD_HDR_LEN);
+	b->eos_rx[src] = rx_ns;
+	b->have_eos[src] = 1;
+	return 1;
+}
+
+static void uf_snap_hole_add(struct uf_snap_buf *b, uint64_t first, uint64_t end)
+{
+	if (first >= end)
+		return;
+	if (b->nholes == UF_SNAP_HOLES) {
+		b->holes_lost =
+		    1; /* from now on anything below hi is kept: more copies, none lost */
+		return;
+	}
+	b->holes[b->nholes].first = first;
+	b->holes[b->nholes].end = end;
+	b->nholes++;
+}
+
+/* Removes [seq, end) from the tracked holes (splitting one when it lies inside). */
+static void uf_snap_holes_fill(struct uf_snap_buf *b, uint64_t seq, uint64_t end)
+{
+	for (uint32_t i = b->nholes; i-- > 0;) {
+		uint64_t hf = b->holes[i].first, he = b->holes[i].end;
+		if (end <= hf || seq >= he)
+			continue;
+		if (seq <= hf && end >= he) {
+			b->holes[i] = b->holes[--b->nholes];
+		} else if (seq <= hf) {
+			b->holes[i].first = end;
+		} else if (end >= he) {
+			b->holes[i].end = seq;
+		} else {
+			b->holes[i].end = seq;
+			uf_snap_hole_add(b, end, he);
+		}
+	}
+}
+
+/* 1 when [seq, end) holds a sequence no kept packet has. */
+static int uf_snap_buf_needs(const struct uf_snap_buf *b, uint64_t seq, uint64_t end)
+{
+	if (b->n == 0 || end > b->hi || seq < b->lo || b->holes_lost)
+		return 1;
+	for (uint32_t i = 0; i < b->nholes; i++)
+		if (seq < b->holes[i].end && end > b->holes[i].first)
+			return 1;
+	return 0;
+}
+
+int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                    unsigned src)
+{
+	if (pkt->kind != UF_MOLD_DATA || pkt->count == 0)
+		return 0;
+	if (b->have_session && memcmp(b->session, pkt->session, UF_MOLD_SESSION_LEN) != 0)
+		return 0;
+	uint64_t seq = pkt->seq, end = pkt->seq + pkt->count;
+	if (!uf_snap_buf_needs(b, seq, end))
+		return 0;
+	if (b->n == b->cap)
+		return -ENOSPC;
+	if (pkt->len > b->slot_size)
+		return -EMSGSIZE;
+	struct uf_snap_pkt *p = &b->pkts[b->n++];
+	p->seq = seq;
+	p->end = end;
+	p->rx_ns = rx_ns;
+	p->len = (uint32_t)pkt->len;
+	p->src = (uint16_t)src;
+	memcpy(p->data, pkt->buf, pkt->len);
+	if (b->n == 1) {
+		b->lo = seq;
+		b->hi = end;
+		memcpy(b->session, pkt->session, UF_MOLD_SESSION_LEN);
+		b->have_session = 1;
+		return 1;
+	}
+	uf_snap_holes_fill(b, seq, end);
+	if (seq < b->lo) { /* older than anything kept: what lies between is a hole too */
+		uf_snap_hole_add(b, end, b->lo);
+		b->lo = seq;
+	}
+	if (seq > b->hi)
+		uf_snap_hole_add(b, b->hi, seq);
+	if (end > b->hi)
+		b->hi = end;
+	return 1;
+}
+
+static int uf_snap_cmp(const void *x, const void *y, void *ctx)
+{
+	const struct uf_snap_buf *b = ctx;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	uint64_t si = b->pkts[i].seq, sj = b->pkts[j].seq;
+	if (si != sj)
+		return si < sj ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+void uf_snap_buf_sort(struct uf_snap_buf *b)
+{
+	for (uint32_t i = 0; i < b->n; i++)
+		b->order[i] = i;
+	qsort_r(b->order, b->n, sizeof(*b->order), uf_snap_cmp, b);
+}
+
+/* ---- the merge state machine (feed thread) ---- */
+
+/* The snapshot's records to the ring (the pipeline's own flush also measures latency; these
+ * have no receive time). */
+static void uf_snap_flush(struct uf_feed *f)
+{
+	if (UF_UNLIKELY(f->filter.on) && f->nrec)
+		f->nrec = uf_filter_records(&f->filter, f->recs, f->nrec);
+	if (f->nrec) {
+		if (uf_sink_records(&f->sink, f->recs, f->nrec, 0) < 0)
+			uf_stat_add(&f->stats.image_errors, 1);
+		uf_stat_add(&f->stats.records, f->nrec);
+		f->nrec = 0;
+	}
+}
+
+/* THE ONE PLACE where consumers are told that the books restart from nothing (a snapshot
+ * follows). Today: the publisher's books are emptied and the image is emptied and un-staled
+ * through the sink's new-session path (what a new MoldUDP64 session does).
+ * LEAD: when UF_REC_RESET (publish/uf_record.h, branch i12-feed) is on main, publish one
+ * UF_REC_RESET record here, before the image reset, so stream-only consumers see it too. */
+static void uf_snap_emit_reset(struct uf_feed *f)
+{
+	uf_snap_flush(f);
+	uf_publish_reset(f->pub);
+	if (uf_sink_new_session(&f->sink) < 0)
+		uf_stat_add(&f->stats.image_errors, 1);
+}
+
+static void uf_snap_on_message(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	struct uf_feed *f = ctx;
+	struct uf_itch_msg m;
+	(void)seq;
+	uf_stat_add(&f->stats.snapshot_bytes, len);
+	int rc = uf_itch_decode(msg, len, &m);
+	if (rc != 0) {
+		if (len == 0)
+			uf_stat_add(&f->stats.decode_empty_message, 1);
+		else if (rc == -ENOMSG)
+			uf_stat_add(&f->stats.decode_unknown_type, 1);
+		else
+			uf_stat_add(&f->stats.decode_bad_length, 1);
+		return;
+	}
+	if (f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap)
+		uf_snap_flush(f);
+	/* feed_seq 0: a snapshot message has no real-time sequence (the state it describes
+	 * ends at End of Snapshot - 1). */
+	int k = uf_publish_apply(f->pub, &m, 0, 0, f->recs + f->nrec, f->rec_cap - f->nrec);
+	if (k > 0)
+		f->nrec += (size_t)k;
+	uf_stat_add(&f->stats.snapshot_messages, 1);
+	f->snap.msgs++;
+}
+
+static void uf_snap_on_event(void *ctx, const struct uf_soup_client_event *ev)
+{
+	struct uf_feed *f = ctx;
+	struct uf_snapshot *s = &f->snap;
+	switch (ev->kind) {
+	case UF_SOUP_EV_LOGIN_ACCEPTED:
+		/* Every login is a fresh snapshot: what a broken connection delivered goes. */
+		uf_snap_emit_reset(f);
+		s->touched = 1;
+		s->msgs = 0;
+		break;
+	case UF_SOUP_EV_END_OF_SNAPSHOT:
+		s->ended = 1;
+		s->end_seq = ev->seq;
+		break;
+	case UF_SOUP_EV_DISCONNECTED:
+		uf_feed_log_debug("feed %s: snapshot server: connection lost (%s), retrying",
+		                  f->cfg.name, strerror(-ev->err));
+		break;
+	default: /* rejected, end of session, logged out: the client says DONE */
+		break;
+	}
+}
+
+static void uf_snap_client_close(struct uf_snapshot *s)
+{
+	uf_soup_client_destroy(s->cl);
+	s->cl = NULL;
+}
+
+/* Hands the buffered packets to the arbiter in sequence order. */
+static void uf_snap_replay(struct uf_feed *f)
+{
+	struct uf_snap_buf *b = &f->snap.buf;
+	uf_snap_buf_sort(b);
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
+		struct uf_mold_packet mp;
+		/* Validated before it was kept: opening again only re-reads lengths. */
+		if (uf_mold_open(&mp, p->data, p->len) == UF_MOLD_DATA)
+			uf_arb_packet(&f->arb, &mp, p->rx_ns, p->src);
+	}
+	for (unsigned l = 0; l < 2; l++) {
+		struct uf_mold_packet mp;
+		if (b->have_eos[l] && uf_mold_open(&mp, b->eos[l], UF_MOLD_HDR_LEN) > 0)
+			uf_arb_packet(&f->arb, &mp, b->eos_rx[l], l);
+	}
+	uf_snap_buf_clear(b);
+}
+
+static void uf_snap_start(struct uf_feed *f, uint64_t now, const char *why)
+{
+	struct uf_snapshot *s = &f->snap;
+	struct uf_soup_client_cb cb = {uf_snap_on_message, uf_snap_on_event, f};
+	int rc = uf_soup_client_create(&s->p, &cb, &s->cl);
+	if (rc < 0) {
+		uf_stat_add(&f->stats.snapshot_failures, 1);
+		s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
+		return;
+	}
+	uf_feed_log_info("feed %s: loading a snapshot (%s)", f->cfg.name, why);
+	uf_soup_client_start(s->cl, now);
+	s->state = UF_SNAP_LOADING;
+	s->started_ns = now;
+	s->deadline_ns = now + s->timeout_ns;
+	s->touched = s->ended = s->overflow = 0;
+	s->msgs = 0;
+	uf_snap_buf_clear(&s->buf);
+	uf_store_relaxed_u64(&f->stats.snapshot_in_progress, 1);
+}
+
+static void uf_snap_fail(struct uf_feed *f, uint64_t now, const char *why)
+{
+	struct uf_snapshot *s = &f->snap;
+	uf_snap_client_close(s);
+	uf_snap_flush(f);
+	uf_stat_add(&f->stats.snapshot_failures, 1);
+	uf_store_relaxed_u64(&f->stats.snapshot_in_progress, 0);
+	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", f->cfg.name, why,
+	                 s->retry_ms);
+	if (s->touched) {
+		/* A partial snapshot is in the books: empty them again. What the arbiter had
+		 * delivered before is gone with them: say so (GAP, every book stale). */
+		uf_snap_emit_reset(f);
+		if (f->arb.have_session && f->arb.expected > 1) {
+			int n = uf_publish_gap(f->pub, 1, f->arb.expected - 1, f->recs, f->rec_cap);
+			size_t nrec = n > 0 ? (size_t)n : 0;
+			if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
+				uf_stat_add(&f->stats.image_errors, 1);
+			uf_stat_add(&f->stats.records, nrec);
+			s->want = 1; /* the books are known wrong: try again after the back-off */
+		}
+	}
+	/* The stream goes on without a snapshot: recovery (or give-up) as if none existed. */
+	s->state = UF_SNAP_IDLE;
+	uf_snap_replay(f);
+	s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
+	s->retry_ms =
+	    s->retry_ms * 2 > UF_SNAP_RETRY_MAX_MS ? UF_SNAP_RETRY_MAX_MS : s->retry_ms * 2;
+	s->unrecovered_seen = f->stats.gaps_unrecovered; /* gaps of a failed attempt: retry_ns */
+}
+
+static void uf_snap_merge(struct uf_feed *f, uint64_t now)
+{
+	struct uf_snapshot *s = &f->snap;
+	uf_snap_client_close(s);
+	uf_snap_flush(f);
+	uint64_t d = now - s->started_ns;
+	uf_stat_add(&f->stats.snapshots_loaded, 1);
+	uf_stat_add(&f->stats.snapshot_duration_ns, d);
+	uf_store_relaxed_u64(&f->stats.snapshot_last_duration_ns, d);
+	uf_store_relaxed_u64(&f->stats.snapshot_in_progress, 0);
+	uf_feed_log_info("feed %s: snapshot loaded: %llu messages in %llu ms, stream continues at "
+	                 "sequence %llu (%u live packets buffered)",
+	                 f->cfg.name, (unsigned long long)s->msgs,
+	                 (unsigned long long)(d / 1000000u), (unsigned long long)s->end_seq,
+	                 s->buf.n);
+	s->want = 0;
+	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
+	s->retry_ns = now + UF_SNAP_RETRY_MIN_MS * 1000000ull; /* at most one a second */
+	if (!s->buf.have_session && !f->arb.have_session) {
+		s->state = UF_SNAP_WAIT_LIVE; /* no line has named the session yet */
+		return;
+	}
+	s->state = UF_SNAP_IDLE;
+	uf_arb_resync(&f->arb, s->buf.have_session ? s->buf.session : NULL, s->end_seq);
+	uf_snap_replay(f);
+	s->unrecovered_seen = f->stats.gaps_unrecovered;
+}
+
+int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                            unsigned src)
+{
+	struct uf_snapshot *s = &f->snap;
+	if (s->state == UF_SNAP_WAIT_LIVE) {
+		if (src >= (unsigned)f->cfg.nlines)
+			return 1; /* an answer to a request made before the snapshot: void */
+		s->state = UF_SNAP_IDLE;
+		uf_arb_resync(&f->arb, pkt->session, s->end_seq);
+		return 0;
+	}
+	if (src >= (unsigned)f->cfg.nlines)
+		return 1; /* answers for the old books: the snapshot replaces them */
+	if (pkt->kind == UF_MOLD_END_OF_SESSION) {
+		uf_snap_buf_add_eos(&s->buf, pkt, rx_ns, src);
+		return 1; /* heartbeats: the lines send more after the merge */
+	}
+	int rc = uf_snap_buf_add(&s->buf, pkt, rx_ns, src);
+	if (rc == 1)
+		uf_stat_add(&f->stats.snapshot_buffered_packets, 1);
+	else if (rc == -ENOSPC)
+		s->overflow = 1; /* the step gives the attempt up */
+	return 1;
+}
+
+void uf_feed_snapshot_step(struct uf_feed *f)
+{
+	struct uf_snapshot *s = &f->snap;
+	uint64_t now = uf_now_mono_ns();
+	if (s->state == UF_SNAP_LOADING) {
+		enum uf_soup_client_state st = uf_soup_client_poll(s->cl, now);
+		if (s->ended)
+			uf_snap_merge(f, now);
+		else if (s->overflow)
+			uf_snap_fail(f, now, "live buffer full");
+		else if (st == UF_SOUP_CL_DONE)
+			uf_snap_fail(f, now, "the server ended the session or refused the login");
+		else if (now >= s->deadline_ns)
+			uf_snap_fail(f, now, "timed out");
+		return;
+	}
+	if (s->state != UF_SNAP_IDLE || now < s->retry_ns)
+		return;
+	if (s->want) {
+		uf_snap_start(f, now, "retry");
+		return;
+	}
+	if (f->stats.gaps_unrecovered != s->unrecovered_seen) {
+		s->unrecovered_seen = f->stats.gaps_unrecovered;
+		uf_snap_start(f, now, "books stale after an unrecovered gap");
+		return;
+	}
+	if (uf_arb_gap_open(&f->arb)) {
+		uint64_t behind = f->arb.high - f->arb.expected;
+		if (s->max_gap_messages && behind > s->max_gap_messages)
+			uf_snap_start(f, now, "gap too large to re-request");
+		else if (s->max_gap_age_ns && uf_arb_oldest_hole_ns(&f->arb) &&
+		         now - uf_arb_oldest_hole_ns(&f->arb) > s->max_gap_age_ns)
+			uf_snap_start(f, now, "gap too old to re-request");
+	}
+}
+
+void uf_feed_snapshot_run_start(struct uf_feed *f)
+{
+	if (f->snap.enabled && f->cfg.snapshot.on_start)
+		uf_snap_start(f, uf_now_mono_ns(), "start");
+}
+
+int uf_feed_snapshot_init(struct uf_feed *f)
+{
+	struct uf_snapshot *s = &f->snap;
+	const struct uf_feed_config *cfg = &f->cfg;
+	memset(s, 0, sizeof(*s));
+	if (!cfg->snapshot.enabled)
+		return 0;
+	uf_soup_client_params_default(&s->p);
+	s->p.server = cfg->snapshot.server;
+	snprintf(s->p.username, sizeof(s->p.username), "%s", cfg->snapshot.username);
+	snprintf(s->p.password, sizeof(s->p.password), "%s", cfg->snapshot.password);
+	snprintf(s->p.session, sizeof(s->p.session), "%s", cfg->snapshot.session);
+	s->p.seq = 1;
+	s->p.glimpse = 1;
+	s->p.resume = 0;
+	uint32_t t = cfg->snapshot.timeout_ms ? cfg->snapshot.timeout_ms : UF_SNAP_DEFAULT_TIMEOUT;
+	if (s->p.connect_timeout_ms > t)
+		s->p.connect_timeout_ms = t;
+	if (s->p.login_timeout_ms > t)
+		s->p.login_timeout_ms = t;
+	s->p.backoff_max_ms = 1000; /* the attempt's own deadline bounds the retries */
+	s->timeout_ns = (uint64_t)t * 1000000u;
+	s->max_gap_messages = cfg->snapshot.max_gap_messages;
+	s->max_gap_age_ns = (uint64_t)cfg->snapshot.max_gap_age_ms * 1000000u;
+	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
+	uint32_t cap =
+	    cfg->snapshot.buffer_packets ? cfg->snapshot.buffer_packets : UF_SNAP_DEFAULT_BUFFER;
+	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;
+	int rc = uf_snap_buf_init(&s->buf, cap, slot);
+	if (rc < 0)
+		return rc;
+	s->enabled = 1;
+	return 0;
+}
+
+void uf_feed_snapshot_fini(struct uf_feed *f)
+{
+	uf_snap_client_close(&f->snap);
+	uf_snap_buf_fini(&f->snap.buf);
+}

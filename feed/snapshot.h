@@ -1,0 +1,150 @@
+/* Snapshot-then-stream: load the state of the day from a GLIMPSE 5.0 snapshot server
+ * (SoupBinTCP, feed/soup_client.h) into fresh books while the live lines are buffered, then
+ * continue the stream from the snapshot's End of Snapshot sequence.
+ *
+ * Two parts:
+ *   - struct uf_snap_buf: the bounded buffer of live packets kept while a snapshot loads,
+ *     ONE copy per sequence (a packet is kept only when it carries a sequence no kept packet
+ *     has: the B copy of what A delivered is not stored). Pure, no system call: unit-tested
+ *     on its own.
+ *   - struct uf_snapshot + uf_feed_snapshot_*(): the merge state machine, run by the feed
+ *     thread (pipeline.c calls the hooks):
+ *
+ *       IDLE --start (feed start, hole too large or too old, books stale)--> LOADING
+ *       LOADING: line packets go to the buffer, not the arbiter; the client is polled
+ *         Login Accepted: fresh books (the reset consumers see, one marked place below),
+ *           then every snapshot message applied through the publisher (records + image)
+ *         End of Snapshot N: uf_arb_resync(session, N), then the buffer replayed in
+ *           sequence order through the arbiter: packets wholly below N dropped, a straddling
+ *           one applied from message N, later ones in order, holes recovered as usual
+ *           --> IDLE (or WAIT_LIVE when no live packet has shown the session yet: the first
+ *           one then resyncs)
+ *         timeout, rejected, buffer full: failure (counted); books touched by this attempt
+ *           are emptied and flagged stale (GAP record), the buffer goes to the arbiter as
+ *           it is (recovery as without a snapshot), a new attempt after a back-off --> IDLE
+ *
+ * Why the client runs on the feed thread, and only while LOADING: while a snapshot loads the
+ * feed applies no live data, so the client's system calls (one non-blocking recv per loop
+ * turn) delay nothing but the buffering of live datagrams, which the receive batch still
+ * drains every turn; the snapshot's messages must be applied by the thread that owns the
+ * books and the ring anyway, so a cold thread would only add a queue and a copy of every
+ * message. Outside LOADING the feed thread makes no call of the client at all. */
+#ifndef UF_FEED_SNAPSHOT_H
+#define UF_FEED_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode/uf_mold.h"
+#include "feed/soup_client.h"
+
+#define UF_SNAP_HOLES            64 /* holes below the highest buffered sequence tracked */
+#define UF_SNAP_DEFAULT_BUFFER   65536
+#define UF_SNAP_DEFAULT_TIMEOUT  10000 /* ms */
+#define UF_SNAP_DEFAULT_GAP_MSGS 50000
+#define UF_SNAP_DEFAULT_GAP_AGE  1000 /* ms */
+#define UF_SNAP_RETRY_MIN_MS     1000 /* first retry after a failure */
+#define UF_SNAP_RETRY_MAX_MS     30000
+
+/* One buffered datagram. */
+struct uf_snap_pkt {
+	uint64_t seq;   /* first sequence */
+	uint64_t end;   /* sequence after its last message */
+	uint64_t rx_ns; /* receive time */
+	uint32_t len;   /* bytes in data */
+	uint16_t src;   /* line index */
+	uint8_t *data;  /* copy (slot_size bytes reserved) */
+};
+
+/* Live packets kept while a snapshot loads: one copy per sequence, bounded. */
+struct uf_snap_buf {
+	uint32_t cap;             /* packets */
+	uint32_t n;               /* kept, in arrival order */
+	uint32_t slot_size;       /* bytes per copy */
+	struct uf_snap_pkt *pkts; /* cap entries */
+	uint32_t *order;          /* indices sorted by seq (uf_snap_buf_sort) */
+	uint8_t *mem;             /* cap * slot_size (mmap, faulted lazily) */
+	size_t mem_len;           /* its length */
+	uint64_t lo;              /* lowest kept sequence: a lagging line may bring older ones */
+	uint64_t hi;              /* sequence after the highest kept message (0 = none) */
+	uint32_t nholes;          /* tracked holes below hi */
+	int holes_lost;           /* more holes than tracked: keep any packet below hi */
+	struct {
+		uint64_t first, end; /* [first, end) not kept yet */
+	} holes[UF_SNAP_HOLES];
+	char session[UF_MOLD_SESSION_LEN]; /* session of the kept packets */
+	int have_session;                  /* session is set */
+	/* The last end-of-session packet of each line (the day may end while a snapshot
+	 * loads; the arbiter must still see it, after the data). */
+	uint8_t eos[2][UF_MOLD_HDR_LEN]; /* copies */
+	uint64_t eos_rx[2];              /* their receive times */
+	uint8_t have_eos[2];             /* copy present */
+};
+
+/* Reserves cap copies of slot_size bytes (MAP_NORESERVE). 0 or -ENOMEM. Cold. */
+int uf_snap_buf_init(struct uf_snap_buf *b, uint32_t cap, uint32_t slot_size);
+void uf_snap_buf_fini(struct uf_snap_buf *b);
+/* Forgets every packet (memory kept). */
+void uf_snap_buf_clear(struct uf_snap_buf *b);
+
+/* Keeps a validated data packet if it carries a sequence not kept yet. Returns 1 kept,
+ * 0 not needed (every sequence kept already, or another session than the kept ones),
+ * -ENOSPC full (not kept), -EMSGSIZE larger than a slot. No system call. */
+int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                    unsigned src);
+
+/* Keeps the latest end-of-session packet of line `src` (< 2). Returns 1 kept, 0 not one. */
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                        unsigned src);
+
+/* Orders b->order[0..n) by sequence (ties: arrival order). Cold. */
+void uf_snap_buf_sort(struct uf_snap_buf *b);
+
+enum uf_snap_state {
+	UF_SNAP_IDLE = 0,  /* no snapshot running */
+	UF_SNAP_LOADING,   /* client running, live packets buffered */
+	UF_SNAP_WAIT_LIVE, /* loaded; the next live packet names the session to resync */
+};
+
+/* The feed's snapshot state (inside struct uf_feed). */
+struct uf_snapshot {
+	int enabled;                    /* a snapshot server is configured */
+	enum uf_snap_state state;       /* see above */
+	struct uf_soup_client_params p; /* client parameters from the config */
+	struct uf_soup_client *cl;      /* client of the current attempt (NULL when IDLE) */
+	uint64_t started_ns;            /* attempt start (monotonic) */
+	uint64_t deadline_ns;           /* attempt gives up after this */
+	uint64_t retry_ns;              /* no new attempt before this */
+	uint32_t retry_ms;              /* current back-off after failures */
+	uint64_t timeout_ns;            /* per attempt */
+	uint64_t max_gap_messages;      /* trigger: hole size (0 = off) */
+	uint64_t max_gap_age_ns;        /* trigger: hole age (0 = off) */
+	uint64_t unrecovered_seen;      /* gaps_unrecovered when last looked at */
+	int touched;                    /* this attempt reset the books */
+	int ended;                      /* End of Snapshot seen */
+	int want;                       /* load one at the next retry time (books known wrong) */
+	int overflow;                   /* the live buffer was full: give the attempt up */
+	uint64_t end_seq;               /* End of Snapshot: next real-time sequence */
+	uint64_t msgs;                  /* messages of this attempt's current login */
+	struct uf_snap_buf buf;         /* live packets while LOADING */
+};
+
+struct uf_feed;
+
+/* feed.c: from the config (cold). 0, -ENOMEM or -EINVAL (client parameters). */
+int uf_feed_snapshot_init(struct uf_feed *f);
+void uf_feed_snapshot_fini(struct uf_feed *f);
+
+/* pipeline.c: at the start of uf_feed_run (loads one when snapshot.on_start). */
+void uf_feed_snapshot_run_start(struct uf_feed *f);
+
+/* pipeline.c, per validated line packet while state != IDLE: 1 when the snapshot took it
+ * (buffered or dropped), 0 when it goes on to the arbiter. */
+int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+                            unsigned src);
+
+/* pipeline.c, once per loop turn when uf_feed_snapshot_due(): drives the client while
+ * LOADING (and merges or fails), otherwise checks the triggers. */
+void uf_feed_snapshot_step(struct uf_feed *f);
+
+#endif /* UF_FEED_SNAPSHOT_H */
