@@ -25,6 +25,7 @@
 #include "daemon/config_json.h"
 #include "daemon/log.h"
 #include "daemon/placement.h"
+#include "feed/arbiter.h"
 #include "feed/uf_feed.h"
 
 /* CPU member: -1 (not pinned) or a CPU this process may run on (sched_getaffinity). */
@@ -175,7 +176,7 @@ static int parse_symbols(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 
 static int parse_line(struct uf_cj *c, json_t *jl, size_t idx, struct uf_line_config *l)
 {
-	static const char *const keys[] = {"name", "group", "port", "interface", NULL};
+	static const char *const keys[] = {"name", "group", "port", "interface", "source", NULL};
 	const char *defname = idx == 0 ? "A" : "B";
 	int64_t port;
 	int r;
@@ -190,7 +191,13 @@ static int parse_line(struct uf_cj *c, json_t *jl, size_t idx, struct uf_line_co
 	if ((r = uf_cj_int(c, jl, "port", 1, 65535, 0, &port)))
 		return r;
 	l->port = (uint16_t)port;
-	return uf_cj_ipv4(c, jl, "interface", UF_CFG_DEFAULT_INTERFACE, UF_CJ_LOCAL, &l->interface);
+	if ((r = uf_cj_ipv4(c, jl, "interface", UF_CFG_DEFAULT_INTERFACE, UF_CJ_LOCAL,
+	                    &l->interface)))
+		return r;
+	/* Optional: the one sender this line accepts (a source-specific join). */
+	if (json_object_get(jl, "source"))
+		return uf_cj_ipv4(c, jl, "source", NULL, UF_CJ_UNICAST, &l->source);
+	return 0;
 }
 
 static int parse_lines(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
@@ -298,6 +305,37 @@ out:
 	return r;
 }
 
+/* "arbitration": the arbiter's trust thresholds (feed/arbiter.h, docs/feed.md "What the
+ * arbiter trusts"). Ranges are the arbiter's own (uf_arb_set_params refuses the rest). */
+static int parse_arbitration(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
+{
+	static const char *const keys[] = {"max_jump", "jump_confirm", "session_confirm",
+	                                   "line_silent_ms", NULL};
+	json_t *ja;
+	int64_t jump;
+	size_t save;
+	int r;
+
+	if ((r = uf_cj_obj(c, feed, "arbitration", &ja)))
+		return r;
+	save = uf_cj_push_key(c, "arbitration");
+	ja = ja ? json_incref(ja) : json_object();
+	if ((r = uf_cj_check_keys(c, ja, keys)) ||
+	    (r = uf_cj_int(c, ja, "max_jump", 1, UF_ARB_MAX_JUMP_MAX, UF_ARB_MAX_JUMP, &jump)) ||
+	    (r = uf_cj_u32(c, ja, "jump_confirm", 1, UF_ARB_CONFIRM_MAX, UF_ARB_JUMP_CONFIRM,
+	                   &f->arbitration.jump_confirm)) ||
+	    (r = uf_cj_u32(c, ja, "session_confirm", 1, UF_ARB_SESSION_CONFIRM_MAX,
+	                   UF_ARB_SESSION_CONFIRM, &f->arbitration.session_confirm)) ||
+	    (r = uf_cj_u32(c, ja, "line_silent_ms", 1, UF_ARB_LINE_SILENT_MS_MAX,
+	                   UF_ARB_LINE_SILENT_NS / 1000000, &f->arbitration.line_silent_ms)))
+		goto out;
+	f->arbitration.max_jump = (uint64_t)jump;
+out:
+	json_decref(ja);
+	uf_cj_pop(c, save);
+	return r;
+}
+
 static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {"name", "capacity", "mode", NULL};
@@ -399,10 +437,10 @@ out:
 
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"name",       "protocol",       "backend",   "cpu",
-	                                   "sqpoll_cpu", "sqpoll_idle_ms", "numa_node", "lines",
-	                                   "recovery",   "ring",           "book",      "buffers",
-	                                   "symbols",    "symbols_file",   NULL};
+	static const char *const keys[] = {"name",       "protocol",       "backend",     "cpu",
+	                                   "sqpoll_cpu", "sqpoll_idle_ms", "numa_node",   "lines",
+	                                   "recovery",   "ring",           "book",        "buffers",
+	                                   "symbols",    "symbols_file",   "arbitration", NULL};
 	char backend[32];
 	int64_t node;
 	int r;
@@ -446,8 +484,9 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 		            "share one CPU",
 		            c->file, c->path, f->cpu);
 	if ((r = parse_lines(c, jf, f)) || (r = parse_recovery(c, jf, f)) ||
-	    (r = parse_ring(c, jf, f)) || (r = parse_book(c, jf, f)) ||
-	    (r = parse_buffers(c, jf, f)) || (r = parse_symbols(c, jf, f)))
+	    (r = parse_arbitration(c, jf, f)) || (r = parse_ring(c, jf, f)) ||
+	    (r = parse_book(c, jf, f)) || (r = parse_buffers(c, jf, f)) ||
+	    (r = parse_symbols(c, jf, f)))
 		return r;
 	return 0;
 }

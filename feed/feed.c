@@ -45,6 +45,37 @@ int uf_feed_set_symbols(struct uf_feed *f, const char (*symbols)[9], uint32_t n)
 	return uf_filter_set(&f->filter, symbols, n);
 }
 
+/* The arbiter's trust thresholds (0 = its default) and the lines' expected sources. */
+static int uf_feed_arb_setup(struct uf_feed *f, const struct uf_feed_config *cfg, char *err,
+                             size_t errlen)
+{
+	struct uf_arb_params ap;
+	uf_arb_params_default(&ap);
+	if (cfg->arbitration.max_jump)
+		ap.max_jump = cfg->arbitration.max_jump;
+	if (cfg->arbitration.jump_confirm)
+		ap.jump_confirm = cfg->arbitration.jump_confirm;
+	if (cfg->arbitration.session_confirm)
+		ap.session_confirm = cfg->arbitration.session_confirm;
+	if (cfg->arbitration.line_silent_ms)
+		ap.line_silent_ns = (uint64_t)cfg->arbitration.line_silent_ms * 1000000ull;
+	int rc = uf_arb_set_params(&f->arb, &ap);
+	if (rc < 0)
+		return uf_err_rc(err, errlen, rc,
+		                 "feed %s: arbitration parameters out of range (jump_confirm "
+		                 "1..%d)",
+		                 cfg->name, UF_ARB_CONFIRM_MAX);
+	for (int i = 0; i < cfg->nlines; i++) {
+		if (!cfg->lines[i].source.s_addr)
+			continue;
+		rc = uf_arb_set_line_source(&f->arb, (unsigned)i, cfg->lines[i].source);
+		if (rc < 0)
+			return uf_err_rc(err, errlen, rc, "feed %s line %s: source", cfg->name,
+			                 cfg->lines[i].name);
+	}
+	return 0;
+}
+
 int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err, size_t errlen)
 {
 	int rc;
@@ -89,6 +120,14 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 			goto out_close;
 		}
 		f->fds[f->nsrc++] = rc;
+		if (l->source.s_addr &&
+		    (rc = uf_mcast_join_source(rc, l->group, l->source, l->interface, why,
+		                               sizeof(why))) < 0) {
+			uf_err_set(err, errlen, "feed %s line %s: source: %s", cfg->name, l->name,
+			           why);
+			goto out_close;
+		}
+		rc = f->fds[f->nsrc - 1];
 		/* The kernel reports twice what was set; less means FORCE was refused (no
 		 * CAP_NET_ADMIN) and net.core.rmem_max capped it: bursts may overflow. */
 		int got = uf_mcast_rcvbuf(rc);
@@ -146,9 +185,14 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		          cfg->recovery.queue_packets);
 		goto out_ring;
 	}
+	rc = uf_feed_arb_setup(f, cfg, err, errlen);
+	if (rc < 0)
+		goto out_arb;
 	*out = f;
 	return 0;
 
+out_arb:
+	uf_arb_fini(&f->arb);
 out_ring:
 	uf_sink_close(&f->sink);
 out_filter:

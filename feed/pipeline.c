@@ -201,6 +201,9 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	if (src < (unsigned)f->cfg.nlines) {
 		uf_stat_add(&f->stats.lines[src].packets, 1);
 		uf_stat_add(&f->stats.lines[src].bytes, p->len);
+		/* A line with a configured source takes nothing else (counted by the arbiter). */
+		if (UF_UNLIKELY(!uf_arb_source_ok(&f->arb, src, p->from_addr)))
+			return;
 	} else {
 		/* Only the configured server may answer: anything else on this unconnected socket
 		 * could inject messages into the stream. */
@@ -273,6 +276,21 @@ static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
 	uf_publish_stats(f->pub, &ps);
 	if (ps.errors_total != f->stats.book_integrity_errors)
 		uf_store_relaxed_u64(&f->stats.book_integrity_errors, ps.errors_total);
+}
+
+/* Mirrors the arbiter's own counters (arbiter.h) into the feed's, whose lists include them:
+ * the status endpoint reads only struct uf_feed_stats. Once a batch, like the above. */
+static inline void uf_feed_sync_arb_stats(struct uf_feed *f)
+{
+	const struct uf_arb_counters *c = uf_arb_counters(&f->arb);
+#define UF_FEED_ARB_SYNC(name, help) uf_stat_raise(&f->stats.name, c->name);
+	UF_ARB_COUNTERS(UF_FEED_ARB_SYNC)
+#undef UF_FEED_ARB_SYNC
+#define UF_FEED_ARB_LINE_SYNC(name, help) uf_stat_raise(&f->stats.lines[i].name, c->lines[i].name);
+	for (int i = 0; i < f->cfg.nlines; i++) {
+		UF_ARB_LINE_COUNTERS(UF_FEED_ARB_LINE_SYNC)
+	}
+#undef UF_FEED_ARB_LINE_SYNC
 }
 
 static void uf_feed_pin(int cpu)
@@ -353,6 +371,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			}
 			uf_ingest_release(&f->ig, pkts, n);
 			uf_feed_sync_pub_stats(f);
+			uf_feed_sync_arb_stats(f);
 		}
 		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb))) {
 			uf_arb_tick(&f->arb, uf_now_mono_ns(), n < UF_INGEST_BATCH);
@@ -360,6 +379,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		}
 	}
 	uf_feed_flush(f);
+	uf_feed_sync_pub_stats(f);
+	uf_feed_sync_arb_stats(f);
 	uf_feed_read_kernel_drops(f);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;

@@ -39,6 +39,8 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 		opt.capacity = cfg->ring.capacity;
 	if (cfg->ring.mode)
 		opt.mode = cfg->ring.mode;
+	if (cfg->ring.has_gid)
+		opt.gid = cfg->ring.gid;
 	opt.numa_node = cfg->numa_node >= 0 ? cfg->numa_node : UF_RING_NUMA_AUTO;
 	if (cfg->book.depth)
 		opt.depth = cfg->book.depth;

@@ -25,6 +25,8 @@ struct uf_line_config {
 	struct in_addr group;       /* multicast group */
 	uint16_t port;              /* UDP port */
 	struct in_addr interface;   /* local interface address to join on, default 0.0.0.0 */
+	struct in_addr source;      /* only datagrams sent by this address (source-specific
+	                             * join and a per-datagram check); 0.0.0.0 = any sender */
 };
 
 struct uf_feed_config {
@@ -49,10 +51,20 @@ struct uf_feed_config {
 		uint32_t max_requests_per_s; /* rate limit, default 1000 */
 	} recovery;
 	struct {
+		uint64_t max_jump;     /* messages a line may jump ahead unconfirmed; 0 = default */
+		uint32_t jump_confirm; /* packets in a row that confirm a jump; 0 = default */
+		uint32_t session_confirm; /* packets in a row per live line for a new session;
+		                           * 0 = default */
+		uint32_t line_silent_ms;  /* a line silent this long has no say; 0 = default */
+	} arbitration;                    /* trust thresholds (feed/arbiter.h, uf_arb_params) */
+	struct {
 		char name[UF_CFG_NAME_MAX]; /* ring (shm) name, unique across feeds; default feed
 		                               name */
 		uint64_t capacity;          /* records, power of two, default 1048576 */
 		uint32_t mode;              /* shm mode, default 0600 */
+		uint32_t has_gid;           /* 1: `gid` owns the ring's directory and files
+		                             * ("ring.group"); 0: the creator's group (default) */
+		uint32_t gid;               /* that group */
 	} ring;
 	struct {
 		uint32_t depth;           /* levels per side in the book image, default 10 */

@@ -60,6 +60,11 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 	assert_int_equal(f->recovery.wait_packets, 64);
 	assert_int_equal(f->recovery.queue_packets, 65536);
 	assert_int_equal(f->recovery.max_requests_per_s, 1000);
+	assert_addr(f->lines[0].source, "0.0.0.0");
+	assert_int_equal(f->arbitration.max_jump, 10000);
+	assert_int_equal(f->arbitration.jump_confirm, 4);
+	assert_int_equal(f->arbitration.session_confirm, 16);
+	assert_int_equal(f->arbitration.line_silent_ms, 5000);
 	assert_string_equal(f->ring.name, "nasdaq"); /* defaults to the feed name */
 	assert_int_equal(f->ring.capacity, 1048576);
 	assert_int_equal(f->ring.mode, 0600);
@@ -83,11 +88,14 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	    "node\":0,"
 	    "\"lines\":[{\"name\":\"east\",\"group\":\"239.2.2.2\",\"port\":1234,\"interface\":"
 	    "\"127.0.0.1\"},"
-	    "{\"name\":\"west\",\"group\":\"239.2.2.3\",\"port\":1235,\"interface\":\"127.0.0.1\"}]"
+	    "{\"name\":\"west\",\"group\":\"239.2.2.3\",\"port\":1235,\"interface\":\"127.0.0.1\","
+	    "\"source\":\"10.9.8.7\"}]"
 	    ","
 	    "\"recovery\":{\"server\":\"10.1.2.3:4567\",\"max_count\":500,\"timeout_ms\":20,"
 	    "\"retries\":3,"
 	    "\"wait_ms\":7,\"wait_packets\":9,\"queue_packets\":1024,\"max_requests_per_s\":100},"
+	    "\"arbitration\":{\"max_jump\":5000000000,\"jump_confirm\":8,\"session_confirm\":3,"
+	    "\"line_silent_ms\":750},"
 	    "\"ring\":{\"name\":\"r1\",\"capacity\":65536,\"mode\":\"0640\"},"
 	    "\"book\":{\"depth\":5,\"max_orders\":123456,\"max_instruments\":100},"
 	    "\"buffers\":{\"count\":1024,\"size\":4096},"
@@ -114,6 +122,12 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	assert_addr(f->lines[1].group, "239.2.2.3");
 	assert_int_equal(f->lines[1].port, 1235);
 	assert_addr(f->lines[1].interface, "127.0.0.1");
+	assert_addr(f->lines[1].source, "10.9.8.7");
+	assert_addr(f->lines[0].source, "0.0.0.0"); /* not given: any sender */
+	assert_int_equal(f->arbitration.max_jump, 5000000000ull);
+	assert_int_equal(f->arbitration.jump_confirm, 8);
+	assert_int_equal(f->arbitration.session_confirm, 3);
+	assert_int_equal(f->arbitration.line_silent_ms, 750);
 	assert_int_equal(f->recovery.enabled, 1);
 	assert_addr(f->recovery.server.sin_addr, "10.1.2.3");
 	assert_int_equal(ntohs(f->recovery.server.sin_port), 4567);
@@ -257,6 +271,20 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	                   "\"group\":\"239.1.1.2\",\"port\":5}"),
 	             "feeds[0].lines[1].name: \"A\" is the name of lines[0] too");
 	expect_error(LINES(""), "feeds[0].lines: has 0 entries");
+	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"source\":\"239.1.1.9\"}"),
+	             "feeds[0].lines[0].source: \"239.1.1.9\" is not a unicast address");
+	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"source\":\"0.0.0.0\"}"),
+	             "feeds[0].lines[0].source: \"0.0.0.0\" is not a unicast address");
+	expect_error(FEED("\"arbitration\":{\"jump_confirm\":65}"),
+	             "feeds[0].arbitration.jump_confirm: 65 is out of range (1..64)");
+	expect_error(FEED("\"arbitration\":{\"max_jump\":0}"),
+	             "feeds[0].arbitration.max_jump: 0 is out of range");
+	expect_error(FEED("\"arbitration\":{\"session_confirm\":0}"),
+	             "feeds[0].arbitration.session_confirm: 0 is out of range");
+	expect_error(FEED("\"arbitration\":{\"line_silent_ms\":0}"),
+	             "feeds[0].arbitration.line_silent_ms: 0 is out of range");
+	expect_error(FEED("\"arbitration\":{\"maxjump\":5}"),
+	             "feeds[0].arbitration.maxjump: unknown key");
 	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"interface\":\"224.0.0.1\"}"),
 	             "feeds[0].lines[0].interface: \"224.0.0.1\" is not a local interface address");
 	expect_error("{\"feeds\":[{\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}",

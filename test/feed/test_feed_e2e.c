@@ -1086,6 +1086,92 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	assert_int_equal(c.st.gaps, 0);
 }
 
+/* Sends one single-message datagram (a system event `code`) of session SRCTEST001 at `seq`
+ * from socket `tx` to line `l` of `c`. */
+static void ft_send_sys(struct ft_case *c, int tx, int l, uint64_t seq, uint8_t code)
+{
+	uint8_t sys[12] = {'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, code};
+	uint8_t pkt[64];
+	memcpy(pkt, "SRCTEST001", 10);
+	uf_put_be64(pkt + 10, seq);
+	uf_put_be16(pkt + 18, 1);
+	size_t n = ft_block(pkt, 20, sys, sizeof(sys));
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c->cfg.lines[l].port),
+	                          .sin_addr = c->cfg.lines[l].group};
+	assert_int_equal(sendto(tx, pkt, n, 0, (struct sockaddr *)&dst, sizeof(dst)), (ssize_t)n);
+}
+
+/* Line A takes datagrams from 127.0.0.1 only ("source"): one sent from 127.0.0.2 never
+ * reaches the books (the kernel's source-specific join drops it on loopback; the feed's
+ * own check would count it in foreign_source). One packet 10^9 ahead is quarantined and
+ * dropped when the stream goes on: the arbiter's counters reach the feed's counters. */
+static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void **state)
+{
+	struct ft_case c = {0};
+	char err[256];
+	ft_config(&c.cfg, 13, 0);
+	for (int l = 0; l < 2; l++) {
+		char g[32];
+		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 30 + l);
+		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
+		c.cfg.lines[l].port = (uint16_t)(44700 + 10 * (int)FT_BACKEND + l);
+		inet_pton(AF_INET, "127.0.0.1", &c.cfg.lines[l].source);
+	}
+	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
+	assert_true(tx >= 0);
+	int foreign = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(foreign >= 0);
+	struct sockaddr_in fa = {.sin_family = AF_INET};
+	inet_pton(AF_INET, "127.0.0.2", &fa.sin_addr);
+	assert_int_equal(bind(foreign, (struct sockaddr *)&fa, sizeof(fa)), 0);
+	assert_int_equal(setsockopt(foreign, IPPROTO_IP, IP_MULTICAST_IF, &c.cfg.lines[0].interface,
+	                            sizeof(c.cfg.lines[0].interface)),
+	                 0);
+	ft_send_sys(&c, tx, 0, 1, 'O');
+	ft_send_sys(&c, foreign, 0, 2, 'Q');        /* would be message 2 */
+	ft_send_sys(&c, tx, 0, 1000000000ull, 'C'); /* far ahead: held */
+	ft_send_sys(&c, tx, 0, 2, 'O');             /* the stream goes on: the held one drops */
+	close(foreign);
+	close(tx);
+	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
+	uint64_t end = uf_now_mono_ns() + 5000000000ull;
+	while ((uf_load_relaxed_u64(&s->messages) < 2 ||
+	        uf_load_relaxed_u64(&s->quarantine_dropped) < 1) &&
+	       uf_now_mono_ns() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	struct uf_consumer_options o;
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
+	struct uf_record r;
+	uint64_t seq, nsys = 0;
+	while (uf_consumer_next(cons, &r, &seq) == 0) {
+		assert_int_equal(r.kind, UF_REC_STATUS);
+		assert_int_equal(r.shares, 'O'); /* neither 'Q' (foreign) nor 'C' (far) */
+		assert_int_equal(r.feed_seq, nsys + 1);
+		nsys++;
+	}
+	uf_consumer_detach(cons);
+	ft_finish(&c);
+	assert_int_equal(nsys, 2);
+	assert_int_equal(c.st.messages, 2);
+	assert_int_equal(c.st.quarantined, 1);
+	assert_int_equal(c.st.quarantine_dropped, 1);
+	assert_int_equal(c.st.quarantine_confirmed, 0);
+	assert_int_equal(c.st.gaps, 0);
+	assert_int_equal(c.st.rerequests, 0);
+	/* three genuine datagrams, plus the foreign one if the kernel let it through */
+	assert_int_equal(c.st.lines[0].packets, 3 + c.st.lines[0].foreign_source);
+}
+
 /* Line A is flooded before the feed thread starts reading: its socket's receive buffer
  * overflows, and the line's kernel_drops says how many datagrams this host dropped: with
  * the datagrams read, exactly what was sent. */
@@ -1186,6 +1272,7 @@ int main(void)
 		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
 		cmocka_unit_test(test_feed_undecodable_messages_are_counted_and_the_rest_applied),
 		cmocka_unit_test(test_feed_counts_datagrams_the_host_dropped),
+		cmocka_unit_test(test_feed_foreign_source_and_far_jump_are_dropped_and_counted),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),
