@@ -112,11 +112,12 @@ static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, ui
 	}
 }
 
-/* Copies instrument id's top levels from the publisher into the image. */
+/* Copies instrument id's top levels from the publisher into the image: depth + 1 of them,
+ * so that the ring cuts a deeper side to depth and flags it truncated. */
 static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint64_t rx_ts)
 {
-	int nb = uf_publish_top(s->pub, id, UF_SIDE_BID, s->bids, s->depth);
-	int na = uf_publish_top(s->pub, id, UF_SIDE_ASK, s->asks, s->depth);
+	int nb = uf_publish_top(s->pub, id, UF_SIDE_BID, s->bids, s->depth + 1);
+	int na = uf_publish_top(s->pub, id, UF_SIDE_ASK, s->asks, s->depth + 1);
 	return uf_ring_image_set_book(s->ring, id, s->bids, nb > 0 ? (uint32_t)nb : 0, s->asks,
 	                              na > 0 ? (uint32_t)na : 0, seq, rx_ts);
 }

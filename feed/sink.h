@@ -6,7 +6,8 @@
  *     batch stamped with the ring sequence after those records, so a late consumer's
  *     snapshot holds all of a step or none of it;
  *   - LEVEL records mark their instrument dirty; at the end of the step each dirty book is
- *     copied (top `depth` levels per side) from the publisher into the image;
+ *     copied (top `depth` levels per side) from the publisher into the image; one level
+ *     more is asked for, so a deeper side is flagged truncated in the image;
  *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
  *     directory fields;
  *   - a gap (unrecovered messages) marks every image entry stale; a new session empties every
@@ -34,15 +35,17 @@ struct uf_publisher;
 struct uf_ring;
 
 struct uf_sink {
-	struct uf_ring *ring;                    /* shared-memory ring and book image (owned) */
-	struct uf_publisher *pub;                /* books the image copies (not owned) */
-	uint32_t max_inst;                       /* instrument ids 0..max_inst-1 (publisher's) */
-	uint32_t depth;                          /* image levels per side */
-	uint32_t ndirty;                         /* instruments whose image book is stale */
-	uint32_t *dirty;                         /* their ids */
-	uint8_t *is_dirty;                       /* per instrument: listed in dirty[] */
-	struct uf_level bids[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
-	struct uf_level asks[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
+	struct uf_ring *ring;     /* shared-memory ring and book image (owned) */
+	struct uf_publisher *pub; /* books the image copies (not owned) */
+	uint32_t max_inst;        /* instrument ids 0..max_inst-1 (publisher's) */
+	uint32_t depth;           /* image levels per side */
+	uint32_t ndirty;          /* instruments whose image book is stale */
+	uint32_t *dirty;          /* their ids */
+	uint8_t *is_dirty;        /* per instrument: listed in dirty[] */
+	/* Scratch for image refreshes: depth + 1 levels, so the ring sees that a deeper book is
+	 * cut and flags the image entry truncated (UF_IMAGE_F_TRUNC_*). */
+	struct uf_level bids[UF_SINK_MAX_DEPTH + 1];
+	struct uf_level asks[UF_SINK_MAX_DEPTH + 1];
 };
 
 /* Creates ring cfg->ring.name (default cfg->name) with cfg's capacity, mode, depth and

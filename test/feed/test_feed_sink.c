@@ -242,6 +242,38 @@ static void test_sink_gap_marks_stale_and_session_clears(void **state)
 	fx_teardown(&x);
 }
 
+/* A side deeper than the image's depth is cut to depth and flagged truncated (the sink asks
+ * the publisher for depth + 1 levels); when it shrinks back to depth the flag clears. */
+static void test_sink_flags_a_deeper_book_truncated(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	struct uf_itch_msg m[9];
+	m[0] = dir(4, "DEEP");
+	for (int i = 0; i < 6; i++) /* 6 bid levels: one more than depth 5 */
+		m[1 + i] = add(4, 10 + (uint64_t)i, 'B', 100, 1000 - 10 * (uint32_t)i);
+	m[7] = add(4, 20, 'S', 100, 2000); /* one ask level */
+	assert_int_equal(step(&x, m, 8, &n), 0);
+	snap(&x, 4, &s);
+	assert_int_equal(s.nbid, 5);
+	assert_int_equal(s.bid[0].price, 1000);
+	assert_int_equal(s.bid[4].price, 960);
+	assert_int_equal(s.nask, 1);
+	assert_int_equal(s.flags & UF_BOOKF_TRUNCATED_BID, UF_BOOKF_TRUNCATED_BID);
+	assert_int_equal(s.flags & UF_BOOKF_TRUNCATED_ASK, 0);
+	/* The deepest bid leaves: exactly depth levels, the copy is whole again. */
+	struct uf_itch_msg d = msg('D', 4);
+	d.u.del.order_ref = 15;
+	assert_int_equal(step(&x, &d, 1, &n), 0);
+	snap(&x, 4, &s);
+	assert_int_equal(s.nbid, 5);
+	assert_int_equal(s.flags & UF_BOOKF_TRUNCATED, 0);
+	fx_teardown(&x);
+}
+
 static void test_sink_instrument_enters_with_snapshot(void **state)
 {
 	(void)state;
@@ -340,6 +372,7 @@ int main(void)
 	    cmocka_unit_test(test_sink_records_reach_ring_and_image),
 	    cmocka_unit_test(test_sink_gap_marks_stale_and_session_clears),
 	    cmocka_unit_test(test_sink_instrument_enters_with_snapshot),
+	    cmocka_unit_test(test_sink_flags_a_deeper_book_truncated),
 	    cmocka_unit_test(test_sink_returns_image_range_error),
 	    cmocka_unit_test(test_sink_returns_status_slots_error),
 	};
