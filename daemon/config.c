@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon/config_json.h"
 #include "daemon/log.h"
@@ -294,7 +296,7 @@ static int parse_recovery(struct uf_cj *c, json_t *feed, struct uf_feed_config *
 	                   &f->recovery.wait_ms)) ||
 	    (r = uf_cj_u32(c, jr, "wait_packets", 0, 1000000, UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS,
 	                   &f->recovery.wait_packets)) ||
-	    (r = uf_cj_u32(c, jr, "queue_packets", 1, 1 << 24,
+	    (r = uf_cj_u32(c, jr, "queue_packets", 1, UF_CFG_QUEUE_PACKETS_MAX,
 	                   UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS, &f->recovery.queue_packets)) ||
 	    (r = uf_cj_u32(c, jr, "max_requests_per_s", 1, 1000000, UF_CFG_DEFAULT_RECOVERY_MAX_RPS,
 	                   &f->recovery.max_requests_per_s)))
@@ -336,9 +338,59 @@ out:
 	return r;
 }
 
+/* 1 when this process may give its files to group `gid` (root, or a member of it). */
+static int may_use_group(gid_t gid)
+{
+	gid_t groups[256];
+	int n;
+
+	if (geteuid() == 0 || getegid() == gid)
+		return 1;
+	n = getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/* "ring.group": the group that owns the ring's private directory and files, so that its
+ * members may read the ring (mode "0640"). Resolved here (getgrnam) so that a name this host
+ * does not know, or a group this user cannot give files to (chown would fail at start), is
+ * refused by --check-config too. */
+static int parse_ring_group(struct uf_cj *c, json_t *jr, struct uf_feed_config *f)
+{
+	char name[64];
+	struct group *g;
+	int r;
+
+	if (!json_object_get(jr, "group"))
+		return 0;
+	if ((r = uf_cj_str(c, jr, "group", NULL, name, sizeof(name))))
+		return r;
+	if (c->flags & UF_CFG_NO_HOST_CHECKS)
+		return 0; /* resolved on the production host */
+	errno = 0;
+	g = getgrnam(name);
+	if (!g)
+		return uf_cj_fail(c, "group", "group \"%s\" does not exist on this host%s%s", name,
+		                  errno ? ": " : "", errno ? strerror(errno) : "");
+	if (!may_use_group(g->gr_gid))
+		return uf_cj_fail(c, "group",
+		                  "this user is not a member of group \"%s\" (gid %u): the ring's "
+		                  "files cannot be given to it",
+		                  name, (unsigned)g->gr_gid);
+	if (!(f->ring.mode & 0040))
+		uf_log_warn("%s: %s.group: mode %04o gives group \"%s\" no access (use "
+		            "\"0640\")",
+		            c->file, c->path, f->ring.mode, name);
+	f->ring.has_gid = 1;
+	f->ring.gid = (uint32_t)g->gr_gid;
+	return 0;
+}
+
 static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"name", "capacity", "mode", NULL};
+	static const char *const keys[] = {"name", "capacity", "mode", "group", NULL};
 	json_t *jr;
 	int64_t cap;
 	char mode[16], *end;
@@ -352,7 +404,8 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	if ((r = uf_cj_check_keys(c, jr, keys)) ||
 	    (r = uf_cj_str(c, jr, "name", f->name, f->ring.name, sizeof(f->ring.name))) ||
 	    (r = uf_cj_name(c, "name", f->ring.name)) ||
-	    (r = uf_cj_int(c, jr, "capacity", 1024, 1ll << 30, UF_CFG_DEFAULT_RING_CAPACITY, &cap)))
+	    (r = uf_cj_int(c, jr, "capacity", UF_CFG_RING_CAPACITY_MIN, UF_CFG_RING_CAPACITY_MAX,
+	                   UF_CFG_DEFAULT_RING_CAPACITY, &cap)))
 		goto out;
 	if (!uf_cj_is_pow2((uint64_t)cap)) {
 		r = uf_cj_fail(c, "capacity",
@@ -372,6 +425,7 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 		    mode);
 		goto out;
 	}
+	r = parse_ring_group(c, jr, f);
 out:
 	json_decref(jr);
 	uf_cj_pop(c, save);
@@ -391,12 +445,13 @@ static int parse_book(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	save = uf_cj_push_key(c, "book");
 	jb = jb ? json_incref(jb) : json_object();
 	if ((r = uf_cj_check_keys(c, jb, keys)) ||
-	    (r = uf_cj_u32(c, jb, "depth", 1, 64, UF_CFG_DEFAULT_BOOK_DEPTH, &f->book.depth)) ||
-	    (r = uf_cj_int(c, jb, "max_orders", 1, 1ll << 32, UF_CFG_DEFAULT_BOOK_MAX_ORDERS,
-	                   &orders)) ||
+	    (r = uf_cj_u32(c, jb, "depth", 1, UF_CFG_BOOK_DEPTH_MAX, UF_CFG_DEFAULT_BOOK_DEPTH,
+	                   &f->book.depth)) ||
+	    (r = uf_cj_int(c, jb, "max_orders", 1, UF_CFG_BOOK_MAX_ORDERS_MAX,
+	                   UF_CFG_DEFAULT_BOOK_MAX_ORDERS, &orders)) ||
 	    /* ITCH stock locate codes are 16 bits: 65535 instruments at most. */
-	    (r = uf_cj_u32(c, jb, "max_instruments", 1, 65535, UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS,
-	                   &f->book.max_instruments)))
+	    (r = uf_cj_u32(c, jb, "max_instruments", 1, UF_CFG_BOOK_MAX_INSTR_MAX,
+	                   UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS, &f->book.max_instruments)))
 		goto out;
 	f->book.max_orders = (uint64_t)orders;
 out:
@@ -416,10 +471,11 @@ static int parse_buffers(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 		return r;
 	save = uf_cj_push_key(c, "buffers");
 	jb = jb ? json_incref(jb) : json_object();
-	/* io_uring provided buffer rings hold a power of two entries, at most 32768. */
+	/* io_uring provided buffer rings hold a power of two entries, at most 32768; the
+	 * engine wants one receive batch's worth at least. */
 	if ((r = uf_cj_check_keys(c, jb, keys)) ||
-	    (r = uf_cj_u32(c, jb, "count", 8, 32768, UF_CFG_DEFAULT_BUFFERS_COUNT,
-	                   &f->buffers.count)))
+	    (r = uf_cj_u32(c, jb, "count", UF_CFG_BUFFERS_COUNT_MIN, UF_CFG_BUFFERS_COUNT_MAX,
+	                   UF_CFG_DEFAULT_BUFFERS_COUNT, &f->buffers.count)))
 		goto out;
 	if (!uf_cj_is_pow2(f->buffers.count)) {
 		r = uf_cj_fail(c, "count",
@@ -428,7 +484,9 @@ static int parse_buffers(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 		goto out;
 	}
 	/* Smaller than an Ethernet MTU would truncate ordinary MoldUDP64 packets. */
-	r = uf_cj_u32(c, jb, "size", 1500, 65536, UF_CFG_DEFAULT_BUFFERS_SIZE, &f->buffers.size);
+	_Static_assert(1500 >= UF_CFG_BUFFERS_SIZE_MIN, "the engine takes what the config does");
+	r = uf_cj_u32(c, jb, "size", 1500, UF_CFG_BUFFERS_SIZE_MAX, UF_CFG_DEFAULT_BUFFERS_SIZE,
+	              &f->buffers.size);
 out:
 	json_decref(jb);
 	uf_cj_pop(c, save);
@@ -540,6 +598,51 @@ static int check_feeds_apart(struct uf_cj *c, struct uf_config *cfg)
 	return 0;
 }
 
+/* MemAvailable of /proc/meminfo in bytes, or 0 when unknown. */
+static uint64_t mem_available(void)
+{
+	char line[128];
+	unsigned long long kb = 0;
+	FILE *fp = fopen("/proc/meminfo", "r");
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(fp);
+	return (uint64_t)kb * 1024;
+}
+
+/* Checks that the feeds' books, rings and buffers fit in this host's available memory: a
+ * table that cannot be allocated would otherwise fail at start (ENOMEM, SIGBUS on a full
+ * /dev/shm) after --check-config accepted the file. The estimate is the engine's own
+ * (uf_feed_memory_estimate); the first feed that does not fit is named. */
+static int check_memory(struct uf_cj *c, const struct uf_config *cfg)
+{
+	uint64_t avail = mem_available(), total = 0;
+	char key[32];
+
+	if (avail == 0)
+		return 0; /* no /proc/meminfo: nothing to compare with */
+	for (int i = 0; i < cfg->nfeeds; i++) {
+		const struct uf_feed_config *f = &cfg->feeds[i];
+		uint64_t need = uf_feed_memory_estimate(f);
+		total += need;
+		if (total <= avail)
+			continue;
+		snprintf(key, sizeof(key), "feeds[%d]", i);
+		return uf_cj_fail(c, key,
+		                  "needs about %" PRIu64 " MiB (book.max_orders %" PRIu64
+		                  ", book.max_instruments %u, ring.capacity %" PRIu64
+		                  " records, buffers)%s, but this host has %" PRIu64
+		                  " MiB available (MemAvailable): lower those sizes",
+		                  need >> 20, f->book.max_orders, f->book.max_instruments,
+		                  f->ring.capacity, i ? " on top of the feeds before it" : "",
+		                  avail >> 20);
+	}
+	return 0;
+}
+
 static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 {
 	static const char *const keys[] = {"status", "log", "feeds", NULL};
@@ -613,7 +716,11 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 		if (r)
 			return r;
 	}
-	return check_feeds_apart(c, cfg);
+	if ((r = check_feeds_apart(c, cfg)))
+		return r;
+	if (c->flags & (UF_CFG_NO_HOST_CHECKS | UF_CFG_NO_RESOURCE_CHECKS))
+		return 0;
+	return check_memory(c, cfg);
 }
 
 static void cfg_init(struct uf_config *cfg)

@@ -10,6 +10,8 @@
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
 
+_Static_assert(UF_SINK_MAX_DEPTH <= UF_RING_MAX_DEPTH, "the ring's image holds the depth");
+
 /* Keeps the first error of a step; later updates of the step are still made. */
 static inline void uf_sink_keep(int *first, int rc)
 {

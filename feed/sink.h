@@ -29,7 +29,7 @@
 #include "publish/uf_level.h"
 #include "publish/uf_record.h"
 
-#define UF_SINK_MAX_DEPTH 64 /* image levels per side copied at most */
+#define UF_SINK_MAX_DEPTH UF_CFG_BOOK_DEPTH_MAX /* image levels per side copied at most */
 
 struct uf_publisher;
 struct uf_ring;

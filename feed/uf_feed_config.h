@@ -13,6 +13,19 @@
 #define UF_CFG_NAME_MAX    32
 #define UF_CFG_MAX_SYMBOLS 4096
 
+/* Limits the engine enforces. The daemon's configuration checks these same constants, so
+ * `uringfeed --check-config` refuses whatever uf_feed_create()/uf_feed_run() would. */
+#define UF_CFG_BUFFERS_COUNT_MIN   64          /* a receive batch (UF_INGEST_BATCH) at least */
+#define UF_CFG_BUFFERS_COUNT_MAX   32768       /* io_uring provided buffer rings (power of two) */
+#define UF_CFG_BUFFERS_SIZE_MIN    256         /* bytes per receive buffer */
+#define UF_CFG_BUFFERS_SIZE_MAX    65536       /* the largest UDP datagram */
+#define UF_CFG_BOOK_DEPTH_MAX      64          /* image levels per side (sink, ring image) */
+#define UF_CFG_BOOK_MAX_ORDERS_MAX (1ll << 30) /* 16 GiB of order table: no venue is near */
+#define UF_CFG_BOOK_MAX_INSTR_MAX  65535       /* ITCH stock locates are 16 bits */
+#define UF_CFG_RING_CAPACITY_MIN   1024        /* records */
+#define UF_CFG_RING_CAPACITY_MAX   (1ll << 30) /* records: 64 GiB */
+#define UF_CFG_QUEUE_PACKETS_MAX   (1 << 24)   /* recovery queue slots */
+
 enum uf_backend {
 	UF_BACKEND_IO_URING = 0,      /* "io_uring": SQPOLL, provided buffers, multishot recvmsg */
 	UF_BACKEND_IO_URING_NOSQPOLL, /* "io_uring_nosqpoll": SINGLE_ISSUER|DEFER_TASKRUN */

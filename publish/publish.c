@@ -26,6 +26,23 @@ void uf_publish_params_default(struct uf_publish_params *pp)
 	pp->numa_node = -1;
 }
 
+uint64_t uf_publish_memory(const struct uf_publish_params *pp)
+{
+	if (pp->max_instruments == 0 || pp->max_instruments > UF_PUB_MAX_INSTRUMENTS ||
+	    pp->max_levels == 0 || pp->max_levels >= (1u << 30))
+		return 0;
+	uint64_t orders = uf_orders_bytes(pp->max_orders);
+	if (orders == 0)
+		return 0;
+	uint64_t nsym = 16;
+	while (nsym < 2ull * pp->max_instruments)
+		nsym <<= 1;
+	return orders + uf_levels_bytes(pp->max_levels, pp->max_instruments) +
+	       (uint64_t)pp->max_instruments *
+	           (sizeof(struct uf_book) + sizeof(struct uf_pub_instrument)) +
+	       nsym * sizeof(uint32_t);
+}
+
 UF_COLD int uf_publish_create(const struct uf_publish_params *pp, struct uf_publisher **out)
 {
 	int rc;

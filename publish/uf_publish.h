@@ -23,8 +23,9 @@
 #include "publish/uf_level.h"
 #include "publish/uf_record.h"
 
-#define UF_PUB_SYMBOL_LEN      8     /* ITCH symbols: 8 bytes, space padded */
-#define UF_PUB_MAX_INSTRUMENTS 65536 /* stock locates are 16-bit */
+#define UF_PUB_SYMBOL_LEN      8            /* ITCH symbols: 8 bytes, space padded */
+#define UF_PUB_MAX_INSTRUMENTS 65536        /* stock locates are 16-bit */
+#define UF_PUB_MAX_ORDERS      (1ull << 36) /* max_orders the order table accepts */
 
 /* Integrity errors, counted by kind; names from uf_publish_err_name(). */
 enum uf_pub_err {
@@ -136,6 +137,10 @@ void uf_publish_params_default(struct uf_publish_params *pp);
 /* Allocates and pre-faults every table (huge pages advised; bound to pp->numa_node when
  * >= 0). Cold. Returns 0 and *out, -EINVAL for impossible parameters, -ENOMEM. */
 int uf_publish_create(const struct uf_publish_params *pp, struct uf_publisher **out);
+
+/* Bytes of the tables uf_publish_create() allocates (and pre-faults) for `pp`, or 0 for
+ * parameters it would refuse with -EINVAL. For checking a configuration up front. */
+uint64_t uf_publish_memory(const struct uf_publish_params *pp);
 
 /* Frees everything. NULL is fine. */
 void uf_publish_destroy(struct uf_publisher *p);

@@ -3,6 +3,7 @@
  * The command-line side (exit status 2, stderr) is test_daemon_cli.c. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,9 +212,9 @@ static void expect_error(const char *json, const char *want)
 
 static void test_config_semantic_errors_name_key_path_and_value(void **state)
 {
-	expect_error(
-	    FEED("\"ring\":{\"capcity\":1024}"),
-	    "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, capacity, mode)");
+	expect_error(FEED("\"ring\":{\"capcity\":1024}"),
+	             "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, "
+	             "capacity, mode, group)");
 	expect_error("{\"feeds\":[],\"stauts\":{}}", "<string>: stauts: unknown key");
 	expect_error(FEED("\"cpu\":\"0\""),
 	             "feeds[0].cpu: expected an integer CPU number, got a string \"0\"");
@@ -283,6 +284,24 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	             "feeds[0].arbitration.session_confirm: 0 is out of range");
 	expect_error(FEED("\"arbitration\":{\"line_silent_ms\":0}"),
 	             "feeds[0].arbitration.line_silent_ms: 0 is out of range");
+	/* Every limit the engine enforces is refused here, naming the key (not at start). */
+	expect_error(FEED("\"buffers\":{\"count\":16}"),
+	             "feeds[0].buffers.count: 16 is out of range (64..32768)");
+	expect_error(FEED("\"buffers\":{\"count\":65536}"),
+	             "feeds[0].buffers.count: 65536 is out of range (64..32768)");
+	expect_error(FEED("\"book\":{\"max_orders\":4294967296}"),
+	             "feeds[0].book.max_orders: 4294967296 is out of range (1..1073741824)");
+	expect_error(FEED("\"book\":{\"max_instruments\":65536}"),
+	             "feeds[0].book.max_instruments: 65536 is out of range (1..65535)");
+	expect_error(FEED("\"ring\":{\"capacity\":2147483648}"),
+	             "feeds[0].ring.capacity: 2147483648 is out of range");
+	expect_error(FEED("\"recovery\":{\"server\":\"10.0.0.1:5\",\"queue_packets\":16777217}"),
+	             "feeds[0].recovery.queue_packets: 16777217 is out of range");
+	expect_error(FEED("\"ring\":{\"group\":\"uf-no-such-group-x\"}"),
+	             "feeds[0].ring.group: group \"uf-no-such-group-x\" does not exist");
+	expect_error(FEED("\"ring\":{\"group\":\"\"}"), "feeds[0].ring.group: must not be empty");
+	expect_error(FEED("\"ring\":{\"group\":7}"),
+	             "feeds[0].ring.group: expected a string, got an integer 7");
 	expect_error(FEED("\"arbitration\":{\"maxjump\":5}"),
 	             "feeds[0].arbitration.maxjump: unknown key");
 	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"interface\":\"224.0.0.1\"}"),
@@ -320,6 +339,55 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	expect_error("{}", "feeds: missing required key");
 	expect_error("[]", "<string>: the top level must be an object, got an array");
 	expect_error("{\"feeds\":[7]}", "feeds[0]: expected a feed object, got an integer 7");
+}
+
+/* Sizes inside every range but together larger than this host's memory are refused up front
+ * (they would fail at start with ENOMEM or SIGBUS), naming the feed and the keys. Forced:
+ * 2^30 orders (32 GiB of table) and 2^30 ring records (64 GiB); a host with that much free
+ * memory cannot run this test and says so. */
+static void test_config_refuses_sizes_beyond_the_hosts_memory(void **state)
+{
+	const char *json = FEED("\"book\":{\"max_orders\":1073741824},"
+	                        "\"ring\":{\"capacity\":1073741824}");
+	struct uf_config cfg;
+	char err[512];
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *fp = fopen("/proc/meminfo", "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp) && sscanf(line, "MemAvailable: %llu kB", &kb) != 1)
+		;
+	fclose(fp);
+	if (kb == 0 || kb >= (96ull << 20))
+		fail_msg("MemAvailable %llu kB: this test needs a host with less than 96 GiB free",
+		         kb);
+	assert_int_equal(uf_config_load_string(json, &cfg, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, "feeds[0]: needs about ") || !strstr(err, "book.max_orders 1073741824") ||
+	    !strstr(err, "ring.capacity 1073741824") || !strstr(err, "(MemAvailable)"))
+		fail_msg("message: %s", err);
+	/* The same sizes for a small feed pass. */
+	assert_int_equal(
+	    uf_config_load_string(FEED("\"book\":{\"max_orders\":1000}"), &cfg, err, sizeof(err)),
+	    0);
+	uf_config_free(&cfg);
+}
+
+/* ring.group names a group of this host, resolved to the gid the ring's files get. */
+static void test_config_ring_group_resolves_to_its_gid(void **state)
+{
+	struct group *g = getgrgid(getegid());
+	char json[512], err[512];
+	struct uf_config cfg;
+	assert_non_null(g);
+	snprintf(json, sizeof(json), FEED("\"ring\":{\"mode\":\"0640\",\"group\":\"%s\"}"),
+	         g->gr_name);
+	assert_int_equal(uf_config_load_string(json, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.feeds[0].ring.has_gid, 1);
+	assert_int_equal(cfg.feeds[0].ring.gid, getegid());
+	uf_config_free(&cfg);
+	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.feeds[0].ring.has_gid, 0); /* not given: the creator's group */
+	uf_config_free(&cfg);
 }
 
 static void test_config_syntax_errors_give_line_and_column(void **state)
@@ -386,6 +454,8 @@ int main(void)
 	    cmocka_unit_test(test_config_every_key_parses_to_its_value),
 	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
+	    cmocka_unit_test(test_config_refuses_sizes_beyond_the_hosts_memory),
+	    cmocka_unit_test(test_config_ring_group_resolves_to_its_gid),
 	    cmocka_unit_test(test_config_syntax_errors_give_line_and_column),
 	    cmocka_unit_test(test_config_missing_file_is_an_errno_error),
 	    cmocka_unit_test(test_config_shipped_files_in_configs_are_valid),

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -20,6 +21,7 @@
 #include "decode/uf_decode.h"
 #include "feed/sink.h"
 #include "publish/uf_publish.h"
+#include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 
 #define RX_NS 1700000000123456789ull
@@ -34,6 +36,9 @@ struct fx {
 	struct uf_record recs[64];  /* one step's records */
 };
 
+static uint32_t g_gid; /* ring.gid for the next fx_setup */
+static int g_has_gid;  /* ring.has_gid for the next fx_setup */
+
 static int fx_setup(struct fx *x, uint32_t ring_instruments)
 {
 	static int n;
@@ -46,6 +51,8 @@ static int fx_setup(struct fx *x, uint32_t ring_instruments)
 	x->cfg.book.depth = 5;
 	x->cfg.book.max_instruments = ring_instruments;
 	x->cfg.numa_node = -1;
+	x->cfg.ring.has_gid = (uint32_t)g_has_gid;
+	x->cfg.ring.gid = g_gid;
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
 	pp.max_instruments = 16;
@@ -274,6 +281,26 @@ static void test_sink_flags_a_deeper_book_truncated(void **state)
 	fx_teardown(&x);
 }
 
+/* ring.group (has_gid/gid) reaches the ring: its private directory belongs to that group.
+ * Forced: a group other than the process's own when running as root. */
+static void test_sink_ring_gets_the_configured_group(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct stat st;
+	char dir[256];
+	const char *base = getenv("UF_RING_DIR") ? getenv("UF_RING_DIR") : "/dev/shm";
+	g_gid = geteuid() == 0 ? (getegid() == 4 ? 5u : 4u) : (uint32_t)getegid();
+	g_has_gid = 1;
+	fx_setup(&x, 16);
+	g_has_gid = 0;
+	snprintf(dir, sizeof(dir), "%s/uf.%s", base, x.name);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_gid, g_gid);
+	fx_teardown(&x);
+	uf_ring_unlink(x.name, NULL);
+}
+
 static void test_sink_instrument_enters_with_snapshot(void **state)
 {
 	(void)state;
@@ -373,6 +400,7 @@ int main(void)
 	    cmocka_unit_test(test_sink_gap_marks_stale_and_session_clears),
 	    cmocka_unit_test(test_sink_instrument_enters_with_snapshot),
 	    cmocka_unit_test(test_sink_flags_a_deeper_book_truncated),
+	    cmocka_unit_test(test_sink_ring_gets_the_configured_group),
 	    cmocka_unit_test(test_sink_returns_image_range_error),
 	    cmocka_unit_test(test_sink_returns_status_slots_error),
 	};
