@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_endian.h"
 #include "common/uf_err.h"
 #include "common/uf_symbol.h"
 #include "common/uf_time.h"
@@ -46,7 +47,11 @@ static void uf_feed_flush(struct uf_feed *f)
 	}
 }
 
-static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
+/* A message of a valid packet did not decode: counted by kind, and the book it concerned
+ * (its locate, when the 3 bytes type + locate are there; else every book) is put in doubt
+ * in the stream at its place (UF_REC_STALE from the publisher, in order). Cold. */
+static void uf_feed_itch_error(struct uf_feed *f, int rc, const uint8_t *msg, uint16_t len,
+                               uint64_t seq, uint64_t rx_ns)
 {
 	if (len == 0)
 		uf_stat_add(&f->stats.decode_empty_message, 1);
@@ -54,6 +59,13 @@ static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
 		uf_stat_add(&f->stats.decode_unknown_type, 1);
 	else
 		uf_stat_add(&f->stats.decode_bad_length, 1);
+	uint32_t inst = len >= 3 && msg ? uf_be16(msg + 1) : UF_INSTRUMENT_ALL;
+	if (f->nrec + 1 > f->rec_cap)
+		uf_feed_flush(f);
+	int k = uf_publish_doubt(f->pub, inst, UF_STALE_DECODE, seq, rx_ns, f->recs + f->nrec,
+	                         f->rec_cap - f->nrec);
+	if (k > 0)
+		f->nrec += (size_t)k;
 }
 
 /* Applies n decoded messages with consecutive sequences from first_seq through the
@@ -78,16 +90,17 @@ static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs,
 	}
 }
 
-/* Wire length of block i of a validated packet (for counting a decode error). Cold. */
-static uint16_t uf_feed_block_len(const struct uf_mold_packet *pkt, uint32_t i)
+/* Block i of a validated packet (for a decode error). Cold. */
+static struct uf_mold_block uf_feed_block(const struct uf_mold_packet *pkt, uint32_t i)
 {
 	struct uf_mold_iter it;
 	struct uf_mold_block b;
 	uf_mold_iter_init(&it, pkt);
 	for (uint32_t k = 0; uf_mold_next(&it, &b); k++)
 		if (k == i)
-			return b.len;
-	return 0;
+			return b;
+	memset(&b, 0, sizeof(b));
+	return b;
 }
 
 /* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order. The
@@ -111,8 +124,9 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		for (uint32_t i = skip; i < pkt->count; i++) {
 			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {
 				uf_feed_apply_run(f, f->msgs + run, i - run, pkt->seq + run, rx_ns);
-				uf_feed_count_itch_error(f, f->msg_rc[i],
-				                         uf_feed_block_len(pkt, i));
+				struct uf_mold_block b = uf_feed_block(pkt, i);
+				uf_feed_itch_error(f, f->msg_rc[i], b.msg, b.len, pkt->seq + i,
+				                   rx_ns);
 				f->lat_msgs++;
 				run = i + 1;
 			}
@@ -134,7 +148,7 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		if (UF_UNLIKELY(rc != 0)) {
 			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
 			nm = 0;
-			uf_feed_count_itch_error(f, rc, b.len);
+			uf_feed_itch_error(f, rc, b.msg, b.len, b.seq, rx_ns);
 			f->lat_msgs++;
 			continue;
 		}
@@ -163,9 +177,12 @@ static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LE
 {
 	struct uf_feed *f = ctx;
 	uf_feed_flush(f);
-	uf_publish_reset(f->pub); /* a new session is a new day: old books are void */
-	if (uf_sink_new_session(&f->sink) < 0)
+	/* a new session is a new day: old books are void, and the stream says so (RESET) */
+	int n = uf_publish_new_session(f->pub, session, f->recs, f->rec_cap);
+	size_t nrec = n > 0 ? (size_t)n : 0;
+	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
+	uf_stat_add(&f->stats.records, nrec);
 }
 
 static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,

@@ -9,9 +9,12 @@
  *     copied (top `depth` levels per side) from the publisher into the image; one level
  *     more is asked for, so a deeper side is flagged truncated in the image;
  *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
- *     directory fields;
- *   - a gap (unrecovered messages) marks every image entry stale; a new session empties every
- *     image book and clears the stale flags (the publisher's reset cleared its own);
+ *     directory fields; a TRADE moves volume and last trade only when uf_rec_trade_prints()
+ *     (the record contract: not non-printable, not a break, shares > 0);
+ *   - a STALE record marks its entry (or every entry) stale; a gap (unrecovered messages)
+ *     marks every image entry stale; a RESET record (new session) empties every image book,
+ *     clears the stale flags and starts volume and last trade over, in the step that
+ *     publishes it;
  *   - an instrument that enters the symbol filter gets its directory entry and its whole book,
  *     in the stream and in the image.
  *
@@ -70,9 +73,10 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
  * every image entry stale. Returns 0 or the first -errno. */
 int uf_sink_gap(struct uf_sink *s, const struct uf_record *recs, size_t n);
 
-/* A new session started (the publisher was reset): every image book empties at once and
- * the stale flags clear. Returns 0 or the first -errno. */
-int uf_sink_new_session(struct uf_sink *s);
+/* A new session started: publishes `recs` (uf_publish_new_session's RESET record, n of them)
+ * and, in the same step, empties every image book, clears the stale flags and starts volume
+ * and last trade over. Returns 0 or the first -errno. */
+int uf_sink_new_session(struct uf_sink *s, const struct uf_record *recs, size_t n);
 
 /* Instrument `id` entered the symbol filter: its directory entry, then its whole book as a
  * snapshot (SNAPSHOT_BEGIN, LEVEL..., SNAPSHOT_END), in the stream and in the image.
