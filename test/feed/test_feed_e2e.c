@@ -1150,6 +1150,10 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 		if (want == 144)
 			want++;
 	}
+	struct uf_book_snapshot *snap = calloc(1, sizeof(*snap));
+	assert_int_equal(uf_consumer_snapshot(cons, 0, snap), 0);
+	assert_true(snap->flags & UF_BOOKF_STALE); /* the image says so too */
+	free(snap);
 	uf_consumer_detach(cons);
 	ft_finish(&c);
 	assert_int_equal(nsys, 1 + 149);
