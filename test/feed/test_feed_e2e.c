@@ -1070,9 +1070,10 @@ static size_t ft_block(uint8_t *pkt, size_t off, const void *msg, uint16_t len)
 }
 
 /* Messages that do not decode inside otherwise valid packets (an unknown type, a length
- * that lies) are counted by kind and skipped; the messages around them, in a short packet
- * and in one with more blocks than the one-pass decoder takes, are all applied with their
- * own sequence numbers. */
+ * that lies, an empty block) are counted by kind and skipped; the messages around them, in a
+ * short packet and in one with more blocks than the one-pass decoder takes, are all applied
+ * with their own sequence numbers; their books are put in doubt in the stream and the image
+ * (book 0 from its locate, every book for the empty block). */
 static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void **state)
 {
 	struct ft_case c = {0};
@@ -1102,9 +1103,10 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	uf_put_be64(p2 + 10, 4);
 	uf_put_be16(p2 + 18, 150);
 	size_t n2 = 20;
-	for (int i = 0; i < 150; i++) /* seq 4 + i; 144 does not decode */
-		n2 = i == 140 ? ft_block(p2, n2, unknown, sizeof(unknown))
-		              : ft_block(p2, n2, sys, sizeof(sys));
+	for (int i = 0; i < 150; i++) /* seq 4 + i; 144 (unknown) and 149 (empty) do not decode */
+		n2 = i == 140   ? ft_block(p2, n2, unknown, sizeof(unknown))
+		     : i == 145 ? ft_block(p2, n2, sys, 0)
+		                : ft_block(p2, n2, sys, sizeof(sys));
 	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
 	assert_true(tx >= 0);
 	struct sockaddr_in dst = {.sin_family = AF_INET,
@@ -1133,12 +1135,19 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	while (uf_consumer_next(cons, &r, &seq) == 0) {
 		if (r.kind == UF_REC_STALE) {
 			/* the first message that did not decode (locate 0) puts book 0 in doubt,
-			 * in order, once: the later ones have nothing new to say */
-			assert_int_equal(r.feed_seq, 1);
-			assert_int_equal(r.instrument, 0);
+			 * in order, once: the later ones of book 0 have nothing new to say; the
+			 * empty message (no locate) puts every book in doubt, at its place */
 			assert_int_equal(r.aux, UF_STALE_DECODE);
-			assert_int_equal(nsys, 0);
-			nstale++;
+			assert_int_equal(r.flags, UF_RECF_STALE | UF_RECF_LAST);
+			if (nstale++ == 0) {
+				assert_int_equal(r.feed_seq, 1);
+				assert_int_equal(r.instrument, 0);
+				assert_int_equal(nsys, 0);
+			} else {
+				assert_int_equal(r.feed_seq, 149);
+				assert_int_equal(r.instrument, UF_INSTRUMENT_ALL);
+				assert_int_equal(want, 150); /* right after 148 */
+			}
 			continue;
 		}
 		if (r.kind != UF_REC_STATUS || r.aux != UF_STATUS_SYSTEM)
@@ -1147,7 +1156,7 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 		assert_int_equal(r.shares, 'O');
 		nsys++;
 		want = want == 2 ? 4 : want + 1;
-		if (want == 144)
+		if (want == 144 || want == 149)
 			want++;
 	}
 	struct uf_book_snapshot *snap = calloc(1, sizeof(*snap));
@@ -1156,11 +1165,12 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	free(snap);
 	uf_consumer_detach(cons);
 	ft_finish(&c);
-	assert_int_equal(nsys, 1 + 149);
-	assert_int_equal(nstale, 1);
+	assert_int_equal(nsys, 1 + 148);
+	assert_int_equal(nstale, 2);
 	assert_int_equal(c.st.messages, 153);
 	assert_int_equal(c.st.decode_unknown_type, 2);
 	assert_int_equal(c.st.decode_bad_length, 1);
+	assert_int_equal(c.st.decode_empty_message, 1);
 	assert_int_equal(c.st.gaps, 0);
 }
 
