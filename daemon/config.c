@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "daemon/config_json.h"
@@ -643,6 +644,37 @@ static int check_memory(struct uf_cj *c, const struct uf_config *cfg)
 	return 0;
 }
 
+/* Checks that the feeds' ring files fit in the ring directory's free space ($UF_RING_DIR or
+ * /dev/shm, as ring/ picks it): the ring allocates them with fallocate, and a full file
+ * system would refuse the start (exit 1) after --check-config accepted the file. */
+static int check_ring_space(struct uf_cj *c, const struct uf_config *cfg)
+{
+	const char *dir = getenv("UF_RING_DIR");
+	struct statvfs vfs;
+	uint64_t avail, total = 0;
+	char key[48];
+
+	if (!dir || !dir[0])
+		dir = "/dev/shm";
+	if (statvfs(dir, &vfs) != 0)
+		return 0; /* the ring reports a missing directory itself, with its path */
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	for (int i = 0; i < cfg->nfeeds; i++) {
+		const struct uf_feed_config *f = &cfg->feeds[i];
+		uint64_t need = uf_feed_ring_estimate(f);
+		total += need;
+		if (total <= avail)
+			continue;
+		snprintf(key, sizeof(key), "feeds[%d].ring.capacity", i);
+		return uf_cj_fail(c, key,
+		                  "%" PRIu64 " records need a ring file of about %" PRIu64
+		                  " MiB%s, but %s has %" PRIu64 " MiB free",
+		                  f->ring.capacity, need >> 20,
+		                  i ? " on top of the feeds before it" : "", dir, avail >> 20);
+	}
+	return 0;
+}
+
 static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 {
 	static const char *const keys[] = {"status", "log", "feeds", NULL};
@@ -720,6 +752,8 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 		return r;
 	if (c->flags & (UF_CFG_NO_HOST_CHECKS | UF_CFG_NO_RESOURCE_CHECKS))
 		return 0;
+	if ((r = check_ring_space(c, cfg)))
+		return r;
 	return check_memory(c, cfg);
 }
 

@@ -47,6 +47,18 @@ int uf_feed_set_symbols(struct uf_feed *f, const char (*symbols)[9], uint32_t n)
 	return uf_filter_set(&f->filter, symbols, n);
 }
 
+uint64_t uf_feed_ring_estimate(const struct uf_feed_config *cfg)
+{
+	struct uf_ring_options ro;
+	uf_ring_options_init(&ro);
+	uint64_t cap = cfg->ring.capacity ? cfg->ring.capacity : ro.capacity;
+	uint32_t depth = cfg->book.depth ? cfg->book.depth : ro.depth;
+	uint32_t inst = cfg->book.max_instruments ? cfg->book.max_instruments : ro.max_instruments;
+	if (cap > (uint64_t)UF_CFG_RING_CAPACITY_MAX || depth > UF_CFG_BOOK_DEPTH_MAX)
+		return 0;
+	return cap * sizeof(struct uf_record) + (uint64_t)inst * uf_image_entry_size(depth);
+}
+
 uint64_t uf_feed_memory_estimate(const struct uf_feed_config *cfg)
 {
 	struct uf_publish_params pp;
@@ -56,14 +68,9 @@ uint64_t uf_feed_memory_estimate(const struct uf_feed_config *cfg)
 	if (cfg->book.max_instruments)
 		pp.max_instruments = cfg->book.max_instruments;
 	uint64_t books = uf_publish_memory(&pp);
-	struct uf_ring_options ro;
-	uf_ring_options_init(&ro);
-	uint64_t cap = cfg->ring.capacity ? cfg->ring.capacity : ro.capacity;
-	uint32_t depth = cfg->book.depth ? cfg->book.depth : ro.depth;
-	if (books == 0 || cap > (uint64_t)UF_CFG_RING_CAPACITY_MAX || depth > UF_CFG_BOOK_DEPTH_MAX)
+	uint64_t ring = uf_feed_ring_estimate(cfg);
+	if (books == 0 || ring == 0)
 		return 0;
-	uint64_t ring = cap * sizeof(struct uf_record) +
-	                (uint64_t)pp.max_instruments * uf_image_entry_size(depth);
 	uint64_t bufs = (uint64_t)(cfg->buffers.count ? cfg->buffers.count : 4096) *
 	                (cfg->buffers.size ? cfg->buffers.size : 2048);
 	uint64_t queue = cfg->recovery.enabled ? (uint64_t)cfg->recovery.queue_packets *

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
+#include <sys/statvfs.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -341,14 +342,12 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	expect_error("{\"feeds\":[7]}", "feeds[0]: expected a feed object, got an integer 7");
 }
 
-/* Sizes inside every range but together larger than this host's memory are refused up front
- * (they would fail at start with ENOMEM or SIGBUS), naming the feed and the keys. Forced:
- * 2^30 orders (32 GiB of table) and 2^30 ring records (64 GiB); a host with that much free
- * memory cannot run this test and says so. */
+/* Sizes inside every range but larger than this host's memory are refused up front (they
+ * would fail at start with ENOMEM), naming the feed and the keys. Forced: 2^30 orders (a
+ * 32 GiB order table); a host with that much free memory cannot run this test and says so. */
 static void test_config_refuses_sizes_beyond_the_hosts_memory(void **state)
 {
-	const char *json = FEED("\"book\":{\"max_orders\":1073741824},"
-	                        "\"ring\":{\"capacity\":1073741824}");
+	const char *json = FEED("\"book\":{\"max_orders\":1073741824}");
 	struct uf_config cfg;
 	char err[512];
 	unsigned long long kb = 0;
@@ -358,18 +357,51 @@ static void test_config_refuses_sizes_beyond_the_hosts_memory(void **state)
 	while (fgets(line, sizeof(line), fp) && sscanf(line, "MemAvailable: %llu kB", &kb) != 1)
 		;
 	fclose(fp);
-	if (kb == 0 || kb >= (96ull << 20))
-		fail_msg("MemAvailable %llu kB: this test needs a host with less than 96 GiB free",
+	if (kb == 0 || kb >= (32ull << 20))
+		fail_msg("MemAvailable %llu kB: this test needs a host with less than 32 GiB free",
 		         kb);
 	assert_int_equal(uf_config_load_string(json, &cfg, err, sizeof(err)), -EINVAL);
 	if (!strstr(err, "feeds[0]: needs about ") || !strstr(err, "book.max_orders 1073741824") ||
-	    !strstr(err, "ring.capacity 1073741824") || !strstr(err, "(MemAvailable)"))
+	    !strstr(err, "ring.capacity 1048576") || !strstr(err, "(MemAvailable)"))
 		fail_msg("message: %s", err);
 	/* The same sizes for a small feed pass. */
 	assert_int_equal(
 	    uf_config_load_string(FEED("\"book\":{\"max_orders\":1000}"), &cfg, err, sizeof(err)),
 	    0);
 	uf_config_free(&cfg);
+}
+
+/* A ring larger than its directory's free space is refused up front, naming ring.capacity
+ * and the directory (the ring's fallocate would fail at start). Forced: the smallest power
+ * of two of records whose file exceeds what /dev/shm has free. */
+static void test_config_refuses_a_ring_larger_than_its_directory(void **state)
+{
+	struct statvfs vfs;
+	char json[512], err[512], want[128];
+	struct uf_config cfg;
+	const char *old = getenv("UF_RING_DIR");
+	char saved[256] = "";
+	if (old)
+		snprintf(saved, sizeof(saved), "%s", old);
+	setenv("UF_RING_DIR", "/dev/shm", 1);
+	assert_int_equal(statvfs("/dev/shm", &vfs), 0);
+	uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	uint64_t cap = 1024;
+	while (cap * 64 <= free_bytes && cap < (1ull << 30))
+		cap <<= 1;
+	if (cap * 64 <= free_bytes)
+		fail_msg("/dev/shm has %llu bytes free: more than a 2^30-record ring needs",
+		         (unsigned long long)free_bytes);
+	snprintf(json, sizeof(json), FEED("\"ring\":{\"capacity\":%llu}"), (unsigned long long)cap);
+	int r = uf_config_load_string(json, &cfg, err, sizeof(err));
+	snprintf(want, sizeof(want), "feeds[0].ring.capacity: %llu records need a ring file",
+	         (unsigned long long)cap);
+	if (r != -EINVAL || !strstr(err, want) || !strstr(err, "/dev/shm has"))
+		fail_msg("returned %d: %s\n  wanted: %s ... /dev/shm has", r, err, want);
+	if (saved[0])
+		setenv("UF_RING_DIR", saved, 1);
+	else
+		unsetenv("UF_RING_DIR");
 }
 
 /* ring.group names a group of this host, resolved to the gid the ring's files get. */
@@ -456,6 +488,7 @@ int main(void)
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
 	    cmocka_unit_test(test_config_refuses_sizes_beyond_the_hosts_memory),
 	    cmocka_unit_test(test_config_ring_group_resolves_to_its_gid),
+	    cmocka_unit_test(test_config_refuses_a_ring_larger_than_its_directory),
 	    cmocka_unit_test(test_config_syntax_errors_give_line_and_column),
 	    cmocka_unit_test(test_config_missing_file_is_an_errno_error),
 	    cmocka_unit_test(test_config_shipped_files_in_configs_are_valid),
