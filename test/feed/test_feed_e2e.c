@@ -1191,9 +1191,12 @@ static void ft_send_sys(struct ft_case *c, int tx, int l, uint64_t seq, uint8_t 
 }
 
 /* Line A takes datagrams from 127.0.0.1 only ("source"): one sent from 127.0.0.2 never
- * reaches the books (the kernel's source-specific join drops it on loopback; the feed's
- * own check would count it in foreign_source). One packet 10^9 ahead is quarantined and
- * dropped when the stream goes on: the arbiter's counters reach the feed's counters. */
+ * reaches the books. The kernel's source-specific join drops it before the socket (and
+ * with IP_MULTICAST_ALL off, a copy arriving on another interface is dropped too), so the
+ * feed's own check (foreign_source) is a second line that this host never needs: it is
+ * exercised by test_arb_source_filter_drops_other_sources. One packet 10^9 ahead is
+ * quarantined and dropped when the stream goes on: the arbiter's counters reach the feed's
+ * counters. */
 static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void **state)
 {
 	struct ft_case c = {0};
