@@ -74,14 +74,10 @@ static int fx_setup(struct fx *x, uint32_t ring_instruments)
 
 static void fx_teardown(struct fx *x)
 {
-	char path[128];
 	uf_consumer_detach(x->cons);
 	uf_sink_close(&x->sink);
 	uf_publish_destroy(x->pub);
-	snprintf(path, sizeof(path), "/dev/shm/uf.%s", x->name);
-	unlink(path);
-	snprintf(path, sizeof(path), "/dev/shm/uf.%s.cons", x->name);
-	unlink(path);
+	uf_ring_unlink(x->name, NULL); /* its private directory: nothing left in RAM */
 }
 
 static struct uf_itch_msg msg(uint8_t type, uint16_t loc)
@@ -309,7 +305,6 @@ static void test_sink_ring_gets_the_configured_group(void **state)
 	assert_int_equal(stat(dir, &st), 0);
 	assert_int_equal(st.st_gid, g_gid);
 	fx_teardown(&x);
-	uf_ring_unlink(x.name, NULL);
 }
 
 static struct uf_itch_msg execp(uint16_t loc, uint64_t ref, uint32_t shares, uint64_t match,
