@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
@@ -21,10 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon/config_json.h"
+#include "daemon/config_resources.h"
 #include "daemon/log.h"
 #include "daemon/placement.h"
+#include "feed/arbiter.h"
 #include "feed/uf_feed.h"
 
 /* CPU member: -1 (not pinned) or a CPU this process may run on (sched_getaffinity). */
@@ -175,7 +179,7 @@ static int parse_symbols(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 
 static int parse_line(struct uf_cj *c, json_t *jl, size_t idx, struct uf_line_config *l)
 {
-	static const char *const keys[] = {"name", "group", "port", "interface", NULL};
+	static const char *const keys[] = {"name", "group", "port", "interface", "source", NULL};
 	const char *defname = idx == 0 ? "A" : "B";
 	int64_t port;
 	int r;
@@ -190,7 +194,13 @@ static int parse_line(struct uf_cj *c, json_t *jl, size_t idx, struct uf_line_co
 	if ((r = uf_cj_int(c, jl, "port", 1, 65535, 0, &port)))
 		return r;
 	l->port = (uint16_t)port;
-	return uf_cj_ipv4(c, jl, "interface", UF_CFG_DEFAULT_INTERFACE, UF_CJ_LOCAL, &l->interface);
+	if ((r = uf_cj_ipv4(c, jl, "interface", UF_CFG_DEFAULT_INTERFACE, UF_CJ_LOCAL,
+	                    &l->interface)))
+		return r;
+	/* Optional: the one sender this line accepts (a source-specific join). */
+	if (json_object_get(jl, "source"))
+		return uf_cj_ipv4(c, jl, "source", NULL, UF_CJ_UNICAST, &l->source);
+	return 0;
 }
 
 static int parse_lines(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
@@ -341,7 +351,7 @@ static int parse_recovery(struct uf_cj *c, json_t *feed, struct uf_feed_config *
 	                   &f->recovery.wait_ms)) ||
 	    (r = uf_cj_u32(c, jr, "wait_packets", 0, 1000000, UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS,
 	                   &f->recovery.wait_packets)) ||
-	    (r = uf_cj_u32(c, jr, "queue_packets", 1, 1 << 24,
+	    (r = uf_cj_u32(c, jr, "queue_packets", 1, UF_CFG_QUEUE_PACKETS_MAX,
 	                   UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS, &f->recovery.queue_packets)) ||
 	    (r = uf_cj_u32(c, jr, "max_requests_per_s", 1, 1000000, UF_CFG_DEFAULT_RECOVERY_MAX_RPS,
 	                   &f->recovery.max_requests_per_s)) ||
@@ -354,9 +364,90 @@ out:
 	return r;
 }
 
+/* "arbitration": the arbiter's trust thresholds (feed/arbiter.h, docs/feed.md "What the
+ * arbiter trusts"). Ranges are the arbiter's own (uf_arb_set_params refuses the rest). */
+static int parse_arbitration(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
+{
+	static const char *const keys[] = {"max_jump", "jump_confirm", "session_confirm",
+	                                   "line_silent_ms", NULL};
+	json_t *ja;
+	int64_t jump;
+	size_t save;
+	int r;
+
+	if ((r = uf_cj_obj(c, feed, "arbitration", &ja)))
+		return r;
+	save = uf_cj_push_key(c, "arbitration");
+	ja = ja ? json_incref(ja) : json_object();
+	if ((r = uf_cj_check_keys(c, ja, keys)) ||
+	    (r = uf_cj_int(c, ja, "max_jump", 1, UF_ARB_MAX_JUMP_MAX, UF_ARB_MAX_JUMP, &jump)) ||
+	    (r = uf_cj_u32(c, ja, "jump_confirm", 1, UF_ARB_CONFIRM_MAX, UF_ARB_JUMP_CONFIRM,
+	                   &f->arbitration.jump_confirm)) ||
+	    (r = uf_cj_u32(c, ja, "session_confirm", 1, UF_ARB_SESSION_CONFIRM_MAX,
+	                   UF_ARB_SESSION_CONFIRM, &f->arbitration.session_confirm)) ||
+	    (r = uf_cj_u32(c, ja, "line_silent_ms", 1, UF_ARB_LINE_SILENT_MS_MAX,
+	                   UF_ARB_LINE_SILENT_NS / 1000000, &f->arbitration.line_silent_ms)))
+		goto out;
+	f->arbitration.max_jump = (uint64_t)jump;
+out:
+	json_decref(ja);
+	uf_cj_pop(c, save);
+	return r;
+}
+
+/* 1 when this process may give its files to group `gid` (root, or a member of it). */
+static int may_use_group(gid_t gid)
+{
+	gid_t groups[256];
+	int n;
+
+	if (geteuid() == 0 || getegid() == gid)
+		return 1;
+	n = getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/* "ring.group": the group that owns the ring's private directory and files, so that its
+ * members may read the ring (mode "0640"). Resolved here (getgrnam) so that a name this host
+ * does not know, or a group this user cannot give files to (chown would fail at start), is
+ * refused by --check-config too. */
+static int parse_ring_group(struct uf_cj *c, json_t *jr, struct uf_feed_config *f)
+{
+	char name[64];
+	struct group *g;
+	int r;
+
+	if (!json_object_get(jr, "group"))
+		return 0;
+	if ((r = uf_cj_str(c, jr, "group", NULL, name, sizeof(name))))
+		return r;
+	if (c->flags & UF_CFG_NO_HOST_CHECKS)
+		return 0; /* resolved on the production host */
+	errno = 0;
+	g = getgrnam(name);
+	if (!g)
+		return uf_cj_fail(c, "group", "group \"%s\" does not exist on this host%s%s", name,
+		                  errno ? ": " : "", errno ? strerror(errno) : "");
+	if (!may_use_group(g->gr_gid))
+		return uf_cj_fail(c, "group",
+		                  "this user is not a member of group \"%s\" (gid %u): the ring's "
+		                  "files cannot be given to it",
+		                  name, (unsigned)g->gr_gid);
+	if (!(f->ring.mode & 0040))
+		uf_log_warn("%s: %s.group: mode %04o gives group \"%s\" no access (use "
+		            "\"0640\")",
+		            c->file, c->path, f->ring.mode, name);
+	f->ring.has_gid = 1;
+	f->ring.gid = (uint32_t)g->gr_gid;
+	return 0;
+}
+
 static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"name", "capacity", "mode", NULL};
+	static const char *const keys[] = {"name", "capacity", "mode", "group", NULL};
 	json_t *jr;
 	int64_t cap;
 	char mode[16], *end;
@@ -370,7 +461,8 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	if ((r = uf_cj_check_keys(c, jr, keys)) ||
 	    (r = uf_cj_str(c, jr, "name", f->name, f->ring.name, sizeof(f->ring.name))) ||
 	    (r = uf_cj_name(c, "name", f->ring.name)) ||
-	    (r = uf_cj_int(c, jr, "capacity", 1024, 1ll << 30, UF_CFG_DEFAULT_RING_CAPACITY, &cap)))
+	    (r = uf_cj_int(c, jr, "capacity", UF_CFG_RING_CAPACITY_MIN, UF_CFG_RING_CAPACITY_MAX,
+	                   UF_CFG_DEFAULT_RING_CAPACITY, &cap)))
 		goto out;
 	if (!uf_cj_is_pow2((uint64_t)cap)) {
 		r = uf_cj_fail(c, "capacity",
@@ -390,6 +482,7 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 		    mode);
 		goto out;
 	}
+	r = parse_ring_group(c, jr, f);
 out:
 	json_decref(jr);
 	uf_cj_pop(c, save);
@@ -409,12 +502,13 @@ static int parse_book(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	save = uf_cj_push_key(c, "book");
 	jb = jb ? json_incref(jb) : json_object();
 	if ((r = uf_cj_check_keys(c, jb, keys)) ||
-	    (r = uf_cj_u32(c, jb, "depth", 1, 64, UF_CFG_DEFAULT_BOOK_DEPTH, &f->book.depth)) ||
-	    (r = uf_cj_int(c, jb, "max_orders", 1, 1ll << 32, UF_CFG_DEFAULT_BOOK_MAX_ORDERS,
-	                   &orders)) ||
+	    (r = uf_cj_u32(c, jb, "depth", 1, UF_CFG_BOOK_DEPTH_MAX, UF_CFG_DEFAULT_BOOK_DEPTH,
+	                   &f->book.depth)) ||
+	    (r = uf_cj_int(c, jb, "max_orders", 1, UF_CFG_BOOK_MAX_ORDERS_MAX,
+	                   UF_CFG_DEFAULT_BOOK_MAX_ORDERS, &orders)) ||
 	    /* ITCH stock locate codes are 16 bits: 65535 instruments at most. */
-	    (r = uf_cj_u32(c, jb, "max_instruments", 1, 65535, UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS,
-	                   &f->book.max_instruments)))
+	    (r = uf_cj_u32(c, jb, "max_instruments", 1, UF_CFG_BOOK_MAX_INSTR_MAX,
+	                   UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS, &f->book.max_instruments)))
 		goto out;
 	f->book.max_orders = (uint64_t)orders;
 out:
@@ -434,10 +528,11 @@ static int parse_buffers(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 		return r;
 	save = uf_cj_push_key(c, "buffers");
 	jb = jb ? json_incref(jb) : json_object();
-	/* io_uring provided buffer rings hold a power of two entries, at most 32768. */
+	/* io_uring provided buffer rings hold a power of two entries, at most 32768; the
+	 * engine wants one receive batch's worth at least. */
 	if ((r = uf_cj_check_keys(c, jb, keys)) ||
-	    (r = uf_cj_u32(c, jb, "count", 8, 32768, UF_CFG_DEFAULT_BUFFERS_COUNT,
-	                   &f->buffers.count)))
+	    (r = uf_cj_u32(c, jb, "count", UF_CFG_BUFFERS_COUNT_MIN, UF_CFG_BUFFERS_COUNT_MAX,
+	                   UF_CFG_DEFAULT_BUFFERS_COUNT, &f->buffers.count)))
 		goto out;
 	if (!uf_cj_is_pow2(f->buffers.count)) {
 		r = uf_cj_fail(c, "count",
@@ -446,7 +541,9 @@ static int parse_buffers(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 		goto out;
 	}
 	/* Smaller than an Ethernet MTU would truncate ordinary MoldUDP64 packets. */
-	r = uf_cj_u32(c, jb, "size", 1500, 65536, UF_CFG_DEFAULT_BUFFERS_SIZE, &f->buffers.size);
+	_Static_assert(1500 >= UF_CFG_BUFFERS_SIZE_MIN, "the engine takes what the config does");
+	r = uf_cj_u32(c, jb, "size", 1500, UF_CFG_BUFFERS_SIZE_MAX, UF_CFG_DEFAULT_BUFFERS_SIZE,
+	              &f->buffers.size);
 out:
 	json_decref(jb);
 	uf_cj_pop(c, save);
@@ -455,15 +552,25 @@ out:
 
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"name",         "protocol",
-	                                   "backend",      "cpu",
-	                                   "sqpoll_cpu",   "sqpoll_idle_ms",
-	                                   "numa_node",    "lines",
-	                                   "recovery",     "ring",
-	                                   "book",         "buffers",
-	                                   "symbols",      "symbols_file",
-	                                   "stage_timing", "stage_timing_every",
-	                                   "snapshot",     NULL};
+	static const char *const keys[] = {"name",
+	                                   "protocol",
+	                                   "backend",
+	                                   "cpu",
+	                                   "sqpoll_cpu",
+	                                   "sqpoll_idle_ms",
+	                                   "numa_node",
+	                                   "lines",
+	                                   "recovery",
+	                                   "ring",
+	                                   "book",
+	                                   "buffers",
+	                                   "symbols",
+	                                   "symbols_file",
+	                                   "stage_timing",
+	                                   "stage_timing_every",
+	                                   "snapshot",
+	                                   "arbitration",
+	                                   NULL};
 	char backend[32];
 	int64_t node;
 	int timing;
@@ -512,9 +619,9 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 		            "share one CPU",
 		            c->file, c->path, f->cpu);
 	if ((r = parse_lines(c, jf, f)) || (r = parse_recovery(c, jf, f)) ||
-	    (r = parse_snapshot(c, jf, f)) || (r = parse_ring(c, jf, f)) ||
-	    (r = parse_book(c, jf, f)) || (r = parse_buffers(c, jf, f)) ||
-	    (r = parse_symbols(c, jf, f)))
+	    (r = parse_snapshot(c, jf, f)) || (r = parse_arbitration(c, jf, f)) ||
+	    (r = parse_ring(c, jf, f)) || (r = parse_book(c, jf, f)) ||
+	    (r = parse_buffers(c, jf, f)) || (r = parse_symbols(c, jf, f)))
 		return r;
 	return 0;
 }
@@ -658,7 +765,11 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 		if (r)
 			return r;
 	}
-	return check_feeds_apart(c, cfg);
+	if ((r = check_feeds_apart(c, cfg)))
+		return r;
+	if (c->flags & (UF_CFG_NO_HOST_CHECKS | UF_CFG_NO_RESOURCE_CHECKS))
+		return 0;
+	return uf_config_check_resources(c, cfg);
 }
 
 static void cfg_init(struct uf_config *cfg)

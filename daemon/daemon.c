@@ -252,7 +252,8 @@ static void reload(struct uf_daemon *d)
 	int applied = 0;
 
 	uf_log_info("reload: SIGHUP, re-reading %s", d->cfg.path);
-	if (uf_config_load(d->cfg.path, &n, err, sizeof(err)) != 0) {
+	/* the running feeds already hold their memory: only the file itself is checked */
+	if (uf_config_load_ex(d->cfg.path, UF_CFG_NO_RESOURCE_CHECKS, &n, err, sizeof(err)) != 0) {
 		uf_log_error("reload: %s; keeping the running configuration", err);
 		return;
 	}

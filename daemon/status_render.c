@@ -50,6 +50,18 @@ static int is_decode_error(const struct counter_def *d)
 	return strncmp(d->name, DECODE_PREFIX, strlen(DECODE_PREFIX)) == 0;
 }
 
+/* Stats that are not plain event counts: rendered by hand in base units and with the right
+ * type (nanosecond sums as seconds, gauges as gauges), not as uringfeed_<name>_total. */
+static int is_not_a_count(const struct counter_def *d)
+{
+	static const char *const names[] = {"snapshot_duration_ns", "snapshot_last_duration_ns",
+	                                    "snapshot_in_progress"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(d->name, names[i]))
+			return 1;
+	return 0;
+}
+
 static int feed_nlines(const struct uf_status_feed *f)
 {
 	uint64_t n = f->stats.nlines;
@@ -360,7 +372,7 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 	for (size_t c = 0; c < NFEEDC; c++) {
 		const struct counter_def *d = &feed_counters[c];
 		char name[96];
-		if (is_decode_error(d))
+		if (is_decode_error(d) || is_not_a_count(d))
 			continue;
 		snprintf(name, sizeof(name), "uringfeed_%s_total", d->name);
 		family(&b, name, "counter", d->help);
@@ -473,10 +485,23 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 		          esc(snap->feeds[i].name, fe, sizeof(fe)),
 		          snap->feeds[i].stats.recovering);
 	family(&b, "uringfeed_snapshot_in_progress", "gauge",
-	       "1 while a snapshot recovery runs (always 0: no snapshot source yet)");
+	       "1 while a GLIMPSE snapshot loads (live packets are buffered meanwhile)");
 	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_snapshot_in_progress{feed=\"%s\"} 0\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)));
+		tb_printf(&b, "uringfeed_snapshot_in_progress{feed=\"%s\"} %" PRIu64 "\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          snap->feeds[i].stats.snapshot_in_progress);
+	family(&b, "uringfeed_snapshot_duration_seconds_total", "counter",
+	       "time spent loading GLIMPSE snapshots, start to merge");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_snapshot_duration_seconds_total{feed=\"%s\"} %.9f\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          (double)snap->feeds[i].stats.snapshot_duration_ns / 1e9);
+	family(&b, "uringfeed_snapshot_last_duration_seconds", "gauge",
+	       "duration of the last GLIMPSE snapshot loaded, start to merge");
+	for (int i = 0; i < nf; i++)
+		tb_printf(&b, "uringfeed_snapshot_last_duration_seconds{feed=\"%s\"} %.9f\n",
+		          esc(snap->feeds[i].name, fe, sizeof(fe)),
+		          (double)snap->feeds[i].stats.snapshot_last_duration_ns / 1e9);
 
 	/* Rings: gauges (the sequence restarts with a new generation). */
 	static const struct {
@@ -615,10 +640,14 @@ int uf_status_feed_not_ready(const struct uf_status_snapshot *snap, int i, char 
 			            (double)snap->ready_silence_ns / 1e9);
 	}
 	if (f->stats.books_stale)
-		n += reason(out, len,
-		            "feed %s: %" PRIu64 " books stale after an unrecovered gap (until the "
-		            "next session)\n",
-		            f->name, f->stats.books_stale);
+		n += reason(
+		    out, len,
+		    "feed %s: %" PRIu64 " books stale (an unrecovered gap, a message that "
+		    "did not decode, a book integrity error or a full table; until a snapshot "
+		    "or the next session)\n",
+		    f->name, f->stats.books_stale);
+	if (f->stats.snapshot_in_progress)
+		n += reason(out, len, "feed %s: snapshot loading\n", f->name);
 	if (f->stats.recovering)
 		n += reason(out, len, "feed %s: gap recovery in progress\n", f->name);
 	return n;

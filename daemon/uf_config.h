@@ -72,9 +72,12 @@ int uf_config_load_string(const char *json, struct uf_config *cfg, char *err, si
 void uf_config_free(struct uf_config *cfg);
 
 /* uf_config_load() with flags. UF_CFG_NO_HOST_CHECKS skips the checks against THIS machine
- * (CPUs and NUMA nodes exist and are usable): for validating a production file on a build
- * host (`uringfeed --check-config FILE --no-host-checks`). Everything else is checked. */
+ * (CPUs and NUMA nodes exist and are usable, memory suffices): for validating a production file on
+ * a build host (`uringfeed --check-config FILE --no-host-checks`). Everything else is checked. */
 #define UF_CFG_NO_HOST_CHECKS 1u
+/* UF_CFG_NO_RESOURCE_CHECKS skips only the memory check (the feeds' books, rings and buffers
+ * against MemAvailable): for a SIGHUP reload, whose running feeds already hold theirs. */
+#define UF_CFG_NO_RESOURCE_CHECKS 2u
 int uf_config_load_ex(const char *path, unsigned flags, struct uf_config *cfg, char *err,
                       size_t errlen);
 

@@ -75,6 +75,11 @@
 /* Requested ranges an answer may fall in: every request that may be in flight, and the
  * retries of each (a slow server answers an older try of a hole still open). */
 #define UF_ARB_REQ_HISTORY 512
+/* Upper bounds the configuration accepts (daemon/config.c): beyond them a threshold no
+ * longer protects anything (a jump of 2^62, a session needing a million packets). */
+#define UF_ARB_MAX_JUMP_MAX        (1ll << 62)
+#define UF_ARB_SESSION_CONFIRM_MAX 1000000
+#define UF_ARB_LINE_SILENT_MS_MAX  3600000 /* one hour */
 /* Waiting for the other line ends at this bound even if the sockets never drain (sustained
  * full batches with one line dead): a needless re-request is cheap, a stalled gap is not. */
 #define UF_ARB_WAIT_CAP(wait_ns) (8 * (wait_ns) + 10000000ull)
@@ -88,27 +93,9 @@ struct uf_arb_params {
 	uint64_t line_silent_ns;  /* a line silent this long is not live (receive time, > 0) */
 };
 
-/* The arbiter's own counters (same X(field, "help") form as UF_FEED_COUNTERS, to be
- * published by the feed with them). Written only by the feed thread (uf_stat_add). */
-#define UF_ARB_COUNTERS(X)                                                                         \
-	X(quarantined, "packets held because their sequence jumped beyond what the lines showed")  \
-	X(quarantine_confirmed,                                                                    \
-	  "held jumps corroborated (other line, packets in a row, catch-up)")                      \
-	X(quarantine_dropped, "held packets dropped: their jump was never corroborated")           \
-	X(rerequest_answers_rejected, "re-request socket packets not answering a request (other "  \
-	                              "session, range not requested, not data): dropped")          \
-	X(end_of_session_contradicted, "end-of-session announcements voided by later packets")     \
-	X(bad_sequence, "packets whose sequence range wraps past 2^64 (dropped)")                  \
-	X(queue_duplicates, "line or server copies of sequences already queued: dropped before "   \
-	                    "taking a queue slot")                                                 \
-	X(holes_expired, "holes given up at their deadline ((retries + 1) x timeout after their "  \
-	                 "first request)")                                                         \
-	X(rerequests_in_flight_full,                                                               \
-	  "times a hole waited for a request slot (max_in_flight outstanding)")
-
-#define UF_ARB_LINE_COUNTERS(X)                                                                    \
-	X(foreign_source, "datagrams on this line from another source than its configured one")
-
+/* The arbiter's own counters: UF_ARB_COUNTERS and UF_ARB_LINE_COUNTERS (feed/uf_feed_stats.h,
+ * where the feed's lists include them so /status and /metrics show them). The arbiter counts
+ * into its own struct; the feed thread mirrors them into its stats once a batch. */
 #define UF_ARB_FIELD(name, help) uint64_t name;
 struct uf_arb_line_counters {
 	UF_ARB_LINE_COUNTERS(UF_ARB_FIELD)

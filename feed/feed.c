@@ -15,6 +15,8 @@
 #include "feed/feed_internal.h"
 #include "feed/feed_log.h"
 #include "feed/mcast.h"
+#include "ring/uf_ring.h"
+#include "ring/uf_ring_layout.h"
 
 #define UF_FEED_RCVBUF                                                                             \
 	(16 << 20) /* socket receive buffer: absorbs bursts during recovery                        \
@@ -54,6 +56,69 @@ static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
 static void uf_feed_tick_calibrate(void)
 {
 	uf_tick_init(&tick_clock, 20000000);
+}
+
+uint64_t uf_feed_ring_estimate(const struct uf_feed_config *cfg)
+{
+	struct uf_ring_options ro;
+	uf_ring_options_init(&ro);
+	uint64_t cap = cfg->ring.capacity ? cfg->ring.capacity : ro.capacity;
+	uint32_t depth = cfg->book.depth ? cfg->book.depth : ro.depth;
+	uint32_t inst = cfg->book.max_instruments ? cfg->book.max_instruments : ro.max_instruments;
+	if (cap > (uint64_t)UF_CFG_RING_CAPACITY_MAX || depth > UF_CFG_BOOK_DEPTH_MAX)
+		return 0;
+	return cap * sizeof(struct uf_record) + (uint64_t)inst * uf_image_entry_size(depth);
+}
+
+uint64_t uf_feed_memory_estimate(const struct uf_feed_config *cfg)
+{
+	struct uf_publish_params pp;
+	uf_publish_params_default(&pp);
+	if (cfg->book.max_orders)
+		pp.max_orders = cfg->book.max_orders;
+	if (cfg->book.max_instruments)
+		pp.max_instruments = cfg->book.max_instruments;
+	uint64_t books = uf_publish_memory(&pp);
+	uint64_t ring = uf_feed_ring_estimate(cfg);
+	if (books == 0 || ring == 0)
+		return 0;
+	uint64_t bufs = (uint64_t)(cfg->buffers.count ? cfg->buffers.count : 4096) *
+	                (cfg->buffers.size ? cfg->buffers.size : 2048);
+	uint64_t queue = cfg->recovery.enabled ? (uint64_t)cfg->recovery.queue_packets *
+	                                             (sizeof(struct uf_arb_slot) + 8)
+	                                       : 0;
+	return books + ring + bufs + queue + sizeof(struct uf_feed);
+}
+
+/* The arbiter's trust thresholds (0 = its default) and the lines' expected sources. */
+static int uf_feed_arb_setup(struct uf_feed *f, const struct uf_feed_config *cfg, char *err,
+                             size_t errlen)
+{
+	struct uf_arb_params ap;
+	uf_arb_params_default(&ap);
+	if (cfg->arbitration.max_jump)
+		ap.max_jump = cfg->arbitration.max_jump;
+	if (cfg->arbitration.jump_confirm)
+		ap.jump_confirm = cfg->arbitration.jump_confirm;
+	if (cfg->arbitration.session_confirm)
+		ap.session_confirm = cfg->arbitration.session_confirm;
+	if (cfg->arbitration.line_silent_ms)
+		ap.line_silent_ns = (uint64_t)cfg->arbitration.line_silent_ms * 1000000ull;
+	int rc = uf_arb_set_params(&f->arb, &ap);
+	if (rc < 0)
+		return uf_err_rc(err, errlen, rc,
+		                 "feed %s: arbitration parameters out of range (jump_confirm "
+		                 "1..%d)",
+		                 cfg->name, UF_ARB_CONFIRM_MAX);
+	for (int i = 0; i < cfg->nlines; i++) {
+		if (!cfg->lines[i].source.s_addr)
+			continue;
+		rc = uf_arb_set_line_source(&f->arb, (unsigned)i, cfg->lines[i].source);
+		if (rc < 0)
+			return uf_err_rc(err, errlen, rc, "feed %s line %s: source", cfg->name,
+			                 cfg->lines[i].name);
+	}
+	return 0;
 }
 
 int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err, size_t errlen)
@@ -104,6 +169,14 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 			goto out_close;
 		}
 		f->fds[f->nsrc++] = rc;
+		if (l->source.s_addr &&
+		    (rc = uf_mcast_join_source(rc, l->group, l->source, l->interface, why,
+		                               sizeof(why))) < 0) {
+			uf_err_set(err, errlen, "feed %s line %s: source: %s", cfg->name, l->name,
+			           why);
+			goto out_close;
+		}
+		rc = f->fds[f->nsrc - 1];
 		/* The kernel reports twice what was set; less means FORCE was refused (no
 		 * CAP_NET_ADMIN) and net.core.rmem_max capped it: bursts may overflow. */
 		int got = uf_mcast_rcvbuf(rc);
@@ -161,6 +234,9 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		          cfg->recovery.queue_packets);
 		goto out_ring;
 	}
+	rc = uf_feed_arb_setup(f, cfg, err, errlen);
+	if (rc < 0)
+		goto out_arb;
 	rc = uf_feed_snapshot_init(f);
 	if (rc < 0) {
 		uf_err_rc(err, errlen, rc, "feed %s: snapshot buffer of %u packets", cfg->name,

@@ -100,14 +100,15 @@ int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const
 	ig->fst = fst;
 	ig->buf_size = p->buf_size ? p->buf_size : 2048;
 	ig->buf_count = p->buf_count ? p->buf_count : 4096;
-	if (ig->buf_size < 256 || ig->buf_size > 65536) {
-		snprintf(err, errlen, "buffers.size %u: 256..65536 bytes", ig->buf_size);
+	if (ig->buf_size < UF_CFG_BUFFERS_SIZE_MIN || ig->buf_size > UF_CFG_BUFFERS_SIZE_MAX) {
+		snprintf(err, errlen, "buffers.size %u: %d..%d bytes", ig->buf_size,
+		         UF_CFG_BUFFERS_SIZE_MIN, UF_CFG_BUFFERS_SIZE_MAX);
 		return -EINVAL;
 	}
-	if (ig->buf_count < UF_INGEST_BATCH || ig->buf_count > 32768 ||
+	if (ig->buf_count < UF_CFG_BUFFERS_COUNT_MIN || ig->buf_count > UF_CFG_BUFFERS_COUNT_MAX ||
 	    (ig->buf_count & (ig->buf_count - 1))) {
-		snprintf(err, errlen, "buffers.count %u: a power of two in %d..32768",
-		         ig->buf_count, UF_INGEST_BATCH);
+		snprintf(err, errlen, "buffers.count %u: a power of two in %d..%d", ig->buf_count,
+		         UF_CFG_BUFFERS_COUNT_MIN, UF_CFG_BUFFERS_COUNT_MAX);
 		return -EINVAL;
 	}
 	int rc = uf_ingest_region_alloc(ig, p->numa_node, err, errlen);

@@ -33,6 +33,7 @@
 
 #define UF_INGEST_MAX_SRC 4  /* lines A, B, re-request socket, spare */
 #define UF_INGEST_BATCH   64 /* datagrams per poll at most */
+_Static_assert(UF_CFG_BUFFERS_COUNT_MIN >= UF_INGEST_BATCH, "a batch never waits for buffers");
 
 /* One received datagram, valid until uf_ingest_release(). */
 struct uf_pkt {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_endian.h"
 #include "common/uf_err.h"
 #include "common/uf_symbol.h"
 #include "common/uf_time.h"
@@ -84,7 +85,11 @@ static void uf_feed_flush(struct uf_feed *f)
 	}
 }
 
-static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
+/* A message of a valid packet did not decode: counted by kind, and the book it concerned
+ * (its locate, when the 3 bytes type + locate are there; else every book) is put in doubt
+ * in the stream at its place (UF_REC_STALE from the publisher, in order). Cold. */
+static void uf_feed_itch_error(struct uf_feed *f, int rc, const uint8_t *msg, uint16_t len,
+                               uint64_t seq, uint64_t rx_ns)
 {
 	if (len == 0)
 		uf_stat_add(&f->stats.decode_empty_message, 1);
@@ -92,6 +97,13 @@ static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
 		uf_stat_add(&f->stats.decode_unknown_type, 1);
 	else
 		uf_stat_add(&f->stats.decode_bad_length, 1);
+	uint32_t inst = len >= 3 && msg ? uf_be16(msg + 1) : UF_INSTRUMENT_ALL;
+	if (f->nrec + 1 > f->rec_cap)
+		uf_feed_flush(f);
+	int k = uf_publish_doubt(f->pub, inst, UF_STALE_DECODE, seq, rx_ns, f->recs + f->nrec,
+	                         f->rec_cap - f->nrec);
+	if (k > 0)
+		f->nrec += (size_t)k;
 }
 
 /* Applies n decoded messages with consecutive sequences from first_seq through the
@@ -116,16 +128,17 @@ static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs,
 	}
 }
 
-/* Wire length of block i of a validated packet (for counting a decode error). Cold. */
-static uint16_t uf_feed_block_len(const struct uf_mold_packet *pkt, uint32_t i)
+/* Block i of a validated packet (for a decode error). Cold. */
+static struct uf_mold_block uf_feed_block(const struct uf_mold_packet *pkt, uint32_t i)
 {
 	struct uf_mold_iter it;
 	struct uf_mold_block b;
 	uf_mold_iter_init(&it, pkt);
 	for (uint32_t k = 0; uf_mold_next(&it, &b); k++)
 		if (k == i)
-			return b.len;
-	return 0;
+			return b;
+	memset(&b, 0, sizeof(b));
+	return b;
 }
 
 /* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order. The
@@ -163,8 +176,9 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		for (uint32_t i = skip; i < pkt->count; i++) {
 			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {
 				uf_feed_apply_run(f, f->msgs + run, i - run, pkt->seq + run, rx_ns);
-				uf_feed_count_itch_error(f, f->msg_rc[i],
-				                         uf_feed_block_len(pkt, i));
+				struct uf_mold_block b = uf_feed_block(pkt, i);
+				uf_feed_itch_error(f, f->msg_rc[i], b.msg, b.len, pkt->seq + i,
+				                   rx_ns);
 				f->lat_msgs++;
 				run = i + 1;
 			}
@@ -190,7 +204,7 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		if (UF_UNLIKELY(rc != 0)) {
 			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
 			nm = 0;
-			uf_feed_count_itch_error(f, rc, b.len);
+			uf_feed_itch_error(f, rc, b.msg, b.len, b.seq, rx_ns);
 			f->lat_msgs++;
 			continue;
 		}
@@ -208,14 +222,17 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 	}
 }
 
-/* Books known to the publisher (cold: a scan of the directory, once per unrecovered gap). */
-static uint64_t uf_feed_count_books(struct uf_feed *f)
+/* Mirrors the publisher's integrity error total and stale book count into the feed stats (once a
+ * batch: the publisher counts per kind, the status endpoint wants one number per feed). */
+static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
 {
-	uint64_t n = 0;
-	char sym[UF_SYMBOL_LEN + 1];
-	for (uint32_t id = 1; id < f->filter.max_inst; id++)
-		n += uf_publish_symbol(f->pub, id, sym) >= 0;
-	return n;
+	struct uf_publish_stats ps;
+	uf_publish_stats(f->pub, &ps);
+	if (ps.errors_total != f->stats.book_integrity_errors)
+		uf_store_relaxed_u64(&f->stats.book_integrity_errors, ps.errors_total);
+	/* gaps, decode and integrity doubts, full tables: every STALE book, from the publisher */
+	if (ps.stale_books != f->stats.books_stale)
+		uf_store_relaxed_u64(&f->stats.books_stale, ps.stale_books);
 }
 
 static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
@@ -227,17 +244,20 @@ static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
 	if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
 	uf_stat_add(&f->stats.records, nrec);
-	uf_store_relaxed_u64(&f->stats.books_stale, uf_feed_count_books(f)); /* all of them */
+	uf_feed_sync_pub_stats(f); /* every book is stale now */
 }
 
 static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LEN])
 {
 	struct uf_feed *f = ctx;
 	uf_feed_flush(f);
-	uf_publish_reset(f->pub); /* a new session is a new day: old books are void */
-	if (uf_sink_new_session(&f->sink) < 0)
+	/* a new session is a new day: old books are void, and the stream says so (RESET) */
+	int n = uf_publish_new_session(f->pub, session, f->recs, f->rec_cap);
+	size_t nrec = n > 0 ? (size_t)n : 0;
+	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
-	uf_store_relaxed_u64(&f->stats.books_stale, 0); /* empty books are right books */
+	uf_stat_add(&f->stats.records, nrec);
+	uf_feed_sync_pub_stats(f); /* empty books are right books: none stale */
 }
 
 static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,
@@ -289,6 +309,9 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	if (src < (unsigned)f->cfg.nlines) {
 		uf_stat_add(&f->stats.lines[src].packets, 1);
 		uf_stat_add(&f->stats.lines[src].bytes, p->len);
+		/* A line with a configured source takes nothing else (counted by the arbiter). */
+		if (UF_UNLIKELY(!uf_arb_source_ok(&f->arb, src, p->from_addr)))
+			return;
 		/* Without a kernel timestamp, the stage clock or (timing off) none: 0 = unknown. */
 		uf_store_relaxed_u64(&f->stats.line_last_rx_ns[src], p->rx_ns ? p->rx_ns : t0);
 	} else {
@@ -364,16 +387,6 @@ static void uf_feed_apply_filter(struct uf_feed *f, uint32_t pending)
 	uf_filter_switch(&f->filter, slot);
 }
 
-/* Mirrors the publisher's integrity error total into the feed counters (once a batch: the
- * publisher counts per kind, the status endpoint wants one number per feed). */
-static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
-{
-	struct uf_publish_stats ps;
-	uf_publish_stats(f->pub, &ps);
-	if (ps.errors_total != f->stats.book_integrity_errors)
-		uf_store_relaxed_u64(&f->stats.book_integrity_errors, ps.errors_total);
-}
-
 /* Mirrors the arbiter's state into the gauges (once a batch and after timers: a few
  * compares, a store only on change). */
 static inline void uf_feed_sync_gauges(struct uf_feed *f)
@@ -389,6 +402,21 @@ static inline void uf_feed_sync_gauges(struct uf_feed *f)
 		uf_store_relaxed_u64(&f->stats.session_start_ns, uf_now_realtime_ns()); /* cold */
 		uf_feed_stats_set_session(&f->stats, f->arb.session, UF_MOLD_SESSION_LEN);
 	}
+}
+
+/* Mirrors the arbiter's own counters (arbiter.h) into the feed's, whose lists include them:
+ * the status endpoint reads only struct uf_feed_stats. Once a batch, like the above. */
+static inline void uf_feed_sync_arb_stats(struct uf_feed *f)
+{
+	const struct uf_arb_counters *c = uf_arb_counters(&f->arb);
+#define UF_FEED_ARB_SYNC(name, help) uf_stat_raise(&f->stats.name, c->name);
+	UF_ARB_COUNTERS(UF_FEED_ARB_SYNC)
+#undef UF_FEED_ARB_SYNC
+#define UF_FEED_ARB_LINE_SYNC(name, help) uf_stat_raise(&f->stats.lines[i].name, c->lines[i].name);
+	for (int i = 0; i < f->cfg.nlines; i++) {
+		UF_ARB_LINE_COUNTERS(UF_FEED_ARB_LINE_SYNC)
+	}
+#undef UF_FEED_ARB_LINE_SYNC
 }
 
 static void uf_feed_pin(int cpu)
@@ -479,6 +507,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_ingest_release(&f->ig, pkts, n);
 			uf_feed_sync_pub_stats(f);
 			uf_feed_sync_gauges(f);
+			uf_feed_sync_arb_stats(f);
 		}
 		if (UF_UNLIKELY(uf_feed_snapshot_due(f))) {
 			uf_feed_snapshot_step(f); /* snapshot.h: client, merge, triggers */
@@ -496,6 +525,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	uf_feed_flush(f);
 	uf_feed_sync_pub_stats(f);
 	uf_feed_sync_gauges(f);
+	uf_feed_sync_arb_stats(f);
 	uf_feed_read_kernel_drops(f);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;

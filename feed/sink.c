@@ -10,6 +10,9 @@
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
 
+_Static_assert(UF_SINK_MAX_DEPTH <= UF_RING_MAX_DEPTH, "the ring's image holds the depth");
+_Static_assert(UF_INSTRUMENT_ALL == UINT32_MAX, "a doubt of all books is the ring's all entries");
+
 /* Keeps the first error of a step; later updates of the step are still made. */
 static inline void uf_sink_keep(int *first, int rc)
 {
@@ -39,6 +42,8 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 		opt.capacity = cfg->ring.capacity;
 	if (cfg->ring.mode)
 		opt.mode = cfg->ring.mode;
+	if (cfg->ring.has_gid)
+		opt.gid = cfg->ring.gid;
 	opt.numa_node = cfg->numa_node >= 0 ? cfg->numa_node : UF_RING_NUMA_AUTO;
 	if (cfg->book.depth)
 		opt.depth = cfg->book.depth;
@@ -95,8 +100,15 @@ static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, ui
 {
 	switch (r->kind) {
 	case UF_REC_TRADE:
+		/* volume and last trade move exactly as the record contract says */
+		if (!uf_rec_trade_prints(r))
+			return 0;
 		return uf_ring_image_add_trade(s->ring, r->instrument, r->price, r->shares,
 		                               r->exch_ts, r->rx_ts, seq);
+	case UF_REC_STALE: /* UF_INSTRUMENT_ALL is the ring's "every entry" (UINT32_MAX) */
+		return uf_ring_image_set_stale(s->ring, r->instrument, 1, seq);
+	case UF_REC_RESET:
+		return uf_ring_image_reset_book(s->ring, UINT32_MAX, seq);
 	case UF_REC_STATUS:
 		if (!r->aux)
 			return 0;
@@ -110,11 +122,12 @@ static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, ui
 	}
 }
 
-/* Copies instrument id's top levels from the publisher into the image. */
+/* Copies instrument id's top levels from the publisher into the image: depth + 1 of them,
+ * so that the ring cuts a deeper side to depth and flags it truncated. */
 static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint64_t rx_ts)
 {
-	int nb = uf_publish_top(s->pub, id, UF_SIDE_BID, s->bids, s->depth);
-	int na = uf_publish_top(s->pub, id, UF_SIDE_ASK, s->asks, s->depth);
+	int nb = uf_publish_top(s->pub, id, UF_SIDE_BID, s->bids, s->depth + 1);
+	int na = uf_publish_top(s->pub, id, UF_SIDE_ASK, s->asks, s->depth + 1);
 	return uf_ring_image_set_book(s->ring, id, s->bids, nb > 0 ? (uint32_t)nb : 0, s->asks,
 	                              na > 0 ? (uint32_t)na : 0, seq, rx_ts);
 }
@@ -135,8 +148,7 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 				s->is_dirty[r->instrument] = 1;
 				s->dirty[s->ndirty++] = r->instrument;
 			}
-		} else if (r->kind == UF_REC_TRADE || r->kind == UF_REC_STATUS ||
-		           r->kind == UF_REC_INSTRUMENT) {
+		} else if (r->kind != UF_REC_GAP) { /* trades, statuses, directory, doubts */
 			uf_sink_keep(&first, uf_sink_image_record(s, r, seq));
 		}
 	}
@@ -160,17 +172,11 @@ int uf_sink_gap(struct uf_sink *s, const struct uf_record *recs, size_t n)
 	return first;
 }
 
-int uf_sink_new_session(struct uf_sink *s)
+int uf_sink_new_session(struct uf_sink *s, const struct uf_record *recs, size_t n)
 {
-	int first = 0;
-	uint64_t seq = uf_ring_tail(s->ring);
-	uf_sink_batch_begin(s, &first); /* every book empties at once */
-	for (uint32_t i = 0; i < s->max_inst; i++)
-		uf_sink_keep(&first,
-		             uf_ring_image_set_book(s->ring, i, s->bids, 0, s->asks, 0, seq, 0));
-	uf_sink_keep(&first, uf_ring_image_set_stale(s->ring, UINT32_MAX, 0, seq));
-	uf_ring_image_batch_end(s->ring, seq);
-	return first;
+	/* The RESET record and the emptied image in one step: the image batch is stamped with
+	 * the sequence after the record. */
+	return uf_sink_records(s, recs, n, 0);
 }
 
 int uf_sink_instrument_enters(struct uf_sink *s, uint32_t id, struct uf_record *scratch, size_t cap,

@@ -6,11 +6,15 @@
  *     batch stamped with the ring sequence after those records, so a late consumer's
  *     snapshot holds all of a step or none of it;
  *   - LEVEL records mark their instrument dirty; at the end of the step each dirty book is
- *     copied (top `depth` levels per side) from the publisher into the image;
+ *     copied (top `depth` levels per side) from the publisher into the image; one level
+ *     more is asked for, so a deeper side is flagged truncated in the image;
  *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
- *     directory fields;
- *   - a gap (unrecovered messages) marks every image entry stale; a new session empties every
- *     image book and clears the stale flags (the publisher's reset cleared its own);
+ *     directory fields; a TRADE moves volume and last trade only when uf_rec_trade_prints()
+ *     (the record contract: not non-printable, not a break, shares > 0);
+ *   - a STALE record marks its entry (or every entry) stale; a gap (unrecovered messages)
+ *     marks every image entry stale; a RESET record (new session) empties every image book,
+ *     clears the stale flags and starts volume and last trade over, in the step that
+ *     publishes it;
  *   - an instrument that enters the symbol filter gets its directory entry and its whole book,
  *     in the stream and in the image.
  *
@@ -29,24 +33,26 @@
 #include "publish/uf_level.h"
 #include "publish/uf_record.h"
 
-#define UF_SINK_MAX_DEPTH 64 /* image levels per side copied at most */
+#define UF_SINK_MAX_DEPTH UF_CFG_BOOK_DEPTH_MAX /* image levels per side copied at most */
 
 struct uf_publisher;
 struct uf_ring;
 
 struct uf_sink {
-	struct uf_ring *ring;                    /* shared-memory ring and book image (owned) */
-	struct uf_publisher *pub;                /* books the image copies (not owned) */
-	uint32_t max_inst;                       /* instrument ids 0..max_inst-1 (publisher's) */
-	uint32_t depth;                          /* image levels per side */
-	uint32_t ndirty;                         /* instruments whose image book is stale */
-	uint32_t *dirty;                         /* their ids */
-	uint8_t *is_dirty;                       /* per instrument: listed in dirty[] */
-	struct uf_level bids[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
-	struct uf_level asks[UF_SINK_MAX_DEPTH]; /* scratch for image refreshes */
-	const struct uf_tick_clock *clock;       /* set by the feed for stage timing, else NULL */
-	uint64_t published_tick;                 /* tick when uf_sink_records' ring publish ended
-	                                          * (the ring | image stage boundary) */
+	struct uf_ring *ring;     /* shared-memory ring and book image (owned) */
+	struct uf_publisher *pub; /* books the image copies (not owned) */
+	uint32_t max_inst;        /* instrument ids 0..max_inst-1 (publisher's) */
+	uint32_t depth;           /* image levels per side */
+	uint32_t ndirty;          /* instruments whose image book is stale */
+	uint32_t *dirty;          /* their ids */
+	uint8_t *is_dirty;        /* per instrument: listed in dirty[] */
+	/* Scratch for image refreshes: depth + 1 levels, so the ring sees that a deeper book is
+	 * cut and flags the image entry truncated (UF_IMAGE_F_TRUNC_*). */
+	struct uf_level bids[UF_SINK_MAX_DEPTH + 1];
+	struct uf_level asks[UF_SINK_MAX_DEPTH + 1];
+	const struct uf_tick_clock *clock; /* set by the feed for stage timing, else NULL */
+	uint64_t published_tick;           /* tick when uf_sink_records' ring publish ended
+	                                    * (the ring | image stage boundary) */
 };
 
 /* Creates ring cfg->ring.name (default cfg->name) with cfg's capacity, mode, depth and
@@ -71,9 +77,10 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
  * every image entry stale. Returns 0 or the first -errno. */
 int uf_sink_gap(struct uf_sink *s, const struct uf_record *recs, size_t n);
 
-/* A new session started (the publisher was reset): every image book empties at once and
- * the stale flags clear. Returns 0 or the first -errno. */
-int uf_sink_new_session(struct uf_sink *s);
+/* A new session started: publishes `recs` (uf_publish_new_session's RESET record, n of them)
+ * and, in the same step, empties every image book, clears the stale flags and starts volume
+ * and last trade over. Returns 0 or the first -errno. */
+int uf_sink_new_session(struct uf_sink *s, const struct uf_record *recs, size_t n);
 
 /* Instrument `id` entered the symbol filter: its directory entry, then its whole book as a
  * snapshot (SNAPSHOT_BEGIN, LEVEL..., SNAPSHOT_END), in the stream and in the image.

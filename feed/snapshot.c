@@ -188,16 +188,18 @@ static void uf_snap_flush(struct uf_feed *f)
 }
 
 /* THE ONE PLACE where consumers are told that the books restart from nothing (a snapshot
- * follows). Today: the publisher's books are emptied and the image is emptied and un-staled
- * through the sink's new-session path (what a new MoldUDP64 session does).
- * LEAD: when UF_REC_RESET (publish/uf_record.h, branch i12-feed) is on main, publish one
- * UF_REC_RESET record here, before the image reset, so stream-only consumers see it too. */
+ * follows): one UF_REC_RESET record (reason UF_RESET_SNAPSHOT) and the emptied image, in the
+ * same publish step, exactly as a new MoldUDP64 session does it. */
 static void uf_snap_emit_reset(struct uf_feed *f)
 {
+	char session[UF_MOLD_SESSION_LEN];
 	uf_snap_flush(f);
-	uf_publish_reset(f->pub);
-	if (uf_sink_new_session(&f->sink) < 0)
+	memcpy(session, f->arb.session, sizeof(session));
+	int n = uf_publish_void_books(f->pub, UF_RESET_SNAPSHOT, session, 0, f->recs, f->rec_cap);
+	size_t nrec = n > 0 ? (size_t)n : 0;
+	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
+	uf_stat_add(&f->stats.records, nrec);
 }
 
 static void uf_snap_on_message(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)

@@ -32,6 +32,17 @@ struct uf_feed; /* opaque */
 int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err,
                    size_t errlen);
 
+/* Bytes of memory uf_feed_create() and uf_feed_run() take for `cfg` and keep resident: the
+ * books (uf_publish_memory), the ring's data file (records and book image), the receive
+ * buffers and the recovery queue's bookkeeping (its packet copies are reserved, not
+ * resident). 0 when a size is beyond what the engine accepts. For checking a configuration
+ * against the host's memory before starting. Cold. */
+uint64_t uf_feed_memory_estimate(const struct uf_feed_config *cfg);
+
+/* Bytes of the ring's data file for `cfg` (records and book image; allocated in the ring
+ * directory with fallocate, counted in uf_feed_memory_estimate too). Cold. */
+uint64_t uf_feed_ring_estimate(const struct uf_feed_config *cfg);
+
 /* Runs the feed loop on the calling thread until *stop becomes non-zero (checked between
  * batches, so it returns within one batch). Sets up the receive back end first, falling back
  * (logged through the hook of feed/feed_log.h) when the kernel refuses a feature: io_uring SQPOLL

@@ -13,6 +13,19 @@
 #define UF_CFG_NAME_MAX    32
 #define UF_CFG_MAX_SYMBOLS 4096
 
+/* Limits the engine enforces. The daemon's configuration checks these same constants, so
+ * `uringfeed --check-config` refuses whatever uf_feed_create()/uf_feed_run() would. */
+#define UF_CFG_BUFFERS_COUNT_MIN   64          /* a receive batch (UF_INGEST_BATCH) at least */
+#define UF_CFG_BUFFERS_COUNT_MAX   32768       /* io_uring provided buffer rings (power of two) */
+#define UF_CFG_BUFFERS_SIZE_MIN    256         /* bytes per receive buffer */
+#define UF_CFG_BUFFERS_SIZE_MAX    65536       /* the largest UDP datagram */
+#define UF_CFG_BOOK_DEPTH_MAX      64          /* image levels per side (sink, ring image) */
+#define UF_CFG_BOOK_MAX_ORDERS_MAX (1ll << 30) /* 16 GiB of order table: no venue is near */
+#define UF_CFG_BOOK_MAX_INSTR_MAX  65535       /* ITCH stock locates are 16 bits */
+#define UF_CFG_RING_CAPACITY_MIN   1024        /* records */
+#define UF_CFG_RING_CAPACITY_MAX   (1ll << 30) /* records: 64 GiB */
+#define UF_CFG_QUEUE_PACKETS_MAX   (1 << 24)   /* recovery queue slots */
+
 enum uf_backend {
 	UF_BACKEND_IO_URING = 0,      /* "io_uring": SQPOLL, provided buffers, multishot recvmsg */
 	UF_BACKEND_IO_URING_NOSQPOLL, /* "io_uring_nosqpoll": SINGLE_ISSUER|DEFER_TASKRUN */
@@ -25,6 +38,8 @@ struct uf_line_config {
 	struct in_addr group;       /* multicast group */
 	uint16_t port;              /* UDP port */
 	struct in_addr interface;   /* local interface address to join on, default 0.0.0.0 */
+	struct in_addr source;      /* only datagrams sent by this address (source-specific
+	                             * join and a per-datagram check); 0.0.0.0 = any sender */
 };
 
 struct uf_feed_config {
@@ -64,10 +79,20 @@ struct uf_feed_config {
 		uint32_t buffer_packets; /* live packets buffered while loading, default 65536 */
 	} snapshot;
 	struct {
+		uint64_t max_jump;     /* messages a line may jump ahead unconfirmed; 0 = default */
+		uint32_t jump_confirm; /* packets in a row that confirm a jump; 0 = default */
+		uint32_t session_confirm; /* packets in a row per live line for a new session;
+		                           * 0 = default */
+		uint32_t line_silent_ms;  /* a line silent this long has no say; 0 = default */
+	} arbitration;                    /* trust thresholds (feed/arbiter.h, uf_arb_params) */
+	struct {
 		char name[UF_CFG_NAME_MAX]; /* ring (shm) name, unique across feeds; default feed
 		                               name */
 		uint64_t capacity;          /* records, power of two, default 1048576 */
 		uint32_t mode;              /* shm mode, default 0600 */
+		uint32_t has_gid;           /* 1: `gid` owns the ring's directory and files
+		                             * ("ring.group"); 0: the creator's group (default) */
+		uint32_t gid;               /* that group */
 	} ring;
 	struct {
 		uint32_t depth;           /* levels per side in the book image, default 10 */

@@ -31,6 +31,27 @@
 #include "common/uf_atomic.h"
 #include "feed/uf_feed_config.h"
 
+/* The arbiter's own counters (feed/arbiter.h keeps them in struct uf_arb_counters;
+ * the feed mirrors them into struct uf_feed_stats, whose lists include these). */
+#define UF_ARB_COUNTERS(X)                                                                         \
+	X(quarantined, "packets held because their sequence jumped beyond what the lines showed")  \
+	X(quarantine_confirmed,                                                                    \
+	  "held jumps corroborated (other line, packets in a row, catch-up)")                      \
+	X(quarantine_dropped, "held packets dropped: their jump was never corroborated")           \
+	X(rerequest_answers_rejected, "re-request socket packets not answering a request (other "  \
+	                              "session, range not requested, not data): dropped")          \
+	X(end_of_session_contradicted, "end-of-session announcements voided by later packets")     \
+	X(bad_sequence, "packets whose sequence range wraps past 2^64 (dropped)")                  \
+	X(queue_duplicates, "line or server copies of sequences already queued: dropped before "   \
+	                    "taking a queue slot")                                                 \
+	X(holes_expired, "holes given up at their deadline ((retries + 1) x timeout after their "  \
+	                 "first request)")                                                         \
+	X(rerequests_in_flight_full,                                                               \
+	  "times a hole waited for a request slot (max_in_flight outstanding)")
+
+#define UF_ARB_LINE_COUNTERS(X)                                                                    \
+	X(foreign_source, "datagrams on this line from another source than its configured one")
+
 /* Per line (A, B): what arrived on that multicast group. */
 #define UF_FEED_LINE_COUNTERS(X)                                                                   \
 	X(packets, "UDP datagrams received on this line")                                          \
@@ -48,7 +69,8 @@
 	X(rx_errors, "receive errors other than -ENOBUFS / -EAGAIN (negative CQE or errno)")       \
 	X(truncated, "datagrams truncated because they exceeded the receive buffer (MSG_TRUNC)")   \
 	X(kernel_drops, "datagrams the host dropped on this line's socket before the feed read "   \
-	                "them (receive buffer full: SO_RXQ_OVFL / SO_MEMINFO)")
+	                "them (receive buffer full: SO_RXQ_OVFL / SO_MEMINFO)")                    \
+	UF_ARB_LINE_COUNTERS(X)
 
 /* Per feed: the ordered stream after arbitration, recovery, decode, books and the ring. */
 #define UF_FEED_COUNTERS(X)                                                                        \
@@ -99,7 +121,8 @@
 	                     "full): the feed went on without, books flagged stale if touched")    \
 	X(snapshot_buffered_packets, "live packets buffered while snapshots loaded (one copy per " \
 	                             "sequence)")                                                  \
-	X(snapshot_in_progress, "gauge: 1 while a snapshot loads (live packets are buffered)")
+	X(snapshot_in_progress, "gauge: 1 while a snapshot loads (live packets are buffered)")     \
+	UF_ARB_COUNTERS(X)
 
 #define UF_LAT_SUB_BITS 3 /* 8 sub-buckets per power of two */
 #define UF_LAT_SUB      (1u << UF_LAT_SUB_BITS)

@@ -59,15 +59,16 @@ void uf_pub_dir_name(struct uf_publisher *p, uint32_t inst, const char sym[8])
 	uf_pub_sym_insert(p, inst);
 }
 
-void uf_pub_last_trade(struct uf_publisher *p, uint32_t inst, uint64_t price, uint64_t shares,
-                       uint64_t ts, uint64_t match)
+void uf_pub_trade(struct uf_publisher *p, const struct uf_record *r)
 {
-	struct uf_pub_instrument *in = &p->inst[inst];
-	in->last_trade_price = price;
-	in->last_trade_shares = shares;
-	in->last_trade_ts = ts;
-	in->last_trade_match = match;
-	in->volume += shares;
+	if (!uf_rec_trade_prints(r) || r->instrument >= p->max_instruments)
+		return;
+	struct uf_pub_instrument *in = &p->inst[r->instrument];
+	in->last_trade_price = (uint64_t)r->price;
+	in->last_trade_shares = r->shares;
+	in->last_trade_ts = r->exch_ts;
+	in->last_trade_match = r->ref;
+	in->volume += r->shares;
 }
 
 static uint64_t uf_pub_bytes4(const char *b)

@@ -26,12 +26,7 @@ int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instr
 	lv->nodes = uf_pub_mem_alloc(lv->nodes_bytes, numa_node);
 	if (!lv->nodes)
 		return -ENOMEM;
-	/* A side's chunk is at most twice its levels, and each non-empty side holds at least a
-	 * minimum chunk; freed chunks wait for reuse by their size class. Three times the levels
-	 * plus two minimum chunks per instrument side covers that with room for fragmentation. */
-	uint64_t entries = 3ull * max_levels + 2ull * UF_LV_MIN_CAP * max_instruments;
-	if (entries > UINT32_MAX - 1)
-		entries = UINT32_MAX - 1;
+	uint64_t entries = uf_levels_arena_entries(max_levels, max_instruments);
 	lv->arena_size = (uint32_t)entries;
 	lv->arena_bytes = (size_t)entries * sizeof(uint64_t);
 	lv->arena = uf_pub_mem_alloc(lv->arena_bytes, numa_node);

@@ -69,6 +69,23 @@ struct uf_levels {
 	size_t arena_bytes;
 };
 
+/* Entries of the sorted-array arena for max_levels levels and max_instruments books: a
+ * side's chunk is at most twice its levels, and each non-empty side holds at least a minimum
+ * chunk; freed chunks wait for reuse by their size class. Three times the levels plus two
+ * minimum chunks per instrument side covers that with room for fragmentation. */
+static inline uint64_t uf_levels_arena_entries(uint32_t max_levels, uint32_t max_instruments)
+{
+	uint64_t entries = 3ull * max_levels + 2ull * UF_LV_MIN_CAP * max_instruments;
+	return entries > UINT32_MAX - 1 ? UINT32_MAX - 1 : entries;
+}
+
+/* Bytes uf_levels_init maps for these sizes. */
+static inline uint64_t uf_levels_bytes(uint32_t max_levels, uint32_t max_instruments)
+{
+	return ((uint64_t)max_levels + 1) * sizeof(struct uf_level_node) +
+	       uf_levels_arena_entries(max_levels, max_instruments) * sizeof(uint64_t);
+}
+
 int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instruments,
                    int numa_node);
 void uf_levels_fini(struct uf_levels *lv);

@@ -9,14 +9,12 @@
 int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node)
 {
 	memset(t, 0, sizeof(*t));
-	if (max_orders == 0 || max_orders > (1ull << 36))
-		return -EINVAL;
 	/* Load at most 3/4 when full: linear probing stays short (about 2.5 probes for a hit). */
-	uint64_t want = max_orders + max_orders / 3 + 1;
-	uint32_t bits = 4;
-	while ((1ull << bits) < want)
-		bits++;
-	t->bytes = (size_t)(1ull << bits) * sizeof(struct uf_order);
+	uint64_t bytes = uf_orders_bytes(max_orders);
+	if (bytes == 0)
+		return -EINVAL;
+	uint32_t bits = (uint32_t)__builtin_ctzll(bytes / sizeof(struct uf_order));
+	t->bytes = (size_t)bytes;
 	t->slots = uf_pub_mem_alloc(t->bytes, numa_node);
 	if (!t->slots)
 		return -ENOMEM;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/uf_compiler.h"
+#include "publish/uf_publish.h"
 
 /* level == 0 marks an empty slot (level 0 is never handed out), so any reference, even 0,
  * can be a key, and a zeroed table is empty. */
@@ -32,7 +33,20 @@ struct uf_order_table {
 	size_t bytes;           /* mapping size, for freeing */
 };
 
-/* Sizes and maps the table for `max_orders` (slots: power of two >= max * 4/3). Cold. */
+/* Bytes of the table for `max_orders` (slots: power of two >= max * 4/3, load <= 3/4), or 0
+ * when max_orders is 0 or beyond UF_PUB_MAX_ORDERS. */
+static inline uint64_t uf_orders_bytes(uint64_t max_orders)
+{
+	if (max_orders == 0 || max_orders > UF_PUB_MAX_ORDERS)
+		return 0;
+	uint64_t want = max_orders + max_orders / 3 + 1;
+	uint32_t bits = 4;
+	while ((1ull << bits) < want)
+		bits++;
+	return (1ull << bits) * sizeof(struct uf_order);
+}
+
+/* Sizes and maps the table for `max_orders` (uf_orders_bytes). Cold. */
 int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node);
 void uf_orders_fini(struct uf_order_table *t);
 /* Empties the table. Cold: O(slots). */

@@ -26,6 +26,23 @@ void uf_publish_params_default(struct uf_publish_params *pp)
 	pp->numa_node = -1;
 }
 
+uint64_t uf_publish_memory(const struct uf_publish_params *pp)
+{
+	if (pp->max_instruments == 0 || pp->max_instruments > UF_PUB_MAX_INSTRUMENTS ||
+	    pp->max_levels == 0 || pp->max_levels >= (1u << 30))
+		return 0;
+	uint64_t orders = uf_orders_bytes(pp->max_orders);
+	if (orders == 0)
+		return 0;
+	uint64_t nsym = 16;
+	while (nsym < 2ull * pp->max_instruments)
+		nsym <<= 1;
+	return orders + uf_levels_bytes(pp->max_levels, pp->max_instruments) +
+	       (uint64_t)pp->max_instruments *
+	           (sizeof(struct uf_book) + sizeof(struct uf_pub_instrument)) +
+	       nsym * sizeof(uint32_t);
+}
+
 UF_COLD int uf_publish_create(const struct uf_publish_params *pp, struct uf_publisher **out)
 {
 	int rc;
@@ -99,8 +116,15 @@ UF_COLD void uf_publish_reset(struct uf_publisher *p)
 		uint32_t named = p->books[i].named;
 		memset(&p->books[i], 0, sizeof(p->books[i]));
 		p->books[i].named = named;
-		p->inst[i].stale = 0;
+		struct uf_pub_instrument *in = &p->inst[i];
+		in->stale = 0;
+		/* a new day: volume and last trade start over (UF_REC_RESET says so) */
+		in->last_trade_price = in->last_trade_shares = in->last_trade_ts = 0;
+		in->last_trade_match = in->volume = 0;
 	}
+	p->all_stale = 0;
+	p->doubt = 0;
+	uf_store_relaxed_u64(&p->st.stale_books, 0);
 	uf_store_relaxed_u64(&p->st.live_orders, 0);
 	uf_store_relaxed_u64(&p->st.live_levels, 0);
 }
@@ -149,13 +173,13 @@ uf_pub_add(struct uf_publisher *p, uint32_t inst, uint8_t side, uint64_t ref, ui
 	 * (never taken) bad case. */
 	unsigned sidx = side == 'S';
 	if (UF_UNLIKELY(!sidx && side != 'B')) {
-		uf_pub_error(p, UF_PUB_ERR_BAD_SIDE);
+		uf_pub_doubt(p, UF_PUB_ERR_BAD_SIDE, inst);
 		return 0;
 	}
 	int dup = 0;
 	struct uf_order *o = uf_orders_insert(&p->orders, ref, &dup);
 	if (UF_UNLIKELY(!o)) {
-		uf_pub_error(p, dup ? UF_PUB_ERR_DUP_REF : UF_PUB_ERR_ORDERS_FULL);
+		uf_pub_doubt(p, dup ? UF_PUB_ERR_DUP_REF : UF_PUB_ERR_ORDERS_FULL, inst);
 		return 0;
 	}
 	struct uf_book *b = &p->books[inst];
@@ -163,7 +187,7 @@ uf_pub_add(struct uf_publisher *p, uint32_t inst, uint8_t side, uint64_t ref, ui
 	uint32_t lvl = uf_levels_get(&p->lv, b, inst, sidx, price, &best);
 	if (UF_UNLIKELY(lvl == 0)) {
 		p->orders.count--; /* the slot was never made live (level still 0) */
-		uf_pub_error(p, UF_PUB_ERR_LEVELS_FULL);
+		uf_pub_doubt(p, UF_PUB_ERR_LEVELS_FULL, inst);
 		return 0;
 	}
 	o->shares = shares;
@@ -202,7 +226,7 @@ uf_pub_reduce(struct uf_publisher *p, struct uf_order *o, uint32_t want, int all
 		uf_pub_error(p, UF_PUB_ERR_LOCATE_MISMATCH);
 	if (!all) {
 		if (UF_UNLIKELY(want > before))
-			uf_pub_error(p, over);
+			uf_pub_doubt(p, over, inst);
 		else
 			removed = want;
 	}
@@ -270,7 +294,7 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 	case 'C': {
 		o = uf_orders_find(&p->orders, m->u.exec.order_ref);
 		if (UF_UNLIKELY(!o)) {
-			uf_pub_error(p, UF_PUB_ERR_UNKNOWN_REF);
+			uf_pub_doubt(p, UF_PUB_ERR_UNKNOWN_REF, loc);
 			if (m->type == 'C' && loc < p->max_instruments) {
 				/* The print still happened at a known price; the resting side is
 				 * unknown. */
@@ -280,6 +304,7 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 				uf_pub_rec(r, c, UF_REC_TRADE, UF_SIDE_NONE,
 				           uf_pub_inst_stale(p, loc), loc, m->u.exec.price,
 				           m->u.exec.shares, aux, m->u.exec.match);
+				uf_pub_trade(p, r);
 				return 1;
 			}
 			return 0;
@@ -288,30 +313,25 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 		                  &inst, &sidx, &price);
 		uint32_t aux;
 		uint32_t tprice;
-		int printable = 1;
 		if (m->type == 'E') {
 			aux = UF_TRADE_EXEC;
 			tprice = price;
 		} else {
 			aux = UF_TRADE_EXEC_PRICE;
 			tprice = m->u.exec.price;
-			if (m->u.exec.printable == 'N') {
+			if (m->u.exec.printable == 'N')
 				aux |= UF_TRADE_NONPRINTABLE;
-				printable = 0;
-			}
 		}
-		uf_pub_rec(&r[k++], c, UF_REC_TRADE, uf_pub_side_char[sidx],
+		uf_pub_rec(&r[k], c, UF_REC_TRADE, uf_pub_side_char[sidx],
 		           uf_pub_stale(&p->books[inst]), inst, tprice, m->u.exec.shares, aux,
 		           m->u.exec.match);
-		if (printable)
-			uf_pub_last_trade(p, inst, tprice, m->u.exec.shares, m->timestamp,
-			                  m->u.exec.match);
+		uf_pub_trade(p, &r[k++]);
 		return k;
 	}
 	case 'X':
 		o = uf_orders_find(&p->orders, m->u.cancel.order_ref);
 		if (UF_UNLIKELY(!o)) {
-			uf_pub_error(p, UF_PUB_ERR_UNKNOWN_REF);
+			uf_pub_doubt(p, UF_PUB_ERR_UNKNOWN_REF, loc);
 			return 0;
 		}
 		return uf_pub_reduce(p, o, m->u.cancel.shares, 0, UF_PUB_ERR_OVER_CANCEL, loc, 0, c,
@@ -319,7 +339,7 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 	case 'D':
 		o = uf_orders_find(&p->orders, m->u.del.order_ref);
 		if (UF_UNLIKELY(!o)) {
-			uf_pub_error(p, UF_PUB_ERR_UNKNOWN_REF);
+			uf_pub_doubt(p, UF_PUB_ERR_UNKNOWN_REF, loc);
 			return 0;
 		}
 		return uf_pub_reduce(p, o, 0, 1, UF_PUB_ERR_OVER_CANCEL, loc, 0, c, r, &inst, &sidx,
@@ -327,7 +347,7 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 	case 'U': {
 		o = uf_orders_find(&p->orders, m->u.replace.orig_ref);
 		if (UF_UNLIKELY(!o)) {
-			uf_pub_error(p, UF_PUB_ERR_UNKNOWN_REF);
+			uf_pub_doubt(p, UF_PUB_ERR_UNKNOWN_REF, loc);
 			return 0;
 		}
 		/* The new order keeps side and instrument, takes new shares and price, and goes
@@ -348,8 +368,7 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 		           (m->u.trade.side == 'B' || m->u.trade.side == 'S') ? m->u.trade.side : 0,
 		           uf_pub_stale(&p->books[loc]), loc, m->u.trade.price, m->u.trade.shares,
 		           UF_TRADE_NON_CROSS, m->u.trade.match);
-		uf_pub_last_trade(p, loc, m->u.trade.price, m->u.trade.shares, m->timestamp,
-		                  m->u.trade.match);
+		uf_pub_trade(p, r);
 		if (UF_UNLIKELY(!p->books[loc].named))
 			uf_pub_dir_name(p, loc, m->u.trade.stock);
 		return 1;
@@ -361,9 +380,7 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 		uf_pub_rec(r, c, UF_REC_TRADE, UF_SIDE_NONE, uf_pub_stale(&p->books[loc]), loc,
 		           m->u.cross.price, m->u.cross.shares,
 		           UF_TRADE_CROSS | (uint32_t)m->u.cross.cross_type << 8, m->u.cross.match);
-		if (m->u.cross.shares)
-			uf_pub_last_trade(p, loc, m->u.cross.price, m->u.cross.shares, m->timestamp,
-			                  m->u.cross.match);
+		uf_pub_trade(p, r); /* a cross of 0 shares did not happen: no print */
 		return 1;
 	case 'B':
 		uf_pub_rec(r, c, UF_REC_TRADE, UF_SIDE_NONE, uf_pub_inst_stale(p, loc), loc, 0, 0,
@@ -382,6 +399,40 @@ static inline uint32_t uf_pub_delta(uint64_t rx_ts)
 	if (now <= rx_ts)
 		return 0;
 	return now - rx_ts > UINT32_MAX ? UINT32_MAX : (uint32_t)(now - rx_ts);
+}
+
+/* Puts book `inst` (UF_INSTRUMENT_ALL: every book) in doubt and writes its UF_REC_STALE
+ * record (without UF_RECF_LAST) when that changes anything. Returns records written (0/1). */
+static UF_COLD void uf_pub_all_stale(struct uf_publisher *p);
+
+static int uf_pub_stale_out(struct uf_publisher *p, uint32_t inst, uint32_t reason, uint32_t kind,
+                            const struct uf_pub_ctx *c, struct uf_record *r)
+{
+	if (inst == UF_INSTRUMENT_ALL) {
+		if (p->all_stale)
+			return 0;
+		uf_pub_all_stale(p);
+	} else {
+		if (inst >= p->max_instruments || p->books[inst].stale)
+			return 0;
+		p->books[inst].stale = 1;
+		p->inst[inst].stale = 1;
+		uf_store_relaxed_u64(&p->st.stale_books, p->st.stale_books + 1);
+	}
+	uf_pub_rec(r, c, UF_REC_STALE, UF_SIDE_NONE, UF_RECF_STALE, inst, 0, kind, reason, 0);
+	return 1;
+}
+
+/* The doubt a message's errors raised (uf_pub_doubt), as its last record. Cold. */
+static UF_COLD __attribute__((noinline)) int
+uf_pub_doubt_out(struct uf_publisher *p, const struct uf_pub_ctx *c, struct uf_record *r)
+{
+	uint32_t reason =
+	    p->doubt_kind == UF_PUB_ERR_ORDERS_FULL || p->doubt_kind == UF_PUB_ERR_LEVELS_FULL
+	        ? UF_STALE_TABLE_FULL
+	        : UF_STALE_INTEGRITY;
+	p->doubt = 0;
+	return uf_pub_stale_out(p, p->doubt_inst, reason, p->doubt_kind, c, r);
 }
 
 /* Finishes one message: LAST flag, counters. */
@@ -414,6 +465,8 @@ UF_HOT int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 		return -ENOBUFS;
 	struct uf_pub_ctx c = {feed_seq, rx_ts, m->timestamp, uf_pub_delta(rx_ts)};
 	int k = uf_pub_apply_one(p, m, &c, out);
+	if (UF_UNLIKELY(p->doubt))
+		k += uf_pub_doubt_out(p, &c, &out[k]);
 	uf_pub_done(p, m, feed_seq, out, k);
 	uf_pub_account(p, 1, (uint64_t)k);
 	return k;
@@ -510,6 +563,8 @@ UF_HOT int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_m
 		c.seq = first_seq + i;
 		c.exch_ts = m->timestamp;
 		int r = uf_pub_apply_one(p, m, &c, &out[k]);
+		if (UF_UNLIKELY(p->doubt))
+			r += uf_pub_doubt_out(p, &c, &out[k + (size_t)r]);
 		uf_pub_done(p, m, c.seq, &out[k], r);
 		k += (size_t)r;
 	}
@@ -520,15 +575,26 @@ UF_HOT int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_m
 
 /* ---- cold paths and reads --------------------------------------------------------------- */
 
+/* Every book in doubt (a gap, or a doubt no single book can hold): stale_books then counts
+ * the named books, the ones a consumer knows. Cold: O(instruments). */
+static UF_COLD void uf_pub_all_stale(struct uf_publisher *p)
+{
+	uint64_t named = 0;
+	for (uint32_t i = 0; i < p->max_instruments; i++) {
+		p->books[i].stale = 1;
+		p->inst[i].stale = 1;
+		named += p->books[i].named != 0;
+	}
+	p->all_stale = 1;
+	uf_store_relaxed_u64(&p->st.stale_books, named);
+}
+
 UF_COLD int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t count,
                            struct uf_record *out, size_t cap)
 {
 	if (cap < 1)
 		return -ENOBUFS;
-	for (uint32_t i = 0; i < p->max_instruments; i++) {
-		p->books[i].stale = 1;
-		p->inst[i].stale = 1;
-	}
+	uf_pub_all_stale(p);
 	struct uf_pub_ctx c = {first_seq, 0, p->last_ts, 0};
 	uf_pub_rec(out, &c, UF_REC_GAP, UF_SIDE_NONE, UF_RECF_LAST | UF_RECF_STALE, 0, 0, count, 0,
 	           0);
@@ -536,6 +602,45 @@ UF_COLD int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t 
 	uf_pub_count(&p->st.gap_messages, count);
 	uf_pub_count(&p->st.records, 1);
 	return 1;
+}
+
+UF_COLD int uf_publish_new_session(struct uf_publisher *p, const char session[10],
+                                   struct uf_record *out, size_t cap)
+{
+	return uf_publish_void_books(p, UF_RESET_NEW_SESSION, session, 1, out, cap);
+}
+
+UF_COLD int uf_publish_void_books(struct uf_publisher *p, uint32_t reason, const char session[10],
+                                  uint64_t feed_seq, struct uf_record *out, size_t cap)
+{
+	if (cap < 1)
+		return -ENOBUFS;
+	uf_publish_reset(p);
+	struct uf_pub_ctx c = {feed_seq, 0, 0, 0};
+	uint64_t ref;
+	uint16_t tail;
+	memcpy(&ref, session, 8);
+	memcpy(&tail, session + 8, 2);
+	uf_pub_rec(out, &c, UF_REC_RESET, UF_SIDE_NONE, UF_RECF_LAST, 0, 0, reason, tail, ref);
+	p->last_seq = 0;
+	p->last_ts = 0;
+	uf_pub_count(&p->st.records, 1);
+	return 1;
+}
+
+UF_COLD int uf_publish_doubt(struct uf_publisher *p, uint32_t instrument, uint32_t reason,
+                             uint64_t feed_seq, uint64_t rx_ts, struct uf_record *out, size_t cap)
+{
+	if (cap < 1)
+		return -ENOBUFS;
+	if (instrument != UF_INSTRUMENT_ALL && instrument >= p->max_instruments)
+		return 0; /* a locate beyond the books: no book of ours missed anything */
+	struct uf_pub_ctx c = {feed_seq, rx_ts, p->last_ts, uf_pub_delta(rx_ts)};
+	int k = uf_pub_stale_out(p, instrument, reason, 0, &c, out);
+	if (k)
+		out[0].flags |= UF_RECF_LAST;
+	uf_pub_count(&p->st.records, (uint64_t)k);
+	return k;
 }
 
 int uf_publish_snapshot(struct uf_publisher *p, uint32_t instrument, struct uf_record *out,

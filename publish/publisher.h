@@ -25,6 +25,10 @@ struct uf_publisher {
 	uint64_t last_ts;               /* its exchange timestamp */
 	struct uf_pub_market market;    /* S, V, W */
 	struct uf_publish_stats st;     /* counters, relaxed stores (read by monitors) */
+	uint32_t doubt;                 /* 1: the message being applied put a book in doubt */
+	uint32_t doubt_inst;            /* that book */
+	uint32_t doubt_kind;            /* its enum uf_pub_err */
+	uint32_t all_stale;             /* 1: every book is stale (gap or doubt of all) */
 	size_t books_bytes;             /* mapping sizes, for freeing */
 	size_t inst_bytes;
 	size_t sym_bytes;
@@ -48,6 +52,19 @@ static inline void uf_pub_error(struct uf_publisher *p, enum uf_pub_err kind)
 {
 	uf_pub_count(&p->st.errors[kind], 1);
 	uf_pub_count(&p->st.errors_total, 1);
+}
+
+/* An integrity or table error that left book `inst` missing or clipping a change: counted,
+ * and the book is put in doubt once the message is applied (UF_REC_STALE, publish.c). The
+ * first doubt of a message wins (a message touches one book). */
+static inline void uf_pub_doubt(struct uf_publisher *p, enum uf_pub_err kind, uint32_t inst)
+{
+	uf_pub_error(p, kind);
+	if (inst < p->max_instruments && !p->doubt) {
+		p->doubt = 1;
+		p->doubt_inst = inst;
+		p->doubt_kind = (uint32_t)kind;
+	}
 }
 
 static inline void uf_pub_rec(struct uf_record *r, const struct uf_pub_ctx *c, uint8_t kind,
@@ -76,8 +93,8 @@ int uf_pub_status_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 /* Gives instrument `inst` the symbol `sym` (8 bytes, space padded). directory.c. */
 void uf_pub_dir_name(struct uf_publisher *p, uint32_t inst, const char sym[8]);
 
-/* Last printable trade bookkeeping. directory.c. */
-void uf_pub_last_trade(struct uf_publisher *p, uint32_t inst, uint64_t price, uint64_t shares,
-                       uint64_t ts, uint64_t match);
+/* Volume and last trade of TRADE record `r`'s instrument, when the record says it prints
+ * (uf_rec_trade_prints: the record contract). directory.c. */
+void uf_pub_trade(struct uf_publisher *p, const struct uf_record *r);
 
 #endif /* UF_PUB_PUBLISHER_H */

@@ -23,10 +23,16 @@
 #include "publish/uf_level.h"
 #include "publish/uf_record.h"
 
-#define UF_PUB_SYMBOL_LEN      8     /* ITCH symbols: 8 bytes, space padded */
-#define UF_PUB_MAX_INSTRUMENTS 65536 /* stock locates are 16-bit */
+#define UF_PUB_SYMBOL_LEN      8            /* ITCH symbols: 8 bytes, space padded */
+#define UF_PUB_MAX_INSTRUMENTS 65536        /* stock locates are 16-bit */
+#define UF_PUB_MAX_ORDERS      (1ull << 36) /* max_orders the order table accepts */
 
-/* Integrity errors, counted by kind; names from uf_publish_err_name(). */
+/* Integrity errors, counted by kind; names from uf_publish_err_name(). Those that leave a
+ * book missing an order or a change (UNKNOWN_REF, OVER_EXEC, OVER_CANCEL, DUP_REF,
+ * ORDERS_FULL, LEVELS_FULL, BAD_SIDE) also put that book in doubt: a UF_REC_STALE record
+ * after the message's records, UF_RECF_STALE on the book from then on. LOCATE_MISMATCH is
+ * applied consistently to the order's book, BAD_INSTRUMENT has no book, UNKNOWN_TYPE changes
+ * none: counted only. */
 enum uf_pub_err {
 	UF_PUB_ERR_UNKNOWN_REF = 0, /* E C X D U on an order reference not in the book */
 	UF_PUB_ERR_OVER_EXEC,       /* E C executing more shares than the order has left */
@@ -55,6 +61,8 @@ struct uf_publish_stats {
 	uint64_t peak_levels;         /* most live levels at once */
 	uint64_t errors[UF_PUB_NERR]; /* integrity errors by kind */
 	uint64_t errors_total;        /* sum of errors[] */
+	uint64_t stale_books;         /* books in doubt now (a gap: every named book; a STALE
+	                               * doubt: that book); 0 again at a reset */
 };
 
 /* Creation parameters; start from uf_publish_params_default(). */
@@ -137,12 +145,39 @@ void uf_publish_params_default(struct uf_publish_params *pp);
  * >= 0). Cold. Returns 0 and *out, -EINVAL for impossible parameters, -ENOMEM. */
 int uf_publish_create(const struct uf_publish_params *pp, struct uf_publisher **out);
 
+/* Bytes of the tables uf_publish_create() allocates (and pre-faults) for `pp`, or 0 for
+ * parameters it would refuse with -EINVAL. For checking a configuration up front. */
+uint64_t uf_publish_memory(const struct uf_publish_params *pp);
+
 /* Frees everything. NULL is fine. */
 void uf_publish_destroy(struct uf_publisher *p);
 
-/* Empties every book and clears stale flags, keeping the directory (new session, or before a
- * replay from the start). Cold: O(table size). */
+/* Empties every book, clears stale flags and starts volume and last trade over, keeping the
+ * directory and statuses (new session, or before a replay from the start). Writes no record:
+ * a feed uses uf_publish_new_session. Cold: O(table size). */
 void uf_publish_reset(struct uf_publisher *p);
+
+/* A new MoldUDP64 session (a new day) starts: uf_publish_reset, then one UF_REC_RESET record
+ * (reason UF_RESET_NEW_SESSION, the 10 session bytes in ref/aux, feed_seq 1) into `out`, which
+ * the caller publishes before anything of the new session. Returns 1, or -ENOBUFS when cap
+ * is 0 (nothing reset). Cold. */
+int uf_publish_new_session(struct uf_publisher *p, const char session[10], struct uf_record *out,
+                           size_t cap);
+
+/* The same reset for another reason (UF_RESET_*): uf_publish_new_session is
+ * uf_publish_void_books(p, UF_RESET_NEW_SESSION, session, 1, ...); a GLIMPSE snapshot load uses
+ * UF_RESET_SNAPSHOT with the session it continues and feed_seq 0 (the snapshot's own records,
+ * then the stream from its End of Snapshot sequence, follow). Returns 1 or -ENOBUFS. Cold. */
+int uf_publish_void_books(struct uf_publisher *p, uint32_t reason, const char session[10],
+                          uint64_t feed_seq, struct uf_record *out, size_t cap);
+
+/* Message `feed_seq` could not be applied (it did not decode: `reason` UF_STALE_DECODE): book
+ * `instrument` (UF_INSTRUMENT_ALL: every book) may be wrong from here on. Flags it stale and
+ * writes one UF_REC_STALE record (UF_RECF_LAST) when it was not stale already. Returns the
+ * records written (0 or 1; 0 too for an instrument beyond max_instruments), -ENOBUFS when
+ * cap is 0. Cold. */
+int uf_publish_doubt(struct uf_publisher *p, uint32_t instrument, uint32_t reason,
+                     uint64_t feed_seq, uint64_t rx_ts, struct uf_record *out, size_t cap);
 
 /* Applies one decoded message: updates books, directory and status, writes its records to
  * `out` (UF_RECF_LAST on the last). `feed_seq` and `rx_ts` are copied into the records;

@@ -51,6 +51,12 @@
  *                         non-printable (`C` with printable 'N': do not count it in volume).
  *                         UF_TRADE_BROKEN (`B`): the trade with match number `ref` was broken;
  *                         `price` and `shares` are 0.
+ *                         Volume and last trade: a TRADE record moves them exactly when
+ *                         uf_rec_trade_prints() says so: printable, not a break, shares > 0
+ *                         (a `Q` with 0 shares is a cross that did not happen). A break
+ *                         moves neither (the record does not carry the broken shares). The
+ *                         producer's book image and instrument view follow this rule, and a
+ *                         new session (UF_REC_RESET) starts both at 0.
  *   UF_REC_STATUS         (S H Y L V W K J h I N O) instrument or market status: `aux` =
  *                         UF_STATUS_* code; `price`, `shares`, `ref` as listed at each code.
  *                         Market-wide statuses have `instrument` = the message's locate
@@ -69,6 +75,28 @@
  *   UF_REC_INSTRUMENT     (R) directory entry: `instrument` = id, `ref` = the 8 symbol bytes
  *                         (space padded, memcpy into char[8]), `shares` = round lot size,
  *                         `aux` = market category letter, `price` = financial status letter.
+ *   UF_REC_RESET          every book is void from here on: empty every book (levels, orders),
+ *                         clear every STALE doubt, and start volume and last trade over; keep
+ *                         the directory (INSTRUMENT) and statuses. `shares` = UF_RESET_* reason
+ *                         (UF_RESET_NEW_SESSION: the feed started another MoldUDP64 session,
+ *                         a new day; UF_RESET_SNAPSHOT: the books are rebuilt from a GLIMPSE
+ *                         snapshot whose records follow); `ref` = the session's first 8 name
+ *                         bytes and `aux` its last 2 (little-endian u16 of the wire bytes);
+ *                         `feed_seq` = 1 for a new session (its first sequence), 0 for a
+ *                         snapshot (its records carry feed_seq 0); `instrument` = 0;
+ *                         UF_RECF_LAST. The book image empties in the same publish step, so a
+ *                         late consumer's snapshot is either all before it or all after.
+ *   UF_REC_STALE          a doubt: the book of `instrument` (every book when `instrument` is
+ *                         UF_INSTRUMENT_ALL) may be wrong from here on, without lost sequence
+ *                         numbers: `aux` = UF_STALE_* reason, `feed_seq` = the message that
+ *                         caused it, `shares` = the UF_PUB_ERR_* kind for an integrity or
+ *                         table error (publish/uf_publish.h), else 0. Sent once, when the
+ *                         book becomes stale; UF_RECF_STALE is then set on it and on every
+ *                         later record of that book until a RESET. A message's STALE record
+ *                         comes after its other records (the last carries UF_RECF_LAST).
+ *
+ * New kinds may appear within UF_RECORD_VERSION 1 (the layout does not change): a consumer
+ * ignores kinds it does not know (docs/consumers.md, "ABI and versioning policy").
  */
 #ifndef UF_RECORD_H
 #define UF_RECORD_H
@@ -102,6 +130,27 @@ enum uf_rec_kind {
 	UF_REC_SNAPSHOT_BEGIN = 8,
 	UF_REC_SNAPSHOT_END = 9,
 	UF_REC_INSTRUMENT = 10,
+	UF_REC_RESET = 11, /* every book void: new session (see above) */
+	UF_REC_STALE = 12, /* a book (or all) may be wrong from here on (see above) */
+};
+
+#define UF_INSTRUMENT_ALL 0xFFFFFFFFu /* UF_REC_STALE `instrument`: every book */
+
+/* UF_REC_RESET `shares`: why every book was voided. */
+enum uf_reset_reason {
+	UF_RESET_NEW_SESSION = 1, /* another MoldUDP64 session (a new day) started */
+	UF_RESET_SNAPSHOT = 2,    /* the books are rebuilt from a GLIMPSE snapshot (late start,
+	                           * restart, or a gap too large or old to re-request): its
+	                           * records follow, then the stream from its End of Snapshot */
+};
+
+/* UF_REC_STALE `aux`: why a book is in doubt. */
+enum uf_stale_reason {
+	UF_STALE_DECODE = 1,     /* a message inside a valid packet did not decode: its book
+	                          * (locate readable) or every book (not) missed a change */
+	UF_STALE_INTEGRITY = 2,  /* the book refused or clipped a change (unknown reference,
+	                          * over-execution, duplicate reference, ...): `shares` = kind */
+	UF_STALE_TABLE_FULL = 3, /* the order or level table was full: an order is missing */
 };
 
 enum uf_rec_side {
@@ -178,6 +227,15 @@ struct uf_record {
 	uint64_t rx_ts;        /* kernel receive timestamp, ns since the epoch (CLOCK_REALTIME) */
 	uint64_t feed_seq;     /* MoldUDP64 sequence number of the source message */
 };
+
+/* 1 when TRADE record `r` moves volume and last trade (see UF_REC_TRADE): printable, not a
+ * break, shares > 0. The one rule the producer's image, its instrument view and consumers
+ * share. */
+static inline int uf_rec_trade_prints(const struct uf_record *r)
+{
+	return r->kind == UF_REC_TRADE && r->shares != 0 &&
+	       (r->aux & 0xffu) != (uint32_t)UF_TRADE_BROKEN && !(r->aux & UF_TRADE_NONPRINTABLE);
+}
 
 UF_STATIC_ASSERT(sizeof(struct uf_record) == UF_RECORD_SIZE, "record must be one cache line");
 UF_STATIC_ASSERT(offsetof(struct uf_record, price) == 8, "record layout is a contract");

@@ -181,13 +181,25 @@ static int on_gap(struct uf_book_builder *b, struct bb_book *bk, const struct uf
 	return 1;
 }
 
-/* A reset record (kind to come): every book is void. Wired in kind_apply[] by its kind. */
-__attribute__((unused)) static int on_reset(struct uf_book_builder *b, struct bb_book *bk,
-                                            const struct uf_record *r)
+/* UF_REC_RESET (a new session): every book is void; symbols stay (the directory does). */
+static int on_reset(struct uf_book_builder *b, struct bb_book *bk, const struct uf_record *r)
 {
 	(void)bk;
 	(void)r;
 	uf_book_builder_clear(b);
+	return 1;
+}
+
+/* UF_REC_STALE: one book (bk), or every book (UF_INSTRUMENT_ALL, bk NULL), may be wrong. */
+static int on_stale(struct uf_book_builder *b, struct bb_book *bk, const struct uf_record *r)
+{
+	(void)r;
+	if (bk) {
+		bk->flags |= UF_BOOKF_STALE;
+		return 1;
+	}
+	for (uint32_t i = 0; i < b->max; i++)
+		b->books[i].flags |= UF_BOOKF_STALE;
 	return 1;
 }
 
@@ -273,10 +285,11 @@ static void orders_clear(struct uf_book_builder *b)
 	b->stats.orders_live = 0;
 }
 
-/* Kinds whose record is not about one instrument's book (applied whatever `instrument` is). */
-static int kind_is_global(uint8_t kind)
+/* Records not about one instrument's book (applied whatever `instrument` is, no stamp). */
+static int rec_is_global(const struct uf_record *r)
 {
-	return kind == UF_REC_GAP;
+	return r->kind == UF_REC_GAP || r->kind == UF_REC_RESET ||
+	       (r->kind == UF_REC_STALE && r->instrument == UF_INSTRUMENT_ALL);
 }
 
 static const bb_kind_fn kind_apply[] = {
@@ -287,6 +300,8 @@ static const bb_kind_fn kind_apply[] = {
     [UF_REC_ORDER_ADD] = on_order,
     [UF_REC_ORDER_MODIFY] = on_order,
     [UF_REC_ORDER_DELETE] = on_order,
+    [UF_REC_RESET] = on_reset,
+    [UF_REC_STALE] = on_stale,
     /* TRADE, STATUS, SNAPSHOT_END: nothing for a book */
 };
 
@@ -422,7 +437,7 @@ UF_RING_VISIBLE int uf_book_builder_apply(uf_book_builder_t *b, const struct uf_
 		b->stats.ignored++;
 		return 0;
 	}
-	if (!kind_is_global(rec->kind)) {
+	if (!rec_is_global(rec)) {
 		if (rec->instrument >= b->max) {
 			b->stats.ignored++;
 			return 0;

@@ -256,6 +256,38 @@ int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, u
 	return 0;
 }
 
+static void reset_one(struct uf_ring *r, uint32_t id, uint64_t seq)
+{
+	uint32_t depth = r->image->depth;
+	struct uf_image_entry *e = entry_begin(r, id);
+
+	copy_side(uf_image_levels(e), 2 * depth, NULL, 0);
+	e->nbid = 0;
+	e->nask = 0;
+	e->flags &= ~(uint32_t)(UF_RECF_STALE | UF_IMAGE_F_TRUNC_BID | UF_IMAGE_F_TRUNC_ASK);
+	e->last_price = 0;
+	e->last_shares = 0;
+	e->last_exch_ts = 0;
+	e->last_rx_ts = 0;
+	e->volume = 0;
+	e->trades = 0;
+	entry_end(r, e, seq);
+}
+
+int uf_ring_image_reset_book(struct uf_ring *r, uint32_t instrument, uint64_t seq)
+{
+	if (instrument == UINT32_MAX) {
+		for (uint32_t i = 0; i < r->image->max_instruments; i++)
+			if (uf_image_entry_at(r->image, i)->present)
+				reset_one(r, i, seq);
+		return 0;
+	}
+	if (instrument >= r->image->max_instruments)
+		return -ERANGE;
+	reset_one(r, instrument, seq);
+	return 0;
+}
+
 uint64_t uf_ring_symbol_pack(const char *sym)
 {
 	uint64_t v;

@@ -244,6 +244,12 @@ int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t sy
  * UINT32_MAX (O(max_instruments): the gap path, not per message). */
 int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, uint64_t seq);
 
+/* A new session (UF_REC_RESET): empties both sides, clears the stale and truncated flags and
+ * starts last trade, volume and trades over; keeps the directory and statuses. One
+ * instrument, or every present one when instrument is UINT32_MAX (O(max_instruments): the
+ * session path, not per message). Bracket it in the batch of the RESET record's publish. */
+int uf_ring_image_reset_book(struct uf_ring *r, uint32_t instrument, uint64_t seq);
+
 /* Packs a symbol string ("AAPL") into the 8 space-padded bytes the image and records use. */
 uint64_t uf_ring_symbol_pack(const char *sym);
 

@@ -165,8 +165,10 @@ struct uf_image_entry {
 	uint64_t last_shares;  /* last trade shares */
 	uint64_t last_exch_ts; /* last trade exchange timestamp */
 	uint64_t last_rx_ts;   /* last trade receive timestamp */
-	uint64_t volume;       /* cumulative traded shares this generation */
-	uint64_t trades;       /* number of trades this generation */
+	uint64_t volume;       /* cumulative traded shares (the producer's rule: the feed adds
+	                        * the TRADE records uf_rec_trade_prints accepts, and starts over
+	                        * at a RESET) */
+	uint64_t trades;       /* number of trades added (same rule) */
 	uint64_t update_rx_ts; /* rx_ts of the last update of any kind */
 	struct uf_image_status_raw status[UF_RING_STATUS_SLOTS]; /* latest value per code */
 };

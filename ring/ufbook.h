@@ -18,12 +18,15 @@
  *   SNAPSHOT_BEGIN   empties the instrument's book (the bracket that follows rebuilds it) and
  *                    clears its TRUNCATED flags: the stream now gives the whole book
  *   GAP              flags every book STALE (and counts the gap)
+ *   STALE            flags its book (every book for UF_INSTRUMENT_ALL) STALE
+ *   RESET            a new session: every book empties, STALE clears (symbols stay)
  *   INSTRUMENT       remembers the symbol
  *   ORDER_*          the live order table, when uf_book_builder_track_orders() turned it on
  *   anything else    counted, ignored (trades and statuses live in the image snapshot)
  * A book's STALE flag follows the UF_RECF_STALE bit of the last record applied to it (the
  * producer sets it on every record after a gap until the books are rebuilt).
- * A reset (new session or producer restart) clears every book: uf_book_builder_clear().
+ * A RESET record clears every book itself; after a producer restart (-ESTALE) the caller
+ * re-syncs (uf_book_builder_sync).
  *
  * Handover (uf_book_builder_sync): every book is loaded from the image snapshot with its
  * stamp; the consumer seeks to the image's commit sequence, and a record of an instrument is

@@ -113,12 +113,13 @@ struct uf_book_snapshot {
 	uint32_t category;     /* directory market category */
 	uint32_t nbid;         /* valid entries in bid[] (best = highest first) */
 	uint32_t nask;         /* valid entries in ask[] (best = lowest first) */
-	int64_t last_price;    /* last trade price */
+	int64_t last_price;    /* last printing trade price (uf_rec_trade_prints: the feed's
+	                        * producer counts no non-printable, broken or 0-share trade) */
 	uint64_t last_shares;  /* last trade shares */
 	uint64_t last_exch_ts; /* last trade exchange time */
 	uint64_t last_rx_ts;   /* last trade receive time */
-	uint64_t volume;       /* cumulative traded shares */
-	uint64_t trades;       /* number of trades */
+	uint64_t volume;       /* cumulative printing shares this session (0 after a RESET) */
+	uint64_t trades;       /* number of printing trades this session */
 	uint64_t update_rx_ts; /* receive time of the update that last changed the entry */
 	uint32_t nstatus;      /* valid entries in status[] */
 	uint32_t reserved;     /* zero */

@@ -16,8 +16,11 @@ i32, i64 = ctypes.c_int32, ctypes.c_int64
 REC_LEVEL, REC_ORDER_ADD, REC_ORDER_MODIFY, REC_ORDER_DELETE = 1, 2, 3, 4
 REC_TRADE, REC_STATUS, REC_GAP, REC_SNAPSHOT_BEGIN, REC_SNAPSHOT_END, REC_INSTRUMENT = (
     5, 6, 7, 8, 9, 10)
+REC_RESET, REC_STALE = 11, 12  # a new session voids every book; a book (or all) in doubt
+INSTRUMENT_ALL = 0xFFFFFFFF    # REC_STALE instrument: every book
 KIND_NAMES = {1: "level", 2: "add", 3: "modify", 4: "delete", 5: "trade", 6: "status",
-              7: "gap", 8: "snap_begin", 9: "snap_end", 10: "instrument"}
+              7: "gap", 8: "snap_begin", 9: "snap_end", 10: "instrument", 11: "reset",
+              12: "stale"}
 SIDE_BID, SIDE_ASK = ord("B"), ord("S")
 RECF_LAST, RECF_BBO, RECF_SNAPSHOT, RECF_STALE, RECF_REPLACE = 1, 2, 4, 8, 16
 BOOKF_STALE = RECF_STALE

@@ -124,6 +124,15 @@ static const struct bad {
     {"{\"log\":{\"level\":3},\"feeds\":[{" OKFEED "}]}",
      ": log.level: expected a string, got an integer 3"},
     {"{\"feeds\":{}}", ": feeds: expected an array of feed objects, got an object"},
+    /* limits the engine enforces at start are refused by the check too (issue 12) */
+    {"{\"feeds\":[{" OKFEED ",\"buffers\":{\"count\":16}}]}",
+     ": feeds[0].buffers.count: 16 is out of range (64..32768)"},
+    {"{\"feeds\":[{" OKFEED ",\"book\":{\"max_orders\":4294967296}}]}",
+     ": feeds[0].book.max_orders: 4294967296 is out of range"},
+    {"{\"feeds\":[{" OKFEED ",\"book\":{\"max_orders\":1073741824}}]}",
+     ": feeds[0]: needs about "}, /* a 32 GiB order table: more than this host has free */
+    {"{\"feeds\":[{" OKFEED ",\"ring\":{\"group\":\"uf-no-such-group-x\"}}]}",
+     ": feeds[0].ring.group: group \"uf-no-such-group-x\" does not exist"},
     {"", ":1:"}, /* empty file: syntax error with a position */
 };
 

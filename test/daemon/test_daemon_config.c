@@ -3,6 +3,8 @@
  * The command-line side (exit status 2, stderr) is test_daemon_cli.c. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
+#include <sys/statvfs.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +68,11 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 	assert_int_equal(f->recovery.queue_packets, 65536);
 	assert_int_equal(f->recovery.max_requests_per_s, 1000);
 	assert_int_equal(f->recovery.max_in_flight, 8);
+	assert_addr(f->lines[0].source, "0.0.0.0");
+	assert_int_equal(f->arbitration.max_jump, 10000);
+	assert_int_equal(f->arbitration.jump_confirm, 4);
+	assert_int_equal(f->arbitration.session_confirm, 16);
+	assert_int_equal(f->arbitration.line_silent_ms, 5000);
 	assert_string_equal(f->ring.name, "nasdaq"); /* defaults to the feed name */
 	assert_int_equal(f->ring.capacity, 1048576);
 	assert_int_equal(f->ring.mode, 0600);
@@ -90,12 +97,15 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	    "node\":0,"
 	    "\"lines\":[{\"name\":\"east\",\"group\":\"239.2.2.2\",\"port\":1234,\"interface\":"
 	    "\"127.0.0.1\"},"
-	    "{\"name\":\"west\",\"group\":\"239.2.2.3\",\"port\":1235,\"interface\":\"127.0.0.1\"}]"
+	    "{\"name\":\"west\",\"group\":\"239.2.2.3\",\"port\":1235,\"interface\":\"127.0.0.1\","
+	    "\"source\":\"10.9.8.7\"}]"
 	    ","
 	    "\"recovery\":{\"server\":\"10.1.2.3:4567\",\"max_count\":500,\"timeout_ms\":20,"
 	    "\"retries\":3,"
 	    "\"wait_ms\":7,\"wait_packets\":9,\"queue_packets\":1024,\"max_requests_per_s\":100,"
 	    "\"max_in_flight\":16},"
+	    "\"arbitration\":{\"max_jump\":5000000000,\"jump_confirm\":8,\"session_confirm\":3,"
+	    "\"line_silent_ms\":750},"
 	    "\"ring\":{\"name\":\"r1\",\"capacity\":65536,\"mode\":\"0640\"},"
 	    "\"book\":{\"depth\":5,\"max_orders\":123456,\"max_instruments\":100},"
 	    "\"buffers\":{\"count\":1024,\"size\":4096},"
@@ -130,6 +140,12 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	assert_addr(f->lines[1].group, "239.2.2.3");
 	assert_int_equal(f->lines[1].port, 1235);
 	assert_addr(f->lines[1].interface, "127.0.0.1");
+	assert_addr(f->lines[1].source, "10.9.8.7");
+	assert_addr(f->lines[0].source, "0.0.0.0"); /* not given: any sender */
+	assert_int_equal(f->arbitration.max_jump, 5000000000ull);
+	assert_int_equal(f->arbitration.jump_confirm, 8);
+	assert_int_equal(f->arbitration.session_confirm, 3);
+	assert_int_equal(f->arbitration.line_silent_ms, 750);
 	assert_int_equal(f->recovery.enabled, 1);
 	assert_addr(f->recovery.server.sin_addr, "10.1.2.3");
 	assert_int_equal(ntohs(f->recovery.server.sin_port), 4567);
@@ -214,9 +230,9 @@ static void expect_error(const char *json, const char *want)
 
 static void test_config_semantic_errors_name_key_path_and_value(void **state)
 {
-	expect_error(
-	    FEED("\"ring\":{\"capcity\":1024}"),
-	    "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, capacity, mode)");
+	expect_error(FEED("\"ring\":{\"capcity\":1024}"),
+	             "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, "
+	             "capacity, mode, group)");
 	expect_error("{\"feeds\":[],\"stauts\":{}}", "<string>: stauts: unknown key");
 	expect_error(FEED("\"stage_timing_every\":0"),
 	             "feeds[0].stage_timing_every: 0 is out of range");
@@ -284,6 +300,38 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	                   "\"group\":\"239.1.1.2\",\"port\":5}"),
 	             "feeds[0].lines[1].name: \"A\" is the name of lines[0] too");
 	expect_error(LINES(""), "feeds[0].lines: has 0 entries");
+	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"source\":\"239.1.1.9\"}"),
+	             "feeds[0].lines[0].source: \"239.1.1.9\" is not a unicast address");
+	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"source\":\"0.0.0.0\"}"),
+	             "feeds[0].lines[0].source: \"0.0.0.0\" is not a unicast address");
+	expect_error(FEED("\"arbitration\":{\"jump_confirm\":65}"),
+	             "feeds[0].arbitration.jump_confirm: 65 is out of range (1..64)");
+	expect_error(FEED("\"arbitration\":{\"max_jump\":0}"),
+	             "feeds[0].arbitration.max_jump: 0 is out of range");
+	expect_error(FEED("\"arbitration\":{\"session_confirm\":0}"),
+	             "feeds[0].arbitration.session_confirm: 0 is out of range");
+	expect_error(FEED("\"arbitration\":{\"line_silent_ms\":0}"),
+	             "feeds[0].arbitration.line_silent_ms: 0 is out of range");
+	/* Every limit the engine enforces is refused here, naming the key (not at start). */
+	expect_error(FEED("\"buffers\":{\"count\":16}"),
+	             "feeds[0].buffers.count: 16 is out of range (64..32768)");
+	expect_error(FEED("\"buffers\":{\"count\":65536}"),
+	             "feeds[0].buffers.count: 65536 is out of range (64..32768)");
+	expect_error(FEED("\"book\":{\"max_orders\":4294967296}"),
+	             "feeds[0].book.max_orders: 4294967296 is out of range (1..1073741824)");
+	expect_error(FEED("\"book\":{\"max_instruments\":65536}"),
+	             "feeds[0].book.max_instruments: 65536 is out of range (1..65535)");
+	expect_error(FEED("\"ring\":{\"capacity\":2147483648}"),
+	             "feeds[0].ring.capacity: 2147483648 is out of range");
+	expect_error(FEED("\"recovery\":{\"server\":\"10.0.0.1:5\",\"queue_packets\":16777217}"),
+	             "feeds[0].recovery.queue_packets: 16777217 is out of range");
+	expect_error(FEED("\"ring\":{\"group\":\"uf-no-such-group-x\"}"),
+	             "feeds[0].ring.group: group \"uf-no-such-group-x\" does not exist");
+	expect_error(FEED("\"ring\":{\"group\":\"\"}"), "feeds[0].ring.group: must not be empty");
+	expect_error(FEED("\"ring\":{\"group\":7}"),
+	             "feeds[0].ring.group: expected a string, got an integer 7");
+	expect_error(FEED("\"arbitration\":{\"maxjump\":5}"),
+	             "feeds[0].arbitration.maxjump: unknown key");
 	expect_error(LINES("{\"group\":\"239.1.1.1\",\"port\":5,\"interface\":\"224.0.0.1\"}"),
 	             "feeds[0].lines[0].interface: \"224.0.0.1\" is not a local interface address");
 	expect_error("{\"feeds\":[{\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]}]}",
@@ -389,6 +437,88 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	expect_error(FEED("\"snapshot\":7"), "feeds[0].snapshot");
 }
 
+/* Sizes inside every range but larger than this host's memory are refused up front (they
+ * would fail at start with ENOMEM), naming the feed and the keys. Forced: 2^30 orders (a
+ * 32 GiB order table); a host with that much free memory cannot run this test and says so.
+ */
+static void test_config_refuses_sizes_beyond_the_hosts_memory(void **state)
+{
+	const char *json = FEED("\"book\":{\"max_orders\":1073741824}");
+	struct uf_config cfg;
+	char err[512];
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *fp = fopen("/proc/meminfo", "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp) && sscanf(line, "MemAvailable: %llu kB", &kb) != 1)
+		;
+	fclose(fp);
+	if (kb == 0 || kb >= (32ull << 20))
+		fail_msg("MemAvailable %llu kB: this test needs a host with less than 32 "
+		         "GiB free",
+		         kb);
+	assert_int_equal(uf_config_load_string(json, &cfg, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, "feeds[0]: needs about ") || !strstr(err, "book.max_orders 1073741824") ||
+	    !strstr(err, "ring.capacity 1048576") || !strstr(err, "(MemAvailable)"))
+		fail_msg("message: %s", err);
+	/* The same sizes for a small feed pass. */
+	assert_int_equal(
+	    uf_config_load_string(FEED("\"book\":{\"max_orders\":1000}"), &cfg, err, sizeof(err)),
+	    0);
+	uf_config_free(&cfg);
+}
+
+/* A ring larger than its directory's free space is refused up front, naming ring.capacity
+ * and the directory (the ring's fallocate would fail at start). Forced: the smallest power
+ * of two of records whose file exceeds what /dev/shm has free. */
+static void test_config_refuses_a_ring_larger_than_its_directory(void **state)
+{
+	struct statvfs vfs;
+	char json[512], err[512], want[128];
+	struct uf_config cfg;
+	const char *old = getenv("UF_RING_DIR");
+	char saved[256] = "";
+	if (old)
+		snprintf(saved, sizeof(saved), "%s", old);
+	setenv("UF_RING_DIR", "/dev/shm", 1);
+	assert_int_equal(statvfs("/dev/shm", &vfs), 0);
+	uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	uint64_t cap = 1024;
+	while (cap * 64 <= free_bytes && cap < (1ull << 30))
+		cap <<= 1;
+	if (cap * 64 <= free_bytes)
+		fail_msg("/dev/shm has %llu bytes free: more than a 2^30-record ring needs",
+		         (unsigned long long)free_bytes);
+	snprintf(json, sizeof(json), FEED("\"ring\":{\"capacity\":%llu}"), (unsigned long long)cap);
+	int r = uf_config_load_string(json, &cfg, err, sizeof(err));
+	snprintf(want, sizeof(want), "feeds[0].ring.capacity: %llu records need a ring file",
+	         (unsigned long long)cap);
+	if (r != -EINVAL || !strstr(err, want) || !strstr(err, "/dev/shm has"))
+		fail_msg("returned %d: %s\n  wanted: %s ... /dev/shm has", r, err, want);
+	if (saved[0])
+		setenv("UF_RING_DIR", saved, 1);
+	else
+		unsetenv("UF_RING_DIR");
+}
+
+/* ring.group names a group of this host, resolved to the gid the ring's files get. */
+static void test_config_ring_group_resolves_to_its_gid(void **state)
+{
+	struct group *g = getgrgid(getegid());
+	char json[512], err[512];
+	struct uf_config cfg;
+	assert_non_null(g);
+	snprintf(json, sizeof(json), FEED("\"ring\":{\"mode\":\"0640\",\"group\":\"%s\"}"),
+	         g->gr_name);
+	assert_int_equal(uf_config_load_string(json, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.feeds[0].ring.has_gid, 1);
+	assert_int_equal(cfg.feeds[0].ring.gid, getegid());
+	uf_config_free(&cfg);
+	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.feeds[0].ring.has_gid, 0); /* not given: the creator's group */
+	uf_config_free(&cfg);
+}
+
 static void test_config_syntax_errors_give_line_and_column(void **state)
 {
 	/* Line 3, after "port": a missing comma. */
@@ -425,8 +555,9 @@ static void test_config_shipped_files_in_configs_are_valid(void **state)
 	assert_int_equal(cfg.feeds[0].recovery.enabled, 1);
 	uf_config_free(&cfg);
 
-	/* The production example names CPUs 2-5, which a small test machine may lack: it must be
-	 * valid apart from host checks, and fail on CPUs only when they are missing here. */
+	/* The production example names CPUs 2-5, which a small test machine may lack: it
+	 * must be valid apart from host checks, and fail on CPUs only when they are missing
+	 * here. */
 	assert_int_equal(uf_config_load_ex(UF_SOURCE_DIR "/configs/nasdaq-production.json",
 	                                   UF_CFG_NO_HOST_CHECKS, &cfg, err, sizeof(err)),
 	                 0);
@@ -454,6 +585,10 @@ int main(void)
 	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
 	    cmocka_unit_test(test_config_snapshot_keys_parse_and_refuse),
+
+	    cmocka_unit_test(test_config_refuses_sizes_beyond_the_hosts_memory),
+	    cmocka_unit_test(test_config_ring_group_resolves_to_its_gid),
+	    cmocka_unit_test(test_config_refuses_a_ring_larger_than_its_directory),
 	    cmocka_unit_test(test_config_syntax_errors_give_line_and_column),
 	    cmocka_unit_test(test_config_missing_file_is_an_errno_error),
 	    cmocka_unit_test(test_config_shipped_files_in_configs_are_valid),

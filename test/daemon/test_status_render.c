@@ -189,6 +189,18 @@ static void test_status_render_prometheus_every_counter(void **state)
 		snprintf(want, sizeof(want),                                                       \
 		         "uringfeed_decode_errors_total{feed=\"%s\",kind=\"%s\"} %" PRIu64, fe[i], \
 		         #field + 7, feed_val(i, k));                                              \
+	else if (!strcmp(#field, "snapshot_duration_ns"))                                          \
+		snprintf(want, sizeof(want),                                                       \
+		         "uringfeed_snapshot_duration_seconds_total{feed=\"%s\"} %.9f", fe[i],     \
+		         (double)feed_val(i, k) / 1e9);                                            \
+	else if (!strcmp(#field, "snapshot_last_duration_ns"))                                     \
+		snprintf(want, sizeof(want),                                                       \
+		         "uringfeed_snapshot_last_duration_seconds{feed=\"%s\"} %.9f", fe[i],      \
+		         (double)feed_val(i, k) / 1e9);                                            \
+	else if (!strcmp(#field, "snapshot_in_progress"))                                          \
+		snprintf(want, sizeof(want),                                                       \
+		         "uringfeed_snapshot_in_progress{feed=\"%s\"} %" PRIu64, fe[i],            \
+		         feed_val(i, k));                                                          \
 	else                                                                                       \
 		snprintf(want, sizeof(want), "uringfeed_%s_total{feed=\"%s\"} %" PRIu64, #field,   \
 		         fe[i], feed_val(i, k));                                                   \
@@ -316,11 +328,19 @@ static void test_status_ready_decides_from_the_snapshot(void **state)
 	/* Stale books and recovery in progress, both at once: two reasons. */
 	f->stats.books_stale = 12;
 	f->stats.recovering = 1;
-	expect_ready(s, 503,
-	             "feed nq: 12 books stale after an unrecovered gap (until the next session)\n"
-	             "feed nq: gap recovery in progress\n");
+	expect_ready(
+	    s, 503,
+	    "feed nq: 12 books stale (an unrecovered gap, a message that did not decode, a book "
+	    "integrity error or a full table; until a snapshot or the next session)\n"
+	    "feed nq: gap recovery in progress\n");
 	f->stats.books_stale = 0;
 	f->stats.recovering = 0;
+
+	/* A snapshot loading: the books are being rebuilt, not ready until it is merged. */
+	f->stats.snapshot_in_progress = 1;
+	expect_ready(s, 503, "feed nq: snapshot loading\n");
+	f->stats.snapshot_in_progress = 0;
+	expect_ready(s, 200, "ready: 1 feed\n");
 
 	/* A feed that does not run is not ready, whatever its counters. */
 	f->state = UF_STATUS_FAILED;

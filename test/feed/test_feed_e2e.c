@@ -15,6 +15,7 @@
 #include "feed/mcast.h"
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
+#include "ring/ufbook.h"
 #include "ring/ufconsumer.h"
 #include "feed_test_util.h"
 
@@ -222,6 +223,55 @@ static char *ft_feed_books(const char *ring, int *stale)
 	char *s = ft_books_join(x.v, x.n);
 	free(x.v);
 	return s;
+}
+
+/* The books a consumer builds from the records alone: a book builder (no image handover)
+ * applies every record of the ring from the oldest; then its books in the uf-decode books
+ * format. `resets` is the number of RESET records the stream must have carried. */
+static char *ft_records_books(const char *ring, uint64_t resets)
+{
+	char err[256];
+	struct uf_consumer_options o;
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach %s: %s", ring, err);
+	uf_book_builder_t *b;
+	assert_int_equal(uf_book_builder_create(1024, &b), 0);
+	struct uf_record r;
+	uint64_t seq, nreset = 0, n = 0;
+	int rc;
+	while ((rc = uf_book_builder_next(b, cons, &r, &seq)) == 0) {
+		if (n++ == 0)
+			assert_int_equal(seq, 0); /* the ring holds both days whole */
+		nreset += r.kind == UF_REC_RESET;
+	}
+	assert_true(rc == -EAGAIN || rc == -EPIPE);
+	assert_int_equal(nreset, resets);
+	struct uf_book_builder_stats bs;
+	uf_book_builder_get_stats(b, &bs);
+	assert_int_equal(bs.laps, 0);
+	assert_int_equal(bs.syncs, 0); /* records only: never the image */
+	struct ft_books_ctx x = {0};
+	static struct uf_book_snapshot s;
+	for (uint32_t id = 0; id < uf_book_builder_max_instruments(b); id++) {
+		memset(&s, 0, sizeof(s));
+		s.instrument = id;
+		snprintf(s.symbol, sizeof(s.symbol), "%s", uf_book_builder_symbol(b, id));
+		s.flags = uf_book_builder_flags(b, id);
+		int nb = uf_book_builder_levels(b, id, UF_SIDE_BID, s.bid, FT_DEPTH);
+		int na = uf_book_builder_levels(b, id, UF_SIDE_ASK, s.ask, FT_DEPTH);
+		s.nbid = nb > 0 ? (uint32_t)nb : 0;
+		s.nask = na > 0 ? (uint32_t)na : 0;
+		ft_book_cb(&s, &x);
+	}
+	uf_book_builder_destroy(b);
+	uf_consumer_detach(cons);
+	assert_int_equal(x.stale, 0);
+	char *str = ft_books_join(x.v, x.n);
+	free(x.v);
+	return str;
 }
 
 /* Reads every record of the ring (from the oldest) and compares it with the reference
@@ -611,6 +661,11 @@ static void test_feed_new_session_starts_the_books_over(void **state)
 	char *books = ft_feed_books(c.cfg.ring.name, NULL);
 	assert_string_equal(books, g_ref_books);
 	free(books);
+	/* A consumer that builds books from the records alone (both days are in the ring) ends
+	 * with the same books: day 2's RESET record voided day 1's. */
+	books = ft_records_books(c.cfg.ring.name, 1);
+	assert_string_equal(books, g_ref_books);
+	free(books);
 	ft_finish(&c);
 	assert_int_equal(c.st.sessions, 2);
 	assert_int_equal(c.st.end_of_session, 2);
@@ -633,8 +688,16 @@ static void test_feed_new_session_clears_stale_books(void **state)
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
+	/* The counter moves before the gap's records and image update are made: wait for the
+	 * image itself (bounded). */
 	int stale = 0;
-	free(ft_feed_books(c.cfg.ring.name, &stale));
+	do {
+		free(ft_feed_books(c.cfg.ring.name, &stale));
+		if (stale == 0) {
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+		}
+	} while (stale == 0 && uf_now_mono_ns() < end);
 	assert_true(stale > 0); /* day 1's books say they may be wrong */
 	ft_replay(&c, 7, 1, "--session", "DAY2", NULL);
 	while (uf_now_mono_ns() < end && !(uf_load_relaxed_u64(&s->end_of_session) >= 2 &&
@@ -1058,9 +1121,10 @@ static size_t ft_block(uint8_t *pkt, size_t off, const void *msg, uint16_t len)
 }
 
 /* Messages that do not decode inside otherwise valid packets (an unknown type, a length
- * that lies) are counted by kind and skipped; the messages around them, in a short packet
- * and in one with more blocks than the one-pass decoder takes, are all applied with their
- * own sequence numbers. */
+ * that lies, an empty block) are counted by kind and skipped; the messages around them, in a
+ * short packet and in one with more blocks than the one-pass decoder takes, are all applied
+ * with their own sequence numbers; their books are put in doubt in the stream and the image
+ * (book 0 from its locate, every book for the empty block). */
 static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void **state)
 {
 	struct ft_case c = {0};
@@ -1090,9 +1154,10 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	uf_put_be64(p2 + 10, 4);
 	uf_put_be16(p2 + 18, 150);
 	size_t n2 = 20;
-	for (int i = 0; i < 150; i++) /* seq 4 + i; 144 does not decode */
-		n2 = i == 140 ? ft_block(p2, n2, unknown, sizeof(unknown))
-		              : ft_block(p2, n2, sys, sizeof(sys));
+	for (int i = 0; i < 150; i++) /* seq 4 + i; 144 (unknown) and 149 (empty) do not decode */
+		n2 = i == 140   ? ft_block(p2, n2, unknown, sizeof(unknown))
+		     : i == 145 ? ft_block(p2, n2, sys, 0)
+		                : ft_block(p2, n2, sys, sizeof(sys));
 	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
 	assert_true(tx >= 0);
 	struct sockaddr_in dst = {.sin_family = AF_INET,
@@ -1117,24 +1182,136 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
 		fail_msg("attach: %s", err);
 	struct uf_record r;
-	uint64_t seq, want = 2, nsys = 0;
+	uint64_t seq, want = 2, nsys = 0, nstale = 0;
 	while (uf_consumer_next(cons, &r, &seq) == 0) {
+		if (r.kind == UF_REC_STALE) {
+			/* the first message that did not decode (locate 0) puts book 0 in doubt,
+			 * in order, once: the later ones of book 0 have nothing new to say; the
+			 * empty message (no locate) puts every book in doubt, at its place */
+			assert_int_equal(r.aux, UF_STALE_DECODE);
+			assert_int_equal(r.flags, UF_RECF_STALE | UF_RECF_LAST);
+			if (nstale++ == 0) {
+				assert_int_equal(r.feed_seq, 1);
+				assert_int_equal(r.instrument, 0);
+				assert_int_equal(nsys, 0);
+			} else {
+				assert_int_equal(r.feed_seq, 149);
+				assert_int_equal(r.instrument, UF_INSTRUMENT_ALL);
+				assert_int_equal(want, 150); /* right after 148 */
+			}
+			continue;
+		}
 		if (r.kind != UF_REC_STATUS || r.aux != UF_STATUS_SYSTEM)
 			fail_msg("unexpected record kind %u aux %u", r.kind, r.aux);
 		assert_int_equal(r.feed_seq, want);
 		assert_int_equal(r.shares, 'O');
 		nsys++;
 		want = want == 2 ? 4 : want + 1;
-		if (want == 144)
+		if (want == 144 || want == 149)
 			want++;
 	}
+	struct uf_book_snapshot *snap = calloc(1, sizeof(*snap));
+	assert_int_equal(uf_consumer_snapshot(cons, 0, snap), 0);
+	assert_true(snap->flags & UF_BOOKF_STALE); /* the image says so too */
+	free(snap);
 	uf_consumer_detach(cons);
 	ft_finish(&c);
-	assert_int_equal(nsys, 1 + 149);
+	assert_int_equal(nsys, 1 + 148);
+	assert_int_equal(nstale, 2);
 	assert_int_equal(c.st.messages, 153);
 	assert_int_equal(c.st.decode_unknown_type, 2);
 	assert_int_equal(c.st.decode_bad_length, 1);
+	assert_int_equal(c.st.decode_empty_message, 1);
 	assert_int_equal(c.st.gaps, 0);
+}
+
+/* Sends one single-message datagram (a system event `code`) of session SRCTEST001 at `seq`
+ * from socket `tx` to line `l` of `c`. */
+static void ft_send_sys(struct ft_case *c, int tx, int l, uint64_t seq, uint8_t code)
+{
+	uint8_t sys[12] = {'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, code};
+	uint8_t pkt[64];
+	memcpy(pkt, "SRCTEST001", 10);
+	uf_put_be64(pkt + 10, seq);
+	uf_put_be16(pkt + 18, 1);
+	size_t n = ft_block(pkt, 20, sys, sizeof(sys));
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c->cfg.lines[l].port),
+	                          .sin_addr = c->cfg.lines[l].group};
+	assert_int_equal(sendto(tx, pkt, n, 0, (struct sockaddr *)&dst, sizeof(dst)), (ssize_t)n);
+}
+
+/* Line A takes datagrams from 127.0.0.1 only ("source"): one sent from 127.0.0.2 never
+ * reaches the books. The kernel's source-specific join drops it before the socket (and
+ * with IP_MULTICAST_ALL off, a copy arriving on another interface is dropped too), so the
+ * feed's own check (foreign_source) is a second line that this host never needs: it is
+ * exercised by test_arb_source_filter_drops_other_sources. One packet 10^9 ahead is
+ * quarantined and dropped when the stream goes on: the arbiter's counters reach the feed's
+ * counters. */
+static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void **state)
+{
+	struct ft_case c = {0};
+	char err[256];
+	ft_config(&c.cfg, 13, 0);
+	for (int l = 0; l < 2; l++) {
+		char g[32];
+		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 30 + l);
+		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
+		c.cfg.lines[l].port = (uint16_t)(44700 + 10 * (int)FT_BACKEND + l);
+		inet_pton(AF_INET, "127.0.0.1", &c.cfg.lines[l].source);
+	}
+	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
+	assert_true(tx >= 0);
+	int foreign = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(foreign >= 0);
+	struct sockaddr_in fa = {.sin_family = AF_INET};
+	inet_pton(AF_INET, "127.0.0.2", &fa.sin_addr);
+	assert_int_equal(bind(foreign, (struct sockaddr *)&fa, sizeof(fa)), 0);
+	assert_int_equal(setsockopt(foreign, IPPROTO_IP, IP_MULTICAST_IF, &c.cfg.lines[0].interface,
+	                            sizeof(c.cfg.lines[0].interface)),
+	                 0);
+	ft_send_sys(&c, tx, 0, 1, 'O');
+	ft_send_sys(&c, foreign, 0, 2, 'Q');        /* would be message 2 */
+	ft_send_sys(&c, tx, 0, 1000000000ull, 'C'); /* far ahead: held */
+	ft_send_sys(&c, tx, 0, 2, 'O');             /* the stream goes on: the held one drops */
+	close(foreign);
+	close(tx);
+	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
+	uint64_t end = uf_now_mono_ns() + 5000000000ull;
+	while ((uf_load_relaxed_u64(&s->messages) < 2 ||
+	        uf_load_relaxed_u64(&s->quarantine_dropped) < 1) &&
+	       uf_now_mono_ns() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	struct uf_consumer_options o;
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
+	struct uf_record r;
+	uint64_t seq, nsys = 0;
+	while (uf_consumer_next(cons, &r, &seq) == 0) {
+		assert_int_equal(r.kind, UF_REC_STATUS);
+		assert_int_equal(r.shares, 'O'); /* neither 'Q' (foreign) nor 'C' (far) */
+		assert_int_equal(r.feed_seq, nsys + 1);
+		nsys++;
+	}
+	uf_consumer_detach(cons);
+	ft_finish(&c);
+	assert_int_equal(nsys, 2);
+	assert_int_equal(c.st.messages, 2);
+	assert_int_equal(c.st.quarantined, 1);
+	assert_int_equal(c.st.quarantine_dropped, 1);
+	assert_int_equal(c.st.quarantine_confirmed, 0);
+	assert_int_equal(c.st.gaps, 0);
+	assert_int_equal(c.st.rerequests, 0);
+	/* three genuine datagrams, plus the foreign one if the kernel let it through */
+	assert_int_equal(c.st.lines[0].packets, 3 + c.st.lines[0].foreign_source);
 }
 
 /* Line A is flooded before the feed thread starts reading: its socket's receive buffer
@@ -1238,6 +1415,7 @@ int main(void)
 		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
 		cmocka_unit_test(test_feed_undecodable_messages_are_counted_and_the_rest_applied),
 		cmocka_unit_test(test_feed_counts_datagrams_the_host_dropped),
+		cmocka_unit_test(test_feed_foreign_source_and_far_jump_are_dropped_and_counted),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -20,6 +21,7 @@
 #include "decode/uf_decode.h"
 #include "feed/sink.h"
 #include "publish/uf_publish.h"
+#include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 
 #define RX_NS 1700000000123456789ull
@@ -34,6 +36,9 @@ struct fx {
 	struct uf_record recs[64];  /* one step's records */
 };
 
+static uint32_t g_gid; /* ring.gid for the next fx_setup */
+static int g_has_gid;  /* ring.has_gid for the next fx_setup */
+
 static int fx_setup(struct fx *x, uint32_t ring_instruments)
 {
 	static int n;
@@ -46,6 +51,8 @@ static int fx_setup(struct fx *x, uint32_t ring_instruments)
 	x->cfg.book.depth = 5;
 	x->cfg.book.max_instruments = ring_instruments;
 	x->cfg.numa_node = -1;
+	x->cfg.ring.has_gid = (uint32_t)g_has_gid;
+	x->cfg.ring.gid = g_gid;
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
 	pp.max_instruments = 16;
@@ -67,14 +74,10 @@ static int fx_setup(struct fx *x, uint32_t ring_instruments)
 
 static void fx_teardown(struct fx *x)
 {
-	char path[128];
 	uf_consumer_detach(x->cons);
 	uf_sink_close(&x->sink);
 	uf_publish_destroy(x->pub);
-	snprintf(path, sizeof(path), "/dev/shm/uf.%s", x->name);
-	unlink(path);
-	snprintf(path, sizeof(path), "/dev/shm/uf.%s.cons", x->name);
-	unlink(path);
+	uf_ring_unlink(x->name, NULL); /* its private directory: nothing left in RAM */
 }
 
 static struct uf_itch_msg msg(uint8_t type, uint16_t loc)
@@ -232,13 +235,238 @@ static void test_sink_gap_marks_stale_and_session_clears(void **state)
 	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
 	assert_int_equal(s.nbid, 1);
 
-	/* A new session: the publisher starts over, every image book empties, stale clears. */
-	uf_publish_reset(x.pub);
-	assert_int_equal(uf_sink_new_session(&x.sink), 0);
+	/* A new session: the publisher starts over and says so (one RESET record), every image
+	 * book empties and stale clears, in the step that publishes the record. */
+	int k = uf_publish_new_session(x.pub, "SESSION002", x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(k, 1);
+	assert_int_equal(uf_sink_new_session(&x.sink, x.recs, 1), 0);
+	read_exactly(&x, got, 1);
+	assert_int_equal(got[0].kind, UF_REC_RESET);
+	assert_int_equal(got[0].shares, UF_RESET_NEW_SESSION);
+	assert_int_equal(got[0].feed_seq, 1);
+	assert_int_equal(got[0].flags, UF_RECF_LAST);
+	assert_memory_equal(&got[0].ref, "SESSION0", 8);
+	assert_memory_equal(&got[0].aux, "02", 2);
 	snap(&x, 5, &s);
 	assert_int_equal(s.flags & UF_RECF_STALE, 0);
 	assert_int_equal(s.nbid, 0);
 	assert_int_equal(s.nask, 0);
+	assert_int_equal(s.stamp, total + 1);  /* the image is at the RESET's step, not before */
+	assert_string_equal(s.symbol, "AAPL"); /* the directory stays */
+	fx_teardown(&x);
+}
+
+/* A side deeper than the image's depth is cut to depth and flagged truncated (the sink asks
+ * the publisher for depth + 1 levels); when it shrinks back to depth the flag clears. */
+static void test_sink_flags_a_deeper_book_truncated(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	struct uf_itch_msg m[9];
+	m[0] = dir(4, "DEEP");
+	for (int i = 0; i < 6; i++) /* 6 bid levels: one more than depth 5 */
+		m[1 + i] = add(4, 10 + (uint64_t)i, 'B', 100, 1000 - 10 * (uint32_t)i);
+	m[7] = add(4, 20, 'S', 100, 2000); /* one ask level */
+	assert_int_equal(step(&x, m, 8, &n), 0);
+	snap(&x, 4, &s);
+	assert_int_equal(s.nbid, 5);
+	assert_int_equal(s.bid[0].price, 1000);
+	assert_int_equal(s.bid[4].price, 960);
+	assert_int_equal(s.nask, 1);
+	assert_int_equal(s.flags & UF_BOOKF_TRUNCATED_BID, UF_BOOKF_TRUNCATED_BID);
+	assert_int_equal(s.flags & UF_BOOKF_TRUNCATED_ASK, 0);
+	/* The deepest bid leaves: exactly depth levels, the copy is whole again. */
+	struct uf_itch_msg d = msg('D', 4);
+	d.u.del.order_ref = 15;
+	assert_int_equal(step(&x, &d, 1, &n), 0);
+	snap(&x, 4, &s);
+	assert_int_equal(s.nbid, 5);
+	assert_int_equal(s.flags & UF_BOOKF_TRUNCATED, 0);
+	fx_teardown(&x);
+}
+
+/* ring.group (has_gid/gid) reaches the ring: its private directory belongs to that group.
+ * Forced: a group other than the process's own when running as root. */
+static void test_sink_ring_gets_the_configured_group(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct stat st;
+	char dir[256];
+	const char *base = getenv("UF_RING_DIR") ? getenv("UF_RING_DIR") : "/dev/shm";
+	g_gid = geteuid() == 0 ? (getegid() == 4 ? 5u : 4u) : (uint32_t)getegid();
+	g_has_gid = 1;
+	fx_setup(&x, 16);
+	g_has_gid = 0;
+	snprintf(dir, sizeof(dir), "%s/uf.%s", base, x.name);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_gid, g_gid);
+	fx_teardown(&x);
+}
+
+static struct uf_itch_msg execp(uint16_t loc, uint64_t ref, uint32_t shares, uint64_t match,
+                                uint8_t printable, uint32_t price)
+{
+	struct uf_itch_msg m = msg('C', loc);
+	m.u.exec.order_ref = ref;
+	m.u.exec.shares = shares;
+	m.u.exec.match = match;
+	m.u.exec.printable = printable;
+	m.u.exec.price = price;
+	return m;
+}
+
+static struct uf_itch_msg cross(uint16_t loc, uint64_t shares, uint32_t price, uint64_t match)
+{
+	struct uf_itch_msg m = msg('Q', loc);
+	uf_symbol_pad(m.u.cross.stock, "X");
+	m.u.cross.shares = shares;
+	m.u.cross.price = price;
+	m.u.cross.match = match;
+	m.u.cross.cross_type = 'O';
+	return m;
+}
+
+static struct uf_itch_msg broken(uint16_t loc, uint64_t match)
+{
+	struct uf_itch_msg m = msg('B', loc);
+	m.u.broken.match = match;
+	return m;
+}
+
+/* Volume, last trade and trade count in the image are exactly what the TRADE records say
+ * (uf_rec_trade_prints): a non-printable execution, a broken trade and a cross of 0 shares
+ * move nothing; the publisher's instrument view agrees; a new session starts them over. */
+static void test_sink_image_trades_follow_the_record_contract(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	const struct uf_itch_msg m[] = {
+	    dir(2, "TRD"),
+	    add(2, 1, 'S', 1000, 5000),
+	    trade(2, 100, 4990),            /* P: prints 100 @ 4990 */
+	    execp(2, 1, 200, 7, 'Y', 5010), /* C printable: 200 @ 5010 */
+	    execp(2, 1, 300, 8, 'N', 5020), /* C non-printable: nothing */
+	    cross(2, 0, 5030, 9),           /* Q of 0 shares: nothing */
+	    broken(2, 7),                   /* B: nothing (the record has no shares) */
+	};
+	assert_int_equal(step(&x, m, UF_ARRAY_SIZE(m), &n), 0);
+	uint64_t vol = 0, trades = 0;
+	int64_t last = 0;
+	for (size_t i = 0; i < n; i++)
+		if (uf_rec_trade_prints(&x.recs[i])) {
+			vol += x.recs[i].shares;
+			trades++;
+			last = x.recs[i].price;
+		}
+	assert_int_equal(vol, 300);
+	assert_int_equal(trades, 2);
+	snap(&x, 2, &s);
+	assert_int_equal(s.volume, vol);
+	assert_int_equal(s.trades, trades);
+	assert_int_equal(s.last_price, last);
+	assert_int_equal(s.last_price, 5010);
+	const struct uf_pub_instrument *pi = uf_publish_instrument(x.pub, 2);
+	assert_int_equal(pi->volume, vol);
+	assert_int_equal(pi->last_trade_price, 5010);
+	/* A cross with shares prints. */
+	const struct uf_itch_msg q = cross(2, 50, 5040, 10);
+	assert_int_equal(step(&x, &q, 1, &n), 0);
+	snap(&x, 2, &s);
+	assert_int_equal(s.volume, 350);
+	assert_int_equal(s.last_price, 5040);
+	/* A new session: volume and last trade start over, in the image and the publisher. */
+	int k = uf_publish_new_session(x.pub, "SESSION003", x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(uf_sink_new_session(&x.sink, x.recs, (size_t)k), 0);
+	snap(&x, 2, &s);
+	assert_int_equal(s.volume, 0);
+	assert_int_equal(s.trades, 0);
+	assert_int_equal(s.last_price, 0);
+	assert_int_equal(pi->volume, 0);
+	assert_int_equal(pi->last_trade_price, 0);
+	fx_teardown(&x);
+}
+
+/* Doubts reach the stream and the image: an integrity error (unknown reference) and a full
+ * level table each put their book (only theirs) stale with one STALE record; a decode doubt
+ * of every book (uf_publish_doubt, UF_INSTRUMENT_ALL) flags every image entry. */
+static void test_sink_doubts_mark_their_books_stale(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	const struct uf_itch_msg m1[] = {dir(1, "ONE"), dir(2, "TWO"), dir(3, "THREE"),
+	                                 add(1, 1, 'B', 10, 100), add(2, 2, 'B', 10, 100)};
+	assert_int_equal(step(&x, m1, UF_ARRAY_SIZE(m1), &n), 0);
+	struct uf_itch_msg del = msg('D', 1);
+	del.u.del.order_ref = 999; /* unknown: book 1 misses something */
+	assert_int_equal(step(&x, &del, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(x.recs[0].kind, UF_REC_STALE);
+	assert_int_equal(x.recs[0].instrument, 1);
+	assert_int_equal(x.recs[0].aux, UF_STALE_INTEGRITY);
+	snap(&x, 1, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	snap(&x, 2, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	/* Book 1's next record carries the flag. */
+	const struct uf_itch_msg a = add(1, 3, 'B', 5, 100);
+	assert_int_equal(step(&x, &a, 1, &n), 0);
+	assert_true(x.recs[n - 1].flags & UF_RECF_STALE);
+	/* Every book: one record, every entry stale. */
+	int k = uf_publish_doubt(x.pub, UF_INSTRUMENT_ALL, UF_STALE_DECODE, x.seq++, RX_NS, x.recs,
+	                         UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(k, 1);
+	assert_int_equal(x.recs[0].instrument, UF_INSTRUMENT_ALL);
+	assert_int_equal(uf_sink_records(&x.sink, x.recs, 1, RX_NS), 0);
+	for (uint32_t id = 1; id <= 3; id++) {
+		snap(&x, id, &s);
+		assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	}
+	/* Again: nothing new to say, no record. */
+	assert_int_equal(uf_publish_doubt(x.pub, 2, UF_STALE_DECODE, x.seq++, RX_NS, x.recs,
+	                                  UF_ARRAY_SIZE(x.recs)),
+	                 0);
+	fx_teardown(&x);
+}
+
+/* A full level table puts the refused order's book in doubt (publisher of 2 levels). */
+static void test_sink_full_table_marks_the_book_stale(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	uf_publish_destroy(x.pub);
+	struct uf_publish_params pp;
+	uf_publish_params_default(&pp);
+	pp.max_instruments = 16;
+	pp.max_orders = 1024;
+	pp.max_levels = 2;
+	pp.numa_node = -1;
+	assert_int_equal(uf_publish_create(&pp, &x.pub), 0);
+	x.sink.pub = x.pub;
+	const struct uf_itch_msg m[] = {dir(6, "FULL"), dir(7, "OTHER"), add(7, 1, 'B', 10, 100),
+	                                add(6, 2, 'B', 10, 100), add(6, 3, 'B', 10, 101)};
+	assert_int_equal(step(&x, m, UF_ARRAY_SIZE(m), &n), 0);
+	assert_int_equal(x.recs[n - 1].kind, UF_REC_STALE);
+	assert_int_equal(x.recs[n - 1].instrument, 6);
+	assert_int_equal(x.recs[n - 1].aux, UF_STALE_TABLE_FULL);
+	assert_int_equal(x.recs[n - 1].shares, UF_PUB_ERR_LEVELS_FULL);
+	snap(&x, 6, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	assert_int_equal(s.nbid, 1);
+	snap(&x, 7, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
 	fx_teardown(&x);
 }
 
@@ -340,6 +568,11 @@ int main(void)
 	    cmocka_unit_test(test_sink_records_reach_ring_and_image),
 	    cmocka_unit_test(test_sink_gap_marks_stale_and_session_clears),
 	    cmocka_unit_test(test_sink_instrument_enters_with_snapshot),
+	    cmocka_unit_test(test_sink_flags_a_deeper_book_truncated),
+	    cmocka_unit_test(test_sink_ring_gets_the_configured_group),
+	    cmocka_unit_test(test_sink_image_trades_follow_the_record_contract),
+	    cmocka_unit_test(test_sink_doubts_mark_their_books_stale),
+	    cmocka_unit_test(test_sink_full_table_marks_the_book_stale),
 	    cmocka_unit_test(test_sink_returns_image_range_error),
 	    cmocka_unit_test(test_sink_returns_status_slots_error),
 	};

@@ -78,6 +78,18 @@ static uint64_t err(struct fx *f, enum uf_pub_err k)
 	return st.errors[k];
 }
 
+/* Record i of the last message is the doubt about book `inst`: UF_REC_STALE, reason,
+ * error kind, flagged stale, and the message's last record. */
+static void expect_stale_rec(struct fx *f, int i, uint32_t inst, uint32_t reason, uint32_t kind)
+{
+	assert_int_equal(f->r[i].kind, UF_REC_STALE);
+	assert_int_equal(f->r[i].instrument, inst);
+	assert_int_equal(f->r[i].aux, reason);
+	assert_int_equal(f->r[i].shares, kind);
+	assert_int_equal(f->r[i].flags, UF_RECF_STALE | UF_RECF_LAST);
+	assert_true(uf_publish_instrument(f->p, inst)->stale);
+}
+
 static void test_add_creates_level_with_mbo_and_level_records(void **state)
 {
 	struct fx *f = *state;
@@ -173,8 +185,10 @@ static void test_exec_reduces_then_removes_order_and_prints_trade(void **state)
 	assert_int_equal(in->last_trade_shares, 100);
 	assert_int_equal(in->last_trade_match, 79);
 	assert_int_equal(in->volume, 600);
-	/* The executed order is gone: executing it again is an integrity error. */
-	assert_int_equal(ap(f, mk_exec(3, 11, 1, 80)), 0);
+	/* The executed order is gone: executing it again is an integrity error, and the book
+	 * is in doubt from here on (one STALE record, the book flagged). */
+	assert_int_equal(ap(f, mk_exec(3, 11, 1, 80)), 1);
+	expect_stale_rec(f, 0, 3, UF_STALE_INTEGRITY, UF_PUB_ERR_UNKNOWN_REF);
 	assert_int_equal(err(f, UF_PUB_ERR_UNKNOWN_REF), 1);
 }
 
@@ -192,10 +206,12 @@ static void test_exec_with_price_prints_at_its_own_price(void **state)
 	assert_int_equal(uf_publish_instrument(f->p, 4)->last_trade_price, 2990);
 	assert_int_equal(uf_publish_instrument(f->p, 4)->volume, 100);
 	expect_top(f, 4, UF_SIDE_BID, 1, (int64_t[]){3000}, (uint64_t[]){200}, (uint32_t[]){1});
-	/* C on an unknown order still reports the print (side unknown). */
-	assert_int_equal(ap(f, mk_execp(4, 999, 10, 7, 'Y', 2970)), 1);
+	/* C on an unknown order still reports the print (side unknown); the book is in doubt. */
+	assert_int_equal(ap(f, mk_execp(4, 999, 10, 7, 'Y', 2970)), 2);
 	assert_int_equal(f->r[0].kind, UF_REC_TRADE);
 	assert_int_equal(f->r[0].side, UF_SIDE_NONE);
+	expect_stale_rec(f, 1, 4, UF_STALE_INTEGRITY, UF_PUB_ERR_UNKNOWN_REF);
+	assert_int_equal(uf_publish_instrument(f->p, 4)->last_trade_price, 2970); /* it prints */
 	assert_int_equal(err(f, UF_PUB_ERR_UNKNOWN_REF), 1);
 }
 
@@ -209,14 +225,17 @@ static void test_cancel_partial_full_and_over_cancel(void **state)
 	assert_int_equal(f->r[0].shares, 600);
 	assert_int_equal(f->r[0].aux, 400);
 	expect_top(f, 6, UF_SIDE_BID, 1, (int64_t[]){4000}, (uint64_t[]){1100}, (uint32_t[]){2});
-	/* Cancelling more than is left: counted, and the order leaves with what it had. */
-	assert_int_equal(ap(f, mk_cancel(6, 30, 700)), 2);
+	/* Cancelling more than is left: counted, and the order leaves with what it had; the
+	 * book is in doubt. */
+	assert_int_equal(ap(f, mk_cancel(6, 30, 700)), 3);
+	expect_stale_rec(f, 2, 6, UF_STALE_INTEGRITY, UF_PUB_ERR_OVER_CANCEL);
 	assert_int_equal(f->r[0].kind, UF_REC_ORDER_DELETE);
 	assert_int_equal(f->r[0].shares, 600);
 	assert_int_equal(err(f, UF_PUB_ERR_OVER_CANCEL), 1);
 	expect_top(f, 6, UF_SIDE_BID, 1, (int64_t[]){4000}, (uint64_t[]){500}, (uint32_t[]){1});
-	/* Over-execution likewise. */
+	/* Over-execution likewise (the book is stale already: no second STALE record). */
 	assert_int_equal(ap(f, mk_exec(6, 31, 501, 9)), 3);
+	assert_true(f->r[2].flags & UF_RECF_STALE);
 	assert_int_equal(f->r[2].shares, 501); /* the trade reports what the exchange said */
 	assert_int_equal(err(f, UF_PUB_ERR_OVER_EXEC), 1);
 	expect_top(f, 6, UF_SIDE_BID, 0, NULL, NULL, NULL);
@@ -240,7 +259,8 @@ static void test_delete_removes_order_and_level(void **state)
 	assert_int_equal(st.live_orders, 0);
 	assert_int_equal(st.live_levels, 0);
 	assert_int_equal(st.peak_orders, 2);
-	assert_int_equal(ap(f, mk_del(7, 40)), 0);
+	assert_int_equal(ap(f, mk_del(7, 40)), 1);
+	expect_stale_rec(f, 0, 7, UF_STALE_INTEGRITY, UF_PUB_ERR_UNKNOWN_REF);
 	assert_int_equal(err(f, UF_PUB_ERR_UNKNOWN_REF), 1);
 }
 
@@ -272,7 +292,8 @@ static void test_replace_moves_order_to_new_price_and_back_of_queue(void **state
 	assert_int_equal(f->r[3].shares, 150);
 	assert_int_equal(f->r[3].orders, 2);
 	/* The old reference is dead, the new one lives. */
-	assert_int_equal(ap(f, mk_del(8, 60)), 0);
+	assert_int_equal(ap(f, mk_del(8, 60)), 1);
+	expect_stale_rec(f, 0, 8, UF_STALE_INTEGRITY, UF_PUB_ERR_UNKNOWN_REF);
 	assert_int_equal(ap(f, mk_del(8, 61)), 2);
 	assert_int_equal(err(f, UF_PUB_ERR_UNKNOWN_REF), 1);
 	/* Replace onto a live reference: the old order goes, the add is refused and counted. */
@@ -496,7 +517,10 @@ static void test_integrity_errors_are_counted_and_change_nothing(void **state)
 {
 	struct fx *f = *state;
 	ap(f, mk_add(1, 1, 'B', 100, 1000, NULL));
-	assert_int_equal(ap(f, mk_add(1, 1, 'S', 5, 5, NULL)), 0);  /* duplicate ref */
+	assert_int_equal(ap(f, mk_add(1, 1, 'S', 5, 5, NULL)), 1); /* duplicate ref */
+	expect_stale_rec(f, 0, 1, UF_STALE_INTEGRITY, UF_PUB_ERR_DUP_REF);
+	assert_true(uf_publish_instrument(f->p, 1)->stale);
+	/* book 1 is stale now: its later errors add no STALE record */
 	assert_int_equal(ap(f, mk_add(1, 2, 'X', 5, 5, NULL)), 0);  /* bad side */
 	assert_int_equal(ap(f, mk_add(64, 3, 'B', 5, 5, NULL)), 0); /* locate out of range */
 	assert_int_equal(ap(f, mk_exec(1, 99, 5, 1)), 0);
@@ -532,7 +556,8 @@ static void test_full_order_table_refuses_adds_until_orders_leave(void **state)
 	struct fx f = {.p = mk_pub(4, 8, 100, 0)};
 	for (uint64_t i = 1; i <= 4; i++)
 		assert_int_equal(ap(&f, mk_add(1, i, 'B', 10, (uint32_t)(100 + i), NULL)), 2);
-	assert_int_equal(ap(&f, mk_add(1, 5, 'B', 10, 200, NULL)), 0);
+	assert_int_equal(ap(&f, mk_add(1, 5, 'B', 10, 200, NULL)), 1); /* only the doubt */
+	expect_stale_rec(&f, 0, 1, UF_STALE_TABLE_FULL, UF_PUB_ERR_ORDERS_FULL);
 	assert_int_equal(ap(&f, mk_add(1, 4, 'B', 10, 200, NULL)), 0); /* still a duplicate */
 	assert_int_equal(err(&f, UF_PUB_ERR_ORDERS_FULL), 1);
 	assert_int_equal(err(&f, UF_PUB_ERR_DUP_REF), 1);
@@ -550,7 +575,8 @@ static void test_full_level_pool_refuses_new_levels_only(void **state)
 	struct fx f = {.p = mk_pub(100, 8, 3, 0)};
 	for (uint32_t i = 0; i < 3; i++)
 		assert_int_equal(ap(&f, mk_add(1, i + 1, 'S', 10, 100 + i, NULL)), 2);
-	assert_int_equal(ap(&f, mk_add(1, 10, 'S', 10, 999, NULL)), 0); /* 4th level */
+	assert_int_equal(ap(&f, mk_add(1, 10, 'S', 10, 999, NULL)), 1); /* 4th level */
+	expect_stale_rec(&f, 0, 1, UF_STALE_TABLE_FULL, UF_PUB_ERR_LEVELS_FULL);
 	assert_int_equal(err(&f, UF_PUB_ERR_LEVELS_FULL), 1);
 	assert_int_equal(ap(&f, mk_add(1, 11, 'S', 10, 101, NULL)), 2); /* existing level */
 	struct uf_publish_stats st;

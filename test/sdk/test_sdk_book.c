@@ -178,6 +178,52 @@ static void test_gap_flags_every_book_stale_and_clear_empties_them(void **state)
 	uf_book_builder_destroy(b);
 }
 
+/* The stream's own reset and doubts: a STALE record flags its book (or every book), a RESET
+ * record empties every book and clears every doubt, keeping the symbols. */
+static void test_reset_and_stale_records_are_applied(void **state)
+{
+	uf_book_builder_t *b = mk_builder(8);
+	struct uf_book_builder_stats st;
+	struct uf_record r;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.kind = UF_REC_INSTRUMENT;
+	r.instrument = 1;
+	memcpy(&r.ref, "AAPL    ", 8);
+	assert_int_equal(uf_book_builder_apply(b, &r, 0), 1);
+	r = lvl(1, UF_SIDE_BID, 10, 1, 1), uf_book_builder_apply(b, &r, 1);
+	r = lvl(2, UF_SIDE_ASK, 20, 1, 1), uf_book_builder_apply(b, &r, 2);
+	memset(&r, 0, sizeof(r));
+	r.kind = UF_REC_STALE;
+	r.instrument = 2;
+	r.aux = UF_STALE_INTEGRITY;
+	r.flags = UF_RECF_STALE | UF_RECF_LAST;
+	assert_int_equal(uf_book_builder_apply(b, &r, 3), 1);
+	assert_true(uf_book_builder_flags(b, 2) & UF_BOOKF_STALE);
+	assert_false(uf_book_builder_flags(b, 1) & UF_BOOKF_STALE);
+	r.instrument = UF_INSTRUMENT_ALL;
+	r.aux = UF_STALE_DECODE;
+	assert_int_equal(uf_book_builder_apply(b, &r, 4), 1);
+	assert_true(uf_book_builder_flags(b, 1) & UF_BOOKF_STALE);
+	assert_true(uf_book_builder_flags(b, 7) & UF_BOOKF_STALE);
+	memset(&r, 0, sizeof(r));
+	r.kind = UF_REC_RESET;
+	r.shares = UF_RESET_NEW_SESSION;
+	r.feed_seq = 1;
+	r.flags = UF_RECF_LAST;
+	assert_int_equal(uf_book_builder_apply(b, &r, 5), 1);
+	assert_int_equal(uf_book_builder_depth(b, 1, UF_SIDE_BID), 0);
+	assert_int_equal(uf_book_builder_depth(b, 2, UF_SIDE_ASK), 0);
+	assert_int_equal(uf_book_builder_flags(b, 1), 0);
+	assert_int_equal(uf_book_builder_flags(b, 2), 0);
+	assert_string_equal(uf_book_builder_symbol(b, 1), "AAPL");
+	uf_book_builder_get_stats(b, &st);
+	assert_int_equal(st.resets, 1);
+	assert_int_equal(st.ignored, 0);
+	uf_book_builder_destroy(b);
+}
+
 static void test_snapshot_bracket_replaces_the_book_and_its_truncation(void **state)
 {
 	uf_book_builder_t *b = mk_builder(8);
@@ -792,6 +838,7 @@ int main(void)
 	    cmocka_unit_test(test_a_side_grows_past_its_first_allocation),
 	    cmocka_unit_test(test_records_below_the_snapshot_stamp_are_not_applied_twice),
 	    cmocka_unit_test(test_gap_flags_every_book_stale_and_clear_empties_them),
+	    cmocka_unit_test(test_reset_and_stale_records_are_applied),
 	    cmocka_unit_test(test_snapshot_bracket_replaces_the_book_and_its_truncation),
 	    cmocka_unit_test(test_orders_are_tracked_only_when_asked_and_survive_collisions),
 	    cmocka_unit_test(test_image_flags_a_side_cut_at_its_depth_and_sync_reports_it),

@@ -73,9 +73,9 @@ static void usage(FILE *f)
 
 static const char *kind_name(uint8_t k)
 {
-	static const char *names[] = {"?",          "level",    "add",       "modify",
-	                              "delete",     "trade",    "status",    "gap",
-	                              "snap_begin", "snap_end", "instrument"};
+	static const char *names[] = {"?",          "level",  "add",  "modify",     "delete",
+	                              "trade",      "status", "gap",  "snap_begin", "snap_end",
+	                              "instrument", "reset",  "stale"};
 	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
