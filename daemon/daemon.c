@@ -710,6 +710,9 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 				continue;
 			uf_log_error("feed %s stopped on its own: %s", s->cfg->name,
 			             s->rc ? s->error : "no error given");
+			uf_sd_notify_stopping();
+			uf_sd_notify_status("stopping: feed %s failed: %s", s->cfg->name,
+			                    s->rc ? s->error : "no error given");
 			code = EXIT_RUNTIME;
 			stopping = 1;
 		}
