@@ -5,8 +5,9 @@
 #   cmake --install build --prefix /usr      # the layout of the .deb: /usr/bin, /etc/uringfeed
 #   cmake --install build --prefix /opt/uf   # self-contained: /opt/uf/etc/uringfeed, ...
 
-# Tools whose own CMakeLists.txt has no install rule (uringfeed, uf-tail and uf-bench have one).
-foreach(tool uf-gen uf-decode uf-replay)
+# Tools whose own CMakeLists.txt has no install rule (uringfeed, uf-tail and uf-bench have one):
+# uf-snap (snapshot files), and uf-bridge (ring to NATS) when its branch's target exists.
+foreach(tool uf-gen uf-decode uf-replay uf-snap uf-bridge)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()

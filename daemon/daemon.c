@@ -17,8 +17,11 @@
 #include "daemon/events.h"
 #include "daemon/log.h"
 #include "daemon/placement.h"
+#include "daemon/sd_notify.h"
 #include "daemon/status.h"
+#include "daemon/status_render.h"
 #include "daemon/uf_config.h"
+#include "daemon/watchdog.h"
 #include "feed/feed_log.h"
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
@@ -26,6 +29,11 @@
 #define EXIT_RUNTIME   1
 #define EXIT_CONFIG    2
 #define STOP_TIMEOUT_S 10 /* a feed leaves its loop within one batch: 10 s means it is stuck */
+#define TICK_NS        1000000000ull /* events, reaping, STATUS= */
+/* Shortest heartbeat check period: a feed loop comes back at least every 50 ms (epoll's
+ * wait), so two checks closer than that could find a healthy idle feed unmoved. */
+#define BEAT_MIN_NS   100000000ull
+#define START_POLL_NS 10000000ull /* until READY=1: how often the feed loops are looked at */
 
 /* One configured feed and its thread. */
 struct feed_slot {
@@ -41,6 +49,11 @@ struct feed_slot {
 	                                   * after rc/error so readers may use them */
 	int rc;                           /* uf_feed_run's result */
 	char error[160];                  /* its error message */
+	uint32_t run_stop;                /* uf_feed_run's stop flag: main release-stores 1 at
+	                                   * shutdown (and for a test stall, UF_TEST_HOOKS) */
+#ifdef UF_TEST_HOOKS
+	uint32_t stall; /* test hook: 1 while the feed thread is to block (main writes) */
+#endif
 };
 
 struct uf_daemon {
@@ -54,6 +67,20 @@ struct uf_daemon {
 	pid_t pid;                       /* our pid, for the wake-up signal */
 	struct uf_events events;         /* event log lines (main loop thread only) */
 	struct uf_status_snapshot *tick; /* the main loop's snapshot for uf_events_tick */
+	/* systemd (main loop only): READY=1 sent, heartbeats of the last check, stuck feeds,
+	 * the last STATUS= text sent. */
+	int ready;
+	int64_t watchdog_us;                 /* WATCHDOG_USEC for us, 0 = no watchdog */
+	uint64_t beat_period_ns;             /* heartbeat check (and ping) period */
+	uint64_t beats[UF_CFG_MAX_FEEDS];    /* uf_watchdog_beats at the last check */
+	uint64_t moved_ns[UF_CFG_MAX_FEEDS]; /* monotonic time the beats last moved */
+	uint8_t stuck[UF_CFG_MAX_FEEDS];     /* 1 while a live feed's heartbeat does not move */
+	char sd_status[UF_SD_STATUS_MAX];    /* last STATUS= text */
+#ifdef UF_TEST_HOOKS
+	int stall_feed;             /* UF_TEST_STALL_FEED's feed index, -1 when unset */
+	pthread_mutex_t stall_lock; /* stalled feed threads wait on stall_cond */
+	pthread_cond_t stall_cond;
+#endif
 };
 
 /* One summary line per feed: what --check-config prints and what the daemon logs at start. */
@@ -191,6 +218,64 @@ static int fill_status(void *arg, struct uf_status_snapshot *snap)
 
 /* ---- feed threads ---- */
 
+#ifdef UF_TEST_HOOKS
+/* Test-only fault hook, compiled in only with UF_TEST_HOOKS (the test executable
+ * uringfeed-test-hooks; never the installed daemon). UF_TEST_STALL_FEED=NAME arms it for feed
+ * NAME: that feed's thread starts stalled (before its loop ever runs), and each SIGUSR2 to the
+ * daemon toggles the stall. A stalled feed thread leaves uf_feed_run and blocks on a condition
+ * variable, so its heartbeat stops exactly as a thread stuck in a call or a lock would, while
+ * the main loop keeps running: what the watchdog must notice (test_daemon_sd_notify). */
+static void test_stall_wait(struct feed_slot *s)
+{
+	struct uf_daemon *d = s->d;
+
+	pthread_mutex_lock(&d->stall_lock);
+	while (uf_load_acquire_u32(&s->stall) && !uf_load_acquire_u32(&d->stop))
+		pthread_cond_wait(&d->stall_cond, &d->stall_lock);
+	pthread_mutex_unlock(&d->stall_lock);
+}
+
+static void test_stall_init(struct uf_daemon *d)
+{
+	const char *name = getenv("UF_TEST_STALL_FEED");
+
+	d->stall_feed = -1;
+	pthread_mutex_init(&d->stall_lock, NULL);
+	pthread_cond_init(&d->stall_cond, NULL);
+	for (int i = 0; name && i < d->cfg.nfeeds; i++)
+		if (strcmp(d->cfg.feeds[i].name, name) == 0)
+			d->stall_feed = i;
+	if (d->stall_feed < 0)
+		return;
+	uf_log_warn("test hook: feed %s starts stalled; SIGUSR2 toggles the stall", name);
+	uf_store_release_u32(&d->slots[d->stall_feed].stall, 1);
+	uf_store_release_u32(&d->slots[d->stall_feed].run_stop, 1);
+}
+
+static void test_stall_toggle(struct uf_daemon *d)
+{
+	struct feed_slot *s;
+
+	if (d->stall_feed < 0)
+		return;
+	s = &d->slots[d->stall_feed];
+	pthread_mutex_lock(&d->stall_lock);
+	uint32_t on = !uf_load_acquire_u32(&s->stall);
+	uf_store_release_u32(&s->stall, on);
+	uf_store_release_u32(&s->run_stop, on); /* leave the loop (on) or let it run (off) */
+	pthread_cond_broadcast(&d->stall_cond);
+	pthread_mutex_unlock(&d->stall_lock);
+	uf_log_warn("test hook: feed %s %s", s->cfg->name, on ? "stalled" : "released");
+}
+
+static void test_stall_release_all(struct uf_daemon *d)
+{
+	pthread_mutex_lock(&d->stall_lock);
+	pthread_cond_broadcast(&d->stall_cond);
+	pthread_mutex_unlock(&d->stall_lock);
+}
+#endif
+
 static void *feed_thread(void *arg)
 {
 	struct feed_slot *s = arg;
@@ -200,7 +285,21 @@ static void *feed_thread(void *arg)
 	snprintf(name, sizeof(name), "uf-%.12s", s->cfg->name);
 	pthread_setname_np(pthread_self(), name);
 	uf_store_relaxed_u32(&s->state, UF_STATUS_RUNNING);
-	s->rc = uf_feed_run(s->feed, (const volatile int *)&s->d->stop);
+#ifdef UF_TEST_HOOKS
+	/* Test builds only (see test_stall_toggle): the loop is left on a stall request, the
+	 * thread blocks outside it (its heartbeat stops, as a thread stuck in a call would),
+	 * and runs the loop again once released, unless the daemon stops meanwhile. */
+	for (;;) {
+		test_stall_wait(s);
+		if (uf_load_acquire_u32(&s->d->stop))
+			break;
+		s->rc = uf_feed_run(s->feed, (const volatile int *)&s->run_stop);
+		if (s->rc || uf_load_acquire_u32(&s->d->stop))
+			break;
+	}
+#else
+	s->rc = uf_feed_run(s->feed, (const volatile int *)&s->run_stop);
+#endif
 	if (s->rc)
 		snprintf(s->error, sizeof(s->error), "%s", uf_feed_error(s->feed));
 	uf_store_relaxed_u32(&s->state, s->rc ? UF_STATUS_FAILED : UF_STATUS_STOPPED);
@@ -308,6 +407,99 @@ static void reload(struct uf_daemon *d)
 	uf_log_info("reload: done (%d filter%s changed)", applied, applied == 1 ? "" : "s");
 }
 
+/* ---- systemd: READY, STATUS, WATCHDOG (main loop only) ---- */
+
+/* Sends STATUS= when the text changed (from the main loop's snapshot d->tick). */
+static void sd_status(struct uf_daemon *d)
+{
+	char text[UF_SD_STATUS_MAX];
+	size_t off = 0;
+
+	if (!d->ready)
+		off = (size_t)snprintf(text, sizeof(text), "starting: ");
+	uf_status_render_systemd(d->tick, d->stuck, text + off, sizeof(text) - off);
+	if (strcmp(text, d->sd_status) == 0)
+		return;
+	memcpy(d->sd_status, text, sizeof(text));
+	uf_sd_notify_status("%s", text);
+}
+
+static void take_snapshot(struct uf_daemon *d)
+{
+	memset(d->tick, 0, sizeof(*d->tick));
+	fill_status(d, d->tick);
+}
+
+static int feed_live(struct feed_slot *s)
+{
+	return s->started && !uf_load_acquire_u32(&s->done);
+}
+
+/* READY=1 once every feed thread has made one pass of its loop: a pass comes only after
+ * uf_feed_run set up the receive back end (io_uring, recvmmsg or epoll) with its sockets
+ * joined and its ring created in uf_feed_create before. Returns 1 once sent. */
+static int check_ready(struct uf_daemon *d, uint64_t now)
+{
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		struct feed_slot *s = &d->slots[i];
+		if (!s->started || uf_watchdog_beats(uf_feed_stats(s->feed)) == 0)
+			return 0;
+	}
+	d->ready = 1;
+	for (int i = 0; i < d->cfg.nfeeds; i++) {
+		d->beats[i] = uf_watchdog_beats(uf_feed_stats(d->slots[i].feed));
+		d->moved_ns[i] = now;
+	}
+	int r = uf_sd_notify_ready();
+	uf_log_info("ready: %d feed thread%s receiving%s", d->cfg.nfeeds,
+	            d->cfg.nfeeds == 1 ? "" : "s", r > 0 ? " (READY=1 sent to systemd)" : "");
+	if (r < 0)
+		uf_log_warn("systemd notify: %s", strerror(-r));
+	return 1;
+}
+
+/* Every beat period: which live feeds' heartbeats moved since the last check; WATCHDOG=1
+ * only when every one did (uf_watchdog_decide). Stuck feeds are logged once and shown in
+ * STATUS= until they move again. */
+static void check_heartbeats(struct uf_daemon *d, uint64_t now)
+{
+	uint64_t cur[UF_CFG_MAX_FEEDS];
+	uint8_t live[UF_CFG_MAX_FEEDS];
+	unsigned first = 0, n = (unsigned)d->cfg.nfeeds;
+	int changed = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct feed_slot *s = &d->slots[i];
+		cur[i] = uf_watchdog_beats(uf_feed_stats(s->feed));
+		live[i] = (uint8_t)feed_live(s);
+		uint8_t stuck = live[i] && cur[i] == d->beats[i];
+		if (!stuck)
+			d->moved_ns[i] = now;
+		if (stuck != d->stuck[i]) {
+			changed = 1;
+			if (stuck)
+				uf_log_warn(
+				    "watchdog: feed %s: its thread made no progress for %.1f s "
+				    "(stuck?); %s",
+				    s->cfg->name, (double)(now - d->moved_ns[i]) / 1e9,
+				    d->watchdog_us > 0 ? "withholding WATCHDOG=1"
+				                       : "no systemd watchdog to tell");
+			else
+				uf_log_info("watchdog: feed %s: its thread makes progress again",
+				            s->cfg->name);
+		}
+		d->stuck[i] = stuck;
+	}
+	int ping = uf_watchdog_decide(d->beats, cur, live, n, &first);
+	memcpy(d->beats, cur, sizeof(cur[0]) * n);
+	if (ping && d->watchdog_us > 0)
+		uf_sd_notify_watchdog();
+	if (changed) {
+		take_snapshot(d);
+		sd_status(d);
+	}
+}
+
 /* ---- lifecycle ---- */
 
 static int join_all(struct uf_daemon *d)
@@ -392,8 +584,32 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
+#ifdef UF_TEST_HOOKS
+	sigaddset(&set, SIGUSR2); /* the stall hook's toggle */
+#endif
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a client closing the HTTP socket must not kill us */
+
+	/* The watchdog systemd asks of us: heartbeats are checked (and pinged) every half
+	 * period; without one, every tick, for the log and STATUS= only. */
+	d->watchdog_us = uf_sd_watchdog_interval_us();
+	if (d->watchdog_us < 0) {
+		uf_log_warn("systemd watchdog: malformed WATCHDOG_USEC or WATCHDOG_PID; no pings");
+		d->watchdog_us = 0;
+	}
+	d->beat_period_ns = d->watchdog_us > 0 ? (uint64_t)d->watchdog_us * 1000ull / 2 : TICK_NS;
+	if (d->beat_period_ns < BEAT_MIN_NS) {
+		uf_log_warn("systemd watchdog: %" PRId64 " us is too short to judge the feed "
+		            "threads; pinging every %llu ms, which may be late",
+		            d->watchdog_us, BEAT_MIN_NS / 1000000ull);
+		d->beat_period_ns = BEAT_MIN_NS;
+	}
+	if (d->beat_period_ns > TICK_NS)
+		d->beat_period_ns = TICK_NS; /* stuck feeds are reported within a second anyway */
+	if (d->watchdog_us > 0)
+		uf_log_info("systemd watchdog: %.1f s; WATCHDOG=1 every %.1f s while every feed "
+		            "thread makes progress",
+		            (double)d->watchdog_us / 1e6, (double)d->beat_period_ns / 1e9);
 
 	nbusy = busy_cpus(&d->cfg, busy);
 	uf_place_control_threads(busy, nbusy);
@@ -424,6 +640,9 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 		code = EXIT_RUNTIME;
 		goto out_destroy;
 	}
+#ifdef UF_TEST_HOOKS
+	test_stall_init(d);
+#endif
 	for (int i = 0; i < d->cfg.nfeeds; i++) {
 		struct feed_slot *s = &d->slots[i];
 		int r = pthread_create(&s->thread, NULL, feed_thread, s);
@@ -436,25 +655,61 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 		s->started = 1;
 	}
 	uf_log_info("running; SIGTERM or SIGINT stops, SIGHUP re-reads the symbol filters");
+	take_snapshot(d);
+	sd_status(d);
 
+	uint64_t now = uf_now_mono_ns();
+	uint64_t next_tick = now + TICK_NS, next_beat = now + d->beat_period_ns;
 	while (!stopping) {
-		struct timespec tick = {1, 0};
+		uint64_t due = next_tick < next_beat ? next_tick : next_beat;
+		if (!d->ready && due > now + START_POLL_NS)
+			due = now + START_POLL_NS;
+		uint64_t wait = due > now ? due - now : 0;
+		struct timespec tmo = {(time_t)(wait / 1000000000ull),
+		                       (long)(wait % 1000000000ull)};
 		siginfo_t si;
-		int sig = sigtimedwait(&set, &si, &tick);
+		int sig = sigtimedwait(&set, &si, &tmo);
 
+		now = uf_now_mono_ns();
 		if (sig == SIGTERM || sig == SIGINT) {
+			uf_sd_notify_stopping(); /* first: a slow stop is not a hang */
 			uf_log_info("received %s from pid %d, stopping",
 			            sig == SIGTERM ? "SIGTERM" : "SIGINT", (int)si.si_pid);
 			stopping = 1;
 		} else if (sig == SIGHUP) {
+			/* RELOADING=1 ... READY=1: `systemctl reload` waits for the reload to end.
+			 */
+			if (d->ready)
+				uf_sd_notify_reloading(uf_now_mono_ns() / 1000);
 			reload(d);
-		} else if (sig < 0 && ++ticks % 5 == 0) {
-			reap_consumers(d);
+			if (d->ready)
+				uf_sd_notify_ready();
+#ifdef UF_TEST_HOOKS
+		} else if (sig == SIGUSR2) {
+			test_stall_toggle(d);
+#endif
+		}
+		if (!d->ready && !stopping && check_ready(d, now)) {
+			next_beat = now + d->beat_period_ns;
+			take_snapshot(d);
+			sd_status(d);
+		}
+		if (d->ready && !stopping && now >= next_beat) {
+			check_heartbeats(d, now);
+			next_beat = now + d->beat_period_ns;
+		}
+		if (sig < 0 && now < next_tick)
+			continue; /* a start-up poll or a heartbeat check: the tick's work waits */
+		if (now >= next_tick) {
+			next_tick = now + TICK_NS;
+			if (++ticks % 5 == 0)
+				reap_consumers(d);
 		}
 		/* Events the feed threads counted since the last tick become log lines here. */
-		memset(d->tick, 0, sizeof(*d->tick));
-		fill_status(d, d->tick);
+		take_snapshot(d);
 		uf_events_tick(&d->events, d->tick, uf_now_mono_ns());
+		if (!stopping)
+			sd_status(d);
 		/* SIGUSR1 or the tick: a feed that left its loop on its own has failed. */
 		for (int i = 0; i < d->cfg.nfeeds && !stopping; i++) {
 			struct feed_slot *s = &d->slots[i];
@@ -462,6 +717,9 @@ int uf_daemon_run(const char *config_path, int log_level, const char *version)
 				continue;
 			uf_log_error("feed %s stopped on its own: %s", s->cfg->name,
 			             s->rc ? s->error : "no error given");
+			uf_sd_notify_stopping();
+			uf_sd_notify_status("stopping: feed %s failed: %s", s->cfg->name,
+			                    s->rc ? s->error : "no error given");
 			code = EXIT_RUNTIME;
 			stopping = 1;
 		}
@@ -471,8 +729,15 @@ out_stop:
 	for (int i = 0; i < d->cfg.nfeeds; i++)
 		if (d->slots[i].started && !uf_load_acquire_u32(&d->slots[i].done))
 			uf_store_relaxed_u32(&d->slots[i].state, UF_STATUS_STOPPING);
-	/* The feeds poll this between batches; release: nothing to order, but one helper. */
+	if (!stopping)
+		uf_sd_notify_stopping(); /* a start-up failure: systemd sees the stop, not a hang */
+	/* The feeds poll these between batches; release: nothing to order, but one helper. */
 	uf_store_release_u32(&d->stop, 1);
+	for (int i = 0; i < d->cfg.nfeeds; i++)
+		uf_store_release_u32(&d->slots[i].run_stop, 1);
+#ifdef UF_TEST_HOOKS
+	test_stall_release_all(d);
+#endif
 	if (join_all(d)) {
 		/* A feed thread still runs: destroying its feed would pull memory from under it.
 		 * Leave without cleanup; the ring stays open and consumers see the producer gone.

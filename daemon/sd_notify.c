@@ -64,6 +64,13 @@ int uf_sd_notify_stopping(void)
 	return uf_sd_notify("STOPPING=1");
 }
 
+int uf_sd_notify_reloading(uint64_t mono_us)
+{
+	char msg[64];
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono_us);
+	return uf_sd_notify(msg);
+}
+
 int uf_sd_notify_watchdog(void)
 {
 	return uf_sd_notify("WATCHDOG=1");

@@ -27,6 +27,11 @@ int uf_sd_notify_ready(void);
 /* "STOPPING=1": shutting down, so systemd does not take a slow stop for a hang. */
 int uf_sd_notify_stopping(void);
 
+/* "RELOADING=1" with "MONOTONIC_USEC=<mono_us>" (CLOCK_MONOTONIC in microseconds, which
+ * Type=notify-reload requires and older systemd ignores): a reload began; send READY=1 when
+ * it is over. Returns as uf_sd_notify. */
+int uf_sd_notify_reloading(uint64_t mono_us);
+
 /* "WATCHDOG=1": the service is alive (see uf_sd_watchdog_interval_us for the period). */
 int uf_sd_notify_watchdog(void);
 

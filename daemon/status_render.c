@@ -695,3 +695,57 @@ char *uf_status_render_health(const struct uf_status_snapshot *snap, unsigned *c
 	}
 	return b.p;
 }
+
+/* Appends to buf at *off (snprintf semantics, never past len - 1). */
+__attribute__((format(printf, 4, 5))) static void sd_add(char *buf, size_t len, size_t *off,
+                                                         const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*off + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *off, len - *off, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*off = *off + (size_t)n < len ? *off + (size_t)n : len - 1;
+}
+
+size_t uf_status_render_systemd(const struct uf_status_snapshot *snap, const uint8_t *stuck,
+                                char *buf, size_t len)
+{
+	int nf = snap->nfeeds < UF_CFG_MAX_FEEDS ? snap->nfeeds : UF_CFG_MAX_FEEDS;
+	uint64_t msgs = 0, stale = 0;
+	int running = 0;
+	size_t off = 0;
+	char why[512];
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	for (int i = 0; i < nf; i++) {
+		const struct uf_status_feed *f = &snap->feeds[i];
+		msgs += f->stats.messages;
+		stale += f->stats.books_stale;
+		running += f->state == UF_STATUS_RUNNING && !(stuck && stuck[i]);
+	}
+	sd_add(buf, len, &off, "feeds %d/%d running, %" PRIu64 " msgs, %" PRIu64 " stale books",
+	       running, nf, msgs, stale);
+	if (nf == 1 && snap->feeds[0].stats.session[0])
+		sd_add(buf, len, &off, ", session %s%s", snap->feeds[0].stats.session,
+		       snap->feeds[0].stats.session_ended ? " (ended)" : "");
+	for (int i = 0; i < nf; i++) {
+		const struct uf_status_feed *f = &snap->feeds[i];
+		if (stuck && stuck[i]) {
+			sd_add(buf, len, &off, "; feed %s stuck (no heartbeat)", f->name);
+			continue;
+		}
+		why[0] = '\0';
+		if (uf_status_feed_not_ready(snap, i, why, sizeof(why)) == 0)
+			continue;
+		why[strcspn(why, "\n")] = '\0'; /* the first reason is enough for one line */
+		sd_add(buf, len, &off, "; %s", why);
+	}
+	return off;
+}

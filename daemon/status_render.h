@@ -112,6 +112,15 @@ int uf_status_feed_not_ready(const struct uf_status_snapshot *snap, int i, char 
 int uf_status_line_silent(const struct uf_status_feed *f, int l, uint64_t now_ns,
                           uint64_t silence_ns, uint64_t *age_ns);
 
+/* The one line systemd shows in `systemctl status` (STATUS=, sent by the daemon's main loop):
+ * "feeds 1/1 running, 123456 msgs, 0 stale books, session S" and then, per feed with a
+ * problem, "; feed X stuck (no heartbeat)", "; feed X failed: ...", "; feed X recovering",
+ * "; feed X not ready: <first reason>". `stuck[i]` (may be NULL) flags feed i whose thread's
+ * heartbeat stopped (daemon/watchdog.h): it is not counted as running. Pure; returns the
+ * length written (cut to len - 1). */
+size_t uf_status_render_systemd(const struct uf_status_snapshot *snap, const uint8_t *stuck,
+                                char *buf, size_t len);
+
 /* "starting", "running", ... */
 const char *uf_status_state_name(enum uf_status_state st);
 

@@ -349,6 +349,50 @@ static void test_status_ready_decides_from_the_snapshot(void **state)
 	free(s);
 }
 
+/* The STATUS= line: counts, session, and one clause per feed with a problem (stuck first:
+ * a stuck feed is not counted as running); cut to the buffer. */
+static void test_status_render_systemd_line(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = ready_snapshot();
+	struct uf_status_feed *f = &s->feeds[0];
+	uint8_t stuck[UF_CFG_MAX_FEEDS] = {0};
+	char buf[256];
+
+	f->stats.messages = 123456;
+	snprintf(f->stats.session, sizeof(f->stats.session), "S1");
+	size_t n = uf_status_render_systemd(s, NULL, buf, sizeof(buf));
+	assert_int_equal(n, strlen(buf));
+	assert_string_equal(buf, "feeds 1/1 running, 123456 msgs, 0 stale books, session S1");
+	stuck[0] = 1;
+	uf_status_render_systemd(s, stuck, buf, sizeof(buf));
+	assert_string_equal(buf, "feeds 0/1 running, 123456 msgs, 0 stale books, session S1; "
+	                         "feed nq stuck (no heartbeat)");
+	stuck[0] = 0;
+
+	/* A second feed, stale after a gap and recovering: its first reason only. */
+	s->nfeeds = 2;
+	struct uf_status_feed *g = &s->feeds[1];
+	*g = *f;
+	snprintf(g->name, sizeof(g->name), "bx");
+	g->stats.messages = 10;
+	g->stats.books_stale = 7;
+	g->stats.recovering = 1;
+	f->stats.session_ended = 1;
+	uf_status_render_systemd(s, stuck, buf, sizeof(buf));
+	assert_string_equal(buf, "feeds 2/2 running, 123466 msgs, 7 stale books; feed bx: 7 books "
+	                         "stale after an unrecovered gap (until the next session)");
+	g->state = UF_STATUS_FAILED;
+	snprintf(g->error, sizeof(g->error), "receive failed");
+	uf_status_render_systemd(s, stuck, buf, sizeof(buf));
+	assert_string_equal(buf, "feeds 1/2 running, 123466 msgs, 7 stale books; feed bx: failed: "
+	                         "receive failed");
+	/* Cut, always terminated. */
+	assert_int_equal(uf_status_render_systemd(s, stuck, buf, 12), 11);
+	assert_string_equal(buf, "feeds 1/2 r");
+	free(s);
+}
+
 /* A snapshot claiming more feeds than it holds renders only what it holds. */
 static void test_status_render_clamps_feed_count(void **state)
 {
@@ -383,6 +427,7 @@ int main(void)
 	    cmocka_unit_test(test_status_render_prometheus_every_counter),
 	    cmocka_unit_test(test_status_render_health_codes),
 	    cmocka_unit_test(test_status_ready_decides_from_the_snapshot),
+	    cmocka_unit_test(test_status_render_systemd_line),
 	    cmocka_unit_test(test_status_render_clamps_feed_count),
 	    cmocka_unit_test(test_status_render_state_names),
 	};

@@ -4,8 +4,8 @@
 1. Every panel query is valid PromQL: with Grafana's variables replaced by values, the
    queries become recording rules that `promtool check rules` must accept.
 2. Every uringfeed_* / process_* metric the dashboard and the alert rules use is listed in
-   docs/operations.md's metric table: the list phase-2 renderers implement is the list the
-   monitoring reads, not a guess of it.
+   docs/operations.md's metric table, so the documented list is the one the monitoring reads.
+   (test_daemon_metrics_names checks the same names against a live daemon's /metrics.)
 usage: check_dashboard.py SOURCE_DIR PROMTOOL
 """
 import json

@@ -43,7 +43,7 @@ conf=$(grep -v '^$' "$tmp/ctrl/conffiles" | sort)
 [ -n "$etc" ] && [ "$etc" = "$conf" ] || bad "conffiles ($conf) differ from the files in /etc/uringfeed ($etc)"
 
 want=(/usr/bin/uringfeed /usr/bin/uf-gen /usr/bin/uf-decode /usr/bin/uf-replay /usr/bin/uf-tail
-      /usr/bin/uf-bench /usr/lib/libufconsumer.so.1
+      /usr/bin/uf-bench /usr/bin/uf-snap /usr/lib/libufconsumer.so.1
       /etc/uringfeed/loopback.json /etc/uringfeed/nasdaq-production.json
       /etc/uringfeed/uf-replay.env /etc/uringfeed/uf-bridge.json
       /usr/lib/systemd/system/uringfeed.service /usr/lib/systemd/system/uf-replay.service
@@ -54,6 +54,11 @@ want=(/usr/bin/uringfeed /usr/bin/uf-gen /usr/bin/uf-decode /usr/bin/uf-replay /
       /usr/share/doc/uringfeed/operations.md /usr/share/doc/uringfeed/configuration.md)
 for f in "${want[@]}"; do
 	grep -qx -- "$f" "$tmp/list" || bad "$f not in the package"
+done
+# Every tool the build made (uf-bridge included when its target exists) is in the package.
+for b in "$build"/bin/*; do
+	[ -x "$b" ] && [ -f "$b" ] || continue
+	grep -qx -- "/usr/bin/$(basename "$b")" "$tmp/list" || bad "built tool $(basename "$b") not in the package"
 done
 if grep -Eq '^/usr/local/|^/usr/etc/' "$tmp/list"; then
 	bad "configure-time prefix leaked into the package: $(grep -E '^/usr/local/|^/usr/etc/' "$tmp/list" | head -3)"
@@ -68,6 +73,41 @@ out=$("$root/usr/bin/uringfeed" --version 2>&1) || bad "uringfeed --version exit
 out=$(cd "$root" && usr/bin/uringfeed --check-config etc/uringfeed/loopback.json --no-host-checks 2>&1) ||
 	bad "packaged uringfeed refused the packaged loopback.json: $out"
 [ $fail -eq 0 ] && echo "ok: extracted daemon: $("$root/usr/bin/uringfeed" --version), loopback.json valid"
+# The extracted daemon runs: the packaged loopback.json, made private to this run (epoll, no
+# pinning, port 0, groups, ports and ring from our pid, rings in the scratch folder), serves
+# /health 200 with its feed running and stops cleanly on SIGTERM.
+n=$(($$ % 200))
+/usr/bin/python3 - "$root/etc/uringfeed/loopback.json" "$tmp/run.json" "$n" "$$" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+n, pid = int(sys.argv[3]), sys.argv[4]
+c["status"] = {"listen": "127.0.0.1:0"}
+f = c["feeds"][0]
+f.update(backend="epoll", cpu=-1, ring={"name": f"uf_deb_{pid}", "capacity": 65536},
+         book={"max_orders": 100000})
+f.pop("recovery", None)
+for i, l in enumerate(f["lines"]):
+    l.update(group=f"239.81.{n}.{i + 1}", port=44000 + n * 2 + i)
+json.dump(c, open(sys.argv[2], "w"))
+PY
+mkdir -p "$tmp/rings"
+UF_RING_DIR=$tmp/rings timeout -s KILL 30 "$root/usr/bin/uringfeed" --config "$tmp/run.json" 2>"$tmp/run.log" &
+dpid=$!
+port=
+for _ in $(seq 200); do
+	port=$(sed -n 's#.*serving http://127.0.0.1:\([0-9]*\)/.*#\1#p' "$tmp/run.log")
+	[ -n "$port" ] && grep -q 'running;' "$tmp/run.log" && break
+	kill -0 $dpid 2>/dev/null || break
+	sleep 0.05
+done
+health=$(curl -s -m 5 "http://127.0.0.1:$port/health" 2>&1) || true
+[ "$health" = "ok: 1 feeds running" ] || [ "$health" = "ok: 1 feed running" ] ||
+	bad "extracted daemon: /health said '$health'; log: $(cat "$tmp/run.log")"
+kill -TERM $dpid 2>/dev/null || true
+rc=0
+wait $dpid || rc=$?
+[ $rc -eq 0 ] || bad "extracted daemon exited $rc after SIGTERM; log: $(cat "$tmp/run.log")"
+[ $fail -eq 0 ] && echo "ok: extracted daemon ran the packaged loopback.json: /health '$health', exit 0 on SIGTERM"
 for b in "$root"/usr/bin/*; do
 	if readelf -d "$b" | grep -Eq 'RPATH|RUNPATH'; then
 		bad "$(basename "$b") carries an RPATH/RUNPATH: $(readelf -d "$b" | grep -E 'RPATH|RUNPATH')"

@@ -103,6 +103,9 @@ static void expect_datagrams(int abstract)
 	assert_int_equal(uf_sd_notify_stopping(), 1);
 	listener_take(&l, buf, sizeof(buf));
 	assert_string_equal(buf, "STOPPING=1");
+	assert_int_equal(uf_sd_notify_reloading(18446744073709551615ull), 1);
+	listener_take(&l, buf, sizeof(buf));
+	assert_string_equal(buf, "RELOADING=1\nMONOTONIC_USEC=18446744073709551615");
 	assert_int_equal(uf_sd_notify_status("%d feeds, %s", 2, "nasdaq: live"), 1);
 	listener_take(&l, buf, sizeof(buf));
 	assert_string_equal(buf, "STATUS=2 feeds, nasdaq: live");
