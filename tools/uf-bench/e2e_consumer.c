@@ -84,7 +84,8 @@ int e2e_consumer_main(struct run *r, int idx)
 				cs->records++;
 				if (rec->kind == UF_REC_GAP)
 					cs->gap_recs++;
-				if (!(rec->flags & UF_RECF_LAST))
+				/* a RESET (new session, snapshot) ends no message: not counted */
+				if (!(rec->flags & UF_RECF_LAST) || rec->kind == UF_REC_RESET)
 					continue;
 				cs->messages++;
 				/* One LAST record per message that made records: feed_seq runs 1,
