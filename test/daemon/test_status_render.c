@@ -122,7 +122,7 @@ static void test_status_render_json_every_counter(void **state)
 		uint64_t dec = 0;
 #define CHECK_FEED(field, help)                                                                    \
 	if (strncmp(#field, "decode_", 7) == 0) {                                                  \
-		snprintf(p, sizeof(p), "feeds/%d/decode_errors/%s", i, #field + 7);                \
+		snprintf(p, sizeof(p), "feeds/%d/decode_errors/%s", i, &(#field)[7]);              \
 		dec += feed_val(i, k);                                                             \
 	} else {                                                                                   \
 		snprintf(p, sizeof(p), "feeds/%d/%s", i, #field);                                  \
@@ -188,7 +188,7 @@ static void test_status_render_prometheus_every_counter(void **state)
 	if (strncmp(#field, "decode_", 7) == 0)                                                    \
 		snprintf(want, sizeof(want),                                                       \
 		         "uringfeed_decode_errors_total{feed=\"%s\",kind=\"%s\"} %" PRIu64, fe[i], \
-		         #field + 7, feed_val(i, k));                                              \
+		         &(#field)[7], feed_val(i, k));                                            \
 	else if (!strcmp(#field, "snapshot_duration_ns"))                                          \
 		snprintf(want, sizeof(want),                                                       \
 		         "uringfeed_snapshot_duration_seconds_total{feed=\"%s\"} %.9f", fe[i],     \
