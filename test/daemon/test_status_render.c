@@ -381,7 +381,9 @@ static void test_status_render_systemd_line(void **state)
 	f->stats.session_ended = 1;
 	uf_status_render_systemd(s, stuck, buf, sizeof(buf));
 	assert_string_equal(buf, "feeds 2/2 running, 123466 msgs, 7 stale books; feed bx: 7 books "
-	                         "stale after an unrecovered gap (until the next session)");
+	                         "stale (an unrecovered gap, a message that did not decode, a book "
+	                         "integrity error or a full table; until a snapshot or the next "
+	                         "session)");
 	g->state = UF_STATUS_FAILED;
 	snprintf(g->error, sizeof(g->error), "receive failed");
 	uf_status_render_systemd(s, stuck, buf, sizeof(buf));
