@@ -18,6 +18,7 @@
 #include "ring/ufbook.h"
 #include "ring/ufconsumer.h"
 #include "feed_test_util.h"
+#include "ft_books.h"
 
 #ifndef FT_BACKEND
 #error "FT_BACKEND must name the receive back end under test"
@@ -166,65 +167,6 @@ static int ft_wait_done(struct ft_case *c)
 	return -1;
 }
 
-struct ft_books_ctx {
-	struct ft_book *v;
-	size_t n, cap;
-	int stale;
-};
-
-static int ft_book_cb(const struct uf_book_snapshot *s, void *arg)
-{
-	struct ft_books_ctx *x = arg;
-	if (s->flags & UF_RECF_STALE)
-		x->stale++;
-	if (s->nbid == 0 && s->nask == 0)
-		return 0;
-	if (x->n == x->cap) {
-		x->cap = x->cap ? x->cap * 2 : 64;
-		x->v = realloc(x->v, x->cap * sizeof(*x->v));
-	}
-	struct ft_buf line = {0};
-	int64_t px[UF_BOOK_MAX_DEPTH];
-	uint64_t sh[UF_BOOK_MAX_DEPTH];
-	uint32_t od[UF_BOOK_MAX_DEPTH];
-	ft_buf_add(&line, "{\"symbol\":\"%s\",", s->symbol[0] ? s->symbol : "?");
-	for (uint32_t i = 0; i < s->nbid; i++) {
-		px[i] = s->bid[i].price;
-		sh[i] = s->bid[i].shares;
-		od[i] = s->bid[i].orders;
-	}
-	ft_side(&line, "bid", px, sh, od, s->nbid);
-	ft_buf_add(&line, ",");
-	for (uint32_t i = 0; i < s->nask; i++) {
-		px[i] = s->ask[i].price;
-		sh[i] = s->ask[i].shares;
-		od[i] = s->ask[i].orders;
-	}
-	ft_side(&line, "ask", px, sh, od, s->nask);
-	ft_buf_add(&line, "}");
-	snprintf(x->v[x->n].symbol, sizeof(x->v[x->n].symbol), "%s", s->symbol);
-	x->v[x->n++].line = line.p;
-	return 0;
-}
-
-/* The feed's books from the book image, in the uf-decode books format. */
-static char *ft_feed_books(const char *ring, int *stale)
-{
-	char err[256];
-	uf_consumer_t *cons;
-	int rc = uf_consumer_attach(ring, NULL, &cons, err, sizeof(err));
-	if (rc < 0)
-		fail_msg("attach %s: %s", ring, err);
-	struct ft_books_ctx x = {0};
-	assert_int_equal(uf_consumer_snapshot_all(cons, ft_book_cb, &x), 0);
-	uf_consumer_detach(cons);
-	if (stale)
-		*stale = x.stale;
-	char *s = ft_books_join(x.v, x.n);
-	free(x.v);
-	return s;
-}
-
 /* The books a consumer builds from the records alone: a book builder (no image handover)
  * applies every record of the ring from the oldest; then its books in the uf-decode books
  * format. `resets` is the number of RESET records the stream must have carried. */
@@ -357,7 +299,7 @@ static void ft_expect_identical(struct ft_case *c)
 {
 	assert_int_equal(ft_wait_done(c), 0);
 	int stale = 0;
-	char *books = ft_feed_books(c->cfg.ring.name, &stale);
+	char *books = ft_ring_books(c->cfg.ring.name, &stale);
 	if (strcmp(books, g_ref_books) != 0) {
 		fprintf(stderr, "feed books:\n%.2000s\nreference books:\n%.2000s\n", books,
 		        g_ref_books);
@@ -485,7 +427,7 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
 	ft_replay(&c, 3, 0, "--drop-a", "@3000", "--drop-b", "@3000", NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
 	int stale = 0;
-	char *books = ft_feed_books(c.cfg.ring.name, &stale);
+	char *books = ft_ring_books(c.cfg.ring.name, &stale);
 	free(books);
 	assert_true(stale > 0); /* the books say they may be wrong */
 	assert_int_equal(ft_check_stream(c.cfg.ring.name, 0), 1); /* one gap marker published */
@@ -658,7 +600,7 @@ static void test_feed_new_session_starts_the_books_over(void **state)
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
-	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	assert_string_equal(books, g_ref_books);
 	free(books);
 	/* A consumer that builds books from the records alone (both days are in the ring) ends
@@ -692,7 +634,7 @@ static void test_feed_new_session_clears_stale_books(void **state)
 	 * image itself (bounded). */
 	int stale = 0;
 	do {
-		free(ft_feed_books(c.cfg.ring.name, &stale));
+		free(ft_ring_books(c.cfg.ring.name, &stale));
 		if (stale == 0) {
 			struct timespec ts = {0, 2000000};
 			nanosleep(&ts, NULL);
@@ -709,7 +651,7 @@ static void test_feed_new_session_clears_stale_books(void **state)
 		nanosleep(&ts, NULL);
 	}
 	stale = -1;
-	char *books = ft_feed_books(c.cfg.ring.name, &stale);
+	char *books = ft_ring_books(c.cfg.ring.name, &stale);
 	assert_string_equal(books, g_ref_books);
 	free(books);
 	assert_int_equal(stale, 0); /* day 2 is whole: nothing is flagged */
@@ -734,7 +676,7 @@ static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
 	ft_replay(&c, 8, 1, NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
 	assert_string_equal(uf_feed_backend_name(c.feed), "io_uring_nosqpoll");
-	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	assert_string_equal(books, g_ref_books);
 	free(books);
 	ft_finish(&c);
@@ -807,7 +749,7 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
 	ft_replay(&c, 5, 1, NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
-	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	char *want = ft_ref_books_of((const char(*)[9])syms, 2);
 	assert_string_equal(books, want);
 	free(books);
@@ -818,7 +760,7 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 	assert_int_equal(uf_feed_set_symbols(c.feed, NULL, 0), 0);
 	uint64_t end = uf_now_mono_ns() + 5000000000ull;
 	for (;;) {
-		books = ft_feed_books(c.cfg.ring.name, NULL);
+		books = ft_ring_books(c.cfg.ring.name, NULL);
 		if (!strcmp(books, g_ref_books) || uf_now_mono_ns() > end)
 			break;
 		free(books);

@@ -27,6 +27,7 @@
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 #include "feed_test_util.h"
+#include "ft_books.h"
 #include "snap_state.h"
 
 #ifndef FT_BACKEND
@@ -342,74 +343,10 @@ static void ts_send_end(struct ts_case *c)
 	ts_send(c, 1, g_n + 1, 0xFFFF);
 }
 
-struct ts_books_ctx {
-	struct ft_book *v;
-	size_t n, cap;
-	int stale;
-};
-
-static int ts_book_cb(const struct uf_book_snapshot *s, void *arg)
-{
-	struct ts_books_ctx *x = arg;
-	if (s->flags & UF_RECF_STALE)
-		x->stale++;
-	if (s->nbid == 0 && s->nask == 0)
-		return 0;
-	if (x->n == x->cap) {
-		x->cap = x->cap ? x->cap * 2 : 64;
-		x->v = realloc(x->v, x->cap * sizeof(*x->v));
-	}
-	struct ft_buf line = {0};
-	int64_t px[UF_BOOK_MAX_DEPTH];
-	uint64_t sh[UF_BOOK_MAX_DEPTH];
-	uint32_t od[UF_BOOK_MAX_DEPTH];
-	ft_buf_add(&line, "{\"symbol\":\"%s\",", s->symbol[0] ? s->symbol : "?");
-	for (uint32_t i = 0; i < s->nbid; i++) {
-		px[i] = s->bid[i].price;
-		sh[i] = s->bid[i].shares;
-		od[i] = s->bid[i].orders;
-	}
-	ft_side(&line, "bid", px, sh, od, s->nbid);
-	ft_buf_add(&line, ",");
-	for (uint32_t i = 0; i < s->nask; i++) {
-		px[i] = s->ask[i].price;
-		sh[i] = s->ask[i].shares;
-		od[i] = s->ask[i].orders;
-	}
-	ft_side(&line, "ask", px, sh, od, s->nask);
-	ft_buf_add(&line, "}");
-	snprintf(x->v[x->n].symbol, sizeof(x->v[x->n].symbol), "%s", s->symbol);
-	x->v[x->n++].line = line.p;
-	return 0;
-}
-
-/* Books of the image of an attached consumer, in the uf-decode books format. */
-static char *ts_consumer_books(uf_consumer_t *cons, int *stale)
-{
-	struct ts_books_ctx x = {0};
-	assert_int_equal(uf_consumer_snapshot_all(cons, ts_book_cb, &x), 0);
-	if (stale)
-		*stale = x.stale;
-	char *s = ft_books_join(x.v, x.n);
-	free(x.v);
-	return s;
-}
-
-static char *ts_ring_books(const char *ring, int *stale)
-{
-	char err[256];
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, NULL, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
-	char *s = ts_consumer_books(cons, stale);
-	uf_consumer_detach(cons);
-	return s;
-}
-
 static void ts_expect_books(const char *ring)
 {
 	int stale = -1;
-	char *got = ts_ring_books(ring, &stale);
+	char *got = ft_ring_books(ring, &stale);
 	if (strcmp(got, g_ref_books) != 0) {
 		fprintf(stderr, "feed:\n%.1200s\nfile:\n%.1200s\n", got, g_ref_books);
 		fail_msg("books differ from the file's");
@@ -899,7 +836,7 @@ static void test_snapshot_restart_after_sigkill_gives_the_files_books(void **sta
 	/* uf-replay ends the day and lingers 3 s for re-requests; then the books are final. */
 	assert_int_equal(ft_wait(rp, 60000), 0);
 	int stale = -1;
-	char *got = ts_consumer_books(cons, &stale);
+	char *got = ft_consumer_books(cons, &stale);
 	if (strcmp(got, g_ref_books) != 0) {
 		fprintf(stderr, "after restart:\n%.1200s\nfile:\n%.1200s\n", got, g_ref_books);
 		fail_msg("books after the restart differ from the file's");
