@@ -82,4 +82,18 @@ static inline char *ft_ring_books(const char *ring, int *stale)
 	return s;
 }
 
+/* A consumer of `ring` from its oldest record (fails the test when it cannot attach). */
+static inline uf_consumer_t *ft_attach_oldest(const char *ring)
+{
+	char err[256];
+	struct uf_consumer_options o;
+	uf_consumer_t *cons;
+
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach %s: %s", ring, err);
+	return cons;
+}
+
 #endif /* FT_BOOKS_H */

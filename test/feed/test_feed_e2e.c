@@ -61,24 +61,7 @@ static void *ft_feed_thread(void *arg)
  * 41000 + 100 * backend + 10 * sc (+1 B, +5 request server). */
 static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->name, sizeof(cfg->name), "ft%d", sc);
-	snprintf(cfg->protocol, sizeof(cfg->protocol), "itch50-moldudp64");
-	cfg->backend = FT_BACKEND;
-	cfg->cpu = -1;
-	cfg->sqpoll_cpu = -1;
-	cfg->sqpoll_idle_ms = 10; /* short: the SQ thread is asleep when a case's traffic starts */
-	cfg->numa_node = -1;
-	cfg->nlines = 2;
-	for (int l = 0; l < 2; l++) {
-		struct uf_line_config *lc = &cfg->lines[l];
-		snprintf(lc->name, sizeof(lc->name), "%c", 'A' + l);
-		char g[32];
-		snprintf(g, sizeof(g), "239.77.%d.%d", (int)FT_BACKEND, sc * 2 + l);
-		inet_pton(AF_INET, g, &lc->group);
-		lc->port = (uint16_t)(41000 + 100 * (int)FT_BACKEND + 10 * sc + l);
-		inet_pton(AF_INET, "127.0.0.1", &lc->interface);
-	}
+	ft_config_lines(cfg, "ft", FT_BACKEND, sc, 77, 41000, FT_DEPTH);
 	cfg->recovery.enabled = with_recovery;
 	cfg->recovery.server.sin_family = AF_INET;
 	cfg->recovery.server.sin_port =
@@ -92,15 +75,6 @@ static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 	cfg->recovery.wait_packets = 64;
 	cfg->recovery.queue_packets = 16384;
 	cfg->recovery.max_requests_per_s = 1000;
-	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "uft%d_%d_%d", (int)FT_BACKEND, sc,
-	         (int)getpid());
-	cfg->ring.capacity = 1 << 20;
-	cfg->ring.mode = 0600;
-	cfg->book.depth = FT_DEPTH;
-	cfg->book.max_orders = 1 << 20;
-	cfg->book.max_instruments = 1024;
-	cfg->buffers.count = 4096;
-	cfg->buffers.size = 2048;
 }
 
 static void ft_start(struct ft_case *c, int sc, int with_recovery)
@@ -172,13 +146,7 @@ static int ft_wait_done(struct ft_case *c)
  * format. `resets` is the number of RESET records the stream must have carried. */
 static char *ft_records_books(const char *ring, uint64_t resets)
 {
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
+	uf_consumer_t *cons = ft_attach_oldest(ring);
 	uf_book_builder_t *b;
 	assert_int_equal(uf_book_builder_create(1024, &b), 0);
 	struct uf_record r;
@@ -220,13 +188,7 @@ static char *ft_records_books(const char *ring, uint64_t resets)
  * stream, field by field, except receive and publish times. Returns gap records seen. */
 static size_t ft_check_stream(const char *ring, int expect_identical)
 {
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
+	uf_consumer_t *cons = ft_attach_oldest(ring);
 	struct uf_record r;
 	uint64_t seq;
 	size_t i = 0, gaps = 0;
@@ -447,13 +409,7 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
  * ring's message records, and the gap markers seen. */
 static uint64_t ft_max_pub_delay(const char *ring, size_t *gaps)
 {
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
+	uf_consumer_t *cons = ft_attach_oldest(ring);
 	struct uf_record r;
 	uint64_t max = 0;
 	*gaps = 0;
@@ -1117,12 +1073,7 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 		nanosleep(&ts, NULL);
 	}
 	nanosleep(&idle, NULL); /* the packet's records reach the ring */
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq, want = 2, nsys = 0, nstale = 0;
 	while (uf_consumer_next(cons, &r, &seq) == 0) {
@@ -1229,12 +1180,7 @@ static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void *
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq, nsys = 0;
 	while (uf_consumer_next(cons, &r, &seq) == 0) {

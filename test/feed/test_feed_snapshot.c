@@ -223,24 +223,7 @@ static void *ts_feed_thread(void *arg)
 
 static void ts_config(struct uf_feed_config *cfg, int sc, uint16_t snap_port)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->name, sizeof(cfg->name), "ts%d", sc);
-	snprintf(cfg->protocol, sizeof(cfg->protocol), "itch50-moldudp64");
-	cfg->backend = FT_BACKEND;
-	cfg->cpu = -1;
-	cfg->sqpoll_cpu = -1;
-	cfg->sqpoll_idle_ms = 10;
-	cfg->numa_node = -1;
-	cfg->nlines = 2;
-	for (int l = 0; l < 2; l++) {
-		struct uf_line_config *lc = &cfg->lines[l];
-		snprintf(lc->name, sizeof(lc->name), "%c", 'A' + l);
-		char g[32];
-		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, sc * 2 + l);
-		inet_pton(AF_INET, g, &lc->group);
-		lc->port = (uint16_t)(45000 + 100 * (int)FT_BACKEND + 10 * sc + l);
-		inet_pton(AF_INET, "127.0.0.1", &lc->interface);
-	}
+	ft_config_lines(cfg, "ts", FT_BACKEND, sc, 78, 45000, TS_DEPTH);
 	cfg->recovery.enabled = 0; /* the snapshot is the only way to the state of the day */
 	cfg->recovery.wait_ms = 20;
 	cfg->recovery.queue_packets = 16384;
@@ -253,15 +236,6 @@ static void ts_config(struct uf_feed_config *cfg, int sc, uint16_t snap_port)
 	cfg->snapshot.on_start = 1;
 	cfg->snapshot.timeout_ms = 10000;
 	cfg->snapshot.buffer_packets = 8192;
-	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "uts%d_%d_%d", (int)FT_BACKEND, sc,
-	         (int)getpid());
-	cfg->ring.capacity = 1 << 20;
-	cfg->ring.mode = 0600;
-	cfg->book.depth = TS_DEPTH;
-	cfg->book.max_orders = 1 << 20;
-	cfg->book.max_instruments = 1024;
-	cfg->buffers.count = 4096;
-	cfg->buffers.size = 2048;
 }
 
 static void ts_create(struct ts_case *c)
@@ -527,13 +501,7 @@ static void test_snapshot_dying_mid_snapshot_flags_books_stale_and_retries(void 
 	 * the books being known wrong, a new attempt follows the back-off (refused: counted) */
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 2, TS_WAIT_MS), 0);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->snapshots_loaded), 0);
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq;
 	int reset_gap = 0;
@@ -581,13 +549,7 @@ static void test_snapshot_server_down_is_retried_counted_and_books_flagged_stale
 	assert_int_equal(st.messages, g_n - 1000);
 	assert_true(st.snapshot_failures <= 3); /* back-off: 1 s, then 2 s */
 	/* Stale in the stream: the GAP record, then every book record flagged STALE. */
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq;
 	uint64_t gaps = 0, after = 0, stale = 0;
