@@ -19,6 +19,7 @@
 #include <nats/nats.h>
 
 #include "common/uf_err.h"
+#include "ring/book_each.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/nats_security.h"
 #include "ring/nats/uf_nats_wire.h"
@@ -701,37 +702,29 @@ int uf_nats_consumer_snapshot(struct uf_nats_consumer *n, uint32_t id,
 	return rc;
 }
 
+/* uf_book_each()'s read of one book; `max` can shrink meanwhile (a new generation). */
+static int get_book(void *src, uint32_t id, struct uf_book_snapshot *s)
+{
+	struct uf_nats_consumer *n = src;
+	int rc;
+
+	pthread_mutex_lock(&n->mu);
+	rc = id < n->books.max ? uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, s)
+	                       : -ENOENT;
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
 int uf_nats_consumer_snapshot_all(struct uf_nats_consumer *n,
                                   int (*fn)(const struct uf_book_snapshot *snap, void *arg),
                                   void *arg)
 {
-	struct uf_book_snapshot *s = malloc(sizeof(*s));
 	uint32_t max;
-	int rc = 0;
 
-	if (!s)
-		return -ENOMEM;
 	pthread_mutex_lock(&n->mu);
 	max = n->books.max;
 	pthread_mutex_unlock(&n->mu);
-	for (uint32_t id = 0; id < max; id++) {
-		pthread_mutex_lock(&n->mu);
-		rc = id < n->books.max
-		         ? uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, s)
-		         : -ENOENT;
-		pthread_mutex_unlock(&n->mu);
-		if (rc == -ENOENT) {
-			rc = 0;
-			continue;
-		}
-		if (rc < 0)
-			break;
-		rc = fn(s, arg);
-		if (rc != 0)
-			break;
-	}
-	free(s);
-	return rc;
+	return uf_book_each(max, get_book, n, fn, arg);
 }
 
 int uf_nats_consumer_lookup(struct uf_nats_consumer *n, const char *symbol, uint32_t *id)
