@@ -339,6 +339,24 @@ static const char *session_label(const struct uf_status_feed *f, char *buf, size
 	return esc(t, buf, len);
 }
 
+/* One family with a sample per feed, the value a uint64_t of the feed's stats at offset `off`
+ * (offsetof(struct uf_feed_stats, ...)); `ns`: nanoseconds, written in seconds. */
+static void feed_family(struct tbuf *b, const struct uf_status_snapshot *snap, int nf,
+                        const char *name, const char *type, const char *help, size_t off, int ns)
+{
+	char fe[128];
+	family(b, name, type, help);
+	for (int i = 0; i < nf; i++) {
+		uint64_t v;
+		memcpy(&v, (const char *)&snap->feeds[i].stats + off, sizeof(v));
+		esc(snap->feeds[i].name, fe, sizeof(fe));
+		if (ns)
+			tb_printf(b, "%s{feed=\"%s\"} %.9f\n", name, fe, (double)v / 1e9);
+		else
+			tb_printf(b, "%s{feed=\"%s\"} %" PRIu64 "\n", name, fe, v);
+	}
+}
+
 char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 {
 	struct tbuf b = {0};
@@ -375,11 +393,7 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 		if (is_decode_error(d) || is_not_a_count(d))
 			continue;
 		snprintf(name, sizeof(name), "uringfeed_%s_total", d->name);
-		family(&b, name, "counter", d->help);
-		for (int i = 0; i < nf; i++)
-			tb_printf(&b, "%s{feed=\"%s\"} %" PRIu64 "\n", name,
-			          esc(snap->feeds[i].name, fe, sizeof(fe)),
-			          counter_at(&snap->feeds[i].stats, d));
+		feed_family(&b, snap, nf, name, "counter", d->help, d->off, 0);
 	}
 	family(&b, "uringfeed_decode_errors_total", "counter",
 	       "malformed MoldUDP64 packets and ITCH messages, by kind");
@@ -435,19 +449,13 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 		prom_hist(&b, "uringfeed_wire_to_publish_seconds", lab,
 		          &snap->feeds[i].stats.latency);
 	}
-	family(&b, "uringfeed_wire_to_publish_max_seconds", "gauge",
-	       "largest wire-to-publish latency since start");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_wire_to_publish_max_seconds{feed=\"%s\"} %.9f\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          (double)snap->feeds[i].stats.latency.max_ns / 1e9);
-	family(&b, "uringfeed_wire_to_publish_negative_total", "counter",
-	       "samples with the publish time before the receive time (clock stepped), not in "
-	       "the histogram");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_wire_to_publish_negative_total{feed=\"%s\"} %" PRIu64 "\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          snap->feeds[i].stats.latency.negative);
+	feed_family(&b, snap, nf, "uringfeed_wire_to_publish_max_seconds", "gauge",
+	            "largest wire-to-publish latency since start",
+	            offsetof(struct uf_feed_stats, latency.max_ns), 1);
+	feed_family(&b, snap, nf, "uringfeed_wire_to_publish_negative_total", "counter",
+	            "samples with the publish time before the receive time (clock stepped), not in "
+	            "the histogram",
+	            offsetof(struct uf_feed_stats, latency.negative), 0);
 	family(&b, "uringfeed_stage_seconds", "histogram",
 	       "time per packet in each stage of the pipeline: receive, arbitration, decode, "
 	       "books, ring, image");
@@ -459,12 +467,9 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 			          &snap->feeds[i].stats.stages[st]);
 		}
 
-	family(&b, "uringfeed_books_stale", "gauge",
-	       "books flagged stale by an unrecovered gap (until the next session)");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_books_stale{feed=\"%s\"} %" PRIu64 "\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          snap->feeds[i].stats.books_stale);
+	feed_family(&b, snap, nf, "uringfeed_books_stale", "gauge",
+	            "books flagged stale by an unrecovered gap (until the next session)",
+	            offsetof(struct uf_feed_stats, books_stale), 0);
 	family(&b, "uringfeed_session_info", "gauge",
 	       "current MoldUDP64 session (value is always 1; absent before the first packet)");
 	for (int i = 0; i < nf; i++)
@@ -472,36 +477,21 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 			tb_printf(&b, "uringfeed_session_info{feed=\"%s\",session=\"%s\"} 1\n",
 			          esc(snap->feeds[i].name, fe, sizeof(fe)),
 			          session_label(&snap->feeds[i], le, sizeof(le)));
-	family(&b, "uringfeed_session_ended", "gauge",
-	       "1 once the current session's end of session was reached");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_session_ended{feed=\"%s\"} %" PRIu64 "\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          snap->feeds[i].stats.session_ended);
-	family(&b, "uringfeed_recovery_in_progress", "gauge",
-	       "1 while a gap is open (waiting for the other line or re-requesting)");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_recovery_in_progress{feed=\"%s\"} %" PRIu64 "\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          snap->feeds[i].stats.recovering);
-	family(&b, "uringfeed_snapshot_in_progress", "gauge",
-	       "1 while a GLIMPSE snapshot loads (live packets are buffered meanwhile)");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_snapshot_in_progress{feed=\"%s\"} %" PRIu64 "\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          snap->feeds[i].stats.snapshot_in_progress);
-	family(&b, "uringfeed_snapshot_duration_seconds_total", "counter",
-	       "time spent loading GLIMPSE snapshots, start to merge");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_snapshot_duration_seconds_total{feed=\"%s\"} %.9f\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          (double)snap->feeds[i].stats.snapshot_duration_ns / 1e9);
-	family(&b, "uringfeed_snapshot_last_duration_seconds", "gauge",
-	       "duration of the last GLIMPSE snapshot loaded, start to merge");
-	for (int i = 0; i < nf; i++)
-		tb_printf(&b, "uringfeed_snapshot_last_duration_seconds{feed=\"%s\"} %.9f\n",
-		          esc(snap->feeds[i].name, fe, sizeof(fe)),
-		          (double)snap->feeds[i].stats.snapshot_last_duration_ns / 1e9);
+	feed_family(&b, snap, nf, "uringfeed_session_ended", "gauge",
+	            "1 once the current session's end of session was reached",
+	            offsetof(struct uf_feed_stats, session_ended), 0);
+	feed_family(&b, snap, nf, "uringfeed_recovery_in_progress", "gauge",
+	            "1 while a gap is open (waiting for the other line or re-requesting)",
+	            offsetof(struct uf_feed_stats, recovering), 0);
+	feed_family(&b, snap, nf, "uringfeed_snapshot_in_progress", "gauge",
+	            "1 while a GLIMPSE snapshot loads (live packets are buffered meanwhile)",
+	            offsetof(struct uf_feed_stats, snapshot_in_progress), 0);
+	feed_family(&b, snap, nf, "uringfeed_snapshot_duration_seconds_total", "counter",
+	            "time spent loading GLIMPSE snapshots, start to merge",
+	            offsetof(struct uf_feed_stats, snapshot_duration_ns), 1);
+	feed_family(&b, snap, nf, "uringfeed_snapshot_last_duration_seconds", "gauge",
+	            "duration of the last GLIMPSE snapshot loaded, start to merge",
+	            offsetof(struct uf_feed_stats, snapshot_last_duration_ns), 1);
 
 	/* Rings: gauges (the sequence restarts with a new generation). */
 	static const struct {

@@ -21,6 +21,7 @@
 #include "common/uf_atomic.h"
 #include "common/uf_compiler.h"
 #include "common/uf_time.h"
+#include "ring/book_each.h"
 #include "ring/ring_util.h"
 #include "ring/ring_verify.h"
 #include "ring/uf_ring_layout.h"
@@ -836,34 +837,23 @@ UF_RING_VISIBLE uint64_t uf_consumer_image_seq(const uf_consumer_t *c)
 	return uf_load_acquire_u64(&c->image->commit_seq); /* entries read after it reflect it */
 }
 
+/* uf_book_each()'s read of one entry of the local image. */
+static int get_entry(void *src, uint32_t id, struct uf_book_snapshot *s)
+{
+	const struct uf_consumer *c = src;
+	const struct uf_image_entry *e = uf_image_entry_at(c->image, id);
+
+	if (!uf_load_acquire_u32(&e->present))
+		return -ENOENT; /* never written: skip without the lock dance */
+	return copy_entry(c, id, s);
+}
+
 UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
                                              int (*fn)(const struct uf_book_snapshot *, void *),
                                              void *arg)
 {
 	NATS_FORWARD(c, uf_nats_consumer_snapshot_all(c->nats, fn, arg));
-	struct uf_book_snapshot *s = malloc(sizeof(*s));
-	int rc = 0;
-
-	if (!s)
-		return -ENOMEM;
-	for (uint32_t id = 0; id < c->max_instruments; id++) {
-		const struct uf_image_entry *e = uf_image_entry_at(c->image, id);
-
-		if (!uf_load_acquire_u32(&e->present))
-			continue; /* never written: skip without the lock dance */
-		rc = copy_entry(c, id, s);
-		if (rc == -ENOENT) {
-			rc = 0;
-			continue;
-		}
-		if (rc < 0)
-			break;
-		rc = fn(s, arg);
-		if (rc != 0)
-			break;
-	}
-	free(s);
-	return rc;
+	return uf_book_each(c->max_instruments, get_entry, c, fn, arg);
 }
 
 UF_RING_VISIBLE int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uint32_t *id)

@@ -20,18 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/uf_err.h"
 #include "ring/ring_util.h"
-
-static void table_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* The consumer table: a memfd of `size` bytes, sealed so that nobody (a consumer holding a
  * read-write fd included) can ever shrink or grow it: no mapping of it can SIGBUS. */
@@ -44,21 +34,21 @@ int uf_ring_table_make(const char *name, uint64_t size, int node, void **map, in
 	fd = memfd_create("uf.ring.consumers", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		rc = -errno;
-		table_err(err, errlen, "ring %s: memfd_create: %s", name, strerror(errno));
+		uf_err_set(err, errlen, "ring %s: memfd_create: %s", name, strerror(errno));
 		return rc;
 	}
 	if (ftruncate(fd, (off_t)size) < 0 || (rc = uf_ring_allocate(fd, size)) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		rc = -errno;
-		table_err(err, errlen, "ring %s: consumer table (%llu bytes): %s", name,
-		          (unsigned long long)size, strerror(errno));
+		uf_err_set(err, errlen, "ring %s: consumer table (%llu bytes): %s", name,
+		           (unsigned long long)size, strerror(errno));
 		close(fd);
 		return rc;
 	}
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
-		table_err(err, errlen, "ring %s: mmap consumer table: %s", name, strerror(errno));
+		uf_err_set(err, errlen, "ring %s: mmap consumer table: %s", name, strerror(errno));
 		close(fd);
 		return rc;
 	}
@@ -202,7 +192,7 @@ int uf_ring_server_start(struct uf_ring_server **out, const char *name, const ch
 	int rc;
 
 	if (!s) {
-		table_err(err, errlen, "ring %s: out of memory", name);
+		uf_err_set(err, errlen, "ring %s: out of memory", name);
 		return -ENOMEM;
 	}
 	s->ct_fd = ct_fd;
@@ -212,7 +202,7 @@ int uf_ring_server_start(struct uf_ring_server **out, const char *name, const ch
 	s->handed = calloc(s->maxhanded, sizeof(*s->handed));
 	if (!s->handed) {
 		free(s);
-		table_err(err, errlen, "ring %s: out of memory", name);
+		uf_err_set(err, errlen, "ring %s: out of memory", name);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&s->lock, NULL);
@@ -220,7 +210,7 @@ int uf_ring_server_start(struct uf_ring_server **out, const char *name, const ch
 	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->stopfd < 0 || s->lfd < 0) {
 		rc = -errno;
-		table_err(err, errlen, "ring %s: socket: %s", name, strerror(errno));
+		uf_err_set(err, errlen, "ring %s: socket: %s", name, strerror(errno));
 		goto out_close;
 	}
 	if (strlen(path) >= sizeof(sa.sun_path)) { /* checked by the caller */
@@ -233,7 +223,7 @@ int uf_ring_server_start(struct uf_ring_server **out, const char *name, const ch
 	    (gid >= 0 && chown(path, (uid_t)-1, (gid_t)gid) < 0) || chmod(path, mode) < 0 ||
 	    listen(s->lfd, 128) < 0) {
 		rc = -errno;
-		table_err(err, errlen, "ring %s: socket %s: %s", name, path, strerror(errno));
+		uf_err_set(err, errlen, "ring %s: socket %s: %s", name, path, strerror(errno));
 		unlink(path);
 		goto out_close;
 	}
@@ -245,7 +235,7 @@ int uf_ring_server_start(struct uf_ring_server **out, const char *name, const ch
 	rc = -pthread_create(&s->thread, NULL, server_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc < 0) {
-		table_err(err, errlen, "ring %s: thread: %s", name, strerror(-rc));
+		uf_err_set(err, errlen, "ring %s: thread: %s", name, strerror(-rc));
 		unlink(path);
 		goto out_close;
 	}

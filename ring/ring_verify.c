@@ -12,18 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/uf_err.h"
 #include "ring/ring_util.h"
-
-static void v_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Whether `uid` may own a ring this process reads: root, this user, options.owner or
  * $UF_RING_OWNER (a uid or a user name). Anyone else may have put it there to be read. */
@@ -108,7 +98,7 @@ int uf_ring_table_fetch(const char *dir, const char *name, uid_t owner, struct u
 
 	if (uf_ring_path(sa.sun_path, sizeof(sa.sun_path), dir, name, UF_RING_FILE_SOCK) < 0 ||
 	    uf_ring_path(dir_path, sizeof(dir_path), dir, name, UF_RING_FILE_DIR) < 0) {
-		v_err(err, errlen, "ring %s: socket path too long", name);
+		uf_err_set(err, errlen, "ring %s: socket path too long", name);
 		return -ENAMETOOLONG;
 	}
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -121,7 +111,7 @@ int uf_ring_table_fetch(const char *dir, const char *name, uid_t owner, struct u
 		return rc;
 	}
 	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != owner) {
-		v_err(
+		uf_err_set(
 		    err, errlen,
 		    "ring %s: the process behind %s/sock is not the ring's owner (uid %u): refused",
 		    name, dir_path, (unsigned)owner);
@@ -150,8 +140,8 @@ int uf_ring_table_fetch(const char *dir, const char *name, uid_t owner, struct u
 	if (rc < 0 || n != (ssize_t)sizeof(*hello) || fd < 0 || (m.msg_flags & MSG_CTRUNC)) {
 		if (fd >= 0)
 			close(fd);
-		v_err(err, errlen, "ring %s: no consumer table from %s/sock (%s)", name, dir_path,
-		      rc < 0 ? strerror(-rc) : "short or empty answer");
+		uf_err_set(err, errlen, "ring %s: no consumer table from %s/sock (%s)", name,
+		           dir_path, rc < 0 ? strerror(-rc) : "short or empty answer");
 		return -EPROTO;
 	}
 	return fd;

@@ -18,6 +18,8 @@
 
 #include <nats/nats.h>
 
+#include "common/uf_err.h"
+#include "ring/book_each.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/nats_security.h"
 #include "ring/nats/uf_nats_wire.h"
@@ -73,17 +75,6 @@ struct uf_nats_consumer {
 	int failed;                     /* the receiver hit an error it cannot repair */
 };
 
-static void n_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -99,14 +90,15 @@ static int parse_name(struct uf_nats_consumer *n, const char *name, char *err, s
 
 	if (!slash || slash[1] == '\0' || slash - name < (ptrdiff_t)strlen(UF_NATS_URL_PREFIX) ||
 	    slash[-1] == '/') {
-		n_err(err, errlen,
-		      "\"%s\": a remote ring is named nats://HOST:PORT[,nats://HOST:PORT...]/RING",
-		      name);
+		uf_err_set(
+		    err, errlen,
+		    "\"%s\": a remote ring is named nats://HOST:PORT[,nats://HOST:PORT...]/RING",
+		    name);
 		return -EINVAL;
 	}
 	ulen = (size_t)(slash - name);
 	if (ulen >= sizeof(n->urls) || strlen(slash + 1) >= sizeof(n->ring)) {
-		n_err(err, errlen, "\"%s\": name too long", name);
+		uf_err_set(err, errlen, "\"%s\": name too long", name);
 		return -ENAMETOOLONG;
 	}
 	memcpy(n->urls, name, ulen);
@@ -149,8 +141,8 @@ static int nats_open(struct uf_nats_consumer *n, char *err, size_t errlen)
 	if (s == NATS_OK)
 		s = natsConnection_Connect(&n->nc, n->opts);
 	if (s != NATS_OK) {
-		n_err(err, errlen, "ring %s: connect %s: %s", n->ring, n->urls,
-		      natsStatus_GetText(s));
+		uf_err_set(err, errlen, "ring %s: connect %s: %s", n->ring, n->urls,
+		           natsStatus_GetText(s));
 		return s == NATS_NO_SERVER ? -ECONNREFUSED : -EIO;
 	}
 	jsOptions_Init(&jo);
@@ -159,9 +151,9 @@ static int nats_open(struct uf_nats_consumer *n, char *err, size_t errlen)
 	if (s == NATS_OK)
 		s = js_KeyValue(&n->kv, n->js, n->nm.bucket);
 	if (s != NATS_OK) {
-		n_err(err, errlen,
-		      "ring %s: no bucket %s on %s (is uf-bridge publishing this ring?): %s",
-		      n->ring, n->nm.bucket, n->urls, natsStatus_GetText(s));
+		uf_err_set(err, errlen,
+		           "ring %s: no bucket %s on %s (is uf-bridge publishing this ring?): %s",
+		           n->ring, n->nm.bucket, n->urls, natsStatus_GetText(s));
 		return -ENOENT;
 	}
 	return 0;
@@ -181,21 +173,21 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 
 	s = kvStore_Get(&e, n->kv, "commit");
 	if (s != NATS_OK) {
-		n_err(err, errlen, "ring %s: bucket %s has no commit entry yet: %s", n->ring,
-		      n->nm.bucket, natsStatus_GetText(s));
+		uf_err_set(err, errlen, "ring %s: bucket %s has no commit entry yet: %s", n->ring,
+		           n->nm.bucket, natsStatus_GetText(s));
 		return s == NATS_NOT_FOUND ? -ENOENT : -EIO;
 	}
 	if (kvEntry_ValueLen(e) != (int)sizeof(*cm)) {
 		kvEntry_Destroy(e);
-		n_err(err, errlen, "ring %s: commit entry has the wrong size", n->ring);
+		uf_err_set(err, errlen, "ring %s: commit entry has the wrong size", n->ring);
 		return -EPROTO;
 	}
 	memcpy(cm, kvEntry_Value(e), sizeof(*cm));
 	kvEntry_Destroy(e);
 	if (cm->magic != UF_NATS_COMMIT_MAGIC || cm->version != UF_NATS_VERSION ||
 	    cm->depth > UF_BOOK_MAX_DEPTH || cm->max_instruments > (1u << 24)) {
-		n_err(err, errlen, "ring %s: commit entry is not wire version %u", n->ring,
-		      UF_NATS_VERSION);
+		uf_err_set(err, errlen, "ring %s: commit entry is not wire version %u", n->ring,
+		           UF_NATS_VERSION);
 		return -EPROTO;
 	}
 	if (min_from < cm->position)
@@ -223,14 +215,14 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 	if (w)
 		kvWatcher_Destroy(w);
 	if (s != NATS_OK) {
-		n_err(err, errlen, "ring %s: reading bucket %s: %s", n->ring, n->nm.bucket,
-		      natsStatus_GetText(s));
+		uf_err_set(err, errlen, "ring %s: reading bucket %s: %s", n->ring, n->nm.bucket,
+		           natsStatus_GetText(s));
 		rc = -EIO;
 	}
 	if (rc < 0) {
 		if (rc == -EPROTO)
-			n_err(err, errlen, "ring %s: a book entry is not wire version %u", n->ring,
-			      UF_NATS_VERSION);
+			uf_err_set(err, errlen, "ring %s: a book entry is not wire version %u",
+			           n->ring, UF_NATS_VERSION);
 		uf_nats_books_free(bk);
 	}
 	return rc;
@@ -256,9 +248,9 @@ static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 		s = natsSubscription_SetPendingLimits(n->sub, -1, 256 * 1024 * 1024);
 	}
 	if (s != NATS_OK) {
-		n_err(err, errlen, "ring %s: subscribe %s from %llu: %s (%d)", n->ring,
-		      n->nm.subject, (unsigned long long)so.Config.OptStartSeq,
-		      natsStatus_GetText(s), (int)jerr);
+		uf_err_set(err, errlen, "ring %s: subscribe %s from %llu: %s (%d)", n->ring,
+		           n->nm.subject, (unsigned long long)so.Config.OptStartSeq,
+		           natsStatus_GetText(s), (int)jerr);
 		return -EIO;
 	}
 	return 0;
@@ -497,7 +489,7 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 	n->pos = n->opt.start == UF_CONSUMER_START_OLDEST ? n->base : n->tail;
 	pthread_mutex_unlock(&n->mu);
 	if (pthread_create(&n->thr, NULL, receiver, n) != 0) {
-		n_err(err, errlen, "ring %s: cannot start the receiver thread", n->ring);
+		uf_err_set(err, errlen, "ring %s: cannot start the receiver thread", n->ring);
 		return -EAGAIN;
 	}
 	n->thr_started = 1;
@@ -511,7 +503,7 @@ int uf_nats_consumer_attach(const char *name, const struct uf_consumer_options *
 	int rc;
 
 	if (!n) {
-		n_err(err, errlen, "%s: out of memory", name);
+		uf_err_set(err, errlen, "%s: out of memory", name);
 		return -ENOMEM;
 	}
 	if (opt)
@@ -526,7 +518,7 @@ int uf_nats_consumer_attach(const char *name, const struct uf_consumer_options *
 	n->buf = malloc((size_t)NC_CAPACITY * sizeof(*n->buf));
 	n->seqs = malloc((size_t)NC_CAPACITY * sizeof(*n->seqs));
 	if (!n->buf || !n->seqs) {
-		n_err(err, errlen, "%s: out of memory", name);
+		uf_err_set(err, errlen, "%s: out of memory", name);
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -710,37 +702,29 @@ int uf_nats_consumer_snapshot(struct uf_nats_consumer *n, uint32_t id,
 	return rc;
 }
 
+/* uf_book_each()'s read of one book; `max` can shrink meanwhile (a new generation). */
+static int get_book(void *src, uint32_t id, struct uf_book_snapshot *s)
+{
+	struct uf_nats_consumer *n = src;
+	int rc;
+
+	pthread_mutex_lock(&n->mu);
+	rc = id < n->books.max ? uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, s)
+	                       : -ENOENT;
+	pthread_mutex_unlock(&n->mu);
+	return rc;
+}
+
 int uf_nats_consumer_snapshot_all(struct uf_nats_consumer *n,
                                   int (*fn)(const struct uf_book_snapshot *snap, void *arg),
                                   void *arg)
 {
-	struct uf_book_snapshot *s = malloc(sizeof(*s));
 	uint32_t max;
-	int rc = 0;
 
-	if (!s)
-		return -ENOMEM;
 	pthread_mutex_lock(&n->mu);
 	max = n->books.max;
 	pthread_mutex_unlock(&n->mu);
-	for (uint32_t id = 0; id < max; id++) {
-		pthread_mutex_lock(&n->mu);
-		rc = id < n->books.max
-		         ? uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, s)
-		         : -ENOENT;
-		pthread_mutex_unlock(&n->mu);
-		if (rc == -ENOENT) {
-			rc = 0;
-			continue;
-		}
-		if (rc < 0)
-			break;
-		rc = fn(s, arg);
-		if (rc != 0)
-			break;
-	}
-	free(s);
-	return rc;
+	return uf_book_each(max, get_book, n, fn, arg);
 }
 
 int uf_nats_consumer_lookup(struct uf_nats_consumer *n, const char *symbol, uint32_t *id)

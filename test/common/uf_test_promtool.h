@@ -16,15 +16,19 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test/common/uf_test_proc.h"
 
 /* Runs promtool check metrics with `text` on its stdin. Returns 0 when it exits 0 having
  * printed nothing at all (a lint warning is a failure too); -1 otherwise, with what it
- * printed (or why it could not run: promtool missing, a 30 s timeout) in `out`. */
-static inline int uf_test_promtool_check_metrics(const char *text, char *out, size_t cap)
+ * printed (or why it could not run: promtool missing, no answer within timeout_ms) in
+ * `out`. */
+static inline int uf_test_promtool_check_metrics_within(const char *text, char *out, size_t cap,
+                                                        int timeout_ms)
 {
+	struct timespec t0, now;
 	int in[2], res[2], st = 0;
 	size_t len = strlen(text), off = 0, got = 0;
 	pid_t pid;
@@ -66,12 +70,17 @@ static inline int uf_test_promtool_check_metrics(const char *text, char *out, si
 		off += (size_t)n;
 	}
 	close(in[1]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct pollfd p = {.fd = res[0], .events = POLLIN};
-		int r = poll(&p, 1, 30000);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long left = timeout_ms - ((now.tv_sec - t0.tv_sec) * 1000 +
+		                          (now.tv_nsec - t0.tv_nsec) / 1000000);
+		int r = left > 0 ? poll(&p, 1, (int)left) : 0;
 		if (r == 0) {
 			kill(pid, SIGKILL);
-			snprintf(out + got, cap - got, "[promtool timed out after 30 s]");
+			snprintf(out + got, cap - got, "[promtool timed out after %d ms]",
+			         timeout_ms);
 			break;
 		}
 		if (r < 0 && errno == EINTR)
@@ -95,6 +104,12 @@ static inline int uf_test_promtool_check_metrics(const char *text, char *out, si
 		return -1;
 	}
 	return 0;
+}
+
+/* The same within 30 s. */
+static inline int uf_test_promtool_check_metrics(const char *text, char *out, size_t cap)
+{
+	return uf_test_promtool_check_metrics_within(text, out, cap, 30000);
 }
 
 #endif /* UF_TEST_PROMTOOL_H */

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_daemon.h"
 #include "test/common/uf_test_dir.h"
 #include "test/common/uf_test_run.h"
 
@@ -68,12 +69,8 @@ static const char *write_cfg(const char *name, const char *json)
 
 static int setup(void **state)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/uf-cli-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
 	/* Any ring the daemon wrongly created would land here, where the test looks for it. */
-	setenv("UF_RING_DIR", tmpdir, 1);
-	return 0;
+	return uf_test_daemon_dir(tmpdir, sizeof(tmpdir), "cli");
 }
 
 static int teardown(void **state)

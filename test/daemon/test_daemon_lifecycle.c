@@ -25,140 +25,24 @@
 
 #include <cmocka.h>
 
+#include "test/common/uf_test_daemon.h"
 #include "test/common/uf_test_dir.h"
-#include "test/common/uf_test_proc.h"
 #include "ring/ufconsumer.h"
 
 #define NCONSUMERS 2
 
 static char tmpdir[64];
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static const char *binpath(const char *name)
-{
-	static char path[4][512];
-	static int i;
-	const char *dir = getenv("UF_BIN_DIR");
-	char *p = path[i++ & 3];
-	snprintf(p, 512, "%s/%s", dir ? dir : UF_BIN_DIR, name);
-	if (access(p, X_OK) != 0)
-		fail_msg("cannot run %s: %s (build it first)", p, strerror(errno));
-	return p;
-}
-
-/* Starts argv with stdout/stderr to files in tmpdir; returns the pid. */
-static pid_t spawn(const char *const argv[], const char *out, const char *err)
-{
-	pid_t pid = uf_test_fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char o[256], e[256];
-		snprintf(o, sizeof(o), "%s/%s", tmpdir, out);
-		snprintf(e, sizeof(e), "%s/%s", tmpdir, err);
-		int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fo, 1);
-		dup2(fe, 2);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-/* Exit status of pid within timeout_ms, or fails (after killing it). */
-static int wait_exit(pid_t pid, int timeout_ms, const char *what)
-{
-	int st;
-	uint64_t end = now_ms() + (uint64_t)timeout_ms;
-	while (now_ms() < end) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	fail_msg("%s did not exit within %d ms", what, timeout_ms);
-	return -1;
-}
-
-static void read_file(const char *name, char *buf, size_t len)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/%s", tmpdir, name);
-	FILE *f = fopen(p, "r");
-	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-}
-
-/* Waits until the daemon's log holds `needle`; returns a pointer into the static log copy. */
-static const char *wait_log(const char *needle, int timeout_ms)
-{
-	static char log[65536];
-	uint64_t end = now_ms() + (uint64_t)timeout_ms;
-	do {
-		read_file("daemon.err", log, sizeof(log));
-		const char *p = strstr(log, needle);
-		if (p)
-			return p;
-		usleep(20000);
-	} while (now_ms() < end);
-	fail_msg("daemon log never showed \"%s\"; log:\n%s", needle, log);
-	return NULL;
-}
-
-static void write_config(const char *json)
-{
-	char p[256], tmp[256];
-	snprintf(p, sizeof(p), "%s/uf.json", tmpdir);
-	snprintf(tmp, sizeof(tmp), "%s/uf.json.tmp", tmpdir);
-	FILE *f = fopen(tmp, "w");
-	assert_non_null(f);
-	fputs(json, f);
-	fclose(f);
-	assert_int_equal(rename(tmp, p), 0); /* the daemon never reads half a file */
-}
-
 static json_t *get_status(uint16_t port)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	static char buf[1 << 20];
-	size_t len = 0;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	const char *req = "GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		assert_int_equal(poll(&p, 1, 5000), 1);
-		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	assert_non_null(strstr(buf, "HTTP/1.1 200"));
+	const char *body;
 	json_error_t je;
-	json_t *j = json_loads(strstr(buf, "\r\n\r\n") + 4, 0, &je);
+
+	assert_int_equal(uf_test_http_get(port, "/status", &body), 200);
+	json_t *j = json_loads(body, 0, &je);
 	if (!j)
 		fail_msg("status is not JSON: %s", je.text);
 	return j;
-}
-
-static uint16_t status_port(void)
-{
-	const char *p = wait_log("serving http://127.0.0.1:", 10000);
-	return (uint16_t)atoi(p + strlen("serving http://127.0.0.1:"));
 }
 
 /* Consumer process: reads until the ring says closed; exit 0 only when it saw "closed" after
@@ -171,7 +55,7 @@ static int consumer_main(const char *ring, int idx)
 	struct uf_record rec;
 	uint64_t seq, expect = 0, n = 0;
 	char err[256], tag[16], out[256];
-	uint64_t end = now_ms() + 30000;
+	uint64_t end = uf_test_now_ms() + 30000;
 	int r;
 
 	uf_consumer_options_init(&opt);
@@ -180,7 +64,7 @@ static int consumer_main(const char *ring, int idx)
 	opt.start = UF_CONSUMER_START_OLDEST;
 	opt.dir = tmpdir;
 	while ((r = uf_consumer_attach(ring, &opt, &c, err, sizeof(err))) != 0) {
-		if (now_ms() > end)
+		if (uf_test_now_ms() > end)
 			return 10;
 		usleep(10000);
 	}
@@ -194,7 +78,7 @@ static int consumer_main(const char *ring, int idx)
 			continue;
 		}
 		if (r == -EAGAIN) {
-			if (now_ms() > end)
+			if (uf_test_now_ms() > end)
 				return 12; /* never closed */
 			uf_consumer_wait(c, 100000000);
 			continue;
@@ -220,11 +104,7 @@ static int consumer_main(const char *ring, int idx)
 
 static int setup(void **state)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/uf-life-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	setenv("UF_RING_DIR", tmpdir, 1);
-	return 0;
+	return uf_test_daemon_dir(tmpdir, sizeof(tmpdir), "life");
 }
 
 static int teardown(void **state)
@@ -244,20 +124,16 @@ static int teardown(void **state)
 
 static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void **state)
 {
-	char day[256], cfg[256], buf[512];
+	char day[256], buf[512];
 	pid_t daemon, replay, cons[NCONSUMERS];
 
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
-	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
-	const char *gen[] = {binpath("uf-gen"), "--out", day,      "--messages", "150000",
-	                     "--symbols",       "20",    "--seed", "7",          NULL};
-	assert_int_equal(wait_exit(spawn(gen, "gen.out", "gen.err"), 20000, "uf-gen"), 0);
-	write_config(CONFIG(""));
+	uf_test_gen_day(tmpdir, day, "150000", "20", "7");
+	uf_test_write_file(tmpdir, "uf.json", CONFIG(""));
 
-	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
-	daemon = spawn(dargv, "daemon.out", "daemon.err");
-	uint16_t port = status_port();
-	wait_log("running;", 10000);
+	daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
+	uint16_t port = uf_test_status_port(tmpdir);
+	uf_test_wait_log(tmpdir, "running;", 10000);
 	for (int i = 0; i < NCONSUMERS; i++) {
 		cons[i] = uf_test_fork();
 		assert_true(cons[i] >= 0);
@@ -265,7 +141,7 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 			_exit(consumer_main("uf_life_test", i));
 	}
 	/* 150000 messages at 50000/s: three seconds of traffic, 2 % loss on each line. */
-	const char *rargv[] = {binpath("uf-replay"),
+	const char *rargv[] = {uf_test_bin("uf-replay"),
 	                       "--in",
 	                       day,
 	                       "--a",
@@ -285,12 +161,12 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	                       "--serve-rerequests",
 	                       "44710",
 	                       NULL};
-	replay = spawn(rargv, "replay.out", "replay.err");
+	replay = uf_test_spawn(tmpdir, rargv, "replay.out", "replay.err", NULL, 0);
 
 	/* Wait until messages flow (bounded), then stop the daemon in the middle of the day. */
 	json_int_t msgs = 0;
-	uint64_t end = now_ms() + 10000;
-	while (msgs < 20000 && now_ms() < end) {
+	uint64_t end = uf_test_now_ms() + 10000;
+	while (msgs < 20000 && uf_test_now_ms() < end) {
 		json_t *j = get_status(port);
 		json_t *f = json_array_get(json_object_get(j, "feeds"), 0);
 		msgs = json_integer_value(json_object_get(f, "messages"));
@@ -302,8 +178,8 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 		fail_msg("traffic never reached the daemon (%lld messages)", (long long)msgs);
 	/* The status endpoint lists both consumer processes on the ring, with their lag. */
 	int seen = 0;
-	end = now_ms() + 5000;
-	while (seen != 3 && now_ms() < end) {
+	end = uf_test_now_ms() + 5000;
+	while (seen != 3 && uf_test_now_ms() < end) {
 		json_t *j = get_status(port);
 		json_t *ring =
 		    json_object_get(json_array_get(json_object_get(j, "feeds"), 0), "ring");
@@ -332,23 +208,23 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 		char want[96];
 		snprintf(want, sizeof(want), "ring uf_life_test: consumer test%d (pid %d, slot ", i,
 		         (int)cons[i]);
-		wait_log(want, 5000);
+		uf_test_wait_log(tmpdir, want, 5000);
 	}
-	wait_log("feed life: session ", 5000);
+	uf_test_wait_log(tmpdir, "feed life: session ", 5000);
 	assert_int_equal(kill(replay, 0), 0); /* still sending: SIGTERM lands mid-traffic */
 	print_message("SIGTERM after %lld messages\n", (long long)msgs);
 	assert_int_equal(kill(daemon, SIGTERM), 0);
-	int st = wait_exit(daemon, 15000, "uringfeed after SIGTERM");
-	read_file("daemon.err", buf, sizeof(buf));
+	int st = uf_test_wait_exit(daemon, 15000, "uringfeed after SIGTERM");
+	uf_test_read_file(tmpdir, "daemon.err", buf, sizeof(buf));
 	if (st != 0)
 		fail_msg("uringfeed exited %d after SIGTERM; log starts: %s", st, buf);
-	wait_log("stopped cleanly", 1000);
+	uf_test_wait_log(tmpdir, "stopped cleanly", 1000);
 
 	for (int i = 0; i < NCONSUMERS; i++) {
 		char name[32], line[256];
-		int cst = wait_exit(cons[i], 15000, "consumer");
+		int cst = uf_test_wait_exit(cons[i], 15000, "consumer");
 		snprintf(name, sizeof(name), "consumer%d", i);
-		read_file(name, line, sizeof(line));
+		uf_test_read_file(tmpdir, name, line, sizeof(line));
 		if (cst != 0)
 			fail_msg("consumer %d exited %d (%s)", i, cst, line);
 		print_message("consumer %d: %s", i, line);
@@ -356,7 +232,7 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 		assert_non_null(strstr(line, "closed 1"));
 	}
 	kill(replay, SIGTERM);
-	wait_exit(replay, 10000, "uf-replay");
+	uf_test_wait_exit(replay, 10000, "uf-replay");
 
 	/* The ring stays, marked closed: a consumer that attaches now learns it at once. */
 	struct uf_consumer_options opt;
@@ -376,37 +252,34 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 
 static void test_lifecycle_sighup_rereads_the_file_and_survives_a_bad_one(void **state)
 {
-	char cfg[256];
 	pid_t daemon;
 
-	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
-	write_config(CONFIG(",\"symbols\":[\"AAPL\"]"));
-	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
-	daemon = spawn(dargv, "daemon.out", "daemon.err");
-	uint16_t port = status_port();
-	wait_log("running;", 10000);
+	uf_test_write_file(tmpdir, "uf.json", CONFIG(",\"symbols\":[\"AAPL\"]"));
+	daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
+	uint16_t port = uf_test_status_port(tmpdir);
+	uf_test_wait_log(tmpdir, "running;", 10000);
 
 	/* A broken file: refused with its position, the daemon keeps running. */
-	write_config("{\"feeds\": [ {\"name\": \"life\" ");
+	uf_test_write_file(tmpdir, "uf.json", "{\"feeds\": [ {\"name\": \"life\" ");
 	assert_int_equal(kill(daemon, SIGHUP), 0);
-	wait_log("keeping the running configuration", 5000);
-	wait_log("uf.json:1:", 100);
+	uf_test_wait_log(tmpdir, "keeping the running configuration", 5000);
+	uf_test_wait_log(tmpdir, "uf.json:1:", 100);
 	json_t *j = get_status(port);
 	assert_int_equal(json_integer_value(json_object_get(j, "reloads")), 0);
 	json_decref(j);
 
 	/* A good file with another filter: re-read, counted, and the change is reported. */
-	write_config(CONFIG(",\"symbols\":[\"AAPL\",\"MSFT\"]"));
+	uf_test_write_file(tmpdir, "uf.json", CONFIG(",\"symbols\":[\"AAPL\",\"MSFT\"]"));
 	assert_int_equal(kill(daemon, SIGHUP), 0);
-	wait_log("reload: done", 5000);
-	wait_log("feed \"life\": symbol filter now 2 symbols", 100);
+	uf_test_wait_log(tmpdir, "reload: done", 5000);
+	uf_test_wait_log(tmpdir, "feed \"life\": symbol filter now 2 symbols", 100);
 	j = get_status(port);
 	assert_int_equal(json_integer_value(json_object_get(j, "reloads")), 1);
 	json_decref(j);
 
 	assert_int_equal(kill(daemon, SIGINT), 0);
-	assert_int_equal(wait_exit(daemon, 15000, "uringfeed after SIGINT"), 0);
-	wait_log("received SIGINT", 100);
+	assert_int_equal(uf_test_wait_exit(daemon, 15000, "uringfeed after SIGINT"), 0);
+	uf_test_wait_log(tmpdir, "received SIGINT", 100);
 }
 
 /* A runtime failure after validation (the status port is taken) exits 1, says why, and
@@ -415,14 +288,13 @@ static void test_lifecycle_taken_status_port_exits_1_and_closes_the_ring(void **
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t alen = sizeof(a);
-	char cfg[256], json[2048], want[96];
+	char json[2048], want[96];
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(fd, 1), 0);
 	getsockname(fd, (struct sockaddr *)&a, &alen);
-	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
 	snprintf(json, sizeof(json), "%s", CONFIG(""));
 	char *p = strstr(json, "127.0.0.1:0");
 	assert_non_null(p);
@@ -430,14 +302,15 @@ static void test_lifecycle_taken_status_port_exits_1_and_closes_the_ring(void **
 	snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
 	memmove(p + 10 + strlen(port), p + 11, strlen(p + 11) + 1);
 	memcpy(p + 10, port, strlen(port));
-	write_config(json);
+	uf_test_write_file(tmpdir, "uf.json", json);
 
-	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
-	assert_int_equal(wait_exit(spawn(dargv, "daemon.out", "daemon.err"), 15000, "uringfeed"),
-	                 1);
+	assert_int_equal(
+	    uf_test_wait_exit(uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0),
+	                      15000, "uringfeed"),
+	    1);
 	snprintf(want, sizeof(want), "cannot listen on 127.0.0.1:%s: Address already in use", port);
-	wait_log(want, 100);
-	wait_log("stopped after a failure", 100);
+	uf_test_wait_log(tmpdir, want, 100);
+	uf_test_wait_log(tmpdir, "stopped after a failure", 100);
 	close(fd);
 
 	struct uf_consumer_options opt;
@@ -518,12 +391,11 @@ static int thread_has_cpu(const char *cpus, const char *name, int cpu)
  * threads stay off it. Needs two CPUs (fails, saying so, on one). */
 static void test_lifecycle_threads_run_where_the_config_says(void **state)
 {
-	char cfg[256], json[2048], cpus[1024];
+	char json[2048], cpus[1024];
 	pid_t daemon;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		fail_msg("this test needs 2 CPUs to tell feed CPUs from control CPUs");
-	snprintf(cfg, sizeof(cfg), "%s/uf.json", tmpdir);
 	snprintf(json, sizeof(json), "%s", CONFIG(""));
 	char *p = strstr(json, "\"backend\":\"epoll\",\"cpu\":-1,");
 	assert_non_null(p);
@@ -531,11 +403,10 @@ static void test_lifecycle_threads_run_where_the_config_says(void **state)
 	size_t oldlen = strlen("\"backend\":\"epoll\",\"cpu\":-1,");
 	memmove(p + strlen(with), p + oldlen, strlen(p + oldlen) + 1);
 	memcpy(p, with, strlen(with));
-	write_config(json);
+	uf_test_write_file(tmpdir, "uf.json", json);
 
-	const char *dargv[] = {binpath("uringfeed"), "--config", cfg, NULL};
-	daemon = spawn(dargv, "daemon.out", "daemon.err");
-	wait_log("running;", 10000);
+	daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
+	uf_test_wait_log(tmpdir, "running;", 10000);
 	usleep(300000); /* the feed thread pins itself and sets up its ring first */
 	thread_cpus(daemon, cpus, sizeof(cpus));
 	print_message("threads: %s\n", cpus);
@@ -548,7 +419,7 @@ static void test_lifecycle_threads_run_where_the_config_says(void **state)
 		fail_msg("no SQ poll thread (did the kernel refuse SQPOLL?): %s", cpus);
 	assert_non_null(strstr(sqp, "=1;")); /* SQ poll thread pinned to sqpoll_cpu */
 	assert_int_equal(kill(daemon, SIGTERM), 0);
-	assert_int_equal(wait_exit(daemon, 15000, "uringfeed after SIGTERM"), 0);
+	assert_int_equal(uf_test_wait_exit(daemon, 15000, "uringfeed after SIGTERM"), 0);
 }
 
 int main(void)

@@ -21,6 +21,7 @@
 #include "common/uf_time.h"
 #include "daemon/log.h"
 #include "daemon/status.h"
+#include "test/common/uf_test_json.h"
 
 /* ---- what the "feeds" hold ---- */
 
@@ -439,25 +440,6 @@ static json_t *get_json(struct fixture *fx)
 	return j;
 }
 
-static json_int_t jint(json_t *root, const char *path)
-{
-	/* path like "feeds/0/lines/1/wins" */
-	char buf[256], *save, *tok;
-	json_t *cur = root;
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (json_is_array(cur))
-			cur = json_array_get(cur, (size_t)atoi(tok));
-		else
-			cur = json_object_get(cur, tok);
-		if (!cur)
-			fail_msg("/status has no %s", path);
-	}
-	if (!json_is_integer(cur))
-		fail_msg("/status %s is not an integer", path);
-	return json_integer_value(cur);
-}
-
 static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 {
 	struct fixture *fx = *state;
@@ -465,44 +447,46 @@ static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 	const struct uf_lat_hist *h = &fx->stats[0].latency;
 
 	assert_string_equal(json_string_value(json_object_get(j, "version")), "9.8.7");
-	assert_int_equal(jint(j, "pid"), 4242);
-	assert_int_equal(jint(j, "reloads"), 3);
+	assert_int_equal(uf_test_json_int(j, "pid"), 4242);
+	assert_int_equal(uf_test_json_int(j, "reloads"), 3);
 	assert_int_equal(json_array_size(json_object_get(j, "feeds")), 2);
 	json_t *a = json_array_get(json_object_get(j, "feeds"), 0);
 	assert_string_equal(json_string_value(json_object_get(a, "name")), "alpha");
 	assert_string_equal(json_string_value(json_object_get(a, "state")), "running");
 	assert_string_equal(json_string_value(json_object_get(a, "backend")), "io_uring");
-	assert_int_equal(jint(j, "feeds/0/packets"), 1001);
-	assert_int_equal(jint(j, "feeds/0/messages"), 123456789012ll);
-	assert_int_equal(jint(j, "feeds/0/gaps"), 7);
-	assert_int_equal(jint(j, "feeds/0/rerequests"), 5);
-	assert_int_equal(jint(j, "feeds/0/recovered_messages"), 40);
-	assert_int_equal(jint(j, "feeds/0/gaps_unrecovered"), 1);
-	assert_int_equal(jint(j, "feeds/0/book_integrity_errors"), 4);
-	assert_int_equal(jint(j, "feeds/0/cq_overflows"), 6);
-	assert_int_equal(jint(j, "feeds/0/decode_errors/truncated_header"), 2);
-	assert_int_equal(jint(j, "feeds/0/decode_errors/unknown_type"), 9);
-	assert_int_equal(jint(j, "feeds/0/decode_errors_total"), 11);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/packets"), 1001);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/messages"), 123456789012ll);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/gaps"), 7);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/rerequests"), 5);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/recovered_messages"), 40);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/gaps_unrecovered"), 1);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/book_integrity_errors"), 4);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/cq_overflows"), 6);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/decode_errors/truncated_header"), 2);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/decode_errors/unknown_type"), 9);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/decode_errors_total"), 11);
 	assert_string_equal(json_string_value(json_object_get(
 	                        json_array_get(json_object_get(a, "lines"), 1), "name")),
 	                    "B");
-	assert_int_equal(jint(j, "feeds/0/lines/0/wins"), 550);
-	assert_int_equal(jint(j, "feeds/0/lines/1/wins"), 451);
-	assert_int_equal(jint(j, "feeds/0/lines/1/duplicates"), 33);
-	assert_int_equal(jint(j, "feeds/0/lines/1/rearms"), 8);
-	assert_int_equal(jint(j, "feeds/0/latency_ns/count"), 1000);
-	assert_int_equal(jint(j, "feeds/0/latency_ns/max"), 1000000);
-	assert_int_equal(jint(j, "feeds/0/latency_ns/p50"), (json_int_t)uf_lat_quantile(h, 0.5));
-	assert_int_equal(jint(j, "feeds/0/latency_ns/p99"), (json_int_t)uf_lat_quantile(h, 0.99));
-	assert_int_equal(jint(j, "feeds/0/latency_ns/p99_9"),
+	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/0/wins"), 550);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/1/wins"), 451);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/1/duplicates"), 33);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/1/rearms"), 8);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/count"), 1000);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/max"), 1000000);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/p50"),
+	                 (json_int_t)uf_lat_quantile(h, 0.5));
+	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/p99"),
+	                 (json_int_t)uf_lat_quantile(h, 0.99));
+	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/p99_9"),
 	                 (json_int_t)uf_lat_quantile(h, 0.999));
 	/* The histogram's 12.5 % resolution: p50 of 1..1000 us lies in [500, 563] us. */
-	assert_in_range(jint(j, "feeds/0/latency_ns/p50"), 500000, 563000);
-	assert_int_equal(jint(j, "feeds/0/ring/sequence"), 777);
-	assert_int_equal(jint(j, "feeds/0/ring/nconsumers"), 2);
-	assert_int_equal(jint(j, "feeds/0/ring/consumers/0/pid"), 100);
-	assert_int_equal(jint(j, "feeds/0/ring/consumers/0/lag"), 77);
-	assert_int_equal(jint(j, "feeds/0/ring/consumers/1/lost"), 12);
+	assert_in_range(uf_test_json_int(j, "feeds/0/latency_ns/p50"), 500000, 563000);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/sequence"), 777);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/nconsumers"), 2);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/consumers/0/pid"), 100);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/consumers/0/lag"), 77);
+	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/consumers/1/lost"), 12);
 	json_t *b = json_array_get(json_object_get(j, "feeds"), 1);
 	assert_string_equal(json_string_value(json_object_get(b, "state")), "failed");
 	assert_string_equal(json_string_value(json_object_get(b, "error")),
@@ -689,14 +673,14 @@ static void test_status_reads_counters_while_a_feed_thread_writes(void **state)
 	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
 	for (int i = 0; i < 5; i++) {
 		json_t *j = get_json(fx);
-		v = jint(j, "feeds/1/messages");
+		v = uf_test_json_int(j, "feeds/1/messages");
 		json_decref(j);
 		assert_in_range(v, last, (json_int_t)w.n);
 		last = v;
 	}
 	pthread_join(t, NULL);
 	json_t *j = get_json(fx);
-	assert_int_equal(jint(j, "feeds/1/messages"), (json_int_t)w.n);
+	assert_int_equal(uf_test_json_int(j, "feeds/1/messages"), (json_int_t)w.n);
 	json_decref(j);
 }
 

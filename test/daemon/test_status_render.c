@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "daemon/status_render.h"
+#include "test/common/uf_test_json.h"
 
 #define NOW_NS   5000000000000ull
 #define START_NS 4990000000000ull
@@ -90,22 +91,6 @@ static struct uf_status_snapshot *make_snapshot(void)
 	return s;
 }
 
-static json_int_t jget(json_t *root, const char *path)
-{
-	json_t *v = root;
-	char buf[256], *save = NULL;
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *t = strtok_r(buf, "/", &save); t && v; t = strtok_r(NULL, "/", &save)) {
-		char *end;
-		long idx = strtol(t, &end, 10);
-		v = *end == '\0' && json_is_array(v) ? json_array_get(v, (size_t)idx)
-		                                     : json_object_get(v, t);
-	}
-	if (!v || !json_is_integer(v))
-		fail_msg("%s: missing or not an integer", path);
-	return json_integer_value(v);
-}
-
 static void test_status_render_json_every_counter(void **state)
 {
 	(void)state;
@@ -127,21 +112,21 @@ static void test_status_render_json_every_counter(void **state)
 	} else {                                                                                   \
 		snprintf(p, sizeof(p), "feeds/%d/%s", i, #field);                                  \
 	}                                                                                          \
-	assert_int_equal(jget(root, p), feed_val(i, k++));
+	assert_int_equal(uf_test_json_int(root, p), feed_val(i, k++));
 		UF_FEED_COUNTERS(CHECK_FEED)
 #undef CHECK_FEED
 		snprintf(p, sizeof(p), "feeds/%d/decode_errors_total", i);
-		assert_int_equal(jget(root, p), dec);
+		assert_int_equal(uf_test_json_int(root, p), dec);
 		for (int l = 0; l < 2; l++) {
 			k = 0;
 #define CHECK_LINE(field, help)                                                                    \
 	snprintf(p, sizeof(p), "feeds/%d/lines/%d/%s", i, l, #field);                              \
-	assert_int_equal(jget(root, p), line_val(i, l, k++));
+	assert_int_equal(uf_test_json_int(root, p), line_val(i, l, k++));
 			UF_FEED_LINE_COUNTERS(CHECK_LINE)
 #undef CHECK_LINE
 		}
 		snprintf(p, sizeof(p), "feeds/%d/latency_ns/count", i);
-		assert_int_equal(jget(root, p), 3);
+		assert_int_equal(uf_test_json_int(root, p), 3);
 	}
 	json_t *f0 = json_array_get(json_object_get(root, "feeds"), 0);
 	json_t *f1 = json_array_get(json_object_get(root, "feeds"), 1);
@@ -150,14 +135,15 @@ static void test_status_render_json_every_counter(void **state)
 	assert_string_equal(json_string_value(json_object_get(f1, "error")), "bind: in use");
 	assert_null(json_object_get(f0, "error")); /* only a feed with an error has the key */
 	assert_null(json_object_get(f1, "ring"));  /* no ring, no key */
-	assert_int_equal(jget(root, "feeds/0/ring/sequence"), 777);
-	assert_int_equal(jget(root, "feeds/0/ring/consumers/0/lag"), 77);
-	assert_int_equal(jget(root, "feeds/0/ring/consumers/0/idle_ms"), 250); /* now - seen */
+	assert_int_equal(uf_test_json_int(root, "feeds/0/ring/sequence"), 777);
+	assert_int_equal(uf_test_json_int(root, "feeds/0/ring/consumers/0/lag"), 77);
+	assert_int_equal(uf_test_json_int(root, "feeds/0/ring/consumers/0/idle_ms"),
+	                 250); /* now - seen */
 	assert_null(json_object_get(
 	    json_array_get(json_object_get(json_object_get(f0, "ring"), "consumers"), 1),
 	    "idle_ms")); /* never seen: no age */
-	assert_int_equal(jget(root, "reloads"), 9);
-	assert_int_equal(jget(root, "time_ns"), (json_int_t)NOW_NS);
+	assert_int_equal(uf_test_json_int(root, "reloads"), 9);
+	assert_int_equal(uf_test_json_int(root, "time_ns"), (json_int_t)NOW_NS);
 	assert_true(json_real_value(json_object_get(root, "uptime_s")) == 10.0);
 	json_decref(root);
 	free(text);

@@ -161,6 +161,44 @@ static inline int ft_gen_day(char *path, size_t len, unsigned messages, unsigned
 	return ft_run(argv, NULL, 30000) == 0 ? 0 : -1;
 }
 
+/* The in-process feed of case `sc` of the test `tag` ("ft", "ts"), on loopback multicast
+ * with two lines A and B: groups 239.<octet>.<backend>.<2 sc + l>, ports
+ * port_base + 100 * backend + 10 * sc + l, ring "u<tag><backend>_<sc>_<pid>" (1 MiB), books
+ * of `depth` levels. Each test's ranges keep its cases, and the backends run at once, apart.
+ * Recovery and snapshot settings are the caller's (zero here). */
+static inline void ft_config_lines(struct uf_feed_config *cfg, const char *tag,
+                                   enum uf_backend backend, int sc, int octet, int port_base,
+                                   uint32_t depth)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->name, sizeof(cfg->name), "%s%d", tag, sc);
+	snprintf(cfg->protocol, sizeof(cfg->protocol), "itch50-moldudp64");
+	cfg->backend = backend;
+	cfg->cpu = -1;
+	cfg->sqpoll_cpu = -1;
+	cfg->sqpoll_idle_ms = 10; /* short: the SQ thread is asleep when a case's traffic starts */
+	cfg->numa_node = -1;
+	cfg->nlines = 2;
+	for (int l = 0; l < 2; l++) {
+		struct uf_line_config *lc = &cfg->lines[l];
+		snprintf(lc->name, sizeof(lc->name), "%c", 'A' + l);
+		char g[32];
+		snprintf(g, sizeof(g), "239.%d.%d.%d", octet, (int)backend, sc * 2 + l);
+		inet_pton(AF_INET, g, &lc->group);
+		lc->port = (uint16_t)(port_base + 100 * (int)backend + 10 * sc + l);
+		inet_pton(AF_INET, "127.0.0.1", &lc->interface);
+	}
+	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "u%s%d_%d_%d", tag, (int)backend, sc,
+	         (int)getpid());
+	cfg->ring.capacity = 1 << 20;
+	cfg->ring.mode = 0600;
+	cfg->book.depth = depth;
+	cfg->book.max_orders = 1 << 20;
+	cfg->book.max_instruments = 1024;
+	cfg->buffers.count = 4096;
+	cfg->buffers.size = 2048;
+}
+
 /* A growing string. */
 struct ft_buf {
 	char *p;

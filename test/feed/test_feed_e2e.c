@@ -18,6 +18,7 @@
 #include "ring/ufbook.h"
 #include "ring/ufconsumer.h"
 #include "feed_test_util.h"
+#include "ft_books.h"
 
 #ifndef FT_BACKEND
 #error "FT_BACKEND must name the receive back end under test"
@@ -60,24 +61,7 @@ static void *ft_feed_thread(void *arg)
  * 41000 + 100 * backend + 10 * sc (+1 B, +5 request server). */
 static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->name, sizeof(cfg->name), "ft%d", sc);
-	snprintf(cfg->protocol, sizeof(cfg->protocol), "itch50-moldudp64");
-	cfg->backend = FT_BACKEND;
-	cfg->cpu = -1;
-	cfg->sqpoll_cpu = -1;
-	cfg->sqpoll_idle_ms = 10; /* short: the SQ thread is asleep when a case's traffic starts */
-	cfg->numa_node = -1;
-	cfg->nlines = 2;
-	for (int l = 0; l < 2; l++) {
-		struct uf_line_config *lc = &cfg->lines[l];
-		snprintf(lc->name, sizeof(lc->name), "%c", 'A' + l);
-		char g[32];
-		snprintf(g, sizeof(g), "239.77.%d.%d", (int)FT_BACKEND, sc * 2 + l);
-		inet_pton(AF_INET, g, &lc->group);
-		lc->port = (uint16_t)(41000 + 100 * (int)FT_BACKEND + 10 * sc + l);
-		inet_pton(AF_INET, "127.0.0.1", &lc->interface);
-	}
+	ft_config_lines(cfg, "ft", FT_BACKEND, sc, 77, 41000, FT_DEPTH);
 	cfg->recovery.enabled = with_recovery;
 	cfg->recovery.server.sin_family = AF_INET;
 	cfg->recovery.server.sin_port =
@@ -91,15 +75,6 @@ static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 	cfg->recovery.wait_packets = 64;
 	cfg->recovery.queue_packets = 16384;
 	cfg->recovery.max_requests_per_s = 1000;
-	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "uft%d_%d_%d", (int)FT_BACKEND, sc,
-	         (int)getpid());
-	cfg->ring.capacity = 1 << 20;
-	cfg->ring.mode = 0600;
-	cfg->book.depth = FT_DEPTH;
-	cfg->book.max_orders = 1 << 20;
-	cfg->book.max_instruments = 1024;
-	cfg->buffers.count = 4096;
-	cfg->buffers.size = 2048;
 }
 
 static void ft_start(struct ft_case *c, int sc, int with_recovery)
@@ -166,77 +141,12 @@ static int ft_wait_done(struct ft_case *c)
 	return -1;
 }
 
-struct ft_books_ctx {
-	struct ft_book *v;
-	size_t n, cap;
-	int stale;
-};
-
-static int ft_book_cb(const struct uf_book_snapshot *s, void *arg)
-{
-	struct ft_books_ctx *x = arg;
-	if (s->flags & UF_RECF_STALE)
-		x->stale++;
-	if (s->nbid == 0 && s->nask == 0)
-		return 0;
-	if (x->n == x->cap) {
-		x->cap = x->cap ? x->cap * 2 : 64;
-		x->v = realloc(x->v, x->cap * sizeof(*x->v));
-	}
-	struct ft_buf line = {0};
-	int64_t px[UF_BOOK_MAX_DEPTH];
-	uint64_t sh[UF_BOOK_MAX_DEPTH];
-	uint32_t od[UF_BOOK_MAX_DEPTH];
-	ft_buf_add(&line, "{\"symbol\":\"%s\",", s->symbol[0] ? s->symbol : "?");
-	for (uint32_t i = 0; i < s->nbid; i++) {
-		px[i] = s->bid[i].price;
-		sh[i] = s->bid[i].shares;
-		od[i] = s->bid[i].orders;
-	}
-	ft_side(&line, "bid", px, sh, od, s->nbid);
-	ft_buf_add(&line, ",");
-	for (uint32_t i = 0; i < s->nask; i++) {
-		px[i] = s->ask[i].price;
-		sh[i] = s->ask[i].shares;
-		od[i] = s->ask[i].orders;
-	}
-	ft_side(&line, "ask", px, sh, od, s->nask);
-	ft_buf_add(&line, "}");
-	snprintf(x->v[x->n].symbol, sizeof(x->v[x->n].symbol), "%s", s->symbol);
-	x->v[x->n++].line = line.p;
-	return 0;
-}
-
-/* The feed's books from the book image, in the uf-decode books format. */
-static char *ft_feed_books(const char *ring, int *stale)
-{
-	char err[256];
-	uf_consumer_t *cons;
-	int rc = uf_consumer_attach(ring, NULL, &cons, err, sizeof(err));
-	if (rc < 0)
-		fail_msg("attach %s: %s", ring, err);
-	struct ft_books_ctx x = {0};
-	assert_int_equal(uf_consumer_snapshot_all(cons, ft_book_cb, &x), 0);
-	uf_consumer_detach(cons);
-	if (stale)
-		*stale = x.stale;
-	char *s = ft_books_join(x.v, x.n);
-	free(x.v);
-	return s;
-}
-
 /* The books a consumer builds from the records alone: a book builder (no image handover)
  * applies every record of the ring from the oldest; then its books in the uf-decode books
  * format. `resets` is the number of RESET records the stream must have carried. */
 static char *ft_records_books(const char *ring, uint64_t resets)
 {
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
+	uf_consumer_t *cons = ft_attach_oldest(ring);
 	uf_book_builder_t *b;
 	assert_int_equal(uf_book_builder_create(1024, &b), 0);
 	struct uf_record r;
@@ -278,13 +188,7 @@ static char *ft_records_books(const char *ring, uint64_t resets)
  * stream, field by field, except receive and publish times. Returns gap records seen. */
 static size_t ft_check_stream(const char *ring, int expect_identical)
 {
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
+	uf_consumer_t *cons = ft_attach_oldest(ring);
 	struct uf_record r;
 	uint64_t seq;
 	size_t i = 0, gaps = 0;
@@ -357,7 +261,7 @@ static void ft_expect_identical(struct ft_case *c)
 {
 	assert_int_equal(ft_wait_done(c), 0);
 	int stale = 0;
-	char *books = ft_feed_books(c->cfg.ring.name, &stale);
+	char *books = ft_ring_books(c->cfg.ring.name, &stale);
 	if (strcmp(books, g_ref_books) != 0) {
 		fprintf(stderr, "feed books:\n%.2000s\nreference books:\n%.2000s\n", books,
 		        g_ref_books);
@@ -485,7 +389,7 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
 	ft_replay(&c, 3, 0, "--drop-a", "@3000", "--drop-b", "@3000", NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
 	int stale = 0;
-	char *books = ft_feed_books(c.cfg.ring.name, &stale);
+	char *books = ft_ring_books(c.cfg.ring.name, &stale);
 	free(books);
 	assert_true(stale > 0); /* the books say they may be wrong */
 	assert_int_equal(ft_check_stream(c.cfg.ring.name, 0), 1); /* one gap marker published */
@@ -505,13 +409,7 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
  * ring's message records, and the gap markers seen. */
 static uint64_t ft_max_pub_delay(const char *ring, size_t *gaps)
 {
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
+	uf_consumer_t *cons = ft_attach_oldest(ring);
 	struct uf_record r;
 	uint64_t max = 0;
 	*gaps = 0;
@@ -658,7 +556,7 @@ static void test_feed_new_session_starts_the_books_over(void **state)
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
-	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	assert_string_equal(books, g_ref_books);
 	free(books);
 	/* A consumer that builds books from the records alone (both days are in the ring) ends
@@ -692,7 +590,7 @@ static void test_feed_new_session_clears_stale_books(void **state)
 	 * image itself (bounded). */
 	int stale = 0;
 	do {
-		free(ft_feed_books(c.cfg.ring.name, &stale));
+		free(ft_ring_books(c.cfg.ring.name, &stale));
 		if (stale == 0) {
 			struct timespec ts = {0, 2000000};
 			nanosleep(&ts, NULL);
@@ -709,7 +607,7 @@ static void test_feed_new_session_clears_stale_books(void **state)
 		nanosleep(&ts, NULL);
 	}
 	stale = -1;
-	char *books = ft_feed_books(c.cfg.ring.name, &stale);
+	char *books = ft_ring_books(c.cfg.ring.name, &stale);
 	assert_string_equal(books, g_ref_books);
 	free(books);
 	assert_int_equal(stale, 0); /* day 2 is whole: nothing is flagged */
@@ -734,7 +632,7 @@ static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
 	ft_replay(&c, 8, 1, NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
 	assert_string_equal(uf_feed_backend_name(c.feed), "io_uring_nosqpoll");
-	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	assert_string_equal(books, g_ref_books);
 	free(books);
 	ft_finish(&c);
@@ -807,7 +705,7 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
 	ft_replay(&c, 5, 1, NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
-	char *books = ft_feed_books(c.cfg.ring.name, NULL);
+	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	char *want = ft_ref_books_of((const char(*)[9])syms, 2);
 	assert_string_equal(books, want);
 	free(books);
@@ -818,7 +716,7 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 	assert_int_equal(uf_feed_set_symbols(c.feed, NULL, 0), 0);
 	uint64_t end = uf_now_mono_ns() + 5000000000ull;
 	for (;;) {
-		books = ft_feed_books(c.cfg.ring.name, NULL);
+		books = ft_ring_books(c.cfg.ring.name, NULL);
 		if (!strcmp(books, g_ref_books) || uf_now_mono_ns() > end)
 			break;
 		free(books);
@@ -1175,12 +1073,7 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 		nanosleep(&ts, NULL);
 	}
 	nanosleep(&idle, NULL); /* the packet's records reach the ring */
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq, want = 2, nsys = 0, nstale = 0;
 	while (uf_consumer_next(cons, &r, &seq) == 0) {
@@ -1287,12 +1180,7 @@ static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void *
 		struct timespec ts = {0, 1000000};
 		nanosleep(&ts, NULL);
 	}
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq, nsys = 0;
 	while (uf_consumer_next(cons, &r, &seq) == 0) {

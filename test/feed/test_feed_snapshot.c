@@ -27,6 +27,7 @@
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 #include "feed_test_util.h"
+#include "ft_books.h"
 #include "snap_state.h"
 
 #ifndef FT_BACKEND
@@ -222,24 +223,7 @@ static void *ts_feed_thread(void *arg)
 
 static void ts_config(struct uf_feed_config *cfg, int sc, uint16_t snap_port)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->name, sizeof(cfg->name), "ts%d", sc);
-	snprintf(cfg->protocol, sizeof(cfg->protocol), "itch50-moldudp64");
-	cfg->backend = FT_BACKEND;
-	cfg->cpu = -1;
-	cfg->sqpoll_cpu = -1;
-	cfg->sqpoll_idle_ms = 10;
-	cfg->numa_node = -1;
-	cfg->nlines = 2;
-	for (int l = 0; l < 2; l++) {
-		struct uf_line_config *lc = &cfg->lines[l];
-		snprintf(lc->name, sizeof(lc->name), "%c", 'A' + l);
-		char g[32];
-		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, sc * 2 + l);
-		inet_pton(AF_INET, g, &lc->group);
-		lc->port = (uint16_t)(45000 + 100 * (int)FT_BACKEND + 10 * sc + l);
-		inet_pton(AF_INET, "127.0.0.1", &lc->interface);
-	}
+	ft_config_lines(cfg, "ts", FT_BACKEND, sc, 78, 45000, TS_DEPTH);
 	cfg->recovery.enabled = 0; /* the snapshot is the only way to the state of the day */
 	cfg->recovery.wait_ms = 20;
 	cfg->recovery.queue_packets = 16384;
@@ -252,15 +236,6 @@ static void ts_config(struct uf_feed_config *cfg, int sc, uint16_t snap_port)
 	cfg->snapshot.on_start = 1;
 	cfg->snapshot.timeout_ms = 10000;
 	cfg->snapshot.buffer_packets = 8192;
-	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "uts%d_%d_%d", (int)FT_BACKEND, sc,
-	         (int)getpid());
-	cfg->ring.capacity = 1 << 20;
-	cfg->ring.mode = 0600;
-	cfg->book.depth = TS_DEPTH;
-	cfg->book.max_orders = 1 << 20;
-	cfg->book.max_instruments = 1024;
-	cfg->buffers.count = 4096;
-	cfg->buffers.size = 2048;
 }
 
 static void ts_create(struct ts_case *c)
@@ -342,74 +317,10 @@ static void ts_send_end(struct ts_case *c)
 	ts_send(c, 1, g_n + 1, 0xFFFF);
 }
 
-struct ts_books_ctx {
-	struct ft_book *v;
-	size_t n, cap;
-	int stale;
-};
-
-static int ts_book_cb(const struct uf_book_snapshot *s, void *arg)
-{
-	struct ts_books_ctx *x = arg;
-	if (s->flags & UF_RECF_STALE)
-		x->stale++;
-	if (s->nbid == 0 && s->nask == 0)
-		return 0;
-	if (x->n == x->cap) {
-		x->cap = x->cap ? x->cap * 2 : 64;
-		x->v = realloc(x->v, x->cap * sizeof(*x->v));
-	}
-	struct ft_buf line = {0};
-	int64_t px[UF_BOOK_MAX_DEPTH];
-	uint64_t sh[UF_BOOK_MAX_DEPTH];
-	uint32_t od[UF_BOOK_MAX_DEPTH];
-	ft_buf_add(&line, "{\"symbol\":\"%s\",", s->symbol[0] ? s->symbol : "?");
-	for (uint32_t i = 0; i < s->nbid; i++) {
-		px[i] = s->bid[i].price;
-		sh[i] = s->bid[i].shares;
-		od[i] = s->bid[i].orders;
-	}
-	ft_side(&line, "bid", px, sh, od, s->nbid);
-	ft_buf_add(&line, ",");
-	for (uint32_t i = 0; i < s->nask; i++) {
-		px[i] = s->ask[i].price;
-		sh[i] = s->ask[i].shares;
-		od[i] = s->ask[i].orders;
-	}
-	ft_side(&line, "ask", px, sh, od, s->nask);
-	ft_buf_add(&line, "}");
-	snprintf(x->v[x->n].symbol, sizeof(x->v[x->n].symbol), "%s", s->symbol);
-	x->v[x->n++].line = line.p;
-	return 0;
-}
-
-/* Books of the image of an attached consumer, in the uf-decode books format. */
-static char *ts_consumer_books(uf_consumer_t *cons, int *stale)
-{
-	struct ts_books_ctx x = {0};
-	assert_int_equal(uf_consumer_snapshot_all(cons, ts_book_cb, &x), 0);
-	if (stale)
-		*stale = x.stale;
-	char *s = ft_books_join(x.v, x.n);
-	free(x.v);
-	return s;
-}
-
-static char *ts_ring_books(const char *ring, int *stale)
-{
-	char err[256];
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, NULL, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
-	char *s = ts_consumer_books(cons, stale);
-	uf_consumer_detach(cons);
-	return s;
-}
-
 static void ts_expect_books(const char *ring)
 {
 	int stale = -1;
-	char *got = ts_ring_books(ring, &stale);
+	char *got = ft_ring_books(ring, &stale);
 	if (strcmp(got, g_ref_books) != 0) {
 		fprintf(stderr, "feed:\n%.1200s\nfile:\n%.1200s\n", got, g_ref_books);
 		fail_msg("books differ from the file's");
@@ -590,13 +501,7 @@ static void test_snapshot_dying_mid_snapshot_flags_books_stale_and_retries(void 
 	 * the books being known wrong, a new attempt follows the back-off (refused: counted) */
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 2, TS_WAIT_MS), 0);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->snapshots_loaded), 0);
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq;
 	int reset_gap = 0;
@@ -644,13 +549,7 @@ static void test_snapshot_server_down_is_retried_counted_and_books_flagged_stale
 	assert_int_equal(st.messages, g_n - 1000);
 	assert_true(st.snapshot_failures <= 3); /* back-off: 1 s, then 2 s */
 	/* Stale in the stream: the GAP record, then every book record flagged STALE. */
-	char err[256];
-	struct uf_consumer_options o;
-	uf_consumer_options_init(&o);
-	o.start = UF_CONSUMER_START_OLDEST;
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(c.cfg.ring.name, &o, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach: %s", err);
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
 	struct uf_record r;
 	uint64_t seq;
 	uint64_t gaps = 0, after = 0, stale = 0;
@@ -899,7 +798,7 @@ static void test_snapshot_restart_after_sigkill_gives_the_files_books(void **sta
 	/* uf-replay ends the day and lingers 3 s for re-requests; then the books are final. */
 	assert_int_equal(ft_wait(rp, 60000), 0);
 	int stale = -1;
-	char *got = ts_consumer_books(cons, &stale);
+	char *got = ft_consumer_books(cons, &stale);
 	if (strcmp(got, g_ref_books) != 0) {
 		fprintf(stderr, "after restart:\n%.1200s\nfile:\n%.1200s\n", got, g_ref_books);
 		fail_msg("books after the restart differ from the file's");

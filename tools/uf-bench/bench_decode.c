@@ -21,17 +21,14 @@
 
 #include "bench.h"
 #include "bench_input.h"
+#include "common/uf_parse.h"
 #include "decode/uf_batch.h"
 #include "e2e.h"
 
 int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
                        uint64_t *v)
 {
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || *v < lo || *v > hi) {
+	if (uf_parse_u64(s, lo, hi, v) < 0) {
 		fprintf(stderr,
 		        "uf-bench %s: %s wants a number in [%" PRIu64 ", %" PRIu64 "], got %s\n",
 		        cmd, opt, lo, hi, s);

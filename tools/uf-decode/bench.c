@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common/uf_parse.h"
 
 struct row {
 	const char *layout; /* sequential / scattered */
@@ -30,10 +31,10 @@ static void print_row(const struct row *r, const struct uf_input_packets *in)
 
 static int parse_num(const char *opt, const char *s, unsigned long long max, unsigned long long *v)
 {
-	char *end;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || *v > max) {
+	uint64_t x;
+	int rc = uf_parse_u64(s, 0, max, &x);
+	*v = x;
+	if (rc < 0) {
 		fprintf(stderr, "uf-decode bench: %s wants a number <= %llu, got %s\n", opt, max,
 		        s);
 		return -1;

@@ -15,16 +15,17 @@
 
 #include "books_apply.h"
 #include "cmd.h"
+#include "common/uf_parse.h"
 #include "common/uf_time.h"
 #include "publish/uf_publish.h"
 
 static int books_num(const char *opt, const char *s, unsigned long long min, unsigned long long max,
                      unsigned long long *v)
 {
-	char *end;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || *v < min || *v > max) {
+	uint64_t x;
+	int rc = uf_parse_u64(s, min, max, &x);
+	*v = x;
+	if (rc < 0) {
 		fprintf(stderr, "uf-decode books: %s wants a number in [%llu, %llu], got %s\n", opt,
 		        min, max, s);
 		return -1;
