@@ -618,7 +618,9 @@ static int run_bsize(struct run *r, const struct day *day, struct beres *res)
 				return -EIO;
 		} else if (size > lo) {
 			lo = size;
-			b->max_ok = size;
+			/* what uf-replay reports it sent, not what was asked: the report's
+			 * figure is a step that really went through */
+			b->max_ok = s->sent ? s->sent : size;
 			b->max_idx = b->n - 1;
 		}
 		if (!hi && lo >= day->n) {
