@@ -485,12 +485,17 @@ out_dir:
 	return rc;
 }
 
-void uf_ring_wake(struct uf_ring *r)
+int uf_ring_wake(struct uf_ring *r)
 {
+	int rc;
 	/* the bump makes a consumer that read the old value before sleeping return at once */
 	uf_store_release_u32(&r->hdr->wake, r->hdr->wake + 1);
 	uf_store_relaxed_u64(&r->hdr->wakes, r->hdr->wakes + 1);
-	uf_ring_futex_wake_all(&r->hdr->wake);
+	r->wake_pending = 0; /* this wake serves every publish before it */
+	rc = uf_ring_futex_wake_all(&r->hdr->wake);
+	r->wakes++;
+	r->wakes_idle += rc == 0;
+	return rc;
 }
 
 void uf_ring_close(struct uf_ring *r)

@@ -77,6 +77,37 @@ static void print_lat_row(const char *label, const char *what, const struct step
 	       s->cpu_util * 100, s->loss ? s->why : "none");
 }
 
+/* Issue 14: where the wire-to-publish time goes, per stage, for each latency step. */
+static void print_stage_table(const struct beres *rs, int n)
+{
+	printf("\nper-stage time of a timed packet, us (uringfeed GET /metrics before and after "
+	       "each step, differenced: this step only; mean exact / p50 interpolated in "
+	       "power-of-two buckets)\n");
+	printf("%-16s %-7s %8s", "backend", "case", "packets");
+	for (int k = 0; k < E2E_NSTAGES; k++)
+		printf(" %13s", e2e_stage_names[k]);
+	printf(" %13s %13s\n", "pub(message)", "pub_p99");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		for (int w = 0; w < 2 && b->ok; w++) {
+			const struct step *s = w ? &b->burst : &b->steady;
+			const struct stagefigs *f = &s->stages;
+			if (!f->ok) {
+				printf("%-16s %-7s no stage histograms at /metrics\n",
+				       e2e_backend_label(b->be), w ? "bursts" : "steady");
+				continue;
+			}
+			printf("%-16s %-7s %8" PRIu64, e2e_backend_label(b->be),
+			       w ? "bursts" : "steady", f->st[0].n);
+			for (int k = 0; k < E2E_NSTAGES; k++)
+				printf(" %6.2f/%6.2f", (double)f->st[k].mean / 1e3,
+				       (double)f->st[k].p50 / 1e3);
+			printf(" %6.1f/%6.1f %13.1f\n", (double)f->pub.mean / 1e3,
+			       (double)f->pub.p50 / 1e3, (double)f->pub.p99 / 1e3);
+		}
+	}
+}
+
 void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
                       const struct machine *m, const struct ratios *q)
 {
@@ -136,6 +167,7 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 	printf("(pub = the daemon's wire-to-publish histogram, fresh daemon: %s; cons = wire to "
 	       "consumer)\n",
 	       "it also holds a 2000-message warm-up");
+	print_stage_table(rs, n);
 	printf("\n%gx burst drain: first datagram's rx timestamp to the read of the burst's last "
 	       "message (complete bursts)\n",
 	       o->burst);
@@ -303,6 +335,24 @@ static json_t *vs_raw_json(const struct step *s, const struct rawres *w)
 	return j;
 }
 
+static json_t *histfig_json(const struct histfig *f)
+{
+	return json_pack("{s:I, s:I, s:I, s:I}", "samples", (json_int_t)f->n, "mean",
+	                 (json_int_t)f->mean, "p50", (json_int_t)f->p50, "p99", (json_int_t)f->p99);
+}
+
+/* {source, wire_to_publish_ns, stages_ns {receive, ...}}: this step only. */
+static json_t *stages_json(const struct stagefigs *f)
+{
+	json_t *st = json_object();
+	for (int k = 0; k < E2E_NSTAGES; k++)
+		json_object_set_new(st, e2e_stage_names[k], histfig_json(&f->st[k]));
+	return json_pack("{s:s, s:o, s:o}", "source",
+	                 "uringfeed GET /metrics before and after the step, differenced (mean "
+	                 "exact, p50/p99 interpolated in power-of-two buckets)",
+	                 "wire_to_publish_ns", histfig_json(&f->pub), "stages_ns", st);
+}
+
 static json_t *step_json(const struct step *s, int sampled);
 
 static json_t *bsize_json(const struct bsize *z)
@@ -378,6 +428,8 @@ static json_t *step_json(const struct step *s, int sampled)
 		              "uringfeed GET /status latency_ns (cumulative since a fresh start)"));
 		if (s->burst > 1)
 			json_object_set_new(j, "drain_ns", drain_json(&s->drain));
+		if (s->stages.ok)
+			json_object_set_new(j, "stages", stages_json(&s->stages));
 	}
 	if (sampled)
 		json_object_set_new(
