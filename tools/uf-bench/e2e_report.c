@@ -223,6 +223,23 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 		       e2e_backend_label(b->be), b->sysc.calls, b->sysc.datagrams, b->sysc.seconds,
 		       b->sysc.per_packet, b->sysc.which);
 	}
+	printf("\nthe feed's own counts over the steady latency step (no ptrace): receive batches, "
+	       "io_uring_enter calls it made, FUTEX_WAKE calls for sleeping consumers (idle: none "
+	       "was blocked yet), per datagram\n");
+	printf("%-16s %10s %9s %9s %9s %9s %12s %12s\n", "backend", "datagrams", "batches",
+	       "enters", "wakes", "idle", "enters/dgram", "wakes/dgram");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		const struct e2e_status *d = &b->steady.d;
+		if (!b->ok)
+			continue;
+		printf("%-16s %10" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+		       " %12.3f %12.3f\n",
+		       e2e_backend_label(b->be), d->line_packets, d->batches, d->sq_wakeups,
+		       d->ring_wakes, d->ring_wakes_idle,
+		       ratio((double)d->sq_wakeups, (double)d->line_packets),
+		       ratio((double)d->ring_wakes, (double)d->line_packets));
+	}
 	printf("\nplacement during the steady steps (configured CPU; allowed by the affinity mask; "
 	       "CPUs /proc/PID/task/TID/stat showed, sampled every 10 ms)\n");
 	for (int i = 0; i < n; i++) {
@@ -483,6 +500,14 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 			              (json_int_t)b->sysc.calls, "datagrams",
 			              (json_int_t)b->sysc.datagrams, "seconds", b->sysc.seconds,
 			              "per_datagram", b->sysc.per_packet, "loss", b->sysc.st.loss));
+			json_object_set_new(
+			    json_object_get(jb, "syscalls"), "feed_counts_steady",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "datagrams",
+			              (json_int_t)b->steady.d.line_packets, "batches",
+			              (json_int_t)b->steady.d.batches, "io_uring_enters",
+			              (json_int_t)b->steady.d.sq_wakeups, "ring_wakes",
+			              (json_int_t)b->steady.d.ring_wakes, "ring_wakes_idle",
+			              (json_int_t)b->steady.d.ring_wakes_idle));
 			json_object_set_new(jb, "vs_raw",
 			                    json_pack("{s:o, s:o}", "steady",
 			                              vs_raw_json(&b->steady, &b->raw_steady),

@@ -320,6 +320,11 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	D(cq_overflows);
 	D(end_of_session);
 	D(records);
+	D(line_packets);
+	D(batches);
+	D(sq_wakeups);
+	D(ring_wakes);
+	D(ring_wakes_idle);
 #undef D
 	s->cons_msgs = UINT64_MAX;
 	for (int i = 0; i < r->ncons; i++) {

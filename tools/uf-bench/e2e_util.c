@@ -199,6 +199,10 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	st->cq_overflows = jnum(feed, "cq_overflows");
 	st->end_of_session = jnum(feed, "end_of_session");
 	st->records = jnum(feed, "records");
+	st->batches = jnum(feed, "batches");
+	st->sq_wakeups = jnum(feed, "sq_wakeups");
+	st->ring_wakes = jnum(feed, "ring_wakes"); /* 0 from a daemon before issue 14 */
+	st->ring_wakes_idle = jnum(feed, "ring_wakes_idle");
 	lines = json_object_get(feed, "lines");
 	json_array_foreach(lines, i, line)
 	{
