@@ -558,7 +558,8 @@ static char ft_thread_state(pid_t tid)
 struct ft_sleeper {
 	const char *ring;
 	pid_t tid;
-	volatile int got; /* records read so far */
+	volatile int attached; /* 1 once registered: before that a blocked state is the attach */
+	volatile int got;      /* records read so far */
 	volatile int fail;
 };
 
@@ -576,6 +577,7 @@ static void *ft_sleeper_thread(void *arg)
 		z->fail = 1;
 		return NULL;
 	}
+	__atomic_store_n(&z->attached, 1, __ATOMIC_RELEASE);
 	while (z->got < 5 && !z->fail) {
 		struct uf_record r;
 		uint64_t seq;
@@ -617,7 +619,8 @@ static void test_feed_wakes_a_sleeping_consumer_once_per_batch(void **state)
 		uint8_t pkt[20 + 2 + 12] = {0};
 		uint64_t end = uf_now_mono_ns() + 10000000000ull;
 		/* blocked: asleep in the kernel, not spinning, not reading */
-		while ((z.tid == 0 || ft_thread_state(z.tid) != 'S' ||
+		while ((!__atomic_load_n(&z.attached, __ATOMIC_ACQUIRE) ||
+		        ft_thread_state(z.tid) != 'S' ||
 		        __atomic_load_n(&z.got, __ATOMIC_ACQUIRE) != i) &&
 		       !z.fail && uf_now_mono_ns() < end) {
 			struct timespec ts = {0, 200000};
