@@ -313,6 +313,23 @@ static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_pack
 	}
 }
 
+/* Wakes the ring's sleeping consumers once for everything published since the last call
+ * (deferred wake, sink.h): after a whole packet (all its publish steps and their image
+ * updates), so the system call is never between two steps of a packet nor in their
+ * wire-to-publish time, and a consumer asleep waits at most one packet's work for it. Made
+ * only when a publish saw a sleeper: a consumer that spins costs nothing. Counted: calls,
+ * and calls that found no consumer blocked yet (a woken one not yet running still counts as
+ * a sleeper: the syscalls that bought nothing). */
+static inline void uf_feed_wake_consumers(struct uf_feed *f)
+{
+	int rc = uf_sink_wake_flush(&f->sink);
+	if (UF_LIKELY(rc < 0))
+		return;
+	uf_stat_add(&f->stats.ring_wakes, 1);
+	if (rc == 0)
+		uf_stat_add(&f->stats.ring_wakes_idle, 1);
+}
+
 static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 {
 	struct uf_mold_packet mp;
@@ -367,6 +384,7 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		f->timed = 0;
 		f->sink.clock = NULL;
 	}
+	uf_feed_wake_consumers(f); /* the packet's records are all in: one wake-up at most */
 }
 
 static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
@@ -438,20 +456,6 @@ static inline void uf_feed_sync_gauges(struct uf_feed *f)
 	}
 }
 
-/* Wakes the ring's sleeping consumers once for everything published since the last call
- * (deferred wake, sink.h): after a whole receive batch, so the system call is neither in a
- * packet's wire-to-publish time nor between two packets of one batch. Counted: how many
- * calls, and how many found no consumer blocked yet (the syscalls that bought nothing). */
-static inline void uf_feed_wake_consumers(struct uf_feed *f)
-{
-	int rc = uf_sink_wake_flush(&f->sink);
-	if (UF_LIKELY(rc < 0))
-		return;
-	uf_stat_add(&f->stats.ring_wakes, 1);
-	if (rc == 0)
-		uf_stat_add(&f->stats.ring_wakes_idle, 1);
-}
-
 static void uf_feed_pin(int cpu)
 {
 	if (cpu < 0)
@@ -501,7 +505,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	f->sink.clock = NULL;
 	if (f->timing)
 		uf_tick_anchor(&f->clock); /* calibrated by uf_feed_create */
-	uf_sink_defer_wake(&f->sink, 1);   /* one wake per batch: uf_feed_wake_consumers */
+	uf_sink_defer_wake(&f->sink, 1);   /* one wake per packet: uf_feed_wake_consumers */
 	f->step_cap = f->rec_cap;          /* whole packets until a batch says otherwise */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
@@ -543,7 +547,6 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 					uf_feed_prefetch_pkt(&pkts[i + pf]);
 				uf_feed_packet(f, &pkts[i]);
 			}
-			uf_feed_wake_consumers(f); /* the batch's records: one wake-up */
 			uf_ingest_release(&f->ig, pkts, n);
 			uf_feed_sync_pub_stats(f);
 			uf_feed_sync_gauges(f);

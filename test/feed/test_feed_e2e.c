@@ -593,14 +593,15 @@ static void *ft_sleeper_thread(void *arg)
 	return NULL;
 }
 
-/* Issue 14: the feed wakes its ring's consumers once per receive batch (deferred, after the
- * batch), not inside every publish. A consumer blocked in FUTEX_WAIT must still be woken by
+/* Issue 14: the feed wakes its ring's consumers at most once per packet (deferred, after the
+ * packet's publish steps), not inside every publish. A consumer blocked in FUTEX_WAIT must
+ * still be woken by
  * the feed, for every back end (epoll sleeps in epoll_wait right after a batch): five single
  * datagrams, each one system event (one record), each sent only once the consumer is blocked.
  * At least one must show the feed's wake finding the consumer in the kernel (its 50 ms sleep
  * slice can end on its own between our check and the datagram), and the feed makes at most
  * one wake per datagram here. */
-static void test_feed_wakes_a_sleeping_consumer_once_per_batch(void **state)
+static void test_feed_wakes_a_sleeping_consumer_once_per_packet(void **state)
 {
 	struct ft_case c = {0};
 	struct ft_sleeper z = {0};
@@ -1301,7 +1302,7 @@ int main(void)
 		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
 		cmocka_unit_test(test_feed_undecodable_messages_are_counted_and_the_rest_applied),
 		cmocka_unit_test(test_feed_counts_datagrams_the_host_dropped),
-		cmocka_unit_test(test_feed_wakes_a_sleeping_consumer_once_per_batch),
+		cmocka_unit_test(test_feed_wakes_a_sleeping_consumer_once_per_packet),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),
