@@ -87,6 +87,23 @@ static inline uint64_t uf_feed_realtime(struct uf_feed *f, uint64_t t)
 	return uf_tick_realtime(&f->clock, t);
 }
 
+/* Wakes the ring's sleeping consumers for everything published since the last call
+ * (deferred wake, sink.h): called after each publish step's image updates and wire-to-publish
+ * stamp, so the system call is never between a publish and its image nor in the stamped
+ * messages' time, and a consumer asleep is woken right after the first step that has records
+ * for it. The ring makes the call only for a consumer not woken yet (uf_ring_wake_flush): a
+ * consumer that spins, or one already woken that has not run yet, costs no call. Counted:
+ * calls, and calls that found no consumer blocked in the kernel yet. */
+static inline void uf_feed_wake_consumers(struct uf_feed *f)
+{
+	int rc = uf_sink_wake_flush(&f->sink);
+	if (UF_LIKELY(rc < 0))
+		return;
+	uf_stat_add(&f->stats.ring_wakes, 1);
+	if (rc == 0)
+		uf_stat_add(&f->stats.ring_wakes_idle, 1);
+}
+
 /* Hands the records waiting (a publish step of the current packet) to the sink (one
  * publish, then the image updates they cause, see sink.h), then records the wire-to-publish
  * latency of their messages and, with stage timing, adds the step's ring (filter included)
@@ -124,6 +141,7 @@ static void uf_feed_flush(struct uf_feed *f)
 		}
 		f->lat_msgs = 0;
 	}
+	uf_feed_wake_consumers(f); /* after the stamp: not in these messages' time */
 }
 
 static void uf_feed_count_itch_error(struct uf_feed *f, int rc, uint16_t len)
@@ -313,23 +331,6 @@ static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_pack
 	}
 }
 
-/* Wakes the ring's sleeping consumers once for everything published since the last call
- * (deferred wake, sink.h): after a whole packet (all its publish steps and their image
- * updates), so the system call is never between two steps of a packet nor in their
- * wire-to-publish time, and a consumer asleep waits at most one packet's work for it. Made
- * only when a publish saw a sleeper: a consumer that spins costs nothing. Counted: calls,
- * and calls that found no consumer blocked yet (a woken one not yet running still counts as
- * a sleeper: the syscalls that bought nothing). */
-static inline void uf_feed_wake_consumers(struct uf_feed *f)
-{
-	int rc = uf_sink_wake_flush(&f->sink);
-	if (UF_LIKELY(rc < 0))
-		return;
-	uf_stat_add(&f->stats.ring_wakes, 1);
-	if (rc == 0)
-		uf_stat_add(&f->stats.ring_wakes_idle, 1);
-}
-
 static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 {
 	struct uf_mold_packet mp;
@@ -384,7 +385,6 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		f->timed = 0;
 		f->sink.clock = NULL;
 	}
-	uf_feed_wake_consumers(f); /* the packet's records are all in: one wake-up at most */
 }
 
 static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
@@ -505,7 +505,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	f->sink.clock = NULL;
 	if (f->timing)
 		uf_tick_anchor(&f->clock); /* calibrated by uf_feed_create */
-	uf_sink_defer_wake(&f->sink, 1);   /* one wake per packet: uf_feed_wake_consumers */
+	uf_sink_defer_wake(&f->sink, 1);   /* wakes after each step: uf_feed_wake_consumers */
 	f->step_cap = f->rec_cap;          /* whole packets until a batch says otherwise */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,

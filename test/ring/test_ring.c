@@ -378,8 +378,7 @@ static void test_ring_deferred_wake_is_one_call_at_the_flush(void **state)
 		publish_range(r, i * 3, i * 3 + 3, 1);  /* three publishes, one batch */
 		assert_int_equal(r->hdr->wakes, wakes); /* no system call yet */
 		assert_int_equal(r->wake_pending, 1);
-		rc = uf_ring_wake_flush(r);
-		assert_true(rc >= 0);
+		rc = uf_ring_wake_flush(r); /* -1: it left FUTEX_WAIT on its own meanwhile */
 		woke += rc == 1;
 		/* one FUTEX_WAKE at most for the three publishes (none when the sleeper had
 		 * already left FUTEX_WAIT on its own), and exactly one when it woke someone */
@@ -396,6 +395,57 @@ static void test_ring_deferred_wake_is_one_call_at_the_flush(void **state)
 		close(fds[i]);
 		close(back[i]);
 	}
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+/* Issue 14: a flush calls FUTEX_WAKE only for a consumer not woken yet. Forced by hand on the
+ * producer's own table: a counted sleeper whose slot flag a wake has cleared (woken, not yet
+ * running) costs no call; one whose flag is set (it went to sleep again) gets the call, and
+ * the call clears the flag. */
+static void test_ring_flush_skips_sleepers_already_woken(void **state)
+{
+	char name[64];
+	struct uf_ring *r;
+	uf_consumer_t *c;
+	struct uf_ring_cslot *slots;
+	uint64_t wakes;
+	int slot = -1;
+
+	test_ring_name(name, sizeof(name), "woken");
+	r = make_ring(name, 1024, 0600);
+	c = attach(name, 0, UF_CONSUMER_START_LATEST);
+	assert_non_null(c);
+	slots = (struct uf_ring_cslot *)(r->ct + 1);
+	for (uint32_t i = 0; i < r->nslots; i++)
+		if (slots[i].pid == (uint32_t)getpid())
+			slot = (int)i;
+	assert_true(slot >= 0);
+	uf_ring_defer_wake(r, 1);
+
+	/* counted, flag clear: woken already */
+	r->ct->sleepers = 1;
+	slots[slot].flags = 0;
+	wakes = r->hdr->wakes;
+	publish_range(r, 0, 1, 1);
+	assert_int_equal(r->wake_pending, 1);
+	assert_int_equal(uf_ring_wake_flush(r), -1);
+	assert_int_equal(r->hdr->wakes, wakes); /* no call */
+
+	/* counted, flag set: asleep and not woken */
+	slots[slot].flags = 1;
+	publish_range(r, 1, 2, 1);
+	assert_true(uf_ring_wake_flush(r) >= 0); /* nobody blocked in the kernel: 0 */
+	assert_int_equal(r->hdr->wakes, wakes + 1);
+	assert_int_equal(slots[slot].flags, 0); /* marked woken */
+
+	/* the next publish finds it woken: no call */
+	publish_range(r, 2, 3, 1);
+	assert_int_equal(uf_ring_wake_flush(r), -1);
+	assert_int_equal(r->hdr->wakes, wakes + 1);
+
+	r->ct->sleepers = 0;
+	uf_consumer_detach(c);
 	uf_ring_close(r);
 	uf_ring_unlink(name, NULL);
 }
@@ -467,6 +517,7 @@ int main(void)
 	    cmocka_unit_test(test_ring_lapped_reader_never_sees_torn_record),
 	    cmocka_unit_test(test_ring_wakes_only_when_a_consumer_sleeps),
 	    cmocka_unit_test(test_ring_deferred_wake_is_one_call_at_the_flush),
+	    cmocka_unit_test(test_ring_flush_skips_sleepers_already_woken),
 	    cmocka_unit_test(test_ring_create_rejects_bad_options),
 	    cmocka_unit_test(test_ring_full_table_and_bad_seek_are_refused),
 	};
