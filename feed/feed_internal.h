@@ -35,11 +35,20 @@ struct uf_feed {
 	size_t nrec;                /* records waiting in recs */
 	size_t rec_cap;             /* recs used per publish step: UF_FEED_RECS, or less
 	                             * when the ring takes fewer in one publish */
+	size_t step_cap;            /* records per publish step for the current receive
+	                             * batch (pipeline.c: small in a short batch) */
 	uint64_t lat_msgs;          /* messages behind those records (latency samples) */
 	uint64_t lat_rx;            /* their receive time */
 	uint64_t t_mark;            /* stage timing: tick at the end of the last stage of
 	                             * the packet in flight, 0 = none */
 	int arb_pending;            /* the packet in flight has not reached delivery yet */
+	/* Stage timing of the packet in flight, summed over its publish chunks (pipeline.c
+	 * uf_feed_apply_run publishes every UF_FEED_PUBLISH_RECS records): ticks per stage,
+	 * the stages that got time, those that saw a tick go backwards, and the tick the
+	 * current books segment started. */
+	uint64_t acc[UF_STAGE_COUNT];
+	unsigned acc_seen, acc_neg;
+	uint64_t t_seg;
 	int timing;                 /* per-stage histograms on (not cfg.no_stage_timing) */
 	int timed;                  /* the packet in flight is a timed sample */
 	uint32_t sample_every;      /* time one packet in this many */

@@ -82,6 +82,7 @@ struct uf_ingest {
 	int need_rearm;               /* some multishot ended: re-arm after release */
 	uint32_t koverflow_seen;      /* last value of *cq.koverflow */
 	unsigned idle_polls;          /* polls since the last CQE (no SQPOLL) */
+	uint64_t idle_since_ns;       /* CLOCK_MONOTONIC when the idle run was first checked */
 	/* recvmmsg / epoll */
 	int epfd;                                 /* epoll fd, -1 when unused */
 	int next_src;                             /* round-robin start */

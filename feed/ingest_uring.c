@@ -16,14 +16,20 @@
 
 #include "common/uf_compiler.h"
 #include "common/uf_err.h"
+#include "common/uf_time.h"
 #include "feed/feed_log.h"
 #include "feed/ingest_internal.h"
 
 #define UF_URING_BGID       0
 #define UF_URING_SQ_ENTRIES 64
-/* Polls without a CQE after which the no-SQPOLL ring enters the kernel anyway: a safety net
- * in case the kernel does not raise IORING_SQ_TASKRUN for deferred work. */
-#define UF_URING_IDLE_ENTER 4096
+/* The no-SQPOLL ring enters the kernel when IORING_SQ_TASKRUN says deferred work waits (one
+ * enter per receive batch). The safety net for a kernel that would not raise the flag: an
+ * enter anyway after UF_URING_IDLE_ENTER_NS without a CQE, the clock read once every
+ * UF_URING_IDLE_ENTER empty polls. It used to enter every 4096 empty polls (~0.2 ms of
+ * spinning here), which at 100 k msg/s was a second io_uring_enter per datagram that found
+ * nothing (issue 14, docs/profiling.md); a kernel that raises the flag never needs it. */
+#define UF_URING_IDLE_ENTER    4096
+#define UF_URING_IDLE_ENTER_NS 1000000ull
 
 /* NAPI busy polling (kernel 6.9+): the SQ thread (or an enter) polls the NIC queues of the
  * sockets directly instead of waiting for an interrupt. liburing 2.3 predates it: raw
@@ -243,9 +249,21 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 	struct io_uring *r = &ig->ring;
 	if (!ig->sqpoll) {
 		unsigned f = IO_URING_READ_ONCE(*r->sq.kflags);
-		if ((f & IORING_SQ_TASKRUN) ||
-		    (io_uring_cq_ready(r) == 0 && ++ig->idle_polls >= UF_URING_IDLE_ENTER)) {
+		int enter = (f & IORING_SQ_TASKRUN) != 0;
+		if (!enter && io_uring_cq_ready(r) == 0 &&
+		    UF_UNLIKELY(++ig->idle_polls >= UF_URING_IDLE_ENTER)) {
+			/* idle for a while: enter only once the run has lasted the safety interval
+			 */
+			uint64_t now = uf_now_mono_ns();
 			ig->idle_polls = 0;
+			if (!ig->idle_since_ns)
+				ig->idle_since_ns = now;
+			else if (now - ig->idle_since_ns >= UF_URING_IDLE_ENTER_NS)
+				enter = 1;
+		}
+		if (enter) {
+			ig->idle_polls = 0;
+			ig->idle_since_ns = 0;
 			uf_stat_add(&ig->fst->sq_wakeups, 1);
 			(void)io_uring_get_events(r);
 		}
@@ -257,6 +275,7 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 	if (cnt == 0)
 		return 0;
 	ig->idle_polls = 0;
+	ig->idle_since_ns = 0;
 	int n = 0, rearm = 0;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct io_uring_cqe *c = cqes[i];

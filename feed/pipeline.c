@@ -24,6 +24,18 @@
 #include "feed/mcast.h"
 
 #define UF_FEED_DROPS_POLL_NS 100000000ull /* idle: re-read the sockets' drop totals */
+/* Records per publish step within a packet when the feed is keeping up (issue 14). A
+ * datagram of ~40 messages makes ~90 records; publishing them only after the whole packet's
+ * books made every message wait for the last one (wire-to-publish = receive + all of the
+ * packet's books and image). Publishing every ~30 records (whole messages: each message's
+ * records in one publish, as the ring wants) lets the first messages out while the rest are
+ * applied. It costs instructions (callgrind, feed_bench epoll 20 k msg/s: +13 % in the feed
+ * loop, an instrument touched in two steps is copied into the image twice), so it is only
+ * done for receive batches of at most UF_FEED_STEP_BATCH datagrams (an A/B pair): a longer
+ * batch means a queue, and there whole packets drain it faster. docs/profiling.md. */
+#define UF_FEED_PUBLISH_RECS 32
+#define UF_FEED_STEP_BATCH   2
+_Static_assert(UF_FEED_PUBLISH_RECS >= UF_REC_MAX_PER_MSG, "a step holds a message's records");
 
 /* Feed thread: one stage sample between two ticks (a timed packet). */
 static inline void uf_feed_stage(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
@@ -37,6 +49,34 @@ static inline void uf_feed_stage(struct uf_feed *f, enum uf_stage st, uint64_t f
 	uf_lat_record(&f->stats.stages[st], (int64_t)uf_tick_ns(&f->clock, to - from));
 }
 
+/* Feed thread, timed packet: adds the ticks from..to to stage st's sum for this packet (a
+ * packet publishes in several steps; uf_feed_stage_flush records the sums once). */
+static inline void uf_feed_acc(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
+{
+	f->acc_seen |= 1u << st;
+	if (UF_UNLIKELY(to < from))
+		f->acc_neg |= 1u << st; /* see uf_feed_stage */
+	else
+		f->acc[st] += to - from;
+}
+
+/* End of a timed packet: one sample per summed stage (books, ring, image). */
+static void uf_feed_stage_flush(struct uf_feed *f)
+{
+	for (unsigned st = UF_STAGE_BOOKS; st <= UF_STAGE_IMAGE; st++) {
+		if (!(f->acc_seen & (1u << st)))
+			continue;
+		if (f->acc_neg & (1u << st))
+			uf_stat_add(&f->stats.stages[st].negative, 1);
+		else
+			uf_lat_record(&f->stats.stages[st],
+			              (int64_t)uf_tick_ns(&f->clock, f->acc[st]));
+		f->acc[st] = 0;
+	}
+	f->acc_seen = 0;
+	f->acc_neg = 0;
+}
+
 /* Wall time of tick `t` from the batch's anchor. An anchor older than a millisecond (idle
  * loops with a gap open, a filter change) is renewed first: one CLOCK_REALTIME read. */
 static inline uint64_t uf_feed_realtime(struct uf_feed *f, uint64_t t)
@@ -48,12 +88,33 @@ static inline uint64_t uf_feed_realtime(struct uf_feed *f, uint64_t t)
 	return uf_tick_realtime(&f->clock, t);
 }
 
-/* Hands the records of the current packet to the sink (one publish, then the image
- * updates they cause, see sink.h), then records the wire-to-publish latency and, with
- * stage timing, the ring and image stages (the sink reads the clock between the two). */
+/* Wakes the ring's sleeping consumers for everything published since the last call
+ * (deferred wake, sink.h): called after each publish step's image updates and wire-to-publish
+ * stamp, so the system call is never between a publish and its image nor in the stamped
+ * messages' time, and a consumer asleep is woken right after the first step that has records
+ * for it. The ring makes the call only for a consumer not woken yet (uf_ring_wake_flush): a
+ * consumer that spins, or one already woken that has not run yet, costs no call. Counted:
+ * calls, and calls that found no consumer blocked in the kernel yet. */
+static inline void uf_feed_wake_consumers(struct uf_feed *f)
+{
+	int rc = uf_sink_wake_flush(&f->sink);
+	if (UF_LIKELY(rc < 0))
+		return;
+	uf_stat_add(&f->stats.ring_wakes, 1);
+	if (rc == 0)
+		uf_stat_add(&f->stats.ring_wakes_idle, 1);
+}
+
+/* Hands the records waiting (a publish step of the current packet) to the sink (one
+ * publish, then the image updates they cause, see sink.h), then records the wire-to-publish
+ * latency of their messages and, with stage timing, adds the step's ring (filter included)
+ * and image time to the packet's sums (the sink reads the clock between the two). */
 static void uf_feed_flush(struct uf_feed *f)
 {
 	int timed = 0;
+	uint64_t t_ring = 0;
+	if (f->timed && f->nrec)
+		t_ring = uf_tick_now(&f->clock);
 	if (UF_UNLIKELY(f->filter.on) && f->nrec)
 		f->nrec = uf_filter_records(&f->filter, f->recs, f->nrec);
 	if (f->nrec) {
@@ -76,13 +137,12 @@ static void uf_feed_flush(struct uf_feed *f)
 		if (f->lat_msgs && f->lat_rx)
 			uf_lat_record_n(&f->stats.latency, (int64_t)(now - f->lat_rx), f->lat_msgs);
 		if (timed) {
-			if (f->t_mark)
-				uf_feed_stage(f, UF_STAGE_RING, f->t_mark, f->sink.published_tick);
-			uf_feed_stage(f, UF_STAGE_IMAGE, f->sink.published_tick, tk);
+			uf_feed_acc(f, UF_STAGE_RING, t_ring, f->sink.published_tick);
+			uf_feed_acc(f, UF_STAGE_IMAGE, f->sink.published_tick, tk);
 		}
 		f->lat_msgs = 0;
-		f->t_mark = 0; /* the next records' ring stage starts at their books stage */
 	}
+	uf_feed_wake_consumers(f); /* after the stamp: not in these messages' time */
 }
 
 /* A message of a valid packet did not decode: counted by kind, and the book it concerned
@@ -112,13 +172,24 @@ static void uf_feed_itch_error(struct uf_feed *f, int rc, const uint8_t *msg, ui
 static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs, size_t n,
                               uint64_t first_seq, uint64_t rx_ns)
 {
+	size_t cap = f->step_cap;
 	while (n) {
-		/* rec_cap >= UF_REC_MAX_PER_MSG: after a flush every call applies at least one */
-		if (UF_UNLIKELY(f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap))
-			uf_feed_flush(f);
+		/* cap >= UF_REC_MAX_PER_MSG: after a flush every call applies at least one. A
+		 * full step is published now (the books' time of a timed packet stops meanwhile).
+		 * The call still sees all n messages: its look-ahead prefetches past the step. */
+		if (f->nrec + UF_REC_MAX_PER_MSG > cap) {
+			if (f->timed) {
+				uint64_t t = uf_tick_now(&f->clock);
+				uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, t);
+				uf_feed_flush(f);
+				f->t_seg = uf_tick_now(&f->clock);
+			} else {
+				uf_feed_flush(f);
+			}
+		}
 		size_t applied = 0;
 		int k = uf_publish_apply_batch(f->pub, msgs, n, first_seq, rx_ns, f->recs + f->nrec,
-		                               f->rec_cap - f->nrec, &applied);
+		                               cap - f->nrec, &applied);
 		if (k > 0)
 			f->nrec += (size_t)k;
 		f->lat_msgs += applied;
@@ -167,10 +238,9 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 	struct uf_mold_packet w = *pkt;
 	if (UF_LIKELY(pkt->count <= UF_DECODE_FUSED_MAX) &&
 	    uf_decode_walk_fused(&w, f->msgs, f->msg_rc) == UF_MOLD_DATA) {
-		uint64_t t_books = 0;
 		if (f->timed) {
-			t_books = uf_tick_now(&f->clock);
-			uf_feed_stage(f, UF_STAGE_DECODE, t_dec, t_books);
+			f->t_seg = uf_tick_now(&f->clock);
+			uf_feed_stage(f, UF_STAGE_DECODE, t_dec, f->t_seg);
 		}
 		uint32_t run = skip;
 		for (uint32_t i = skip; i < pkt->count; i++) {
@@ -184,10 +254,8 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 			}
 		}
 		uf_feed_apply_run(f, f->msgs + run, pkt->count - run, pkt->seq + run, rx_ns);
-		if (f->timed) {
-			f->t_mark = uf_tick_now(&f->clock);
-			uf_feed_stage(f, UF_STAGE_BOOKS, t_books, f->t_mark);
-		}
+		if (f->timed)
+			uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, uf_tick_now(&f->clock));
 		return;
 	}
 	/* More blocks than one pass takes (jumbo datagrams): decode and apply in chunks. */
@@ -197,6 +265,7 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 	uint32_t i = 0;
 	size_t nm = 0;
 	uint64_t first = 0;
+	f->t_seg = t_dec;
 	while (uf_mold_next(&it, &b)) {
 		if (i++ < skip)
 			continue;
@@ -216,10 +285,8 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 		}
 	}
 	uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
-	if (f->timed) {
-		f->t_mark = uf_tick_now(&f->clock);
-		uf_feed_stage(f, UF_STAGE_BOOKS, t_dec, f->t_mark);
-	}
+	if (f->timed)
+		uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, uf_tick_now(&f->clock));
 }
 
 /* Mirrors the publisher's integrity error total and stale book count into the feed stats (once a
@@ -338,6 +405,7 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
 	if (f->timed) {
+		uf_feed_stage_flush(f); /* books, ring, image: sums over the packet's steps */
 		f->arb_pending = 0;
 		f->t_mark = 0;
 		f->timed = 0;
@@ -469,6 +537,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	f->sink.clock = NULL;
 	if (f->timing)
 		uf_tick_anchor(&f->clock); /* calibrated by uf_feed_create */
+	uf_sink_defer_wake(&f->sink, 1);   /* wakes after each step: uf_feed_wake_consumers */
+	f->step_cap = f->rec_cap;          /* whole packets until a batch says otherwise */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
@@ -494,6 +564,11 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_cpu_relax();
 		} else {
 			uf_stat_add(&f->stats.batches, 1);
+			/* short batch: publish in steps of UF_FEED_PUBLISH_RECS; a queue: per
+			 * packet */
+			f->step_cap = n <= UF_FEED_STEP_BATCH && f->rec_cap > UF_FEED_PUBLISH_RECS
+			                  ? UF_FEED_PUBLISH_RECS
+			                  : f->rec_cap;
 			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_batch.h).
 			 */
 			int pf = UF_DECODE_PREFETCH_DEFAULT;
@@ -521,8 +596,10 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			    f); /* ... whose book errors no later batch may sync */
 			uf_feed_sync_gauges(f);
 		}
+		uf_feed_wake_consumers(f); /* timers, a filter switch: whatever they published */
 	}
 	uf_feed_flush(f);
+	uf_feed_wake_consumers(f);
 	uf_feed_sync_pub_stats(f);
 	uf_feed_sync_gauges(f);
 	uf_feed_sync_arb_stats(f);

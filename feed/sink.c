@@ -211,3 +211,13 @@ int uf_sink_instrument_enters(struct uf_sink *s, uint32_t id, struct uf_record *
 	}
 	return first;
 }
+
+void uf_sink_defer_wake(struct uf_sink *s, int on)
+{
+	uf_ring_defer_wake(s->ring, on);
+}
+
+int uf_sink_wake_flush(struct uf_sink *s)
+{
+	return uf_ring_wake_flush(s->ring);
+}

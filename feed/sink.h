@@ -61,6 +61,14 @@ struct uf_sink {
 int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_publisher *pub,
                  char *err, size_t errlen);
 
+/* Issue 14: the feed thread defers the ring's consumer wake-up (at most one FUTEX_WAKE per
+ * packet, after all its publish steps and image updates, instead of one inside every publish).
+ * uf_sink_defer_wake switches the ring to that mode; uf_sink_wake_flush makes the wake the
+ * batch owes: -1 none owed, else the number of consumers the kernel woke (0: none was blocked
+ * yet) or -errno. The feed calls it after every packet and every loop iteration. */
+void uf_sink_defer_wake(struct uf_sink *s, int on);
+int uf_sink_wake_flush(struct uf_sink *s);
+
 /* Marks the ring closed (consumers see it) and frees what open allocated. Safe on a sink
  * that was zeroed and never opened, or whose open failed. */
 void uf_sink_close(struct uf_sink *s);

@@ -107,6 +107,9 @@
 	                "outside the image, status slots full); the stream itself is complete")    \
 	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")        \
 	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")        \
+	X(ring_wakes, "FUTEX_WAKE calls made to wake sleeping consumers (at most one per packet, " \
+	              "after it)")                                                                 \
+	X(ring_wakes_idle, "of those, calls that found no consumer blocked in the kernel yet")     \
 	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")       \
 	X(batches, "receive polls that returned at least one packet")                              \
 	X(snapshots_loaded, "GLIMPSE snapshots loaded into fresh books (stream continued from "    \

@@ -485,12 +485,39 @@ out_dir:
 	return rc;
 }
 
-void uf_ring_wake(struct uf_ring *r)
+/* Why clearing the flags before the bump is safe: a consumer reads the wake word, then sets
+ * its flag, then counts itself in sleepers (ring/consumer.c uf_consumer_wait). A flag this
+ * loop clears was therefore set after a word read that precedes the bump below: that
+ * consumer's FUTEX_WAIT returns at once (word changed) or is woken by our FUTEX_WAKE. A
+ * consumer that reads the bumped word sets its flag after this loop, so the next flush sees
+ * it. The table is consumer-writable: a flag we cannot clear (garbage) only costs calls. */
+int uf_ring_unwoken_sleeper(struct uf_ring *r)
 {
+	struct uf_ring_cslot *slots = (struct uf_ring_cslot *)(r->ct + 1);
+	uf_fence_acquire(); /* the flags stored before the sleeper counts we saw are visible */
+	for (uint32_t i = 0; i < r->nslots; i++)
+		if (uf_load_relaxed_u32(&slots[i].flags) != 0)
+			return 1;
+	return 0;
+}
+
+int uf_ring_wake(struct uf_ring *r)
+{
+	struct uf_ring_cslot *slots = (struct uf_ring_cslot *)(r->ct + 1);
+	int rc;
+	for (uint32_t i = 0; i < r->nslots; i++) { /* "woken": before the bump (see above) */
+		uint32_t one = 1;
+		if (uf_load_relaxed_u32(&slots[i].flags) == 1)
+			(void)uf_cas_u32(&slots[i].flags, &one, 0);
+	}
 	/* the bump makes a consumer that read the old value before sleeping return at once */
 	uf_store_release_u32(&r->hdr->wake, r->hdr->wake + 1);
 	uf_store_relaxed_u64(&r->hdr->wakes, r->hdr->wakes + 1);
-	uf_ring_futex_wake_all(&r->hdr->wake);
+	r->wake_pending = 0; /* this wake serves every publish before it */
+	rc = uf_ring_futex_wake_all(&r->hdr->wake);
+	r->wakes++;
+	r->wakes_idle += rc == 0;
+	return rc;
 }
 
 void uf_ring_close(struct uf_ring *r)

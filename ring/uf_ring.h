@@ -70,6 +70,13 @@ struct uf_ring {
 	                                * table's own field is consumer-writable input */
 	uint64_t generation;           /* the producer's copy of the generation */
 	uint64_t table_repairs;        /* times uf_ring_reap found and repaired a damaged table */
+	/* Deferred wake-up (uf_ring_defer_wake): publish only notes that a sleeper must be
+	 * woken; the producer wakes once per batch of publishes with uf_ring_wake_flush. */
+	int defer_wake;      /* 1: uf_ring_publish leaves the FUTEX_WAKE to the flush */
+	int wake_pending;    /* a publish saw a sleeper since the last wake */
+	uint64_t wakes;      /* FUTEX_WAKE calls made (by publish, flush or close) */
+	uint64_t wakes_idle; /* of those, the ones that found nobody blocked in the kernel
+	                      * (a woken consumer not yet running still counts as a sleeper) */
 };
 
 /* What uf_ring_consumers() reports per registered consumer. */
@@ -122,8 +129,44 @@ UF_COLD int uf_ring_consumers(struct uf_ring *r, struct uf_ring_consumer_info *o
  * Returns the number of slots freed. Cold: reads /proc. */
 UF_COLD int uf_ring_reap(struct uf_ring *r);
 
-/* Wakes every consumer sleeping on the ring. Called by uf_ring_publish when needed. */
-void uf_ring_wake(struct uf_ring *r);
+/* Wakes every consumer sleeping on the ring: clears the sleeping flag of their table slots
+ * ("woken": see uf_ring_wake_flush), then bumps the wake word and makes one FUTEX_WAKE. Called
+ * by uf_ring_publish when needed, or by uf_ring_wake_flush. Returns the number of threads the
+ * kernel woke (0: none was blocked yet; the bump alone stops those about to block), or
+ * -errno. */
+int uf_ring_wake(struct uf_ring *r);
+
+/* 1 when some consumer slot says "sleeping" (flag set, not cleared by a wake since): a
+ * consumer that went to sleep after the last uf_ring_wake. Call after seeing sleepers != 0.
+ * O(table slots); the producer's bound, not the table's. */
+int uf_ring_unwoken_sleeper(struct uf_ring *r);
+
+/* Producer: with `on`, uf_ring_publish no longer makes the FUTEX_WAKE itself when it sees a
+ * sleeper; it sets wake_pending and the producer calls uf_ring_wake_flush when it chooses
+ * (the feed: after each publish step's image updates, never between a publish and its
+ * image). Without a flush sleepers are not woken: a producer that defers must flush before it
+ * idles. Correctness is unchanged: the sleeper check still follows every tail store (no lost
+ * wake-up), only the system call moves, and it is made only for a consumer not woken yet. */
+static inline void uf_ring_defer_wake(struct uf_ring *r, int on)
+{
+	r->defer_wake = on;
+}
+
+/* Makes the wake-up the publishes since the last flush owe (deferred mode). Returns -1 when
+ * no call was needed: none owed; the sleeper count fell to 0 meanwhile (every counted sleeper
+ * left FUTEX_WAIT and re-checks the tail before sleeping again); or every counted sleeper was
+ * already woken by an earlier call and has not run yet (its slot flag was cleared by that
+ * call; a consumer that went to sleep after it set its flag again, before counting itself).
+ * Else uf_ring_wake's result. */
+static inline int uf_ring_wake_flush(struct uf_ring *r)
+{
+	if (UF_LIKELY(!r->wake_pending))
+		return -1;
+	r->wake_pending = 0;
+	if (uf_load_relaxed_u32(&r->ct->sleepers) == 0 || !uf_ring_unwoken_sleeper(r))
+		return -1;
+	return uf_ring_wake(r);
+}
 
 /* 0 small pages (the fallback), 1 transparent huge pages advised (kernel allows THP for
  * shmem), 2 explicit huge pages (options.dir is a hugetlbfs mount). For the startup log. */
@@ -173,8 +216,12 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
 	r->tail = end;
 	uf_fence_seq_cst(); /* tail store before the sleepers load: pairs with the consumer's
 	                     * sleepers increment + fence + tail load (no lost wake-up) */
-	if (UF_UNLIKELY(uf_load_relaxed_u32(&r->ct->sleepers) != 0))
-		uf_ring_wake(r);
+	if (UF_UNLIKELY(uf_load_relaxed_u32(&r->ct->sleepers) != 0)) {
+		if (r->defer_wake)
+			r->wake_pending = 1; /* the producer's uf_ring_wake_flush makes the call */
+		else
+			uf_ring_wake(r);
+	}
 	return 0;
 }
 

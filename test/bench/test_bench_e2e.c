@@ -62,6 +62,33 @@ static void check_step(json_t *s, int sampled)
 
 /* Issue 14: the raw-receive baseline beside every latency step, the daemon's own
  * wire-to-publish histogram apart from wire to consumer, their ratios, burst drain times. */
+/* Issue 14: a latency step carries the daemon's per-stage histograms of that step alone
+ * (/metrics differenced): every stage timed some packets, means and quantiles are ordered. */
+static void check_stages(json_t *step)
+{
+	static const char *const names[] = {"receive", "arbitration", "decode",
+	                                    "books",   "ring",        "image"};
+	json_t *sg = json_object_get(step, "stages");
+	json_t *pub = json_object_get(sg, "wire_to_publish_ns");
+	json_int_t books_n;
+	assert_non_null(sg);
+	/* the step's own samples: at most one per message of the step (warm-up excluded) */
+	assert_true(json_integer_value(json_object_get(pub, "samples")) > 0);
+	assert_true(json_integer_value(json_object_get(pub, "samples")) <=
+	            json_integer_value(json_object_get(step, "delivered")));
+	books_n = json_integer_value(
+	    json_object_get(json_object_get(json_object_get(sg, "stages_ns"), "books"), "samples"));
+	assert_true(books_n > 0);
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		json_t *h = json_object_get(json_object_get(sg, "stages_ns"), names[k]);
+		if (!h)
+			fail_msg("stages_ns has no %s", names[k]);
+		assert_true(json_integer_value(json_object_get(h, "samples")) > 0);
+		assert_true(json_integer_value(json_object_get(h, "p50")) <=
+		            json_integer_value(json_object_get(h, "p99")));
+	}
+}
+
 static void check_vs_raw(json_t *b, const char *name)
 {
 	static const char *steps[] = {"steady", "burst"};
@@ -238,6 +265,7 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 			assert_true(bfound);
 		}
 		check_vs_raw(b, uf_backend_name((enum uf_backend)i));
+		check_stages(json_object_get(b, "steady"));
 		check_place_and_syscalls(b, uf_backend_name((enum uf_backend)i), i == 0);
 		check_burst_absorb(b);
 		if (i < 3) /* busy-polling back ends spend CPU whether or not data comes */

@@ -539,6 +539,122 @@ static void test_feed_malformed_datagrams_are_counted_and_dropped(void **state)
 	assert_int_equal(c.st.decode_trailing_bytes, 10);
 }
 
+/* State letter of this process's thread `tid` (/proc/self/task/TID/stat), '?' unreadable. */
+static char ft_thread_state(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+struct ft_sleeper {
+	const char *ring;
+	pid_t tid;
+	volatile int attached; /* 1 once registered: before that a blocked state is the attach */
+	volatile int got;      /* records read so far */
+	volatile int fail;
+};
+
+/* A consumer that sleeps in uf_consumer_wait (no spin) until each record comes. */
+static void *ft_sleeper_thread(void *arg)
+{
+	struct ft_sleeper *z = arg;
+	struct uf_consumer_options o;
+	uf_consumer_t *cons;
+	char err[256];
+	uf_consumer_options_init(&o);
+	o.spin_ns = 0;
+	z->tid = gettid();
+	if (uf_consumer_attach(z->ring, &o, &cons, err, sizeof(err)) < 0) {
+		z->fail = 1;
+		return NULL;
+	}
+	__atomic_store_n(&z->attached, 1, __ATOMIC_RELEASE);
+	while (z->got < 5 && !z->fail) {
+		struct uf_record r;
+		uint64_t seq;
+		int rc = uf_consumer_next(cons, &r, &seq);
+		if (rc == 0) {
+			__atomic_add_fetch(&z->got, 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		if (rc != -EAGAIN || uf_consumer_wait(cons, 10000000000ll) != 0)
+			z->fail = 1;
+	}
+	uf_consumer_detach(cons);
+	return NULL;
+}
+
+/* Issue 14: the feed wakes its ring's consumers at most once per packet (deferred, after the
+ * packet's publish steps), not inside every publish. A consumer blocked in FUTEX_WAIT must
+ * still be woken by
+ * the feed, for every back end (epoll sleeps in epoll_wait right after a batch): five single
+ * datagrams, each one system event (one record), each sent only once the consumer is blocked.
+ * At least one must show the feed's wake finding the consumer in the kernel (its 50 ms sleep
+ * slice can end on its own between our check and the datagram), and the feed makes at most
+ * one wake per datagram here. */
+static void test_feed_wakes_a_sleeping_consumer_once_per_packet(void **state)
+{
+	struct ft_case c = {0};
+	struct ft_sleeper z = {0};
+	pthread_t thr;
+	char err[128];
+	ft_start(&c, 10, 0);
+	z.ring = c.cfg.ring.name;
+	assert_int_equal(pthread_create(&thr, NULL, ft_sleeper_thread, &z), 0);
+	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
+	assert_true(tx >= 0);
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c.cfg.lines[0].port),
+	                          .sin_addr = c.cfg.lines[0].group};
+	const struct uf_feed_stats *st = uf_feed_stats(c.feed);
+	for (int i = 0; i < 5; i++) {
+		uint8_t pkt[20 + 2 + 12] = {0};
+		uint64_t end = uf_now_mono_ns() + 10000000000ull;
+		/* blocked: asleep in the kernel, not spinning, not reading */
+		while ((!__atomic_load_n(&z.attached, __ATOMIC_ACQUIRE) ||
+		        ft_thread_state(z.tid) != 'S' ||
+		        __atomic_load_n(&z.got, __ATOMIC_ACQUIRE) != i) &&
+		       !z.fail && uf_now_mono_ns() < end) {
+			struct timespec ts = {0, 200000};
+			nanosleep(&ts, NULL);
+		}
+		assert_false(z.fail);
+		assert_int_equal(__atomic_load_n(&z.got, __ATOMIC_ACQUIRE), i);
+		memcpy(pkt, "WAKETEST01", 10);
+		uf_put_be64(pkt + 10, (uint64_t)i + 1); /* sequence */
+		uf_put_be16(pkt + 18, 1);               /* one block */
+		uf_put_be16(pkt + 20, 12);              /* system event: 12 bytes */
+		pkt[22] = 'S';
+		pkt[33] = 'O'; /* start of messages */
+		assert_int_equal(
+		    sendto(tx, pkt, sizeof(pkt), 0, (struct sockaddr *)&dst, sizeof(dst)),
+		    (ssize_t)sizeof(pkt));
+		while (__atomic_load_n(&z.got, __ATOMIC_ACQUIRE) == i && !z.fail &&
+		       uf_now_mono_ns() < end) {
+			struct timespec ts = {0, 200000};
+			nanosleep(&ts, NULL);
+		}
+		assert_int_equal(__atomic_load_n(&z.got, __ATOMIC_ACQUIRE), i + 1);
+	}
+	close(tx);
+	assert_int_equal(pthread_join(thr, NULL), 0);
+	assert_false(z.fail);
+	uint64_t wakes = uf_load_relaxed_u64(&st->ring_wakes);
+	uint64_t idle = uf_load_relaxed_u64(&st->ring_wakes_idle);
+	ft_finish(&c);
+	assert_int_equal(c.st.messages, 5);
+	assert_true(wakes <= 5);        /* at most one per datagram (one batch each) */
+	assert_true(wakes - idle >= 1); /* and one found the consumer blocked: it woke it */
+}
+
 /* The next day: the same file replayed as a new session. The feed must notice the new
  * session, reset the books and rebuild them from its first message (otherwise every order
  * would exist twice). */
@@ -1304,6 +1420,7 @@ int main(void)
 		cmocka_unit_test(test_feed_undecodable_messages_are_counted_and_the_rest_applied),
 		cmocka_unit_test(test_feed_counts_datagrams_the_host_dropped),
 		cmocka_unit_test(test_feed_foreign_source_and_far_jump_are_dropped_and_counted),
+		cmocka_unit_test(test_feed_wakes_a_sleeping_consumer_once_per_packet),
 #if FT_URING
 		cmocka_unit_test(test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing),
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),

@@ -308,6 +308,148 @@ static void test_ring_wakes_only_when_a_consumer_sleeps(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+/* State letter of process `pid` (/proc/PID/stat field 3), '?' when unreadable. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Issue 14, deferred wake-up: publishes in deferred mode make no system call however many
+ * there are, and leave one wake owed; the flush makes exactly one FUTEX_WAKE, and it is that
+ * call that wakes the consumer blocked in the kernel (the kernel says it woke one thread, so
+ * the consumer did not just time out of its 50 ms sleep slice). A consumer's sleep slice can
+ * end between our check and the flush (then the flush finds nobody blocked): five rounds,
+ * at least one must show the kernel waking the consumer. */
+static void test_ring_deferred_wake_is_one_call_at_the_flush(void **state)
+{
+	enum { ROUNDS = 5 };
+	char name[64];
+	int fds[2], back[2], woke = 0;
+	struct uf_ring *r;
+	pid_t pid;
+
+	test_ring_name(name, sizeof(name), "defer");
+	r = make_ring(name, 1024, 0600);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(back), 0);
+	pid = uf_test_fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uf_consumer_t *cc = attach(name, 0, UF_CONSUMER_START_LATEST);
+		struct uf_record rec;
+		uint64_t seq;
+		CHILD_CHECK(cc != NULL);
+		test_pipe_put(fds[1]);
+		for (uint64_t i = 0; i < ROUNDS; i++) {
+			/* each round publishes three records in three publishes */
+			CHILD_CHECK(uf_consumer_wait(cc, 10000000000ll) == 0);
+			for (uint64_t k = 0; k < 3; k++) {
+				while (uf_consumer_next(cc, &rec, &seq) == -EAGAIN)
+					CHILD_CHECK(uf_consumer_wait(cc, 5000000000ll) == 0);
+				CHILD_CHECK(seq == i * 3 + k && test_rec_ok(&rec, seq));
+			}
+			test_pipe_put(back[1]);
+		}
+		uf_consumer_detach(cc);
+		_exit(0);
+	}
+	assert_true(test_pipe_get(fds[0], 5000));
+	uf_ring_defer_wake(r, 1);
+	for (uint64_t i = 0; i < ROUNDS; i++) {
+		uint64_t end = uf_now_mono_ns() + 5000000000ull, wakes;
+		int rc;
+		/* flagged asleep and blocked (state S): inside FUTEX_WAIT */
+		while ((sleeping_consumers(r) == 0 || proc_state(pid) != 'S') &&
+		       uf_now_mono_ns() < end)
+			usleep(200);
+		assert_int_equal(sleeping_consumers(r), 1);
+		wakes = r->hdr->wakes;
+		publish_range(r, i * 3, i * 3 + 3, 1);  /* three publishes, one batch */
+		assert_int_equal(r->hdr->wakes, wakes); /* no system call yet */
+		assert_int_equal(r->wake_pending, 1);
+		rc = uf_ring_wake_flush(r); /* -1: it left FUTEX_WAIT on its own meanwhile */
+		woke += rc == 1;
+		/* one FUTEX_WAKE at most for the three publishes (none when the sleeper had
+		 * already left FUTEX_WAIT on its own), and exactly one when it woke someone */
+		assert_true(r->hdr->wakes <= wakes + 1);
+		if (rc == 1)
+			assert_int_equal(r->hdr->wakes, wakes + 1);
+		assert_int_equal(r->wake_pending, 0);
+		assert_int_equal(uf_ring_wake_flush(r), -1); /* nothing owed any more */
+		assert_true(test_pipe_get(back[0], 5000));   /* the consumer read all three */
+	}
+	assert_true(woke >= 1);
+	assert_true(test_child_ok(test_wait_child(pid, 5000)));
+	for (int i = 0; i < 2; i++) {
+		close(fds[i]);
+		close(back[i]);
+	}
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
+/* Issue 14: a flush calls FUTEX_WAKE only for a consumer not woken yet. Forced by hand on the
+ * producer's own table: a counted sleeper whose slot flag a wake has cleared (woken, not yet
+ * running) costs no call; one whose flag is set (it went to sleep again) gets the call, and
+ * the call clears the flag. */
+static void test_ring_flush_skips_sleepers_already_woken(void **state)
+{
+	char name[64];
+	struct uf_ring *r;
+	uf_consumer_t *c;
+	struct uf_ring_cslot *slots;
+	uint64_t wakes;
+	int slot = -1;
+
+	test_ring_name(name, sizeof(name), "woken");
+	r = make_ring(name, 1024, 0600);
+	c = attach(name, 0, UF_CONSUMER_START_LATEST);
+	assert_non_null(c);
+	slots = (struct uf_ring_cslot *)(r->ct + 1);
+	for (uint32_t i = 0; i < r->nslots; i++)
+		if (slots[i].pid == (uint32_t)getpid())
+			slot = (int)i;
+	assert_true(slot >= 0);
+	uf_ring_defer_wake(r, 1);
+
+	/* counted, flag clear: woken already */
+	r->ct->sleepers = 1;
+	slots[slot].flags = 0;
+	wakes = r->hdr->wakes;
+	publish_range(r, 0, 1, 1);
+	assert_int_equal(r->wake_pending, 1);
+	assert_int_equal(uf_ring_wake_flush(r), -1);
+	assert_int_equal(r->hdr->wakes, wakes); /* no call */
+
+	/* counted, flag set: asleep and not woken */
+	slots[slot].flags = 1;
+	publish_range(r, 1, 2, 1);
+	assert_true(uf_ring_wake_flush(r) >= 0); /* nobody blocked in the kernel: 0 */
+	assert_int_equal(r->hdr->wakes, wakes + 1);
+	assert_int_equal(slots[slot].flags, 0); /* marked woken */
+
+	/* the next publish finds it woken: no call */
+	publish_range(r, 2, 3, 1);
+	assert_int_equal(uf_ring_wake_flush(r), -1);
+	assert_int_equal(r->hdr->wakes, wakes + 1);
+
+	r->ct->sleepers = 0;
+	uf_consumer_detach(c);
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
 static void test_ring_create_rejects_bad_options(void **state)
 {
 	struct uf_ring_options o;
@@ -374,6 +516,8 @@ int main(void)
 	    cmocka_unit_test(test_ring_several_consumers_see_every_record),
 	    cmocka_unit_test(test_ring_lapped_reader_never_sees_torn_record),
 	    cmocka_unit_test(test_ring_wakes_only_when_a_consumer_sleeps),
+	    cmocka_unit_test(test_ring_deferred_wake_is_one_call_at_the_flush),
+	    cmocka_unit_test(test_ring_flush_skips_sleepers_already_woken),
 	    cmocka_unit_test(test_ring_create_rejects_bad_options),
 	    cmocka_unit_test(test_ring_full_table_and_bad_seek_are_refused),
 	};

@@ -22,10 +22,49 @@ struct e2e_status {
 	uint64_t end_of_session;       /* end-of-session packets acted on */
 	uint64_t records;              /* records published */
 	uint64_t ring_sequence;        /* ring tail (next sequence to publish) */
+	uint64_t batches;              /* receive polls that returned packets */
+	uint64_t sq_wakeups;           /* io_uring_enter calls the feed made (wake-up, events) */
+	uint64_t ring_wakes;           /* FUTEX_WAKE calls for sleeping consumers */
+	uint64_t ring_wakes_idle;      /* of those, the ones that found no consumer blocked */
 	uint64_t pub_count;            /* latency_ns: wire-to-publish samples so far */
 	uint64_t pub_p50, pub_p99, pub_p999, pub_max; /* and its quantiles, ns (cumulative) */
 	char state[16];                               /* "running", ... */
 };
+
+/* One cumulative histogram of GET /metrics (Prometheus buckets: le = 2^k ns, then +Inf), as
+ * the daemon exposes it: two reads differenced (e2e_hist_diff) give one step's samples alone,
+ * without the warm-up before it. */
+#define E2E_HIST_MAXB 48
+struct e2e_hist {
+	int nb;                        /* finite buckets */
+	uint64_t le_ns[E2E_HIST_MAXB]; /* upper bounds, ns */
+	uint64_t cum[E2E_HIST_MAXB];   /* samples <= le_ns[i] */
+	uint64_t count;                /* all samples (the +Inf bucket) */
+	double sum_ns;                 /* sum of samples */
+};
+
+/* The daemon's wire-to-publish and per-stage histograms (feed 0), in enum uf_stage order
+ * (receive, arbitration, decode, books, ring, image). */
+#define E2E_NSTAGES 6
+struct e2e_hists {
+	int ok;                             /* 1 when /metrics had them */
+	struct e2e_hist pub;                /* uringfeed_wire_to_publish_seconds */
+	struct e2e_hist stage[E2E_NSTAGES]; /* uringfeed_stage_seconds{stage=...} */
+};
+
+/* "receive", "arbitration", "decode", "books", "ring", "image" (the daemon's stage labels). */
+extern const char *const e2e_stage_names[E2E_NSTAGES];
+
+/* GET /metrics and fills `h`. Returns 0 or -errno (-EPROTO: not there). */
+int e2e_metrics_read(uint16_t port, struct e2e_hists *h);
+
+/* d = b - a (same bucket bounds; a zeroed `a` gives b). */
+void e2e_hist_diff(const struct e2e_hist *a, const struct e2e_hist *b, struct e2e_hist *d);
+
+/* Quantile q of `h` in ns, interpolated linearly inside its power-of-two bucket (as
+ * Prometheus' histogram_quantile): within a factor 2 of the truth, usually much closer. 0 when
+ * empty; the last finite bound when q falls in +Inf. */
+uint64_t e2e_hist_quantile(const struct e2e_hist *h, double q);
 
 /* A UDP (SOCK_DGRAM) or TCP (SOCK_STREAM) port on 127.0.0.1 nobody holds right now (bound to
  * port 0, then released): unique ports per run without a fixed range. Returns it or -errno. */

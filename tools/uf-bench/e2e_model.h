@@ -84,6 +84,22 @@ struct pubhist {
 	uint64_t p50, p99, p999, max; /* ns */
 };
 
+/* One histogram of one step (GET /metrics before and after, differenced): exact count and
+ * mean, p50 / p99 interpolated in power-of-two buckets (e2e_hist_quantile). */
+struct histfig {
+	uint64_t n;    /* samples in the step */
+	uint64_t mean; /* ns, exact (sum / count) */
+	uint64_t p50;  /* ns, interpolated */
+	uint64_t p99;  /* ns, interpolated */
+};
+
+/* The daemon's per-stage figures over one step (timed packets: 1 in stage_timing_every). */
+struct stagefigs {
+	int ok;                         /* /metrics read before and after */
+	struct histfig pub;             /* wire to publish, per message, this step only */
+	struct histfig st[E2E_NSTAGES]; /* receive, arbitration, decode, books, ring, image */
+};
+
 /* One replay step's outcome. */
 struct step {
 	int ran;                 /* 1 when it ran */
@@ -111,6 +127,7 @@ struct step {
 	int nplot;               /* points */
 	struct pubhist pub;      /* wire to publish (the daemon's histogram) */
 	struct drain drain;      /* bursts: wire to consumer of a burst's last message */
+	struct stagefigs stages; /* the daemon's per-stage histograms over this step */
 };
 
 /* The raw-receive baseline of one latency step (e2e_raw.h). */

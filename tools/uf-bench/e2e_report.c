@@ -77,6 +77,37 @@ static void print_lat_row(const char *label, const char *what, const struct step
 	       s->cpu_util * 100, s->loss ? s->why : "none");
 }
 
+/* Issue 14: where the wire-to-publish time goes, per stage, for each latency step. */
+static void print_stage_table(const struct beres *rs, int n)
+{
+	printf("\nper-stage time of a timed packet, us (uringfeed GET /metrics before and after "
+	       "each step, differenced: this step only; mean exact / p50 interpolated in "
+	       "power-of-two buckets)\n");
+	printf("%-16s %-7s %8s", "backend", "case", "packets");
+	for (int k = 0; k < E2E_NSTAGES; k++)
+		printf(" %13s", e2e_stage_names[k]);
+	printf(" %13s %13s\n", "pub(message)", "pub_p99");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		for (int w = 0; w < 2 && b->ok; w++) {
+			const struct step *s = w ? &b->burst : &b->steady;
+			const struct stagefigs *f = &s->stages;
+			if (!f->ok) {
+				printf("%-16s %-7s no stage histograms at /metrics\n",
+				       e2e_backend_label(b->be), w ? "bursts" : "steady");
+				continue;
+			}
+			printf("%-16s %-7s %8" PRIu64, e2e_backend_label(b->be),
+			       w ? "bursts" : "steady", f->st[0].n);
+			for (int k = 0; k < E2E_NSTAGES; k++)
+				printf(" %6.2f/%6.2f", (double)f->st[k].mean / 1e3,
+				       (double)f->st[k].p50 / 1e3);
+			printf(" %6.1f/%6.1f %13.1f\n", (double)f->pub.mean / 1e3,
+			       (double)f->pub.p50 / 1e3, (double)f->pub.p99 / 1e3);
+		}
+	}
+}
+
 void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
                       const struct machine *m, const struct ratios *q)
 {
@@ -136,6 +167,7 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 	printf("(pub = the daemon's wire-to-publish histogram, fresh daemon: %s; cons = wire to "
 	       "consumer)\n",
 	       "it also holds a 2000-message warm-up");
+	print_stage_table(rs, n);
 	printf("\n%gx burst drain: first datagram's rx timestamp to the read of the burst's last "
 	       "message (complete bursts)\n",
 	       o->burst);
@@ -190,6 +222,23 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 		printf("%-16s %10" PRIu64 " %10" PRIu64 " %8.2f %12.3f  %s\n",
 		       e2e_backend_label(b->be), b->sysc.calls, b->sysc.datagrams, b->sysc.seconds,
 		       b->sysc.per_packet, b->sysc.which);
+	}
+	printf("\nthe feed's own counts over the steady latency step (no ptrace): receive batches, "
+	       "io_uring_enter calls it made, FUTEX_WAKE calls for sleeping consumers (idle: none "
+	       "was blocked yet), per datagram\n");
+	printf("%-16s %10s %9s %9s %9s %9s %12s %12s\n", "backend", "datagrams", "batches",
+	       "enters", "wakes", "idle", "enters/dgram", "wakes/dgram");
+	for (int i = 0; i < n; i++) {
+		const struct beres *b = &rs[i];
+		const struct e2e_status *d = &b->steady.d;
+		if (!b->ok)
+			continue;
+		printf("%-16s %10" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+		       " %12.3f %12.3f\n",
+		       e2e_backend_label(b->be), d->line_packets, d->batches, d->sq_wakeups,
+		       d->ring_wakes, d->ring_wakes_idle,
+		       ratio((double)d->sq_wakeups, (double)d->line_packets),
+		       ratio((double)d->ring_wakes, (double)d->line_packets));
 	}
 	printf("\nplacement during the steady steps (configured CPU; allowed by the affinity mask; "
 	       "CPUs /proc/PID/task/TID/stat showed, sampled every 10 ms)\n");
@@ -303,6 +352,24 @@ static json_t *vs_raw_json(const struct step *s, const struct rawres *w)
 	return j;
 }
 
+static json_t *histfig_json(const struct histfig *f)
+{
+	return json_pack("{s:I, s:I, s:I, s:I}", "samples", (json_int_t)f->n, "mean",
+	                 (json_int_t)f->mean, "p50", (json_int_t)f->p50, "p99", (json_int_t)f->p99);
+}
+
+/* {source, wire_to_publish_ns, stages_ns {receive, ...}}: this step only. */
+static json_t *stages_json(const struct stagefigs *f)
+{
+	json_t *st = json_object();
+	for (int k = 0; k < E2E_NSTAGES; k++)
+		json_object_set_new(st, e2e_stage_names[k], histfig_json(&f->st[k]));
+	return json_pack("{s:s, s:o, s:o}", "source",
+	                 "uringfeed GET /metrics before and after the step, differenced (mean "
+	                 "exact, p50/p99 interpolated in power-of-two buckets)",
+	                 "wire_to_publish_ns", histfig_json(&f->pub), "stages_ns", st);
+}
+
 static json_t *step_json(const struct step *s, int sampled);
 
 static json_t *bsize_json(const struct bsize *z)
@@ -378,6 +445,8 @@ static json_t *step_json(const struct step *s, int sampled)
 		              "uringfeed GET /status latency_ns (cumulative since a fresh start)"));
 		if (s->burst > 1)
 			json_object_set_new(j, "drain_ns", drain_json(&s->drain));
+		if (s->stages.ok)
+			json_object_set_new(j, "stages", stages_json(&s->stages));
 	}
 	if (sampled)
 		json_object_set_new(
@@ -431,6 +500,14 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 			              (json_int_t)b->sysc.calls, "datagrams",
 			              (json_int_t)b->sysc.datagrams, "seconds", b->sysc.seconds,
 			              "per_datagram", b->sysc.per_packet, "loss", b->sysc.st.loss));
+			json_object_set_new(
+			    json_object_get(jb, "syscalls"), "feed_counts_steady",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "datagrams",
+			              (json_int_t)b->steady.d.line_packets, "batches",
+			              (json_int_t)b->steady.d.batches, "io_uring_enters",
+			              (json_int_t)b->steady.d.sq_wakeups, "ring_wakes",
+			              (json_int_t)b->steady.d.ring_wakes, "ring_wakes_idle",
+			              (json_int_t)b->steady.d.ring_wakes_idle));
 			json_object_set_new(jb, "vs_raw",
 			                    json_pack("{s:o, s:o}", "steady",
 			                              vs_raw_json(&b->steady, &b->raw_steady),

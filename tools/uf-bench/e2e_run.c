@@ -212,6 +212,28 @@ static void drain_stats(const uint64_t *first, const uint64_t *last, const uint6
 	d->mean = sum / nb;
 }
 
+static void histfig_of(const struct e2e_hist *a, const struct e2e_hist *b, struct histfig *f)
+{
+	struct e2e_hist d;
+	e2e_hist_diff(a, b, &d);
+	f->n = d.count;
+	f->mean = d.count ? (uint64_t)(d.sum_ns / (double)d.count) : 0;
+	f->p50 = e2e_hist_quantile(&d, 0.5);
+	f->p99 = e2e_hist_quantile(&d, 0.99);
+}
+
+/* The step's own share of the daemon's cumulative histograms (before: m0, after: m1). */
+static void stage_figs(const struct e2e_hists *m0, const struct e2e_hists *m1, struct stagefigs *sf)
+{
+	memset(sf, 0, sizeof(*sf));
+	if (!m0->ok || !m1->ok)
+		return;
+	histfig_of(&m0->pub, &m1->pub, &sf->pub);
+	for (int i = 0; i < E2E_NSTAGES; i++)
+		histfig_of(&m0->stage[i], &m1->stage[i], &sf->st[i]);
+	sf->ok = 1;
+}
+
 /* One step of `want` messages (0: rate x secs) at `rate` (0: uf-replay as fast as it can). */
 static int run_step_n(struct run *r, const struct day *day, int idx, struct step *s, double rate,
                       double burst, double secs, uint64_t want)
@@ -219,6 +241,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	const struct e2e_opts *o = r->o;
 	struct replay_cmd cmd;
 	struct e2e_status s0, s1;
+	static struct e2e_hists m0, m1; /* big; one step at a time */
 	uint64_t c0 = 0, c1 = 0, t0, t1, n;
 	int64_t got;
 	int rc, track = idx == ST_BURST || idx >= ST_BSIZE;
@@ -244,6 +267,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 
 	if ((rc = e2e_status_read(r->status_port, &s0)) < 0)
 		return rc;
+	(void)e2e_metrics_read(r->status_port, &m0); /* m0.ok = 0 when absent */
 	__atomic_store_n(&r->ctl->step, (uint32_t)idx, __ATOMIC_RELEASE);
 	if (track)
 		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
@@ -281,6 +305,8 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 			break;
 		e2e_sleep_ms(5);
 	}
+	(void)e2e_metrics_read(r->status_port, &m1);
+	stage_figs(&m0, &m1, &s->stages);
 	s->delivered = s1.messages - s0.messages;
 #define D(f) s->d.f = s1.f - s0.f
 	D(messages);
@@ -294,6 +320,11 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	D(cq_overflows);
 	D(end_of_session);
 	D(records);
+	D(line_packets);
+	D(batches);
+	D(sq_wakeups);
+	D(ring_wakes);
+	D(ring_wakes_idle);
 #undef D
 	s->cons_msgs = UINT64_MAX;
 	for (int i = 0; i < r->ncons; i++) {

@@ -199,6 +199,10 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	st->cq_overflows = jnum(feed, "cq_overflows");
 	st->end_of_session = jnum(feed, "end_of_session");
 	st->records = jnum(feed, "records");
+	st->batches = jnum(feed, "batches");
+	st->sq_wakeups = jnum(feed, "sq_wakeups");
+	st->ring_wakes = jnum(feed, "ring_wakes"); /* 0 from a daemon before issue 14 */
+	st->ring_wakes_idle = jnum(feed, "ring_wakes_idle");
 	lines = json_object_get(feed, "lines");
 	json_array_foreach(lines, i, line)
 	{
@@ -310,4 +314,113 @@ int e2e_gnuplot(const char *dir, const char *script, int timeout_ms)
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
 	return 0;
+}
+
+/* ---- /metrics histograms ---------------------------------------------------------------- */
+
+/* Adds one "_bucket" line's le and value to `h` (le "+Inf": the total). */
+static void hist_add_bucket(struct e2e_hist *h, const char *le, uint64_t v)
+{
+	if (strcmp(le, "+Inf") == 0) {
+		h->count = v;
+		return;
+	}
+	if (h->nb < E2E_HIST_MAXB) {
+		h->le_ns[h->nb] = (uint64_t)(strtod(le, NULL) * 1e9 + 0.5);
+		h->cum[h->nb++] = v;
+	}
+}
+
+const char *const e2e_stage_names[E2E_NSTAGES] = {"receive", "arbitration", "decode",
+                                                  "books",   "ring",        "image"};
+
+/* The histogram a metric line belongs to (NULL: another one). `lab` points after '{'. */
+static struct e2e_hist *hist_of(struct e2e_hists *h, const char *name, size_t nlen, const char *lab)
+{
+	if (nlen == strlen("uringfeed_wire_to_publish_seconds") &&
+	    strncmp(name, "uringfeed_wire_to_publish_seconds", nlen) == 0)
+		return &h->pub;
+	if (nlen == strlen("uringfeed_stage_seconds") &&
+	    strncmp(name, "uringfeed_stage_seconds", nlen) == 0) {
+		const char *s = strstr(lab, "stage=\"");
+		for (int i = 0; s && i < E2E_NSTAGES; i++) {
+			size_t k = strlen(e2e_stage_names[i]);
+			if (strncmp(s + 7, e2e_stage_names[i], k) == 0 && s[7 + k] == '"')
+				return &h->stage[i];
+		}
+	}
+	return NULL;
+}
+
+int e2e_metrics_read(uint16_t port, struct e2e_hists *h)
+{
+	char *body, *line, *save = NULL;
+	int code = e2e_http_get(port, "/metrics", 3000, &body);
+
+	memset(h, 0, sizeof(*h));
+	if (code < 0)
+		return code;
+	if (code != 200) {
+		free(body);
+		return -EPROTO;
+	}
+	/* One feed per e2e daemon: every line of these families is feed 0's. */
+	for (line = strtok_r(body, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *brace = strchr(line, '{'), *close, *val;
+		struct e2e_hist *hh;
+		size_t nlen;
+		if (line[0] == '#' || !brace || !(close = strchr(brace, '}')))
+			continue;
+		val = close + 1;
+		nlen = (size_t)(brace - line);
+		if (nlen > 7 && strncmp(brace - 7, "_bucket", 7) == 0) {
+			const char *le = strstr(brace, "le=\"");
+			char lebuf[32];
+			size_t ll;
+			if (!le || !(hh = hist_of(h, line, nlen - 7, brace + 1)))
+				continue;
+			le += 4;
+			ll = strcspn(le, "\"");
+			if (ll >= sizeof(lebuf))
+				continue;
+			memcpy(lebuf, le, ll);
+			lebuf[ll] = '\0';
+			hist_add_bucket(hh, lebuf, strtoull(val, NULL, 10));
+		} else if (nlen > 4 && strncmp(brace - 4, "_sum", 4) == 0) {
+			if ((hh = hist_of(h, line, nlen - 4, brace + 1)))
+				hh->sum_ns = strtod(val, NULL) * 1e9;
+		}
+	}
+	free(body);
+	h->ok = h->pub.nb > 0 && h->stage[0].nb > 0;
+	return h->ok ? 0 : -EPROTO;
+}
+
+void e2e_hist_diff(const struct e2e_hist *a, const struct e2e_hist *b, struct e2e_hist *d)
+{
+	*d = *b;
+	if (a->nb != b->nb)
+		return; /* a fresh daemon (or none before): b alone */
+	for (int i = 0; i < b->nb; i++)
+		d->cum[i] = b->cum[i] - a->cum[i];
+	d->count = b->count - a->count;
+	d->sum_ns = b->sum_ns - a->sum_ns;
+}
+
+uint64_t e2e_hist_quantile(const struct e2e_hist *h, double q)
+{
+	double want = q * (double)h->count;
+	uint64_t prev_cum = 0, prev_le = 0;
+
+	if (!h->count)
+		return 0;
+	for (int i = 0; i < h->nb; i++) {
+		if ((double)h->cum[i] >= want && h->cum[i] > prev_cum) {
+			double f = (want - (double)prev_cum) / (double)(h->cum[i] - prev_cum);
+			return prev_le + (uint64_t)(f * (double)(h->le_ns[i] - prev_le));
+		}
+		prev_cum = h->cum[i];
+		prev_le = h->le_ns[i];
+	}
+	return prev_le;
 }
