@@ -60,10 +60,10 @@ static inline void uf_feed_acc(struct uf_feed *f, enum uf_stage st, uint64_t fro
 		f->acc[st] += to - from;
 }
 
-/* End of a timed packet: one sample per summed stage (books, ring, image). */
-static void uf_feed_stage_flush(struct uf_feed *f)
+/* One sample per summed stage in [lo, hi] seen since the last call for them. */
+static void uf_feed_stage_flush_range(struct uf_feed *f, unsigned lo, unsigned hi)
 {
-	for (unsigned st = UF_STAGE_BOOKS; st <= UF_STAGE_IMAGE; st++) {
+	for (unsigned st = lo; st <= hi; st++) {
 		if (!(f->acc_seen & (1u << st)))
 			continue;
 		if (f->acc_neg & (1u << st))
@@ -72,9 +72,17 @@ static void uf_feed_stage_flush(struct uf_feed *f)
 			uf_lat_record(&f->stats.stages[st],
 			              (int64_t)uf_tick_ns(&f->clock, f->acc[st]));
 		f->acc[st] = 0;
+		f->acc_seen &= ~(1u << st);
+		f->acc_neg &= ~(1u << st);
 	}
-	f->acc_seen = 0;
-	f->acc_neg = 0;
+}
+
+/* End of a timed packet: one sample each for its books and ring sums. Its image time (the
+ * steps' trade/status updates and dirty marks) is recorded with the deferred image flush that
+ * completes it (uf_feed_image_flush). */
+static void uf_feed_stage_flush(struct uf_feed *f)
+{
+	uf_feed_stage_flush_range(f, UF_STAGE_BOOKS, UF_STAGE_RING);
 }
 
 /* Wall time of tick `t` from the batch's anchor. An anchor older than a millisecond (idle
@@ -103,6 +111,30 @@ static inline void uf_feed_wake_consumers(struct uf_feed *f)
 	uf_stat_add(&f->stats.ring_wakes, 1);
 	if (rc == 0)
 		uf_stat_add(&f->stats.ring_wakes_idle, 1);
+}
+
+/* The deferred image (sink.h): copies the books the batch changed into the image and commits
+ * it, once per receive batch, after every record is published and stamped, so no message
+ * waits for a book copy. With a timed packet in the batch its image sample is the packet's
+ * step updates plus this flush. */
+static void uf_feed_flush(struct uf_feed *f);
+
+static void uf_feed_image_flush(struct uf_feed *f)
+{
+	if (!f->sink.image_open)
+		return;
+	if (f->nrec)
+		uf_feed_flush(f); /* the contract: every record the publisher made is in the ring */
+	uint64_t t0 = 0;
+	int timed = (f->acc_seen >> UF_STAGE_IMAGE) & 1u;
+	if (timed)
+		t0 = uf_tick_now(&f->clock);
+	if (UF_UNLIKELY(uf_sink_image_flush(&f->sink) < 0))
+		uf_stat_add(&f->stats.image_errors, 1);
+	if (timed) {
+		uf_feed_acc(f, UF_STAGE_IMAGE, t0, uf_tick_now(&f->clock));
+		uf_feed_stage_flush_range(f, UF_STAGE_IMAGE, UF_STAGE_IMAGE);
+	}
 }
 
 /* Hands the records waiting (a publish step of the current packet) to the sink (one
@@ -538,6 +570,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	if (f->timing)
 		uf_tick_anchor(&f->clock); /* calibrated by uf_feed_create */
 	uf_sink_defer_wake(&f->sink, 1);   /* wakes after each step: uf_feed_wake_consumers */
+	uf_sink_defer_image(&f->sink, 1);  /* books into the image once a batch */
 	f->step_cap = f->rec_cap;          /* whole packets until a batch says otherwise */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
@@ -596,9 +629,11 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			    f); /* ... whose book errors no later batch may sync */
 			uf_feed_sync_gauges(f);
 		}
+		uf_feed_image_flush(f);    /* after the batch: books into the image */
 		uf_feed_wake_consumers(f); /* timers, a filter switch: whatever they published */
 	}
 	uf_feed_flush(f);
+	uf_feed_image_flush(f);
 	uf_feed_wake_consumers(f);
 	uf_feed_sync_pub_stats(f);
 	uf_feed_sync_gauges(f);

@@ -32,7 +32,8 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 		s->depth = UF_SINK_MAX_DEPTH;
 	s->dirty = calloc(s->max_inst, sizeof(*s->dirty));
 	s->is_dirty = calloc(s->max_inst, 1);
-	if (!s->dirty || !s->is_dirty) {
+	s->dirty_rx = calloc(s->max_inst, sizeof(*s->dirty_rx));
+	if (!s->dirty || !s->is_dirty || !s->dirty_rx) {
 		uf_sink_close(s);
 		uf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -60,13 +61,17 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 
 void uf_sink_close(struct uf_sink *s)
 {
-	if (s->ring)
+	if (s->ring) {
+		(void)uf_sink_image_flush(s); /* the image is complete before the ring says closed */
 		uf_ring_close(s->ring);
+	}
 	free(s->dirty);
 	free(s->is_dirty);
+	free(s->dirty_rx);
 	s->ring = NULL;
 	s->dirty = NULL;
 	s->is_dirty = NULL;
+	s->dirty_rx = NULL;
 }
 
 size_t uf_sink_max_batch(const struct uf_sink *s)
@@ -132,6 +137,17 @@ static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint6
 	                              na > 0 ? (uint32_t)na : 0, seq, rx_ts);
 }
 
+/* Copies every dirty book into the open image batch, stamped seq (at its end). */
+static void uf_sink_copy_dirty(struct uf_sink *s, uint64_t seq, int *first)
+{
+	for (uint32_t i = 0; i < s->ndirty; i++) {
+		uint32_t id = s->dirty[i];
+		uf_sink_keep(first, uf_sink_copy_book(s, id, seq, s->dirty_rx[id]));
+		s->is_dirty[id] = 0;
+	}
+	s->ndirty = 0;
+}
+
 int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, uint64_t rx_ts)
 {
 	int first = 0;
@@ -140,31 +156,62 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 	uint64_t seq = uf_sink_publish(s, recs, n, &first);
 	if (s->clock)
 		s->published_tick = uf_tick_now(s->clock); /* stage boundary ring | image */
-	uf_sink_batch_begin(s, &first);
+	if (s->defer_image) {
+		/* One bracket from the first step to uf_sink_image_flush: the trade, status,
+		 * directory and doubt updates go in now (their entries stay locked), the books
+		 * are copied at the flush. */
+		if (!s->image_open) {
+			uf_sink_batch_begin(s, &first);
+			s->image_open = 1;
+		}
+	} else {
+		uf_sink_batch_begin(s, &first);
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct uf_record *r = &recs[i];
 		if (r->kind == UF_REC_LEVEL) {
-			if (r->instrument < s->max_inst && !s->is_dirty[r->instrument]) {
-				s->is_dirty[r->instrument] = 1;
-				s->dirty[s->ndirty++] = r->instrument;
+			if (r->instrument < s->max_inst) {
+				if (!s->is_dirty[r->instrument]) {
+					s->is_dirty[r->instrument] = 1;
+					s->dirty[s->ndirty++] = r->instrument;
+				}
+				s->dirty_rx[r->instrument] = rx_ts; /* its latest change */
 			}
 		} else if (r->kind != UF_REC_GAP) { /* trades, statuses, directory, doubts */
 			uf_sink_keep(&first, uf_sink_image_record(s, r, seq));
 		}
 	}
-	for (uint32_t i = 0; i < s->ndirty; i++) {
-		uint32_t id = s->dirty[i];
-		uf_sink_keep(&first, uf_sink_copy_book(s, id, seq, rx_ts));
-		s->is_dirty[id] = 0;
-	}
-	s->ndirty = 0;
+	if (s->defer_image)
+		return first; /* the books wait for uf_sink_image_flush */
+	uf_sink_copy_dirty(s, seq, &first);
 	uf_ring_image_batch_end(s->ring, seq);
 	return first;
 }
 
-int uf_sink_gap(struct uf_sink *s, const struct uf_record *recs, size_t n)
+int uf_sink_image_flush(struct uf_sink *s)
 {
 	int first = 0;
+	if (!s->image_open)
+		return 0;
+	/* Every record the publisher made is in the ring (the caller's contract), so its books
+	 * are exactly what the records up to the tail say: stamp and commit them there. */
+	uint64_t seq = uf_ring_tail(s->ring);
+	uf_sink_copy_dirty(s, seq, &first);
+	uf_ring_image_batch_end(s->ring, seq);
+	s->image_open = 0;
+	return first;
+}
+
+void uf_sink_defer_image(struct uf_sink *s, int on)
+{
+	if (!on)
+		(void)uf_sink_image_flush(s);
+	s->defer_image = on;
+}
+
+int uf_sink_gap(struct uf_sink *s, const struct uf_record *recs, size_t n)
+{
+	int first = uf_sink_image_flush(s);
 	uint64_t seq = uf_sink_publish(s, recs, n, &first);
 	uf_sink_batch_begin(s, &first);
 	uf_sink_keep(&first, uf_ring_image_set_stale(s->ring, UINT32_MAX, 1, seq));
@@ -182,7 +229,7 @@ int uf_sink_new_session(struct uf_sink *s, const struct uf_record *recs, size_t 
 int uf_sink_instrument_enters(struct uf_sink *s, uint32_t id, struct uf_record *scratch, size_t cap,
                               size_t *published)
 {
-	int first = 0;
+	int first = uf_sink_image_flush(s); /* this one brackets its own steps */
 	const struct uf_pub_instrument *pi = uf_publish_instrument(s->pub, id);
 	*published = 0;
 	if (!pi || cap < 1)

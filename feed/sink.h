@@ -46,6 +46,9 @@ struct uf_sink {
 	uint32_t ndirty;          /* instruments whose image book is stale */
 	uint32_t *dirty;          /* their ids */
 	uint8_t *is_dirty;        /* per instrument: listed in dirty[] */
+	uint64_t *dirty_rx;       /* per instrument: receive time of its latest change */
+	int defer_image;          /* 1: books are copied by uf_sink_image_flush, not per step */
+	int image_open;           /* the deferred image bracket is open (steps since a flush) */
 	/* Scratch for image refreshes: depth + 1 levels, so the ring sees that a deeper book is
 	 * cut and flags the image entry truncated (UF_IMAGE_F_TRUNC_*). */
 	struct uf_level bids[UF_SINK_MAX_DEPTH + 1];
@@ -68,6 +71,25 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
  * yet) or -errno. The feed calls it after every packet and every loop iteration. */
 void uf_sink_defer_wake(struct uf_sink *s, int on);
 int uf_sink_wake_flush(struct uf_sink *s);
+
+/* Issue 14: the deferred image. Copying the books a step changed into the image took as long
+ * as applying them (docs/profiling.md), and every message of the step waited for it before
+ * the next step was published. With uf_sink_defer_image(s, 1) a step only publishes its
+ * records, marks its books dirty and makes its trade/status/directory/doubt updates inside
+ * one image bracket that stays open across steps; uf_sink_image_flush copies the dirty books
+ * (each once, however many steps changed it), then stamps and commits the whole bracket with
+ * the ring's tail. Meanwhile the ring does not commit (uf_ring_publish inside a bracket), so a
+ * late consumer's snapshot is never stamped past what its entry holds: it stays older and the
+ * consumer reads more of the stream, or it waits on an entry the bracket holds (trades and
+ * statuses of the window). The image lags the stream by at most one receive batch.
+ *
+ * Contract: call uf_sink_image_flush only when every record the publisher made has been
+ * handed to uf_sink_records (the books must be what the stream up to the tail says); the
+ * feed calls it after each receive batch. Returns 0 or the first -errno of the copies.
+ * uf_sink_defer_image(s, 0) flushes first. uf_sink_gap, uf_sink_instrument_enters and
+ * uf_sink_close flush before their own work. */
+void uf_sink_defer_image(struct uf_sink *s, int on);
+int uf_sink_image_flush(struct uf_sink *s);
 
 /* Marks the ring closed (consumers see it) and frees what open allocated. Safe on a sink
  * that was zeroed and never opened, or whose open failed. */

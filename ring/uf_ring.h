@@ -206,8 +206,13 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
 	if (UF_UNLIKELY(n - 1 >= r->max_batch))
 		return n == 0 ? 0 : -EMSGSIZE;
 	/* implicit uf_ring_image_commit: the previous message's image updates are done before
-	 * this message is published (release: they are visible to whoever loads the value) */
-	uf_store_release_u64(&r->image->commit_seq, t);
+	 * this message is published (release: they are visible to whoever loads the value).
+	 * Not while an image bracket is open: a producer that keeps one open across publishes
+	 * (the feed's deferred image, feed/sink.h) has not made those updates yet, and
+	 * committing would let a late consumer skip records its snapshot lacks. The bracket's
+	 * end commits instead. */
+	if (UF_LIKELY(!r->batch))
+		uf_store_release_u64(&r->image->commit_seq, t);
 	uf_store_relaxed_u64(&r->hdr->claim, end);
 	uf_fence_release(); /* claim is visible before any slot of this batch changes */
 	for (size_t i = 0; i < n; i++)
@@ -242,7 +247,10 @@ static inline int uf_ring_publish(struct uf_ring *r, const struct uf_record *rec
  *   uf_ring_image_batch_begin(r) / uf_ring_image_batch_end(r, seq): everything the records of
  *   one uf_ring_publish call changed (a packet's worth, any instruments, any order); end also
  *   commits (see uf_ring_image_commit), so pass the tail after that publish.
- * Entries stay locked for the length of the bracket: keep it to one message or packet.
+ * Entries stay locked for the length of the bracket: keep it to one message or packet, or
+ * (the feed's deferred image) one receive batch. A bracket may stay open across publishes:
+ * they then do not commit (uf_ring_publish), and batch_end, given the tail after the last of
+ * them, stamps and commits everything at once.
  * Returns -ERANGE for a bad id, -EBUSY when a bracket is already open. */
 int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument);
 void uf_ring_image_end(struct uf_ring *r, uint64_t seq);
@@ -258,6 +266,8 @@ void uf_ring_image_batch_end(struct uf_ring *r, uint64_t seq);
  * the ring holds: a snapshot's stamp is then max(entry stamp, commit sequence). */
 static inline void uf_ring_image_commit(struct uf_ring *r)
 {
+	if (UF_UNLIKELY(r->batch))
+		return; /* a bracket is open: its end commits (see uf_ring_publish) */
 	/* the entry updates before it are visible to a reader that loads commit_seq */
 	uf_store_release_u64(&r->image->commit_seq, r->tail);
 }
