@@ -562,6 +562,364 @@ static void test_sink_returns_status_slots_error(void **state)
 	fx_teardown(&x);
 }
 
+/* ---- Issue 14: the deferred image (uf_sink_defer_image) ---- */
+
+/* step() with its own receive time (the image books carry their latest change's). */
+static int step_rx(struct fx *x, const struct uf_itch_msg *m, size_t nm, uint64_t rx)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < nm; i++) {
+		int r = uf_publish_apply(x->pub, &m[i], x->seq++, rx, x->recs + k,
+		                         UF_ARRAY_SIZE(x->recs) - k);
+		assert_true(r >= 0);
+		k += (size_t)r;
+	}
+	return uf_sink_records(&x->sink, x->recs, k, rx);
+}
+
+static struct uf_itch_msg del(uint16_t loc, uint64_t ref)
+{
+	struct uf_itch_msg m = msg('D', loc);
+	m.u.del.order_ref = ref;
+	return m;
+}
+
+/* The producer's seqlock word of an image entry: +2 per write, odd while a bracket holds it.
+ * Read from the producer's side (the test is the producer): how often the sink wrote it. */
+static uint64_t entry_lock(struct fx *x, uint32_t id)
+{
+	return uf_image_entry_at(x->sink.ring->image, id)->lock;
+}
+
+static int levels_equal(const struct uf_level *a, uint32_t na, const struct uf_level *b, int nb)
+{
+	if (nb < 0 || (uint32_t)nb != na)
+		return 0;
+	for (uint32_t i = 0; i < na; i++)
+		if (a[i].price != b[i].price || a[i].shares != b[i].shares ||
+		    a[i].orders != b[i].orders)
+			return 0;
+	return 1;
+}
+
+/* 1 when both sides of `s` are exactly the publisher's book of s->instrument (the books of
+ * these tests are shallower than the image depth, so the whole book). */
+static int snap_is_publisher(struct fx *x, const struct uf_book_snapshot *s)
+{
+	struct uf_level lv[UF_SINK_MAX_DEPTH + 1];
+	int nb = uf_publish_top(x->pub, s->instrument, UF_SIDE_BID, lv, UF_ARRAY_SIZE(lv));
+	assert_true(nb <= (int)x->cfg.book.depth);
+	if (!levels_equal(s->bid, s->nbid, lv, nb))
+		return 0;
+	int na = uf_publish_top(x->pub, s->instrument, UF_SIDE_ASK, lv, UF_ARRAY_SIZE(lv));
+	assert_true(na <= (int)x->cfg.book.depth);
+	return levels_equal(s->ask, s->nask, lv, na);
+}
+
+static int image_is_publisher(struct fx *x, uint32_t id)
+{
+	struct uf_book_snapshot s;
+	snap(x, id, &s);
+	return snap_is_publisher(x, &s);
+}
+
+/* Deferred: the steps publish, the image books and commit wait; the flush copies each dirty
+ * book once (its entry written once for three steps), stamps and commits with the tail; a
+ * trade of the window holds its entry until then and counts once. */
+static void test_sink_deferred_image_waits_for_the_flush(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	uf_sink_defer_image(&x.sink, 1);
+	const struct uf_itch_msg m0[] = {dir(1, "ONE"),
+	                                 dir(2, "TWO"),
+	                                 dir(3, "THREE"),
+	                                 add(1, 1, 'B', 100, 1000),
+	                                 add(1, 2, 'S', 100, 1010),
+	                                 add(2, 3, 'B', 50, 2000),
+	                                 add(3, 4, 'S', 70, 3000)};
+	assert_int_equal(step_rx(&x, m0, UF_ARRAY_SIZE(m0), RX_NS), 0);
+	assert_int_equal(uf_consumer_image_seq(x.cons), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	uint64_t base = uf_ring_tail(x.sink.ring);
+	assert_true(base >= UF_ARRAY_SIZE(m0));
+	assert_int_equal(uf_consumer_image_seq(x.cons), base);
+	for (uint32_t id = 1; id <= 3; id++) {
+		snap(&x, id, &s);
+		assert_true(snap_is_publisher(&x, &s));
+		assert_int_equal(s.stamp, base);
+	}
+	uint64_t lock1 = entry_lock(&x, 1), lock2 = entry_lock(&x, 2), lock3 = entry_lock(&x, 3);
+	assert_int_equal(lock1 & 1, 0);
+
+	/* Instrument 1 changes in three steps (levels only), 2 trades once (a 'P': no level). */
+	const struct uf_itch_msg w1[] = {add(1, 5, 'B', 200, 1001)};
+	const struct uf_itch_msg w2[] = {del(1, 2), trade(2, 30, 2001)};
+	const struct uf_itch_msg w3[] = {add(1, 6, 'S', 10, 1020), add(1, 7, 'B', 5, 1001)};
+	assert_int_equal(step_rx(&x, w1, UF_ARRAY_SIZE(w1), RX_NS + 1), 0);
+	assert_int_equal(step_rx(&x, w2, UF_ARRAY_SIZE(w2), RX_NS + 2), 0);
+	assert_int_equal(step_rx(&x, w3, UF_ARRAY_SIZE(w3), RX_NS + 3), 0);
+	uint64_t tail = uf_ring_tail(x.sink.ring);
+	assert_true(tail >= base + 5);
+	/* Nothing committed, no book copied: 1's entry is the old book, not even rewritten. */
+	assert_int_equal(uf_consumer_image_seq(x.cons), base);
+	snap(&x, 1, &s);
+	assert_int_equal(s.stamp, base);
+	assert_int_equal(s.nbid, 1);
+	assert_int_equal(s.bid[0].price, 1000);
+	assert_int_equal(s.bid[0].shares, 100);
+	assert_int_equal(s.nask, 1);
+	assert_int_equal(s.ask[0].price, 1010);
+	assert_int_equal(s.update_rx_ts, RX_NS);
+	assert_false(snap_is_publisher(&x, &s));
+	assert_int_equal(entry_lock(&x, 1), lock1);
+	/* The trade's entry is held by the open bracket (odd): a reader gives up (~20 ms). */
+	assert_int_equal(entry_lock(&x, 2), lock2 + 1);
+	assert_int_equal(uf_consumer_snapshot(x.cons, 2, &s), -EBUSY);
+
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	assert_int_equal(uf_ring_tail(x.sink.ring), tail); /* the flush publishes nothing */
+	assert_int_equal(uf_consumer_image_seq(x.cons), tail);
+	snap(&x, 1, &s);
+	assert_true(snap_is_publisher(&x, &s));
+	assert_int_equal(s.nbid, 2); /* 1001 (205) and 1000 (100); ask 1010 gone, 1020 in */
+	assert_int_equal(s.bid[0].shares, 205);
+	assert_int_equal(s.ask[0].price, 1020);
+	assert_int_equal(s.stamp, tail);
+	assert_int_equal(s.update_rx_ts, RX_NS + 3);    /* its latest change */
+	assert_int_equal(entry_lock(&x, 1), lock1 + 2); /* copied once for three steps */
+	snap(&x, 2, &s);
+	assert_true(snap_is_publisher(&x, &s));
+	assert_int_equal(s.stamp, tail);
+	assert_int_equal(s.volume, 30);
+	assert_int_equal(s.trades, 1);
+	assert_int_equal(s.last_price, 2001);
+	assert_int_equal(uf_publish_instrument(x.pub, 2)->volume, 30);
+	assert_int_equal(entry_lock(&x, 2), lock2 + 2);
+	snap(&x, 3, &s); /* quiet: untouched, the commit carries its stamp */
+	assert_true(snap_is_publisher(&x, &s));
+	assert_int_equal(s.stamp, tail);
+	assert_int_equal(entry_lock(&x, 3), lock3);
+	/* Nothing open: another flush changes nothing. */
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	assert_int_equal(entry_lock(&x, 1), lock1 + 2);
+	assert_int_equal(uf_consumer_image_seq(x.cons), tail);
+	fx_teardown(&x);
+}
+
+/* One deferred step that changes instrument 1's book: afterwards the image's book 1 is the
+ * old one (so the flush that follows is what the caller checks). */
+static void pending_change(struct fx *x, uint64_t ref, uint8_t side, uint32_t price)
+{
+	const struct uf_itch_msg m = add(1, ref, side, 10, price);
+	assert_int_equal(step_rx(x, &m, 1, RX_NS), 0);
+	assert_false(image_is_publisher(x, 1));
+	assert_true(uf_consumer_image_seq(x->cons) < uf_ring_tail(x->sink.ring));
+}
+
+static void assert_flushed(struct fx *x)
+{
+	struct uf_book_snapshot s;
+	snap(x, 1, &s);
+	assert_true(snap_is_publisher(x, &s));
+	assert_int_equal(s.stamp, uf_ring_tail(x->sink.ring));
+	assert_int_equal(uf_consumer_image_seq(x->cons), uf_ring_tail(x->sink.ring));
+}
+
+/* A gap, a filter entry, turning the deferral off and closing the sink each flush the
+ * pending books first: the image is never left behind the stream. */
+static void test_sink_deferred_image_flushed_by_gap_enter_off_and_close(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct uf_record scratch[64], got[64];
+	size_t published;
+	fx_setup(&x, 16);
+	uf_sink_defer_image(&x.sink, 1);
+	const struct uf_itch_msg m0[] = {dir(1, "ONE"), dir(2, "TWO"), add(1, 1, 'B', 100, 1000),
+	                                 add(2, 2, 'S', 100, 500)};
+	assert_int_equal(step_rx(&x, m0, UF_ARRAY_SIZE(m0), RX_NS), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	assert_flushed(&x);
+
+	/* a gap: flushed, then every entry stale */
+	pending_change(&x, 10, 'B', 1001);
+	int g = uf_publish_gap(x.pub, x.seq, 3, x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(g, 1);
+	x.seq += 3;
+	assert_int_equal(uf_sink_gap(&x.sink, x.recs, (size_t)g), 0);
+	assert_flushed(&x);
+	struct uf_book_snapshot s;
+	snap(&x, 1, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+
+	/* instrument 2 enters the filter */
+	pending_change(&x, 11, 'S', 1010);
+	assert_int_equal(
+	    uf_sink_instrument_enters(&x.sink, 2, scratch, UF_ARRAY_SIZE(scratch), &published), 0);
+	assert_true(published >= 3);
+	assert_flushed(&x);
+	assert_true(image_is_publisher(&x, 2));
+
+	/* deferral off: flushed now, and the next step copies its books at once */
+	pending_change(&x, 12, 'B', 1002);
+	uf_sink_defer_image(&x.sink, 0);
+	assert_flushed(&x);
+	const struct uf_itch_msg a = add(1, 13, 'S', 10, 1011);
+	assert_int_equal(step_rx(&x, &a, 1, RX_NS), 0);
+	assert_flushed(&x);
+
+	/* close: the consumer of the closed ring finds the final books */
+	uf_sink_defer_image(&x.sink, 1);
+	pending_change(&x, 14, 'B', 1003);
+	struct uf_level bid[8], ask[8];
+	int nb = uf_publish_top(x.pub, 1, UF_SIDE_BID, bid, 8);
+	int na = uf_publish_top(x.pub, 1, UF_SIDE_ASK, ask, 8);
+	uint64_t tail = uf_ring_tail(x.sink.ring);
+	uf_sink_close(&x.sink);
+	assert_int_equal(uf_consumer_image_seq(x.cons), tail);
+	snap(&x, 1, &s);
+	assert_int_equal(s.stamp, tail);
+	assert_true(levels_equal(s.bid, s.nbid, bid, nb));
+	assert_true(levels_equal(s.ask, s.nask, ask, na));
+	assert_int_equal(s.nbid, 4); /* 1003, 1002, 1001, 1000 */
+	/* and the ring says closed once its records are read */
+	uint64_t first;
+	int rc;
+	for (int i = 0; i < 1000 && (rc = uf_consumer_read(x.cons, got, 64, &first)) > 0; i++)
+		;
+	assert_int_equal(rc, -EPIPE);
+	fx_teardown(&x); /* closes again: a no-op */
+}
+
+/* A price-level book rebuilt by a consumer: the snapshot, then LEVEL records. */
+struct lv_book {
+	struct uf_level side[2][16]; /* [0] bids highest first, [1] asks lowest first */
+	uint32_t n[2];
+};
+
+static void lv_book_load(struct lv_book *b, const struct uf_book_snapshot *s)
+{
+	memset(b, 0, sizeof(*b));
+	assert_true(s->nbid <= 16 && s->nask <= 16);
+	memcpy(b->side[0], s->bid, s->nbid * sizeof(s->bid[0]));
+	memcpy(b->side[1], s->ask, s->nask * sizeof(s->ask[0]));
+	b->n[0] = s->nbid;
+	b->n[1] = s->nask;
+}
+
+static void lv_book_apply(struct lv_book *b, const struct uf_record *r)
+{
+	int k = r->side == UF_SIDE_BID ? 0 : 1;
+	struct uf_level *lv = b->side[k];
+	uint32_t i = 0;
+	/* position: first level not better than the record's price */
+	while (i < b->n[k] && (k == 0 ? lv[i].price > r->price : lv[i].price < r->price))
+		i++;
+	int here = i < b->n[k] && lv[i].price == r->price;
+	if (r->shares == 0 && r->orders == 0) {
+		if (here) {
+			memmove(&lv[i], &lv[i + 1], (b->n[k] - i - 1) * sizeof(*lv));
+			b->n[k]--;
+		}
+		return;
+	}
+	if (!here) {
+		assert_true(b->n[k] < 16);
+		memmove(&lv[i + 1], &lv[i], (b->n[k] - i) * sizeof(*lv));
+		b->n[k]++;
+	}
+	lv[i].price = r->price;
+	lv[i].shares = r->shares;
+	lv[i].orders = r->orders;
+	lv[i].reserved = 0;
+}
+
+static int lv_book_is_publisher(struct fx *x, uint32_t id, const struct lv_book *b)
+{
+	struct uf_level lv[32];
+	int nb = uf_publish_top(x->pub, id, UF_SIDE_BID, lv, 32);
+	if (!levels_equal(b->side[0], b->n[0], lv, nb))
+		return 0;
+	int na = uf_publish_top(x->pub, id, UF_SIDE_ASK, lv, 32);
+	return levels_equal(b->side[1], b->n[1], lv, na);
+}
+
+/* The handover while the deferred bracket is open: a late consumer snapshots a quiet
+ * instrument and one changed (by levels only, so not held) in the window's steps, reads the
+ * stream from the stamps, and must end with exactly the publisher's books. A ring that
+ * committed at a publish inside the bracket stamps the changed book past the steps its copy
+ * lacks: the consumer skips them and keeps a wrong book. */
+static void test_sink_deferred_image_handover_mid_window(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct uf_book_snapshot s1, s3, s;
+	char err[256];
+	fx_setup(&x, 16);
+	uf_sink_defer_image(&x.sink, 1);
+	const struct uf_itch_msg m0[] = {dir(1, "MOVE"),           dir(2, "OTHER"),
+	                                 dir(3, "QUIET"),          add(1, 1, 'B', 100, 1000),
+	                                 add(1, 2, 'B', 100, 999), add(1, 3, 'S', 100, 1010),
+	                                 add(2, 4, 'B', 10, 2000), add(3, 5, 'B', 70, 500),
+	                                 add(3, 6, 'S', 80, 510)};
+	assert_int_equal(step_rx(&x, m0, UF_ARRAY_SIZE(m0), RX_NS), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	uint64_t base = uf_ring_tail(x.sink.ring);
+
+	/* The window: 1 changes in the first two steps, the last step only touches 2. */
+	const struct uf_itch_msg w1[] = {add(1, 7, 'B', 50, 1000), add(1, 8, 'S', 20, 1009)};
+	const struct uf_itch_msg w2[] = {del(1, 2), add(2, 9, 'S', 5, 2010)};
+	const struct uf_itch_msg w3[] = {add(2, 10, 'B', 5, 1999)};
+	assert_int_equal(step_rx(&x, w1, UF_ARRAY_SIZE(w1), RX_NS + 1), 0);
+	assert_int_equal(step_rx(&x, w2, UF_ARRAY_SIZE(w2), RX_NS + 2), 0);
+	assert_int_equal(step_rx(&x, w3, UF_ARRAY_SIZE(w3), RX_NS + 3), 0);
+	assert_true(uf_ring_tail(x.sink.ring) > base + 4);
+
+	/* The late consumer, mid-window. */
+	uf_consumer_t *late = NULL;
+	assert_int_equal(uf_consumer_attach(x.name, NULL, &late, err, sizeof(err)), 0);
+	assert_int_equal(uf_consumer_snapshot(late, 1, &s1), 0); /* levels only: not held */
+	assert_int_equal(uf_consumer_snapshot(late, 3, &s3), 0);
+	struct lv_book b1, b3;
+	lv_book_load(&b1, &s1);
+	lv_book_load(&b3, &s3);
+	assert_int_equal(uf_consumer_seek(late, s1.stamp < s3.stamp ? s1.stamp : s3.stamp), 0);
+	struct uf_record rec;
+	uint64_t seq, applied1 = 0;
+	int rc;
+	while ((rc = uf_consumer_next(late, &rec, &seq)) == 0) {
+		if (rec.kind != UF_REC_LEVEL)
+			continue;
+		if (rec.instrument == 1 && seq >= s1.stamp) {
+			lv_book_apply(&b1, &rec);
+			applied1++;
+		} else if (rec.instrument == 3 && seq >= s3.stamp) {
+			lv_book_apply(&b3, &rec);
+		}
+	}
+	assert_int_equal(rc, -EAGAIN);
+
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	assert_true(lv_book_is_publisher(&x, 1, &b1));
+	assert_true(lv_book_is_publisher(&x, 3, &b3));
+	/* why: the snapshot of 1 is not stamped past what its entry holds, so the window's levels
+	 * of 1 came from the stream */
+	assert_true(s1.stamp <= base);
+	assert_true(applied1 >= 3);
+	/* and the flushed image agrees */
+	snap(&x, 1, &s);
+	assert_true(snap_is_publisher(&x, &s));
+	assert_int_equal(b1.n[0], s.nbid);
+	assert_int_equal(b1.n[1], s.nask);
+	snap(&x, 3, &s);
+	assert_true(snap_is_publisher(&x, &s));
+	uf_consumer_detach(late);
+	fx_teardown(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +933,9 @@ int main(void)
 	    cmocka_unit_test(test_sink_full_table_marks_the_book_stale),
 	    cmocka_unit_test(test_sink_returns_image_range_error),
 	    cmocka_unit_test(test_sink_returns_status_slots_error),
+	    cmocka_unit_test(test_sink_deferred_image_waits_for_the_flush),
+	    cmocka_unit_test(test_sink_deferred_image_flushed_by_gap_enter_off_and_close),
+	    cmocka_unit_test(test_sink_deferred_image_handover_mid_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

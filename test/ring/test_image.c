@@ -504,10 +504,98 @@ static void test_image_directory_status_and_limits(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+/* Issue 14's deferred image: a bracket may stay open across publishes. While it is open no
+ * publish and no uf_ring_image_commit may move the commit sequence (a late consumer's
+ * snapshot stamp is max(entry stamp, commit): a commit past updates not yet made would make
+ * it skip records its snapshot lacks); the bracket's end stamps what it touched and commits.
+ * Outside a bracket every publish still commits the tail before it. */
+static void test_image_open_bracket_holds_the_commit(void **state)
+{
+	struct uf_book_snapshot s;
+	struct uf_record rec[2];
+	char name[64];
+	struct uf_ring *r;
+	uf_consumer_t *c;
+
+	test_ring_name(name, sizeof(name), "bracket");
+	r = make_ring(name, 64, 4);
+	c = attach(name);
+	assert_non_null(c);
+	memset(rec, 0, sizeof(rec));
+	rec[0].kind = rec[1].kind = UF_REC_LEVEL;
+	rec[0].instrument = rec[1].instrument = 1;
+	assert_int_equal(uf_ring_image_set_symbol(r, 1, uf_ring_symbol_pack("TOUCH"), 100, 'Q', 0),
+	                 0);
+	assert_int_equal(uf_ring_image_set_symbol(r, 2, uf_ring_symbol_pack("QUIET"), 100, 'Q', 0),
+	                 0);
+
+	/* Regression: outside a bracket each publish commits the tail before it. */
+	assert_int_equal(uf_consumer_image_seq(c), 0);
+	for (uint64_t k = 1; k <= 3; k++) {
+		assert_int_equal(uf_ring_publish(r, rec, 1), 0);
+		assert_int_equal(uf_consumer_image_seq(c), k - 1);
+	}
+	uf_ring_image_commit(r);
+	assert_int_equal(uf_consumer_image_seq(c), 3);
+
+	/* A batch bracket open across three publishes: the commit stays at 3. */
+	assert_int_equal(uf_ring_image_batch_begin(r), 0);
+	assert_int_equal(uf_ring_image_add_trade(r, 1, 1005, 40, 0, 0, 4), 0);
+	assert_int_equal(uf_ring_publish(r, rec, 2), 0);
+	assert_int_equal(uf_consumer_image_seq(c), 3);
+	uf_ring_image_commit(r); /* a no-op inside the bracket */
+	assert_int_equal(uf_consumer_image_seq(c), 3);
+	assert_int_equal(uf_ring_publish(r, rec, 1), 0);
+	assert_int_equal(uf_ring_publish(r, rec, 2), 0);
+	assert_int_equal(uf_ring_tail(r), 8);
+	assert_int_equal(uf_consumer_image_seq(c), 3);
+	uf_ring_image_commit(r);
+	assert_int_equal(uf_consumer_image_seq(c), 3);
+	/* A late consumer: the untouched entry is readable and stamped with the old commit, so
+	 * it applies records 3..7 itself; the touched one is held (the reader gives up after its
+	 * ~20 ms budget: this producer does not end the bracket meanwhile). */
+	assert_int_equal(uf_consumer_snapshot(c, 2, &s), 0);
+	assert_int_equal(s.stamp, 3);
+	uint64_t t0 = uf_now_mono_ns();
+	assert_int_equal(uf_consumer_snapshot(c, 1, &s), -EBUSY);
+	assert_true(uf_now_mono_ns() - t0 < 2000000000ull);
+	/* The end stamps the touched entry and commits its seq, once. */
+	uf_ring_image_batch_end(r, uf_ring_tail(r));
+	assert_int_equal(uf_consumer_image_seq(c), 8);
+	assert_int_equal(uf_consumer_snapshot(c, 1, &s), 0);
+	assert_int_equal(s.stamp, 8);
+	assert_int_equal(s.volume, 40);
+	assert_int_equal(s.trades, 1);
+	assert_int_equal(s.last_price, 1005);
+	assert_int_equal(uf_consumer_snapshot(c, 2, &s), 0);
+	assert_int_equal(s.stamp, 8); /* quiet: the commit carries it */
+	/* Closed again: publishes commit as before (the bracket left nothing behind). */
+	assert_int_equal(uf_ring_publish(r, rec, 1), 0);
+	assert_int_equal(uf_consumer_image_seq(c), 8);
+	assert_int_equal(uf_ring_publish(r, rec, 1), 0);
+	assert_int_equal(uf_consumer_image_seq(c), 9);
+
+	/* The one-instrument bracket holds the commit the same way; its end does not commit
+	 * (uf_ring_image_commit or the next publish does). */
+	assert_int_equal(uf_ring_image_begin(r, 2), 0);
+	assert_int_equal(uf_ring_publish(r, rec, 1), 0);
+	assert_int_equal(uf_consumer_image_seq(c), 9);
+	uf_ring_image_commit(r);
+	assert_int_equal(uf_consumer_image_seq(c), 9);
+	uf_ring_image_end(r, uf_ring_tail(r));
+	assert_int_equal(uf_consumer_image_seq(c), 9);
+	uf_ring_image_commit(r);
+	assert_int_equal(uf_consumer_image_seq(c), 11);
+	uf_consumer_detach(c);
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_image_directory_status_and_limits),
+	    cmocka_unit_test(test_image_open_bracket_holds_the_commit),
 	    cmocka_unit_test(test_image_snapshot_is_consistent_while_written),
 	    cmocka_unit_test(test_image_snapshot_then_stream_has_no_gap_and_no_duplicate),
 	};
