@@ -59,6 +59,7 @@ struct uf_feed {
 	int8_t msg_rc[UF_DECODE_FUSED_MAX];           /* their decode results */
 	char err[256];                                /* last error */
 	uint64_t drops_read_ns;  /* when the sockets' drop totals were last read */
+	uint32_t idle_polls;     /* empty polls since the idle clock was last read */
 	struct uf_snapshot snap; /* snapshot-then-stream (snapshot.h) */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
