@@ -80,7 +80,8 @@ static void usage(FILE *f)
 	        "                    [--consumers N]\n"
 	        "                    [--day FILE | --day-messages N] [--feed-cpu C] "
 	        "[--sqpoll-cpu C]\n"
-	        "                    [--consumer-cpu C] [--sender-cpu C] [--raw METHOD]\n"
+	        "                    [--consumer-cpu C] [--consumer-spin-us U] [--sender-cpu C]\n"
+	        "                    [--raw METHOD]\n"
 	        "                    [--bsize-steps N]\n"
 	        "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
 	        "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
@@ -101,6 +102,8 @@ static void usage(FILE *f)
 	        "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
 	        "  --sqpoll-cpu C   the SQPOLL thread's CPU (default 0)\n"
 	        "  --consumer-cpu C pin the consumer processes (default: not pinned)\n"
+	        "  --consumer-spin-us U  consumers busy-poll U us before sleeping on the futex\n"
+	        "                   (default: the consumer library's; give it a CPU of its own)\n"
 	        "  --sender-cpu C   pin uf-replay (default: not pinned)\n"
 	        "  --raw METHOD     raw-receive baseline: same (default: each back end's own "
 	        "method),\n"
@@ -173,6 +176,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"sqpoll-cpu", required_argument, 0, 'q'},
 	                                   {"consumer-cpu", required_argument, 0, 'C'},
 	                                   {"sender-cpu", required_argument, 0, 'X'},
+	                                   {"consumer-spin-us", required_argument, 0, 'U'},
 	                                   {"raw", required_argument, 0, 'w'},
 	                                   {"bsize-steps", required_argument, 0, 'Z'},
 	                                   {"bin-dir", required_argument, 0, 'x'},
@@ -193,6 +197,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                     .sqpoll_cpu = -2,
 	                     .consumer_cpu = -1,
 	                     .sender_cpu = -1,
+	                     .consumer_spin_us = -1,
 	                     .raw_kind = -1,
 	                     .bsize_steps = 8,
 	                     .mask = (1u << BE_COUNT) - 1,
@@ -277,6 +282,11 @@ int uf_bench_e2e(int argc, char **argv)
 			if (num(optarg, 0, 1023, &v))
 				goto bad;
 			o.consumer_cpu = (int)v;
+			break;
+		case 'U':
+			if (num(optarg, 0, 60000000, &v))
+				goto bad;
+			o.consumer_spin_us = (int64_t)v;
 			break;
 		case 'X':
 			if (num(optarg, 0, 1023, &v))

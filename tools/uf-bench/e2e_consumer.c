@@ -29,6 +29,8 @@ static int consumer_attach(struct run *r, int idx, uf_consumer_t **c)
 
 	uf_consumer_options_init(&co);
 	co.tag = "uf-bench-e2e";
+	if (r->o->consumer_spin_us >= 0)
+		co.spin_ns = (uint64_t)r->o->consumer_spin_us * 1000u;
 	for (;;) {
 		rc = uf_consumer_attach(r->ring, &co, c, err, sizeof(err));
 		if (rc == 0) {
@@ -146,7 +148,8 @@ int e2e_consumer_main(struct run *r, int idx)
 		}
 		if (n != -EAGAIN)
 			break;
-		/* Spins the library's default spin_ns before sleeping on the futex. */
+		/* Spins spin_ns (--consumer-spin-us, else the library's default) before sleeping
+		 * on the futex. */
 		uf_consumer_wait(c, 2000000);
 		deadline = uf_bench_now_ns() + 60000000000ull; /* alive while the daemon is */
 	}

@@ -39,31 +39,33 @@ const char *e2e_backend_label(enum backend be);
 int e2e_backends_parse(char *s, uint32_t *mask);
 
 struct e2e_opts {
-	double duration;     /* seconds per back end (replay time; start-up comes on top) */
-	double rate;         /* steady and burst mean rate, msg/s */
-	double burst;        /* burst factor */
-	double burst_ms;     /* burst period */
-	double max_rate;     /* search cap */
-	int steps;           /* steady search steps */
-	int burst_steps;     /* burst search steps */
-	int consumers;       /* consumer processes */
-	int json;            /* JSON on stdout instead of the table */
-	int plot;            /* gnuplot PNGs */
-	int keep;            /* keep the temp dir */
-	int feed_cpu;        /* feed thread CPU (and the raw receiver's) */
-	int sqpoll_cpu;      /* SQPOLL thread CPU (and the raw receiver's SQPOLL thread) */
-	int consumer_cpu;    /* consumer processes' CPU, -1: not pinned */
-	int sender_cpu;      /* uf-replay's CPU, -1: not pinned */
-	int raw_kind;        /* raw-receive method (enum raw_kind), -1: each back end's own */
-	int bsize_steps;     /* burst-size search steps (0: none) */
-	uint32_t mask;       /* back ends */
-	const char *results; /* results folder */
-	const char *day;     /* daily-format input, NULL = generate */
-	uint64_t day_msgs;   /* generated day size */
-	int generated;       /* the day is uf-gen's (every message makes a record) */
-	char bindir[2048];   /* uringfeed, uf-replay, uf-gen */
-	char tmp[2048];      /* temp dir */
-	int ncpu;            /* CPUs available */
+	double duration;          /* seconds per back end (replay time; start-up comes on top) */
+	double rate;              /* steady and burst mean rate, msg/s */
+	double burst;             /* burst factor */
+	double burst_ms;          /* burst period */
+	double max_rate;          /* search cap */
+	int steps;                /* steady search steps */
+	int burst_steps;          /* burst search steps */
+	int consumers;            /* consumer processes */
+	int json;                 /* JSON on stdout instead of the table */
+	int plot;                 /* gnuplot PNGs */
+	int keep;                 /* keep the temp dir */
+	int feed_cpu;             /* feed thread CPU (and the raw receiver's) */
+	int sqpoll_cpu;           /* SQPOLL thread CPU (and the raw receiver's SQPOLL thread) */
+	int consumer_cpu;         /* consumer processes' CPU, -1: not pinned */
+	int sender_cpu;           /* uf-replay's CPU, -1: not pinned */
+	int64_t consumer_spin_us; /* consumers busy-poll this long before sleeping, -1: library
+	                             default */
+	int raw_kind;             /* raw-receive method (enum raw_kind), -1: each back end's own */
+	int bsize_steps;          /* burst-size search steps (0: none) */
+	uint32_t mask;            /* back ends */
+	const char *results;      /* results folder */
+	const char *day;          /* daily-format input, NULL = generate */
+	uint64_t day_msgs;        /* generated day size */
+	int generated;            /* the day is uf-gen's (every message makes a record) */
+	char bindir[2048];        /* uringfeed, uf-replay, uf-gen */
+	char tmp[2048];           /* temp dir */
+	int ncpu;                 /* CPUs available */
 };
 
 /* Burst drain times of one step: for every burst whose messages all arrived, the time from

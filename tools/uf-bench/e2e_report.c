@@ -242,6 +242,12 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 	}
 	printf("\nplacement during the steady steps (configured CPU; allowed by the affinity mask; "
 	       "CPUs /proc/PID/task/TID/stat showed, sampled every 10 ms)\n");
+	if (o->consumer_spin_us >= 0)
+		printf("consumers busy-poll %lld us before sleeping on the futex "
+		       "(--consumer-spin-us)\n",
+		       (long long)o->consumer_spin_us);
+	else
+		printf("consumers busy-poll the consumer library's default before sleeping\n");
 	for (int i = 0; i < n; i++) {
 		const struct beres *b = &rs[i];
 		if (!b->ok)
@@ -469,13 +475,14 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 	                              "loadavg_end", m->load_end));
 	json_object_set_new(
 	    root, "params",
-	    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
+	    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
 	              "s:s}",
 	              "duration_s", o->duration, "rate", o->rate, "burst_factor", o->burst,
 	              "burst_period_ms", o->burst_ms, "max_rate", o->max_rate, "search_steps",
 	              o->steps, "burst_search_steps", o->burst_steps, "consumers", o->consumers,
 	              "feed_cpu", o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu, "consumer_cpu",
-	              o->consumer_cpu, "sender_cpu", o->sender_cpu, "raw",
+	              o->consumer_cpu, "sender_cpu", o->sender_cpu, "consumer_spin_us",
+	              (json_int_t)o->consumer_spin_us, "raw",
 	              o->raw_kind >= 0 ? e2e_raw_name((enum raw_kind)o->raw_kind) : "same"));
 	for (int i = 0; i < n; i++) {
 		const struct beres *b = &rs[i];
