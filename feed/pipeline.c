@@ -275,6 +275,11 @@ static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_
 			f->t_seg = uf_tick_now(&f->clock);
 			uf_feed_stage(f, UF_STAGE_DECODE, t_dec, f->t_seg);
 		}
+		/* Keeping up (publishing in steps): the whole datagram's order slots and books
+		 * start loading now (uf_publish.h). A queue is applied whole packets at a time,
+		 * where apply_batch's own look-ahead already runs ahead. */
+		if (f->step_cap < f->rec_cap)
+			uf_publish_prefetch(f->pub, f->msgs + skip, pkt->count - skip);
 		uint32_t run = skip;
 		for (uint32_t i = skip; i < pkt->count; i++) {
 			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {

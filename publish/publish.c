@@ -536,6 +536,15 @@ UF_PUB_INLINE void uf_pub_prefetch_near(const struct uf_publisher *p, const stru
 	UF_PREFETCHW(&p->lv.arena[bs->base + (bs->n ? bs->n - 1 : 0)]);
 }
 
+UF_HOT void uf_publish_prefetch(const struct uf_publisher *p, const struct uf_itch_msg *msgs,
+                                size_t n)
+{
+	if (!p->prefetch)
+		return;
+	for (size_t i = 0; i < n; i++)
+		uf_pub_prefetch_far(p, &msgs[i]);
+}
+
 UF_HOT int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_msg *msgs, size_t n,
                                   uint64_t first_seq, uint64_t rx_ts, struct uf_record *out,
                                   size_t cap, size_t *applied)

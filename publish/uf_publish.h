@@ -196,6 +196,13 @@ int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_msg *msg
                            uint64_t first_seq, uint64_t rx_ts, struct uf_record *out, size_t cap,
                            size_t *applied);
 
+/* Starts loading what applying msgs[0..n) will touch first (order-table home slots, books):
+ * the first stage of uf_publish_apply_batch's look-ahead for all n at once. The feed calls it
+ * for a whole datagram as soon as it is decoded (issue 14): a packet's first messages then
+ * do not wait for their misses one by one, and later publish steps find their lines loaded.
+ * Reads nothing but the messages; no-op with prefetch off. */
+void uf_publish_prefetch(const struct uf_publisher *p, const struct uf_itch_msg *msgs, size_t n);
+
 /* Changes the batch look-ahead (0 = off). */
 void uf_publish_set_prefetch(struct uf_publisher *p, uint32_t distance);
 
