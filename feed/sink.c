@@ -182,8 +182,15 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 			uf_sink_keep(&first, uf_sink_image_record(s, r, seq));
 		}
 	}
-	if (s->defer_image)
-		return first; /* the books wait for uf_sink_image_flush */
+	if (s->defer_image) {
+		/* The books wait for uf_sink_image_flush, but a bracket holding a snapshot load
+		 * or a long replay would keep its entries locked past a reader's budget: every
+		 * record the publisher made is in the ring here, so the sink may flush itself. */
+		s->open_recs += n;
+		if (UF_UNLIKELY(s->open_recs >= UF_SINK_IMAGE_MAX_RECS))
+			uf_sink_keep(&first, uf_sink_image_flush(s));
+		return first;
+	}
 	uf_sink_copy_dirty(s, seq, &first);
 	uf_ring_image_batch_end(s->ring, seq);
 	return first;
@@ -200,6 +207,7 @@ int uf_sink_image_flush(struct uf_sink *s)
 	uf_sink_copy_dirty(s, seq, &first);
 	uf_ring_image_batch_end(s->ring, seq);
 	s->image_open = 0;
+	s->open_recs = 0;
 	return first;
 }
 

@@ -34,6 +34,11 @@
 #include "publish/uf_record.h"
 
 #define UF_SINK_MAX_DEPTH UF_CFG_BOOK_DEPTH_MAX /* image levels per side copied at most */
+/* Records a deferred image bracket may span before uf_sink_records flushes it itself: a receive
+ * batch (64 datagrams of ~95 records) stays under it, a snapshot load or the replay of what
+ * was buffered during one does not, and must not hold image entries locked for longer than a
+ * reader retries (20 ms, ring/consumer.c). */
+#define UF_SINK_IMAGE_MAX_RECS 8192
 
 struct uf_publisher;
 struct uf_ring;
@@ -49,6 +54,7 @@ struct uf_sink {
 	uint64_t *dirty_rx;       /* per instrument: receive time of its latest change */
 	int defer_image;          /* 1: books are copied by uf_sink_image_flush, not per step */
 	int image_open;           /* the deferred image bracket is open (steps since a flush) */
+	uint64_t open_recs;       /* records published while it has been open */
 	/* Scratch for image refreshes: depth + 1 levels, so the ring sees that a deeper book is
 	 * cut and flags the image entry truncated (UF_IMAGE_F_TRUNC_*). */
 	struct uf_level bids[UF_SINK_MAX_DEPTH + 1];
@@ -85,7 +91,8 @@ int uf_sink_wake_flush(struct uf_sink *s);
  *
  * Contract: call uf_sink_image_flush only when every record the publisher made has been
  * handed to uf_sink_records (the books must be what the stream up to the tail says); the
- * feed calls it after each receive batch. Returns 0 or the first -errno of the copies.
+ * feed calls it after each receive batch; uf_sink_records also flushes once a bracket spans
+ * UF_SINK_IMAGE_MAX_RECS records. Returns 0 or the first -errno of the copies.
  * uf_sink_defer_image(s, 0) flushes first. uf_sink_gap, uf_sink_instrument_enters and
  * uf_sink_close flush before their own work. */
 void uf_sink_defer_image(struct uf_sink *s, int on);

@@ -920,6 +920,60 @@ static void test_sink_deferred_image_handover_mid_window(void **state)
 	fx_teardown(&x);
 }
 
+/* A bracket that would span more than UF_SINK_IMAGE_MAX_RECS records (a snapshot load, the
+ * replay of what was buffered meanwhile) is flushed by uf_sink_records itself, at the end of
+ * the step that crosses the bound, so image entries are never held locked for that long. */
+static void test_sink_deferred_image_flushes_itself_past_the_record_bound(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	uf_sink_defer_image(&x.sink, 1);
+	const struct uf_itch_msg m0[] = {dir(1, "ONE"), add(1, 1, 'B', 100, 1000)};
+	assert_int_equal(step_rx(&x, m0, UF_ARRAY_SIZE(m0), RX_NS), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	uint64_t base = uf_ring_tail(x.sink.ring);
+	assert_int_equal(uf_consumer_image_seq(x.cons), base);
+	uint64_t ref = 100;
+	int flushed = 0;
+	for (int k = 0; k < 10000 && !flushed; k++) {
+		/* 8 orders added and deleted: ~32 records, levels of instrument 1 only */
+		struct uf_itch_msg m[17];
+		for (int i = 0; i < 8; i++) {
+			m[2 * i] = add(1, ref, 'S', 10, 1100 + (uint32_t)(ref % 7));
+			m[2 * i + 1] = del(1, ref);
+			ref++;
+		}
+		m[16] = add(1, ref, 'B', 1, 901); /* a book that moves: 901 grows */
+		ref++;
+		uint64_t before = uf_ring_tail(x.sink.ring) - base;
+		assert_int_equal(step_rx(&x, m, UF_ARRAY_SIZE(m), RX_NS + (uint64_t)k), 0);
+		uint64_t spanned = uf_ring_tail(x.sink.ring) - base;
+		if (spanned < UF_SINK_IMAGE_MAX_RECS) {
+			assert_int_equal(uf_consumer_image_seq(x.cons), base);
+			continue;
+		}
+		/* the step that crossed the bound flushed: stamped and committed at the tail */
+		assert_true(before < UF_SINK_IMAGE_MAX_RECS);
+		assert_int_equal(uf_consumer_image_seq(x.cons), uf_ring_tail(x.sink.ring));
+		assert_false(x.sink.image_open);
+		snap(&x, 1, &s);
+		assert_true(snap_is_publisher(&x, &s));
+		assert_int_equal(s.stamp, uf_ring_tail(x.sink.ring));
+		flushed = 1;
+	}
+	assert_true(flushed);
+	/* and the next window starts over: nothing committed until the bound or a flush */
+	uint64_t t1 = uf_ring_tail(x.sink.ring);
+	const struct uf_itch_msg m1[] = {add(1, ref, 'B', 5, 901)};
+	assert_int_equal(step_rx(&x, m1, UF_ARRAY_SIZE(m1), RX_NS), 0);
+	assert_int_equal(uf_consumer_image_seq(x.cons), t1);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	assert_int_equal(uf_consumer_image_seq(x.cons), uf_ring_tail(x.sink.ring));
+	fx_teardown(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -936,6 +990,7 @@ int main(void)
 	    cmocka_unit_test(test_sink_deferred_image_waits_for_the_flush),
 	    cmocka_unit_test(test_sink_deferred_image_flushed_by_gap_enter_off_and_close),
 	    cmocka_unit_test(test_sink_deferred_image_handover_mid_window),
+	    cmocka_unit_test(test_sink_deferred_image_flushes_itself_past_the_record_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
