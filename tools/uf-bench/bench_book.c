@@ -104,7 +104,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: uf-bench book [FILE] [--messages N] [--reps N] [--prefetch D] "
-	        "[--batch B] [--gap-us U] [--json]\n"
+	        "[--batch B] [--gap-us U] [--max-orders N] [--json]\n"
 	        "  FILE          daily-format ITCH or pcap of MoldUDP64; default: a generated "
 	        "day\n"
 	        "  --messages N  size of the generated day (default 1000000)\n"
@@ -112,7 +112,9 @@ static void usage(FILE *f)
 	        "  --prefetch D  decode prefetch distance in packets (default %u)\n"
 	        "  --batch B     packets per batch (default 64)\n"
 	        "  --gap-us U    busy-wait U us before each batch, untimed (default 0): the\n"
-	        "                caches a live feed finds after waiting for a datagram\n",
+	        "                caches a live feed finds after waiting for a datagram\n"
+	        "  --max-orders N  size the order table for N live orders (default: the\n"
+	        "                daemon's book.max_orders default, 4000000)\n",
 	        UF_DECODE_PREFETCH_DEFAULT);
 }
 
@@ -137,6 +139,8 @@ int uf_bench_book(int argc, char **argv)
 		return rc;
 	uf_publish_params_default(&pp);
 	pp.max_instruments = UF_PUB_MAX_INSTRUMENTS; /* any locate a file may carry */
+	if (o.max_orders)
+		pp.max_orders = o.max_orders; /* the table's size: its footprint in the caches */
 	x = calloc(1, sizeof(*x));
 	if (!x || (rc = uf_publish_create(&pp, &x->p)) != 0) {
 		fprintf(stderr, "uf-bench book: cannot size the books: %s\n",
@@ -196,15 +200,16 @@ int uf_bench_book(int argc, char **argv)
 				              (double)in.nmsgs / ((double)best[k] / 1e9),
 				              "ns_per_msg", (double)best[k] / (double)in.nmsgs));
 			json_t *root = json_pack(
-			    "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:f, s:f, s:f, s:f, "
+			    "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:f, s:f, s:f, "
+			    "s:f, "
 			    "s:f, "
 			    "s:I, s:I, "
 			    "s:I, s:f, s:b}",
 			    "bench", "book", "input", desc, "messages", (json_int_t)in.nmsgs,
 			    "reps", (json_int_t)o.reps, "decode_prefetch", (json_int_t)o.pf,
 			    "book_prefetch", (json_int_t)pp.prefetch, "batch", (json_int_t)o.batch,
-			    "gap_us", (json_int_t)o.gap_us, "rows", rows,
-			    "book_ns_per_msg_prefetch_off", off - dec,
+			    "gap_us", (json_int_t)o.gap_us, "max_orders", (json_int_t)pp.max_orders,
+			    "rows", rows, "book_ns_per_msg_prefetch_off", off - dec,
 			    "book_ns_per_msg_prefetch_on", on - dec, "decode_book_vs_decode",
 			    on / dec, "prefetch_on_vs_off", on / off, "records_per_msg",
 			    (double)recs / (double)in.nmsgs, "integrity_errors", (json_int_t)integ,
@@ -222,6 +227,7 @@ int uf_bench_book(int argc, char **argv)
 				       " us of idle busy-waiting (--gap-us); "
 				       "only the work is timed\n",
 				       o.gap_us);
+			printf("order table sized for %" PRIu64 " live orders\n", pp.max_orders);
 			printf("%-30s %12s %8s %10s\n", "pass", "msgs/s", "ns/msg", "x decode");
 			for (int k = 0; k < NR; k++)
 				printf("%-30s %12.0f %8.2f %10.2f\n", what[k],

@@ -40,11 +40,15 @@ int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t
 int uf_bench_input_opts_parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *),
                               struct uf_bench_input_opts *o)
 {
-	static const struct option lo[] = {
-	    {"messages", required_argument, 0, 'm'}, {"reps", required_argument, 0, 'r'},
-	    {"prefetch", required_argument, 0, 'p'}, {"batch", required_argument, 0, 'b'},
-	    {"json", no_argument, 0, 'j'},           {"gap-us", required_argument, 0, 'g'},
-	    {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+	static const struct option lo[] = {{"messages", required_argument, 0, 'm'},
+	                                   {"reps", required_argument, 0, 'r'},
+	                                   {"prefetch", required_argument, 0, 'p'},
+	                                   {"batch", required_argument, 0, 'b'},
+	                                   {"json", no_argument, 0, 'j'},
+	                                   {"gap-us", required_argument, 0, 'g'},
+	                                   {"max-orders", required_argument, 0, 'o'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
 	int opt;
 
 	o->file = NULL;
@@ -54,6 +58,7 @@ int uf_bench_input_opts_parse(const char *cmd, int argc, char **argv, void (*usa
 	o->batch = 64;
 	o->json = 0;
 	o->gap_us = 0;
+	o->max_orders = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
@@ -84,6 +89,17 @@ int uf_bench_input_opts_parse(const char *cmd, int argc, char **argv, void (*usa
 				return 2;
 			}
 			if (uf_bench_parse_u64(cmd, "--gap-us", optarg, 0, 1000000, &o->gap_us))
+				return 2;
+			break;
+		case 'o':
+			if (strcmp(cmd, "book") != 0) {
+				fprintf(stderr,
+				        "uf-bench %s: --max-orders is an option of uf-bench book\n",
+				        cmd);
+				return 2;
+			}
+			if (uf_bench_parse_u64(cmd, "--max-orders", optarg, 1024, 1ull << 32,
+			                       &o->max_orders))
 				return 2;
 			break;
 		case 'h':

@@ -24,19 +24,20 @@ int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t
 
 /* The command line `uf-bench decode` and `uf-bench book` take alike. */
 struct uf_bench_input_opts {
-	const char *file; /* FILE, or NULL for a generated day */
-	uint64_t gen;     /* --messages: size of the generated day */
-	uint64_t reps;    /* --reps: passes per row, best kept */
-	uint64_t pf;      /* --prefetch: decode prefetch distance in packets */
-	uint64_t batch;   /* --batch: packets per batch */
-	int json;         /* --json: one JSON line instead of the table */
-	uint64_t gap_us;  /* --gap-us (book): idle time before each batch, outside the clock */
+	const char *file;    /* FILE, or NULL for a generated day */
+	uint64_t gen;        /* --messages: size of the generated day */
+	uint64_t reps;       /* --reps: passes per row, best kept */
+	uint64_t pf;         /* --prefetch: decode prefetch distance in packets */
+	uint64_t batch;      /* --batch: packets per batch */
+	int json;            /* --json: one JSON line instead of the table */
+	uint64_t gap_us;     /* --gap-us (book): idle time before each batch, outside the clock */
+	uint64_t max_orders; /* --max-orders (book): order table size, 0 = publish's default */
 };
 
 /* Parses `uf-bench <cmd> [FILE] [--messages N] [--reps N] [--prefetch D] [--batch B]
- * [--gap-us U] [--json] [--help]` into `o` (defaults first: a 1000000-message day, 5 reps, the
- * default prefetch, batches of 64); `usage` prints the subcommand's help. Returns -1 to go on, or
- * the exit code to return now: 0 after --help, 2 after a usage error (said on stderr). */
+ * [--gap-us U] [--max-orders N] [--json] [--help]` into `o` (defaults first: a 1000000-message day,
+ * 5 reps, the default prefetch, batches of 64); `usage` prints the subcommand's help. Returns -1 to
+ * go on, or the exit code to return now: 0 after --help, 2 after a usage error (said on stderr). */
 int uf_bench_input_opts_parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *),
                               struct uf_bench_input_opts *o);
 
