@@ -302,6 +302,7 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	const char *bad_be[] = {"uf-bench", "e2e", "--backends", "carrier-pigeon", NULL};
 	const char *bad_cpu[] = {"uf-bench", "e2e", "--consumer-cpu", "1000", NULL};
 	const char *bad_raw[] = {"uf-bench", "e2e", "--raw", "carrier-pigeon", NULL};
+	const char *bad_spin[] = {"uf-bench", "e2e", "--consumer-spin-us", "forever", NULL};
 	const char *bad_day[] = {"uf-bench",  "e2e",   "--backends",
 	                         "epoll",     "--day", UF_SOURCE_DIR "/CMakeLists.txt",
 	                         "--results", "/tmp",  NULL};
@@ -315,6 +316,10 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	tb_run_tool("uf-bench", bad_raw, 20, &r);
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err, "--raw"));
+	tb_run_free(&r);
+	tb_run_tool("uf-bench", bad_spin, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--consumer-spin-us: bad value \"forever\""));
 	tb_run_free(&r);
 	tb_run_tool("uf-bench", bad_cpu, 20, &r);
 	assert_int_equal(r.status, 2);
