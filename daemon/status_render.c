@@ -443,7 +443,7 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 	}
 
 	family(&b, "uringfeed_wire_to_publish_seconds", "histogram",
-	       "kernel receive timestamp to records in the ring and book image, per message");
+	       "kernel receive timestamp to records in the ring, per message");
 	for (int i = 0; i < nf; i++) {
 		snprintf(lab, sizeof(lab), "feed=\"%s\"", esc(snap->feeds[i].name, fe, sizeof(fe)));
 		prom_hist(&b, "uringfeed_wire_to_publish_seconds", lab,

@@ -149,7 +149,9 @@ struct uf_lat_hist {
  *   decode       ITCH decode of the packet's messages
  *   books        order books and records (publish/)
  *   ring         symbol filter + records published to the ring
- *   image        book image updated for those records
+ *   image        book image updated for those records: the packet's trade/status updates plus
+ *                the receive batch's deferred book copy (feed/sink.h), after the records
+ *                are published and stamped: not part of wire-to-publish
  * (a datagram of more than UF_DECODE_FUSED_MAX blocks decodes and applies interleaved: all
  * of it counts as books). */
 enum uf_stage {
