@@ -200,10 +200,11 @@ static void check_burst_absorb(json_t *b)
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
-	const char *argv[] = {
-	    "uf-bench", "e2e",           "--json", "--duration",    "1",     "--steps",
-	    "2",        "--burst-steps", "1",      "--rate",        "20000", "--max-rate",
-	    "80000",    "--results",     dir,      "--bsize-steps", "2",     NULL};
+	const char *argv[] = {"uf-bench", "e2e",          "--json", "--duration",
+	                      "1",        "--steps",      "2",      "--burst-steps",
+	                      "1",        "--rate",       "20000",  "--max-rate",
+	                      "80000",    "--results",    dir,      "--bsize-steps",
+	                      "2",        "--max-orders", "500000", NULL};
 	struct tb_run r;
 	json_error_t e;
 	json_t *j, *bes, *b, *plots, *p;
@@ -217,6 +218,13 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 	if (!j)
 		fail_msg("stdout is not JSON (%s): %.300s", e.text, r.out);
 	assert_string_equal(json_string_value(json_object_get(j, "bench")), "e2e");
+	/* the daemon's table size and the consumers' spin are part of what was measured */
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "params"), "max_orders")),
+	    500000);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "params"), "consumer_spin_us")),
+	    -1);
 	assert_true(json_integer_value(json_object_get(json_object_get(j, "machine"), "cpus")) > 0);
 	assert_true(strlen(json_string_value(
 	                json_object_get(json_object_get(j, "machine"), "kernel"))) > 0);
@@ -303,6 +311,7 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	const char *bad_cpu[] = {"uf-bench", "e2e", "--consumer-cpu", "1000", NULL};
 	const char *bad_raw[] = {"uf-bench", "e2e", "--raw", "carrier-pigeon", NULL};
 	const char *bad_spin[] = {"uf-bench", "e2e", "--consumer-spin-us", "forever", NULL};
+	const char *bad_mo[] = {"uf-bench", "e2e", "--max-orders", "12", NULL};
 	const char *bad_day[] = {"uf-bench",  "e2e",   "--backends",
 	                         "epoll",     "--day", UF_SOURCE_DIR "/CMakeLists.txt",
 	                         "--results", "/tmp",  NULL};
@@ -320,6 +329,10 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	tb_run_tool("uf-bench", bad_spin, 20, &r);
 	assert_int_equal(r.status, 2);
 	assert_non_null(strstr(r.err, "--consumer-spin-us: bad value \"forever\""));
+	tb_run_free(&r);
+	tb_run_tool("uf-bench", bad_mo, 20, &r);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--max-orders: bad value \"12\""));
 	tb_run_free(&r);
 	tb_run_tool("uf-bench", bad_cpu, 20, &r);
 	assert_int_equal(r.status, 2);

@@ -81,6 +81,7 @@ static void usage(FILE *f)
 	        "                    [--day FILE | --day-messages N] [--feed-cpu C] "
 	        "[--sqpoll-cpu C]\n"
 	        "                    [--consumer-cpu C] [--consumer-spin-us U] [--sender-cpu C]\n"
+	        "                    [--max-orders N]\n"
 	        "                    [--raw METHOD]\n"
 	        "                    [--bsize-steps N]\n"
 	        "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
@@ -102,6 +103,8 @@ static void usage(FILE *f)
 	        "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
 	        "  --sqpoll-cpu C   the SQPOLL thread's CPU (default 0)\n"
 	        "  --consumer-cpu C pin the consumer processes (default: not pinned)\n"
+	        "  --max-orders N   the daemon's book.max_orders (default 4000000): the order\n"
+	        "                   table's size, a latency knob (docs/profiling.md)\n"
 	        "  --consumer-spin-us U  consumers busy-poll U us before sleeping on the futex\n"
 	        "                   (default: the consumer library's; give it a CPU of its own)\n"
 	        "  --sender-cpu C   pin uf-replay (default: not pinned)\n"
@@ -177,6 +180,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"consumer-cpu", required_argument, 0, 'C'},
 	                                   {"sender-cpu", required_argument, 0, 'X'},
 	                                   {"consumer-spin-us", required_argument, 0, 'U'},
+	                                   {"max-orders", required_argument, 0, 'O'},
 	                                   {"raw", required_argument, 0, 'w'},
 	                                   {"bsize-steps", required_argument, 0, 'Z'},
 	                                   {"bin-dir", required_argument, 0, 'x'},
@@ -198,6 +202,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                     .consumer_cpu = -1,
 	                     .sender_cpu = -1,
 	                     .consumer_spin_us = -1,
+	                     .max_orders = 4000000,
 	                     .raw_kind = -1,
 	                     .bsize_steps = 8,
 	                     .mask = (1u << BE_COUNT) - 1,
@@ -282,6 +287,11 @@ int uf_bench_e2e(int argc, char **argv)
 			if (num(optarg, 0, 1023, &v))
 				goto bad;
 			o.consumer_cpu = (int)v;
+			break;
+		case 'O':
+			if (num(optarg, 1024, 1073741824, &v))
+				goto bad;
+			o.max_orders = (uint64_t)v;
 			break;
 		case 'U':
 			if (num(optarg, 0, 60000000, &v))

@@ -30,11 +30,11 @@ static int write_config(struct run *r, const char *path)
 	         "\"127.0.0.1\" } ],\n"
 	         "    \"recovery\": { \"server\": \"127.0.0.1:%u\" },\n"
 	         "    \"ring\": { \"name\": \"%s\", \"capacity\": 1048576 },\n"
-	         "    \"book\": { \"depth\": 10, \"max_orders\": 4000000 }\n"
+	         "    \"book\": { \"depth\": 10, \"max_orders\": %llu }\n"
 	         "  } ]\n"
 	         "}\n",
 	         r->status_port, e2e_backend_cfg(r->be), o->feed_cpu, sq, r->group_a, r->port_a,
-	         r->group_b, r->port_b, r->port_rr, r->ring);
+	         r->group_b, r->port_b, r->port_rr, r->ring, (unsigned long long)o->max_orders);
 	return e2e_write_file(path, text);
 }
 

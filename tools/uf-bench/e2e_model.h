@@ -56,6 +56,7 @@ struct e2e_opts {
 	int sender_cpu;           /* uf-replay's CPU, -1: not pinned */
 	int64_t consumer_spin_us; /* consumers busy-poll this long before sleeping, -1: library
 	                             default */
+	uint64_t max_orders;      /* the daemon's book.max_orders (order table size) */
 	int raw_kind;             /* raw-receive method (enum raw_kind), -1: each back end's own */
 	int bsize_steps;          /* burst-size search steps (0: none) */
 	uint32_t mask;            /* back ends */

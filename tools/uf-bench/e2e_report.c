@@ -242,6 +242,8 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 	}
 	printf("\nplacement during the steady steps (configured CPU; allowed by the affinity mask; "
 	       "CPUs /proc/PID/task/TID/stat showed, sampled every 10 ms)\n");
+	printf("uringfeed's order table: book.max_orders %llu\n",
+	       (unsigned long long)o->max_orders);
 	if (o->consumer_spin_us >= 0)
 		printf("consumers busy-poll %lld us before sleeping on the futex "
 		       "(--consumer-spin-us)\n",
@@ -475,15 +477,15 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 	                              "loadavg_end", m->load_end));
 	json_object_set_new(
 	    root, "params",
-	    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, "
+	    json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I, "
 	              "s:s}",
 	              "duration_s", o->duration, "rate", o->rate, "burst_factor", o->burst,
 	              "burst_period_ms", o->burst_ms, "max_rate", o->max_rate, "search_steps",
 	              o->steps, "burst_search_steps", o->burst_steps, "consumers", o->consumers,
 	              "feed_cpu", o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu, "consumer_cpu",
 	              o->consumer_cpu, "sender_cpu", o->sender_cpu, "consumer_spin_us",
-	              (json_int_t)o->consumer_spin_us, "raw",
-	              o->raw_kind >= 0 ? e2e_raw_name((enum raw_kind)o->raw_kind) : "same"));
+	              (json_int_t)o->consumer_spin_us, "max_orders", (json_int_t)o->max_orders,
+	              "raw", o->raw_kind >= 0 ? e2e_raw_name((enum raw_kind)o->raw_kind) : "same"));
 	for (int i = 0; i < n; i++) {
 		const struct beres *b = &rs[i];
 		json_t *jb =
