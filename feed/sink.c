@@ -138,12 +138,30 @@ static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint6
 	                              na > 0 ? (uint32_t)na : 0, seq, rx_ts);
 }
 
-/* Copies every dirty book into the open image batch, stamped seq (at its end). */
+/* Copies one side of instrument id's book (depth + 1 levels, see uf_sink_copy_book). */
+static int uf_sink_copy_side(struct uf_sink *s, uint32_t id, int side, uint64_t seq, uint64_t rx_ts)
+{
+	int n = uf_publish_top(s->pub, id, side, s->bids, s->depth + 1);
+	return uf_ring_image_set_levels(s->ring, id, side, s->bids, n > 0 ? (uint32_t)n : 0, seq,
+	                                rx_ts);
+}
+
+/* Copies every dirty book into the open image batch, stamped seq (at its end): only the sides
+ * that changed (a message changes one side of one book; copying both was a third of the image
+ * stage, docs/profiling.md). Every change of a side in the publisher is a LEVEL record naming
+ * it, so a side no record named since the last copy is already right in the image. */
 static void uf_sink_copy_dirty(struct uf_sink *s, uint64_t seq, int *first)
 {
 	for (uint32_t i = 0; i < s->ndirty; i++) {
 		uint32_t id = s->dirty[i];
-		uf_sink_keep(first, uf_sink_copy_book(s, id, seq, s->dirty_rx[id]));
+		uint8_t bits = s->is_dirty[id];
+		if (bits == UF_SINK_DIRTY_BOTH)
+			uf_sink_keep(first, uf_sink_copy_book(s, id, seq, s->dirty_rx[id]));
+		else
+			uf_sink_keep(
+			    first, uf_sink_copy_side(
+			               s, id, bits == UF_SINK_DIRTY_BID ? UF_SIDE_BID : UF_SIDE_ASK,
+			               seq, s->dirty_rx[id]));
 		s->is_dirty[id] = 0;
 	}
 	s->ndirty = 0;
@@ -172,10 +190,14 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 		const struct uf_record *r = &recs[i];
 		if (r->kind == UF_REC_LEVEL) {
 			if (r->instrument < s->max_inst) {
-				if (!s->is_dirty[r->instrument]) {
-					s->is_dirty[r->instrument] = 1;
+				/* which side changed: only that one is copied (a side the record
+				 * does not name is taken as both) */
+				uint8_t bits = r->side == UF_SIDE_BID   ? UF_SINK_DIRTY_BID
+				               : r->side == UF_SIDE_ASK ? UF_SINK_DIRTY_ASK
+				                                        : UF_SINK_DIRTY_BOTH;
+				if (!s->is_dirty[r->instrument])
 					s->dirty[s->ndirty++] = r->instrument;
-				}
+				s->is_dirty[r->instrument] |= bits;
 				s->dirty_rx[r->instrument] = rx_ts; /* its latest change */
 			}
 		} else if (r->kind != UF_REC_GAP) { /* trades, statuses, directory, doubts */

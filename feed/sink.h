@@ -5,9 +5,9 @@
  *     batch bounds a step: uf_sink_max_batch), then the image is updated inside one image
  *     batch stamped with the ring sequence after those records, so a late consumer's
  *     snapshot holds all of a step or none of it;
- *   - LEVEL records mark their instrument dirty; at the end of the step each dirty book is
- *     copied (top `depth` levels per side) from the publisher into the image; one level
- *     more is asked for, so a deeper side is flagged truncated in the image;
+ *   - LEVEL records mark their instrument's side dirty; at the end of the step (deferred: at
+ *     the flush) each dirty side is copied (top `depth` levels) from the publisher into the
+ *     image; one level more is asked for, so a deeper side is flagged truncated in the image;
  *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
  *     directory fields; a TRADE moves volume and last trade only when uf_rec_trade_prints()
  *     (the record contract: not non-printable, not a break, shares > 0);
@@ -39,6 +39,10 @@
  * was buffered during one does not, and must not hold image entries locked for longer than a
  * reader retries (20 ms, ring/consumer.c). */
 #define UF_SINK_IMAGE_MAX_RECS 8192
+/* Sides of a dirty book (struct uf_sink.is_dirty): only those are copied. */
+#define UF_SINK_DIRTY_BID  1u
+#define UF_SINK_DIRTY_ASK  2u
+#define UF_SINK_DIRTY_BOTH 3u
 
 struct uf_publisher;
 struct uf_ring;
@@ -50,11 +54,11 @@ struct uf_sink {
 	uint32_t depth;           /* image levels per side */
 	uint32_t ndirty;          /* instruments whose image book is stale */
 	uint32_t *dirty;          /* their ids */
-	uint8_t *is_dirty;        /* per instrument: listed in dirty[] */
-	uint64_t *dirty_rx;       /* per instrument: receive time of its latest change */
-	int defer_image;          /* 1: books are copied by uf_sink_image_flush, not per step */
-	int image_open;           /* the deferred image bracket is open (steps since a flush) */
-	uint64_t open_recs;       /* records published while it has been open */
+	uint8_t *is_dirty;  /* per instrument: UF_SINK_DIRTY_* sides changed (0: not listed) */
+	uint64_t *dirty_rx; /* per instrument: receive time of its latest change */
+	int defer_image;    /* 1: books are copied by uf_sink_image_flush, not per step */
+	int image_open;     /* the deferred image bracket is open (steps since a flush) */
+	uint64_t open_recs; /* records published while it has been open */
 	/* Scratch for image refreshes: depth + 1 levels, so the ring sees that a deeper book is
 	 * cut and flags the image entry truncated (UF_IMAGE_F_TRUNC_*). */
 	struct uf_level bids[UF_SINK_MAX_DEPTH + 1];
