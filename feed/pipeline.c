@@ -114,30 +114,6 @@ static inline void uf_feed_wake_consumers(struct uf_feed *f)
 		uf_stat_add(&f->stats.ring_wakes_idle, 1);
 }
 
-/* The deferred image (sink.h): copies the books the batch changed into the image and commits
- * it, once per receive batch, after every record is published and stamped, so no message
- * waits for a book copy. With a timed packet in the batch its image sample is the packet's
- * step updates plus this flush. */
-static void uf_feed_flush(struct uf_feed *f);
-
-static void uf_feed_image_flush(struct uf_feed *f)
-{
-	if (!f->sink.image_open)
-		return;
-	if (f->nrec)
-		uf_feed_flush(f); /* the contract: every record the publisher made is in the ring */
-	uint64_t t0 = 0;
-	int timed = (f->acc_seen >> UF_STAGE_IMAGE) & 1u;
-	if (timed)
-		t0 = uf_tick_now(&f->clock);
-	if (UF_UNLIKELY(uf_sink_image_flush(&f->sink) < 0))
-		uf_stat_add(&f->stats.image_errors, 1);
-	if (timed) {
-		uf_feed_acc(f, UF_STAGE_IMAGE, t0, uf_tick_now(&f->clock));
-		uf_feed_stage_flush_range(f, UF_STAGE_IMAGE, UF_STAGE_IMAGE);
-	}
-}
-
 /* Hands the records waiting (a publish step of the current packet) to the sink (one
  * publish, then the image updates they cause, see sink.h), then records the wire-to-publish
  * latency of their messages and, with stage timing, adds the step's ring (filter included)
@@ -176,6 +152,28 @@ static void uf_feed_flush(struct uf_feed *f)
 		f->lat_msgs = 0;
 	}
 	uf_feed_wake_consumers(f); /* after the stamp: not in these messages' time */
+}
+
+/* The deferred image (sink.h): copies the books the batch changed into the image and commits
+ * it, once per receive batch, after every record is published and stamped, so no message
+ * waits for a book copy. With a timed packet in the batch its image sample is the packet's
+ * step updates plus this flush. */
+static void uf_feed_image_flush(struct uf_feed *f)
+{
+	if (!f->sink.image_open)
+		return;
+	if (f->nrec)
+		uf_feed_flush(f); /* the contract: every record the publisher made is in the ring */
+	uint64_t t0 = 0;
+	int timed = (f->acc_seen >> UF_STAGE_IMAGE) & 1u;
+	if (timed)
+		t0 = uf_tick_now(&f->clock);
+	if (UF_UNLIKELY(uf_sink_image_flush(&f->sink) < 0))
+		uf_stat_add(&f->stats.image_errors, 1);
+	if (timed) {
+		uf_feed_acc(f, UF_STAGE_IMAGE, t0, uf_tick_now(&f->clock));
+		uf_feed_stage_flush_range(f, UF_STAGE_IMAGE, UF_STAGE_IMAGE);
+	}
 }
 
 /* A message of a valid packet did not decode: counted by kind, and the book it concerned

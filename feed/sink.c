@@ -155,13 +155,12 @@ static void uf_sink_copy_dirty(struct uf_sink *s, uint64_t seq, int *first)
 	for (uint32_t i = 0; i < s->ndirty; i++) {
 		uint32_t id = s->dirty[i];
 		uint8_t bits = s->is_dirty[id];
-		if (bits == UF_SINK_DIRTY_BOTH)
-			uf_sink_keep(first, uf_sink_copy_book(s, id, seq, s->dirty_rx[id]));
-		else
-			uf_sink_keep(
-			    first, uf_sink_copy_side(
-			               s, id, bits == UF_SINK_DIRTY_BID ? UF_SIDE_BID : UF_SIDE_ASK,
-			               seq, s->dirty_rx[id]));
+		if (bits & UF_SINK_DIRTY_BID)
+			uf_sink_keep(first,
+			             uf_sink_copy_side(s, id, UF_SIDE_BID, seq, s->dirty_rx[id]));
+		if (bits & UF_SINK_DIRTY_ASK)
+			uf_sink_keep(first,
+			             uf_sink_copy_side(s, id, UF_SIDE_ASK, seq, s->dirty_rx[id]));
 		s->is_dirty[id] = 0;
 	}
 	s->ndirty = 0;

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "common/uf_compiler.h"
 #include "bench_input.h"
 #include "decode/uf_batch.h"
 #include "publish/uf_publish.h"
@@ -25,48 +24,8 @@
 /* --gap-us: the feed thread of a live daemon spins idle between datagrams (~400 us per line
  * at 100 k msg/s) and the caches it works from do not survive the wait intact on a shared
  * host (issue 14: the books stage cost 3-4x uf-bench book's figure). With a gap, every batch
- * starts after `gap_ns` of the same busy-waiting (pause loop, clock reads) and only the work
- * is timed: the cost of building books from what an idle wait left in the caches. */
-static void idle_gap(uint64_t gap_ns)
-{
-	uint64_t t0 = uf_bench_now_ns();
-	while (uf_bench_now_ns() - t0 < gap_ns)
-		uf_cpu_relax();
-}
-
-/* Folds decoded messages (decode alone with a gap: the baseline's own sink). */
-struct gap_sink {
-	uint64_t acc, n;
-};
-
-static void gap_sink_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
-{
-	struct gap_sink *s = ctx;
-	s->acc += m->timestamp ^ m->u.add.order_ref ^ seq ^ m->type;
-	s->n++;
-}
-
-/* Decode alone with an idle gap before each batch; returns the ns of the work only. */
-static uint64_t pass_decode_gap(const struct uf_input_packets *in, size_t batch, unsigned pf,
-                                uint64_t gap_ns, uint64_t *msgs, uint64_t *acc, uint64_t *errors)
-{
-	struct uf_decode_counters c;
-	struct gap_sink s = {0, 0};
-	uint64_t work = 0;
-
-	memset(&c, 0, sizeof(c));
-	for (size_t i = 0; i < in->npkts; i += batch) {
-		size_t k = in->npkts - i < batch ? in->npkts - i : batch;
-		idle_gap(gap_ns);
-		uint64_t t0 = uf_bench_now_ns();
-		uf_decode_batch_inline(in->seq + i, k, pf, &c, NULL, gap_sink_msg, &s);
-		work += uf_bench_now_ns() - t0;
-	}
-	*msgs = s.n;
-	*acc += s.acc;
-	*errors = uf_decode_counters_errors(&c);
-	return work;
-}
+ * (decode alone too, uf_input_decode_pass) starts after uf_input_idle_wait(gap_ns) and only
+ * the work is timed: the cost of building books from what an idle wait left in the caches. */
 
 /* One decode+book pass from empty books; returns ns (with a gap: of the work only). */
 static uint64_t pass_book(struct uf_books_apply *x, const struct uf_input_packets *in, size_t batch,
@@ -85,7 +44,7 @@ static uint64_t pass_book(struct uf_books_apply *x, const struct uf_input_packet
 		size_t k = in->npkts - i < batch ? in->npkts - i : batch;
 		uint64_t tb = 0;
 		if (gap_ns) {
-			idle_gap(gap_ns);
+			uf_input_idle_wait(gap_ns);
 			tb = uf_bench_now_ns();
 		}
 		uf_decode_batch_inline(in->seq + i, k, decode_pf, &c, NULL,
@@ -157,12 +116,8 @@ int uf_bench_book(int argc, char **argv)
 		best[k] = UINT64_MAX;
 	for (uint64_t r = 0; r < o.reps; r++) {
 		uint64_t seen, errs, t;
-		if (o.gap_us)
-			t = pass_decode_gap(&in, (size_t)o.batch, (unsigned)o.pf, o.gap_us * 1000,
-			                    &seen, &acc, &errs);
-		else
-			t = uf_input_decode_pass(in.seq, in.npkts, (size_t)o.batch, (unsigned)o.pf,
-			                         &seen, &acc, &errs);
+		t = uf_input_decode_pass(in.seq, in.npkts, (size_t)o.batch, (unsigned)o.pf,
+		                         o.gap_us * 1000, &seen, &acc, &errs);
 		best[R_DECODE] = t < best[R_DECODE] ? t : best[R_DECODE];
 		if (seen != in.nmsgs || errs)
 			bad = 1;

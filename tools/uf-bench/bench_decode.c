@@ -232,7 +232,7 @@ int uf_bench_decode(int argc, char **argv)
 				rows[l][ROW_BASE].best_ns = t;
 			for (int k = ROW_OFF; k <= ROW_ON; k++) {
 				t = uf_input_decode_pass(pk, in.npkts, (size_t)o.batch,
-				                         k == ROW_ON ? (unsigned)o.pf : 0, &seen,
+				                         k == ROW_ON ? (unsigned)o.pf : 0, 0, &seen,
 				                         &acc, &errs);
 				if (t < rows[l][k].best_ns)
 					rows[l][k].best_ns = t;

@@ -109,7 +109,7 @@ int uf_decode_cmd_bench(int argc, char **argv)
 			for (int pf = 0; pf < 2; pf++) {
 				uint64_t seen, errs;
 				t = uf_input_decode_pass(pk, in.npkts, o.batch, pf ? o.prefetch : 0,
-				                         &seen, &acc, &errs);
+				                         0, &seen, &acc, &errs);
 				struct row *rw = pf ? &on : &off;
 				rw->best_ns = t < rw->best_ns ? t : rw->best_ns;
 				if (seen != in.nmsgs || errs)
@@ -134,7 +134,7 @@ int uf_decode_cmd_bench(int argc, char **argv)
 				for (int r = 0; r < o.reps; r++) {
 					uint64_t seen, errs;
 					uint64_t t = uf_input_decode_pass(
-					    pk, in.npkts, o.batch, sweep[d], &seen, &acc, &errs);
+					    pk, in.npkts, o.batch, sweep[d], 0, &seen, &acc, &errs);
 					sw.best_ns = t < sw.best_ns ? t : sw.best_ns;
 				}
 				print_row(&sw, &in);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/uf_compiler.h"
 #include "common/uf_time.h"
 #include "decode/uf_batch.h"
 
@@ -238,24 +239,38 @@ static void pass_sink_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 	s->n++;
 }
 
+void uf_input_idle_wait(uint64_t ns)
+{
+	uint64_t t0 = uf_now_mono_ns();
+	while (uf_now_mono_ns() - t0 < ns)
+		uf_cpu_relax();
+}
+
 uint64_t uf_input_decode_pass(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
-                              uint64_t *msgs, uint64_t *acc, uint64_t *errors)
+                              uint64_t gap_ns, uint64_t *msgs, uint64_t *acc, uint64_t *errors)
 {
 	struct uf_decode_counters c;
 	struct pass_sink s = {0, 0};
-	uint64_t t0;
+	uint64_t t0, work = 0;
 
 	memset(&c, 0, sizeof(c));
 	t0 = uf_now_mono_ns();
 	for (size_t i = 0; i < n; i += batch) {
 		size_t k = n - i < batch ? n - i : batch;
+		uint64_t tb = 0;
+		if (gap_ns) {
+			uf_input_idle_wait(gap_ns);
+			tb = uf_now_mono_ns();
+		}
 		uf_decode_batch_inline(pk + i, k, dist, &c, NULL, pass_sink_msg, &s);
+		if (gap_ns)
+			work += uf_now_mono_ns() - tb;
 	}
 	t0 = uf_now_mono_ns() - t0;
 	*msgs = s.n;
 	*acc += s.acc;
 	*errors = uf_decode_counters_errors(&c);
-	return t0;
+	return gap_ns ? work : t0;
 }
 
 uint64_t uf_input_read_pass(const struct uf_decode_pkt *pk, size_t n, uint64_t *acc)

@@ -57,12 +57,16 @@ void uf_input_free_packets(struct uf_input_packets *p);
  * `*acc`: what touching the data costs before any decoding. Returns elapsed ns. */
 uint64_t uf_input_read_pass(const struct uf_decode_pkt *pk, size_t n, uint64_t *acc);
 
+/* Busy-waits `ns` (pause loop): the idle wait of a feed thread between datagrams. */
+void uf_input_idle_wait(uint64_t ns);
+
 /* Decodes every packet once in batches of `batch` through uf_decode_batch_inline (the feed
  * thread's path) with prefetch distance `dist`; `*msgs` gets the messages seen, `*errors`
- * the decode errors, and `*acc` folds their fields so nothing is optimised away. Returns
- * elapsed ns. */
+ * the decode errors, and `*acc` folds their fields so nothing is optimised away. With
+ * `gap_ns`, each batch follows uf_input_idle_wait(gap_ns) and only the decoding is timed.
+ * Returns elapsed ns. */
 uint64_t uf_input_decode_pass(const struct uf_decode_pkt *pk, size_t n, size_t batch, unsigned dist,
-                              uint64_t *msgs, uint64_t *acc, uint64_t *errors);
+                              uint64_t gap_ns, uint64_t *msgs, uint64_t *acc, uint64_t *errors);
 
 /* Prints `c` as the stats JSON object (sorted keys, zero counts omitted) plus newline:
  * {"packets":P,"messages":N,"types":{..},"errors":{..},"gaps":G,"skipped":{..}}. */
