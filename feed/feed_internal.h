@@ -27,6 +27,8 @@ struct uf_feed {
 	int fds[UF_INGEST_MAX_SRC]; /* sockets by source index */
 	int req_fd;                 /* re-request socket, -1 without recovery */
 	struct uf_ingest ig;        /* receive back end (set up by uf_feed_run) */
+	pthread_t thread;           /* the thread in uf_feed_run: the only one that may submit to
+	                             * ig's ring (SINGLE_ISSUER), so the only one it wakes for */
 	struct uf_arb arb;          /* arbitration and recovery */
 	struct uf_publisher *pub;   /* books and records */
 	struct uf_sink sink;        /* ring and book image (sink.h) */

@@ -76,6 +76,8 @@ struct uf_ingest {
 	int br_registered;            /* registered with the kernel */
 	int files_registered;         /* sockets registered as fixed files */
 	int napi;                     /* NAPI busy poll registered (6.9+) */
+	int async_wake;               /* uf_ingest_futex_wake available: SQPOLL and a kernel
+	                               * with IORING_OP_FUTEX_WAKE (6.7+) */
 	unsigned br_pending;          /* buffers added, not yet advanced */
 	struct msghdr rmsg;           /* template for multishot recvmsg */
 	int armed[UF_INGEST_MAX_SRC]; /* multishot in flight per source */
@@ -109,6 +111,15 @@ void uf_ingest_release(struct uf_ingest *ig, const struct uf_pkt *pkts, int n);
 
 /* Tears down the ring, buffers and epoll fd (not the sockets). Safe on a zeroed struct. */
 void uf_ingest_close(struct uf_ingest *ig);
+
+/* Asks the SQ thread to make FUTEX_WAKE(word, all waiters) for the caller, who makes no
+ * system call (io_uring with SQPOLL on a kernel with IORING_OP_FUTEX_WAKE; ig->async_wake).
+ * Call on the feed thread (the ring is SINGLE_ISSUER). The completion is reaped by
+ * uf_ingest_poll: counted in ring_wakes_idle when it woke nobody; a request the kernel failed
+ * is counted in ring_wake_errors, made again as a system call at once, and the feed stops
+ * handing wakes over. Returns 0 when handed over, -EOPNOTSUPP when not available, -EBUSY
+ * when the submission queue is full (the caller makes the system call itself). */
+int uf_ingest_futex_wake(struct uf_ingest *ig, uint32_t *word);
 
 /* Name of the back end in use. */
 const char *uf_ingest_backend(const struct uf_ingest *ig);

@@ -7,6 +7,8 @@
  * batches without a syscall, hands payloads to the pipeline, and returns each buffer to the
  * ring as soon as the batch is consumed. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,6 +32,16 @@
  * nothing (issue 14, docs/profiling.md); a kernel that raises the flag never needs it. */
 #define UF_URING_IDLE_ENTER    4096
 #define UF_URING_IDLE_ENTER_NS 1000000ull
+
+/* IORING_OP_FUTEX_WAKE (kernel 6.7+; liburing 2.3 has neither the opcode nor a prep
+ * helper): futex2 flags in sqe->fd (a 32-bit shared futex: the consumers are other
+ * processes), the word in addr, how many to wake in addr2, the bitset in addr3. */
+#define UF_IORING_OP_FUTEX_WAKE 52 /* (51 is FUTEX_WAIT) */
+#define UF_FUTEX2_SIZE_U32      0x02
+#define UF_FUTEX_BITSET_ANY     0xffffffffull
+/* user_data: a receive's CQE carries its source index (< UF_INGEST_MAX_SRC), a wake's the
+ * address of its futex word (a pointer, never that small). */
+_Static_assert(UF_INGEST_MAX_SRC < 4096, "a wake's user_data never looks like a source");
 
 /* NAPI busy polling (kernel 6.9+): the SQ thread (or an enter) polls the NIC queues of the
  * sockets directly instead of waiting for an interrupt. liburing 2.3 predates it: raw
@@ -55,6 +67,18 @@ static void uf_uring_register_napi(struct uf_ingest *ig)
 		uf_feed_log_info(
 		    "feed: io_uring NAPI busy poll not available (%s): interrupts only",
 		    strerror(errno));
+}
+
+/* With SQPOLL the SQ thread can make the consumers' FUTEX_WAKE for the feed thread. */
+static void uf_uring_probe_futex_wake(struct uf_ingest *ig)
+{
+	struct io_uring_probe *pr = io_uring_get_probe_ring(&ig->ring);
+	ig->async_wake = pr && io_uring_opcode_supported(pr, UF_IORING_OP_FUTEX_WAKE);
+	if (pr)
+		io_uring_free_probe(pr);
+	if (!ig->async_wake)
+		uf_feed_log_info("feed: io_uring has no IORING_OP_FUTEX_WAKE (kernel < 6.7): the "
+		                 "feed thread wakes sleeping consumers with system calls");
 }
 
 static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p, int sqpoll,
@@ -95,6 +119,8 @@ static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p
 			ig->ring_up = 1;
 			ig->sqpoll = sqpoll;
 			(void)io_uring_register_ring_fd(&ig->ring); /* cheaper enters; optional */
+			if (sqpoll)
+				uf_uring_probe_futex_wake(ig);
 			return 0;
 		}
 		if (rc != -EINVAL)
@@ -211,6 +237,45 @@ static void uf_uring_rearm(struct uf_ingest *ig)
 	uf_uring_submit(ig);
 }
 
+int uf_ingest_futex_wake(struct uf_ingest *ig, uint32_t *word)
+{
+	if (!ig->async_wake)
+		return -EOPNOTSUPP;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ig->ring);
+	if (UF_UNLIKELY(!sqe))
+		return -EBUSY; /* receive re-arms pending: the caller makes the call itself */
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = UF_IORING_OP_FUTEX_WAKE;
+	sqe->fd = UF_FUTEX2_SIZE_U32;
+	sqe->addr = (uint64_t)(uintptr_t)word;
+	sqe->addr2 = INT_MAX;
+	sqe->addr3 = UF_FUTEX_BITSET_ANY;
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)word);
+	uf_uring_submit(ig); /* the SQ thread takes it: no enter unless it sleeps (counted) */
+	return 0;
+}
+
+/* A wake's completion: how many it woke, or the kernel's refusal. Refused, the wake is made
+ * again as a system call (late, never lost) and the feed stops handing wakes over. Cold on
+ * error only. */
+static void uf_uring_wake_done(struct uf_ingest *ig, const struct io_uring_cqe *c)
+{
+	if (c->res == 0) {
+		uf_stat_add(&ig->fst->ring_wakes_idle, 1);
+		return;
+	}
+	if (UF_LIKELY(c->res > 0))
+		return;
+	uf_stat_add(&ig->fst->ring_wake_errors, 1);
+	if (ig->async_wake)
+		uf_feed_log_warn("feed: io_uring FUTEX_WAKE failed (%s): waking consumers with "
+		                 "system calls from now on",
+		                 strerror(-c->res));
+	ig->async_wake = 0;
+	(void)syscall(SYS_futex, (uint32_t *)(uintptr_t)c->user_data, FUTEX_WAKE, INT_MAX, NULL,
+	              NULL, 0);
+}
+
 static inline void uf_uring_recycle(struct uf_ingest *ig, unsigned bid)
 {
 	io_uring_buf_ring_add(ig->br, ig->region + (size_t)bid * ig->buf_size, ig->buf_size,
@@ -279,9 +344,12 @@ int uf_ingest_uring_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max)
 	int n = 0, rearm = 0;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct io_uring_cqe *c = cqes[i];
-		unsigned src = (unsigned)c->user_data;
-		if (UF_UNLIKELY(src >= (unsigned)ig->nsrc))
+		if (UF_UNLIKELY(c->user_data >= (uint64_t)ig->nsrc)) {
+			if (c->user_data >= UF_INGEST_MAX_SRC)
+				uf_uring_wake_done(ig, c);
 			continue;
+		}
+		unsigned src = (unsigned)c->user_data;
 		struct uf_feed_line_stats *st = ig->st[src];
 		if (UF_UNLIKELY(!(c->flags & IORING_CQE_F_MORE))) {
 			/* The multishot ended: buffer ring ran dry (-ENOBUFS) or an error. */

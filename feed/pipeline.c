@@ -22,6 +22,7 @@
 #include "feed/feed_internal.h"
 #include "feed/feed_log.h"
 #include "feed/mcast.h"
+#include "ring/uf_ring.h"
 
 #define UF_FEED_DROPS_POLL_NS    100000000ull /* idle: re-read the sockets' drop totals */
 #define UF_FEED_IDLE_CLOCK_EVERY 1024u        /* empty polls between two idle clock reads */
@@ -110,8 +111,22 @@ static inline void uf_feed_wake_consumers(struct uf_feed *f)
 	if (UF_LIKELY(rc < 0))
 		return;
 	uf_stat_add(&f->stats.ring_wakes, 1);
-	if (rc == 0)
+	if (rc == UF_RING_WAKE_ASYNC)
+		uf_stat_add(&f->stats.ring_wakes_async, 1); /* idle or not: told by its CQE */
+	else if (rc == 0)
 		uf_stat_add(&f->stats.ring_wakes_idle, 1);
+}
+
+/* The ring's waker while the loop runs on io_uring with SQPOLL: the SQ thread makes the
+ * FUTEX_WAKE, the feed thread only writes an SQE (issue 14: no system call per packet even
+ * when consumers sleep). Any other thread, a full SQ or a kernel without the opcode: the ring
+ * makes the system call itself. */
+static int uf_feed_async_wake(void *ctx, uint32_t *word)
+{
+	struct uf_feed *f = ctx;
+	if (UF_UNLIKELY(!pthread_equal(pthread_self(), f->thread)))
+		return -EPERM;
+	return uf_ingest_futex_wake(&f->ig, word);
 }
 
 /* Hands the records waiting (a publish step of the current packet) to the sink (one
@@ -563,6 +578,9 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		uf_ingest_close(&f->ig);
 		return rc;
 	}
+	f->thread = pthread_self();
+	if (f->ig.async_wake)
+		uf_sink_set_waker(&f->sink, uf_feed_async_wake, f);
 	uf_feed_snapshot_run_start(f);
 	f->backend = f->ig.backend;
 	f->timing = !f->cfg.no_stage_timing;
@@ -644,6 +662,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		uf_feed_image_flush(f);    /* after the batch: books into the image */
 		uf_feed_wake_consumers(f); /* timers, a filter switch: whatever they published */
 	}
+	/* The last wakes as system calls: the ring's queue goes away with the back end. */
+	uf_sink_set_waker(&f->sink, NULL, NULL);
 	uf_feed_flush(f);
 	uf_feed_image_flush(f);
 	uf_feed_wake_consumers(f);

@@ -298,3 +298,9 @@ int uf_sink_wake_flush(struct uf_sink *s)
 {
 	return uf_ring_wake_flush(s->ring);
 }
+
+void uf_sink_set_waker(struct uf_sink *s, int (*fn)(void *ctx, uint32_t *word), void *ctx)
+{
+	if (s->ring)
+		uf_ring_set_waker(s->ring, fn, ctx);
+}

@@ -82,6 +82,12 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 void uf_sink_defer_wake(struct uf_sink *s, int on);
 int uf_sink_wake_flush(struct uf_sink *s);
 
+/* Hands the ring's FUTEX_WAKE to `fn` (uf_ring_set_waker; NULL: system calls again). The
+ * feed sets its io_uring SQ thread while its loop runs and removes it before the loop's
+ * final flush, so no wake is queued on a ring that is being torn down. A wake handed over
+ * makes uf_sink_wake_flush return UF_RING_WAKE_ASYNC. */
+void uf_sink_set_waker(struct uf_sink *s, int (*fn)(void *ctx, uint32_t *word), void *ctx);
+
 /* Issue 14: the deferred image. Copying the books a step changed into the image took as long
  * as applying them (docs/profiling.md), and every message of the step waited for it before
  * the next step was published. With uf_sink_defer_image(s, 1) a step only publishes its

@@ -107,9 +107,13 @@
 	                "outside the image, status slots full); the stream itself is complete")    \
 	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")        \
 	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")        \
-	X(ring_wakes, "FUTEX_WAKE calls made to wake sleeping consumers (at most one per packet, " \
-	              "after it)")                                                                 \
-	X(ring_wakes_idle, "of those, calls that found no consumer blocked in the kernel yet")     \
+	X(ring_wakes, "wake-ups of sleeping consumers (FUTEX_WAKE; at most one per packet, after " \
+	              "it)")                                                                       \
+	X(ring_wakes_idle, "of those, wake-ups that found no consumer blocked in the kernel yet")  \
+	X(ring_wakes_async, "of those, wake-ups the io_uring SQ thread made (IORING_OP_FUTEX_WAKE" \
+	                    "): no system call by the feed thread")                                \
+	X(ring_wake_errors, "wake-ups the SQ thread failed: made again as system calls, and "      \
+	                    "the feed thread makes them itself from then on")                      \
 	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")       \
 	X(batches, "receive polls that returned at least one packet")                              \
 	X(snapshots_loaded, "GLIMPSE snapshots loaded into fresh books (stream continued from "    \

@@ -514,8 +514,12 @@ int uf_ring_wake(struct uf_ring *r)
 	uf_store_release_u32(&r->hdr->wake, r->hdr->wake + 1);
 	uf_store_relaxed_u64(&r->hdr->wakes, r->hdr->wakes + 1);
 	r->wake_pending = 0; /* this wake serves every publish before it */
-	rc = uf_ring_futex_wake_all(&r->hdr->wake);
 	r->wakes++;
+	if (r->waker && r->waker(r->waker_ctx, &r->hdr->wake) == 0) {
+		r->wakes_async++;
+		return UF_RING_WAKE_ASYNC;
+	}
+	rc = uf_ring_futex_wake_all(&r->hdr->wake);
 	r->wakes_idle += rc == 0;
 	return rc;
 }

@@ -14,6 +14,7 @@
 #define UF_RING_H
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,12 @@ struct uf_ring_options {
 };
 
 /* Producer handle. Fields are visible so the hot path can be inlined; treat them as private. */
+/* A producer's other way to wake the ring's sleepers (uf_ring_set_waker): asked to make
+ * FUTEX_WAKE(word, all) happen soon, without the calling thread making the system call (the
+ * feed hands it to its io_uring SQ thread). Returns 0 when it took the request, -errno when
+ * it did not (the ring then makes the system call itself). */
+typedef int (*uf_ring_waker_fn)(void *ctx, uint32_t *word);
+
 struct uf_ring {
 	struct uf_ring_hdr *hdr;       /* mapping of the data file (read-write) */
 	struct uf_ring_ctable *ct;     /* mapping of the consumer table (read-write) */
@@ -72,11 +79,15 @@ struct uf_ring {
 	uint64_t table_repairs;        /* times uf_ring_reap found and repaired a damaged table */
 	/* Deferred wake-up (uf_ring_defer_wake): publish only notes that a sleeper must be
 	 * woken; the producer wakes once per batch of publishes with uf_ring_wake_flush. */
-	int defer_wake;      /* 1: uf_ring_publish leaves the FUTEX_WAKE to the flush */
-	int wake_pending;    /* a publish saw a sleeper since the last wake */
-	uint64_t wakes;      /* FUTEX_WAKE calls made (by publish, flush or close) */
-	uint64_t wakes_idle; /* of those, the ones that found nobody blocked in the kernel
-	                      * (a woken consumer not yet running still counts as a sleeper) */
+	int defer_wake;         /* 1: uf_ring_publish leaves the FUTEX_WAKE to the flush */
+	int wake_pending;       /* a publish saw a sleeper since the last wake */
+	uint64_t wakes;         /* wake-ups made (by publish, flush or close) */
+	uint64_t wakes_idle;    /* of those, the ones that found nobody blocked in the kernel
+	                         * (a woken consumer not yet running still counts as a sleeper;
+	                         * unknown for the ones handed to a waker) */
+	uint64_t wakes_async;   /* of those, the ones handed to the waker (uf_ring_set_waker) */
+	uf_ring_waker_fn waker; /* NULL: FUTEX_WAKE system calls */
+	void *waker_ctx;
 };
 
 /* What uf_ring_consumers() reports per registered consumer. */
@@ -130,11 +141,23 @@ UF_COLD int uf_ring_consumers(struct uf_ring *r, struct uf_ring_consumer_info *o
 UF_COLD int uf_ring_reap(struct uf_ring *r);
 
 /* Wakes every consumer sleeping on the ring: clears the sleeping flag of their table slots
- * ("woken": see uf_ring_wake_flush), then bumps the wake word and makes one FUTEX_WAKE. Called
- * by uf_ring_publish when needed, or by uf_ring_wake_flush. Returns the number of threads the
- * kernel woke (0: none was blocked yet; the bump alone stops those about to block), or
- * -errno. */
+ * ("woken": see uf_ring_wake_flush), then bumps the wake word and makes one FUTEX_WAKE (or
+ * hands it to the waker). Called by uf_ring_publish when needed, or by uf_ring_wake_flush.
+ * Returns the number of threads the kernel woke (0: none was blocked yet; the bump alone
+ * stops those about to block), UF_RING_WAKE_ASYNC when the waker took it, or -errno. */
+#define UF_RING_WAKE_ASYNC INT_MAX
 int uf_ring_wake(struct uf_ring *r);
+
+/* Producer: from now on uf_ring_wake hands its FUTEX_WAKE to `fn(ctx, word)` (NULL: makes
+ * the system call again). The waker is called on the threads that publish and wake; it must
+ * be removed before what it uses goes away, and before uf_ring_close. Correctness does not
+ * depend on it: the wake word is bumped before the request either way (a consumer about to
+ * sleep sees the bump), and a consumer's sleep is bounded by its own slices. */
+static inline void uf_ring_set_waker(struct uf_ring *r, uf_ring_waker_fn fn, void *ctx)
+{
+	r->waker = fn;
+	r->waker_ctx = ctx;
+}
 
 /* 1 when some consumer slot says "sleeping" (flag set, not cleared by a wake since): a
  * consumer that went to sleep after the last uf_ring_wake. Call after seeing sleepers != 0.

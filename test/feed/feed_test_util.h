@@ -80,6 +80,21 @@ static inline int ft_run(char *const argv[], const char *out_path, int timeout_m
 	return pid < 0 ? -1 : ft_wait(pid, timeout_ms);
 }
 
+/* State letter of this process's thread `tid` (/proc/self/task/TID/stat), '?' unreadable. */
+static inline char ft_thread_state(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return '?';
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
 /* A scratch directory for this test process. */
 static inline const char *ft_tmpdir(void)
 {
