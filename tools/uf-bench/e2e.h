@@ -26,6 +26,7 @@ struct e2e_status {
 	uint64_t sq_wakeups;           /* io_uring_enter calls the feed made (wake-up, events) */
 	uint64_t ring_wakes;           /* FUTEX_WAKE calls for sleeping consumers */
 	uint64_t ring_wakes_idle;      /* of those, the ones that found no consumer blocked */
+	uint64_t ring_wakes_async;     /* of those, the ones the io_uring SQ thread made */
 	uint64_t pub_count;            /* latency_ns: wire-to-publish samples so far */
 	uint64_t pub_p50, pub_p99, pub_p999, pub_max; /* and its quantiles, ns (cumulative) */
 	char state[16];                               /* "running", ... */

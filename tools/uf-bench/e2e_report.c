@@ -224,19 +224,20 @@ void e2e_report_table(const struct beres *rs, int n, const struct e2e_opts *o,
 		       b->sysc.per_packet, b->sysc.which);
 	}
 	printf("\nthe feed's own counts over the steady latency step (no ptrace): receive batches, "
-	       "io_uring_enter calls it made, FUTEX_WAKE calls for sleeping consumers (idle: none "
-	       "was blocked yet), per datagram\n");
-	printf("%-16s %10s %9s %9s %9s %9s %12s %12s\n", "backend", "datagrams", "batches",
-	       "enters", "wakes", "idle", "enters/dgram", "wakes/dgram");
+	       "io_uring_enter calls it made, wake-ups of sleeping consumers (idle: none was "
+	       "blocked yet; by_sq: made by the io_uring SQ thread, no system call of the feed "
+	       "thread), per datagram\n");
+	printf("%-16s %10s %9s %9s %9s %9s %9s %12s %12s\n", "backend", "datagrams", "batches",
+	       "enters", "wakes", "idle", "by_sq", "enters/dgram", "wakes/dgram");
 	for (int i = 0; i < n; i++) {
 		const struct beres *b = &rs[i];
 		const struct e2e_status *d = &b->steady.d;
 		if (!b->ok)
 			continue;
 		printf("%-16s %10" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
-		       " %12.3f %12.3f\n",
+		       " %9" PRIu64 " %12.3f %12.3f\n",
 		       e2e_backend_label(b->be), d->line_packets, d->batches, d->sq_wakeups,
-		       d->ring_wakes, d->ring_wakes_idle,
+		       d->ring_wakes, d->ring_wakes_idle, d->ring_wakes_async,
 		       ratio((double)d->sq_wakeups, (double)d->line_packets),
 		       ratio((double)d->ring_wakes, (double)d->line_packets));
 	}
@@ -511,12 +512,13 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
 			              "per_datagram", b->sysc.per_packet, "loss", b->sysc.st.loss));
 			json_object_set_new(
 			    json_object_get(jb, "syscalls"), "feed_counts_steady",
-			    json_pack("{s:I, s:I, s:I, s:I, s:I}", "datagrams",
+			    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "datagrams",
 			              (json_int_t)b->steady.d.line_packets, "batches",
 			              (json_int_t)b->steady.d.batches, "io_uring_enters",
 			              (json_int_t)b->steady.d.sq_wakeups, "ring_wakes",
 			              (json_int_t)b->steady.d.ring_wakes, "ring_wakes_idle",
-			              (json_int_t)b->steady.d.ring_wakes_idle));
+			              (json_int_t)b->steady.d.ring_wakes_idle, "ring_wakes_async",
+			              (json_int_t)b->steady.d.ring_wakes_async));
 			json_object_set_new(jb, "vs_raw",
 			                    json_pack("{s:o, s:o}", "steady",
 			                              vs_raw_json(&b->steady, &b->raw_steady),

@@ -325,6 +325,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	D(sq_wakeups);
 	D(ring_wakes);
 	D(ring_wakes_idle);
+	D(ring_wakes_async);
 #undef D
 	s->cons_msgs = UINT64_MAX;
 	for (int i = 0; i < r->ncons; i++) {

@@ -203,6 +203,7 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	st->sq_wakeups = jnum(feed, "sq_wakeups");
 	st->ring_wakes = jnum(feed, "ring_wakes"); /* 0 from a daemon before issue 14 */
 	st->ring_wakes_idle = jnum(feed, "ring_wakes_idle");
+	st->ring_wakes_async = jnum(feed, "ring_wakes_async"); /* 0 from an older daemon */
 	lines = json_object_get(feed, "lines");
 	json_array_foreach(lines, i, line)
 	{
