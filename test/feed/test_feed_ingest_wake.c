@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -185,6 +186,14 @@ static void *iw_feed_thread(void *arg)
 		}
 		usleep(100);
 	}
+	/* Until the woken waiter is gone: its exit must not wait for a lock this thread could
+	 * only release with a futex wake (a sanitizer's runtime, say). stat(2), no allocation. */
+	char task[64];
+	struct stat sb;
+	snprintf(task, sizeof(task), "/proc/self/task/%d", (int)wp->tid);
+	while (__atomic_load_n(&wp->done, __ATOMIC_ACQUIRE) && stat(task, &sb) == 0 &&
+	       uf_now_mono_ns() < end)
+		usleep(1000);
 
 	/* Nobody waiting: the completion says 0 woken, counted idle. */
 	r->idle_rc = uf_ingest_futex_wake(&ig, &word);
