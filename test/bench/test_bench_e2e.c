@@ -156,12 +156,23 @@ static void check_place_and_syscalls(json_t *b, const char *name, int sqpoll)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(pl, "raw_receiver"),
 	                                                    "samples_off_configured")),
 	                 0);
+	/* --sender-cpu 0: every sample of the replayer, the first one after its fork too */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(pl, "sender"),
+	                                                    "samples_off_configured")),
+	                 0);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(pl, "sender"), "cpus_allowed")), "0");
 	assert_int_equal(json_object_get(pl, "sq_thread") != NULL, sqpoll);
 	if (!json_is_true(json_object_get(sc, "measured")))
 		fail_msg("%s: system calls not measured: %s", name,
 		         json_string_value(json_object_get(sc, "note")));
 	assert_true(json_integer_value(json_object_get(sc, "datagrams")) > 0);
 	assert_true(json_real_value(json_object_get(sc, "per_datagram")) >= 0);
+	/* consumer wake-ups: with SQPOLL every one is the SQ thread's, else none is */
+	json_t *fc = json_object_get(sc, "feed_counts_steady");
+	json_int_t wakes = json_integer_value(json_object_get(fc, "ring_wakes"));
+	json_int_t async = json_integer_value(json_object_get(fc, "ring_wakes_async"));
+	assert_int_equal(async, sqpoll ? wakes : 0);
 	if (!strcmp(name, "epoll")) /* it sleeps in epoll_wait and reads with recvmmsg */
 		assert_true(json_real_value(json_object_get(sc, "per_datagram")) > 0);
 }
@@ -200,11 +211,17 @@ static void check_burst_absorb(json_t *b)
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
-	const char *argv[] = {"uf-bench", "e2e",          "--json", "--duration",
-	                      "1",        "--steps",      "2",      "--burst-steps",
-	                      "1",        "--rate",       "20000",  "--max-rate",
-	                      "80000",    "--results",    dir,      "--bsize-steps",
-	                      "2",        "--max-orders", "500000", NULL};
+	const char *argv[] = {"uf-bench", "e2e",
+	                      "--json",   "--duration",
+	                      "1",        "--steps",
+	                      "2",        "--burst-steps",
+	                      "1",        "--rate",
+	                      "20000",    "--max-rate",
+	                      "80000",    "--results",
+	                      dir,        "--bsize-steps",
+	                      "2",        "--max-orders",
+	                      "500000",   "--sender-cpu",
+	                      "0",        NULL};
 	struct tb_run r;
 	json_error_t e;
 	json_t *j, *bes, *b, *plots, *p;

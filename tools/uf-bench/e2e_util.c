@@ -81,6 +81,15 @@ pid_t e2e_spawn_on(char *const argv[], const char *out_path, const char *err_pat
 		fprintf(stderr, "uf-bench: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	if (cpu >= 0) {
+		/* The parent too, before it returns: a placement sample taken right after the
+		 * fork must not see the mask the child has not set yet (it reported a pinned
+		 * sender as "allowed 0-1, seen 0,1"). The same mask: no race to lose. */
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		(void)sched_setaffinity(pid, sizeof(set), &set);
+	}
 	return pid;
 }
 
