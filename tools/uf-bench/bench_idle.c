@@ -143,6 +143,9 @@ static void idle_build_chase(uint8_t *buf, size_t lines)
 	free(perm);
 }
 
+/* What the touch loops and the chase read, stored so the compiler keeps them. */
+static volatile uint64_t idle_sink;
+
 static int idle_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -154,7 +157,6 @@ static void idle_row(uint8_t *buf, size_t lines, uint32_t gap_us, int touch, uin
                      double *samples, double *med, double *p90)
 {
 	size_t pos = 0;
-	volatile uint64_t sink = 0;
 	for (uint32_t r = 0; r < reps; r++) {
 		uint64_t t0 = uf_bench_now_ns(), until = t0 + (uint64_t)gap_us * 1000u;
 		while (gap_us && uf_bench_now_ns() < until) {
@@ -162,7 +164,7 @@ static void idle_row(uint8_t *buf, size_t lines, uint32_t gap_us, int touch, uin
 				uint64_t s = 0;
 				for (size_t i = 0; i < lines; i++)
 					s += buf[i * IDLE_LINE];
-				sink += s;
+				idle_sink += s;
 			} else {
 				uf_cpu_relax();
 			}
@@ -172,7 +174,7 @@ static void idle_row(uint8_t *buf, size_t lines, uint32_t gap_us, int touch, uin
 			memcpy(&pos, buf + pos, sizeof(pos));
 		samples[r] = (double)(uf_bench_now_ns() - a) / IDLE_CHASE;
 	}
-	sink += pos;
+	idle_sink += pos; /* the chase's result is used: not optimised away */
 	qsort(samples, reps, sizeof(*samples), idle_cmp);
 	*med = samples[reps / 2];
 	*p90 = samples[(size_t)reps * 9 / 10];
