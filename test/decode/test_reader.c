@@ -137,6 +137,15 @@ static void pcap_record(struct buf *b, const struct pcap_opts *o, uint32_t sec, 
 
 static const struct pcap_opts PLAIN = {.link = 1, .proto = 17, .etype = 0x0800};
 
+/* Starts a PLAIN capture in `b` (global header only) and builds in `p` the MoldUDP64 datagram
+ * of `n` messages from seq 1 that the caller records; returns its length. */
+static size_t plain_pcap_start(struct buf *b, uint8_t *p, int n)
+{
+	b->n = 0;
+	pcap_global(b, &PLAIN);
+	return mold(p, 1, n);
+}
+
 /* Three packets: seq 1 (3 msgs), heartbeat at 4, seq 4 (2 msgs). */
 static void build_pcap(struct buf *b, const struct pcap_opts *o)
 {
@@ -160,6 +169,24 @@ static void read_all(struct uf_reader *r, uint64_t *seqs, size_t *n)
 	}
 }
 
+/* Opens `len` bytes at `data` on `r`, counting into `c` (zeroed first); the open must work. */
+static void open_counted(struct uf_reader *r, struct uf_decode_counters *c, const void *data,
+                         size_t len)
+{
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(uf_reader_open_mem(r, data, len, c), 0);
+}
+
+/* How many messages `r` yields from where it stands to its end. */
+static int count_msgs(struct uf_reader *r)
+{
+	struct uf_reader_msg m;
+	int n = 0;
+	while (uf_reader_next(r, &m) > 0)
+		n++;
+	return n;
+}
+
 static void test_reader_pcap_every_variant_yields_same_messages(void **s)
 {
 	static struct buf b;
@@ -177,8 +204,7 @@ static void test_reader_pcap_every_variant_yields_same_messages(void **s)
 					build_pcap(&b, &o);
 					struct uf_reader r;
 					struct uf_decode_counters c;
-					memset(&c, 0, sizeof(c));
-					assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+					open_counted(&r, &c, b.d, b.n);
 					assert_int_equal(r.format, UF_INPUT_PCAP);
 					uint64_t seqs[16];
 					size_t n;
@@ -205,9 +231,7 @@ static void test_reader_pcap_skips_non_udp_non_ipv4_counts_fragments(void **s)
 {
 	static struct buf b;
 	uint8_t p[1472];
-	size_t pl = mold(p, 1, 1);
-	b.n = 0;
-	pcap_global(&b, &PLAIN);
+	size_t pl = plain_pcap_start(&b, p, 1);
 	struct pcap_opts tcp = PLAIN, arp = PLAIN, frag = PLAIN, igmp = PLAIN, v6 = PLAIN;
 	tcp.proto = 6;
 	igmp.proto = 2;
@@ -225,8 +249,7 @@ static void test_reader_pcap_skips_non_udp_non_ipv4_counts_fragments(void **s)
 	pcap_record(&b, &PLAIN, 0, 0, p, pl);
 	struct uf_reader r;
 	struct uf_decode_counters c;
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+	open_counted(&r, &c, b.d, b.n);
 	uint64_t seqs[8];
 	size_t n;
 	read_all(&r, seqs, &n);
@@ -247,9 +270,7 @@ static void test_reader_pcap_port_filter_skips_other_ports(void **s)
 {
 	static struct buf b;
 	uint8_t p[1472];
-	size_t pl = mold(p, 1, 2);
-	b.n = 0;
-	pcap_global(&b, &PLAIN);
+	size_t pl = plain_pcap_start(&b, p, 2);
 	pcap_record(&b, &PLAIN, 0, 0, p, pl); /* to 26477 */
 	size_t other = b.n;
 	pcap_record(&b, &PLAIN, 0, 0, p, pl);
@@ -262,8 +283,7 @@ static void test_reader_pcap_port_filter_skips_other_ports(void **s)
 	struct uf_decode_counters c;
 	uint64_t seqs[8];
 	size_t n;
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+	open_counted(&r, &c, b.d, b.n);
 	assert_int_equal(uf_reader_set_udp_port(&r, 26477), 0);
 	read_all(&r, seqs, &n);
 	assert_int_equal(n, 2);
@@ -271,8 +291,7 @@ static void test_reader_pcap_port_filter_skips_other_ports(void **s)
 	assert_int_equal(uf_decode_counters_errors(&c), 0);
 	uf_reader_close(&r);
 	/* no filter: port 53's copy is read (gap-free duplicate sequence), the lie counted */
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+	open_counted(&r, &c, b.d, b.n);
 	read_all(&r, seqs, &n);
 	assert_int_equal(n, 4);
 	assert_int_equal(c.skipped[UF_SKIP_OTHER_PORT], 0);
@@ -300,12 +319,8 @@ static void test_reader_pcap_sequence_jump_is_a_gap_not_an_error(void **s)
 	pcap_record(&b, &PLAIN, 0, 0, p, mold(p, 20, 0)); /* heartbeat says 20: gap */
 	struct uf_reader r;
 	struct uf_decode_counters c;
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
-	struct uf_reader_msg m;
-	int n = 0;
-	while (uf_reader_next(&r, &m) > 0)
-		n++;
+	open_counted(&r, &c, b.d, b.n);
+	int n = count_msgs(&r);
 	assert_int_equal(n, 5);
 	assert_int_equal(c.gaps, 2);
 	assert_int_equal(uf_decode_counters_errors(&c), 0);
@@ -331,12 +346,8 @@ static void test_reader_pcap_truncation_at_every_byte(void **s)
 		memcpy(copy, b.d, cut);
 		struct uf_reader r;
 		struct uf_decode_counters c;
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(uf_reader_open_mem(&r, copy, cut, &c), 0);
-		struct uf_reader_msg m;
-		int n = 0;
-		while (uf_reader_next(&r, &m) > 0)
-			n++;
+		open_counted(&r, &c, copy, cut);
+		int n = count_msgs(&r);
 		int at_boundary = 0, complete = 0;
 		for (size_t i = 0; i < nb; i++) {
 			if (boundaries[i] == cut)
@@ -368,9 +379,7 @@ static void test_reader_pcap_lying_lengths_are_counted(void **s)
 {
 	static struct buf b;
 	uint8_t p[1472];
-	size_t pl = mold(p, 1, 1);
-	b.n = 0;
-	pcap_global(&b, &PLAIN);
+	size_t pl = plain_pcap_start(&b, p, 1);
 	for (int i = 0; i < 6; i++)
 		pcap_record(&b, &PLAIN, 0, 0, p, pl);
 	uf_put_be16(b.d + ip_off(&b, 0) + 2, 2000);      /* IP total length beyond the frame */
@@ -383,12 +392,8 @@ static void test_reader_pcap_lying_lengths_are_counted(void **s)
 	memcpy(b.d + ip_off(&b, 5) - 14 - 16 + 8, &big, 4);
 	struct uf_reader r;
 	struct uf_decode_counters c;
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
-	struct uf_reader_msg m;
-	int n = 0;
-	while (uf_reader_next(&r, &m) > 0)
-		n++;
+	open_counted(&r, &c, b.d, b.n);
+	int n = count_msgs(&r);
 	assert_int_equal(n, 0);
 	assert_int_equal(c.file_err[UF_FILE_ERR_TRUNCATED_RECORD], 2);
 	/* version 6 under an IPv4 ethertype claims IPv4 and is not: malformed */
@@ -425,8 +430,7 @@ static void test_reader_daily_resolves_zero_length_without_error(void **s)
 	size_t len = build_daily(d);
 	struct uf_reader r;
 	struct uf_decode_counters c;
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, d, len, &c), 0);
+	open_counted(&r, &c, d, len);
 	assert_int_equal(r.format, UF_INPUT_DAILY);
 	uint64_t seqs[8];
 	size_t n;
@@ -449,12 +453,8 @@ static void test_reader_daily_truncation_at_every_byte(void **s)
 		memcpy(copy, d, cut);
 		struct uf_reader r;
 		struct uf_decode_counters c;
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(uf_reader_open_mem(&r, copy, cut, &c), 0);
-		struct uf_reader_msg m;
-		int n = 0, complete = 0, at = 0;
-		while (uf_reader_next(&r, &m) > 0)
-			n++;
+		open_counted(&r, &c, copy, cut);
+		int n = count_msgs(&r), complete = 0, at = 0;
 		for (int i = 0; i < 4; i++) {
 			if (bounds[i] <= cut)
 				complete = i;
@@ -475,8 +475,7 @@ static void test_reader_daily_zero_length_on_unknown_type_stops_loudly(void **s)
 	d[21 + 2] = 'z'; /* the zero-prefixed message now has no known length */
 	struct uf_reader r;
 	struct uf_decode_counters c;
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, d, len, &c), 0);
+	open_counted(&r, &c, d, len);
 	uint64_t seqs[8];
 	size_t n;
 	read_all(&r, seqs, &n);
@@ -494,8 +493,7 @@ static void test_reader_daily_wrong_prefix_is_a_bad_length_of_that_type(void **s
 	uf_put_be16(d + 46, 35);
 	struct uf_reader r;
 	struct uf_decode_counters c;
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(uf_reader_open_mem(&r, d, len, &c), 0);
+	open_counted(&r, &c, d, len);
 	struct uf_reader_msg m;
 	struct uf_itch_msg im;
 	int ok = 0;

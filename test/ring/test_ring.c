@@ -109,26 +109,46 @@ static void test_ring_reader_detects_lap_exactly(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+/* Child: attaches from the oldest record and tells the parent (ready_fd) it is attached. */
+static uf_consumer_t *child_attach_oldest(const char *name, uint64_t spin_ns, int ready_fd)
+{
+	uf_consumer_t *c = attach(name, spin_ns, UF_CONSUMER_START_OLDEST);
+
+	CHILD_CHECK(c != NULL);
+	test_pipe_put(ready_fd);
+	return c;
+}
+
+/* Child: the next record, before the deadline `end`; a record returned (0) must be *want,
+ * intact, and moves *want on. Returns what uf_consumer_next returned. */
+static int child_next_in_order(uf_consumer_t *c, uint64_t *want, uint64_t end)
+{
+	struct uf_record rec;
+	uint64_t seq;
+	int rc;
+
+	CHILD_CHECK(uf_now_mono_ns() < end);
+	rc = uf_consumer_next(c, &rec, &seq);
+	if (rc == 0) {
+		CHILD_CHECK(seq == *want);
+		CHILD_CHECK(test_rec_ok(&rec, seq));
+		(*want)++;
+	}
+	return rc;
+}
+
 /* Child: reads every record until the ring is closed, checks order and content. */
 static int child_read_all(const char *name, uint64_t spin_ns, int use_wait, uint64_t total,
                           int ready_fd)
 {
-	uf_consumer_t *c = attach(name, spin_ns, UF_CONSUMER_START_OLDEST);
-	uint64_t want = 0, seq, end = uf_now_mono_ns() + 20000000000ull;
-	struct uf_record rec;
+	uf_consumer_t *c = child_attach_oldest(name, spin_ns, ready_fd);
+	uint64_t want = 0, end = uf_now_mono_ns() + 20000000000ull;
 	int rc;
 
-	CHILD_CHECK(c != NULL);
-	test_pipe_put(ready_fd);
 	for (;;) {
-		CHILD_CHECK(uf_now_mono_ns() < end);
-		rc = uf_consumer_next(c, &rec, &seq);
-		if (rc == 0) {
-			CHILD_CHECK(seq == want);
-			CHILD_CHECK(test_rec_ok(&rec, seq));
-			want++;
+		rc = child_next_in_order(c, &want, end);
+		if (rc == 0)
 			continue;
-		}
 		if (rc == -EPIPE)
 			break;
 		CHILD_CHECK(rc == -EAGAIN);
@@ -184,22 +204,15 @@ static void test_ring_several_consumers_see_every_record(void **state)
  * after a lap the next record is exactly resume_seq; received + lost = total. */
 static int child_lapped_reader(const char *name, uint64_t total, int ready_fd)
 {
-	uf_consumer_t *c = attach(name, 0, UF_CONSUMER_START_OLDEST);
-	uint64_t want = 0, seq, got = 0, lost = 0, laps = 0, n = 0;
+	uf_consumer_t *c = child_attach_oldest(name, 0, ready_fd);
+	uint64_t want = 0, got = 0, lost = 0, laps = 0, n = 0;
 	uint64_t end = uf_now_mono_ns() + 20000000000ull;
 	struct uf_consumer_lap lap;
-	struct uf_record rec;
 	int rc;
 
-	CHILD_CHECK(c != NULL);
-	test_pipe_put(ready_fd);
 	for (;;) {
-		CHILD_CHECK(uf_now_mono_ns() < end);
-		rc = uf_consumer_next(c, &rec, &seq);
+		rc = child_next_in_order(c, &want, end);
 		if (rc == 0) {
-			CHILD_CHECK(seq == want);
-			CHILD_CHECK(test_rec_ok(&rec, seq));
-			want++;
 			got++;
 			if (++n % 4096 == 0)
 				usleep(300); /* fall behind on purpose */
@@ -256,13 +269,47 @@ static void test_ring_lapped_reader_never_sees_torn_record(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+/* Makes the pipes `fds` (the child says it is attached) and `back` (free for the test), and
+ * forks a child that attaches at the latest record. In the child returns 0 with *cc its
+ * consumer; in the parent returns the child's pid once the child is attached. */
+static pid_t fork_latest_reader(const char *name, int fds[2], int back[2], uf_consumer_t **cc)
+{
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(back), 0);
+	pid = uf_test_fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		*cc = attach(name, 0, UF_CONSUMER_START_LATEST);
+		CHILD_CHECK(*cc != NULL);
+		test_pipe_put(fds[1]);
+		return 0;
+	}
+	assert_true(test_pipe_get(fds[0], 5000));
+	return pid;
+}
+
+/* The end of a test with a fork_latest_reader child: the child must exit cleanly; the pipes
+ * and the ring go. */
+static void end_with_reader(pid_t pid, int fds[2], int back[2], struct uf_ring *r, const char *name)
+{
+	assert_true(test_child_ok(test_wait_child(pid, 5000)));
+	for (int i = 0; i < 2; i++) {
+		close(fds[i]);
+		close(back[i]);
+	}
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
 /* Child: attaches, says so, then reads forever (bounded) until killed. */
 static void test_ring_wakes_only_when_a_consumer_sleeps(void **state)
 {
 	char name[64];
 	int fds[2], back[2];
 	struct uf_ring *r;
-	uf_consumer_t *c;
+	uf_consumer_t *c, *cc;
 	pid_t pid;
 	uint64_t end;
 
@@ -274,16 +321,10 @@ static void test_ring_wakes_only_when_a_consumer_sleeps(void **state)
 	assert_int_equal(r->hdr->wakes, 0);
 	uf_consumer_detach(c);
 
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(pipe(back), 0);
-	pid = uf_test_fork();
-	assert_true(pid >= 0);
+	pid = fork_latest_reader(name, fds, back, &cc);
 	if (pid == 0) {
-		uf_consumer_t *cc = attach(name, 0, UF_CONSUMER_START_LATEST);
 		struct uf_record rec;
 		uint64_t seq;
-		CHILD_CHECK(cc != NULL);
-		test_pipe_put(fds[1]);
 		CHILD_CHECK(uf_consumer_wait(cc, 10000000000ll) == 0);
 		CHILD_CHECK(uf_consumer_next(cc, &rec, &seq) == 0);
 		CHILD_CHECK(seq == 10000 && test_rec_ok(&rec, seq));
@@ -291,7 +332,6 @@ static void test_ring_wakes_only_when_a_consumer_sleeps(void **state)
 		uf_consumer_detach(cc);
 		_exit(0);
 	}
-	assert_true(test_pipe_get(fds[0], 5000));
 	end = uf_now_mono_ns() + 5000000000ull;
 	while (sleeping_consumers(r) == 0 && uf_now_mono_ns() < end)
 		usleep(500);
@@ -299,13 +339,7 @@ static void test_ring_wakes_only_when_a_consumer_sleeps(void **state)
 	publish_range(r, 10000, 10001, 1);
 	assert_true(r->hdr->wakes >= 1);
 	assert_true(test_pipe_get(back[0], 5000));
-	assert_true(test_child_ok(test_wait_child(pid, 5000)));
-	for (int i = 0; i < 2; i++) {
-		close(fds[i]);
-		close(back[i]);
-	}
-	uf_ring_close(r);
-	uf_ring_unlink(name, NULL);
+	end_with_reader(pid, fds, back, r, name);
 }
 
 /* State letter of process `pid` (/proc/PID/stat field 3), '?' when unreadable. */
@@ -337,20 +371,15 @@ static void test_ring_deferred_wake_is_one_call_at_the_flush(void **state)
 	char name[64];
 	int fds[2], back[2], woke = 0;
 	struct uf_ring *r;
+	uf_consumer_t *cc;
 	pid_t pid;
 
 	test_ring_name(name, sizeof(name), "defer");
 	r = make_ring(name, 1024, 0600);
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(pipe(back), 0);
-	pid = uf_test_fork();
-	assert_true(pid >= 0);
+	pid = fork_latest_reader(name, fds, back, &cc);
 	if (pid == 0) {
-		uf_consumer_t *cc = attach(name, 0, UF_CONSUMER_START_LATEST);
 		struct uf_record rec;
 		uint64_t seq;
-		CHILD_CHECK(cc != NULL);
-		test_pipe_put(fds[1]);
 		for (uint64_t i = 0; i < ROUNDS; i++) {
 			/* each round publishes three records in three publishes */
 			CHILD_CHECK(uf_consumer_wait(cc, 10000000000ll) == 0);
@@ -364,7 +393,6 @@ static void test_ring_deferred_wake_is_one_call_at_the_flush(void **state)
 		uf_consumer_detach(cc);
 		_exit(0);
 	}
-	assert_true(test_pipe_get(fds[0], 5000));
 	uf_ring_defer_wake(r, 1);
 	for (uint64_t i = 0; i < ROUNDS; i++) {
 		uint64_t end = uf_now_mono_ns() + 5000000000ull, wakes;
@@ -390,13 +418,7 @@ static void test_ring_deferred_wake_is_one_call_at_the_flush(void **state)
 		assert_true(test_pipe_get(back[0], 5000));   /* the consumer read all three */
 	}
 	assert_true(woke >= 1);
-	assert_true(test_child_ok(test_wait_child(pid, 5000)));
-	for (int i = 0; i < 2; i++) {
-		close(fds[i]);
-		close(back[i]);
-	}
-	uf_ring_close(r);
-	uf_ring_unlink(name, NULL);
+	end_with_reader(pid, fds, back, r, name);
 }
 
 /* Issue 14: a flush calls FUTEX_WAKE only for a consumer not woken yet. Forced by hand on the
