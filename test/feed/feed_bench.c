@@ -8,13 +8,10 @@
  *              [--sqpoll-cpu 1] [--symbols 50] [--no-b] [--sqpoll-idle-ms 1000]
  *              [--delay-ms 200] [--stage-every N (0: stage timing off; default 16)] */
 #include <dirent.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <sys/resource.h>
 
-#include "feed/uf_feed.h"
-#include "ring/uf_ring.h"
-#include "feed_test_util.h"
+#include "feed_prog_util.h"
 
 static volatile int g_stop;
 static struct uf_feed *g_feed;
@@ -87,106 +84,33 @@ int main(int argc, char **argv)
 	double rate = 200000;
 	unsigned messages = 200000, symbols = 50;
 	int cpu = -1, sqcpu = -1, no_b = 0, idle_ms = 1000, delay_ms = 200, every = 16;
-	static const struct option o[] = {{"backend", 1, 0, 'b'},
-	                                  {"rate", 1, 0, 'r'},
-	                                  {"messages", 1, 0, 'm'},
-	                                  {"cpu", 1, 0, 'c'},
-	                                  {"sqpoll-cpu", 1, 0, 's'},
-	                                  {"symbols", 1, 0, 'y'},
-	                                  {"no-b", 0, 0, 'n'},
-	                                  {"sqpoll-idle-ms", 1, 0, 'i'},
-	                                  {"delay-ms", 1, 0, 'd'},
-	                                  {"stage-every", 1, 0, 'e'},
-	                                  {0, 0, 0, 0}};
-	int c;
-	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			backend = optarg;
-			break;
-		case 'r':
-			rate = atof(optarg);
-			break;
-		case 'm':
-			messages = (unsigned)atoi(optarg);
-			break;
-		case 'c':
-			cpu = atoi(optarg);
-			break;
-		case 's':
-			sqcpu = atoi(optarg);
-			break;
-		case 'y':
-			symbols = (unsigned)atoi(optarg);
-			break;
-		case 'n':
-			no_b = 1;
-			break;
-		case 'i':
-			idle_ms = atoi(optarg);
-			break;
-		case 'd':
-			delay_ms = atoi(optarg);
-			break;
-		case 'e':
-			every = atoi(optarg);
-			break;
-		default:
-			return 2;
-		}
-	}
+	const struct fp_opt o[] = {FP_OPT("cpu", cpu),
+	                           FP_OPT("sqpoll-cpu", sqcpu),
+	                           FP_OPT("symbols", symbols),
+	                           FP_FLAG("no-b", no_b),
+	                           FP_OPT("sqpoll-idle-ms", idle_ms),
+	                           FP_OPT("delay-ms", delay_ms),
+	                           FP_OPT("stage-every", every)};
 	struct uf_feed_config cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	snprintf(cfg.name, sizeof(cfg.name), "bench");
-	if (uf_backend_parse(backend, &cfg.backend) < 0) {
-		fprintf(stderr, "unknown back end %s\n", backend);
-		return 2;
-	}
-	char day[256];
-	if (!ft_use_ring_dir()) /* its own ring dir: nothing left in /dev/shm if it dies */
-		return 1;
-	if (ft_gen_day(day, sizeof(day), messages, symbols, 11) < 0) {
-		fprintf(stderr, "uf-gen failed\n");
-		return 1;
-	}
+	char day[256], a[64], b[64];
+	int rc = fp_parse_options(argc, argv, &backend, &rate, &messages, o,
+	                          (int)(sizeof(o) / sizeof(o[0])));
+	if (!rc)
+		rc = fp_config_init(&cfg, "bench", backend);
+	if (!rc)
+		rc = fp_ring_dir_and_day(day, sizeof(day), messages, symbols);
+	if (rc)
+		return rc;
 	cfg.cpu = cpu;
 	cfg.sqpoll_cpu = sqcpu;
 	cfg.sqpoll_idle_ms = (uint32_t)idle_ms;
-	cfg.numa_node = -1;
-	cfg.nlines = no_b ? 1 : 2;
-	for (int l = 0; l < 2; l++) {
-		snprintf(cfg.lines[l].name, sizeof(cfg.lines[l].name), "%c", 'A' + l);
-		char g[32];
-		snprintf(g, sizeof(g), "239.78.0.%d", l + 1);
-		inet_pton(AF_INET, g, &cfg.lines[l].group);
-		cfg.lines[l].port = (uint16_t)(42001 + l);
-		inet_pton(AF_INET, "127.0.0.1", &cfg.lines[l].interface);
-	}
-	cfg.recovery.enabled = 1;
-	cfg.recovery.server.sin_family = AF_INET;
-	cfg.recovery.server.sin_port = htons(42010);
-	inet_pton(AF_INET, "127.0.0.1", &cfg.recovery.server.sin_addr);
-	cfg.recovery.max_count = 1000;
-	cfg.recovery.timeout_ms = 50;
-	cfg.recovery.retries = 5;
-	cfg.recovery.wait_ms = 20;
-	cfg.recovery.wait_packets = 64;
-	cfg.recovery.queue_packets = 65536;
-	cfg.recovery.max_requests_per_s = 1000;
+	fp_config_lines(&cfg, no_b ? 1 : 2, 78, 0, 42001, a, b);
+	fp_config_recovery(&cfg, 42010, 20, 65536, 1000);
 	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "ufbench_%d", (int)getpid());
-	cfg.ring.capacity = 1 << 22;
-	cfg.book.depth = 10;
-	cfg.book.max_orders = 1 << 21;
-	cfg.book.max_instruments = 1024;
-	cfg.buffers.count = 4096;
-	cfg.buffers.size = 2048;
 	cfg.no_stage_timing = every <= 0;
 	cfg.stage_timing_every = every > 0 ? (uint32_t)every : 0;
-	char err[256];
-	if (uf_feed_create(&cfg, &g_feed, err, sizeof(err)) < 0) {
-		fprintf(stderr, "uf_feed_create: %s\n", err);
+	if (fp_feed_create(&cfg, &g_feed))
 		return 1;
-	}
 	pthread_t thr;
 	pthread_create(&thr, NULL, run, NULL);
 	clockid_t fcid;
@@ -200,9 +124,7 @@ int main(int argc, char **argv)
 	struct rusage ru0, ru1;
 	getrusage(RUSAGE_SELF, &ru0);
 	uint64_t t0 = uf_now_mono_ns();
-	char a[64], b[64], r[32];
-	snprintf(a, sizeof(a), "239.78.0.1:42001");
-	snprintf(b, sizeof(b), "239.78.0.2:42002");
+	char r[32];
 	snprintf(r, sizeof(r), "%.0f", rate);
 	char *args[] = {"uf-replay", "--in",     day,      "--a", a,
 	                "--b",       b,          "--rate", r,     "--serve-rerequests",
@@ -218,23 +140,14 @@ int main(int argc, char **argv)
 	}
 	pid_t rp = ft_spawn(args, NULL);
 	const struct uf_feed_stats *st = uf_feed_stats(g_feed);
-	uint64_t limit = t0 + 120ull * 1000000000ull;
-	while (
-	    uf_now_mono_ns() < limit &&
-	    !(uf_load_relaxed_u64(&st->end_of_session) &&
-	      uf_load_relaxed_u64(&st->messages) + uf_load_relaxed_u64(&st->messages_unrecovered) >=
-	          messages)) {
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
+	fp_wait_day(st, messages, t0 + 120ull * 1000000000ull);
 	uint64_t t1 = uf_now_mono_ns();
 	double f1 = cpu_of(fcid), s1 = threads_cpu("iou-sqp");
 	ctxsw(g_tid, &v1, &i1);
 	getrusage(RUSAGE_SELF, &ru1);
 	g_stop = 1;
 	pthread_join(thr, NULL);
-	kill(rp, SIGTERM);
-	ft_wait(rp, 10000);
+	fp_stop_replay(rp);
 	static struct uf_feed_stats s;
 	uf_feed_stats_read(st, &s);
 	double wall = (double)(t1 - t0) / 1e9;
@@ -276,9 +189,6 @@ int main(int argc, char **argv)
 	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_BOOKS], 0.5),
 	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_RING], 0.5),
 	    (unsigned long long)uf_lat_quantile(&s.stages[UF_STAGE_IMAGE], 0.5));
-	uf_feed_destroy(g_feed);
-	uf_ring_unlink(cfg.ring.name, NULL);
-	ft_rm_dir(ft_use_ring_dir());
-	unlink(day);
+	fp_cleanup(g_feed, cfg.ring.name, day);
 	return 0;
 }

@@ -16,13 +16,10 @@
  * later than that; for a message received live this is its own rx_ts, for a recovered one
  * the arrival of the first later message that was received). lag = publish - wire is thus
  * exact for live messages and a lower bound for recovered ones. */
-#include <getopt.h>
 #include <pthread.h>
 
-#include "feed/uf_feed.h"
-#include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
-#include "feed_test_util.h"
+#include "feed_prog_util.h"
 
 static volatile int g_stop, g_cons_stop;
 static struct uf_feed *g_feed;
@@ -105,113 +102,34 @@ int main(int argc, char **argv)
 	const char *backend = "recvmmsg", *server = "on";
 	double rate = 100000, drop = 0.05;
 	unsigned messages = 200000, seed = 1, queue = 65536, limit_s = 60, delay_ms = 0, rps = 1000;
-	static const struct option o[] = {{"backend", 1, 0, 'b'},
-	                                  {"rate", 1, 0, 'r'},
-	                                  {"messages", 1, 0, 'm'},
-	                                  {"drop", 1, 0, 'd'},
-	                                  {"server", 1, 0, 's'},
-	                                  {"server-delay-ms", 1, 0, 'w'},
-	                                  {"seed", 1, 0, 'e'},
-	                                  {"limit-s", 1, 0, 'l'},
-	                                  {"queue-packets", 1, 0, 'q'},
-	                                  {"max-rps", 1, 0, 'x'},
-	                                  {0, 0, 0, 0}};
-	int c;
-	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			backend = optarg;
-			break;
-		case 'r':
-			rate = atof(optarg);
-			break;
-		case 'm':
-			messages = (unsigned)atoi(optarg);
-			break;
-		case 'd':
-			drop = atof(optarg);
-			break;
-		case 's':
-			server = optarg;
-			break;
-		case 'w':
-			delay_ms = (unsigned)atoi(optarg);
-			break;
-		case 'e':
-			seed = (unsigned)atoi(optarg);
-			break;
-		case 'l':
-			limit_s = (unsigned)atoi(optarg);
-			break;
-		case 'q':
-			queue = (unsigned)atoi(optarg);
-			break;
-		case 'x':
-			rps = (unsigned)atoi(optarg);
-			break;
-		default:
-			return 2;
-		}
-	}
+	const struct fp_opt o[] = {
+	    FP_OPT("drop", drop),  FP_OPT("server", server),   FP_OPT("server-delay-ms", delay_ms),
+	    FP_OPT("seed", seed),  FP_OPT("limit-s", limit_s), FP_OPT("queue-packets", queue),
+	    FP_OPT("max-rps", rps)};
+	int rc = fp_parse_options(argc, argv, &backend, &rate, &messages, o,
+	                          (int)(sizeof(o) / sizeof(o[0])));
+	if (rc)
+		return rc;
 	int serve = !strcmp(server, "on");
 	if (!serve && strcmp(server, "down")) {
 		fprintf(stderr, "--server on|down\n");
 		return 2;
 	}
 	struct uf_feed_config cfg;
-	memset(&cfg, 0, sizeof(cfg));
-	snprintf(cfg.name, sizeof(cfg.name), "lag");
-	if (uf_backend_parse(backend, &cfg.backend) < 0) {
-		fprintf(stderr, "unknown back end %s\n", backend);
-		return 2;
-	}
-	char day[256];
-	if (!ft_use_ring_dir())
-		return 1;
-	if (ft_gen_day(day, sizeof(day), messages, 50, 11) < 0) {
-		fprintf(stderr, "uf-gen failed\n");
-		return 1;
-	}
+	char day[256], a[64], b[64], port[16], r[32], dr[32], sd[32], dl[32];
+	rc = fp_config_init(&cfg, "lag", backend);
+	if (!rc)
+		rc = fp_ring_dir_and_day(day, sizeof(day), messages, 50);
+	if (rc)
+		return rc;
 	int base = 43000 + (int)(getpid() % 500) * 4;
-	cfg.cpu = -1;
-	cfg.sqpoll_cpu = -1;
-	cfg.numa_node = -1;
-	cfg.nlines = 2;
-	char a[64], b[64], port[16], r[32], dr[32], sd[32], dl[32];
-	for (int l = 0; l < 2; l++) {
-		snprintf(cfg.lines[l].name, sizeof(cfg.lines[l].name), "%c", 'A' + l);
-		char g[32];
-		snprintf(g, sizeof(g), "239.79.%d.%d", (int)(getpid() % 200), l + 1);
-		inet_pton(AF_INET, g, &cfg.lines[l].group);
-		cfg.lines[l].port = (uint16_t)(base + l);
-		inet_pton(AF_INET, "127.0.0.1", &cfg.lines[l].interface);
-		snprintf(l ? b : a, 64, "%s:%d", g, base + l);
-	}
+	fp_config_lines(&cfg, 2, 79, (int)(getpid() % 200), base, a, b);
 	/* The daemon's defaults (daemon/uf_config.h), except the queue when asked. */
-	cfg.recovery.enabled = 1;
-	cfg.recovery.server.sin_family = AF_INET;
-	cfg.recovery.server.sin_port = htons((uint16_t)(base + 2));
-	inet_pton(AF_INET, "127.0.0.1", &cfg.recovery.server.sin_addr);
-	cfg.recovery.max_count = 1000;
-	cfg.recovery.timeout_ms = 50;
-	cfg.recovery.retries = 5;
-	cfg.recovery.wait_ms = 2;
-	cfg.recovery.wait_packets = 64;
-	cfg.recovery.queue_packets = queue;
-	cfg.recovery.max_requests_per_s = rps;
+	fp_config_recovery(&cfg, base + 2, 2, queue, rps);
 	snprintf(g_ring, sizeof(g_ring), "uflag_%d", (int)getpid());
 	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", g_ring);
-	cfg.ring.capacity = 1 << 22;
-	cfg.book.depth = 10;
-	cfg.book.max_orders = 1 << 21;
-	cfg.book.max_instruments = 1024;
-	cfg.buffers.count = 4096;
-	cfg.buffers.size = 2048;
-	char err[256];
-	if (uf_feed_create(&cfg, &g_feed, err, sizeof(err)) < 0) {
-		fprintf(stderr, "uf_feed_create: %s\n", err);
+	if (fp_feed_create(&cfg, &g_feed))
 		return 1;
-	}
 	pthread_t thr, cthr;
 	pthread_create(&thr, NULL, run_feed, NULL);
 	pthread_create(&cthr, NULL, run_consumer, NULL);
@@ -238,23 +156,13 @@ int main(int argc, char **argv)
 	uint64_t t0 = uf_now_mono_ns();
 	pid_t rp = ft_spawn(args, NULL);
 	const struct uf_feed_stats *st = uf_feed_stats(g_feed);
-	uint64_t limit = t0 + (uint64_t)limit_s * 1000000000ull;
-	int done = 0;
-	while (uf_now_mono_ns() < limit &&
-	       !(done = uf_load_relaxed_u64(&st->end_of_session) &&
-	                uf_load_relaxed_u64(&st->messages) +
-	                        uf_load_relaxed_u64(&st->messages_unrecovered) >=
-	                    messages)) {
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
+	int done = fp_wait_day(st, messages, t0 + (uint64_t)limit_s * 1000000000ull);
 	uint64_t t1 = uf_now_mono_ns();
 	g_stop = 1;
 	pthread_join(thr, NULL);
 	g_cons_stop = 1;
 	pthread_join(cthr, NULL);
-	kill(rp, SIGTERM);
-	ft_wait(rp, 10000);
+	fp_stop_replay(rp);
 	static struct uf_feed_stats s;
 	uf_feed_stats_read(st, &s);
 
@@ -290,9 +198,6 @@ int main(int argc, char **argv)
 	       (unsigned long long)s.queued_packets, g_cons_err);
 	free(lag);
 	free(g_recs);
-	uf_feed_destroy(g_feed);
-	uf_ring_unlink(cfg.ring.name, NULL);
-	ft_rm_dir(ft_use_ring_dir());
-	unlink(day);
+	fp_cleanup(g_feed, cfg.ring.name, day);
 	return done ? 0 : 1;
 }
