@@ -181,6 +181,40 @@ static char *decode_books(const char *day)
 	return out;
 }
 
+/* The local books (uf-tail on the ring) are not empty and equal `remote`; frees `remote`. */
+static void expect_local_books(const struct bt_case *k, char *remote)
+{
+	char *local = local_books(k);
+
+	assert_true(strlen(local) > 100);
+	assert_string_equal(remote, local);
+	free(local);
+	free(remote);
+}
+
+/* The remote handle's books are the file's (`ref`, not empty). */
+static void expect_remote_books(uf_consumer_t *c, const char *ref)
+{
+	char *remote = bt_render_books(c, 10);
+
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(remote, ref);
+	free(remote);
+}
+
+/* Both the local books and the remote handle's are the file's (`ref`, not empty). */
+static void expect_local_and_remote_books(const struct bt_case *k, uf_consumer_t *c,
+                                          const char *ref)
+{
+	char *remote = bt_render_books(c, 10), *local = local_books(k);
+
+	assert_true(strlen(ref) > 100);
+	assert_string_equal(local, ref);
+	assert_string_equal(remote, ref);
+	free(local);
+	free(remote);
+}
+
 static uf_consumer_t *remote_attach(const char *urls, const char *ring)
 {
 	struct uf_consumer_options co;
@@ -203,43 +237,85 @@ struct drain {
 	int closed;        /* -EPIPE seen */
 };
 
-/* Reads until the ring is closed (bounded), checking that sequences follow each other with
- * no lap; calls `at` once after `at_count` records. */
-static void drain(uf_consumer_t *c, struct drain *d, uint64_t at_count, void (*at)(void *),
-                  void *arg)
+/* Reads `c` until the ring is closed (-EPIPE), failing after `ms`: each batch of records goes
+ * to `batch` (may be NULL), each lap to `lapped` (NULL: a lap fails the test). */
+static void read_to_close(uf_consumer_t *c, uint64_t ms,
+                          void (*batch)(const struct uf_record *r, int n, uint64_t seq, void *arg),
+                          void (*lapped)(const struct uf_consumer_lap *lap, void *arg), void *arg)
 {
 	struct uf_record recs[256];
-	uint64_t end = bt_now_ms() + 90000, seq;
-	int fired = at == NULL;
+	uint64_t end = bt_now_ms() + ms, seq;
 
-	while (!d->closed) {
+	for (;;) {
 		int n = uf_consumer_read(c, recs, 256, &seq);
 		if (n > 0) {
-			if (seq != d->next)
-				fail_msg("records jump from %" PRIu64 " to %" PRIu64, d->next, seq);
-			d->next = seq + (uint64_t)n;
-			d->received += (uint64_t)n;
-			if (!fired && d->received >= at_count) {
-				at(arg);
-				fired = 1;
-			}
+			if (batch)
+				batch(recs, n, seq, arg);
 			continue;
 		}
-		if (n == -EPIPE) {
-			d->closed = 1;
-			break;
-		}
+		if (n == -EPIPE)
+			return;
 		if (n == -EOVERFLOW) {
 			struct uf_consumer_lap lap;
 			uf_consumer_last_lap(c, &lap);
-			fail_msg("remote consumer lost %" PRIu64 " records at %" PRIu64, lap.lost,
-			         lap.from_seq);
+			if (!lapped)
+				fail_msg("remote consumer lost %" PRIu64 " records at %" PRIu64,
+				         lap.lost, lap.from_seq);
+			lapped(&lap, arg);
+			continue;
 		}
 		assert_int_equal(n, -EAGAIN);
 		assert_true(bt_now_ms() < end);
 		uf_consumer_wait(c, 100000000);
 	}
-	assert_true(fired);
+}
+
+struct drain_run {
+	struct drain *d;
+	uint64_t at_count;
+	void (*at)(void *);
+	void *arg;
+	int fired;
+};
+
+static void drain_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
+{
+	struct drain_run *x = arg;
+	struct drain *d = x->d;
+
+	(void)r;
+	if (seq != d->next)
+		fail_msg("records jump from %" PRIu64 " to %" PRIu64, d->next, seq);
+	d->next = seq + (uint64_t)n;
+	d->received += (uint64_t)n;
+	if (!x->fired && d->received >= x->at_count) {
+		x->at(x->arg);
+		x->fired = 1;
+	}
+}
+
+/* Reads until the ring is closed (bounded), checking that sequences follow each other with
+ * no lap; calls `at` once after `at_count` records. */
+static void drain(uf_consumer_t *c, struct drain *d, uint64_t at_count, void (*at)(void *),
+                  void *arg)
+{
+	struct drain_run x = {d, at_count, at, arg, at == NULL};
+
+	read_to_close(c, 90000, drain_batch, NULL, &x);
+	d->closed = 1;
+	assert_true(x.fired);
+}
+
+/* One-node case at full speed with a remote consumer that reads nothing until the day is
+ * played; returns the feeder's summary line. */
+static char *case_play_unread(struct bt_case *k, const char *tag, const char *day,
+                              uf_consumer_t **c)
+{
+	case_begin(k, tag, 1);
+	case_start(k, day, "0", "0", k->ns.urls, "1");
+	*c = remote_attach(k->ns.urls, k->ring);
+	case_go(k);
+	return case_finish(k);
 }
 
 /* A day with losses (every 997th message an unrecovered gap): the remote books equal the
@@ -248,7 +324,7 @@ static void test_remote_books_equal_local_books_on_a_day_with_loss(void **state)
 {
 	struct bt_case k;
 	const char *day = bt_gen_day(50000, 30, 7);
-	char *feed, *local, *remote, *st;
+	char *feed, *st;
 
 	case_begin(&k, "loss", 1);
 	case_start(&k, day, "0", "997", k.ns.urls, "1");
@@ -258,14 +334,9 @@ static void test_remote_books_equal_local_books_on_a_day_with_loss(void **state)
 	st = uf_test_slurp(k.status);
 	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
 	assert_int_equal(bt_json_num(st, "laps"), 0);
-	local = local_books(&k);
-	remote = remote_books(&k, k.ns.urls);
-	assert_true(strlen(local) > 100);
-	assert_string_equal(remote, local);
+	expect_local_books(&k, remote_books(&k, k.ns.urls));
 	free(feed);
 	free(st);
-	free(local);
-	free(remote);
 	case_end(&k);
 }
 
@@ -286,7 +357,7 @@ static void test_remote_consumer_streams_across_sigkill_of_a_cluster_node(void *
 	struct bt_case k;
 	const char *day = bt_gen_day(30000, 30, 11);
 	struct drain d = {0};
-	char *feed, *local, *remote, *ref, *tail, urls23[200];
+	char *feed, *ref, *tail, urls23[200];
 	uf_consumer_t *c;
 
 	case_begin(&k, "clu", 3);
@@ -298,19 +369,13 @@ static void test_remote_consumer_streams_across_sigkill_of_a_cluster_node(void *
 	assert_int_equal(k.ns.pid[0], 0); /* the kill happened mid-stream */
 	feed = case_finish(&k);
 	assert_int_equal(d.received, bt_json_num(feed, "records"));
-	remote = bt_render_books(c, 10);
-	local = local_books(&k);
-	assert_true(strlen(ref) > 100);
-	assert_string_equal(local, ref);
-	assert_string_equal(remote, ref);
+	expect_local_and_remote_books(&k, c, ref);
 	snprintf(urls23, sizeof(urls23), "nats://127.0.0.1:%d,nats://127.0.0.1:%d", k.ns.port[1],
 	         k.ns.port[2]);
 	tail = remote_books(&k, urls23);
 	assert_string_equal(tail, ref);
 	uf_consumer_detach(c);
 	free(feed);
-	free(local);
-	free(remote);
 	free(ref);
 	free(tail);
 	case_end(&k);
@@ -324,7 +389,7 @@ static void test_late_remote_consumer_snapshot_then_stream(void **state)
 	const char *day = bt_gen_day(40000, 30, 13);
 	struct uf_consumer_info info;
 	struct drain d = {0};
-	char *feed, *ref, *remote, *st;
+	char *feed, *ref, *st;
 	uf_consumer_t *c;
 
 	case_begin(&k, "late", 1);
@@ -340,13 +405,10 @@ static void test_late_remote_consumer_snapshot_then_stream(void **state)
 	drain(c, &d, 0, NULL, NULL);
 	feed = case_finish(&k);
 	assert_int_equal(d.next, bt_json_num(feed, "tail"));
-	remote = bt_render_books(c, 10);
-	assert_true(strlen(ref) > 100);
-	assert_string_equal(remote, ref);
+	expect_remote_books(c, ref);
 	uf_consumer_detach(c);
 	free(feed);
 	free(ref);
-	free(remote);
 	case_end(&k);
 }
 
@@ -362,11 +424,7 @@ static void test_slow_remote_consumer_never_slows_the_bridge(void **state)
 	char *feed, *st;
 	uf_consumer_t *c;
 
-	case_begin(&k, "slow", 1);
-	case_start(&k, day, "0", "0", k.ns.urls, "1");
-	c = remote_attach(k.ns.urls, k.ring);
-	case_go(&k);
-	feed = case_finish(&k);
+	feed = case_play_unread(&k, "slow", day, &c);
 	uf_consumer_get_info(c, &info);
 	assert_int_equal(info.received, 0);
 	st = uf_test_slurp(k.status);
@@ -380,6 +438,18 @@ static void test_slow_remote_consumer_never_slows_the_bridge(void **state)
 	case_end(&k);
 }
 
+struct laps {
+	uint64_t laps, lost;
+};
+
+static void count_lap(const struct uf_consumer_lap *lap, void *arg)
+{
+	struct laps *n = arg;
+
+	n->lost += lap->lost;
+	n->laps++;
+}
+
 /* The bridge is stopped (SIGSTOP) until the ring laps it: it must say so on the stream (the
  * remote consumer loses exactly the records the bridge lost, lap for lap), re-snapshot from
  * the ring's image, and the remote consumer must still end with the local books. */
@@ -389,10 +459,10 @@ static void test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap(void
 	const char *day = bt_gen_day(40000, 30, 19);
 	struct uf_consumer_options co;
 	struct uf_consumer_info li;
-	struct uf_record recs[256];
+	struct laps seen = {0};
 	uf_consumer_t *c, *local;
-	uint64_t stopped_at, lost = 0, laps = 0, end;
-	char *st, *feed, *local_b, *remote_b, err[256];
+	uint64_t stopped_at, end;
+	char *st, *feed, err[256];
 
 	case_begin(&k, "lap", 1);
 	/* image depth 64: the re-snapshot is then the whole book of every instrument */
@@ -413,42 +483,20 @@ static void test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap(void
 	}
 	assert_true(li.tail >= stopped_at + 2 * 4096); /* the ring went round past the bridge */
 	assert_int_equal(kill(k.bridge, SIGCONT), 0);
-	for (end = bt_now_ms() + 60000;;) {
-		uint64_t seq;
-		int n = uf_consumer_read(c, recs, 256, &seq);
-		if (n > 0)
-			continue;
-		if (n == -EOVERFLOW) {
-			struct uf_consumer_lap lap;
-			uf_consumer_last_lap(c, &lap);
-			lost += lap.lost;
-			laps++;
-			continue;
-		}
-		if (n == -EPIPE)
-			break;
-		assert_int_equal(n, -EAGAIN);
-		assert_true(bt_now_ms() < end);
-		uf_consumer_wait(c, 100000000);
-	}
+	read_to_close(c, 60000, NULL, count_lap, &seen);
 	feed = case_finish(&k);
 	st = uf_test_slurp(k.status);
 	/* at least the forced lap; a loaded machine may lap the bridge again while it
 	 * re-snapshots (the ring holds 90 ms here): each one must reach the consumer */
 	assert_true(bt_json_num(st, "laps") >= 1);
 	assert_true(bt_json_num(st, "lost") > 0);
-	assert_int_equal(laps, bt_json_num(st, "laps"));
-	assert_int_equal(lost, bt_json_num(st, "lost"));
-	local_b = local_books(&k);
-	remote_b = bt_render_books(c, 10);
-	assert_true(strlen(local_b) > 100);
-	assert_string_equal(remote_b, local_b);
+	assert_int_equal(seen.laps, bt_json_num(st, "laps"));
+	assert_int_equal(seen.lost, bt_json_num(st, "lost"));
+	expect_local_books(&k, bt_render_books(c, 10));
 	uf_consumer_detach(c);
 	uf_consumer_detach(local);
 	free(st);
 	free(feed);
-	free(local_b);
-	free(remote_b);
 	case_end(&k);
 }
 
@@ -470,7 +518,7 @@ static void test_bridge_killed_and_restarted_no_duplicate_no_reorder(void **stat
 	struct bt_case k;
 	const char *day = bt_gen_day(30000, 30, 23);
 	struct drain d = {0};
-	char *feed, *ref, *remote;
+	char *feed, *ref;
 	uf_consumer_t *c;
 
 	case_begin(&k, "rst", 1);
@@ -482,13 +530,10 @@ static void test_bridge_killed_and_restarted_no_duplicate_no_reorder(void **stat
 	drain(c, &d, 20000, restart_bridge, NULL);
 	feed = case_finish(&k);
 	assert_int_equal(d.received, bt_json_num(feed, "records"));
-	remote = bt_render_books(c, 10);
-	assert_true(strlen(ref) > 100);
-	assert_string_equal(remote, ref);
+	expect_remote_books(c, ref);
 	uf_consumer_detach(c);
 	free(feed);
 	free(ref);
-	free(remote);
 	case_end(&k);
 }
 
@@ -501,7 +546,7 @@ static void test_producer_restart_is_followed_by_bridge_and_remote_consumer(void
 	char day1[300], day2[300], start2[300], out2[300];
 	struct uf_consumer_info i1, i2;
 	struct drain d = {0};
-	char *ref, *remote, *local;
+	char *ref;
 	uf_consumer_t *c;
 	uint64_t end;
 	pid_t feed2;
@@ -544,17 +589,11 @@ static void test_producer_restart_is_followed_by_bridge_and_remote_consumer(void
 		free(f1);
 		free(f2);
 	}
-	remote = bt_render_books(c, 10);
-	local = local_books(&k);
-	assert_true(strlen(ref) > 100);
-	assert_string_equal(local, ref);
-	assert_string_equal(remote, ref);
+	expect_local_and_remote_books(&k, c, ref);
 	kill(k.bridge, SIGTERM);
 	assert_int_equal(bt_wait(k.bridge, 10000), 0);
 	uf_consumer_detach(c);
 	free(ref);
-	free(remote);
-	free(local);
 	case_end(&k);
 }
 
@@ -564,7 +603,7 @@ static void test_tls_bridge_and_remote_consumer(void **state)
 {
 	struct bt_case k;
 	const char *day = bt_gen_day(20000, 30, 37);
-	char ca[300], name[400], err[512], *feed, *local, *remote;
+	char ca[300], name[400], err[512], *feed;
 	struct uf_consumer_options co;
 	uf_consumer_t *c = NULL;
 	struct drain d = {0};
@@ -588,15 +627,10 @@ static void test_tls_bridge_and_remote_consumer(void **state)
 	drain(c, &d, 0, NULL, NULL);
 	feed = case_finish(&k);
 	assert_int_equal(d.received, bt_json_num(feed, "records"));
-	local = local_books(&k);
-	remote = remote_books(&k, k.ns.urls); /* uf-tail inherits UF_NATS_TLS_CA */
-	assert_true(strlen(local) > 100);
-	assert_string_equal(remote, local);
+	expect_local_books(&k, remote_books(&k, k.ns.urls)); /* uf-tail inherits UF_NATS_TLS_CA */
 	unsetenv("UF_NATS_TLS_CA");
 	uf_consumer_detach(c);
 	free(feed);
-	free(local);
-	free(remote);
 	case_end(&k);
 }
 
@@ -697,13 +731,8 @@ static void test_per_symbol_subject_holds_exactly_the_instruments_records(void *
 	natsSubscription_Destroy(sub);
 	jsCtx_Destroy(js);
 	natsConnection_Destroy(nc);
-	{ /* the ordered subject, read past the per-symbol messages in the same stream */
-		char *lb = local_books(&k), *rb = remote_books(&k, k.ns.urls);
-		assert_true(strlen(lb) > 100);
-		assert_string_equal(rb, lb);
-		free(lb);
-		free(rb);
-	}
+	/* the ordered subject, read past the per-symbol messages in the same stream */
+	expect_local_books(&k, remote_books(&k, k.ns.urls));
 	uf_consumer_detach(local);
 	free(want);
 	free(want_seq);
@@ -727,11 +756,7 @@ static void test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly(void 
 	char *feed;
 	uf_consumer_t *c;
 
-	case_begin(&k, "own", 1);
-	case_start(&k, day, "0", "0", k.ns.urls, "1");
-	c = remote_attach(k.ns.urls, k.ring);
-	case_go(&k);
-	feed = case_finish(&k);
+	feed = case_play_unread(&k, "own", day, &c);
 	total = (uint64_t)bt_json_num(feed, "records");
 	assert_true(total > 262144 + 1000);                 /* more than the consumer's buffer */
 	for (end = bt_now_ms() + 60000;; bt_sleep_ms(20)) { /* the receiver has it all */
@@ -757,6 +782,19 @@ static void test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly(void 
 	case_end(&k);
 }
 
+struct handover {
+	struct uf_nats_books bk;
+	uint64_t applied; /* records that changed a book */
+};
+
+static void apply_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
+{
+	struct handover *h = arg;
+
+	for (int i = 0; i < n; i++)
+		h->applied += uf_nats_books_apply(&h->bk, &r[i], seq + (uint64_t)i) > 0;
+}
+
 static int seed_snapshot(const struct uf_book_snapshot *s, void *arg)
 {
 	struct uf_nats_books *bk = arg;
@@ -771,14 +809,12 @@ static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void
 {
 	struct bt_case k;
 	const char *day = bt_gen_day(40000, 30, 47);
-	struct uf_nats_books bk;
+	struct handover h = {0};
 	struct uf_consumer_info info;
-	struct uf_record recs[256];
 	struct bt_books l = {0};
-	uint64_t from, seq, end, applied = 0;
-	char *st, *feed, *local, *mine;
+	uint64_t from;
+	char *st, *feed;
 	uf_consumer_t *c;
-	int n;
 
 	case_begin(&k, "hand", 1);
 	case_start_cap(&k, day, "20000", "0", k.ns.urls, "1", "1048576", "64");
@@ -787,44 +823,26 @@ static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void
 	free(st);
 	c = remote_attach(k.ns.urls, k.ring);
 	uf_consumer_get_info(c, &info);
-	assert_int_equal(uf_nats_books_init(&bk, info.max_instruments, 0), 0);
-	assert_int_equal(uf_consumer_snapshot_all(c, seed_snapshot, &bk), 0);
+	assert_int_equal(uf_nats_books_init(&h.bk, info.max_instruments, 0), 0);
+	assert_int_equal(uf_consumer_snapshot_all(c, seed_snapshot, &h.bk), 0);
 	from = info.position;
-	for (uint32_t i = 0; i < bk.max; i++)
-		if (bk.v[i] && bk.v[i]->apply_from < from)
-			from = bk.v[i]->apply_from;
+	for (uint32_t i = 0; i < h.bk.max; i++)
+		if (h.bk.v[i] && h.bk.v[i]->apply_from < from)
+			from = h.bk.v[i]->apply_from;
 	assert_true(from > 0); /* mid-stream */
 	assert_int_equal(uf_consumer_seek(c, from), 0);
-	for (end = bt_now_ms() + 60000;;) {
-		n = uf_consumer_read(c, recs, 256, &seq);
-		if (n > 0) {
-			for (int i = 0; i < n; i++)
-				applied +=
-				    uf_nats_books_apply(&bk, &recs[i], seq + (uint64_t)i) > 0;
-			continue;
-		}
-		if (n == -EPIPE)
-			break;
-		assert_int_equal(n, -EAGAIN);
-		assert_true(bt_now_ms() < end);
-		uf_consumer_wait(c, 100000000);
-	}
+	read_to_close(c, 60000, apply_batch, NULL, &h);
 	feed = case_finish(&k);
-	assert_true(applied > 1000);
-	for (uint32_t i = 0; i < bk.max; i++) {
+	assert_true(h.applied > 1000);
+	for (uint32_t i = 0; i < h.bk.max; i++) {
 		struct uf_book_snapshot s;
-		if (uf_nats_books_snapshot(&bk, i, 64, 0, &s) == 0)
+		if (uf_nats_books_snapshot(&h.bk, i, 64, 0, &s) == 0)
 			bt_collect(&s, &l);
 	}
-	mine = bt_render_list(l, 10);
-	local = local_books(&k);
-	assert_true(strlen(local) > 100);
-	assert_string_equal(mine, local);
-	uf_nats_books_free(&bk);
+	expect_local_books(&k, bt_render_list(l, 10));
+	uf_nats_books_free(&h.bk);
 	uf_consumer_detach(c);
 	free(feed);
-	free(local);
-	free(mine);
 	case_end(&k);
 }
 

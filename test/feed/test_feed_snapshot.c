@@ -317,6 +317,39 @@ static void ts_send_end(struct ts_case *c)
 	ts_send(c, 1, g_n + 1, 0xFFFF);
 }
 
+/* Both lines send `from`..the day's last message, then the End of Session, which the feed
+ * must reach (bounded). */
+static void ts_send_rest(struct ts_case *c, uint64_t from)
+{
+	ts_send_range(c, 3, from, g_n + 1);
+	ts_send_end(c);
+	assert_int_equal(ts_wait_ge(&c->s->end_of_session, 1, TS_WAIT_MS), 0);
+}
+
+/* Both lines send 1..3000, all applied (bounded). */
+static void ts_live_to_3000(struct ts_case *c)
+{
+	ts_send_range(c, 3, 1, 3001);
+	assert_int_equal(ts_wait_ge(&c->s->messages, 3000, TS_WAIT_MS), 0);
+}
+
+/* A feed of the case's config, running, with 1..3000 applied. */
+static void ts_start_live_to_3000(struct ts_case *c)
+{
+	ts_create(c);
+	ts_run(c);
+	ts_live_to_3000(c);
+}
+
+/* Waits (bounded) until the snapshot server sent its body, which must not be empty. */
+static void ts_wait_body(struct ts_glimpse *g)
+{
+	uint64_t end = ts_now_ms() + TS_WAIT_MS;
+	while (g->body < 0 && ts_now_ms() < end)
+		ts_nap();
+	assert_true(g->body > 0);
+}
+
 static void ts_expect_books(const char *ring)
 {
 	int stale = -1;
@@ -341,10 +374,7 @@ static void test_snapshot_merge_with_live_packets_before_across_and_after(void *
 	ts_create(&c);
 	ts_run(&c);
 	/* The snapshot body is out and applied, its end held back: the feed is loading. */
-	uint64_t end = ts_now_ms() + TS_WAIT_MS;
-	while (g.body < 0 && ts_now_ms() < end)
-		ts_nap();
-	assert_true(g.body > 0);
+	ts_wait_body(&g);
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_messages, (uint64_t)g.body, TS_WAIT_MS), 0);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->snapshot_in_progress), 1);
 	/* Live on A: 4000..6000 in 7-message packets (one of them holds 4994..5000: it straddles
@@ -367,9 +397,7 @@ static void test_snapshot_merge_with_live_packets_before_across_and_after(void *
 	 * dropped as already in the snapshot. */
 	assert_int_equal(ts_wait_ge(&c.s->messages, 6001 - K, TS_WAIT_MS), 0);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->messages), 6001 - K);
-	ts_send_range(&c, 3, 6001, g_n + 1);
-	ts_send_end(&c);
-	assert_int_equal(ts_wait_ge(&c.s->end_of_session, 1, TS_WAIT_MS), 0);
+	ts_send_rest(&c, 6001);
 	struct uf_feed_stats st;
 	uf_feed_stats_read(c.s, &st);
 	assert_int_equal(st.messages, g_n + 1 - K); /* every message after the snapshot, once */
@@ -398,24 +426,16 @@ static void test_snapshot_gap_too_large_loads_a_snapshot(void **state)
 	ts_config(&c.cfg, 1, g.port);
 	c.cfg.snapshot.on_start = 0;
 	c.cfg.snapshot.max_gap_messages = 1000;
-	ts_create(&c);
-	ts_run(&c);
-	ts_send_range(&c, 3, 1, 3001);
-	assert_int_equal(ts_wait_ge(&c.s->messages, 3000, TS_WAIT_MS), 0);
+	ts_start_live_to_3000(&c);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->snapshot_in_progress), 0);
 	/* Both lines jump 3000 -> 6000: a hole of 3000 > 1000 messages. */
 	ts_send_range(&c, 3, 6000, 10001);
-	uint64_t end = ts_now_ms() + TS_WAIT_MS;
-	while (g.body < 0 && ts_now_ms() < end)
-		ts_nap();
-	assert_true(g.body > 0);
+	ts_wait_body(&g);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->snapshot_in_progress), 1);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->rerequests), 0);
 	g.release = 1;
 	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, 1, TS_WAIT_MS), 0);
-	ts_send_range(&c, 3, 10001, g_n + 1);
-	ts_send_end(&c);
-	assert_int_equal(ts_wait_ge(&c.s->end_of_session, 1, TS_WAIT_MS), 0);
+	ts_send_rest(&c, 10001);
 	struct uf_feed_stats st;
 	uf_feed_stats_read(c.s, &st);
 	assert_int_equal(st.messages, 3000 + (g_n + 1 - K));
@@ -453,21 +473,13 @@ static void test_snapshot_gap_too_old_loads_a_snapshot(void **state)
 	c.cfg.recovery.retries = 5;
 	c.cfg.recovery.wait_packets = 64;
 	c.cfg.recovery.max_requests_per_s = 1000;
-	ts_create(&c);
-	ts_run(&c);
-	ts_send_range(&c, 3, 1, 3001);
-	assert_int_equal(ts_wait_ge(&c.s->messages, 3000, TS_WAIT_MS), 0);
+	ts_start_live_to_3000(&c);
 	/* 3001..3049 lost on both lines: a small hole that never fills */
 	ts_send_range(&c, 3, 3050, 3205);
-	uint64_t end = ts_now_ms() + TS_WAIT_MS;
-	while (g.body < 0 && ts_now_ms() < end)
-		ts_nap();
-	assert_true(g.body > 0);
+	ts_wait_body(&g);
 	g.release = 1;
 	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, 1, TS_WAIT_MS), 0);
-	ts_send_range(&c, 3, 3205, g_n + 1);
-	ts_send_end(&c);
-	assert_int_equal(ts_wait_ge(&c.s->end_of_session, 1, TS_WAIT_MS), 0);
+	ts_send_rest(&c, 3205);
 	struct uf_feed_stats st;
 	uf_feed_stats_read(c.s, &st);
 	assert_int_equal(st.gaps_unrecovered, 0); /* the age trigger came first */
@@ -491,10 +503,7 @@ static void test_snapshot_dying_mid_snapshot_flags_books_stale_and_retries(void 
 	c.cfg.snapshot.on_start = 0;
 	c.cfg.snapshot.max_gap_messages = 1000;
 	c.cfg.snapshot.timeout_ms = 500;
-	ts_create(&c);
-	ts_run(&c);
-	ts_send_range(&c, 3, 1, 3001);
-	assert_int_equal(ts_wait_ge(&c.s->messages, 3000, TS_WAIT_MS), 0);
+	ts_start_live_to_3000(&c);
 	ts_send_range(&c, 3, 6000, 10001); /* a hole of 3000: loads; the server dies in it */
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 1, TS_WAIT_MS), 0);
 	/* the books were reset for the snapshot: what 1..3000 had built is gone, and said so;
@@ -536,9 +545,7 @@ static void test_snapshot_server_down_is_retried_counted_and_books_flagged_stale
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 1, TS_WAIT_MS), 0);
 	assert_int_equal(uf_load_relaxed_u64(&c.s->snapshot_in_progress), 0);
 	/* Late start without a snapshot and without a re-request server: 1..1000 are lost. */
-	ts_send_range(&c, 3, 1001, g_n + 1);
-	ts_send_end(&c);
-	assert_int_equal(ts_wait_ge(&c.s->end_of_session, 1, TS_WAIT_MS), 0);
+	ts_send_rest(&c, 1001);
 	/* The given-up hole makes the books stale, which asks for a snapshot again: attempted
 	 * after the back-off, failed, counted. */
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 2, TS_WAIT_MS), 0);

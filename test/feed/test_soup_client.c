@@ -138,21 +138,42 @@ static struct rp_snap_server *ts_server(uint16_t port, uint32_t hb_ms, uint32_t 
 	return srv;
 }
 
+/* Default parameters for a server on loopback `port`, logging in as user/pass. */
+static void ts_params(struct uf_soup_client_params *p, uint16_t port, const char *user,
+                      const char *pass)
+{
+	uf_soup_client_params_default(p);
+	p->server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p->server.sin_port = htons(port);
+	strcpy(p->username, user);
+	strcpy(p->password, pass);
+}
+
+/* A client of `p` that reports to `k`. */
+static struct uf_soup_client *ts_create(const struct uf_soup_client_params *p, struct ts_sink *k)
+{
+	struct uf_soup_client *c;
+	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, k};
+	assert_int_equal(uf_soup_client_create(p, &cb, &c), 0);
+	return c;
+}
+
+/* A server that has sent the whole day. */
+static struct rp_snap_server *ts_day_server(uint16_t *port)
+{
+	struct rp_snap_server *srv = ts_server(0, 1000, 15000, port);
+	rp_snap_server_sent(srv, g_n + 1);
+	return srv;
+}
+
 static struct uf_soup_client *ts_client(uint16_t port, const char *user, const char *pass,
                                         struct ts_sink *k)
 {
 	struct uf_soup_client_params p;
-	struct uf_soup_client *c;
-	uf_soup_client_params_default(&p);
-	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	p.server.sin_port = htons(port);
-	strcpy(p.username, user);
-	strcpy(p.password, pass);
+	ts_params(&p, port, user, pass);
 	p.backoff_min_ms = 20;
 	p.backoff_max_ms = 200;
-	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, k};
-	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
-	return c;
+	return ts_create(&p, k);
 }
 
 /* Runs the client until `cond` holds (bounded: fails after timeout_ms). */
@@ -212,8 +233,7 @@ static void test_client_login_rejected(void **s)
 {
 	(void)s;
 	uint16_t port;
-	struct rp_snap_server *srv = ts_server(0, 1000, 15000, &port);
-	rp_snap_server_sent(srv, g_n + 1);
+	struct rp_snap_server *srv = ts_day_server(&port);
 
 	/* Wrong password: 'A' (not authorized), and the client stops for good. */
 	struct ts_sink k = {0};
@@ -237,16 +257,11 @@ static void test_client_login_rejected(void **s)
 	/* A session the server does not have: 'S', which the client retries after a back-off
 	 * (the session may appear later), getting 'S' again each time. */
 	struct uf_soup_client_params p;
-	uf_soup_client_params_default(&p);
-	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	p.server.sin_port = htons(port);
-	strcpy(p.username, "TESTER");
-	strcpy(p.password, "PASS123");
+	ts_params(&p, port, "TESTER", "PASS123");
 	strcpy(p.session, "OTHERSESS");
 	p.backoff_min_ms = 10;
 	memset(&k, 0, sizeof(k));
-	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
-	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	c = ts_create(&p, &k);
 	uf_soup_client_start(c, uf_now_mono_ns());
 	TS_RUN_UNTIL(c, k.rejected >= 3, 10000);
 	assert_int_equal(k.reject_reason, 'S');
@@ -267,21 +282,14 @@ static struct uf_soup_client *ts_idle_client(uint16_t port, uint32_t server_time
                                              struct ts_sink *k)
 {
 	struct uf_soup_client_params p;
-	struct uf_soup_client *c;
-	uf_soup_client_params_default(&p);
-	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	p.server.sin_port = htons(port);
-	strcpy(p.username, "TESTER");
-	strcpy(p.password, "PASS123");
+	ts_params(&p, port, "TESTER", "PASS123");
 	p.seq = 0;
 	p.glimpse = 0;
 	p.heartbeat_ms = 50;
 	p.server_timeout_ms = server_timeout_ms;
 	p.backoff_min_ms = 20;
 	p.backoff_max_ms = 100;
-	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, k};
-	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
-	return c;
+	return ts_create(&p, k);
 }
 
 static void test_heartbeats_keep_an_idle_session_alive(void **s)
@@ -358,11 +366,19 @@ static void test_client_reconnects_after_server_restart(void **s)
 	rp_snap_server_stop(srv);
 }
 
-/* A server that answers the login with garbage: the client refuses the packet by kind, drops
- * the connection and reconnects, and never hands garbage on. */
-static void test_client_drops_a_server_that_sends_malformed_packets(void **s)
+/* Starts `c` and runs it until its first attempt ends (bounded): it must end by timing out. */
+static void ts_first_attempt_times_out(struct uf_soup_client *c, struct ts_sink *k,
+                                       struct uf_soup_client_stats *st)
 {
-	(void)s;
+	uf_soup_client_start(c, uf_now_mono_ns());
+	TS_RUN_UNTIL(c, k->disconnected >= 1, 5000);
+	assert_int_equal(k->last_err, -ETIMEDOUT);
+	uf_soup_client_stats(c, st);
+}
+
+/* A loopback listener the test speaks for, byte by byte. */
+static int ts_listen(uint16_t *port)
+{
 	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof(a);
@@ -370,8 +386,19 @@ static void test_client_drops_a_server_that_sends_malformed_packets(void **s)
 	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(l, 4), 0);
 	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	*port = ntohs(a.sin_port);
+	return l;
+}
+
+/* A server that answers the login with garbage: the client refuses the packet by kind, drops
+ * the connection and reconnects, and never hands garbage on. */
+static void test_client_drops_a_server_that_sends_malformed_packets(void **s)
+{
+	(void)s;
+	uint16_t port;
+	int l = ts_listen(&port);
 	struct ts_sink k = {0};
-	struct uf_soup_client *c = ts_client(ntohs(a.sin_port), "TESTER", "PASS123", &k);
+	struct uf_soup_client *c = ts_client(port, "TESTER", "PASS123", &k);
 	uf_soup_client_start(c, uf_now_mono_ns());
 	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
 	int fd = accept(l, NULL, NULL);
@@ -410,24 +437,17 @@ static void test_requested_sequence_starts_inside_the_snapshot(void **s)
 {
 	(void)s;
 	uint16_t port;
-	struct rp_snap_server *srv = ts_server(0, 1000, 15000, &port);
-	rp_snap_server_sent(srv, g_n + 1);
+	struct rp_snap_server *srv = ts_day_server(&port);
 	struct uf_soup_client_params p;
 	struct uf_soup_client *c;
 	struct ts_sink all = {0}, tail = {0};
-	uf_soup_client_params_default(&p);
-	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	p.server.sin_port = htons(port);
-	strcpy(p.username, "TESTER");
-	strcpy(p.password, "PASS123");
-	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &all};
-	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	ts_params(&p, port, "TESTER", "PASS123");
+	c = ts_create(&p, &all);
 	uf_soup_client_start(c, uf_now_mono_ns());
 	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 20000);
 	uf_soup_client_destroy(c);
 	p.seq = 100;
-	cb.ctx = &tail;
-	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+	c = ts_create(&p, &tail);
 	uf_soup_client_start(c, uf_now_mono_ns());
 	TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_DONE, 20000);
 	assert_true(all.messages > 200);
@@ -436,20 +456,6 @@ static void test_requested_sequence_starts_inside_the_snapshot(void **s)
 	assert_int_equal(tail.end_seq, g_n + 1);
 	uf_soup_client_destroy(c);
 	rp_snap_server_stop(srv);
-}
-
-/* A loopback listener the test speaks for, byte by byte. */
-static int ts_listen(uint16_t *port)
-{
-	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(l, 4), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
-	*port = ntohs(a.sin_port);
-	return l;
 }
 
 /* Reads one login request from `fd` (bounded) and returns its requested sequence number. */
@@ -480,22 +486,14 @@ static void test_client_login_timeout_and_end_of_session(void **s)
 	struct uf_soup_client_params p;
 	struct uf_soup_client *c;
 	struct ts_sink k = {0};
-	uf_soup_client_params_default(&p);
-	p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	p.server.sin_port = htons(port);
-	strcpy(p.username, "TESTER");
-	strcpy(p.password, "PASS123");
+	ts_params(&p, port, "TESTER", "PASS123");
 	p.login_timeout_ms = 200;
 	p.backoff_min_ms = 10;
 	p.glimpse = 0;
-	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
-	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
-	uf_soup_client_start(c, uf_now_mono_ns());
+	c = ts_create(&p, &k);
 	/* The kernel completes the connect; nobody answers the login. */
-	TS_RUN_UNTIL(c, k.disconnected >= 1, 5000);
-	assert_int_equal(k.last_err, -ETIMEDOUT);
 	struct uf_soup_client_stats st;
-	uf_soup_client_stats(c, &st);
+	ts_first_attempt_times_out(c, &k, &st);
 	assert_int_equal(st.login_timeouts, 1);
 	int fd = accept(l, NULL, NULL); /* the timed-out connection */
 	assert_true(fd >= 0);
@@ -558,15 +556,10 @@ static void test_reconnect_mid_snapshot_restarts_or_resumes(void **s)
 		struct uf_soup_client_params p;
 		struct uf_soup_client *c;
 		struct ts_sink k = {0};
-		uf_soup_client_params_default(&p);
-		p.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		p.server.sin_port = htons(port);
-		strcpy(p.username, "TESTER");
-		strcpy(p.password, "PASS123");
+		ts_params(&p, port, "TESTER", "PASS123");
 		p.backoff_min_ms = 10;
 		p.resume = (uint8_t)resume;
-		struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
-		assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
+		c = ts_create(&p, &k);
 		uf_soup_client_start(c, uf_now_mono_ns());
 		TS_RUN_UNTIL(c, uf_soup_client_state(c) == UF_SOUP_CL_LOGIN_SENT, 5000);
 		int fd = accept(l, NULL, NULL);
@@ -640,19 +633,13 @@ static void test_client_connect_timeout(void **s)
 	struct uf_soup_client_params p;
 	struct uf_soup_client *c;
 	struct ts_sink k = {0};
-	uf_soup_client_params_default(&p);
+	ts_params(&p, port, "TESTER", "PASS123");
 	p.server = a;
-	strcpy(p.username, "TESTER");
-	strcpy(p.password, "PASS123");
 	p.connect_timeout_ms = 200;
 	p.backoff_min_ms = 5000; /* still backing off when the test looks */
-	struct uf_soup_client_cb cb = {ts_on_message, ts_on_event, &k};
-	assert_int_equal(uf_soup_client_create(&p, &cb, &c), 0);
-	uf_soup_client_start(c, uf_now_mono_ns());
-	TS_RUN_UNTIL(c, k.disconnected >= 1, 5000);
-	assert_int_equal(k.last_err, -ETIMEDOUT);
+	c = ts_create(&p, &k);
 	struct uf_soup_client_stats st;
-	uf_soup_client_stats(c, &st);
+	ts_first_attempt_times_out(c, &k, &st);
 	assert_int_equal(st.connect_failures, 1);
 	assert_int_equal(st.connects, 0);
 	assert_int_equal(uf_soup_client_state(c), UF_SOUP_CL_BACKOFF);
