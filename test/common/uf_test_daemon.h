@@ -242,26 +242,21 @@ static inline pid_t uf_test_replay_start(const char *dir, const char *day,
                                          const char *drop_a)
 {
 	char dst[2][64];
-	const char *argv[16];
-	int n = 0;
 	assert_true(nlines >= 1 && nlines <= f->nlines);
-	argv[n++] = uf_test_bin("uf-replay");
-	argv[n++] = "--in";
-	argv[n++] = day;
-	for (int i = 0; i < nlines; i++) {
+	for (int i = 0; i < nlines; i++)
 		snprintf(dst[i], sizeof(dst[i]), "%s:%d", f->group[i], f->port[i]);
-		argv[n++] = i ? "--b" : "--a";
-		argv[n++] = dst[i];
-	}
-	argv[n++] = "--interface";
-	argv[n++] = "127.0.0.1";
-	argv[n++] = "--rate";
-	argv[n++] = rate;
-	if (drop_a) {
-		argv[n++] = "--drop-a";
-		argv[n++] = drop_a;
-	}
-	argv[n] = NULL;
+	const char *opt[][2] = {{"--a", dst[0]},
+	                        {"--b", nlines == 2 ? dst[1] : NULL},
+	                        {"--interface", "127.0.0.1"},
+	                        {"--rate", rate},
+	                        {"--drop-a", drop_a}};
+	const char *argv[16] = {uf_test_bin("uf-replay"), "--in", day};
+	int n = 3;
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+		if (opt[i][1]) { /* an option without a value is left out */
+			argv[n++] = opt[i][0];
+			argv[n++] = opt[i][1];
+		}
 	return uf_test_spawn(dir, argv, "replay.out", "replay.err", NULL, 0);
 }
 
