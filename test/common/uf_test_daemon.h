@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test/common/uf_test_dir.h"
 #include "test/common/uf_test_proc.h"
 
 /* A scratch folder /tmp/uf-`name`-XXXXXX into dir[len], which the daemon and the consumers
@@ -180,6 +181,91 @@ static inline void uf_test_write_file(const char *dir, const char *name, const c
 	fputs(text, f);
 	fclose(f);
 	assert_int_equal(rename(tmp, p), 0);
+}
+
+/* One epoll feed on loopback multicast, the daemon's configuration in the tests that run it
+ * with traffic. */
+struct uf_test_feed {
+	const char *top;     /* the keys before "feeds" ("\"status\":{...},\"log\":{...}"); NULL:
+	                      * status on an ephemeral loopback port, log.journal "never" */
+	const char *name;    /* the feed's name */
+	unsigned capacity;   /* ring.capacity */
+	unsigned max_orders; /* book.max_orders */
+	/* Set by uf_test_feed_unique(): */
+	int nlines;        /* 1 (line A) or 2 (A and B) */
+	char group[2][32]; /* the lines' groups */
+	int port[2];       /* their UDP ports */
+	char ring[64];     /* the ring's name */
+};
+
+/* Gives `f` `nlines` lines (A, or A and B) on groups 239.`net`.<pid % 250>.1 and .2, ports
+ * `port0` + 2 * (pid % `span`) and the next one, and the ring "uf_`tag`_<pid>": names unique
+ * to this test process, so that tests running at once share no group, port or ring. */
+static inline void uf_test_feed_unique(struct uf_test_feed *f, int nlines, int net, int port0,
+                                       int span, const char *tag)
+{
+	int pid = (int)getpid();
+	assert_true(nlines >= 1 && nlines <= 2);
+	f->nlines = nlines;
+	for (int i = 0; i < nlines; i++) {
+		snprintf(f->group[i], sizeof(f->group[i]), "239.%d.%d.%d", net, pid % 250, i + 1);
+		f->port[i] = port0 + (pid % span) * 2 + i;
+	}
+	snprintf(f->ring, sizeof(f->ring), "uf_%s_%d", tag, pid);
+}
+
+/* Writes `f` as `dir`/uf.json (the file uf_test_daemon_start() gives the daemon). */
+static inline void uf_test_write_feed_config(const char *dir, const struct uf_test_feed *f)
+{
+	char json[2048], lines[512];
+	int n = 0;
+	for (int i = 0; i < f->nlines; i++)
+		n += snprintf(lines + n, sizeof(lines) - (size_t)n,
+		              "%s{\"name\":\"%c\",\"group\":\"%s\",\"port\":%d,\"interface\":"
+		              "\"127.0.0.1\"}",
+		              i ? "," : "", 'A' + i, f->group[i], f->port[i]);
+	snprintf(json, sizeof(json),
+	         "{%s,\"feeds\":[{\"name\":\"%s\",\"backend\":\"epoll\",\"cpu\":-1,"
+	         "\"lines\":[%s],\"ring\":{\"name\":\"%s\",\"capacity\":%u},"
+	         "\"book\":{\"max_orders\":%u}}]}",
+	         f->top ? f->top
+	                : "\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"journal\":\"never\"}",
+	         f->name, lines, f->ring, f->capacity, f->max_orders);
+	uf_test_write_file(dir, "uf.json", json);
+}
+
+/* Starts uf-replay sending the ITCH day `day` to the first `nlines` lines of `f` over
+ * loopback at `rate` messages/s, dropping the line-A packets `drop_a` names (uf-replay
+ * --drop-a; NULL: none). Its output goes to `dir`/replay.out and replay.err. */
+static inline pid_t uf_test_replay_start(const char *dir, const char *day,
+                                         const struct uf_test_feed *f, int nlines, const char *rate,
+                                         const char *drop_a)
+{
+	char dst[2][64];
+	assert_true(nlines >= 1 && nlines <= f->nlines);
+	for (int i = 0; i < nlines; i++)
+		snprintf(dst[i], sizeof(dst[i]), "%s:%d", f->group[i], f->port[i]);
+	const char *opt[][2] = {{"--a", dst[0]},
+	                        {"--b", nlines == 2 ? dst[1] : NULL},
+	                        {"--interface", "127.0.0.1"},
+	                        {"--rate", rate},
+	                        {"--drop-a", drop_a}};
+	const char *argv[16] = {uf_test_bin("uf-replay"), "--in", day};
+	int n = 3;
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+		if (opt[i][1]) { /* an option without a value is left out */
+			argv[n++] = opt[i][0];
+			argv[n++] = opt[i][1];
+		}
+	return uf_test_spawn(dir, argv, "replay.out", "replay.err", NULL, 0);
+}
+
+/* A daemon test's teardown: kills the daemon *pid (when still running) and removes the
+ * scratch folder `dir`; 0, or -1 when it could not be removed. */
+static inline int uf_test_daemon_cleanup(const char *dir, pid_t *pid)
+{
+	uf_test_kill(pid);
+	return uf_test_rm_tree(dir);
 }
 
 /* The copy of the daemon's log the last uf_test_read_log()/uf_test_wait_log() made. */

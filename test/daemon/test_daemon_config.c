@@ -28,6 +28,71 @@ static void assert_addr(struct in_addr a, const char *want)
 	assert_string_equal(s, want);
 }
 
+/* An address:port the configuration names (status.listen, recovery.server, ...). */
+static void assert_endpoint(const struct sockaddr_in *a, const char *addr, int port)
+{
+	assert_addr(a->sin_addr, addr);
+	assert_int_equal(ntohs(a->sin_port), port);
+}
+
+/* The values of n numeric keys against the nwant expected ones; a mismatch names the key. */
+static void assert_numbers(const char *const *keys, const int64_t *got, size_t n,
+                           const int64_t *want, size_t nwant)
+{
+	assert_int_equal(nwant, n);
+	for (size_t i = 0; i < n; i++)
+		if (got[i] != want[i])
+			fail_msg("%s: %lld, want %lld", keys[i], (long long)got[i],
+			         (long long)want[i]);
+}
+
+/* The numeric keys both load tests check, in the order of their expected values (the
+ * documented defaults in one, the values written in the other). */
+/* clang-format off */
+#define TOP_NUMBERS(X)                                                                             \
+	X(status_enabled) X(log_level) X(log_journal) X(probe_enabled) X(ready_silence_ms) X(nfeeds)
+#define FEED_NUMBERS(X)                                                                            \
+	X(no_stage_timing) X(stage_timing_every) X(cpu) X(sqpoll_cpu) X(sqpoll_idle_ms)            \
+	X(numa_node) X(nlines)                                                                     \
+	X(recovery.enabled) X(recovery.max_count) X(recovery.timeout_ms) X(recovery.retries)       \
+	X(recovery.wait_ms) X(recovery.wait_packets) X(recovery.queue_packets)                     \
+	X(recovery.max_requests_per_s) X(recovery.max_in_flight)                                   \
+	X(arbitration.max_jump) X(arbitration.jump_confirm) X(arbitration.session_confirm)         \
+	X(arbitration.line_silent_ms)                                                              \
+	X(ring.capacity) X(ring.mode) X(book.depth) X(book.max_orders) X(book.max_instruments)     \
+	X(buffers.count) X(buffers.size) X(nsymbols)
+/* snapshot.*: the numeric tunables (the session is checked apart). */
+#define SNAPSHOT_NUMBERS(X)                                                                        \
+	X(snapshot.on_start) X(snapshot.max_gap_messages) X(snapshot.max_gap_age_ms)                \
+	X(snapshot.timeout_ms) X(snapshot.buffer_packets)
+/* clang-format on */
+#define NWANT(a)     (a), sizeof(a) / sizeof((a)[0])
+#define KEY_NAME(k)  #k,
+#define KEY_VALUE(k) (int64_t) v->k,
+
+static void assert_top_numbers(const struct uf_config *v, const int64_t *want, size_t nwant)
+{
+	static const char *const keys[] = {TOP_NUMBERS(KEY_NAME)};
+	const int64_t got[] = {TOP_NUMBERS(KEY_VALUE)};
+	assert_numbers(keys, got, sizeof(got) / sizeof(got[0]), want, nwant);
+}
+
+static void assert_feed_numbers(const struct uf_feed_config *v, const int64_t *want, size_t nwant)
+{
+	static const char *const keys[] = {FEED_NUMBERS(KEY_NAME)};
+	const int64_t got[] = {FEED_NUMBERS(KEY_VALUE)};
+	assert_numbers(keys, got, sizeof(got) / sizeof(got[0]), want, nwant);
+}
+
+static void assert_snapshot(const struct uf_feed_config *v, const char *session,
+                            const int64_t *want, size_t nwant)
+{
+	static const char *const keys[] = {SNAPSHOT_NUMBERS(KEY_NAME)};
+	const int64_t got[] = {SNAPSHOT_NUMBERS(KEY_VALUE)};
+	assert_string_equal(v->snapshot.session, session);
+	assert_numbers(keys, got, sizeof(got) / sizeof(got[0]), want, nwant);
+}
+
 static void test_config_minimal_file_gets_documented_defaults(void **state)
 {
 	struct uf_config cfg;
@@ -36,52 +101,26 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 
 	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
-	assert_int_equal(cfg.status_enabled, 1);
-	assert_addr(cfg.status_listen.sin_addr, "127.0.0.1");
-	assert_int_equal(ntohs(cfg.status_listen.sin_port), 8080);
-	assert_int_equal(cfg.log_level, UF_LOG_INFO);
-	assert_int_equal(cfg.log_journal, UF_LOG_JOURNAL_AUTO);
-	assert_int_equal(cfg.probe_enabled, 0);
-	assert_int_equal(cfg.ready_silence_ms, 2000);
-	assert_int_equal(cfg.nfeeds, 1);
+	static const int64_t top[] = {1, UF_LOG_INFO, UF_LOG_JOURNAL_AUTO, 0, 2000, 1};
+	assert_top_numbers(&cfg, NWANT(top));
+	assert_endpoint(&cfg.status_listen, "127.0.0.1", 8080);
 	f = &cfg.feeds[0];
-	assert_int_equal(f->no_stage_timing, 0);
-	assert_int_equal(f->stage_timing_every, 16);
+	static const int64_t feed[] = {
+	    0,       16,   -1, -1,      1000,  -1,   1,              /* stage timing .. nlines */
+	    0,       1000, 50, 5,       2,     64,   65536, 1000, 8, /* recovery */
+	    10000,   4,    16, 5000,                                 /* arbitration */
+	    1048576, 0600, 10, 4000000, 16384, 4096, 2048,  0,       /* ring .. nsymbols */
+	};
+	assert_feed_numbers(f, NWANT(feed));
 	assert_string_equal(f->name, "nasdaq");
 	assert_string_equal(f->protocol, "itch50-moldudp64");
 	assert_int_equal(f->backend, UF_BACKEND_IO_URING);
-	assert_int_equal(f->cpu, -1);
-	assert_int_equal(f->sqpoll_cpu, -1);
-	assert_int_equal(f->sqpoll_idle_ms, 1000);
-	assert_int_equal(f->numa_node, -1);
-	assert_int_equal(f->nlines, 1);
 	assert_string_equal(f->lines[0].name, "A");
 	assert_addr(f->lines[0].group, "239.1.1.1");
 	assert_int_equal(f->lines[0].port, 30001);
 	assert_addr(f->lines[0].interface, "0.0.0.0");
-	assert_int_equal(f->recovery.enabled, 0);
-	assert_int_equal(f->recovery.max_count, 1000);
-	assert_int_equal(f->recovery.timeout_ms, 50);
-	assert_int_equal(f->recovery.retries, 5);
-	assert_int_equal(f->recovery.wait_ms, 2);
-	assert_int_equal(f->recovery.wait_packets, 64);
-	assert_int_equal(f->recovery.queue_packets, 65536);
-	assert_int_equal(f->recovery.max_requests_per_s, 1000);
-	assert_int_equal(f->recovery.max_in_flight, 8);
 	assert_addr(f->lines[0].source, "0.0.0.0");
-	assert_int_equal(f->arbitration.max_jump, 10000);
-	assert_int_equal(f->arbitration.jump_confirm, 4);
-	assert_int_equal(f->arbitration.session_confirm, 16);
-	assert_int_equal(f->arbitration.line_silent_ms, 5000);
-	assert_string_equal(f->ring.name, "nasdaq"); /* defaults to the feed name */
-	assert_int_equal(f->ring.capacity, 1048576);
-	assert_int_equal(f->ring.mode, 0600);
-	assert_int_equal(f->book.depth, 10);
-	assert_int_equal(f->book.max_orders, 4000000);
-	assert_int_equal(f->book.max_instruments, 16384);
-	assert_int_equal(f->buffers.count, 4096);
-	assert_int_equal(f->buffers.size, 2048);
-	assert_int_equal(f->nsymbols, 0);
+	assert_string_equal(f->ring.name, "nasdaq");     /* defaults to the feed name */
 	assert_true(uf_config_symbol_wanted(f, "AAPL")); /* empty filter passes everything */
 	uf_config_free(&cfg);
 }
@@ -118,54 +157,28 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	const struct uf_feed_config *f;
 
 	assert_int_equal(uf_config_load_string(json, &cfg, err, sizeof(err)), 0);
-	assert_int_equal(cfg.status_enabled, 0);
-	assert_addr(cfg.status_listen.sin_addr, "127.0.0.2");
-	assert_int_equal(ntohs(cfg.status_listen.sin_port), 9100);
-	assert_int_equal(cfg.log_level, UF_LOG_DEBUG);
-	assert_int_equal(cfg.log_journal, UF_LOG_JOURNAL_ALWAYS);
-	assert_int_equal(cfg.probe_enabled, 1);
-	assert_addr(cfg.probe_listen.sin_addr, "127.0.0.3");
-	assert_int_equal(ntohs(cfg.probe_listen.sin_port), 9101);
-	assert_int_equal(cfg.ready_silence_ms, 750);
-	assert_int_equal(cfg.nfeeds, 2);
+	static const int64_t top[] = {0, UF_LOG_DEBUG, UF_LOG_JOURNAL_ALWAYS, 1, 750, 2};
+	assert_top_numbers(&cfg, NWANT(top));
+	assert_endpoint(&cfg.status_listen, "127.0.0.2", 9100);
+	assert_endpoint(&cfg.probe_listen, "127.0.0.3", 9101);
 	f = &cfg.feeds[0];
-	assert_int_equal(f->no_stage_timing, 1);
-	assert_int_equal(f->stage_timing_every, 4);
-	assert_int_equal(f->cpu, 0);
-	assert_int_equal(f->sqpoll_cpu, 1);
-	assert_int_equal(f->sqpoll_idle_ms, 250);
-	assert_int_equal(f->numa_node, 0);
-	assert_int_equal(f->nlines, 2);
+	/* clang-format off */
+	static const int64_t feed[] = {
+	    1,            4,    0,  1,      250, 0,    2,              /* stage timing .. nlines */
+	    1,            500,  20, 3,      7,   9,    1024, 100, 16,  /* recovery */
+	    5000000000ll, 8,    3,  750,                               /* arbitration */
+	    65536,        0640, 5,  123456, 100, 1024, 4096, 3,        /* ring .. nsymbols */
+	};
+	/* clang-format on */
+	assert_feed_numbers(f, NWANT(feed));
 	assert_string_equal(f->lines[1].name, "west");
 	assert_addr(f->lines[1].group, "239.2.2.3");
 	assert_int_equal(f->lines[1].port, 1235);
 	assert_addr(f->lines[1].interface, "127.0.0.1");
 	assert_addr(f->lines[1].source, "10.9.8.7");
 	assert_addr(f->lines[0].source, "0.0.0.0"); /* not given: any sender */
-	assert_int_equal(f->arbitration.max_jump, 5000000000ull);
-	assert_int_equal(f->arbitration.jump_confirm, 8);
-	assert_int_equal(f->arbitration.session_confirm, 3);
-	assert_int_equal(f->arbitration.line_silent_ms, 750);
-	assert_int_equal(f->recovery.enabled, 1);
-	assert_addr(f->recovery.server.sin_addr, "10.1.2.3");
-	assert_int_equal(ntohs(f->recovery.server.sin_port), 4567);
-	assert_int_equal(f->recovery.max_count, 500);
-	assert_int_equal(f->recovery.timeout_ms, 20);
-	assert_int_equal(f->recovery.retries, 3);
-	assert_int_equal(f->recovery.wait_ms, 7);
-	assert_int_equal(f->recovery.wait_packets, 9);
-	assert_int_equal(f->recovery.queue_packets, 1024);
-	assert_int_equal(f->recovery.max_requests_per_s, 100);
-	assert_int_equal(f->recovery.max_in_flight, 16);
+	assert_endpoint(&f->recovery.server, "10.1.2.3", 4567);
 	assert_string_equal(f->ring.name, "r1");
-	assert_int_equal(f->ring.capacity, 65536);
-	assert_int_equal(f->ring.mode, 0640);
-	assert_int_equal(f->book.depth, 5);
-	assert_int_equal(f->book.max_orders, 123456);
-	assert_int_equal(f->book.max_instruments, 100);
-	assert_int_equal(f->buffers.count, 1024);
-	assert_int_equal(f->buffers.size, 4096);
-	assert_int_equal(f->nsymbols, 3);
 	assert_string_equal(f->symbols[0], "AAPL"); /* kept sorted for bsearch */
 	assert_string_equal(f->symbols[1], "BRK.A");
 	assert_string_equal(f->symbols[2], "MSFT");
@@ -388,16 +401,11 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	f = &cfg.feeds[0];
 	assert_int_equal(f->recovery.enabled, 0); /* a snapshot server alone is valid */
 	assert_int_equal(f->snapshot.enabled, 1);
-	assert_addr(f->snapshot.server.sin_addr, "10.1.2.3");
-	assert_int_equal(ntohs(f->snapshot.server.sin_port), 4000);
+	assert_endpoint(&f->snapshot.server, "10.1.2.3", 4000);
 	assert_string_equal(f->snapshot.username, "u1");
 	assert_string_equal(f->snapshot.password, "pw");
-	assert_string_equal(f->snapshot.session, "");
-	assert_int_equal(f->snapshot.on_start, 1);
-	assert_int_equal(f->snapshot.max_gap_messages, 50000);
-	assert_int_equal(f->snapshot.max_gap_age_ms, 1000);
-	assert_int_equal(f->snapshot.timeout_ms, 10000);
-	assert_int_equal(f->snapshot.buffer_packets, 65536);
+	static const int64_t snapD[] = {1, 50000, 1000, 10000, 65536};
+	assert_snapshot(f, "", NWANT(snapD));
 	uf_config_free(&cfg);
 	assert_int_equal(
 	    uf_config_load_string(
@@ -408,12 +416,8 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	        &cfg, err, sizeof(err)),
 	    0);
 	f = &cfg.feeds[0];
-	assert_string_equal(f->snapshot.session, "SESS000001");
-	assert_int_equal(f->snapshot.on_start, 0);
-	assert_int_equal(f->snapshot.max_gap_messages, 0);
-	assert_int_equal(f->snapshot.max_gap_age_ms, 250);
-	assert_int_equal(f->snapshot.timeout_ms, 3000);
-	assert_int_equal(f->snapshot.buffer_packets, 1024);
+	static const int64_t snapW[] = {0, 0, 250, 3000, 1024};
+	assert_snapshot(f, "SESS000001", NWANT(snapW));
 	uf_config_free(&cfg);
 	expect_error(FEED("\"snapshot\":{\"username\":\"u\",\"password\":\"p\"}"),
 	             "feeds[0].snapshot.server: missing required key");

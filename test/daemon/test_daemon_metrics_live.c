@@ -54,27 +54,20 @@ static int teardown(void **state)
 static void test_live_metrics_ready_and_event_log(void **state)
 {
 	(void)state;
-	char day[256], json[2048], ga[32], gb[32];
+	char day[256];
 	const char *body;
-	int pid = (int)getpid();
-	int port_a = 46000 + (pid % 500) * 2, port_b = port_a + 1;
 
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
-	snprintf(ga, sizeof(ga), "239.77.%d.1", pid % 250);
-	snprintf(gb, sizeof(gb), "239.77.%d.2", pid % 250);
 	uf_test_gen_day(tmpdir, day, "20000", "20", "3");
-	snprintf(json, sizeof(json),
-	         "{\"status\":{\"listen\":\"127.0.0.1:0\",\"probe_listen\":\"127.0.0.1:0\","
-	         "\"ready_silence_ms\":300},"
-	         "\"log\":{\"level\":\"info\",\"journal\":\"always\"},"
-	         "\"feeds\":[{\"name\":\"live\",\"backend\":\"epoll\",\"cpu\":-1,"
-	         "\"lines\":[{\"name\":\"A\",\"group\":\"%s\",\"port\":%d,\"interface\":"
-	         "\"127.0.0.1\"},{\"name\":\"B\",\"group\":\"%s\",\"port\":%d,\"interface\":"
-	         "\"127.0.0.1\"}],"
-	         "\"ring\":{\"name\":\"uf_live_%d\",\"capacity\":262144},"
-	         "\"book\":{\"max_orders\":1000000}}]}",
-	         ga, port_a, gb, port_b, pid);
-	uf_test_write_file(tmpdir, "uf.json", json);
+	struct uf_test_feed feed = {
+	    .top = "\"status\":{\"listen\":\"127.0.0.1:0\",\"probe_listen\":\"127.0.0.1:0\","
+	           "\"ready_silence_ms\":300},"
+	           "\"log\":{\"level\":\"info\",\"journal\":\"always\"}",
+	    .name = "live",
+	    .capacity = 262144,
+	    .max_orders = 1000000};
+	uf_test_feed_unique(&feed, 2, 77, 46000, 500, "live");
+	uf_test_write_feed_config(tmpdir, &feed);
 
 	pid_t daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
 	uint16_t port = uf_test_status_port(tmpdir);
@@ -93,21 +86,8 @@ static void test_live_metrics_ready_and_event_log(void **state)
 	    strstr(body, "uringfeed_line_last_packet_age_seconds{feed=\"live\",line=\"B\"} NaN\n"));
 	assert_true(uf_test_series(body, "uringfeed_ready{feed=\"live\"}") == 0);
 
-	char dst[64];
-	snprintf(dst, sizeof(dst), "%s:%d", ga, port_a);
-	const char *rargv[] = {uf_test_bin("uf-replay"),
-	                       "--in",
-	                       day,
-	                       "--a",
-	                       dst,
-	                       "--interface",
-	                       "127.0.0.1",
-	                       "--rate",
-	                       "10000",
-	                       "--drop-a",
-	                       "@5000",
-	                       NULL};
-	pid_t replay = uf_test_spawn(tmpdir, rargv, "replay.out", "replay.err", NULL, 0);
+	/* Line A only: B stays silent all session. */
+	pid_t replay = uf_test_replay_start(tmpdir, day, &feed, 1, "10000", "@5000");
 
 	/* During the session line B is silent: 503 naming it. */
 	uint64_t end = uf_test_now_ms() + 10000;

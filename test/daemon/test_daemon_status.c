@@ -22,6 +22,7 @@
 #include "daemon/log.h"
 #include "daemon/status.h"
 #include "test/common/uf_test_json.h"
+#include "test/daemon/status_fixture.h"
 
 /* ---- what the "feeds" hold ---- */
 
@@ -54,27 +55,7 @@ static int fill(void *arg, struct uf_status_snapshot *s)
 			snprintf(f->error, sizeof(f->error), "bind: \"quoted\" \\ error");
 		uf_feed_stats_read(&fx->stats[i], &f->stats);
 	}
-	struct uf_status_ring *r = &s->feeds[0].ring;
-	r->present = 1;
-	snprintf(r->name, sizeof(r->name), "alpha_ring");
-	r->capacity = 1024;
-	r->sequence = 777;
-	r->generation = 5;
-	r->nconsumers = 2;
-	r->consumers[0] = (struct uf_status_consumer){.slot = 0,
-	                                              .pid = 100,
-	                                              .position = 700,
-	                                              .lag = 77,
-	                                              .last_seen_ns = s->now_ns,
-	                                              .tag = "tail"};
-	r->consumers[1] = (struct uf_status_consumer){.slot = 3,
-	                                              .pid = 101,
-	                                              .position = 777,
-	                                              .lag = 0,
-	                                              .lost = 12,
-	                                              .laps = 1,
-	                                              .sleeping = 1,
-	                                              .tag = "risk\"x"};
+	uf_test_status_ring(&s->feeds[0].ring, s->now_ns, "risk\"x");
 	return 0;
 }
 
@@ -207,6 +188,27 @@ static void http(uint16_t port, const char *method, const char *path, struct res
 	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
 	         method, path);
 	http_raw(port, req, r);
+}
+
+/* `method` `path` on `port` answers `code` and, when `body` is not NULL, exactly `body`. */
+static void expect_http(uint16_t port, const char *method, const char *path, int code,
+                        const char *body)
+{
+	struct resp r;
+	http(port, method, path, &r);
+	assert_int_equal(r.code, code);
+	if (body)
+		assert_string_equal(r.body, body);
+	free(r.body);
+}
+
+/* The request `raw`, sent as is, answers `code`. */
+static void expect_raw(uint16_t port, const char *raw, int code)
+{
+	struct resp r;
+	http_raw(port, raw, &r);
+	assert_int_equal(r.code, code);
+	free(r.body);
 }
 
 /* ---- strict Prometheus text exposition format 0.0.4 parser ---- */
@@ -424,6 +426,37 @@ static double prom_get(const struct prom *p, const char *key)
 
 /* ---- tests ---- */
 
+/* An integer of the /status JSON, by path. */
+struct json_want {
+	const char *path;
+	json_int_t value;
+};
+
+static void expect_json_ints(json_t *j, const struct json_want *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		json_int_t v = uf_test_json_int(j, w[i].path);
+		if (v != w[i].value)
+			fail_msg("%s: %lld, want %lld", w[i].path, (long long)v,
+			         (long long)w[i].value);
+	}
+}
+
+/* A series of the /metrics text, by name and labels; compared exactly. */
+struct prom_want {
+	const char *key;
+	double value;
+};
+
+static void expect_prom(const struct prom *p, const struct prom_want *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		double v = prom_get(p, w[i].key);
+		if (v != w[i].value)
+			fail_msg("%s: %.17g, want %.17g", w[i].key, v, w[i].value);
+	}
+}
+
 static json_t *get_json(struct fixture *fx)
 {
 	struct resp r;
@@ -447,33 +480,41 @@ static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 	const struct uf_lat_hist *h = &fx->stats[0].latency;
 
 	assert_string_equal(json_string_value(json_object_get(j, "version")), "9.8.7");
-	assert_int_equal(uf_test_json_int(j, "pid"), 4242);
-	assert_int_equal(uf_test_json_int(j, "reloads"), 3);
+	static const struct json_want want[] = {
+	    {"pid", 4242},
+	    {"reloads", 3},
+	    {"feeds/0/packets", 1001},
+	    {"feeds/0/messages", 123456789012ll},
+	    {"feeds/0/gaps", 7},
+	    {"feeds/0/rerequests", 5},
+	    {"feeds/0/recovered_messages", 40},
+	    {"feeds/0/gaps_unrecovered", 1},
+	    {"feeds/0/book_integrity_errors", 4},
+	    {"feeds/0/cq_overflows", 6},
+	    {"feeds/0/decode_errors/truncated_header", 2},
+	    {"feeds/0/decode_errors/unknown_type", 9},
+	    {"feeds/0/decode_errors_total", 11},
+	    {"feeds/0/lines/0/wins", 550},
+	    {"feeds/0/lines/1/wins", 451},
+	    {"feeds/0/lines/1/duplicates", 33},
+	    {"feeds/0/lines/1/rearms", 8},
+	    {"feeds/0/latency_ns/count", 1000},
+	    {"feeds/0/latency_ns/max", 1000000},
+	    {"feeds/0/ring/sequence", 777},
+	    {"feeds/0/ring/nconsumers", 2},
+	    {"feeds/0/ring/consumers/0/pid", 100},
+	    {"feeds/0/ring/consumers/0/lag", 77},
+	    {"feeds/0/ring/consumers/1/lost", 12},
+	};
+	expect_json_ints(j, want, sizeof(want) / sizeof(want[0]));
 	assert_int_equal(json_array_size(json_object_get(j, "feeds")), 2);
 	json_t *a = json_array_get(json_object_get(j, "feeds"), 0);
 	assert_string_equal(json_string_value(json_object_get(a, "name")), "alpha");
 	assert_string_equal(json_string_value(json_object_get(a, "state")), "running");
 	assert_string_equal(json_string_value(json_object_get(a, "backend")), "io_uring");
-	assert_int_equal(uf_test_json_int(j, "feeds/0/packets"), 1001);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/messages"), 123456789012ll);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/gaps"), 7);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/rerequests"), 5);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/recovered_messages"), 40);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/gaps_unrecovered"), 1);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/book_integrity_errors"), 4);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/cq_overflows"), 6);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/decode_errors/truncated_header"), 2);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/decode_errors/unknown_type"), 9);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/decode_errors_total"), 11);
 	assert_string_equal(json_string_value(json_object_get(
 	                        json_array_get(json_object_get(a, "lines"), 1), "name")),
 	                    "B");
-	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/0/wins"), 550);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/1/wins"), 451);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/1/duplicates"), 33);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/lines/1/rearms"), 8);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/count"), 1000);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/max"), 1000000);
 	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/p50"),
 	                 (json_int_t)uf_lat_quantile(h, 0.5));
 	assert_int_equal(uf_test_json_int(j, "feeds/0/latency_ns/p99"),
@@ -482,11 +523,6 @@ static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 	                 (json_int_t)uf_lat_quantile(h, 0.999));
 	/* The histogram's 12.5 % resolution: p50 of 1..1000 us lies in [500, 563] us. */
 	assert_in_range(uf_test_json_int(j, "feeds/0/latency_ns/p50"), 500000, 563000);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/sequence"), 777);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/nconsumers"), 2);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/consumers/0/pid"), 100);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/consumers/0/lag"), 77);
-	assert_int_equal(uf_test_json_int(j, "feeds/0/ring/consumers/1/lost"), 12);
 	json_t *b = json_array_get(json_object_get(j, "feeds"), 1);
 	assert_string_equal(json_string_value(json_object_get(b, "state")), "failed");
 	assert_string_equal(json_string_value(json_object_get(b, "error")),
@@ -508,43 +544,36 @@ static void test_status_metrics_are_strict_prometheus_text_with_the_same_counter
 	if (prom_parse(r.body, p) != 0)
 		fail_msg("/metrics refused by the strict parser: %s", p->err);
 	assert_true(p->n > 100);
-	assert_true(prom_get(p, "uringfeed_packets_total{feed=\"alpha\"}") == 1001);
-	assert_true(prom_get(p, "uringfeed_messages_total{feed=\"alpha\"}") == 123456789012.0);
-	assert_true(prom_get(p, "uringfeed_messages_total{feed=\"beta\"}") == 3);
-	assert_true(prom_get(p, "uringfeed_rerequests_total{feed=\"alpha\"}") == 5);
-	assert_true(prom_get(p, "uringfeed_gaps_unrecovered_total{feed=\"alpha\"}") == 1);
-	assert_true(
-	    prom_get(
-	        p, "uringfeed_decode_errors_total{feed=\"alpha\",kind=\"truncated_header\"}") == 2);
-	assert_true(
-	    prom_get(p, "uringfeed_decode_errors_total{feed=\"alpha\",kind=\"unknown_type\"}") ==
-	    9);
-	assert_true(prom_get(p, "uringfeed_line_wins_total{feed=\"alpha\",line=\"B\"}") == 451);
-	assert_true(prom_get(p, "uringfeed_line_packets_total{feed=\"beta\",line=\"only\"}") == 2);
-	assert_true(
-	    prom_get(p,
-	             "uringfeed_feed_up{feed=\"alpha\",backend=\"io_uring\",state=\"running\"}") ==
-	    1);
-	assert_true(
-	    prom_get(p, "uringfeed_feed_up{feed=\"beta\",backend=\"epoll\",state=\"failed\"}") ==
-	    0);
-	/* Latency is a histogram in seconds: samples 1, 2, ... 1000 us; bounds are powers of
-	 * two nanoseconds, so the cumulative counts are exact (2^19 ns: 1..524 us). */
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_count{feed=\"alpha\"}") == 1000);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_sum{feed=\"alpha\"}") == 0.5005);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le="
-	                        "\"0.000524288\"}") == 524);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le="
-	                        "\"+Inf\"}") == 1000);
-	assert_true(prom_get(p, "uringfeed_wire_to_publish_max_seconds{feed=\"alpha\"}") == 0.001);
-	assert_true(prom_get(p, "uringfeed_ring_sequence{feed=\"alpha\",ring=\"alpha_ring\"}") ==
-	            777);
-	assert_true(prom_get(p, "uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
-	                        "consumer=\"tail/0\",pid=\"100\"}") == 77);
-	/* The consumer's tag had a quote: escaped on the wire, unescaped by the parser. */
-	assert_true(prom_get(p, "uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
-	                        "consumer=\"risk\"x/3\",pid=\"101\"}") == 0);
-	assert_true(prom_get(p, "uringfeed_config_reloads_total") == 3);
+	static const struct prom_want want[] = {
+	    {"uringfeed_packets_total{feed=\"alpha\"}", 1001},
+	    {"uringfeed_messages_total{feed=\"alpha\"}", 123456789012.0},
+	    {"uringfeed_messages_total{feed=\"beta\"}", 3},
+	    {"uringfeed_rerequests_total{feed=\"alpha\"}", 5},
+	    {"uringfeed_gaps_unrecovered_total{feed=\"alpha\"}", 1},
+	    {"uringfeed_decode_errors_total{feed=\"alpha\",kind=\"truncated_header\"}", 2},
+	    {"uringfeed_decode_errors_total{feed=\"alpha\",kind=\"unknown_type\"}", 9},
+	    {"uringfeed_line_wins_total{feed=\"alpha\",line=\"B\"}", 451},
+	    {"uringfeed_line_packets_total{feed=\"beta\",line=\"only\"}", 2},
+	    {"uringfeed_feed_up{feed=\"alpha\",backend=\"io_uring\",state=\"running\"}", 1},
+	    {"uringfeed_feed_up{feed=\"beta\",backend=\"epoll\",state=\"failed\"}", 0},
+	    /* Latency is a histogram in seconds: samples 1, 2, ... 1000 us; bounds are powers
+	     * of two nanoseconds, so the cumulative counts are exact (2^19 ns: 1..524 us). */
+	    {"uringfeed_wire_to_publish_seconds_count{feed=\"alpha\"}", 1000},
+	    {"uringfeed_wire_to_publish_seconds_sum{feed=\"alpha\"}", 0.5005},
+	    {"uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le=\"0.000524288\"}", 524},
+	    {"uringfeed_wire_to_publish_seconds_bucket{feed=\"alpha\",le=\"+Inf\"}", 1000},
+	    {"uringfeed_wire_to_publish_max_seconds{feed=\"alpha\"}", 0.001},
+	    {"uringfeed_ring_sequence{feed=\"alpha\",ring=\"alpha_ring\"}", 777},
+	    {"uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
+	     "consumer=\"tail/0\",pid=\"100\"}",
+	     77},
+	    /* The consumer's tag had a quote: escaped on the wire, unescaped by the parser. */
+	    {"uringfeed_consumer_lag_records{feed=\"alpha\",ring=\"alpha_ring\","
+	     "consumer=\"risk\"x/3\",pid=\"101\"}",
+	     0},
+	    {"uringfeed_config_reloads_total", 3},
+	};
+	expect_prom(p, want, sizeof(want) / sizeof(want[0]));
 	free(r.body);
 	free(p);
 }
@@ -585,63 +614,40 @@ static void test_status_bad_requests_get_proper_codes(void **state)
 	uint16_t port = uf_status_port(fx->srv);
 	struct resp r;
 
-	http(port, "GET", "/nope", &r);
-	assert_int_equal(r.code, 404);
-	free(r.body);
-	http(port, "GET", "/status/extra", &r);
-	assert_int_equal(r.code, 404);
-	free(r.body);
+	expect_http(port, "GET", "/nope", 404, NULL);
+	expect_http(port, "GET", "/status/extra", 404, NULL);
 	http(port, "POST", "/status", &r);
 	assert_int_equal(r.code, 405);
 	assert_non_null(strcasestr(r.headers, "Allow: GET, HEAD"));
 	free(r.body);
-	http(port, "DELETE", "/metrics", &r);
-	assert_int_equal(r.code, 405);
-	free(r.body);
-	http(port, "BREW", "/status", &r); /* unknown method: 501, not 405 */
-	assert_int_equal(r.code, 501);
-	free(r.body);
-	http_raw(port,
-	         "GET /status HTTP/1.1\r\nHost: x\r\nNoColonHere\r\nConnection: close\r\n\r\n", &r);
-	assert_int_equal(r.code, 400);
-	free(r.body);
-	http_raw(port, "GET /status FOO/1.0\r\nHost: x\r\n\r\n", &r);
-	assert_int_equal(r.code, 400);
-	free(r.body);
-	http_raw(port, "GET /status HTTP/2.5\r\nHost: x\r\n\r\n", &r);
-	assert_int_equal(r.code, 505);
-	free(r.body);
+	expect_http(port, "DELETE", "/metrics", 405, NULL);
+	expect_http(port, "BREW", "/status", 501, NULL); /* unknown method: 501, not 405 */
+	expect_raw(port,
+	           "GET /status HTTP/1.1\r\nHost: x\r\nNoColonHere\r\nConnection: close\r\n\r\n",
+	           400);
+	expect_raw(port, "GET /status FOO/1.0\r\nHost: x\r\n\r\n", 400);
+	expect_raw(port, "GET /status HTTP/2.5\r\nHost: x\r\n\r\n", 505);
 	/* No HTTP version at all: libmicrohttpd hangs up without an answer; never a 200. */
 	http_raw(port, "GARBAGE\r\n\r\n", &r);
 	assert_int_not_equal(r.code, 200);
 	free(r.body);
 	/* HTTP/1.1 requires Host. */
-	http_raw(port, "GET /status HTTP/1.1\r\nConnection: close\r\n\r\n", &r);
-	assert_int_equal(r.code, 400);
-	free(r.body);
+	expect_raw(port, "GET /status HTTP/1.1\r\nConnection: close\r\n\r\n", 400);
 	http(port, "HEAD", "/status", &r);
 	assert_int_equal(r.code, 200);
 	assert_int_equal(r.body_len, 0);
 	free(r.body);
-	http(port, "GET", "/status?pretty=1", &r); /* a query string does not change the path */
-	assert_int_equal(r.code, 200);
-	free(r.body);
+	/* A query string does not change the path. */
+	expect_http(port, "GET", "/status?pretty=1", 200, NULL);
 	http(port, "GET", "/", &r);
 	assert_int_equal(r.code, 200);
 	assert_non_null(strstr(r.body, "/metrics"));
 	free(r.body);
 	/* /health: feed beta failed, so 503 naming it and why; HEAD gives the same code. */
-	http(port, "GET", "/health", &r);
-	assert_int_equal(r.code, 503);
-	assert_string_equal(r.body, "feed beta: failed: bind: \"quoted\" \\ error\n");
-	free(r.body);
-	http(port, "HEAD", "/health", &r);
-	assert_int_equal(r.code, 503);
-	free(r.body);
+	expect_http(port, "GET", "/health", 503, "feed beta: failed: bind: \"quoted\" \\ error\n");
+	expect_http(port, "HEAD", "/health", 503, NULL);
 	fx->fail = 1;
-	http(port, "GET", "/status", &r);
-	assert_int_equal(r.code, 503);
-	free(r.body);
+	expect_http(port, "GET", "/status", 503, NULL);
 	fx->fail = 0;
 	/* Requests libmicrohttpd refused itself (400, 505) never reach the handler. */
 	assert_int_equal(uf_status_requests(fx->srv), 11);
@@ -687,22 +693,14 @@ static void test_status_reads_counters_while_a_feed_thread_writes(void **state)
 static void test_status_health_is_200_when_every_feed_runs(void **state)
 {
 	struct uf_status_snapshot *snap = calloc(1, sizeof(*snap));
-	unsigned code = 0;
-	char *body;
 
 	snap->nfeeds = 2;
 	snprintf(snap->feeds[0].name, sizeof(snap->feeds[0].name), "a");
 	snprintf(snap->feeds[1].name, sizeof(snap->feeds[1].name), "b");
 	snap->feeds[0].state = snap->feeds[1].state = UF_STATUS_RUNNING;
-	body = uf_status_render_health(snap, &code);
-	assert_int_equal(code, 200);
-	assert_string_equal(body, "ok: 2 feeds running\n");
-	free(body);
+	uf_test_expect_health(snap, 200, "ok: 2 feeds running\n");
 	snap->feeds[1].state = UF_STATUS_STOPPING;
-	body = uf_status_render_health(snap, &code);
-	assert_int_equal(code, 503);
-	assert_string_equal(body, "feed b: stopping\n");
-	free(body);
+	uf_test_expect_health(snap, 503, "feed b: stopping\n");
 	free(snap);
 }
 
@@ -723,26 +721,17 @@ static void test_status_port_in_use_is_reported_with_the_address(void **state)
 static void test_status_ready_says_why_and_turns_200(void **state)
 {
 	struct fixture *fx = *state;
-	struct resp r;
 
-	http(uf_status_port(fx->srv), "GET", "/ready", &r);
-	assert_int_equal(r.code, 503);
-	assert_string_equal(r.body, "feed beta: failed: bind: \"quoted\" \\ error\n");
-	free(r.body);
+	expect_http(uf_status_port(fx->srv), "GET", "/ready", 503,
+	            "feed beta: failed: bind: \"quoted\" \\ error\n");
 	fx->all_running = 1;
-	http(uf_status_port(fx->srv), "GET", "/ready", &r);
-	assert_int_equal(r.code, 503); /* beta runs but has no packet yet */
-	assert_string_equal(r.body, "feed beta: no data received yet\n");
-	free(r.body);
+	/* beta runs but has no packet yet */
+	expect_http(uf_status_port(fx->srv), "GET", "/ready", 503,
+	            "feed beta: no data received yet\n");
 	uf_stat_add(&fx->stats[1].packets, 2);
-	http(uf_status_port(fx->srv), "GET", "/ready", &r);
-	assert_int_equal(r.code, 200);
-	assert_string_equal(r.body, "ready: 2 feeds\n");
-	free(r.body);
+	expect_http(uf_status_port(fx->srv), "GET", "/ready", 200, "ready: 2 feeds\n");
 	/* /health is liveness only: it never looked at the data. */
-	http(uf_status_port(fx->srv), "GET", "/health", &r);
-	assert_int_equal(r.code, 200);
-	free(r.body);
+	expect_http(uf_status_port(fx->srv), "GET", "/health", 200, NULL);
 }
 
 static uint64_t mono_ms(void)
@@ -785,9 +774,7 @@ static void test_status_slow_clients_do_not_take_health_away(void **state)
 			send(fds[i], "x", 1, MSG_NOSIGNAL);
 
 	/* The slow address is at its limit: its next connection is closed unanswered. */
-	http(uf_status_port(fx->srv), "GET", "/health", &r);
-	assert_int_equal(r.code, -1);
-	free(r.body);
+	expect_http(uf_status_port(fx->srv), "GET", "/health", -1, NULL);
 
 	/* Another address on the main port, and the probe port: answered, quickly. */
 	uint64_t t0 = mono_ms();
@@ -796,22 +783,14 @@ static void test_status_slow_clients_do_not_take_health_away(void **state)
 	http_src = NULL;
 	assert_int_equal(r.code, 200);
 	free(r.body);
-	http(probe, "GET", "/health", &r);
-	assert_int_equal(r.code, 200);
-	assert_string_equal(r.body, "ok: 2 feeds running\n");
-	free(r.body);
-	http(probe, "GET", "/ready", &r);
-	assert_int_equal(r.code, 503);
-	assert_string_equal(r.body, "feed beta: no data received yet\n");
-	free(r.body);
+	expect_http(probe, "GET", "/health", 200, "ok: 2 feeds running\n");
+	expect_http(probe, "GET", "/ready", 503, "feed beta: no data received yet\n");
 	uint64_t took = mono_ms() - t0;
 	print_message("health under %d slow clients: %llu ms for 3 requests\n", SLOW_CLIENTS,
 	              (unsigned long long)took);
 	assert_true(took < 1000);
 	/* The probe port serves only the probes. */
-	http(probe, "GET", "/metrics", &r);
-	assert_int_equal(r.code, 404);
-	free(r.body);
+	expect_http(probe, "GET", "/metrics", 404, NULL);
 	for (int i = 0; i < SLOW_CLIENTS; i++)
 		close(fds[i]);
 }

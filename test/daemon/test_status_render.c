@@ -15,6 +15,7 @@
 
 #include "daemon/status_render.h"
 #include "test/common/uf_test_json.h"
+#include "test/daemon/status_fixture.h"
 
 #define NOW_NS   5000000000000ull
 #define START_NS 4990000000000ull
@@ -68,26 +69,7 @@ static struct uf_status_snapshot *make_snapshot(void)
 	fill_feed(&s->feeds[1], 1, "be\"ta\\");
 	s->feeds[1].state = UF_STATUS_FAILED;
 	snprintf(s->feeds[1].error, sizeof(s->feeds[1].error), "bind: in use");
-	struct uf_status_ring *r = &s->feeds[0].ring;
-	r->present = 1;
-	snprintf(r->name, sizeof(r->name), "alpha_ring");
-	r->capacity = 1024;
-	r->sequence = 777;
-	r->generation = 5;
-	r->nconsumers = 2;
-	r->consumers[0] = (struct uf_status_consumer){.slot = 0,
-	                                              .pid = 100,
-	                                              .position = 700,
-	                                              .lag = 77,
-	                                              .last_seen_ns = NOW_NS - 250000000,
-	                                              .tag = "tail"};
-	r->consumers[1] = (struct uf_status_consumer){.slot = 3,
-	                                              .pid = 101,
-	                                              .position = 777,
-	                                              .lost = 12,
-	                                              .laps = 1,
-	                                              .sleeping = 1,
-	                                              .tag = "risk"};
+	uf_test_status_ring(&s->feeds[0].ring, NOW_NS - 250000000, "risk");
 	return s;
 }
 
@@ -226,17 +208,9 @@ static void test_status_render_health_codes(void **state)
 {
 	(void)state;
 	struct uf_status_snapshot *s = make_snapshot();
-	unsigned code = 0;
-	char *text = uf_status_render_health(s, &code);
-	assert_non_null(text);
-	assert_int_equal(code, 503);
-	assert_string_equal(text, "feed be\"ta\\: failed: bind: in use\n");
-	free(text);
+	uf_test_expect_health(s, 503, "feed be\"ta\\: failed: bind: in use\n");
 	s->feeds[1].state = UF_STATUS_RUNNING;
-	text = uf_status_render_health(s, &code);
-	assert_int_equal(code, 200);
-	assert_string_equal(text, "ok: 2 feeds running\n");
-	free(text);
+	uf_test_expect_health(s, 200, "ok: 2 feeds running\n");
 	free(s);
 }
 

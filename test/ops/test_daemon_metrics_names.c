@@ -94,42 +94,30 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	uf_test_kill(&dpid);
-	return uf_test_rm_tree(tmpdir);
+	return uf_test_daemon_cleanup(tmpdir, &dpid);
 }
 
 static void test_rules_and_dashboard_use_exported_names(void **state)
 {
 	(void)state;
-	char day[256], json[2048], ga[32], gb[32], da[64], db[64], ring[64];
+	char day[256];
 	static char scrape[1 << 20];
 	static char names[256][96];
 	const char *body;
-	int pid = (int)getpid();
-	int port_a = 45000 + (pid % 400) * 2, port_b = port_a + 1;
 
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
-	snprintf(ga, sizeof(ga), "239.79.%d.1", pid % 250);
-	snprintf(gb, sizeof(gb), "239.79.%d.2", pid % 250);
-	snprintf(ring, sizeof(ring), "uf_names_%d", pid);
 	uf_test_gen_day(tmpdir, day, "5000", "10", "7");
-	snprintf(json, sizeof(json),
-	         "{\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"journal\":\"never\"},"
-	         "\"feeds\":[{\"name\":\"names\",\"backend\":\"epoll\",\"cpu\":-1,"
-	         "\"lines\":[{\"name\":\"A\",\"group\":\"%s\",\"port\":%d,\"interface\":"
-	         "\"127.0.0.1\"},{\"name\":\"B\",\"group\":\"%s\",\"port\":%d,\"interface\":"
-	         "\"127.0.0.1\"}],"
-	         "\"ring\":{\"name\":\"%s\",\"capacity\":65536},"
-	         "\"book\":{\"max_orders\":100000}}]}",
-	         ga, port_a, gb, port_b, ring);
-	uf_test_write_file(tmpdir, "uf.json", json);
+	struct uf_test_feed feed = {.name = "names", .capacity = 65536, .max_orders = 100000};
+	uf_test_feed_unique(&feed, 2, 79, 45000, 400, "names");
+	uf_test_write_feed_config(tmpdir, &feed);
 
 	dpid = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
 	uint16_t hport = uf_test_status_port(tmpdir);
 	uf_test_wait_log(tmpdir, "running;", 10000);
 
 	/* A consumer, attached before the traffic (it ends when the daemon closes the ring). */
-	const char *targv[] = {uf_test_bin("uf-tail"), "--ring", ring, "--timeout", "60", NULL};
+	const char *targv[] = {
+	    uf_test_bin("uf-tail"), "--ring", feed.ring, "--timeout", "60", NULL};
 	pid_t tail = uf_test_spawn(tmpdir, targv, "tail.out", "tail.err", NULL, 0);
 	uint64_t end = uf_test_now_ms() + 10000;
 	do {
@@ -140,21 +128,8 @@ static void test_rules_and_dashboard_use_exported_names(void **state)
 	} while (uf_test_now_ms() < end);
 	assert_non_null(strstr(body, "\nuringfeed_consumer_lag_records{"));
 
-	snprintf(da, sizeof(da), "%s:%d", ga, port_a);
-	snprintf(db, sizeof(db), "%s:%d", gb, port_b);
-	const char *rargv[] = {uf_test_bin("uf-replay"),
-	                       "--in",
-	                       day,
-	                       "--a",
-	                       da,
-	                       "--b",
-	                       db,
-	                       "--interface",
-	                       "127.0.0.1",
-	                       "--rate",
-	                       "20000",
-	                       NULL};
-	assert_int_equal(uf_test_run_tool(tmpdir, rargv, "replay", 20000), 0);
+	pid_t replay = uf_test_replay_start(tmpdir, day, &feed, 2, "20000", NULL);
+	assert_int_equal(uf_test_wait_exit(replay, 20000, "uf-replay"), 0);
 	end = uf_test_now_ms() + 10000;
 	do {
 		assert_int_equal(uf_test_http_get(hport, "/metrics", &body), 200);

@@ -110,19 +110,17 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	uf_test_kill(&dpid);
 	if (nfd >= 0)
 		close(nfd);
-	return uf_test_rm_tree(tmpdir);
+	return uf_test_daemon_cleanup(tmpdir, &dpid);
 }
 
 static void test_notify_ready_watchdog_status_stopping(void **state)
 {
 	(void)state;
-	char day[256], json[2048], grp[32], sock[128], envs[4][192], dst[64];
+	char day[256], sock[128], envs[4][192];
 	const char *body, *m;
-	int pid = (int)getpid(), on = 1;
-	int port = 47000 + (pid % 900);
+	int on = 1;
 
 	/* The fake systemd's end: a datagram socket that receives the sender's credentials. */
 	snprintf(sock, sizeof(sock), "%s/notify", tmpdir);
@@ -135,17 +133,10 @@ static void test_notify_ready_watchdog_status_stopping(void **state)
 	assert_int_equal(setsockopt(nfd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
 
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
-	snprintf(grp, sizeof(grp), "239.78.%d.1", pid % 250);
 	uf_test_gen_day(tmpdir, day, "3000", "10", "5");
-	snprintf(json, sizeof(json),
-	         "{\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"journal\":\"never\"},"
-	         "\"feeds\":[{\"name\":\"sd\",\"backend\":\"epoll\",\"cpu\":-1,"
-	         "\"lines\":[{\"name\":\"A\",\"group\":\"%s\",\"port\":%d,\"interface\":"
-	         "\"127.0.0.1\"}],"
-	         "\"ring\":{\"name\":\"uf_sdn_%d\",\"capacity\":65536},"
-	         "\"book\":{\"max_orders\":100000}}]}",
-	         grp, port, pid);
-	uf_test_write_file(tmpdir, "uf.json", json);
+	struct uf_test_feed feed = {.name = "sd", .capacity = 65536, .max_orders = 100000};
+	uf_test_feed_unique(&feed, 1, 78, 47000, 450, "sdn");
+	uf_test_write_feed_config(tmpdir, &feed);
 
 	snprintf(envs[0], sizeof(envs[0]), "NOTIFY_SOCKET=%s", sock);
 	snprintf(envs[1], sizeof(envs[1]), "WATCHDOG_USEC=1000000");
@@ -182,18 +173,8 @@ static void test_notify_ready_watchdog_status_stopping(void **state)
 	wait_msg("WATCHDOG=1", NULL, 3000);
 
 	/* Traffic: STATUS= follows the message count and names the session. */
-	snprintf(dst, sizeof(dst), "%s:%d", grp, port);
-	const char *rargv[] = {uf_test_bin("uf-replay"),
-	                       "--in",
-	                       day,
-	                       "--a",
-	                       dst,
-	                       "--interface",
-	                       "127.0.0.1",
-	                       "--rate",
-	                       "20000",
-	                       NULL};
-	assert_int_equal(uf_test_run_tool(tmpdir, rargv, "replay", 20000), 0);
+	pid_t replay = uf_test_replay_start(tmpdir, day, &feed, 1, "20000", NULL);
+	assert_int_equal(uf_test_wait_exit(replay, 20000, "uf-replay"), 0);
 	m = wait_msg("STATUS=feeds 1/1 running, 3000 msgs, 0 stale books, session ", NULL, 5000);
 	print_message("status after the replay: %s\n", m);
 
