@@ -62,8 +62,8 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 void uf_sink_close(struct uf_sink *s)
 {
 	if (s->ring) {
-		(void)uf_sink_image_flush(
-		    s); /* the image is complete before the ring says closed */
+		/* the image is complete before the ring says closed */
+		(void)uf_sink_image_flush(s);
 		uf_ring_close(s->ring);
 	}
 	free(s->dirty);

@@ -49,13 +49,13 @@ struct uf_ring_options {
 	                           * uf.NAME; NULL = $UF_RING_DIR or /dev/shm */
 };
 
-/* Producer handle. Fields are visible so the hot path can be inlined; treat them as private. */
 /* A producer's other way to wake the ring's sleepers (uf_ring_set_waker): asked to make
  * FUTEX_WAKE(word, all) happen soon, without the calling thread making the system call (the
  * feed hands it to its io_uring SQ thread). Returns 0 when it took the request, -errno when
  * it did not (the ring then makes the system call itself). */
 typedef int (*uf_ring_waker_fn)(void *ctx, uint32_t *word);
 
+/* Producer handle. Fields are visible so the hot path can be inlined; treat them as private. */
 struct uf_ring {
 	struct uf_ring_hdr *hdr;       /* mapping of the data file (read-write) */
 	struct uf_ring_ctable *ct;     /* mapping of the consumer table (read-write) */

@@ -16,6 +16,11 @@ uint64_t uf_bench_now_ns(void);
 /* Pins the calling thread to `cpu` when it exists; returns 0 or -errno. */
 int uf_bench_pin(int cpu);
 
+/* Pins task `pid` (0: the calling thread) to `cpu`; returns 0 or -errno. A parent pins the
+ * child it forked as well as the child pinning itself, so a placement sample taken right
+ * after the fork never sees the mask the child has not set yet. */
+int uf_bench_pin_task(pid_t pid, int cpu);
+
 /* Number of CPUs this process may run on. */
 int uf_bench_ncpus(void);
 

@@ -10,6 +10,7 @@
  * else ran on the core's caches meanwhile (an SMT sibling or the host), which no code of ours
  * can prevent. Only the chase is timed; median and p90 over --reps waits. */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <sched.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_input.h"
 #include "common/uf_compiler.h"
 
 #define IDLE_LINE       64u
@@ -50,28 +52,44 @@ static void usage(FILE *f)
 	        IDLE_CHASE);
 }
 
-/* "a,b,c" into v (each in 0..max); returns the count, -1 when malformed. */
-static int idle_parse_list(const char *s, uint32_t *v, uint32_t lo, uint32_t max)
+/* "a,b,c" into v[0..IDLE_MAX_LIST), each in [lo, hi]: the count, or -1 after a message
+ * naming `opt` (an empty item, a trailing comma included, is refused like any bad number). */
+static int idle_parse_list(const char *opt, const char *s, uint32_t *v, uint64_t lo, uint64_t hi)
 {
 	int n = 0;
-	while (*s) {
-		char *end;
-		errno = 0;
-		unsigned long x = strtoul(s, &end, 10);
-		if (errno || end == s || x < lo || x > max || n == IDLE_MAX_LIST ||
-		    (*end && *end != ','))
+	for (const char *p = s;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		char item[24];
+		uint64_t x;
+		if (n == IDLE_MAX_LIST || len >= sizeof(item)) {
+			fprintf(stderr, "uf-bench idle: %s takes at most %d numbers, got %s\n", opt,
+			        IDLE_MAX_LIST, s);
+			return -1;
+		}
+		memcpy(item, p, len);
+		item[len] = '\0';
+		if (uf_bench_parse_u64("idle", opt, item, lo, hi, &x))
 			return -1;
 		v[n++] = (uint32_t)x;
-		s = *end ? end + 1 : end;
-		if (*end && !*s)
-			return -1; /* trailing comma */
+		if (!comma)
+			return n;
+		p = comma + 1;
 	}
-	return n;
 }
 
 static int idle_parse(int argc, char **argv, struct idle_opts *o)
 {
 	static const uint32_t kib[] = {16, 256, 2048, 16384}, gap[] = {0, 20, 400};
+	static const struct option lo[] = {{"sizes", required_argument, 0, 's'},
+	                                   {"gaps", required_argument, 0, 'g'},
+	                                   {"reps", required_argument, 0, 'r'},
+	                                   {"cpu", required_argument, 0, 'c'},
+	                                   {"json", no_argument, 0, 'j'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
+	uint64_t v;
+	int opt;
 	memset(o, 0, sizeof(*o));
 	memcpy(o->kib, kib, sizeof(kib));
 	o->nkib = 4;
@@ -79,46 +97,46 @@ static int idle_parse(int argc, char **argv, struct idle_opts *o)
 	o->ngap = 3;
 	o->reps = 1000;
 	o->cpu = -1;
-	const char *a = "";
-	for (int i = 1; i < argc; i++) {
-		a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--json")) {
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			if ((o->nkib =
+			         idle_parse_list("--sizes", optarg, o->kib, 1, IDLE_MAX_KIB)) < 0)
+				return 2;
+			break;
+		case 'g':
+			if ((o->ngap = idle_parse_list("--gaps", optarg, o->gap_us, 0,
+			                               IDLE_MAX_GAP_US)) < 0)
+				return 2;
+			break;
+		case 'r':
+			if (uf_bench_parse_u64("idle", "--reps", optarg, 1, 1000000, &v))
+				return 2;
+			o->reps = (uint32_t)v;
+			break;
+		case 'c':
+			if (uf_bench_parse_u64("idle", "--cpu", optarg, 0, CPU_SETSIZE - 1, &v))
+				return 2;
+			o->cpu = (int)v;
+			break;
+		case 'j':
 			o->json = 1;
-			continue;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		}
-		if (!v)
-			goto bad;
-		i++;
-		if (!strcmp(a, "--sizes")) {
-			if ((o->nkib = idle_parse_list(v, o->kib, 1, IDLE_MAX_KIB)) <= 0)
-				goto bad;
-		} else if (!strcmp(a, "--gaps")) {
-			if ((o->ngap = idle_parse_list(v, o->gap_us, 0, IDLE_MAX_GAP_US)) <= 0)
-				goto bad;
-		} else if (!strcmp(a, "--reps")) {
-			uint32_t r[1];
-			if (idle_parse_list(v, r, 1, 1000000) != 1)
-				goto bad;
-			o->reps = r[0];
-		} else if (!strcmp(a, "--cpu")) {
-			uint32_t c[1];
-			if (idle_parse_list(v, c, 0, CPU_SETSIZE - 1) != 1)
-				goto bad;
-			o->cpu = (int)c[0];
-		} else {
-			goto bad;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "uf-bench idle: unexpected argument %s\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
 	return -1;
-bad:
-	fprintf(stderr, "uf-bench idle: bad or missing value for '%s'\n", a);
-	usage(stderr);
-	return 2;
 }
 
 /* A random cyclic order over the set's lines: line i holds the offset of the next. */
@@ -186,15 +204,9 @@ int uf_bench_idle(int argc, char **argv)
 	int rc = idle_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (o.cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(o.cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-			fprintf(stderr, "uf-bench idle: cannot pin to CPU %d: %s\n", o.cpu,
-			        strerror(errno));
-			return 2;
-		}
+	if (o.cpu >= 0 && (rc = uf_bench_pin(o.cpu)) < 0) {
+		fprintf(stderr, "uf-bench idle: cannot pin to CPU %d: %s\n", o.cpu, strerror(-rc));
+		return 2;
 	}
 	double *samples = malloc(o.reps * sizeof(double));
 	json_t *rows = json_array();

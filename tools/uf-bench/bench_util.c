@@ -20,7 +20,7 @@ uint64_t uf_bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int uf_bench_pin(int cpu)
+int uf_bench_pin_task(pid_t pid, int cpu)
 {
 	cpu_set_t set;
 
@@ -28,7 +28,12 @@ int uf_bench_pin(int cpu)
 		return -EINVAL;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
+	return sched_setaffinity(pid, sizeof(set), &set) < 0 ? -errno : 0;
+}
+
+int uf_bench_pin(int cpu)
+{
+	return uf_bench_pin_task(0, cpu);
 }
 
 int uf_bench_ncpus(void)

@@ -6,6 +6,7 @@
  * SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG, batches of 64 CQEs). What it does with a
  * datagram: read the MoldUDP64 header (session, sequence, count), keep the first copy of
  * each sequence, and store one latency sample per message. */
+#include "bench.h"
 #include "e2e_raw.h"
 
 #include <arpa/inet.h>
@@ -397,14 +398,10 @@ static int raw_main(const struct raw_args *a, struct rawctl *c)
 	int fd[2], rc = 0;
 
 	c->tid = (int32_t)syscall(SYS_gettid);
-	if (a->cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(a->cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-			snprintf(c->err, sizeof(c->err), "CPU %d: %s", a->cpu, strerror(errno));
-			return 1;
-		}
+	int prc;
+	if (a->cpu >= 0 && (prc = uf_bench_pin(a->cpu)) < 0) {
+		snprintf(c->err, sizeof(c->err), "CPU %d: %s", a->cpu, strerror(-prc));
+		return 1;
 	}
 	for (int i = 0; i < 2; i++)
 		if ((fd[i] = open_socket(a->group[i], a->port[i], c->err, sizeof(c->err))) < 0)

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "e2e_run.h"
 #include "e2e_search.h"
 #include "ring/uf_ring.h"
@@ -735,15 +736,12 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 			break;
 		if (pid == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			if (o->consumer_cpu >= 0) {
-				cpu_set_t set;
-				CPU_ZERO(&set);
-				CPU_SET(o->consumer_cpu, &set);
-				if (sched_setaffinity(0, sizeof(set), &set) < 0)
-					_exit(1);
-			}
+			if (o->consumer_cpu >= 0 && uf_bench_pin(o->consumer_cpu) < 0)
+				_exit(1);
 			_exit(e2e_consumer_main(&r, i));
 		}
+		if (o->consumer_cpu >= 0)
+			(void)uf_bench_pin_task(pid, o->consumer_cpu); /* as e2e_spawn_on */
 		r.cons[r.ncons++] = pid;
 	}
 	if (r.ncons < o->consumers) {

@@ -67,13 +67,8 @@ pid_t e2e_spawn_on(char *const argv[], const char *out_path, const char *err_pat
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(127);
-		if (cpu >= 0) {
-			cpu_set_t set;
-			CPU_ZERO(&set);
-			CPU_SET(cpu, &set);
-			if (sched_setaffinity(0, sizeof(set), &set) < 0)
-				_exit(126);
-		}
+		if (cpu >= 0 && uf_bench_pin(cpu) < 0)
+			_exit(126);
 		if ((out_path && redirect(1, out_path) < 0) ||
 		    (err_path && redirect(2, err_path) < 0))
 			_exit(127);
@@ -81,15 +76,9 @@ pid_t e2e_spawn_on(char *const argv[], const char *out_path, const char *err_pat
 		fprintf(stderr, "uf-bench: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	if (cpu >= 0) {
-		/* The parent too, before it returns: a placement sample taken right after the
-		 * fork must not see the mask the child has not set yet (it reported a pinned
-		 * sender as "allowed 0-1, seen 0,1"). The same mask: no race to lose. */
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		(void)sched_setaffinity(pid, sizeof(set), &set);
-	}
+	if (cpu >= 0) /* the parent too (uf_bench_pin_task): it reported a pinned sender as
+	               * "allowed 0-1, seen 0,1" */
+		(void)uf_bench_pin_task(pid, cpu);
 	return pid;
 }
 
