@@ -365,7 +365,8 @@ out:
 }
 
 /* "arbitration": the arbiter's trust thresholds (feed/arbiter.h, docs/feed.md "What the
- * arbiter trusts"). Ranges are the arbiter's own (uf_arb_set_params refuses the rest). */
+ * arbiter trusts"). Ranges are the arbiter's own (uf_arb_set_params refuses the rest); a key
+ * left out keeps the engine's default (cfg_init: uf_feed_config_defaults). */
 static int parse_arbitration(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {"max_jump", "jump_confirm", "session_confirm",
@@ -380,13 +381,14 @@ static int parse_arbitration(struct uf_cj *c, json_t *feed, struct uf_feed_confi
 	save = uf_cj_push_key(c, "arbitration");
 	ja = ja ? json_incref(ja) : json_object();
 	if ((r = uf_cj_check_keys(c, ja, keys)) ||
-	    (r = uf_cj_int(c, ja, "max_jump", 1, UF_ARB_MAX_JUMP_MAX, UF_ARB_MAX_JUMP, &jump)) ||
-	    (r = uf_cj_u32(c, ja, "jump_confirm", 1, UF_ARB_CONFIRM_MAX, UF_ARB_JUMP_CONFIRM,
-	                   &f->arbitration.jump_confirm)) ||
+	    (r = uf_cj_int(c, ja, "max_jump", 1, UF_ARB_MAX_JUMP_MAX,
+	                   (int64_t)f->arbitration.max_jump, &jump)) ||
+	    (r = uf_cj_u32(c, ja, "jump_confirm", 1, UF_ARB_CONFIRM_MAX,
+	                   f->arbitration.jump_confirm, &f->arbitration.jump_confirm)) ||
 	    (r = uf_cj_u32(c, ja, "session_confirm", 1, UF_ARB_SESSION_CONFIRM_MAX,
-	                   UF_ARB_SESSION_CONFIRM, &f->arbitration.session_confirm)) ||
+	                   f->arbitration.session_confirm, &f->arbitration.session_confirm)) ||
 	    (r = uf_cj_u32(c, ja, "line_silent_ms", 1, UF_ARB_LINE_SILENT_MS_MAX,
-	                   UF_ARB_LINE_SILENT_NS / 1000000, &f->arbitration.line_silent_ms)))
+	                   f->arbitration.line_silent_ms, &f->arbitration.line_silent_ms)))
 		goto out;
 	f->arbitration.max_jump = (uint64_t)jump;
 out:
@@ -462,7 +464,7 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	    (r = uf_cj_str(c, jr, "name", f->name, f->ring.name, sizeof(f->ring.name))) ||
 	    (r = uf_cj_name(c, "name", f->ring.name)) ||
 	    (r = uf_cj_int(c, jr, "capacity", UF_CFG_RING_CAPACITY_MIN, UF_CFG_RING_CAPACITY_MAX,
-	                   UF_CFG_DEFAULT_RING_CAPACITY, &cap)))
+	                   (int64_t)f->ring.capacity, &cap)))
 		goto out;
 	if (!uf_cj_is_pow2((uint64_t)cap)) {
 		r = uf_cj_fail(c, "capacity",
@@ -502,13 +504,13 @@ static int parse_book(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 	save = uf_cj_push_key(c, "book");
 	jb = jb ? json_incref(jb) : json_object();
 	if ((r = uf_cj_check_keys(c, jb, keys)) ||
-	    (r = uf_cj_u32(c, jb, "depth", 1, UF_CFG_BOOK_DEPTH_MAX, UF_CFG_DEFAULT_BOOK_DEPTH,
+	    (r = uf_cj_u32(c, jb, "depth", 1, UF_CFG_BOOK_DEPTH_MAX, f->book.depth,
 	                   &f->book.depth)) ||
 	    (r = uf_cj_int(c, jb, "max_orders", 1, UF_CFG_BOOK_MAX_ORDERS_MAX,
-	                   UF_CFG_DEFAULT_BOOK_MAX_ORDERS, &orders)) ||
+	                   (int64_t)f->book.max_orders, &orders)) ||
 	    /* ITCH stock locate codes are 16 bits: 65535 instruments at most. */
 	    (r = uf_cj_u32(c, jb, "max_instruments", 1, UF_CFG_BOOK_MAX_INSTR_MAX,
-	                   UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS, &f->book.max_instruments)))
+	                   f->book.max_instruments, &f->book.max_instruments)))
 		goto out;
 	f->book.max_orders = (uint64_t)orders;
 out:
@@ -585,7 +587,8 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	if (strcmp(f->protocol, UF_CFG_DEFAULT_PROTOCOL) != 0)
 		return uf_cj_fail(c, "protocol", "\"%s\" is not supported (supported: \"%s\")",
 		                  f->protocol, UF_CFG_DEFAULT_PROTOCOL);
-	if ((r = uf_cj_str(c, jf, "backend", UF_CFG_DEFAULT_BACKEND, backend, sizeof(backend))))
+	if ((r = uf_cj_str(c, jf, "backend", uf_backend_name(f->backend), backend,
+	                   sizeof(backend))))
 		return r;
 	if (uf_backend_parse(backend, &f->backend) < 0)
 		return uf_cj_fail(c, "backend",
@@ -775,11 +778,10 @@ static int parse_root(struct uf_cj *c, json_t *root, struct uf_config *cfg)
 static void cfg_init(struct uf_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	for (int i = 0; i < UF_CFG_MAX_FEEDS; i++) {
-		cfg->feeds[i].cpu = UF_CFG_DEFAULT_CPU;
-		cfg->feeds[i].sqpoll_cpu = UF_CFG_DEFAULT_CPU;
-		cfg->feeds[i].numa_node = UF_CFG_DEFAULT_NUMA_NODE;
-	}
+	/* Each feed starts as the engine's defaults (the one table, uf_feed_config_defaults):
+	 * a key left out of the JSON keeps the value an embedder of the engine would get. */
+	for (int i = 0; i < UF_CFG_MAX_FEEDS; i++)
+		uf_feed_config_defaults(&cfg->feeds[i]);
 }
 
 static int load(struct uf_cj *c, json_t *root, struct uf_config *cfg)

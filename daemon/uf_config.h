@@ -15,39 +15,36 @@
 #define UF_CFG_MAX_FEEDS 16
 
 /* Defaults of the optional keys (configs/README.md has the same table with the ranges). */
-#define UF_CFG_DEFAULT_STATUS_LISTEN             "127.0.0.1:8080" /* status.listen */
-#define UF_CFG_DEFAULT_STATUS_ENABLED            1                /* status.enabled */
-#define UF_CFG_DEFAULT_LOG_LEVEL                 "info"           /* log.level */
-#define UF_CFG_DEFAULT_LOG_JOURNAL               "auto"           /* log.journal */
-#define UF_CFG_DEFAULT_STATUS_PROBE_LISTEN       ""               /* status.probe_listen: off */
-#define UF_CFG_DEFAULT_READY_SILENCE_MS          2000             /* status.ready_silence_ms */
-#define UF_CFG_DEFAULT_STAGE_TIMING              1                /* feeds[].stage_timing */
-#define UF_CFG_DEFAULT_PROTOCOL                  "itch50-moldudp64"
-#define UF_CFG_DEFAULT_BACKEND                   "io_uring"
-#define UF_CFG_DEFAULT_CPU                       (-1) /* cpu, sqpoll_cpu: not pinned */
-#define UF_CFG_DEFAULT_NUMA_NODE                 (-1) /* node of `cpu` */
-#define UF_CFG_DEFAULT_SQPOLL_IDLE_MS            1000
-#define UF_CFG_DEFAULT_INTERFACE                 "0.0.0.0" /* lines[].interface */
-#define UF_CFG_DEFAULT_RECOVERY_MAX_COUNT        1000
-#define UF_CFG_DEFAULT_RECOVERY_TIMEOUT_MS       50
-#define UF_CFG_DEFAULT_RECOVERY_RETRIES          5
-#define UF_CFG_DEFAULT_RECOVERY_WAIT_MS          2
-#define UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS     64
-#define UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS    65536
-#define UF_CFG_DEFAULT_RECOVERY_MAX_RPS          1000
-#define UF_CFG_DEFAULT_RECOVERY_MAX_IN_FLIGHT    8       /* re-requests outstanding at once */
-#define UF_CFG_DEFAULT_RING_CAPACITY             1048576 /* ring.name defaults to name */
-#define UF_CFG_DEFAULT_RING_MODE                 "0600"
-#define UF_CFG_DEFAULT_BOOK_DEPTH                10
-#define UF_CFG_DEFAULT_BOOK_MAX_ORDERS           4000000
-#define UF_CFG_DEFAULT_BOOK_MAX_INSTRUMENTS      16384
-#define UF_CFG_DEFAULT_BUFFERS_COUNT             4096
-#define UF_CFG_DEFAULT_BUFFERS_SIZE              2048
-#define UF_CFG_DEFAULT_SNAPSHOT_ON_START         1 /* snapshot.* (server: none) */
-#define UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_MESSAGES 50000
-#define UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS   1000
-#define UF_CFG_DEFAULT_SNAPSHOT_TIMEOUT_MS       10000
-#define UF_CFG_DEFAULT_SNAPSHOT_BUFFER_PACKETS   65536
+#define UF_CFG_DEFAULT_STATUS_LISTEN          "127.0.0.1:8080" /* status.listen */
+#define UF_CFG_DEFAULT_STATUS_ENABLED         1                /* status.enabled */
+#define UF_CFG_DEFAULT_LOG_LEVEL              "info"           /* log.level */
+#define UF_CFG_DEFAULT_LOG_JOURNAL            "auto"           /* log.journal */
+#define UF_CFG_DEFAULT_STATUS_PROBE_LISTEN    ""               /* status.probe_listen: off */
+#define UF_CFG_DEFAULT_READY_SILENCE_MS       2000             /* status.ready_silence_ms */
+#define UF_CFG_DEFAULT_STAGE_TIMING           1                /* feeds[].stage_timing */
+#define UF_CFG_DEFAULT_PROTOCOL               UF_FEED_DEFAULT_PROTOCOL
+#define UF_CFG_DEFAULT_CPU                    UF_FEED_DEFAULT_CPU /* cpu, sqpoll_cpu: not pinned */
+#define UF_CFG_DEFAULT_NUMA_NODE              UF_FEED_DEFAULT_NUMA_NODE /* node of `cpu` */
+#define UF_CFG_DEFAULT_SQPOLL_IDLE_MS         UF_FEED_DEFAULT_SQPOLL_IDLE_MS
+#define UF_CFG_DEFAULT_INTERFACE              "0.0.0.0" /* lines[].interface */
+#define UF_CFG_DEFAULT_RECOVERY_MAX_COUNT     UF_FEED_DEFAULT_RECOVERY_MAX_COUNT
+#define UF_CFG_DEFAULT_RECOVERY_TIMEOUT_MS    UF_FEED_DEFAULT_RECOVERY_TIMEOUT_MS
+#define UF_CFG_DEFAULT_RECOVERY_RETRIES       UF_FEED_DEFAULT_RECOVERY_RETRIES
+#define UF_CFG_DEFAULT_RECOVERY_WAIT_MS       UF_FEED_DEFAULT_RECOVERY_WAIT_MS
+#define UF_CFG_DEFAULT_RECOVERY_WAIT_PACKETS  UF_FEED_DEFAULT_RECOVERY_WAIT_PACKETS
+#define UF_CFG_DEFAULT_RECOVERY_QUEUE_PACKETS UF_FEED_DEFAULT_RECOVERY_QUEUE_PACKETS
+#define UF_CFG_DEFAULT_RECOVERY_MAX_RPS       UF_FEED_DEFAULT_RECOVERY_MAX_RPS
+#define UF_CFG_DEFAULT_RECOVERY_MAX_IN_FLIGHT                                                      \
+	UF_FEED_DEFAULT_RECOVERY_MAX_IN_FLIGHT /* re-requests outstanding at once */
+#define UF_CFG_DEFAULT_RING_MODE     "0600"    /* ring.capacity, book.*: ring/ and publish/ */
+#define UF_CFG_DEFAULT_BUFFERS_COUNT UF_FEED_DEFAULT_BUFFERS_COUNT
+#define UF_CFG_DEFAULT_BUFFERS_SIZE  UF_FEED_DEFAULT_BUFFERS_SIZE
+#define UF_CFG_DEFAULT_SNAPSHOT_ON_START                                                           \
+	UF_FEED_DEFAULT_SNAPSHOT_ON_START /* snapshot.* (server: none) */
+#define UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_MESSAGES UF_FEED_DEFAULT_SNAPSHOT_MAX_GAP_MESSAGES
+#define UF_CFG_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS   UF_FEED_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS
+#define UF_CFG_DEFAULT_SNAPSHOT_TIMEOUT_MS       UF_FEED_DEFAULT_SNAPSHOT_TIMEOUT_MS
+#define UF_CFG_DEFAULT_SNAPSHOT_BUFFER_PACKETS   UF_FEED_DEFAULT_SNAPSHOT_BUFFER_PACKETS
 
 struct uf_config {
 	char path[256];                   /* file it came from */

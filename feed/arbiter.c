@@ -11,9 +11,13 @@
 #include "common/uf_compiler.h"
 #include "common/uf_time.h"
 
-int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
+int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given, int fd, uint32_t slot_size,
                 struct uf_feed_stats *st, const struct uf_arb_cb *cb)
 {
+	/* Zero where 0 means "the default": the engine's one table (uf_feed_config_resolve). */
+	struct uf_feed_config resolved = *given;
+	const struct uf_feed_config *cfg = &resolved;
+	uf_feed_config_resolve(&resolved);
 	memset(a, 0, sizeof(*a));
 	a->cb = *cb;
 	a->st = st;
@@ -21,24 +25,21 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint
 	a->fd = fd;
 	a->recovery = cfg->recovery.enabled && fd >= 0;
 	a->server = cfg->recovery.server;
-	a->max_count = cfg->recovery.max_count ? cfg->recovery.max_count : 1000;
+	a->max_count = cfg->recovery.max_count;
 	if (a->max_count > 0xFFFE)
 		a->max_count = 0xFFFE; /* 0xFFFF means end of session on the wire */
-	a->timeout_ns =
-	    (uint64_t)(cfg->recovery.timeout_ms ? cfg->recovery.timeout_ms : 50) * 1000000u;
+	a->timeout_ns = (uint64_t)cfg->recovery.timeout_ms * 1000000u;
 	a->retries = cfg->recovery.retries;
 	a->wait_ns = (uint64_t)cfg->recovery.wait_ms * 1000000u;
-	a->wait_packets = cfg->recovery.wait_packets ? cfg->recovery.wait_packets : 64;
-	uint32_t rate = cfg->recovery.max_requests_per_s ? cfg->recovery.max_requests_per_s : 1000;
-	a->min_interval_ns = 1000000000ull / rate;
-	a->max_in_flight =
-	    cfg->recovery.max_in_flight ? cfg->recovery.max_in_flight : UF_ARB_IN_FLIGHT;
+	a->wait_packets = cfg->recovery.wait_packets; /* 0: the packets never hold a request */
+	a->min_interval_ns = 1000000000ull / cfg->recovery.max_requests_per_s;
+	a->max_in_flight = cfg->recovery.max_in_flight;
 	if (a->max_in_flight > UF_ARB_MAX_IN_FLIGHT)
 		a->max_in_flight = UF_ARB_MAX_IN_FLIGHT;
 	/* A hole's life once requested: 1 + retries tries. */
 	a->deadline_ns = (uint64_t)(a->retries + 1) * a->timeout_ns;
 	a->now = uf_now_mono_ns;
-	a->cap = cfg->recovery.queue_packets ? cfg->recovery.queue_packets : 65536;
+	a->cap = cfg->recovery.queue_packets;
 	a->slot_size = slot_size;
 	a->heap = calloc(a->cap, sizeof(*a->heap));
 	a->freel = calloc(a->cap, sizeof(*a->freel));

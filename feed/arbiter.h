@@ -71,7 +71,6 @@
 #define UF_ARB_CONFIRM_MAX     64            /* largest jump_confirm: quarantine slots per line */
 #define UF_ARB_LINE_SILENT_NS  5000000000ull /* default line_silent_ns: 5 heartbeat periods */
 #define UF_ARB_MAX_IN_FLIGHT   64            /* largest recovery.max_in_flight */
-#define UF_ARB_IN_FLIGHT       8             /* default recovery.max_in_flight */
 /* Requested ranges an answer may fall in: every request that may be in flight, and the
  * retries of each (a slow server answers an older try of a hole still open). */
 #define UF_ARB_REQ_HISTORY 512

@@ -58,32 +58,32 @@ static void uf_feed_tick_calibrate(void)
 	uf_tick_init(&tick_clock, 20000000);
 }
 
-uint64_t uf_feed_ring_estimate(const struct uf_feed_config *cfg)
+uint64_t uf_feed_ring_estimate(const struct uf_feed_config *given)
 {
-	struct uf_ring_options ro;
-	uf_ring_options_init(&ro);
-	uint64_t cap = cfg->ring.capacity ? cfg->ring.capacity : ro.capacity;
-	uint32_t depth = cfg->book.depth ? cfg->book.depth : ro.depth;
-	uint32_t inst = cfg->book.max_instruments ? cfg->book.max_instruments : ro.max_instruments;
+	struct uf_feed_config cfg = *given;
+	uf_feed_config_resolve(&cfg); /* the sizes uf_feed_create will use */
+	uint64_t cap = cfg.ring.capacity;
+	uint32_t depth = cfg.book.depth;
 	if (cap > (uint64_t)UF_CFG_RING_CAPACITY_MAX || depth > UF_CFG_BOOK_DEPTH_MAX)
 		return 0;
-	return cap * sizeof(struct uf_record) + (uint64_t)inst * uf_image_entry_size(depth);
+	return cap * sizeof(struct uf_record) +
+	       (uint64_t)cfg.book.max_instruments * uf_image_entry_size(depth);
 }
 
-uint64_t uf_feed_memory_estimate(const struct uf_feed_config *cfg)
+uint64_t uf_feed_memory_estimate(const struct uf_feed_config *given)
 {
+	struct uf_feed_config r = *given;
+	const struct uf_feed_config *cfg = &r;
+	uf_feed_config_resolve(&r); /* the sizes uf_feed_create will use */
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
-	if (cfg->book.max_orders)
-		pp.max_orders = cfg->book.max_orders;
-	if (cfg->book.max_instruments)
-		pp.max_instruments = cfg->book.max_instruments;
+	pp.max_orders = cfg->book.max_orders;
+	pp.max_instruments = cfg->book.max_instruments;
 	uint64_t books = uf_publish_memory(&pp);
 	uint64_t ring = uf_feed_ring_estimate(cfg);
 	if (books == 0 || ring == 0)
 		return 0;
-	uint64_t bufs = (uint64_t)(cfg->buffers.count ? cfg->buffers.count : 4096) *
-	                (cfg->buffers.size ? cfg->buffers.size : 2048);
+	uint64_t bufs = (uint64_t)cfg->buffers.count * cfg->buffers.size;
 	uint64_t queue = cfg->recovery.enabled ? (uint64_t)cfg->recovery.queue_packets *
 	                                             (sizeof(struct uf_arb_slot) + 8)
 	                                       : 0;
@@ -94,16 +94,13 @@ uint64_t uf_feed_memory_estimate(const struct uf_feed_config *cfg)
 static int uf_feed_arb_setup(struct uf_feed *f, const struct uf_feed_config *cfg, char *err,
                              size_t errlen)
 {
-	struct uf_arb_params ap;
-	uf_arb_params_default(&ap);
-	if (cfg->arbitration.max_jump)
-		ap.max_jump = cfg->arbitration.max_jump;
-	if (cfg->arbitration.jump_confirm)
-		ap.jump_confirm = cfg->arbitration.jump_confirm;
-	if (cfg->arbitration.session_confirm)
-		ap.session_confirm = cfg->arbitration.session_confirm;
-	if (cfg->arbitration.line_silent_ms)
-		ap.line_silent_ns = (uint64_t)cfg->arbitration.line_silent_ms * 1000000ull;
+	struct uf_arb_params ap = {
+	    /* resolved: 0 in the embedder's config is the arbiter's default already */
+	    .max_jump = cfg->arbitration.max_jump,
+	    .jump_confirm = cfg->arbitration.jump_confirm,
+	    .session_confirm = cfg->arbitration.session_confirm,
+	    .line_silent_ns = (uint64_t)cfg->arbitration.line_silent_ms * 1000000ull,
+	};
 	int rc = uf_arb_set_params(&f->arb, &ap);
 	if (rc < 0)
 		return uf_err_rc(err, errlen, rc,
@@ -121,7 +118,8 @@ static int uf_feed_arb_setup(struct uf_feed *f, const struct uf_feed_config *cfg
 	return 0;
 }
 
-int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char *err, size_t errlen)
+int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, char *err,
+                   size_t errlen)
 {
 	int rc;
 	struct uf_feed *f = aligned_alloc(UF_CACHELINE, (sizeof(*f) + UF_CACHELINE - 1) &
@@ -131,9 +129,12 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		return -ENOMEM;
 	}
 	memset(f, 0, sizeof(*f));
-	f->cfg = *cfg;
+	/* Every part below reads the copy, whose "0 = default" fields hold the default now. */
+	f->cfg = *given;
+	uf_feed_config_resolve(&f->cfg);
 	f->cfg.symbols = NULL;
 	f->cfg.nsymbols = 0;
+	const struct uf_feed_config *cfg = &f->cfg;
 	f->req_fd = -1;
 	for (int i = 0; i < UF_INGEST_MAX_SRC; i++)
 		f->fds[i] = -1;
@@ -199,10 +200,8 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
-	if (cfg->book.max_orders)
-		pp.max_orders = cfg->book.max_orders;
-	if (cfg->book.max_instruments)
-		pp.max_instruments = cfg->book.max_instruments;
+	pp.max_orders = cfg->book.max_orders;
+	pp.max_instruments = cfg->book.max_instruments;
 	pp.numa_node = cfg->numa_node;
 	rc = uf_publish_create(&pp, &f->pub);
 	if (rc < 0) {
@@ -211,7 +210,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		goto out_close;
 	}
 	rc = uf_filter_init(&f->filter, uf_publish_max_instruments(f->pub),
-	                    (const char(*)[9])cfg->symbols, cfg->nsymbols);
+	                    (const char(*)[9])given->symbols, given->nsymbols);
 	if (rc < 0) {
 		uf_err_set(err, errlen, "feed %s: symbol filter: %s", cfg->name,
 		           rc == -EINVAL ? "a symbol is longer than 8 characters" : strerror(-rc));
@@ -227,8 +226,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		f->rec_cap = UF_FEED_RECS;
 	struct uf_arb_cb cb;
 	uf_feed_pipeline_callbacks(f, &cb);
-	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;
-	rc = uf_arb_init(&f->arb, &f->cfg, f->req_fd, slot, &f->stats, &cb);
+	rc = uf_arb_init(&f->arb, cfg, f->req_fd, cfg->buffers.size, &f->stats, &cb);
 	if (rc < 0) {
 		uf_err_rc(err, errlen, rc, "feed %s: recovery queue of %u packets", cfg->name,
 		          cfg->recovery.queue_packets);

@@ -98,8 +98,8 @@ int uf_ingest_open(struct uf_ingest *ig, const struct uf_ingest_params *p, const
 		ig->st[i] = st[i];
 	}
 	ig->fst = fst;
-	ig->buf_size = p->buf_size ? p->buf_size : 2048;
-	ig->buf_count = p->buf_count ? p->buf_count : 4096;
+	ig->buf_size = p->buf_size ? p->buf_size : UF_FEED_DEFAULT_BUFFERS_SIZE;
+	ig->buf_count = p->buf_count ? p->buf_count : UF_FEED_DEFAULT_BUFFERS_COUNT;
 	if (ig->buf_size < UF_CFG_BUFFERS_SIZE_MIN || ig->buf_size > UF_CFG_BUFFERS_SIZE_MAX) {
 		snprintf(err, errlen, "buffers.size %u: %d..%d bytes", ig->buf_size,
 		         UF_CFG_BUFFERS_SIZE_MIN, UF_CFG_BUFFERS_SIZE_MAX);

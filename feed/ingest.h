@@ -49,10 +49,11 @@ struct uf_pkt {
 struct uf_ingest_params {
 	enum uf_backend backend; /* wanted back end */
 	int sqpoll_cpu;          /* SQ thread CPU, -1 = not pinned */
-	uint32_t sqpoll_idle_ms; /* SQ thread idle before it sleeps */
+	uint32_t sqpoll_idle_ms; /* SQ thread idle before it sleeps, 0 = the engine's default
+	                          * (UF_FEED_DEFAULT_SQPOLL_IDLE_MS) */
 	int numa_node;           /* node for the buffer region, -1 = local (first touch) */
-	uint32_t buf_count;      /* provided buffers (power of two, <= 32768) */
-	uint32_t buf_size;       /* bytes per buffer (payload + recvmsg header) */
+	uint32_t buf_count;      /* provided buffers (power of two, <= 32768), 0 = default */
+	uint32_t buf_size;       /* bytes per buffer (payload + recvmsg header), 0 = default */
 };
 
 struct uf_ingest {

@@ -103,7 +103,8 @@ static int uf_uring_setup(struct uf_ingest *ig, const struct uf_ingest_params *p
 		prm.cq_entries = cq;
 		if (sqpoll) {
 			prm.flags |= IORING_SETUP_SQPOLL;
-			prm.sq_thread_idle = p->sqpoll_idle_ms ? p->sqpoll_idle_ms : 1000;
+			prm.sq_thread_idle =
+			    p->sqpoll_idle_ms ? p->sqpoll_idle_ms : UF_FEED_DEFAULT_SQPOLL_IDLE_MS;
 			if (p->sqpoll_cpu >= 0) {
 				prm.flags |= IORING_SETUP_SQ_AFF;
 				prm.sq_thread_cpu = (unsigned)p->sqpoll_cpu;

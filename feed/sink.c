@@ -27,7 +27,7 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 	memset(s, 0, sizeof(*s));
 	s->pub = pub;
 	s->max_inst = uf_publish_max_instruments(pub);
-	s->depth = cfg->book.depth ? cfg->book.depth : 10;
+	s->depth = cfg->book.depth; /* resolved by uf_feed_create (uf_feed_config_resolve) */
 	if (s->depth > UF_SINK_MAX_DEPTH)
 		s->depth = UF_SINK_MAX_DEPTH;
 	s->dirty = calloc(s->max_inst, sizeof(*s->dirty));
@@ -39,17 +39,13 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 		return -ENOMEM;
 	}
 	uf_ring_options_init(&opt);
-	if (cfg->ring.capacity)
-		opt.capacity = cfg->ring.capacity;
-	if (cfg->ring.mode)
-		opt.mode = cfg->ring.mode;
+	opt.capacity = cfg->ring.capacity;
+	opt.mode = cfg->ring.mode;
 	if (cfg->ring.has_gid)
 		opt.gid = cfg->ring.gid;
 	opt.numa_node = cfg->numa_node >= 0 ? cfg->numa_node : UF_RING_NUMA_AUTO;
-	if (cfg->book.depth)
-		opt.depth = cfg->book.depth;
-	if (cfg->book.max_instruments)
-		opt.max_instruments = cfg->book.max_instruments;
+	opt.depth = cfg->book.depth;
+	opt.max_instruments = cfg->book.max_instruments;
 	const char *name = cfg->ring.name[0] ? cfg->ring.name : cfg->name;
 	int rc = uf_ring_create(name, &opt, &s->ring, err, errlen);
 	if (rc < 0) {

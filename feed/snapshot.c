@@ -442,7 +442,7 @@ int uf_feed_snapshot_init(struct uf_feed *f)
 	s->p.seq = 1;
 	s->p.glimpse = 1;
 	s->p.resume = 0;
-	uint32_t t = cfg->snapshot.timeout_ms ? cfg->snapshot.timeout_ms : UF_SNAP_DEFAULT_TIMEOUT;
+	uint32_t t = cfg->snapshot.timeout_ms; /* resolved: uf_feed_create */
 	if (s->p.connect_timeout_ms > t)
 		s->p.connect_timeout_ms = t;
 	if (s->p.login_timeout_ms > t)
@@ -452,10 +452,7 @@ int uf_feed_snapshot_init(struct uf_feed *f)
 	s->max_gap_messages = cfg->snapshot.max_gap_messages;
 	s->max_gap_age_ns = (uint64_t)cfg->snapshot.max_gap_age_ms * 1000000u;
 	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
-	uint32_t cap =
-	    cfg->snapshot.buffer_packets ? cfg->snapshot.buffer_packets : UF_SNAP_DEFAULT_BUFFER;
-	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;
-	int rc = uf_snap_buf_init(&s->buf, cap, slot);
+	int rc = uf_snap_buf_init(&s->buf, cfg->snapshot.buffer_packets, cfg->buffers.size);
 	if (rc < 0)
 		return rc;
 	s->enabled = 1;

@@ -38,13 +38,9 @@
 #include "decode/uf_mold.h"
 #include "feed/soup_client.h"
 
-#define UF_SNAP_HOLES            64 /* holes below the highest buffered sequence tracked */
-#define UF_SNAP_DEFAULT_BUFFER   65536
-#define UF_SNAP_DEFAULT_TIMEOUT  10000 /* ms */
-#define UF_SNAP_DEFAULT_GAP_MSGS 50000
-#define UF_SNAP_DEFAULT_GAP_AGE  1000 /* ms */
-#define UF_SNAP_RETRY_MIN_MS     1000 /* first retry after a failure */
-#define UF_SNAP_RETRY_MAX_MS     30000
+#define UF_SNAP_HOLES        64   /* holes below the highest buffered sequence tracked */
+#define UF_SNAP_RETRY_MIN_MS 1000 /* first retry after a failure */
+#define UF_SNAP_RETRY_MAX_MS 30000
 
 /* One buffered datagram. */
 struct uf_snap_pkt {

@@ -1,8 +1,11 @@
 /* The engine's parameter struct: everything uf_feed_create() needs to run one feed.
  *
  * Plain data, filled by the embedder (the daemon fills it from its JSON configuration,
- * daemon/uf_config.h; tests fill it directly). Zero in an optional field means "the
- * engine's default" where a comment says so. */
+ * daemon/uf_config.h; tests fill it directly). Start from uf_feed_config_defaults(): it
+ * writes every default documented below. Zero in a field whose comment says "0 = default"
+ * (or whose 0 is no usable value) is taken as that default by uf_feed_config_resolve(); where
+ * 0 has a meaning of its own (recovery.retries, wait_ms, wait_packets, snapshot triggers) it
+ * keeps it. */
 #ifndef UF_FEED_CONFIG_H
 #define UF_FEED_CONFIG_H
 
@@ -113,6 +116,47 @@ struct uf_feed_config {
 	                              * stage histograms; 0 = UF_FEED_STAGE_EVERY_DEFAULT */
 };
 
-#define UF_FEED_STAGE_EVERY_DEFAULT 16
+/* The engine's defaults: the one place their values live. uf_feed_config_defaults() writes
+ * them into a config; the daemon's UF_CFG_DEFAULT_* (daemon/uf_config.h) and configs/README.md
+ * name these same values. Ring and book sizes come from ring/ (UF_RING_DEFAULT_*) and
+ * publish/ (uf_publish_params_default), which own them. */
+#define UF_FEED_DEFAULT_PROTOCOL                  "itch50-moldudp64"
+#define UF_FEED_DEFAULT_BACKEND                   UF_BACKEND_IO_URING
+#define UF_FEED_DEFAULT_CPU                       (-1) /* cpu, sqpoll_cpu: not pinned */
+#define UF_FEED_DEFAULT_NUMA_NODE                 (-1) /* the node of `cpu` */
+#define UF_FEED_DEFAULT_SQPOLL_IDLE_MS            1000
+#define UF_FEED_DEFAULT_RECOVERY_MAX_COUNT        1000
+#define UF_FEED_DEFAULT_RECOVERY_TIMEOUT_MS       50
+#define UF_FEED_DEFAULT_RECOVERY_RETRIES          5
+#define UF_FEED_DEFAULT_RECOVERY_WAIT_MS          2
+#define UF_FEED_DEFAULT_RECOVERY_WAIT_PACKETS     64
+#define UF_FEED_DEFAULT_RECOVERY_QUEUE_PACKETS    65536
+#define UF_FEED_DEFAULT_RECOVERY_MAX_RPS          1000
+#define UF_FEED_DEFAULT_RECOVERY_MAX_IN_FLIGHT    8
+#define UF_FEED_DEFAULT_SNAPSHOT_ON_START         1
+#define UF_FEED_DEFAULT_SNAPSHOT_MAX_GAP_MESSAGES 50000
+#define UF_FEED_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS   1000
+#define UF_FEED_DEFAULT_SNAPSHOT_TIMEOUT_MS       10000
+#define UF_FEED_DEFAULT_SNAPSHOT_BUFFER_PACKETS   65536
+#define UF_FEED_DEFAULT_BUFFERS_COUNT             4096
+#define UF_FEED_DEFAULT_BUFFERS_SIZE              2048
+#define UF_FEED_STAGE_EVERY_DEFAULT               16 /* stage_timing_every */
+
+/* Fills `cfg` with every default above (and the ring's and books' own): zero everywhere
+ * else (no name, no lines, recovery and snapshot off, no symbol filter). An embedder starts
+ * from this and sets what it wants; the daemon does the same before it reads a feed's JSON, so
+ * both get the same engine. Where 0 is a value of its own (recovery.retries, wait_ms,
+ * wait_packets, snapshot.on_start, max_gap_messages, max_gap_age_ms) only this function gives
+ * the documented default: a config that was zeroed by hand keeps its 0. Cold. */
+void uf_feed_config_defaults(struct uf_feed_config *cfg);
+
+/* Replaces each field whose 0 is documented as "the default" (0 is no usable value there:
+ * recovery.max_count, timeout_ms, queue_packets, max_requests_per_s, max_in_flight,
+ * snapshot.timeout_ms, buffer_packets, ring.capacity and mode, book.*, buffers.*,
+ * sqpoll_idle_ms, stage_timing_every, arbitration.*: the arbiter's uf_arb_params_default)
+ * with its default; leaves every other field as it is.
+ * uf_feed_create() and the engine's parts that take a config (uf_arb_init) apply it, so none of
+ * them keeps a fallback value of its own. Cold. */
+void uf_feed_config_resolve(struct uf_feed_config *cfg);
 
 #endif /* UF_FEED_CONFIG_H */

@@ -125,6 +125,27 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 	uf_config_free(&cfg);
 }
 
+/* A feed whose JSON leaves every optional key out is exactly what an embedder of the engine
+ * gets from uf_feed_config_defaults(): one table of defaults, not one per reader. */
+static void test_config_left_out_keys_are_the_engines_defaults(void **state)
+{
+	struct uf_config cfg;
+	struct uf_feed_config d;
+	char err[512];
+
+	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
+	uf_feed_config_defaults(&d);
+	d.nlines = cfg.feeds[0].nlines; /* the lines are the file's */
+	const struct uf_feed_config *v = &d;
+	const int64_t want[] = {FEED_NUMBERS(KEY_VALUE)};
+	const int64_t want_snap[] = {SNAPSHOT_NUMBERS(KEY_VALUE)};
+	assert_feed_numbers(&cfg.feeds[0], NWANT(want));
+	assert_snapshot(&cfg.feeds[0], "", NWANT(want_snap));
+	assert_string_equal(cfg.feeds[0].protocol, d.protocol);
+	assert_int_equal(cfg.feeds[0].backend, d.backend);
+	uf_config_free(&cfg);
+}
+
 static void test_config_every_key_parses_to_its_value(void **state)
 {
 	const char *json =
@@ -585,6 +606,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config_minimal_file_gets_documented_defaults),
+	    cmocka_unit_test(test_config_left_out_keys_are_the_engines_defaults),
 	    cmocka_unit_test(test_config_every_key_parses_to_its_value),
 	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),

@@ -700,6 +700,7 @@ static void test_snapshot_late_start_gives_the_files_books(void **state)
 	c.cfg.recovery.max_count = 1000;
 	c.cfg.recovery.timeout_ms = 50;
 	c.cfg.recovery.retries = 5;
+	c.cfg.recovery.wait_packets = 64; /* 0 would be "no wait" (uf_feed_config.h) */
 	c.cfg.recovery.max_requests_per_s = 1000;
 	ts_create(&c);
 	ts_run(&c);
