@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -104,6 +105,45 @@ static int finish_symbols(struct uf_cj *c, const char *key, struct uf_feed_confi
 	return 0;
 }
 
+/* What a symbols_file that is not a regular file is, for the refusal. */
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m)    ? "a directory"
+	       : S_ISFIFO(m) ? "a FIFO"
+	       : S_ISSOCK(m) ? "a socket"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	                     : "not a regular file";
+}
+
+/* Opens the symbols file for reading, refusing anything but a regular file: a FIFO would
+ * block --check-config and the daemon's load forever, a directory or device reads as
+ * nothing (an empty filter: every symbol). O_NONBLOCK only for the open (a FIFO with no
+ * writer opens at once and is then refused). Returns the stream or NULL after uf_cj_fail. */
+static FILE *open_symbols_file(struct uf_cj *c, const char *full, int *r)
+{
+	struct stat st;
+	int fd = open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		*r = uf_cj_fail(c, "symbols_file", "cannot read \"%s\": %s", full, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*r = uf_cj_fail(c, "symbols_file", "\"%s\" is %s, not a file of symbols", full,
+		                file_kind(st.st_mode));
+		close(fd);
+		return NULL;
+	}
+	(void)fcntl(fd, F_SETFL, 0); /* blocking reads of a regular file, as fopen gives */
+	FILE *fp = fdopen(fd, "r");
+	if (!fp) {
+		*r = uf_cj_fail(c, "symbols_file", "cannot read \"%s\": %s", full, strerror(errno));
+		close(fd);
+	}
+	return fp;
+}
+
 static int load_symbols_file(struct uf_cj *c, struct uf_feed_config *f)
 {
 	char full[512], line[256];
@@ -114,10 +154,9 @@ static int load_symbols_file(struct uf_cj *c, struct uf_feed_config *f)
 		snprintf(full, sizeof(full), "%s", f->symbols_file);
 	else
 		snprintf(full, sizeof(full), "%s/%s", c->dir, f->symbols_file);
-	fp = fopen(full, "r");
+	fp = open_symbols_file(c, full, &r);
 	if (!fp)
-		return uf_cj_fail(c, "symbols_file", "cannot read \"%s\": %s", full,
-		                  strerror(errno));
+		return r;
 	while (!r && fgets(line, sizeof(line), fp)) {
 		char key[64];
 		char *s = line, *e;
@@ -137,7 +176,16 @@ static int load_symbols_file(struct uf_cj *c, struct uf_feed_config *f)
 			continue; /* blank line or comment */
 		r = add_symbol(c, key, f, s, (size_t)(e - s));
 	}
+	if (!r && ferror(fp))
+		r = uf_cj_fail(c, "symbols_file", "reading \"%s\": %s", full, strerror(errno));
 	fclose(fp);
+	/* A filter file with no symbol is a mistake (truncated, wrong file), never "all": a
+	 * feed that should carry every symbol has no symbols_file. */
+	if (!r && f->nsymbols == 0)
+		r = uf_cj_fail(c, "symbols_file",
+		               "\"%s\" lists no symbol (an empty filter is refused: leave "
+		               "\"symbols_file\" out to carry every symbol)",
+		               full);
 	if (!r)
 		r = finish_symbols(c, "symbols_file", f);
 	return r;

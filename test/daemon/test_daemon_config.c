@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -243,6 +244,63 @@ static void test_config_symbols_file_is_read_relative_to_the_config(void **state
 	    strstr(err, "feeds[0].symbols_file:6: symbol \"TOOLONGSYM\" must be 1 to 8"));
 	unlink(syms);
 	unlink(path);
+	rmdir(dir);
+}
+
+/* Loads a config whose symbols_file is `syms` (made by the caller) and expects the refusal
+ * `want`. alarm(): a load that blocks (a FIFO opened for reading) fails here in 5 s instead
+ * of hanging the suite. */
+static void expect_symbols_file_refused(const char *dir, const char *syms, const char *want)
+{
+	char path[256], err[512];
+	struct uf_config cfg;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/c.json", dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fprintf(fp,
+	        "{\"feeds\":[{\"name\":\"x\",\"symbols_file\":\"%s\","
+	        "\"lines\":[{\"group\":\"239.1.1.1\",\"port\":1}]}]}",
+	        syms);
+	fclose(fp);
+	alarm(5);
+	int r = uf_config_load(path, &cfg, err, sizeof(err));
+	alarm(0);
+	if (r != -EINVAL || !strstr(err, want))
+		fail_msg("symbols_file %s: returned %d, message: %s\n  wanted: %s", syms, r, err,
+		         want);
+	unlink(path);
+}
+
+/* issue 23, item 16: a FIFO hung --check-config; an empty file, a comments-only file or a
+ * directory was taken as "all symbols". Each is refused by name. */
+static void test_config_symbols_file_must_be_a_nonempty_regular_file(void **state)
+{
+	char dir[] = "/tmp/uf-cfg-XXXXXX", p[256];
+	FILE *fp;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	expect_symbols_file_refused(dir, "fifo", "fifo\" is a FIFO, not a file of symbols");
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/sub", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	expect_symbols_file_refused(dir, "sub", "sub\" is a directory, not a file of symbols");
+	rmdir(p);
+	expect_symbols_file_refused(dir, "/dev/null", "\"/dev/null\" is a character device");
+	snprintf(p, sizeof(p), "%s/empty.txt", dir);
+	fp = fopen(p, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	expect_symbols_file_refused(dir, "empty.txt", "empty.txt\" lists no symbol");
+	fp = fopen(p, "w");
+	fputs("# nothing yet\n\n   \n", fp);
+	fclose(fp);
+	expect_symbols_file_refused(dir, "empty.txt", "empty.txt\" lists no symbol");
+	unlink(p);
+	expect_symbols_file_refused(dir, "missing.txt", "cannot read");
 	rmdir(dir);
 }
 
@@ -609,6 +667,7 @@ int main(void)
 	    cmocka_unit_test(test_config_left_out_keys_are_the_engines_defaults),
 	    cmocka_unit_test(test_config_every_key_parses_to_its_value),
 	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
+	    cmocka_unit_test(test_config_symbols_file_must_be_a_nonempty_regular_file),
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
 	    cmocka_unit_test(test_config_snapshot_keys_parse_and_refuse),
 
