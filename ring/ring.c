@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/uf_err.h"
+#include "common/uf_label.h"
 #include "common/uf_time.h"
 #include "ring/ctable.h"
 #include "ring/ring_util.h"
@@ -660,7 +661,9 @@ int uf_ring_consumers(struct uf_ring *r, struct uf_ring_consumer_info *out, size
 			o->laps = uf_load_relaxed_u64(&s->laps);
 			o->sleeping = uf_load_relaxed_u32(&s->flags) == 1;
 			memcpy(o->tag, s->tag, sizeof(o->tag));
-			o->tag[sizeof(o->tag) - 1] = '\0';
+			/* the consumer wrote it: cleaned once here for every output (status,
+			 * metrics, logs), see common/uf_label.h */
+			uf_label_clean(o->tag, sizeof(o->tag));
 		}
 		count++;
 	}

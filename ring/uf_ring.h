@@ -101,7 +101,8 @@ struct uf_ring_consumer_info {
 	uint64_t lost;         /* records it lost to laps */
 	uint64_t laps;         /* times it was lapped */
 	int sleeping;          /* 1 while blocked in FUTEX_WAIT */
-	char tag[16];          /* label the consumer gave itself */
+	char tag[16];          /* label the consumer gave itself, cleaned (uf_label_clean):
+	                        * whole UTF-8 characters, no control character */
 };
 
 /* Fills `opt` with the defaults above (mode 0600, hugepages on, NUMA auto). */

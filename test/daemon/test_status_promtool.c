@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "common/uf_label.h"
 #include "daemon/status_render.h"
 #include "test/common/uf_test_promtool.h"
 
@@ -129,6 +130,44 @@ static void test_promtool_accepts_the_rendered_metrics_without_a_word(void **sta
 	free(s);
 }
 
+/* issue 23 item 13: a consumer chooses its tag. Cut in the middle of a UTF-8 character (a
+ * 16-byte field) it made promtool refuse the whole scrape and jansson drop the consumer from
+ * /status; a newline in it forged log lines. The producer cleans it once where it reads the
+ * table (uf_ring_consumers -> uf_label_clean); shown here on every renderer. */
+static void test_a_hostile_consumer_tag_is_harmless_once_cleaned(void **state)
+{
+	(void)state;
+	struct uf_status_snapshot *s = make_snapshot();
+	struct uf_status_consumer *k = &s->feeds[0].ring.consumers[2];
+	char out[8192];
+	/* "équipe-risk" + a cut euro sign, as a 16-byte field holds it: 15 bytes + NUL */
+	static const char cut[16] = "\xc3\xa9quipe-ris\xe2\x82";
+	static const char forged[16] = "x\nERROR feed";
+	s->feeds[0].ring.nconsumers = 3;
+	*k = (struct uf_status_consumer){.slot = 2, .pid = 102};
+	memcpy(k->tag, cut, sizeof(k->tag));
+	char *raw = uf_status_render_prometheus(s); /* the check is real: raw, promtool refuses */
+	assert_non_null(raw);
+	assert_int_equal(uf_test_promtool_check_metrics_within(raw, out, sizeof(out), 10000), -1);
+	free(raw);
+	uf_label_clean(k->tag, sizeof(k->tag));
+	assert_string_equal(k->tag, "\xc3\xa9quipe-ris"); /* whole characters kept */
+	char *text = uf_status_render_prometheus(s);
+	assert_non_null(text);
+	if (uf_test_promtool_check_metrics_within(text, out, sizeof(out), 10000) != 0)
+		fail_msg("promtool check metrics said:\n%s", out);
+	assert_non_null(strstr(text, "consumer=\"\xc3\xa9quipe-ris/2\""));
+	free(text);
+	char *json = uf_status_render_json(s);
+	assert_non_null(json);
+	assert_non_null(strstr(json, "quipe-ris")); /* the consumer is listed, not dropped */
+	free(json);
+	memcpy(k->tag, forged, sizeof(k->tag));
+	uf_label_clean(k->tag, sizeof(k->tag));
+	assert_string_equal(k->tag, "x?ERROR feed"); /* no line break left to forge a log line */
+	free(s);
+}
+
 /* The check is real: promtool does complain about what the old endpoint served. */
 static void test_promtool_refuses_abbreviated_units(void **state)
 {
@@ -146,6 +185,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_promtool_accepts_the_rendered_metrics_without_a_word),
+	    cmocka_unit_test(test_a_hostile_consumer_tag_is_harmless_once_cleaned),
 	    cmocka_unit_test(test_promtool_refuses_abbreviated_units),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -505,6 +505,42 @@ static void test_forged_registrations_are_freed_and_attach_works_again(void **st
 	uf_ring_unlink(name, base_dir());
 }
 
+/* A consumer writes its own tag in the shared table: whatever bytes it puts there, the producer
+ * reports a cleaned one (issue 23 item 13: a cut UTF-8 character or a newline went straight to
+ * /metrics, /status and the log). */
+static void test_a_forged_tag_is_reported_clean(void **state)
+{
+	char name[64], err[256] = "";
+	struct uf_ring_consumer_info ci[2];
+	struct uf_ring *r;
+	uf_consumer_t *c;
+	struct uf_ring_cslot *slots;
+	size_t size;
+	int fd;
+
+	test_ring_name(name, sizeof(name), "tag");
+	r = make_ring_in_base(name, 0600, -1);
+	assert_int_equal(attach_in_base(name, 0, &c, err, sizeof(err)), 0); /* slot 0 */
+	fd = grab_table(name, &size);
+	assert_true(fd >= 0);
+	slots = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(slots != MAP_FAILED);
+	slots = (struct uf_ring_cslot *)((struct uf_ring_ctable *)slots + 1);
+	/* 16 bytes, no NUL: a newline, an escape sequence, an e-acute, a euro sign the
+	 * field's last byte (the terminator's place) cuts */
+	static const char raw[16] = "a\nb\x1b[2Jcd\xc3\xa9"
+	                            "fg\xe2\x82\xac";
+	memcpy(slots[0].tag, raw, sizeof(slots[0].tag));
+	assert_int_equal(uf_ring_consumers(r, ci, 2), 1);
+	assert_string_equal(ci[0].tag, "a?b?[2Jcd\xc3\xa9"
+	                               "fg");
+	munmap((struct uf_ring_ctable *)slots - 1, size);
+	close(fd);
+	uf_consumer_detach(c);
+	uf_ring_close(r);
+	uf_ring_unlink(name, base_dir());
+}
+
 /* ---- squatted, foreign, linked, loosely permitted rings are refused ---- */
 
 static void expect_attach(const char *name, int want, const char *msg)
@@ -835,6 +871,7 @@ int main(void)
 	    cmocka_unit_test(test_hostile_cannot_shrink_anything_and_a_hole_hurts_nobody),
 	    cmocka_unit_test(test_damaged_table_is_repaired_and_new_consumers_attach),
 	    cmocka_unit_test(test_forged_registrations_are_freed_and_attach_works_again),
+	    cmocka_unit_test(test_a_forged_tag_is_reported_clean),
 	    cmocka_unit_test(test_squatted_foreign_and_linked_rings_are_refused),
 	    cmocka_unit_test(test_lying_header_fields_are_refused),
 	    cmocka_unit_test(test_full_file_system_at_create_is_a_clean_enospc),
