@@ -922,3 +922,59 @@ int uf_config_symbol_wanted(const struct uf_feed_config *f, const char *sym)
 		return 1;
 	return bsearch(sym, f->symbols, f->nsymbols, sizeof(*f->symbols), sym_cmp) != NULL;
 }
+
+/* The fields of a feed's configuration, for comparing two by value: a memcmp of the whole
+ * struct also compares its padding, which the loader never writes (issue 23 item 17: a reload
+ * of an unchanged file could say "needs a restart", or miss a change hiding next to padding
+ * when two configs' padding happened to differ). Every field but the symbol filter (which a
+ * reload applies) and the lines' and addresses' structs, compared by their members. */
+static int same_line(const struct uf_line_config *a, const struct uf_line_config *b)
+{
+	return strcmp(a->name, b->name) == 0 && a->group.s_addr == b->group.s_addr &&
+	       a->port == b->port && a->interface.s_addr == b->interface.s_addr &&
+	       a->source.s_addr == b->source.s_addr;
+}
+
+static int same_endpoint(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_family == b->sin_family && a->sin_port == b->sin_port &&
+	       a->sin_addr.s_addr == b->sin_addr.s_addr;
+}
+
+int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
+                                       const struct uf_feed_config *b)
+{
+#define UF_SAME(f)     (a->f == b->f)
+#define UF_SAME_STR(f) (strcmp(a->f, b->f) == 0)
+	if (!UF_SAME_STR(name) || !UF_SAME_STR(protocol) || !UF_SAME(backend) || !UF_SAME(cpu) ||
+	    !UF_SAME(sqpoll_cpu) || !UF_SAME(sqpoll_idle_ms) || !UF_SAME(numa_node) ||
+	    !UF_SAME(nlines) || !UF_SAME_STR(symbols_file) || !UF_SAME(no_stage_timing) ||
+	    !UF_SAME(stage_timing_every))
+		return 0;
+	for (int i = 0; i < a->nlines && i < UF_CFG_MAX_LINES; i++)
+		if (!same_line(&a->lines[i], &b->lines[i]))
+			return 0;
+	if (!UF_SAME(recovery.enabled) ||
+	    !same_endpoint(&a->recovery.server, &b->recovery.server) ||
+	    !UF_SAME(recovery.max_count) || !UF_SAME(recovery.timeout_ms) ||
+	    !UF_SAME(recovery.retries) || !UF_SAME(recovery.wait_ms) ||
+	    !UF_SAME(recovery.wait_packets) || !UF_SAME(recovery.queue_packets) ||
+	    !UF_SAME(recovery.max_requests_per_s) || !UF_SAME(recovery.max_in_flight))
+		return 0;
+	if (!UF_SAME(snapshot.enabled) ||
+	    !same_endpoint(&a->snapshot.server, &b->snapshot.server) ||
+	    !UF_SAME_STR(snapshot.username) || !UF_SAME_STR(snapshot.password) ||
+	    !UF_SAME_STR(snapshot.session) || !UF_SAME(snapshot.on_start) ||
+	    !UF_SAME(snapshot.max_gap_messages) || !UF_SAME(snapshot.max_gap_age_ms) ||
+	    !UF_SAME(snapshot.timeout_ms) || !UF_SAME(snapshot.buffer_packets))
+		return 0;
+	if (!UF_SAME(arbitration.max_jump) || !UF_SAME(arbitration.jump_confirm) ||
+	    !UF_SAME(arbitration.session_confirm) || !UF_SAME(arbitration.line_silent_ms))
+		return 0;
+	return UF_SAME_STR(ring.name) && UF_SAME(ring.capacity) && UF_SAME(ring.mode) &&
+	       UF_SAME(ring.has_gid) && UF_SAME(ring.gid) && UF_SAME(book.depth) &&
+	       UF_SAME(book.max_orders) && UF_SAME(book.max_instruments) &&
+	       UF_SAME(buffers.count) && UF_SAME(buffers.size);
+#undef UF_SAME
+#undef UF_SAME_STR
+}

@@ -335,15 +335,6 @@ static int same_symbols(const struct uf_feed_config *a, const struct uf_feed_con
 	return 1;
 }
 
-/* Whether anything but the symbol filter differs (those need a restart). */
-static int same_except_symbols(const struct uf_feed_config *a, const struct uf_feed_config *b)
-{
-	struct uf_feed_config x = *a, y = *b;
-	x.nsymbols = y.nsymbols = 0;
-	x.symbols = y.symbols = NULL;
-	return memcmp(&x, &y, sizeof(x)) == 0;
-}
-
 static void reload(struct uf_daemon *d)
 {
 	struct uf_config n;
@@ -378,7 +369,7 @@ static void reload(struct uf_daemon *d)
 			    cur->name);
 			continue;
 		}
-		if (!same_except_symbols(cur, nf))
+		if (!uf_config_feed_same_except_symbols(cur, nf))
 			uf_log_warn(
 			    "reload: feed \"%s\": changes other than the symbol filter need a "
 			    "restart",

@@ -82,4 +82,11 @@ int uf_config_load_ex(const char *path, unsigned flags, struct uf_config *cfg, c
  * loader keeps symbols sorted. An empty filter passes everything. */
 int uf_config_symbol_wanted(const struct uf_feed_config *f, const char *sym);
 
+/* 1 when feed configurations a and b are the same but for their symbol filter (what a SIGHUP
+ * reload can apply; anything else needs a restart), compared field by field: never by memcmp,
+ * which would compare padding and the bytes after a string's NUL. A field added to struct
+ * uf_feed_config must be added here (test_daemon_config checks each one it knows). */
+int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
+                                       const struct uf_feed_config *b);
+
 #endif /* UF_CONFIG_H */

@@ -637,7 +637,10 @@ static int table_check(struct uf_ring *r)
 int uf_ring_consumers(struct uf_ring *r, struct uf_ring_consumer_info *out, size_t max)
 {
 	struct uf_ring_cslot *slots = (struct uf_ring_cslot *)(r->ct + 1);
-	uint64_t tail = r->tail;
+	/* Called from threads other than the producer's (the daemon's status thread): r->tail is
+	 * the producer thread's plain copy, a data race there (issue 23 item 17). The header's
+	 * tail is release-stored by uf_ring_publish; only the producer maps it writable. */
+	uint64_t tail = uf_load_acquire_u64(&r->hdr->tail);
 	int count = 0;
 
 	for (uint32_t i = 0; i < r->nslots; i++) { /* the producer's bound, not the table's */

@@ -304,6 +304,59 @@ static void test_config_symbols_file_must_be_a_nonempty_regular_file(void **stat
 	rmdir(dir);
 }
 
+/* SIGHUP's "does this feed need a restart": equal configs compare equal whatever lies after a
+ * string's NUL (the loader's copy and a struct copy need not agree there; a memcmp did compare
+ * it), the symbol filter never counts, and a change of any one field does. */
+/* clang-format off */
+#define FEED_CHANGES(X)                                                                            \
+	X(name[0] = 'z') X(protocol[1] = 'z') X(backend = UF_BACKEND_EPOLL) X(cpu = 1)              \
+	X(sqpoll_cpu = 1) X(sqpoll_idle_ms++) X(numa_node = 0) X(nlines = 1)                       \
+	X(lines[0].name[0] = 'z') X(lines[1].group.s_addr ^= 1) X(lines[0].port++)                 \
+	X(lines[1].interface.s_addr ^= 1) X(lines[0].source.s_addr ^= 1)                           \
+	X(recovery.enabled ^= 1) X(recovery.server.sin_port ^= 1) X(recovery.server.sin_addr.s_addr ^= 1) \
+	X(recovery.max_count++) X(recovery.timeout_ms++) X(recovery.retries++)                     \
+	X(recovery.wait_ms++) X(recovery.wait_packets++) X(recovery.queue_packets++)               \
+	X(recovery.max_requests_per_s++) X(recovery.max_in_flight++)                               \
+	X(snapshot.enabled ^= 1) X(snapshot.server.sin_port ^= 1) X(snapshot.username[0] = 'z')    \
+	X(snapshot.password[0] = 'z') X(snapshot.session[0] = 'z') X(snapshot.on_start ^= 1)      \
+	X(snapshot.max_gap_messages++) X(snapshot.max_gap_age_ms++) X(snapshot.timeout_ms++)      \
+	X(snapshot.buffer_packets++) X(arbitration.max_jump++) X(arbitration.jump_confirm++)       \
+	X(arbitration.session_confirm++) X(arbitration.line_silent_ms++) X(ring.name[0] = 'z')    \
+	X(ring.capacity *= 2) X(ring.mode = 0640) X(ring.has_gid ^= 1) X(ring.gid++)              \
+	X(book.depth++) X(book.max_orders++) X(book.max_instruments++) X(buffers.count *= 2)      \
+	X(buffers.size++) X(symbols_file[0] = 'z') X(no_stage_timing ^= 1) X(stage_timing_every++)
+/* clang-format on */
+#define FEED_CHANGE_CASE(stmt)                                                                     \
+	do {                                                                                       \
+		struct uf_feed_config y = *base;                                                   \
+		y.stmt;                                                                            \
+		if (uf_config_feed_same_except_symbols(base, &y))                                  \
+			fail_msg("a change of %s is not seen by the reload", #stmt);               \
+	} while (0);
+
+static void test_config_reload_compares_every_field_and_no_padding(void **state)
+{
+	struct uf_config cfg;
+	char err[512];
+
+	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
+	struct uf_feed_config *base = &cfg.feeds[0];
+	base->nlines = 2; /* both lines compared */
+	struct uf_feed_config x = *base;
+	/* the bytes after each string's NUL: never part of the value */
+	x.name[sizeof(x.name) - 1] = 'q';
+	x.ring.name[sizeof(x.ring.name) - 1] = 'q';
+	x.snapshot.password[sizeof(x.snapshot.password) - 1] = 'q';
+	x.lines[0].name[sizeof(x.lines[0].name) - 1] = 'q';
+	assert_true(uf_config_feed_same_except_symbols(base, &x));
+	char other[1][9] = {"AAPL"};
+	x.symbols = other; /* the filter is what a reload applies: never a restart */
+	x.nsymbols = 1;
+	assert_true(uf_config_feed_same_except_symbols(base, &x));
+	FEED_CHANGES(FEED_CHANGE_CASE)
+	uf_config_free(&cfg);
+}
+
 /* Loads `json`, expects -EINVAL and `want` inside the message. */
 static void expect_error(const char *json, const char *want)
 {
@@ -668,6 +721,7 @@ int main(void)
 	    cmocka_unit_test(test_config_every_key_parses_to_its_value),
 	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),
 	    cmocka_unit_test(test_config_symbols_file_must_be_a_nonempty_regular_file),
+	    cmocka_unit_test(test_config_reload_compares_every_field_and_no_padding),
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
 	    cmocka_unit_test(test_config_snapshot_keys_parse_and_refuse),
 
