@@ -20,19 +20,28 @@
 
 #include "common/uf_atomic.h"
 #include "common/uf_err.h"
+#include "common/uf_time.h"
+#include "daemon/conn_guard.h"
 #include "daemon/log.h"
 
 /* Limits of the main endpoint: a client that opens connections and trickles bytes holds a
  * slot until it goes quiet for CONN_TIMEOUT_S; PER_IP caps what one address can hold, so
  * other addresses (Prometheus, the prober) keep room below CONN_LIMIT. The probe endpoint
  * (/health and /ready only, its own thread and port) has small limits of its own: the
- * main port can be flooded without taking liveness and readiness away. */
+ * main port can be flooded without taking liveness and readiness away. A local user has
+ * many addresses (127.0.0.0/8): past KEEP connections the oldest one is evicted for each
+ * new one (conn_guard.h), so a flood of slow clients can never hold every slot; the
+ * libmicrohttpd limit (CONN_LIMIT) is above KEEP so that the new connection is taken while
+ * the evicted one is being closed. */
 #define MAIN_CONN_LIMIT      256
+#define MAIN_CONN_KEEP       192
 #define MAIN_PER_IP_LIMIT    16
 #define MAIN_CONN_TIMEOUT_S  5
 #define PROBE_CONN_LIMIT     32
+#define PROBE_CONN_KEEP      24
 #define PROBE_PER_IP_LIMIT   8
 #define PROBE_CONN_TIMEOUT_S 2
+_Static_assert(MAIN_CONN_LIMIT <= UF_CONN_GUARD_MAX, "every connection tracked");
 
 struct uf_status_server {
 	struct MHD_Daemon *mhd;   /* libmicrohttpd daemon with its own polling thread */
@@ -43,7 +52,55 @@ struct uf_status_server {
 	uf_status_fill_fn fill;   /* owner's snapshot callback */
 	void *arg;                /* its argument */
 	uint64_t requests;        /* requests answered (HTTP thread writes, others read relaxed) */
+	struct uf_status_guard {
+		struct uf_conn_guard g;    /* its connections (only its MHD thread touches it) */
+		struct uf_log_limit limit; /* eviction log lines */
+		const char *what;          /* "status" or "probe" */
+		uint64_t evicted;          /* g.evicted, for other threads (relaxed) */
+	} guard_main, guard_probe;
 };
+
+/* ---- connection guard (libmicrohttpd's polling thread) ---- */
+
+/* Accept policy: called for each new connection after the per-address cap. At the guard's
+ * limit, the oldest connection is shut down (libmicrohttpd sees it closed on its next poll and
+ * tells guard_notify) and the new one is taken. */
+static enum MHD_Result guard_admit(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct uf_status_guard *gd = cls;
+	int fd = uf_conn_guard_admit(&gd->g);
+	if (fd >= 0) {
+		shutdown(fd, SHUT_RDWR);
+		uf_store_relaxed_u64(&gd->evicted, gd->g.evicted);
+		uf_log_limited(&gd->limit, uf_now_mono_ns(), UF_LOG_WARN,
+		               "%s: %u connections open: the oldest was closed to take a new one "
+		               "(%llu so far; slow or idle clients)",
+		               gd->what, gd->g.n, (unsigned long long)gd->g.evicted);
+	}
+	return MHD_YES;
+}
+
+static void guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                         enum MHD_ConnectionNotificationCode toe)
+{
+	struct uf_status_guard *gd = cls;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		(void)uf_conn_guard_opened(&gd->g, ci->connect_fd, uf_now_mono_ns());
+	else
+		uf_conn_guard_closed(&gd->g, ci->connect_fd);
+}
+
+static void guard_init(struct uf_status_guard *gd, const char *what, uint32_t keep)
+{
+	uf_conn_guard_init(&gd->g, keep);
+	gd->limit.burst = 3;
+	gd->limit.per_min = 6;
+	gd->what = what;
+}
 
 /* ---- HTTP ---- */
 
@@ -300,13 +357,15 @@ int uf_status_start(const struct sockaddr_in *addr, uf_status_fill_fn fill, void
 	s->port = ntohs(bound.sin_port);
 	/* STRICT_FOR_CLIENT 1: refuse (400) what RFC 7230 forbids, e.g. HTTP/1.1 without Host
 	 * or header lines without a colon, instead of guessing. */
+	guard_init(&s->guard_main, "status", MAIN_CONN_KEEP);
 	s->mhd = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	    handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, s->fd,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAIN_CONN_LIMIT,
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, guard_admit,
+	    &s->guard_main, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	    MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAIN_CONN_LIMIT,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MAIN_PER_IP_LIMIT,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MAIN_CONN_TIMEOUT_S,
-	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
+	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_CONNECTION, guard_notify,
+	    &s->guard_main, MHD_OPTION_END);
 	if (!s->mhd) {
 		r = -EIO;
 		snprintf(err, errlen, "status: libmicrohttpd could not start on %s:%u", host,
@@ -344,13 +403,15 @@ int uf_status_start_probe(struct uf_status_server *s, const struct sockaddr_in *
 		return r;
 	}
 	getsockname(fd, (struct sockaddr *)&bound, &blen);
+	guard_init(&s->guard_probe, "status probe", PROBE_CONN_KEEP);
 	s->probe = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	    handle_probe, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-	    fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)PROBE_CONN_LIMIT,
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0, guard_admit,
+	    &s->guard_probe, handle_probe, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)PROBE_CONN_LIMIT,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PROBE_PER_IP_LIMIT,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PROBE_CONN_TIMEOUT_S,
-	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
+	    MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_NOTIFY_CONNECTION, guard_notify,
+	    &s->guard_probe, MHD_OPTION_END);
 	if (!s->probe) {
 		close(fd);
 		snprintf(err, errlen, "status: libmicrohttpd could not start on %s:%u (probe)",
@@ -375,6 +436,12 @@ uint16_t uf_status_probe_port(const struct uf_status_server *s)
 uint64_t uf_status_requests(const struct uf_status_server *s)
 {
 	return uf_load_relaxed_u64(&s->requests);
+}
+
+uint64_t uf_status_evicted(const struct uf_status_server *s)
+{
+	return uf_load_relaxed_u64(&s->guard_main.evicted) +
+	       uf_load_relaxed_u64(&s->guard_probe.evicted);
 }
 
 void uf_status_stop(struct uf_status_server *s)

@@ -60,6 +60,10 @@ uint16_t uf_status_probe_port(const struct uf_status_server *s);
 /* Requests that reached the handler (libmicrohttpd answers malformed HTTP itself). */
 uint64_t uf_status_requests(const struct uf_status_server *s);
 
+/* Connections closed (main and probe endpoints) to make room for a new client when the
+ * endpoint was full (daemon/conn_guard.h). */
+uint64_t uf_status_evicted(const struct uf_status_server *s);
+
 /* Stops the thread, closes the socket, frees `s`. NULL is fine. */
 void uf_status_stop(struct uf_status_server *s);
 

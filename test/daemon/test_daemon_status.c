@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -795,6 +796,103 @@ static void test_status_slow_clients_do_not_take_health_away(void **state)
 		close(fds[i]);
 }
 
+#define FLOOD_ADDRS   30
+#define FLOOD_CLIENTS 300
+
+/* Opens `n` slow clients to `port` from FLOOD_ADDRS loopback addresses (127.0.0.10 ...), each
+ * starting a request it never finishes. Returns how many connected. */
+static int flood(uint16_t port, int *fds, int n)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	const char *start = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+	int ok = 0;
+
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_in src = {.sin_family = AF_INET};
+		char ip[32];
+		snprintf(ip, sizeof(ip), "127.0.0.%d", 10 + i % FLOOD_ADDRS);
+		inet_pton(AF_INET, ip, &src.sin_addr);
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(bind(fds[i], (struct sockaddr *)&src, sizeof(src)), 0);
+		if (connect(fds[i], (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    send(fds[i], start, strlen(start), MSG_NOSIGNAL) > 0)
+			ok++;
+	}
+	return ok;
+}
+
+/* Keeps the flood's connections alive past the endpoints' inactivity timeouts: a byte to
+ * each every 200 ms until told to stop (at most 20 s). */
+struct trickle {
+	int *fds[2];
+	int n;
+	volatile int stop;
+};
+
+static void *trickle_main(void *arg)
+{
+	struct trickle *t = arg;
+	for (int round = 0; round < 100 && !t->stop; round++) {
+		for (int k = 0; k < 2; k++)
+			for (int i = 0; i < t->n; i++)
+				send(t->fds[k][i], "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		usleep(200000);
+	}
+	return NULL;
+}
+
+/* issue 23 item 15: 300 slow clients from 30 loopback addresses (the per-address caps do not
+ * help: a local user has all of 127.0.0.0/8) took /health away on the main port and on the
+ * probe port. Past its limit, each endpoint closes its oldest connection for a new one, so a
+ * prober from yet another address is answered on both, and the evictions are counted. */
+static void test_status_a_flood_from_many_addresses_leaves_room_for_the_prober(void **state)
+{
+	struct fixture *fx = *state;
+	struct sockaddr_in pa = {.sin_family = AF_INET, .sin_port = 0};
+	static int fmain[FLOOD_CLIENTS], fprobe[FLOOD_CLIENTS];
+	struct rlimit rl;
+	char err[256];
+
+	/* 600 client sockets and as many accepted ones live in this one process */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
+		rl.rlim_cur = 4096;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	fx->all_running = 1;
+	inet_pton(AF_INET, "127.0.0.1", &pa.sin_addr);
+	if (uf_status_start_probe(fx->srv, &pa, err, sizeof(err)) != 0)
+		fail_msg("probe endpoint did not start: %s", err);
+	uint16_t probe = uf_status_probe_port(fx->srv);
+	int nm = flood(uf_status_port(fx->srv), fmain, FLOOD_CLIENTS);
+	int np = flood(probe, fprobe, FLOOD_CLIENTS);
+	print_message("flood: %d clients on the main port, %d on the probe port\n", nm, np);
+	assert_true(nm >= 200 && np >= 200); /* beyond both endpoints' limits */
+	/* They trickle on while the prober asks: no slot ever frees by timeout (before the
+	 * guard, the prober waited in the listen queue until http_raw's 5 s ran out). */
+	struct trickle tr = {.fds = {fmain, fprobe}, .n = FLOOD_CLIENTS};
+	pthread_t tt;
+	assert_int_equal(pthread_create(&tt, NULL, trickle_main, &tr), 0);
+	usleep(300000);         /* a round of trickling first: the flood is alive, not timed out */
+	http_src = "127.0.0.2"; /* an address the flood does not use */
+	expect_http(probe, "GET", "/health", 200, "ok: 2 feeds running\n");
+	expect_http(uf_status_port(fx->srv), "GET", "/health", 200, "ok: 2 feeds running\n");
+	http_src = "127.0.0.3";
+	expect_http(probe, "GET", "/ready", 503, "feed beta: no data received yet\n");
+	http_src = NULL;
+	tr.stop = 1;
+	pthread_join(tt, NULL);
+	uint64_t ev = uf_status_evicted(fx->srv);
+	print_message("connections evicted: %llu\n", (unsigned long long)ev);
+	assert_true(ev > 0);
+	for (int i = 0; i < FLOOD_CLIENTS; i++) {
+		close(fmain[i]);
+		close(fprobe[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -813,6 +911,9 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_status_slow_clients_do_not_take_health_away, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_status_a_flood_from_many_addresses_leaves_room_for_the_prober, setup,
+	        teardown),
 	    cmocka_unit_test_setup_teardown(test_status_port_in_use_is_reported_with_the_address,
 	                                    setup, teardown),
 	};
