@@ -5,7 +5,9 @@
 #   2. every installed header compiles alone as C11 (gcc, clang) and C++17 (g++, clang++)
 #      with -Wall -Wextra -Werror -pedantic;
 #   3. a tiny consumer (C and C++) builds against the prefix with find_package(ufconsumer),
-#      and the C one with pkg-config, and both read the top of book of a live ring.
+#      and with pkg-config, all with #include <uringfeed/...>; the C one also through
+#      the deprecated "ring/ufconsumer.h" paths (kept until 0.2.0), with both; all of them
+#      read the top of book of a live ring.
 # Usage: test_sdk_install.sh SOURCE_DIR SDK_PRODUCER
 set -euo pipefail
 src=$1
@@ -30,11 +32,13 @@ fi
 cmake --build "$tmp/build" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "build"; }
 cmake --install "$tmp/build" --prefix "$tmp/prefix" >"$tmp/install.log"
 cat "$tmp/install.log"
-inc="$tmp/prefix/include/uringfeed"
+inc="$tmp/prefix/include"
 lib=$(dirname "$(find "$tmp/prefix" -name 'libufconsumer.so.1' | head -1)")
 [ -n "$lib" ] || fail "libufconsumer.so.1 not installed"
-for f in "$inc/ring/ufconsumer.h" "$inc/ring/ufbook.h" "$inc/publish/uf_record.h" \
-	"$inc/publish/uf_level.h" "$lib/libufconsumer.so" "$lib/pkgconfig/ufconsumer.pc" \
+new_headers=(uringfeed/ufconsumer.h uringfeed/ufbook.h uringfeed/uf_record.h uringfeed/uf_level.h)
+old_headers=(ring/ufconsumer.h ring/ufbook.h publish/uf_record.h publish/uf_level.h)
+for f in "${new_headers[@]/#/$inc/}" "${old_headers[@]/#/$inc/uringfeed/}" \
+	"$lib/libufconsumer.so" "$lib/pkgconfig/ufconsumer.pc" \
 	"$lib/cmake/ufconsumer/ufconsumerConfig.cmake" \
 	"$lib/cmake/ufconsumer/ufconsumerConfigVersion.cmake"; do
 	[ -f "$f" ] || fail "not installed: $f"
@@ -44,10 +48,23 @@ if nm -D --defined-only "$lib/libufconsumer.so" | awk '{print $3}' | grep -Ev '^
 	fail "libufconsumer exports symbols outside its API"
 fi
 
-echo "--- 2. installed headers as C11 and C++17"
-flags=(-Wall -Wextra -Werror -pedantic -fsyntax-only -I"$inc")
-for h in ring/ufconsumer.h ring/ufbook.h publish/uf_record.h publish/uf_level.h; do
-	printf '#include "%s"\n' "$h" >"$tmp/one.c"
+# the installed headers name no source-tree folder: each includes its siblings by file name
+if grep -En '#[[:space:]]*include[[:space:]]*"[^"]*/' "${new_headers[@]/#/$inc/}"; then
+	fail "an installed header includes a source-tree path"
+fi
+
+echo "--- 2. installed headers as C11 and C++17, by the new and by the deprecated paths"
+# <uringfeed/...> with -I PREFIX/include alone; the deprecated paths with the extra
+# -I PREFIX/include/uringfeed that pkg-config and find_package give until 0.2.0
+for h in "${new_headers[@]}" "${old_headers[@]}"; do
+	flags=(-Wall -Wextra -Werror -pedantic -fsyntax-only -I"$inc")
+	case $h in
+	uringfeed/*) printf '#include <%s>\n' "$h" >"$tmp/one.c" ;;
+	*)
+		printf '#include "%s"\n' "$h" >"$tmp/one.c"
+		flags+=(-I"$inc/uringfeed")
+		;;
+	esac
 	cp "$tmp/one.c" "$tmp/one.cpp"
 	for cc in gcc clang; do
 		$cc -std=c11 "${flags[@]}" "$tmp/one.c" || fail "$h as C11 with $cc"
@@ -71,6 +88,14 @@ export PKG_CONFIG_PATH="$lib/pkgconfig"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -pedantic -o "$tmp/tiny_pc" "$src/test/sdk/install_consumer/tiny.c" \
 	$(pkg-config --cflags --libs ufconsumer) || fail "pkg-config build"
+# shellcheck disable=SC2046
+c++ -std=c++17 -Wall -Wextra -Werror -pedantic -o "$tmp/tiny_cpp_pc" \
+	"$src/test/sdk/install_consumer/tiny_cpp.cpp" $(pkg-config --cflags --libs ufconsumer) ||
+	fail "pkg-config build (C++)"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror -pedantic -DTINY_OLD_INCLUDE_PATHS -o "$tmp/tiny_old_pc" \
+	"$src/test/sdk/install_consumer/tiny.c" $(pkg-config --cflags --libs ufconsumer) ||
+	fail "pkg-config build through the deprecated include paths"
 
 mkfifo "$tmp/in"
 "$producer" --ring "$ring" <"$tmp/in" >"$tmp/producer.out" &
@@ -85,7 +110,8 @@ grep -q live "$tmp/producer.out" || fail "producer not ready in 10 s"
 want="AAPL bid 1500050 400 ask 1500100 300"
 LD_LIBRARY_PATH="$lib" "$tmp/examples/examples/book_consumer" "$ring" 100 | grep -qx "top AAPL 150.0050 400 150.0100 300" ||
 	fail "book_consumer built against the prefix"
-for t in "$tmp/cons/tiny" "$tmp/cons/tiny_cpp" "$tmp/tiny_pc"; do
+for t in "$tmp/cons/tiny" "$tmp/cons/tiny_cpp" "$tmp/cons/tiny_old" "$tmp/tiny_pc" "$tmp/tiny_cpp_pc" \
+	"$tmp/tiny_old_pc"; do
 	got=$(LD_LIBRARY_PATH="$lib" "$t" "$ring" AAPL) || fail "$t exited $?"
 	[ "$got" = "$want" ] || fail "$t printed '$got', want '$want'"
 	echo "ok $(basename "$t"): $got"
