@@ -7,11 +7,19 @@
 #   3. a tiny consumer (C and C++) builds against the prefix with find_package(ufconsumer),
 #      and with pkg-config, all with #include <uringfeed/...>; the C one also through
 #      the deprecated "ring/ufconsumer.h" paths (kept until 0.2.0), with both; all of them
-#      read the top of book of a live ring.
-# Usage: test_sdk_install.sh SOURCE_DIR SDK_PRODUCER
+#      read the top of book of a live ring;
+#   4. the Python package, from a clean environment (env -i: no UF_CONSUMER_LIB, no
+#      LD_LIBRARY_PATH, no PYTHONPATH), opens the live ring and reads the same top of book
+#      a) as `cmake --install` put it in the prefix (lib/python3/dist-packages, its library
+#         found through the relative path recorded at install),
+#      b) as `pip install --no-build-isolation --no-index` puts it in a venv (Debian's
+#         setuptools as the build backend, the library's path recorded from UF_CONSUMER_LIB
+#         during the install), and in each case the library it loaded is the prefix's.
+# Usage: test_sdk_install.sh SOURCE_DIR SDK_PRODUCER PYTHON3
 set -euo pipefail
 src=$1
 producer=$2
+python=$3
 tmp=$(mktemp -d /tmp/uf-sdk-install.XXXXXX)
 ring="sdkinst$$"
 pid=""
@@ -37,7 +45,9 @@ lib=$(dirname "$(find "$tmp/prefix" -name 'libufconsumer.so.1' | head -1)")
 [ -n "$lib" ] || fail "libufconsumer.so.1 not installed"
 new_headers=(uringfeed/ufconsumer.h uringfeed/ufbook.h uringfeed/uf_record.h uringfeed/uf_level.h)
 old_headers=(ring/ufconsumer.h ring/ufbook.h publish/uf_record.h publish/uf_level.h)
+pypkg="$tmp/prefix/lib/python3/dist-packages"
 for f in "${new_headers[@]/#/$inc/}" "${old_headers[@]/#/$inc/uringfeed/}" \
+	"$pypkg/uringfeed/__init__.py" "$pypkg/uringfeed/_lib.py" "$pypkg/uringfeed/_libpath.py" \
 	"$lib/libufconsumer.so" "$lib/pkgconfig/ufconsumer.pc" \
 	"$lib/cmake/ufconsumer/ufconsumerConfig.cmake" \
 	"$lib/cmake/ufconsumer/ufconsumerConfigVersion.cmake"; do
@@ -118,6 +128,43 @@ for t in "$tmp/cons/tiny" "$tmp/cons/tiny_cpp" "$tmp/cons/tiny_old" "$tmp/tiny_p
 done
 # the installed rpath-less find_package build runs too: CMake put the prefix in its RUNPATH
 "$tmp/cons/tiny" "$ring" MSFT | grep -qx "MSFT bid 4100000 50 ask 4100500 20" || fail "tiny MSFT"
+
+echo "--- 4. the Python package from a clean environment: installed by cmake, and by pip"
+# prints "LIBRARY_PATH\nAAPL bid PRICE SHARES ask PRICE SHARES" from the ring's image
+cat >"$tmp/top.py" <<'PY'
+import sys
+if len(sys.argv) > 2:
+    sys.path.insert(0, sys.argv[2])  # the prefix's dist-packages (no PYTHONPATH)
+import uringfeed
+from uringfeed import _lib
+with uringfeed.Consumer(sys.argv[1]) as c:
+    s = c.snapshot(c.lookup("AAPL"))
+    print(_lib.lib._name)
+    print("AAPL bid %d %d ask %d %d" % (s.bid[0][0], s.bid[0][1], s.ask[0][0], s.ask[0][1]))
+print(uringfeed.__file__, file=sys.stderr)
+PY
+check_py() { # what, output of top.py
+	[ "$(sed -n 2p <<<"$2")" = "$want" ] || fail "$1: printed '$2', want '$want'"
+	[ "$(realpath "$(sed -n 1p <<<"$2")")" = "$(realpath "$lib/libufconsumer.so.1")" ] ||
+		fail "$1 loaded $(sed -n 1p <<<"$2"), not the prefix's library"
+	echo "ok $1: $(sed -n 2p <<<"$2")"
+}
+out=$(cd / && env -i "$python" "$tmp/top.py" "$ring" "$pypkg" 2>"$tmp/py.err") ||
+	{ cat "$tmp/py.err"; fail "python from the cmake-installed prefix"; }
+grep -q "^$pypkg/uringfeed/__init__.py" "$tmp/py.err" || fail "imported $(cat "$tmp/py.err"), not the prefix's"
+check_py "python (cmake --install)" "$out"
+# pip: a copy of python/ (pip builds in the folder it is given), a venv that sees Debian's
+# setuptools (--system-site-packages); no registry is reachable, so nothing is fetched
+cp -r "$src/python" "$tmp/pysrc"
+rm -rf "$tmp/pysrc/build" "$tmp/pysrc"/*.egg-info
+"$python" -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv"
+UF_CONSUMER_LIB="$lib/libufconsumer.so.1" "$tmp/venv/bin/python" -m pip install --no-build-isolation \
+	--no-index --no-cache-dir -q "$tmp/pysrc" >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; fail "pip install"; }
+out=$(cd / && env -i "$tmp/venv/bin/python" "$tmp/top.py" "$ring" 2>"$tmp/py.err") ||
+	{ cat "$tmp/py.err"; fail "python from the pip-installed venv"; }
+grep -q "^$tmp/venv/lib/python3[^/]*/site-packages/uringfeed/__init__.py" "$tmp/py.err" ||
+	fail "imported $(cat "$tmp/py.err"), not the venv's"
+check_py "python (pip install into a venv)" "$out"
 exec 3>&-
 wait "$pid" || fail "producer exit status"
 pid=""
