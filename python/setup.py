@@ -7,7 +7,7 @@ the package uses the system loader (an installed libufconsumer.so.1).
 """
 import os
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 
@@ -27,4 +27,6 @@ class BuildPyRecordingLibrary(build_py):
             f.write("LIBRARY = %r\n" % lib)
 
 
-setup(packages=["uringfeed"], cmdclass={"build_py": BuildPyRecordingLibrary})
+# uringfeed and any subpackage it grows; not tests/
+setup(packages=find_packages(include=["uringfeed", "uringfeed.*"]),
+      cmdclass={"build_py": BuildPyRecordingLibrary})
