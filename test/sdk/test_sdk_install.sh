@@ -15,11 +15,15 @@
 #      b) as `pip install --no-build-isolation --no-index` puts it in a venv (Debian's
 #         setuptools as the build backend, the library's path recorded from UF_CONSUMER_LIB
 #         during the install), and in each case the library it loaded is the prefix's.
-# Usage: test_sdk_install.sh SOURCE_DIR SDK_PRODUCER PYTHON3
+#   5. the full build (BUILD_DIR, already built) installs the same SDK: `cmake --install
+#      BUILD_DIR --prefix` into a second prefix gives the same headers, pkg-config file and
+#      Python package, and a pkg-config consumer built there reads the ring too.
+# Usage: test_sdk_install.sh SOURCE_DIR SDK_PRODUCER PYTHON3 BUILD_DIR
 set -euo pipefail
 src=$1
 producer=$2
 python=$3
+build=$4
 tmp=$(mktemp -d /tmp/uf-sdk-install.XXXXXX)
 ring="sdkinst$$"
 pid=""
@@ -165,6 +169,22 @@ out=$(cd / && env -i "$tmp/venv/bin/python" "$tmp/top.py" "$ring" 2>"$tmp/py.err
 grep -q "^$tmp/venv/lib/python3[^/]*/site-packages/uringfeed/__init__.py" "$tmp/py.err" ||
 	fail "imported $(cat "$tmp/py.err"), not the venv's"
 check_py "python (pip install into a venv)" "$out"
+
+echo "--- 5. the full build's cmake --install gives the same SDK"
+cmake --install "$build" --prefix "$tmp/full" >"$tmp/full.log" 2>&1 || { cat "$tmp/full.log"; fail "full install"; }
+flib=$(dirname "$(find "$tmp/full" -name 'libufconsumer.so.1' | head -1)")
+[ -n "$flib" ] || fail "the full install has no libufconsumer.so.1"
+diff -r "$inc/uringfeed" "$tmp/full/include/uringfeed" || fail "headers differ between the installs"
+diff -r -x __pycache__ "$pypkg/uringfeed" "$tmp/full/lib/python3/dist-packages/uringfeed" ||
+	fail "Python packages differ between the installs"
+diff "$lib/pkgconfig/ufconsumer.pc" "$flib/pkgconfig/ufconsumer.pc" || fail "ufconsumer.pc differs"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror -pedantic -o "$tmp/tiny_full" "$src/test/sdk/install_consumer/tiny.c" \
+	$(PKG_CONFIG_PATH="$flib/pkgconfig" pkg-config --cflags --libs ufconsumer) || fail "full-prefix build"
+got=$(LD_LIBRARY_PATH="$flib" "$tmp/tiny_full" "$ring" AAPL) || fail "tiny_full exited $?"
+[ "$got" = "$want" ] || fail "tiny_full printed '$got', want '$want'"
+echo "ok tiny_full: $got"
+
 exec 3>&-
 wait "$pid" || fail "producer exit status"
 pid=""
