@@ -6,8 +6,8 @@
 # target rely on. A consumer should not see the source tree's folders, so at configure time
 # uf_sdk_headers() writes flat copies into BUILD/include/uringfeed/ whose include lines name
 # their siblings ("uf_record.h": a quoted include is looked up beside the including file
-# first, so it resolves in any prefix and in the build tree alike). The copies are otherwise
-# byte for byte the sources; editing a source re-runs the configure step (CMAKE_CONFIGURE_DEPENDS).
+# first, so it resolves in any prefix and in the build tree alike). Only those lines differ
+# from the sources; editing a source re-runs the configure step (CMAKE_CONFIGURE_DEPENDS).
 #
 # The old paths (<prefix>/include/uringfeed/ring/ufconsumer.h with -I<prefix>/include/uringfeed)
 # keep working through the 0.1.x releases: BUILD/include/uringfeed/ring/ufconsumer.h and the
