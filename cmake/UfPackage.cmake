@@ -8,7 +8,7 @@ set(CPACK_PACKAGE_CONTACT "uringfeed maintainers <uringfeed@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "market data feed handler: io_uring ingest, ITCH 5.0 books, shared-memory rings")
 set(CPACK_PACKAGE_DESCRIPTION
-    "uringfeed receives Nasdaq ITCH 5.0 over MoldUDP64 on A/B multicast lines, arbitrates and recovers gaps, builds order books and publishes them to shared-memory rings read through libufconsumer. Includes the lab tools (uf-replay, uf-gen, uf-decode, uf-tail, uf-bench), systemd units, Prometheus rules and a Grafana dashboard.")
+    "uringfeed receives Nasdaq ITCH 5.0 over MoldUDP64 on A/B multicast lines, arbitrates and recovers gaps, builds order books and publishes them to shared-memory rings read through libufconsumer (C/C++ headers <uringfeed/ufconsumer.h>, pkg-config, CMake package, and the Python package uringfeed). Includes the lab tools (uf-replay, uf-gen, uf-decode, uf-tail, uf-bench), systemd units, Prometheus rules and a Grafana dashboard.")
 set(CPACK_GENERATOR DEB)
 # The configuration is installed to the absolute /etc/uringfeed: stage with DESTDIR and prefix
 # /usr whatever the configure-time prefix (so GNUInstallDirs' /usr/local never leaks in).
@@ -24,8 +24,9 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/lib)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON) # shlibs for libufconsumer.so.1 + ldconfig trigger
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus, grafana")
+# python3 for the uringfeed Python package (/usr/lib/python3/dist-packages), numpy optional.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd, python3")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus, grafana, python3-numpy")
 # conffiles: dpkg keeps an edited /etc/uringfeed file across upgrades (and asks).
 set(uf_conffiles "")
 foreach(f loopback.json nasdaq-production.json uf-replay.env uf-bridge.json)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ring/ufconsumer.h"
+#include <uringfeed/ufconsumer.h>
 
 int main(int argc, char **argv)
 {

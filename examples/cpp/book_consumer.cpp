@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
-#include "ring/ufbook.h"
-#include "ring/ufconsumer.h"
+#include <uringfeed/ufbook.h>
+#include <uringfeed/ufconsumer.h>
 
 namespace
 {

@@ -4,7 +4,8 @@
 Hands the books over from the image, follows the stream for IDLE_S seconds (default 1) or
 until the ring closes, then prints one line per book:
     SYMBOL BID_PRICE BID_SHARES ASK_PRICE ASK_SHARES [STALE] [TRUNCATED]
-Run with PYTHONPATH=<repo>/python (and UF_CONSUMER_LIB=<path> unless installed).
+With the package installed (the .deb, cmake --install, pip: docs/consumers.md) just run it;
+from the source tree: PYTHONPATH=<repo>/python UF_CONSUMER_LIB=<build>/lib/libufconsumer.so.
 """
 import sys
 

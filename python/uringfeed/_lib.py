@@ -1,8 +1,14 @@
 """ctypes view of libufconsumer: the C structs of ring/ufconsumer.h and ring/ufbook.h, and the
 functions with their signatures. Internal: use the classes of the package.
 
-The library is $UF_CONSUMER_LIB when set (a path), else whatever the system loader finds as
-libufconsumer.so.1 (installed by `cmake --install`).
+Which libufconsumer, first found wins (no environment variable needed once installed):
+  1. $UF_CONSUMER_LIB, a path, when set (in-tree tests and runs, a library elsewhere);
+  2. the path recorded when the package was installed, in uringfeed/_libpath.py: `cmake
+     --install` and the .deb write it relative to the package, so it names the library
+     installed beside it in the same prefix; `pip install` writes it when UF_CONSUMER_LIB is set
+     during the install (python/setup.py); the source tree has none;
+  3. the system loader: libufconsumer.so.1 where ld.so finds it (/usr/lib, or /usr/local/lib
+     after `cmake --install` and `ldconfig`), as ctypes.util.find_library names it.
 """
 import ctypes
 import ctypes.util
@@ -99,16 +105,40 @@ for _t, _size in ((Record, 64), (Level, 24), (BookStatus, 32), (BookSnapshot, 34
 SNAPSHOT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(BookSnapshot), ctypes.c_void_p)
 
 
-def _load():
-    path = os.environ.get("UF_CONSUMER_LIB")
-    if not path:
-        path = ctypes.util.find_library("ufconsumer") or "libufconsumer.so.1"
+def _recorded_path():
+    """The library recorded at install time (uringfeed/_libpath.py), absolute, or None."""
     try:
-        return ctypes.CDLL(path)
-    except OSError as e:
-        raise ImportError(
-            "uringfeed: cannot load libufconsumer (%s): set UF_CONSUMER_LIB to the library "
-            "path, or install it (cmake --install)" % e) from None
+        from . import _libpath
+    except ImportError:
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         _libpath.LIBRARY))
+
+
+def _load():
+    """The first candidate of the module docstring's order that loads. An explicit
+    UF_CONSUMER_LIB that fails is an error (no silent fallback to another library); a recorded
+    path that fails (the library was removed or moved) falls through to the system loader."""
+    path = os.environ.get("UF_CONSUMER_LIB")
+    if path:
+        candidates = [("UF_CONSUMER_LIB", path)]
+    else:
+        candidates = []
+        recorded = _recorded_path()
+        if recorded:
+            candidates.append(("recorded at install", recorded))
+        candidates.append(("system loader",
+                           ctypes.util.find_library("ufconsumer") or "libufconsumer.so.1"))
+    errors = []
+    for how, cand in candidates:
+        try:
+            return ctypes.CDLL(cand)
+        except OSError as e:
+            errors.append("%s: %s" % (how, e))
+    raise ImportError(
+        "uringfeed: cannot load libufconsumer (%s): install it (cmake --install, then "
+        "ldconfig; or the .deb), or set UF_CONSUMER_LIB to the library's path"
+        % "; ".join(errors)) from None
 
 
 lib = _load()

@@ -7,7 +7,9 @@
 # 3. Contents: every tool, unit, drop-in, the rules, the dashboard, the docs.
 # 4. Extracted with dpkg-deb -x: the daemon prints VERSION and validates the packaged
 #    loopback.json; every packaged binary resolves all its libraries, libufconsumer from the
-#    package itself (no RUNPATH into the build folder).
+#    package itself (no RUNPATH into the build folder); the Python package in Debian's
+#    /usr/lib/python3/dist-packages imports from a clean environment (env -i) and loads the
+#    packaged libufconsumer through the path recorded at install (_libpath.py).
 set -euo pipefail
 build=$1
 version=$2
@@ -51,7 +53,10 @@ want=(/usr/bin/uringfeed /usr/bin/uf-gen /usr/bin/uf-decode /usr/bin/uf-replay /
       /usr/lib/tmpfiles.d/uringfeed.conf /usr/lib/sysusers.d/uringfeed.conf
       /usr/share/uringfeed/prometheus/uringfeed-alerts.yml
       /usr/share/uringfeed/grafana/uringfeed-dashboard.json
-      /usr/share/doc/uringfeed/operations.md /usr/share/doc/uringfeed/configuration.md)
+      /usr/share/doc/uringfeed/operations.md /usr/share/doc/uringfeed/configuration.md
+      /usr/lib/python3/dist-packages/uringfeed/__init__.py
+      /usr/lib/python3/dist-packages/uringfeed/_lib.py
+      /usr/lib/python3/dist-packages/uringfeed/_libpath.py)
 for f in "${want[@]}"; do
 	grep -qx -- "$f" "$tmp/list" || bad "$f not in the package"
 done
@@ -60,6 +65,9 @@ for b in "$build"/bin/*; do
 	[ -x "$b" ] && [ -f "$b" ] || continue
 	grep -qx -- "/usr/bin/$(basename "$b")" "$tmp/list" || bad "built tool $(basename "$b") not in the package"
 done
+if grep -q '__pycache__' "$tmp/list"; then
+	bad "byte-compiled Python in the package: $(grep '__pycache__' "$tmp/list" | head -3)"
+fi
 if grep -Eq '^/usr/local/|^/usr/etc/' "$tmp/list"; then
 	bad "configure-time prefix leaked into the package: $(grep -E '^/usr/local/|^/usr/etc/' "$tmp/list" | head -3)"
 fi
@@ -121,4 +129,15 @@ grep -q "libufconsumer.so.1 => $root/usr/lib/libufconsumer.so.1" <<<"$(ldd "$roo
 	bad "uf-tail does not load the packaged libufconsumer: $(ldd "$root/usr/bin/uf-tail" | grep ufconsumer)"
 out=$("$root/usr/bin/uf-tail" --help 2>&1) || bad "packaged uf-tail --help exited $?: $out"
 [ $fail -eq 0 ] && echo "ok: every packaged binary resolves its libraries; uf-tail runs on the packaged libufconsumer"
+# /usr/lib/python3/dist-packages is on Debian python3's path once installed; extracted, put it
+# first by hand. No UF_CONSUMER_LIB, no LD_LIBRARY_PATH: the recorded relative path must lead
+# to the extracted library, not to one elsewhere on the system.
+got=$(cd / && env -i /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1])
+import uringfeed, uringfeed._lib as l
+assert uringfeed.__file__.startswith(sys.argv[1]), uringfeed.__file__
+print(l.lib._name); print(l.strerror(-l.EOVERFLOW))' "$root/usr/lib/python3/dist-packages" 2>&1) ||
+	bad "packaged Python package does not import: $got"
+[ "$(head -1 <<<"$got")" = "$root/usr/lib/libufconsumer.so.1" ] ||
+	bad "packaged Python package loaded '$(head -1 <<<"$got")', want $root/usr/lib/libufconsumer.so.1"
+[ $fail -eq 0 ] && echo "ok: packaged Python package imports with no environment and loads the packaged library ($(tail -1 <<<"$got"))"
 exit $fail

@@ -1,9 +1,9 @@
 // Every header libufconsumer installs, compiled as C++17 with -Wall -Wextra -Werror -pedantic
 // (CMake target flags), and used: a C++ consumer must get the same layout and behaviour as C.
-#include "publish/uf_level.h"
-#include "publish/uf_record.h"
-#include "ring/ufbook.h"
-#include "ring/ufconsumer.h"
+#include <uringfeed/uf_level.h>
+#include <uringfeed/uf_record.h>
+#include <uringfeed/ufbook.h>
+#include <uringfeed/ufconsumer.h>
 
 #include <cerrno>
 #include <cstdio>

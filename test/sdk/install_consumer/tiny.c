@@ -1,9 +1,16 @@
 /* tiny RING SYMBOL: attaches, hands the books over from the image, prints the top of SYMBOL's
- * book as "SYMBOL bid PRICE SHARES ask PRICE SHARES". Exit 1 on any error. */
+ * book as "SYMBOL bid PRICE SHARES ask PRICE SHARES". Exit 1 on any error.
+ * Built with -DTINY_OLD_INCLUDE_PATHS it includes the headers by their deprecated paths
+ * ("ring/ufconsumer.h", kept until 0.2.0), which must still compile and behave the same. */
 #include <stdio.h>
 
+#ifdef TINY_OLD_INCLUDE_PATHS
 #include "ring/ufbook.h"
 #include "ring/ufconsumer.h"
+#else
+#include <uringfeed/ufbook.h>
+#include <uringfeed/ufconsumer.h>
+#endif
 
 int main(int argc, char **argv)
 {

@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "ring/ufbook.h"
-#include "ring/ufconsumer.h"
+#include <uringfeed/ufbook.h>
+#include <uringfeed/ufconsumer.h>
 
 int main(int argc, char **argv)
 {
