@@ -38,8 +38,6 @@ int uf_nats_books_init(struct uf_nats_books *bk, uint32_t max, uint64_t generati
 		uf_nats_books_free(bk);
 		return -ENOMEM;
 	}
-	bk->m.changed = on_changed;
-	bk->m.changed_arg = bk;
 	bk->max = max;
 	bk->generation = generation;
 	return 0;
@@ -66,6 +64,10 @@ int uf_nats_books_apply(struct uf_nats_books *bk, const struct uf_record *r, uin
 {
 	if (!bk->max)
 		return 0;
+	/* set here, not at init: the owner may move the struct (the remote consumer swaps in
+	 * a freshly loaded set by value) */
+	bk->m.changed = on_changed;
+	bk->m.changed_arg = bk;
 	return uf_book_model_apply(&bk->m, r, seq);
 }
 
