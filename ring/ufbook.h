@@ -13,18 +13,24 @@
  *   }
  *   uf_book_builder_top(b, id, &bid, &ask);
  *
- * What it does with each record kind (publish/uf_record.h):
+ * What it does with each record kind (publish/uf_record.h): the same as every other consumer
+ * path (the NATS remote consumer, uf-bridge's bucket, uf-tail, Python), one model for all:
  *   LEVEL            sets the level's totals (both 0: removes it): full depth, no limit
  *   SNAPSHOT_BEGIN   empties the instrument's book (the bracket that follows rebuilds it) and
  *                    clears its TRUNCATED flags: the stream now gives the whole book
  *   GAP              flags every book STALE (and counts the gap)
  *   STALE            flags its book (every book for UF_INSTRUMENT_ALL) STALE
- *   RESET            a new session: every book empties, STALE clears (symbols stay)
- *   INSTRUMENT       remembers the symbol
+ *   RESET            a new session: every book empties, STALE clears, last trade, volume and
+ *                    trade count start over (symbols and statuses stay)
+ *   INSTRUMENT       remembers the symbol, round lot and market category
+ *   TRADE            last trade, volume and trade count, only when uf_rec_trade_prints()
+ *   STATUS           keeps the latest value per status code
  *   ORDER_*          the live order table, when uf_book_builder_track_orders() turned it on
- *   anything else    counted, ignored (trades and statuses live in the image snapshot)
- * A book's STALE flag follows the UF_RECF_STALE bit of the last record applied to it (the
- * producer sets it on every record after a gap until the books are rebuilt).
+ *   anything else    counted, ignored
+ * A book's STALE flag follows the UF_RECF_STALE bit of the last LEVEL or SNAPSHOT_BEGIN record
+ * applied to it (the producer sets it on every record after a gap until the books are
+ * rebuilt). uf_book_builder_snapshot() hands out a book as the image holds it (trade, volume,
+ * statuses included).
  * A RESET record clears every book itself; after a producer restart (-ESTALE) the caller
  * re-syncs (uf_book_builder_sync).
  *
@@ -154,6 +160,14 @@ uint32_t uf_book_builder_flags(const uf_book_builder_t *b, uint32_t instrument);
 /* Symbol of `instrument`, trimmed and NUL-terminated ("" when never named, or a bad id). The
  * pointer stays valid until the builder is destroyed. */
 const char *uf_book_builder_symbol(const uf_book_builder_t *b, uint32_t instrument);
+
+/* Copies the book of `instrument` as an image entry holds it (struct uf_book_snapshot: levels
+ * best first, each side cut at UF_BOOK_MAX_DEPTH and flagged TRUNCATED when cut, flags,
+ * directory, last trade, volume, trade count, statuses), so a builder shows what
+ * uf_consumer_snapshot() would. `stamp` = one past the highest sequence applied. Returns 0,
+ * -ENOENT (no record or snapshot named the instrument yet), -ERANGE. O(depth). */
+int uf_book_builder_snapshot(const uf_book_builder_t *b, uint32_t instrument,
+                             struct uf_book_snapshot *snap);
 
 /* Instrument ids the builder covers. */
 uint32_t uf_book_builder_max_instruments(const uf_book_builder_t *b);

@@ -131,6 +131,22 @@ def test_book_builder_from_the_oldest_record_applies_the_whole_stream(ring):
         assert b.top(1) == (None, None)
 
 
+def test_book_builder_snapshot_is_the_image_entry_with_trade_and_volume(ring):
+    # the same model as the image: levels, directory, last trade, volume, trade count
+    with uringfeed.Consumer(ring, start="oldest") as c:
+        b = uringfeed.BookBuilder(16)
+        list(b.follow(c, timeout=0.3))  # the whole stream from seq 0
+        for i in (1, 2):
+            got, img = b.snapshot(i), c.snapshot(i)
+            for f in ("symbol", "round_lot", "category", "flags", "bid", "ask", "last_price",
+                      "last_shares", "last_exch_ts", "volume", "trades", "status"):
+                assert getattr(got, f) == getattr(img, f), (i, f)
+        a = b.snapshot(1)
+        assert (a.last_price, a.last_shares, a.volume, a.trades) == (1500100, 25, 25, 1)
+        assert b.snapshot(9) is None
+        assert [x.symbol for x in b.snapshot_all()] == ["AAPL", "MSFT", "DEEP"]
+
+
 def test_book_builder_tracks_orders_when_asked():
     b = uringfeed.BookBuilder(4)
     b.track_orders(10)

@@ -111,6 +111,8 @@ class Snapshot:
         self.ask = [(s.ask[i].price, s.ask[i].shares, s.ask[i].orders) for i in range(s.nask)]
         self.last_price = s.last_price
         self.last_shares = s.last_shares
+        self.last_exch_ts = s.last_exch_ts
+        self.last_rx_ts = s.last_rx_ts
         self.volume = s.volume
         self.trades = s.trades
         self.status = [(s.status[i].code, s.status[i].price, s.status[i].shares)
@@ -372,6 +374,22 @@ class BookBuilder:
 
     def symbol(self, instrument):
         return _lib.lib.uf_book_builder_symbol(self._h, instrument).decode("latin-1")
+
+    def snapshot(self, instrument):
+        """The book as the image holds it (a Snapshot: levels, flags, directory, last trade,
+        volume, statuses; the same model every consumer path uses), or None without one."""
+        s = _lib.BookSnapshot()
+        rc = _lib.lib.uf_book_builder_snapshot(self._h, instrument, ctypes.byref(s))
+        if rc in (-_lib.ENOENT, -_lib.ERANGE):
+            return None
+        if rc < 0:
+            raise UfError(rc, "snapshot %d" % instrument)
+        return Snapshot(s)
+
+    def snapshot_all(self):
+        """Snapshots of every book the builder holds, in id order."""
+        n = _lib.lib.uf_book_builder_max_instruments(self._h)
+        return [s for s in (self.snapshot(i) for i in range(n)) if s is not None]
 
     def track_orders(self, max_orders):
         """Turns on market-by-order tracking (see uf_book_builder_track_orders: only orders

@@ -729,23 +729,10 @@ int uf_nats_consumer_snapshot_all(struct uf_nats_consumer *n,
 
 int uf_nats_consumer_lookup(struct uf_nats_consumer *n, const char *symbol, uint32_t *id)
 {
-	char want[8];
-	uint64_t packed;
-	int rc = -ENOENT;
+	int rc;
 
-	if (!symbol || strlen(symbol) > 8 || !symbol[0])
-		return -ENOENT;
-	memset(want, ' ', 8);
-	memcpy(want, symbol, strlen(symbol));
-	memcpy(&packed, want, 8);
 	pthread_mutex_lock(&n->mu);
-	for (uint32_t i = 0; i < n->books.max; i++) {
-		if (n->books.v[i] && n->books.v[i]->present && n->books.v[i]->b.symbol == packed) {
-			*id = i;
-			rc = 0;
-			break;
-		}
-	}
+	rc = uf_nats_books_lookup(&n->books, symbol, id);
 	pthread_mutex_unlock(&n->mu);
 	return rc;
 }

@@ -1,37 +1,30 @@
-/* Full-depth level books rebuilt from the record stream: what uf-bridge keeps to write each
- * instrument's book to the key-value bucket, and what a remote consumer keeps to answer
- * uf_consumer_snapshot() the way the producer's image would. Internal to ring/ and
- * tools/uf-bridge (cold-ish: the bridge and a remote consumer, never the feed thread).
+/* The NATS fan-out's books: what uf-bridge keeps to write each instrument's book to the
+ * key-value bucket, and what a remote consumer keeps to answer uf_consumer_snapshot() the way
+ * the producer's image would. Internal to ring/ and tools/uf-bridge (cold-ish: the bridge and
+ * a remote consumer, never the feed thread).
  *
- * Applying a record mirrors what the producer does to its image (feed/feed_ring.c): LEVEL
- * records set a level's totals (both 0 removes it), TRADE adds to the last trade and volume,
- * STATUS keeps the latest value per code, INSTRUMENT names the instrument, GAP marks every
- * present book stale, SNAPSHOT_BEGIN empties the book its LEVEL records then rebuild. */
+ * Records are applied by the one record -> book model (ring/book_model.h), the same rules
+ * as the SDK's book builder; this unit keeps only what is NATS's own: the key-value entry
+ * encoding (ring/nats/uf_nats_wire.h), the set of books changed since the last flush, each
+ * entry's stamp, and seeding from a local image snapshot. */
 #ifndef UF_NATS_BOOK_H
 #define UF_NATS_BOOK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ring/book_model.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/ufconsumer.h"
 
-struct uf_nats_ibook {
-	struct uf_nats_book b; /* everything but the levels; b.nbid/b.nask are the counts */
-	uint64_t apply_from;   /* records with a smaller sequence are already in the book */
-	uint32_t present;      /* 1 once anything was set */
-	uint32_t dirty;        /* changed since the last uf_nats_books_take_dirty() */
-	struct uf_level *bid;  /* best (highest) first */
-	struct uf_level *ask;  /* best (lowest) first */
-	uint32_t bcap, acap;   /* allocated entries */
-};
-
 struct uf_nats_books {
-	struct uf_nats_ibook **v; /* per instrument id, NULL until first touched */
-	uint32_t max;             /* ids 0 .. max-1 */
-	uint32_t ndirty;          /* entries in dirty_ids */
-	uint32_t *dirty_ids;      /* instruments changed since the last take (max entries) */
-	uint64_t generation;      /* stamped into encoded entries */
+	struct uf_book_model m; /* the books and every rule that changes them */
+	uint32_t max;           /* ids 0 .. max-1 */
+	uint32_t ndirty;        /* entries in dirty_ids */
+	uint32_t *dirty_ids;    /* instruments changed since the last take (max entries) */
+	uint8_t *is_dirty;      /* per id: 1 while in dirty_ids */
+	uint64_t *stamp;        /* per id: the entry reflects every record < it */
+	uint64_t generation;    /* stamped into encoded entries */
 };
 
 /* Allocates the id table for `max` instruments. Returns 0 or -ENOMEM. */
@@ -43,8 +36,8 @@ void uf_nats_books_free(struct uf_nats_books *bk);
 /* Empties every book (a new generation, or before re-loading a snapshot). */
 void uf_nats_books_clear(struct uf_nats_books *bk);
 
-/* Applies record `seq` (skipped when seq < the book's apply_from). Returns 1 when applied,
- * 0 when skipped or not a book change, -ENOMEM. */
+/* Applies record `seq` through the book model (skipped below the book's stamp). Returns 1
+ * when applied, 0 when skipped or not a book change, -ENOMEM. */
 int uf_nats_books_apply(struct uf_nats_books *bk, const struct uf_record *r, uint64_t seq);
 
 /* Replaces instrument s->instrument with a consumer snapshot (the bridge seeds from the
@@ -61,10 +54,19 @@ int uf_nats_books_encode(struct uf_nats_books *bk, uint32_t id, uint64_t stamp, 
  * (other generation: ignored), -ERANGE (id too large), -ENOMEM. */
 int uf_nats_books_decode(struct uf_nats_books *bk, const void *buf, size_t len, uint64_t min_from);
 
-/* Copies instrument `id` cut to `depth` levels per side, stamped `stamp`. Returns 0, -ENOENT,
- * -ERANGE. */
+/* Copies instrument `id` cut to `depth` levels per side (flagged TRUNCATED where cut, as the
+ * image), stamped `stamp`. Returns 0, -ENOENT, -ERANGE. */
 int uf_nats_books_snapshot(const struct uf_nats_books *bk, uint32_t id, uint32_t depth,
                            uint64_t stamp, struct uf_book_snapshot *s);
+
+/* 1 when instrument `id` has a book (anything set it). */
+int uf_nats_books_present(const struct uf_nats_books *bk, uint32_t id);
+
+/* Sequence from which records of `id` apply (its entry's stamp); UINT64_MAX when absent. */
+uint64_t uf_nats_books_apply_from(const struct uf_nats_books *bk, uint32_t id);
+
+/* Id of the present instrument whose directory symbol is `symbol` ("AAPL"): 0, -ENOENT. */
+int uf_nats_books_lookup(const struct uf_nats_books *bk, const char *symbol, uint32_t *id);
 
 /* Marks instrument `id` changed again (a flush that failed is retried). */
 void uf_nats_books_mark_dirty(struct uf_nats_books *bk, uint32_t id);

@@ -827,8 +827,8 @@ static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void
 	assert_int_equal(uf_consumer_snapshot_all(c, seed_snapshot, &h.bk), 0);
 	from = info.position;
 	for (uint32_t i = 0; i < h.bk.max; i++)
-		if (h.bk.v[i] && h.bk.v[i]->apply_from < from)
-			from = h.bk.v[i]->apply_from;
+		if (uf_nats_books_apply_from(&h.bk, i) < from)
+			from = uf_nats_books_apply_from(&h.bk, i);
 	assert_true(from > 0); /* mid-stream */
 	assert_int_equal(uf_consumer_seek(c, from), 0);
 	read_to_close(c, 60000, apply_batch, NULL, &h);

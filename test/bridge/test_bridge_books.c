@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ring/nats/nats_book.h"
+#include "ring/ufbook.h"
 #include "tools/uf-bridge/bridge.h"
 
 static struct uf_record lvl(uint32_t id, uint8_t side, int64_t px, uint64_t sh, uint32_t ord)
@@ -115,6 +116,76 @@ static void test_gap_marks_every_present_book_stale(void **state)
 	uf_nats_books_free(&bk);
 }
 
+/* The NATS books apply records by the record contract, as the book builder does: a STALE
+ * record flags its book, a RESET voids every book (levels, volume, doubts), a trade moves
+ * volume only when uf_rec_trade_prints(). The same stream through the builder gives the
+ * same snapshot. (The second copy of the rules this replaced failed all three.) */
+static void test_nats_books_follow_reset_stale_and_the_trade_print_rule(void **state)
+{
+	struct uf_nats_books bk;
+	struct uf_book_snapshot *s = calloc(2, sizeof(*s));
+	uf_book_builder_t *bb;
+	struct uf_record v[8];
+	uint64_t seq = 0;
+	int n = 0;
+
+	assert_non_null(s);
+	assert_int_equal(uf_nats_books_init(&bk, 8, 1), 0);
+	assert_int_equal(uf_book_builder_create(8, &bb), 0);
+	v[n++] = lvl(1, UF_SIDE_BID, 100, 10, 1);
+	v[n++] = lvl(2, UF_SIDE_ASK, 200, 5, 1);
+	memset(&v[n], 0, sizeof(v[n]));
+	v[n].kind = UF_REC_TRADE;
+	v[n].instrument = 1;
+	v[n].price = 100;
+	v[n].shares = 10;
+	v[n].aux = UF_TRADE_EXEC;
+	n++;
+	v[n] = v[n - 1];
+	v[n].shares = 30;
+	v[n].price = 101;
+	v[n].aux = UF_TRADE_EXEC_PRICE | UF_TRADE_NONPRINTABLE; /* not volume, not last trade */
+	n++;
+	memset(&v[n], 0, sizeof(v[n]));
+	v[n].kind = UF_REC_STALE;
+	v[n].instrument = 2;
+	v[n].aux = UF_STALE_INTEGRITY;
+	v[n].flags = UF_RECF_STALE | UF_RECF_LAST;
+	n++;
+	for (int i = 0; i < n; i++) {
+		uf_nats_books_apply(&bk, &v[i], seq);
+		uf_book_builder_apply(bb, &v[i], seq++);
+	}
+	assert_int_equal(uf_nats_books_snapshot(&bk, 1, 10, seq, &s[0]), 0);
+	assert_int_equal(s[0].volume, 10);
+	assert_int_equal(s[0].trades, 1);
+	assert_int_equal(s[0].last_price, 100);
+	assert_int_equal(uf_book_builder_snapshot(bb, 1, &s[1]), 0);
+	assert_memory_equal(&s[0], &s[1], sizeof(s[0]));
+	assert_int_equal(uf_nats_books_snapshot(&bk, 2, 10, seq, &s[0]), 0);
+	assert_true(s[0].flags & UF_BOOKF_STALE);
+	memset(&v[0], 0, sizeof(v[0]));
+	v[0].kind = UF_REC_RESET;
+	v[0].shares = UF_RESET_NEW_SESSION;
+	v[0].feed_seq = 1;
+	v[0].flags = UF_RECF_LAST;
+	uf_nats_books_apply(&bk, &v[0], seq);
+	uf_book_builder_apply(bb, &v[0], seq++);
+	for (uint32_t id = 1; id <= 2; id++) {
+		memset(s, 0, 2 * sizeof(*s)); /* levels past the counts are not written */
+		assert_int_equal(uf_nats_books_snapshot(&bk, id, 10, seq, &s[0]), 0);
+		assert_int_equal(s[0].nbid + s[0].nask, 0);
+		assert_int_equal(s[0].flags, 0);
+		assert_int_equal(s[0].volume, 0);
+		assert_int_equal(s[0].last_price, 0);
+		assert_int_equal(uf_book_builder_snapshot(bb, id, &s[1]), 0);
+		assert_memory_equal(&s[0], &s[1], sizeof(s[0]));
+	}
+	uf_book_builder_destroy(bb);
+	uf_nats_books_free(&bk);
+	free(s);
+}
+
 static void test_status_line_reports_lag_and_losses(void **state)
 {
 	struct uf_bridge_status st;
@@ -173,6 +244,7 @@ int main(void)
 	    cmocka_unit_test(test_levels_keep_best_first_and_vanish_at_zero),
 	    cmocka_unit_test(test_encoded_book_decodes_to_the_same_book_and_skips_older_records),
 	    cmocka_unit_test(test_gap_marks_every_present_book_stale),
+	    cmocka_unit_test(test_nats_books_follow_reset_stale_and_the_trade_print_rule),
 	    cmocka_unit_test(test_status_line_reports_lag_and_losses),
 	    cmocka_unit_test(test_config_file_loads_and_refuses_unknown_keys_and_bad_values),
 	};

@@ -300,12 +300,13 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
  * [A-Za-z0-9_-] as '_', or "_<id>" when it has none. */
 static void symbol_token(const struct bridge *b, uint32_t id, char out[16])
 {
-	const struct uf_nats_ibook *ib = id < b->books.max ? b->books.v[id] : NULL;
+	const struct uf_bm_book *bk =
+	    id < b->books.max ? uf_book_model_peek(&b->books.m, id) : NULL;
 	char sym[9] = {0};
 	int n = 8;
 
-	if (ib)
-		memcpy(sym, &ib->b.symbol, 8);
+	if (bk)
+		memcpy(sym, &bk->symbol, 8);
 	while (n > 0 && (sym[n - 1] == ' ' || sym[n - 1] == '\0'))
 		sym[--n] = '\0';
 	if (n == 0) {
@@ -411,7 +412,7 @@ static int flush_books(struct bridge *b, int all)
 	if (all) {
 		(void)uf_nats_books_take_dirty(&b->books, &dirty);
 		for (uint32_t i = 0; i < b->books.max; i++)
-			if (b->books.v[i] && b->books.v[i]->present)
+			if (uf_nats_books_present(&b->books, i))
 				b->ids[n++] = i;
 	} else {
 		n = uf_nats_books_take_dirty(&b->books, &dirty);
