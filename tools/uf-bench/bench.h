@@ -13,6 +13,12 @@
 /* CLOCK_MONOTONIC in ns (vDSO). */
 uint64_t uf_bench_now_ns(void);
 
+/* Parses the value `s` of option `opt` of `uf-bench cmd` as a count in [lo, hi]
+ * (common/uf_parse.h uf_parse_u64); -1 after "uf-bench CMD: OPT wants a number in [LO, HI],
+ * got S" on stderr. */
+int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                       uint64_t *v);
+
 /* Pins the calling thread to `cpu` when it exists; returns 0 or -errno. */
 int uf_bench_pin(int cpu);
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "common/uf_parse.h"
 
 #ifndef UF_BENCH_NATS
 int uf_bench_fanout(int argc, char **argv)
@@ -185,7 +186,7 @@ int uf_bench_fanout(int argc, char **argv)
 	struct uf_ring *r = NULL;
 	char err[256];
 	pid_t nats = -1, br = -1;
-	int opt, rc = 1;
+	int opt, rc = 1, bad_count = 0; /* bad_count: --records or --rate not a count in range */
 	ssize_t el;
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -194,13 +195,14 @@ int uf_bench_fanout(int argc, char **argv)
 			urls = optarg;
 			break;
 		case 'r':
-			records = strtoull(optarg, NULL, 10);
+			bad_count |= uf_parse_u64(optarg, 1, 700000, &records) < 0;
 			break;
 		case 'R':
-			rate = strtoull(optarg, NULL, 10);
+			bad_count |= uf_parse_u64(optarg, 1, UINT64_MAX, &rate) < 0;
 			break;
 		case 's':
-			seconds = strtoull(optarg, NULL, 10);
+			if (uf_bench_parse_u64("fanout", "--seconds", optarg, 0, 86400, &seconds))
+				return 2;
 			break;
 		case 'h':
 			printf("usage: uf-bench fanout [--nats URLS] [--records N (200000)] "
@@ -210,7 +212,7 @@ int uf_bench_fanout(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (records == 0 || records > 700000 || rate == 0) {
+	if (bad_count) {
 		fprintf(stderr, "uf-bench fanout: --records 1..700000 (one ring holds them), "
 		                "--rate > 0\n");
 		return 2;

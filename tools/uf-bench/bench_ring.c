@@ -27,6 +27,7 @@
 #include <zmq.h>
 
 #include "bench.h"
+#include "common/uf_parse.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 
@@ -581,7 +582,7 @@ int uf_bench_ring(int argc, char **argv)
 	                 .mask = (1u << T_COUNT) - 1};
 	struct result rs[T_COUNT * 3];
 	int opt, n = 0;
-	char *end, *tok, *save;
+	char *tok, *save;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "jd:n:r:c:o:Ph", lo, NULL)) != -1) {
@@ -590,26 +591,23 @@ int uf_bench_ring(int argc, char **argv)
 			o.json = 1;
 			break;
 		case 'd':
-			o.duration = strtod(optarg, &end);
-			if (*end || o.duration <= 0 || o.duration > 60)
+			if (uf_parse_double(optarg, 0, 60, &o.duration) < 0 || o.duration == 0)
 				goto bad;
 			break;
 		case 'n':
-			o.records = strtoull(optarg, &end, 10);
-			if (*end)
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &o.records) < 0)
 				goto bad;
 			break;
 		case 'r':
-			o.rate = strtoull(optarg, &end, 10);
-			if (*end || o.rate == 0 || o.rate > 10000000)
+			if (uf_parse_u64(optarg, 1, 10000000, &o.rate) < 0)
 				goto bad;
 			break;
 		case 'c':
 			o.nconsumers = 0;
 			for (tok = strtok_r(optarg, ",", &save); tok && o.nconsumers < 3;
 			     tok = strtok_r(NULL, ",", &save)) {
-				long v = strtol(tok, &end, 10);
-				if (*end || v < 1 || v > MAXC)
+				uint64_t v;
+				if (uf_parse_u64(tok, 1, MAXC, &v) < 0)
 					goto bad;
 				o.consumers[o.nconsumers++] = (int)v;
 			}

@@ -13,11 +13,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/uf_parse.h"
+
 uint64_t uf_bench_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                       uint64_t *v)
+{
+	if (uf_parse_u64(s, lo, hi, v) < 0) {
+		fprintf(stderr,
+		        "uf-bench %s: %s wants a number in [%" PRIu64 ", %" PRIu64 "], got %s\n",
+		        cmd, opt, lo, hi, s);
+		return -1;
+	}
+	return 0;
 }
 
 int uf_bench_pin_task(pid_t pid, int cpu)

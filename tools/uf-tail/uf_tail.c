@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/uf_parse.h"
 #include "ring/ufconsumer.h"
 
 #define TOP_MAX 32
@@ -454,15 +455,6 @@ static int run_info(uf_consumer_t *c, const char *name)
 	return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || end == s || *end || s[0] == '-' ? -1 : 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"ring", required_argument, 0, 'r'},
@@ -486,7 +478,6 @@ int main(int argc, char **argv)
 	uf_consumer_t *c = NULL;
 	uint64_t v, deadline = UINT64_MAX;
 	int opt, rc;
-	char *end;
 
 	while ((opt = getopt_long(argc, argv, "r:jbd:t:n:T:os:i:D:Ih", lo, NULL)) != -1) {
 		switch (opt) {
@@ -500,7 +491,7 @@ int main(int argc, char **argv)
 			o.books = 1;
 			break;
 		case 'd':
-			if (parse_u64(optarg, &v) < 0 || v == 0 || v > UF_BOOK_MAX_DEPTH)
+			if (uf_parse_u64(optarg, 1, UF_BOOK_MAX_DEPTH, &v) < 0)
 				goto bad_value;
 			o.depth = (uint32_t)v;
 			break;
@@ -508,23 +499,22 @@ int main(int argc, char **argv)
 			o.top = optarg;
 			break;
 		case 'n':
-			if (parse_u64(optarg, &o.count) < 0)
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &o.count) < 0)
 				goto bad_value;
 			break;
 		case 'T':
-			o.timeout_s = strtod(optarg, &end);
-			if (*end || end == optarg || o.timeout_s < 0)
+			if (uf_parse_double(optarg, 0, HUGE_VAL, &o.timeout_s) < 0)
 				goto bad_value;
 			break;
 		case 'o':
 			o.oldest = 1;
 			break;
 		case 's':
-			if (parse_u64(optarg, &o.spin_us) < 0)
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &o.spin_us) < 0)
 				goto bad_value;
 			break;
 		case 'i':
-			if (parse_u64(optarg, &v) < 0 || v == 0 || v > 60000)
+			if (uf_parse_u64(optarg, 1, 60000, &v) < 0)
 				goto bad_value;
 			o.interval_ms = (uint32_t)v;
 			break;
