@@ -10,9 +10,6 @@
 #include "bench_cmds.h"
 #undef UF_BENCH_CMD
 
-/* CLOCK_MONOTONIC in ns (vDSO). */
-uint64_t uf_bench_now_ns(void);
-
 /* Parses the value `s` of option `opt` of `uf-bench cmd` as a count in [lo, hi]
  * (common/uf_parse.h uf_parse_u64); -1 after "uf-bench CMD: OPT wants a number in [LO, HI],
  * got S" on stderr. */

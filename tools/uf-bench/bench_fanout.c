@@ -26,6 +26,7 @@
 
 #include "bench.h"
 #include "common/uf_parse.h"
+#include "common/uf_time.h"
 
 #ifndef UF_BENCH_NATS
 int uf_bench_fanout(int argc, char **argv)
@@ -62,13 +63,6 @@ struct side {
 	uint64_t want;         /* throughput records to wait for */
 };
 
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *consume(void *arg)
 {
 	struct side *s = arg;
@@ -89,7 +83,7 @@ static void *consume(void *arg)
 	while (!s->stop) {
 		int n = uf_consumer_read(c, recs, 256, NULL);
 		if (n > 0) {
-			uint64_t now = real_ns();
+			uint64_t now = uf_now_realtime_ns();
 			for (int i = 0; i < n; i++) {
 				if (recs[i].kind == KIND_LAT && s->nlat < s->cap)
 					s->lat[s->nlat++] = now - recs[i].rx_ts;
@@ -288,22 +282,22 @@ int uf_bench_fanout(int argc, char **argv)
 	if (sides[0].err || sides[1].err)
 		goto out_threads;
 	/* latency phase: one record every 1/rate s, rx_ts = publish time */
-	t0 = uf_bench_now_ns();
+	t0 = uf_now_mono_ns();
 	for (uint64_t k = 0; k < rate * seconds; k++) {
 		struct uf_record rec = {.kind = KIND_LAT, .feed_seq = k + 1};
 		uint64_t due = t0 + k * 1000000000ull / rate;
-		while (uf_bench_now_ns() < due)
+		while (uf_now_mono_ns() < due)
 			;
-		rec.rx_ts = real_ns();
+		rec.rx_ts = uf_now_realtime_ns();
 		uf_ring_publish(r, &rec, 1);
 	}
 	usleep(500000); /* the last latency records arrive */
 	/* throughput phase: as fast as the producer goes, 16 records a publish */
-	t0 = real_ns();
+	t0 = uf_now_realtime_ns();
 	for (uint64_t k = 0; k < records; k += 16) {
 		struct uf_record b[16];
 		size_t n = records - k < 16 ? (size_t)(records - k) : 16;
-		uint64_t now = real_ns();
+		uint64_t now = uf_now_realtime_ns();
 		for (size_t i = 0; i < n; i++) {
 			memset(&b[i], 0, sizeof(b[i]));
 			b[i].kind = KIND_TPUT;
@@ -312,9 +306,9 @@ int uf_bench_fanout(int argc, char **argv)
 		}
 		uf_ring_publish(r, b, n);
 	}
-	end = uf_bench_now_ns() + 60000000000ull;
+	end = uf_now_mono_ns() + 60000000000ull;
 	while ((sides[0].tput_recv < records || sides[1].tput_recv < records) &&
-	       uf_bench_now_ns() < end)
+	       uf_now_mono_ns() < end)
 		usleep(10000);
 	printf("uf-bench fanout: ring %s, NATS %s, latency %" PRIu64 " records at %" PRIu64
 	       "/s, throughput %" PRIu64 " records\n",

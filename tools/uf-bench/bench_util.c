@@ -1,4 +1,4 @@
-/* Helpers every uf-bench subcommand uses: clocks, pinning, shared memory, percentiles. */
+/* Helpers every uf-bench subcommand uses: option values, pinning, shared memory, percentiles. */
 #include "bench.h"
 
 #include <errno.h>
@@ -14,13 +14,7 @@
 #include <unistd.h>
 
 #include "common/uf_parse.h"
-
-uint64_t uf_bench_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "common/uf_time.h"
 
 int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
                        uint64_t *v)
@@ -112,7 +106,7 @@ void uf_bench_percentiles(uint64_t *v, size_t n, struct uf_bench_pct *out)
 
 int uf_bench_wait_child(pid_t pid, int timeout_ms)
 {
-	uint64_t end = uf_bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int st;
 
 	for (;;) {
@@ -121,7 +115,7 @@ int uf_bench_wait_child(pid_t pid, int timeout_ms)
 			return st;
 		if (r < 0)
 			return -1;
-		if (uf_bench_now_ns() > end) {
+		if (uf_now_mono_ns() > end) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			return -1;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "e2e_run.h"
+#include "common/uf_time.h"
 
 static int write_config(struct run *r, const char *path)
 {
@@ -91,8 +92,8 @@ int e2e_daemon_start(struct run *r, struct beres *res)
 		snprintf(res->note, sizeof(res->note), "cannot start %.200s", bin);
 		return -EIO;
 	}
-	give_up = uf_bench_now_ns() + 20000000000ull;
-	while (!e2e_stop && uf_bench_now_ns() < give_up) {
+	give_up = uf_now_mono_ns() + 20000000000ull;
+	while (!e2e_stop && uf_now_mono_ns() < give_up) {
 		char *body = NULL;
 		int code;
 		if (!feed_alive(r)) {

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/uf_time.h"
 #include "bench.h"
 #include "e2e.h"
 
@@ -116,7 +117,7 @@ int e2e_sysc_start(struct sysc *s, const char *dir, pid_t tid)
 {
 	char tids[16], bin[] = "strace";
 	char *argv[] = {bin, "-c", "-o", s->out, "-p", tids, NULL};
-	uint64_t give_up = uf_bench_now_ns() + 5000000000ull;
+	uint64_t give_up = uf_now_mono_ns() + 5000000000ull;
 	pid_t pid;
 
 	s->strace = -1;
@@ -151,7 +152,7 @@ int e2e_sysc_start(struct sysc *s, const char *dir, pid_t tid)
 			             : "strace could not attach (ptrace refused?)");
 			return -ENOTSUP;
 		}
-		if (uf_bench_now_ns() > give_up) {
+		if (uf_now_mono_ns() > give_up) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			s->strace = -1;

@@ -283,7 +283,7 @@ static int raw_main(const struct raw_args *a, struct rawctl *c)
 pid_t e2e_raw_start(const struct raw_args *a, struct rawctl *ctl)
 {
 	pid_t parent = getpid(), pid;
-	uint64_t give_up = uf_bench_now_ns() + 10000000000ull;
+	uint64_t give_up = uf_now_mono_ns() + 10000000000ull;
 
 	pid = fork();
 	if (pid < 0)
@@ -302,7 +302,7 @@ pid_t e2e_raw_start(const struct raw_args *a, struct rawctl *ctl)
 		uint32_t r = __atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE);
 		if (r == 1)
 			return pid;
-		if (r == 2 || uf_bench_now_ns() > give_up) {
+		if (r == 2 || uf_now_mono_ns() > give_up) {
 			if (r != 2)
 				snprintf(ctl->err, sizeof(ctl->err), "not receiving within 10 s");
 			kill(pid, SIGKILL);
@@ -315,10 +315,10 @@ pid_t e2e_raw_start(const struct raw_args *a, struct rawctl *ctl)
 
 int e2e_raw_finish(pid_t pid, struct rawctl *ctl, int linger_ms)
 {
-	uint64_t give_up = uf_bench_now_ns() + (uint64_t)linger_ms * 1000000ull;
+	uint64_t give_up = uf_now_mono_ns() + (uint64_t)linger_ms * 1000000ull;
 
 	while (__atomic_load_n(&ctl->messages, __ATOMIC_ACQUIRE) < ctl->want &&
-	       uf_bench_now_ns() < give_up && waitpid(pid, NULL, WNOHANG) == 0)
+	       uf_now_mono_ns() < give_up && waitpid(pid, NULL, WNOHANG) == 0)
 		usleep(2000);
 	__atomic_store_n(&ctl->stop, 1, __ATOMIC_RELEASE);
 	return uf_bench_wait_child(pid, 5000) < 0 ? -ETIMEDOUT : 0;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "common/uf_time.h"
 #include "e2e_run.h"
 #include "e2e_search.h"
 #include "ring/uf_ring.h"
@@ -134,7 +135,7 @@ static void place_sample(struct run *r, pid_t sender, pid_t feed_tid, pid_t sq_t
  * r->place set, samples where every role runs every 10 ms meanwhile. */
 static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, double *secs)
 {
-	uint64_t t0 = uf_bench_now_ns(), next = t0;
+	uint64_t t0 = uf_now_mono_ns(), next = t0;
 	uint64_t end = t0 + (uint64_t)((timeout_s + 15) * 1e9);
 	pid_t pid = e2e_spawn_on(c->argv, c->out, c->errp, r->o->sender_cpu);
 	pid_t feed_tid = -1, sq_tid = -1, raw_sq_tid = -1;
@@ -149,7 +150,7 @@ static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, dou
 	if (r->place && r->raw_pid > 0)
 		raw_sq_tid = e2e_find_thread(r->raw_pid, "iou-sqp");
 	for (;;) {
-		uint64_t now = uf_bench_now_ns();
+		uint64_t now = uf_now_mono_ns();
 		pid_t w = waitpid(pid, &st, WNOHANG);
 		if (w == pid)
 			break;
@@ -178,7 +179,7 @@ static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, dou
 		json_decref(j);
 	}
 	if (*secs <= 0)
-		*secs = (double)(uf_bench_now_ns() - t0) / 1e9;
+		*secs = (double)(uf_now_mono_ns() - t0) / 1e9;
 	return 0;
 }
 
@@ -274,9 +275,9 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
 	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
 		return -ECHILD;
-	t0 = uf_bench_now_ns();
+	t0 = uf_now_mono_ns();
 	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
-	t1 = uf_bench_now_ns();
+	t1 = uf_now_mono_ns();
 	if (e2e_proc_cpu_ns(r->feed, &c1) < 0)
 		return -ECHILD;
 	if (rc < 0)
@@ -290,7 +291,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	s->cpu_ns = c1 - c0;
 
 	/* Drain: every message in and every consumer at the ring's tail, 3 s at most. */
-	for (uint64_t give_up = uf_bench_now_ns() + 3000000000ull;;) {
+	for (uint64_t give_up = uf_now_mono_ns() + 3000000000ull;;) {
 		int done = 1;
 		if ((rc = e2e_status_read(r->status_port, &s1)) < 0)
 			return rc;
@@ -302,7 +303,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 			if (__atomic_load_n(&r->ctl->position[i], __ATOMIC_ACQUIRE) <
 			    s1.ring_sequence)
 				done = 0;
-		if (done || uf_bench_now_ns() > give_up || e2e_stop)
+		if (done || uf_now_mono_ns() > give_up || e2e_stop)
 			break;
 		e2e_sleep_ms(5);
 	}
@@ -493,14 +494,14 @@ static void run_syscalls(struct run *r, const struct day *day, struct beres *res
 		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s", sc.note);
 		return;
 	}
-	t0 = uf_bench_now_ns();
+	t0 = uf_now_mono_ns();
 	(void)run_step(r, day, ST_SYSCALL, &res->sysc.st, r->o->rate, 0, secs);
 	if (e2e_sysc_stop(&sc) < 0 || e2e_status_read(r->status_port, &s1) < 0) {
 		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s",
 		         sc.note[0] ? sc.note : "GET /status failed");
 		return;
 	}
-	res->sysc.seconds = (double)(uf_bench_now_ns() - t0) / 1e9;
+	res->sysc.seconds = (double)(uf_now_mono_ns() - t0) / 1e9;
 	res->sysc.calls = sc.calls;
 	snprintf(res->sysc.which, sizeof(res->sysc.which), "%s", sc.top);
 	res->sysc.datagrams = s1.line_packets - s0.line_packets;
@@ -530,7 +531,7 @@ static void place_init(const struct e2e_opts *o, enum backend be, struct placeme
 /* Waits until every consumer has attached `want[i]` times. */
 static int wait_attached(struct run *r, const uint32_t *want, struct beres *res)
 {
-	for (uint64_t give_up = uf_bench_now_ns() + 20000000000ull;;) {
+	for (uint64_t give_up = uf_now_mono_ns() + 20000000000ull;;) {
 		int ready = 0;
 		for (int i = 0; i < r->ncons; i++) {
 			if (__atomic_load_n(&r->ctl->ready[i], __ATOMIC_ACQUIRE) == 2) {
@@ -542,7 +543,7 @@ static int wait_attached(struct run *r, const uint32_t *want, struct beres *res)
 		}
 		if (ready == r->ncons)
 			return 0;
-		if (uf_bench_now_ns() > give_up || e2e_stop) {
+		if (uf_now_mono_ns() > give_up || e2e_stop) {
 			snprintf(res->note, sizeof(res->note),
 			         "consumers not attached within 20 s");
 			return -ETIMEDOUT;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/uf_time.h"
 #include "bench.h"
 
 int e2e_free_port(int socktype)
@@ -87,7 +88,7 @@ int e2e_http_get(uint16_t port, const char *path, int timeout_ms, char **body)
 	struct sockaddr_in a = {.sin_family = AF_INET,
 	                        .sin_port = htons(port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	uint64_t end = uf_bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	size_t cap = 1 << 16, len = 0;
 	char req[256], *buf = NULL, *p;
 	int fd, rc, code;
@@ -112,7 +113,7 @@ int e2e_http_get(uint16_t port, const char *path, int timeout_ms, char **body)
 	}
 	for (;;) { /* HTTP/1.0: the server closes after the body */
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		uint64_t now = uf_bench_now_ns();
+		uint64_t now = uf_now_mono_ns();
 		ssize_t n;
 		if (now >= end) {
 			rc = -ETIMEDOUT;

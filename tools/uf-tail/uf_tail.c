@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/uf_parse.h"
+#include "common/uf_time.h"
 #include "ring/ufconsumer.h"
 
 #define TOP_MAX 32
@@ -49,13 +50,6 @@ struct tail_opts {
 	uint64_t spin_us;     /* busy-poll before sleeping */
 	uint32_t interval_ms; /* --top refresh period */
 };
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -116,7 +110,7 @@ static void json_str(FILE *f, const char *s)
 static void print_record(FILE *f, const struct uf_record *r, uint64_t seq, int json,
                          struct symcache *sc)
 {
-	uint64_t now = now_ns(CLOCK_REALTIME);
+	uint64_t now = uf_now_realtime_ns();
 	int64_t lat = r->rx_ts ? (int64_t)(now - r->rx_ts) : -1;
 	const char *sym = sym_of(sc, r->instrument);
 	char side = r->side ? (char)r->side : '-';
@@ -209,7 +203,7 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 			fprintf(stderr, "uf-tail: %s\n", uf_consumer_strerror(rc));
 			return -1;
 		}
-		now = now_ns(CLOCK_MONOTONIC);
+		now = uf_now_mono_ns();
 		if (now >= deadline)
 			return 0;
 		if (now >= next_alive_check) { /* cold: once a second while idle */
@@ -403,7 +397,7 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 	}
 	while (!g_stop) {
 		struct uf_record rec;
-		uint64_t seq, now = now_ns(CLOCK_MONOTONIC), wait_until;
+		uint64_t seq, now = uf_now_mono_ns(), wait_until;
 		int ev;
 
 		if (now >= next_draw) {
@@ -420,7 +414,7 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 			break;
 		}
 		if (ev == 0) {
-			if (g_stop || now_ns(CLOCK_MONOTONIC) < wait_until)
+			if (g_stop || uf_now_mono_ns() < wait_until)
 				break; /* closed or interrupted */
 			continue;
 		}
@@ -430,7 +424,7 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 				continue;
 			rows[i].updates++;
 			if (rec.rx_ts) {
-				int64_t lat = (int64_t)(now_ns(CLOCK_REALTIME) - rec.rx_ts);
+				int64_t lat = (int64_t)(uf_now_realtime_ns() - rec.rx_ts);
 				rows[i].last_lat = lat;
 				if (lat > rows[i].max_lat)
 					rows[i].max_lat = lat;
@@ -545,7 +539,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (o.timeout_s > 0)
-		deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)(o.timeout_s * 1e9);
+		deadline = uf_now_mono_ns() + (uint64_t)(o.timeout_s * 1e9);
 
 	if (attach(&o, &c) < 0)
 		return 1;
