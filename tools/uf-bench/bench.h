@@ -24,6 +24,18 @@ int uf_bench_pin(int cpu);
  * after the fork never sees the mask the child has not set yet. */
 int uf_bench_pin_task(pid_t pid, int cpu);
 
+/* Forks a child that dies with uf-bench: `deathsig` reaches it when uf-bench exits (SIGTERM
+ * lets a daemon clean up; SIGKILL for a busy poller of ours), and a child whose parent was
+ * gone before that was set leaves at once (exit 127). fork's result: the pid, 0 in the child,
+ * or -errno. */
+pid_t uf_bench_fork(int deathsig);
+
+/* Forks (uf_bench_fork, SIGTERM) and execs argv[0] (searched in PATH when it has no '/')
+ * with stdout to `out_path` and stderr to `err_path` (NULL: inherit), pinned to `cpu` first
+ * (-1: not pinned; the parent pins the child too, see uf_bench_pin_task). Returns the pid or
+ * -errno. */
+pid_t uf_bench_spawn(char *const argv[], const char *out_path, const char *err_path, int cpu);
+
 /* Number of CPUs this process may run on. */
 int uf_bench_ncpus(void);
 

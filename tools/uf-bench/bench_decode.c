@@ -130,7 +130,7 @@ int uf_bench_input_load(const char *cmd, const char *file, uint64_t gen_msgs,
 		}
 		close(fd);
 		snprintf(msgs, sizeof(msgs), "%" PRIu64, gen_msgs);
-		pid = e2e_spawn(argv, "/dev/null", NULL);
+		pid = uf_bench_spawn(argv, "/dev/null", NULL, -1);
 		st = pid > 0 ? uf_bench_wait_child(pid, 120000) : -1;
 		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			fprintf(stderr, "uf-bench %s: %s failed\n", cmd, bin);

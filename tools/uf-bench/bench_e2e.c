@@ -376,7 +376,7 @@ int uf_bench_e2e(int argc, char **argv)
 		snprintf(msgs, sizeof(msgs), "%" PRIu64, o.day_msgs);
 		fprintf(stderr, "uf-bench e2e: generating a %" PRIu64 "-message day...\n",
 		        o.day_msgs);
-		pid = e2e_spawn(gargv, "/dev/null", NULL);
+		pid = uf_bench_spawn(gargv, "/dev/null", NULL, -1);
 		st = pid > 0 ? uf_bench_wait_child(pid, 120000) : -1;
 		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			fprintf(stderr, "uf-bench e2e: %s failed\n", bin);

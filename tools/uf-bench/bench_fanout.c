@@ -135,21 +135,6 @@ static int port_open(int port)
 	return ok;
 }
 
-static pid_t spawn(char *const argv[], const char *log)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		FILE *f = freopen(log, "w", stderr);
-		(void)f;
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(127);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
 static void print_row(const char *label, struct side *s, uint64_t records, uint64_t t0)
 {
 	struct uf_bench_pct p;
@@ -230,7 +215,7 @@ int uf_bench_fanout(int argc, char **argv)
 		snprintf(sd, sizeof(sd), "%s/js", tmp);
 		snprintf(log, sizeof(log), "%s/nats-server.log", tmp);
 		char *nargv[] = {"nats-server", "-a", "127.0.0.1", "-p", p, "-js", "-sd", sd, NULL};
-		nats = spawn(nargv, log);
+		nats = uf_bench_spawn(nargv, "/dev/null", log, -1);
 		for (int i = 0; i < 500 && !port_open(port); i++)
 			usleep(20000);
 		if (!port_open(port)) {
@@ -253,7 +238,7 @@ int uf_bench_fanout(int argc, char **argv)
 	snprintf(log, sizeof(log), "%s/uf-bridge.log", tmp);
 	char *bargv[] = {bridge,     "--ring",          ring, "--nats", (char *)urls,
 	                 "--memory", "--exit-on-close", NULL};
-	br = spawn(bargv, log);
+	br = uf_bench_spawn(bargv, "/dev/null", log, -1);
 	memset(sides, 0, sizeof(sides));
 	sides[0].label = "local ring";
 	snprintf(sides[0].name, sizeof(sides[0].name), "%s", ring);

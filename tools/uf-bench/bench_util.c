@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +44,53 @@ int uf_bench_pin_task(pid_t pid, int cpu)
 int uf_bench_pin(int cpu)
 {
 	return uf_bench_pin_task(0, cpu);
+}
+
+static int redirect(int fd, const char *path)
+{
+	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (f < 0)
+		return -1;
+	if (dup2(f, fd) < 0)
+		return -1;
+	close(f);
+	return 0;
+}
+
+pid_t uf_bench_fork(int deathsig)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, deathsig);
+		if (getppid() != parent)
+			_exit(127);
+	}
+	return pid;
+}
+
+pid_t uf_bench_spawn(char *const argv[], const char *out_path, const char *err_path, int cpu)
+{
+	/* SIGTERM: a killed uf-bench must not leave a busy-polling daemon behind */
+	pid_t pid = uf_bench_fork(SIGTERM);
+
+	if (pid == 0) {
+		if (cpu >= 0 && uf_bench_pin(cpu) < 0)
+			_exit(126);
+		if ((out_path && redirect(1, out_path) < 0) ||
+		    (err_path && redirect(2, err_path) < 0))
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "uf-bench: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pid > 0 && cpu >= 0) /* the parent too (uf_bench_pin_task): it reported a pinned
+	                          * sender as "allowed 0-1, seen 0,1" */
+		(void)uf_bench_pin_task(pid, cpu);
+	return pid;
 }
 
 int uf_bench_ncpus(void)

@@ -85,7 +85,7 @@ int e2e_daemon_start(struct run *r, struct beres *res)
 	argv[1] = "--config";
 	argv[2] = cfg;
 	argv[3] = NULL;
-	r->feed = e2e_spawn(argv, NULL, r->log);
+	r->feed = uf_bench_spawn(argv, NULL, r->log, -1);
 	if (r->ctl)
 		__atomic_store_n(&r->ctl->feed_pid, (int32_t)r->feed, __ATOMIC_RELEASE);
 	if (r->feed < 0) {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,17 +126,9 @@ int e2e_sysc_start(struct sysc *s, const char *dir, pid_t tid)
 	snprintf(s->err, sizeof(s->err), "%s/strace.err", dir);
 	snprintf(tids, sizeof(tids), "%d", (int)tid);
 	unlink(s->out);
-	pid = fork();
+	pid = uf_bench_spawn(argv, NULL, s->err, -1);
 	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int fd = open(s->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd < 0 || dup2(fd, 2) < 0)
-			_exit(126);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
+		return pid;
 	s->strace = pid;
 	for (;;) { /* "strace: Process N attached" on stderr */
 		char buf[512];

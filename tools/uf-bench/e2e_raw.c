@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -93,15 +92,11 @@ static void rx_datagram(struct rx *x, const uint8_t *p, size_t len, uint64_t rx,
 	count = (uint16_t)(p[18] << 8 | p[19]);
 	if (count == 0 || count == 0xFFFF)
 		return; /* heartbeat, end of session */
-	if (seq + count <= x->next) {
-		c->dup_datagrams++;
-		return;
-	}
+	if (seq + count <= x->next)
+		return; /* the other line's copy, or an older sequence */
 	x->next = seq + count;
 	c->datagrams++;
-	lat = now >= rx ? now - rx : 0;
-	if (now < rx)
-		c->negative++;
+	lat = now >= rx ? now - rx : 0; /* read before rx_ts (clocks): 0 */
 	for (unsigned i = 0; i < count && c->nsamples < x->a->cap; i++)
 		x->a->samples[c->nsamples++] = lat;
 	b = e2e_burst_of(seq, c->burst_per);
@@ -282,16 +277,12 @@ static int raw_main(const struct raw_args *a, struct rawctl *c)
 
 pid_t e2e_raw_start(const struct raw_args *a, struct rawctl *ctl)
 {
-	pid_t parent = getpid(), pid;
 	uint64_t give_up = uf_now_mono_ns() + 10000000000ull;
+	pid_t pid = uf_bench_fork(SIGKILL);
 
-	pid = fork();
 	if (pid < 0)
-		return -errno;
+		return pid;
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
 		if (raw_main(a, ctl)) {
 			__atomic_store_n(&ctl->ready, 2, __ATOMIC_RELEASE);
 			_exit(1);

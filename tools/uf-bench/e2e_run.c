@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "common/uf_parse.h"
 #include "common/uf_time.h"
 #include "e2e_run.h"
 #include "e2e_search.h"
@@ -66,6 +66,7 @@ static int64_t replay_prepare(struct run *r, const struct day *day, struct repla
                               double rate, double burst, double secs, uint64_t n)
 {
 	const struct e2e_opts *o = r->o;
+	double rate_sent, period_ms;
 	int argc = 0, rc;
 
 	if (!n)
@@ -88,7 +89,10 @@ static int64_t replay_prepare(struct run *r, const struct day *day, struct repla
 	snprintf(c->rr, sizeof(c->rr), "%u", r->port_rr);
 	snprintf(c->sess, sizeof(c->sess), "E2E%07u", ++r->session % 10000000u);
 	/* uf-replay's own arithmetic on the same strings (replay_opts.c, replay_send.c) */
-	c->burst_per = burst > 1 ? strtod(c->rate_s, NULL) * (strtod(c->bper_s, NULL) / 1e3) : 0;
+	c->burst_per = 0;
+	if (burst > 1 && uf_parse_double(c->rate_s, 0, HUGE_VAL, &rate_sent) == 0 &&
+	    uf_parse_double(c->bper_s, 0, HUGE_VAL, &period_ms) == 0)
+		c->burst_per = rate_sent * (period_ms / 1e3);
 	c->argv[argc++] = c->bin;
 	c->argv[argc++] = "--in";
 	c->argv[argc++] = c->file;
@@ -137,7 +141,7 @@ static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, dou
 {
 	uint64_t t0 = uf_now_mono_ns(), next = t0;
 	uint64_t end = t0 + (uint64_t)((timeout_s + 15) * 1e9);
-	pid_t pid = e2e_spawn_on(c->argv, c->out, c->errp, r->o->sender_cpu);
+	pid_t pid = uf_bench_spawn(c->argv, c->out, c->errp, r->o->sender_cpu);
 	pid_t feed_tid = -1, sq_tid = -1, raw_sq_tid = -1;
 	int st = -1;
 
@@ -320,8 +324,6 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	D(line_gaps);
 	D(line_enobufs);
 	D(cq_overflows);
-	D(end_of_session);
-	D(records);
 	D(line_packets);
 	D(batches);
 	D(sq_wakeups);
@@ -732,17 +734,16 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	if (e2e_daemon_start(&r, res) < 0)
 		goto out_stop;
 	for (int i = 0; i < o->consumers; i++) {
-		pid_t pid = fork();
+		pid_t pid = uf_bench_fork(SIGKILL);
 		if (pid < 0)
 			break;
 		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (o->consumer_cpu >= 0 && uf_bench_pin(o->consumer_cpu) < 0)
 				_exit(1);
 			_exit(e2e_consumer_main(&r, i));
 		}
 		if (o->consumer_cpu >= 0)
-			(void)uf_bench_pin_task(pid, o->consumer_cpu); /* as e2e_spawn_on */
+			(void)uf_bench_pin_task(pid, o->consumer_cpu); /* as uf_bench_spawn */
 		r.cons[r.ncons++] = pid;
 	}
 	if (r.ncons < o->consumers) {
