@@ -47,6 +47,13 @@ struct rawctl {
 /* The raw method that matches back end `be`. */
 enum raw_kind e2e_raw_for(enum backend be);
 
+/* The raw method a run of back end `be` uses: --raw's (`opt` >= 0, enum raw_kind) or, for
+ * "same" (-1), the back end's own. */
+static inline enum raw_kind e2e_raw_method(int opt, enum backend be)
+{
+	return opt >= 0 ? (enum raw_kind)opt : e2e_raw_for(be);
+}
+
 /* Its name in the tables and the JSON ("io_uring+SQPOLL", "recvmsg-busy", ...). */
 const char *e2e_raw_name(enum raw_kind k);
 

@@ -428,7 +428,7 @@ static int run_raw(struct run *r, const struct day *day, struct rawres *w, doubl
 
 	memset(w, 0, sizeof(*w));
 	memset(&a, 0, sizeof(a));
-	w->kind = o->raw_kind >= 0 ? o->raw_kind : (int)e2e_raw_for(r->be);
+	w->kind = (int)e2e_raw_method(o->raw_kind, r->be);
 	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs, 0)) < 0)
 		return (int)got;
 	w->sent = (uint64_t)got;
@@ -517,7 +517,7 @@ static void run_syscalls(struct run *r, const struct day *day, struct beres *res
 /* What each role was asked to run on (-2: the role does not exist in this run). */
 static void place_init(const struct e2e_opts *o, enum backend be, struct placement *p)
 {
-	enum raw_kind rk = o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be);
+	enum raw_kind rk = e2e_raw_method(o->raw_kind, be);
 
 	memset(p, 0, sizeof(*p));
 	p->r[PL_FEED].configured = o->feed_cpu;
@@ -723,9 +723,7 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	 * feed steady, raw burst, feed burst. uringfeed is started afresh (with a short warm-up)
 	 * before each of its latency steps, so its own cumulative histogram holds that step. */
 	fprintf(stderr, "uf-bench e2e: %s: raw receive (%s), steady %.0f msg/s...\n",
-	        e2e_backend_label(be),
-	        e2e_raw_name(o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be)),
-	        o->rate);
+	        e2e_backend_label(be), e2e_raw_name(e2e_raw_method(o->raw_kind, be)), o->rate);
 	place_init(o, be, &res->place);
 	r.place = &res->place;
 	if (run_raw(&r, day, &res->raw_steady, o->rate, 0, t_lat) < 0)
