@@ -10,8 +10,11 @@
 #include "bench_cmds.h"
 #undef UF_BENCH_CMD
 
-/* CLOCK_MONOTONIC in ns (vDSO). */
-uint64_t uf_bench_now_ns(void);
+/* Parses the value `s` of option `opt` of `uf-bench cmd` as a count in [lo, hi]
+ * (common/uf_parse.h uf_parse_u64); -1 after "uf-bench CMD: OPT wants a number in [LO, HI],
+ * got S" on stderr. */
+int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                       uint64_t *v);
 
 /* Pins the calling thread to `cpu` when it exists; returns 0 or -errno. */
 int uf_bench_pin(int cpu);
@@ -20,6 +23,18 @@ int uf_bench_pin(int cpu);
  * child it forked as well as the child pinning itself, so a placement sample taken right
  * after the fork never sees the mask the child has not set yet. */
 int uf_bench_pin_task(pid_t pid, int cpu);
+
+/* Forks a child that dies with uf-bench: `deathsig` reaches it when uf-bench exits (SIGTERM
+ * lets a daemon clean up; SIGKILL for a busy poller of ours), and a child whose parent was
+ * gone before that was set leaves at once (exit 127). fork's result: the pid, 0 in the child,
+ * or -errno. */
+pid_t uf_bench_fork(int deathsig);
+
+/* Forks (uf_bench_fork, SIGTERM) and execs argv[0] (searched in PATH when it has no '/')
+ * with stdout to `out_path` and stderr to `err_path` (NULL: inherit), pinned to `cpu` first
+ * (-1: not pinned; the parent pins the child too, see uf_bench_pin_task). Returns the pid or
+ * -errno. */
+pid_t uf_bench_spawn(char *const argv[], const char *out_path, const char *err_path, int cpu);
 
 /* Number of CPUs this process may run on. */
 int uf_bench_ncpus(void);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "common/uf_time.h"
 #include "bench_input.h"
 #include "decode/uf_batch.h"
 #include "publish/uf_publish.h"
@@ -39,22 +40,22 @@ static uint64_t pass_book(struct uf_books_apply *x, const struct uf_input_packet
 	uf_publish_set_prefetch(x->p, book_pf);
 	x->n = 0;
 	x->records = 0;
-	t0 = uf_bench_now_ns();
+	t0 = uf_now_mono_ns();
 	for (size_t i = 0; i < in->npkts; i += batch) {
 		size_t k = in->npkts - i < batch ? in->npkts - i : batch;
 		uint64_t tb = 0;
 		if (gap_ns) {
 			uf_input_idle_wait(gap_ns);
-			tb = uf_bench_now_ns();
+			tb = uf_now_mono_ns();
 		}
 		uf_decode_batch_inline(in->seq + i, k, decode_pf, &c, NULL,
 		                       uf_books_apply_on_decoded, x);
 		uf_books_apply_flush(
 		    x); /* a receive batch is applied before the next one is reaped */
 		if (gap_ns)
-			work += uf_bench_now_ns() - tb;
+			work += uf_now_mono_ns() - tb;
 	}
-	t0 = uf_bench_now_ns() - t0;
+	t0 = uf_now_mono_ns() - t0;
 	*errors = uf_decode_counters_errors(&c);
 	return gap_ns ? work : t0;
 }

@@ -21,21 +21,8 @@
 
 #include "bench.h"
 #include "bench_input.h"
-#include "common/uf_parse.h"
 #include "decode/uf_batch.h"
 #include "e2e.h"
-
-int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
-                       uint64_t *v)
-{
-	if (uf_parse_u64(s, lo, hi, v) < 0) {
-		fprintf(stderr,
-		        "uf-bench %s: %s wants a number in [%" PRIu64 ", %" PRIu64 "], got %s\n",
-		        cmd, opt, lo, hi, s);
-		return -1;
-	}
-	return 0;
-}
 
 int uf_bench_input_opts_parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *),
                               struct uf_bench_input_opts *o)
@@ -143,7 +130,7 @@ int uf_bench_input_load(const char *cmd, const char *file, uint64_t gen_msgs,
 		}
 		close(fd);
 		snprintf(msgs, sizeof(msgs), "%" PRIu64, gen_msgs);
-		pid = e2e_spawn(argv, "/dev/null", NULL);
+		pid = uf_bench_spawn(argv, "/dev/null", NULL, -1);
 		st = pid > 0 ? uf_bench_wait_child(pid, 120000) : -1;
 		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			fprintf(stderr, "uf-bench %s: %s failed\n", cmd, bin);

@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "common/uf_parse.h"
 #include "e2e.h"
 #include "e2e_day.h"
 #include "e2e_model.h"
@@ -120,14 +121,6 @@ static void usage(FILE *f)
 	        "Exit 0 when every back end ran (loss is a result, not a failure), 1 when one "
 	        "could not, 2 bad usage.\n",
 	        MAX_SEARCH, MAXC);
-}
-
-static int num(const char *s, double lo, double hi, double *v)
-{
-	char *end;
-	errno = 0;
-	*v = strtod(s, &end);
-	return errno || end == s || *end || !(*v >= lo && *v <= hi) ? -EINVAL : 0;
 }
 
 static int make_bindir(struct e2e_opts *o)
@@ -224,7 +217,7 @@ int uf_bench_e2e(int argc, char **argv)
 			o.json = 1;
 			break;
 		case 'd':
-			if (num(optarg, 0.5, 600, &o.duration))
+			if (uf_parse_double(optarg, 0.5, 600, &o.duration))
 				goto bad;
 			break;
 		case 'b':
@@ -235,33 +228,33 @@ int uf_bench_e2e(int argc, char **argv)
 			o.results = optarg;
 			break;
 		case 'r':
-			if (num(optarg, 1000, 50e6, &o.rate))
+			if (uf_parse_double(optarg, 1000, 50e6, &o.rate))
 				goto bad;
 			break;
 		case 'B':
-			if (num(optarg, 1, 1000, &o.burst))
+			if (uf_parse_double(optarg, 1, 1000, &o.burst))
 				goto bad;
 			break;
 		case 'P':
-			if (num(optarg, 1, 60000, &o.burst_ms))
+			if (uf_parse_double(optarg, 1, 60000, &o.burst_ms))
 				goto bad;
 			break;
 		case 'm':
-			if (num(optarg, 1000, 100e6, &o.max_rate))
+			if (uf_parse_double(optarg, 1000, 100e6, &o.max_rate))
 				goto bad;
 			break;
 		case 's':
-			if (num(optarg, 1, MAX_SEARCH, &v))
+			if (uf_parse_double(optarg, 1, MAX_SEARCH, &v))
 				goto bad;
 			o.steps = (int)v;
 			break;
 		case 'S':
-			if (num(optarg, 1, MAX_SEARCH, &v))
+			if (uf_parse_double(optarg, 1, MAX_SEARCH, &v))
 				goto bad;
 			o.burst_steps = (int)v;
 			break;
 		case 'c':
-			if (num(optarg, 1, MAXC, &v))
+			if (uf_parse_double(optarg, 1, MAXC, &v))
 				goto bad;
 			o.consumers = (int)v;
 			break;
@@ -269,37 +262,37 @@ int uf_bench_e2e(int argc, char **argv)
 			o.day = optarg;
 			break;
 		case 'M':
-			if (num(optarg, 2000, 1e9, &v))
+			if (uf_parse_double(optarg, 2000, 1e9, &v))
 				goto bad;
 			o.day_msgs = (uint64_t)v;
 			break;
 		case 'f':
-			if (num(optarg, 0, 1023, &v))
+			if (uf_parse_double(optarg, 0, 1023, &v))
 				goto bad;
 			o.feed_cpu = (int)v;
 			break;
 		case 'q':
-			if (num(optarg, 0, 1023, &v))
+			if (uf_parse_double(optarg, 0, 1023, &v))
 				goto bad;
 			o.sqpoll_cpu = (int)v;
 			break;
 		case 'C':
-			if (num(optarg, 0, 1023, &v))
+			if (uf_parse_double(optarg, 0, 1023, &v))
 				goto bad;
 			o.consumer_cpu = (int)v;
 			break;
 		case 'O':
-			if (num(optarg, 1024, 1073741824, &v))
+			if (uf_parse_double(optarg, 1024, 1073741824, &v))
 				goto bad;
 			o.max_orders = (uint64_t)v;
 			break;
 		case 'U':
-			if (num(optarg, 0, 60000000, &v))
+			if (uf_parse_double(optarg, 0, 60000000, &v))
 				goto bad;
 			o.consumer_spin_us = (int64_t)v;
 			break;
 		case 'X':
-			if (num(optarg, 0, 1023, &v))
+			if (uf_parse_double(optarg, 0, 1023, &v))
 				goto bad;
 			o.sender_cpu = (int)v;
 			break;
@@ -308,7 +301,7 @@ int uf_bench_e2e(int argc, char **argv)
 				goto bad;
 			break;
 		case 'Z':
-			if (num(optarg, 0, MAX_SEARCH, &v))
+			if (uf_parse_double(optarg, 0, MAX_SEARCH, &v))
 				goto bad;
 			o.bsize_steps = (int)v;
 			break;
@@ -383,7 +376,7 @@ int uf_bench_e2e(int argc, char **argv)
 		snprintf(msgs, sizeof(msgs), "%" PRIu64, o.day_msgs);
 		fprintf(stderr, "uf-bench e2e: generating a %" PRIu64 "-message day...\n",
 		        o.day_msgs);
-		pid = e2e_spawn(gargv, "/dev/null", NULL);
+		pid = uf_bench_spawn(gargv, "/dev/null", NULL, -1);
 		st = pid > 0 ? uf_bench_wait_child(pid, 120000) : -1;
 		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			fprintf(stderr, "uf-bench e2e: %s failed\n", bin);

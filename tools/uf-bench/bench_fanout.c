@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "common/uf_parse.h"
+#include "common/uf_time.h"
 
 #ifndef UF_BENCH_NATS
 int uf_bench_fanout(int argc, char **argv)
@@ -61,13 +63,6 @@ struct side {
 	uint64_t want;         /* throughput records to wait for */
 };
 
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *consume(void *arg)
 {
 	struct side *s = arg;
@@ -88,7 +83,7 @@ static void *consume(void *arg)
 	while (!s->stop) {
 		int n = uf_consumer_read(c, recs, 256, NULL);
 		if (n > 0) {
-			uint64_t now = real_ns();
+			uint64_t now = uf_now_realtime_ns();
 			for (int i = 0; i < n; i++) {
 				if (recs[i].kind == KIND_LAT && s->nlat < s->cap)
 					s->lat[s->nlat++] = now - recs[i].rx_ts;
@@ -140,21 +135,6 @@ static int port_open(int port)
 	return ok;
 }
 
-static pid_t spawn(char *const argv[], const char *log)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		FILE *f = freopen(log, "w", stderr);
-		(void)f;
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(127);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
 static void print_row(const char *label, struct side *s, uint64_t records, uint64_t t0)
 {
 	struct uf_bench_pct p;
@@ -185,7 +165,7 @@ int uf_bench_fanout(int argc, char **argv)
 	struct uf_ring *r = NULL;
 	char err[256];
 	pid_t nats = -1, br = -1;
-	int opt, rc = 1;
+	int opt, rc = 1, bad_count = 0; /* bad_count: --records or --rate not a count in range */
 	ssize_t el;
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -194,13 +174,14 @@ int uf_bench_fanout(int argc, char **argv)
 			urls = optarg;
 			break;
 		case 'r':
-			records = strtoull(optarg, NULL, 10);
+			bad_count |= uf_parse_u64(optarg, 1, 700000, &records) < 0;
 			break;
 		case 'R':
-			rate = strtoull(optarg, NULL, 10);
+			bad_count |= uf_parse_u64(optarg, 1, UINT64_MAX, &rate) < 0;
 			break;
 		case 's':
-			seconds = strtoull(optarg, NULL, 10);
+			if (uf_bench_parse_u64("fanout", "--seconds", optarg, 0, 86400, &seconds))
+				return 2;
 			break;
 		case 'h':
 			printf("usage: uf-bench fanout [--nats URLS] [--records N (200000)] "
@@ -210,7 +191,7 @@ int uf_bench_fanout(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (records == 0 || records > 700000 || rate == 0) {
+	if (bad_count) {
 		fprintf(stderr, "uf-bench fanout: --records 1..700000 (one ring holds them), "
 		                "--rate > 0\n");
 		return 2;
@@ -234,7 +215,7 @@ int uf_bench_fanout(int argc, char **argv)
 		snprintf(sd, sizeof(sd), "%s/js", tmp);
 		snprintf(log, sizeof(log), "%s/nats-server.log", tmp);
 		char *nargv[] = {"nats-server", "-a", "127.0.0.1", "-p", p, "-js", "-sd", sd, NULL};
-		nats = spawn(nargv, log);
+		nats = uf_bench_spawn(nargv, "/dev/null", log, -1);
 		for (int i = 0; i < 500 && !port_open(port); i++)
 			usleep(20000);
 		if (!port_open(port)) {
@@ -257,7 +238,7 @@ int uf_bench_fanout(int argc, char **argv)
 	snprintf(log, sizeof(log), "%s/uf-bridge.log", tmp);
 	char *bargv[] = {bridge,     "--ring",          ring, "--nats", (char *)urls,
 	                 "--memory", "--exit-on-close", NULL};
-	br = spawn(bargv, log);
+	br = uf_bench_spawn(bargv, "/dev/null", log, -1);
 	memset(sides, 0, sizeof(sides));
 	sides[0].label = "local ring";
 	snprintf(sides[0].name, sizeof(sides[0].name), "%s", ring);
@@ -286,22 +267,22 @@ int uf_bench_fanout(int argc, char **argv)
 	if (sides[0].err || sides[1].err)
 		goto out_threads;
 	/* latency phase: one record every 1/rate s, rx_ts = publish time */
-	t0 = uf_bench_now_ns();
+	t0 = uf_now_mono_ns();
 	for (uint64_t k = 0; k < rate * seconds; k++) {
 		struct uf_record rec = {.kind = KIND_LAT, .feed_seq = k + 1};
 		uint64_t due = t0 + k * 1000000000ull / rate;
-		while (uf_bench_now_ns() < due)
+		while (uf_now_mono_ns() < due)
 			;
-		rec.rx_ts = real_ns();
+		rec.rx_ts = uf_now_realtime_ns();
 		uf_ring_publish(r, &rec, 1);
 	}
 	usleep(500000); /* the last latency records arrive */
 	/* throughput phase: as fast as the producer goes, 16 records a publish */
-	t0 = real_ns();
+	t0 = uf_now_realtime_ns();
 	for (uint64_t k = 0; k < records; k += 16) {
 		struct uf_record b[16];
 		size_t n = records - k < 16 ? (size_t)(records - k) : 16;
-		uint64_t now = real_ns();
+		uint64_t now = uf_now_realtime_ns();
 		for (size_t i = 0; i < n; i++) {
 			memset(&b[i], 0, sizeof(b[i]));
 			b[i].kind = KIND_TPUT;
@@ -310,9 +291,9 @@ int uf_bench_fanout(int argc, char **argv)
 		}
 		uf_ring_publish(r, b, n);
 	}
-	end = uf_bench_now_ns() + 60000000000ull;
+	end = uf_now_mono_ns() + 60000000000ull;
 	while ((sides[0].tput_recv < records || sides[1].tput_recv < records) &&
-	       uf_bench_now_ns() < end)
+	       uf_now_mono_ns() < end)
 		usleep(10000);
 	printf("uf-bench fanout: ring %s, NATS %s, latency %" PRIu64 " records at %" PRIu64
 	       "/s, throughput %" PRIu64 " records\n",

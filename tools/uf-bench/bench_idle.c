@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "common/uf_time.h"
 #include "bench_input.h"
 #include "common/uf_compiler.h"
 
@@ -176,8 +177,8 @@ static void idle_row(uint8_t *buf, size_t lines, uint32_t gap_us, int touch, uin
 {
 	size_t pos = 0;
 	for (uint32_t r = 0; r < reps; r++) {
-		uint64_t t0 = uf_bench_now_ns(), until = t0 + (uint64_t)gap_us * 1000u;
-		while (gap_us && uf_bench_now_ns() < until) {
+		uint64_t t0 = uf_now_mono_ns(), until = t0 + (uint64_t)gap_us * 1000u;
+		while (gap_us && uf_now_mono_ns() < until) {
 			if (touch) {
 				uint64_t s = 0;
 				for (size_t i = 0; i < lines; i++)
@@ -187,10 +188,10 @@ static void idle_row(uint8_t *buf, size_t lines, uint32_t gap_us, int touch, uin
 				uf_cpu_relax();
 			}
 		}
-		uint64_t a = uf_bench_now_ns();
+		uint64_t a = uf_now_mono_ns();
 		for (unsigned k = 0; k < IDLE_CHASE; k++)
 			memcpy(&pos, buf + pos, sizeof(pos));
-		samples[r] = (double)(uf_bench_now_ns() - a) / IDLE_CHASE;
+		samples[r] = (double)(uf_now_mono_ns() - a) / IDLE_CHASE;
 	}
 	idle_sink += pos; /* the chase's result is used: not optimised away */
 	qsort(samples, reps, sizeof(*samples), idle_cmp);

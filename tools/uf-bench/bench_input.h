@@ -18,10 +18,6 @@
 int uf_bench_input_load(const char *cmd, const char *file, uint64_t gen_msgs,
                         struct uf_input_packets *in, char *desc, size_t desclen);
 
-/* Parses a non-negative integer option value in [lo, hi]; -1 after a message on stderr. */
-int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
-                       uint64_t *v);
-
 /* The command line `uf-bench decode` and `uf-bench book` take alike. */
 struct uf_bench_input_opts {
 	const char *file;    /* FILE, or NULL for a generated day */

@@ -27,6 +27,8 @@
 #include <zmq.h>
 
 #include "bench.h"
+#include "common/uf_parse.h"
+#include "common/uf_time.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 
@@ -130,7 +132,7 @@ static void account(struct cons *cs, const struct uf_record *r, uint64_t now)
 static int idle_step(struct cons *cs, int empty_is_drained)
 {
 	uint32_t ph = (uint32_t)load_phase(cs->ctl);
-	uint64_t now = uf_bench_now_ns();
+	uint64_t now = uf_now_mono_ns();
 
 	if (now > cs->deadline)
 		return 1;
@@ -172,7 +174,7 @@ static int consume_ring(struct cons *cs, const char *ring, int futex)
 	for (;;) {
 		int n = uf_consumer_read(c, buf, 64, NULL);
 		if (n > 0) {
-			uint64_t now = uf_bench_now_ns();
+			uint64_t now = uf_now_mono_ns();
 			for (int i = 0; i < n; i++)
 				account(cs, &buf[i], now);
 			idle = 0;
@@ -217,7 +219,7 @@ static int consume_zmq(struct cons *cs, const char *endpoint)
 				ready = 1; /* the subscription is live: the producer may start */
 				set_ack(cs->ctl, cs->idx, 1);
 			}
-			account(cs, &r, uf_bench_now_ns());
+			account(cs, &r, uf_now_mono_ns());
 			continue;
 		}
 		zmq_pollitem_t it = {.socket = sub, .events = ZMQ_POLLIN};
@@ -240,7 +242,7 @@ static int consume_uds(struct cons *cs, int fd)
 	for (;;) {
 		ssize_t n = recv(fd, &r, sizeof(r), MSG_DONTWAIT);
 		if (n == (ssize_t)sizeof(r)) {
-			account(cs, &r, uf_bench_now_ns());
+			account(cs, &r, uf_now_mono_ns());
 			continue;
 		}
 		struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -298,7 +300,7 @@ static void send_batch(struct prod *p, struct uf_record *r, int n)
  * (the slow-joiner problem: a SUB misses what is published before it is connected). */
 static int wait_acks(struct prod *p, struct ctl *ctl, uint32_t v, int timeout_ms)
 {
-	uint64_t end = uf_bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	struct uf_record hello = {.kind = KIND_HELLO};
 
 	for (;;) {
@@ -307,7 +309,7 @@ static int wait_acks(struct prod *p, struct ctl *ctl, uint32_t v, int timeout_ms
 			all &= __atomic_load_n(&ctl->ack[i], __ATOMIC_ACQUIRE) >= v;
 		if (all)
 			return 0;
-		if (uf_bench_now_ns() > end)
+		if (uf_now_mono_ns() > end)
 			return -ETIMEDOUT;
 		if (p->t == T_ZMQ && v == 1)
 			zmq_send(p->pub, &hello, sizeof(hello), ZMQ_DONTWAIT);
@@ -324,13 +326,13 @@ static void run_phases(struct prod *p, struct ctl *ctl, const struct opts *o, st
 	memset(&r, 0, sizeof(r));
 	/* latency: paced sends, the producer spins between them */
 	set_phase(ctl, P_LAT);
-	start = uf_bench_now_ns();
+	start = uf_now_mono_ns();
 	next = start;
-	while ((now = uf_bench_now_ns()) - start < phase_ns) {
+	while ((now = uf_now_mono_ns()) - start < phase_ns) {
 		if (now < next)
 			continue;
 		r.kind = KIND_LAT;
-		r.exch_ts = uf_bench_now_ns();
+		r.exch_ts = uf_now_mono_ns();
 		send_one(p, &r);
 		sent++;
 		next += interval;
@@ -348,11 +350,11 @@ static void run_phases(struct prod *p, struct ctl *ctl, const struct opts *o, st
 	for (int i = 0; i < BATCH; i++)
 		batch[i].kind = KIND_TPUT;
 	sent = 0;
-	ctl->tput_start = uf_bench_now_ns();
+	ctl->tput_start = uf_now_mono_ns();
 	set_phase(ctl, P_TPUT);
-	start = uf_bench_now_ns();
+	start = uf_now_mono_ns();
 	for (;;) {
-		now = uf_bench_now_ns();
+		now = uf_now_mono_ns();
 		if (now - start >= phase_ns || (o->records && sent >= o->records))
 			break;
 		for (int i = 0; i < BATCH; i++)
@@ -360,7 +362,7 @@ static void run_phases(struct prod *p, struct ctl *ctl, const struct opts *o, st
 		send_batch(p, batch, BATCH);
 		sent += BATCH;
 	}
-	res->tput_secs = (double)(uf_bench_now_ns() - start) / 1e9;
+	res->tput_secs = (double)(uf_now_mono_ns() - start) / 1e9;
 	res->tput_sent = sent;
 	set_phase(ctl, P_TPUT_END);
 	if (p->t == T_RING_FUTEX)
@@ -424,7 +426,7 @@ static void run_case(enum transport t, int nc, const struct opts *o, struct resu
 			                  .idx = i,
 			                  .max_samples = max_samples,
 			                  .samples = samples + (uint64_t)i * max_samples,
-			                  .deadline = uf_bench_now_ns() +
+			                  .deadline = uf_now_mono_ns() +
 			                              (uint64_t)((o->duration * 3 + 20) * 1e9)};
 			int rc;
 			if (o->pin && ncpu > 1)
@@ -581,7 +583,7 @@ int uf_bench_ring(int argc, char **argv)
 	                 .mask = (1u << T_COUNT) - 1};
 	struct result rs[T_COUNT * 3];
 	int opt, n = 0;
-	char *end, *tok, *save;
+	char *tok, *save;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "jd:n:r:c:o:Ph", lo, NULL)) != -1) {
@@ -590,26 +592,23 @@ int uf_bench_ring(int argc, char **argv)
 			o.json = 1;
 			break;
 		case 'd':
-			o.duration = strtod(optarg, &end);
-			if (*end || o.duration <= 0 || o.duration > 60)
+			if (uf_parse_double(optarg, 0, 60, &o.duration) < 0 || o.duration == 0)
 				goto bad;
 			break;
 		case 'n':
-			o.records = strtoull(optarg, &end, 10);
-			if (*end)
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &o.records) < 0)
 				goto bad;
 			break;
 		case 'r':
-			o.rate = strtoull(optarg, &end, 10);
-			if (*end || o.rate == 0 || o.rate > 10000000)
+			if (uf_parse_u64(optarg, 1, 10000000, &o.rate) < 0)
 				goto bad;
 			break;
 		case 'c':
 			o.nconsumers = 0;
 			for (tok = strtok_r(optarg, ",", &save); tok && o.nconsumers < 3;
 			     tok = strtok_r(NULL, ",", &save)) {
-				long v = strtol(tok, &end, 10);
-				if (*end || v < 1 || v > MAXC)
+				uint64_t v;
+				if (uf_parse_u64(tok, 1, MAXC, &v) < 0)
 					goto bad;
 				o.consumers[o.nconsumers++] = (int)v;
 			}

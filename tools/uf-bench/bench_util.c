@@ -1,7 +1,8 @@
-/* Helpers every uf-bench subcommand uses: clocks, pinning, shared memory, percentiles. */
+/* Helpers every uf-bench subcommand uses: option values, pinning, shared memory, percentiles. */
 #include "bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
@@ -9,15 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-uint64_t uf_bench_now_ns(void)
+#include "common/uf_parse.h"
+#include "common/uf_time.h"
+
+int uf_bench_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                       uint64_t *v)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (uf_parse_u64(s, lo, hi, v) < 0) {
+		fprintf(stderr,
+		        "uf-bench %s: %s wants a number in [%" PRIu64 ", %" PRIu64 "], got %s\n",
+		        cmd, opt, lo, hi, s);
+		return -1;
+	}
+	return 0;
 }
 
 int uf_bench_pin_task(pid_t pid, int cpu)
@@ -34,6 +44,53 @@ int uf_bench_pin_task(pid_t pid, int cpu)
 int uf_bench_pin(int cpu)
 {
 	return uf_bench_pin_task(0, cpu);
+}
+
+static int redirect(int fd, const char *path)
+{
+	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (f < 0)
+		return -1;
+	if (dup2(f, fd) < 0)
+		return -1;
+	close(f);
+	return 0;
+}
+
+pid_t uf_bench_fork(int deathsig)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, deathsig);
+		if (getppid() != parent)
+			_exit(127);
+	}
+	return pid;
+}
+
+pid_t uf_bench_spawn(char *const argv[], const char *out_path, const char *err_path, int cpu)
+{
+	/* SIGTERM: a killed uf-bench must not leave a busy-polling daemon behind */
+	pid_t pid = uf_bench_fork(SIGTERM);
+
+	if (pid == 0) {
+		if (cpu >= 0 && uf_bench_pin(cpu) < 0)
+			_exit(126);
+		if ((out_path && redirect(1, out_path) < 0) ||
+		    (err_path && redirect(2, err_path) < 0))
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "uf-bench: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pid > 0 && cpu >= 0) /* the parent too (uf_bench_pin_task): it reported a pinned
+	                          * sender as "allowed 0-1, seen 0,1" */
+		(void)uf_bench_pin_task(pid, cpu);
+	return pid;
 }
 
 int uf_bench_ncpus(void)
@@ -98,7 +155,7 @@ void uf_bench_percentiles(uint64_t *v, size_t n, struct uf_bench_pct *out)
 
 int uf_bench_wait_child(pid_t pid, int timeout_ms)
 {
-	uint64_t end = uf_bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int st;
 
 	for (;;) {
@@ -107,7 +164,7 @@ int uf_bench_wait_child(pid_t pid, int timeout_ms)
 			return st;
 		if (r < 0)
 			return -1;
-		if (uf_bench_now_ns() > end) {
+		if (uf_now_mono_ns() > end) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			return -1;

@@ -1,4 +1,4 @@
-/* uf-bench e2e helpers: child processes, the daemon's status endpoint, /proc CPU times,
+/* uf-bench e2e helpers: free ports, the daemon's status endpoint, /proc CPU times,
  * sleeps and gnuplot. Only the e2e files use them; none of this is on a measured path. */
 #ifndef UF_BENCH_E2E_H
 #define UF_BENCH_E2E_H
@@ -19,8 +19,6 @@ struct e2e_status {
 	uint64_t line_enobufs;         /* sum over lines: provided buffer ring empty */
 	uint64_t line_packets;         /* sum over lines: datagrams received */
 	uint64_t cq_overflows;         /* io_uring CQ overflows */
-	uint64_t end_of_session;       /* end-of-session packets acted on */
-	uint64_t records;              /* records published */
 	uint64_t ring_sequence;        /* ring tail (next sequence to publish) */
 	uint64_t batches;              /* receive polls that returned packets */
 	uint64_t sq_wakeups;           /* io_uring_enter calls the feed made (wake-up, events) */
@@ -29,7 +27,6 @@ struct e2e_status {
 	uint64_t ring_wakes_async;     /* of those, the ones the io_uring SQ thread made */
 	uint64_t pub_count;            /* latency_ns: wire-to-publish samples so far */
 	uint64_t pub_p50, pub_p99, pub_p999, pub_max; /* and its quantiles, ns (cumulative) */
-	char state[16];                               /* "running", ... */
 };
 
 /* One cumulative histogram of GET /metrics (Prometheus buckets: le = 2^k ns, then +Inf), as
@@ -70,13 +67,6 @@ uint64_t e2e_hist_quantile(const struct e2e_hist *h, double q);
 /* A UDP (SOCK_DGRAM) or TCP (SOCK_STREAM) port on 127.0.0.1 nobody holds right now (bound to
  * port 0, then released): unique ports per run without a fixed range. Returns it or -errno. */
 int e2e_free_port(int socktype);
-
-/* Forks and execs argv[0] with stdout to `out_path` and stderr to `err_path` (NULL: inherit).
- * The child dies with the parent (PR_SET_PDEATHSIG). Returns the pid or -errno. */
-pid_t e2e_spawn(char *const argv[], const char *out_path, const char *err_path);
-
-/* e2e_spawn with the child pinned to `cpu` first (-1: not pinned). */
-pid_t e2e_spawn_on(char *const argv[], const char *out_path, const char *err_path, int cpu);
 
 /* GET `path` from 127.0.0.1:port; the body (NUL-terminated, malloc'ed) in *body.
  * Returns the HTTP status code or -errno (-ETIMEDOUT after timeout_ms). */

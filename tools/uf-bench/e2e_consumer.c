@@ -1,21 +1,15 @@
 /* uf-bench e2e: the consumer process (see e2e_run.h). It reads the daemon's ring through
  * libufconsumer as any consumer would, and counts per step what the loss verdict and the
- * latency figures need: records, LAST records, gap records, laps, feed_seq holes, and one
+ * latency figures need: LAST records, gap records, laps, feed_seq holes, and one
  * latency sample (read time - kernel receive timestamp) per message of the sampled steps. */
 #include <errno.h>
 #include <stdio.h>
 #include <time.h>
 
+#include "common/uf_time.h"
 #include "e2e_run.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Attaches to the ring of the current uringfeed (ctl->feed_pid; after a restart the old,
  * closed ring may still be found first), retrying for 15 s. */
@@ -23,7 +17,7 @@ static int consumer_attach(struct run *r, int idx, uf_consumer_t **c)
 {
 	struct ctl *ctl = r->ctl;
 	struct uf_consumer_options co;
-	uint64_t give_up = uf_bench_now_ns() + 15000000000ull;
+	uint64_t give_up = uf_now_mono_ns() + 15000000000ull;
 	char err[256];
 	int rc;
 
@@ -49,8 +43,8 @@ static int consumer_attach(struct run *r, int idx, uf_consumer_t **c)
 			return rc;
 		}
 		if (__atomic_load_n(&ctl->feed_pid, __ATOMIC_ACQUIRE) <= 0) /* stopped on purpose */
-			give_up = uf_bench_now_ns() + 15000000000ull;
-		if (uf_bench_now_ns() > give_up || __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE)) {
+			give_up = uf_now_mono_ns() + 15000000000ull;
+		if (uf_now_mono_ns() > give_up || __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE)) {
 			fprintf(stderr, "uf-bench e2e: consumer %d: no live ring %s within 15 s\n",
 			        idx, r->ring);
 			return -ETIMEDOUT;
@@ -64,7 +58,7 @@ int e2e_consumer_main(struct run *r, int idx)
 	struct ctl *ctl = r->ctl;
 	struct uf_record buf[64];
 	uf_consumer_t *c = NULL;
-	uint64_t deadline = uf_bench_now_ns() + 60000000000ull, last_seq = 0;
+	uint64_t deadline = uf_now_mono_ns() + 60000000000ull, last_seq = 0;
 
 	if (consumer_attach(r, idx, &c) < 0) {
 		__atomic_store_n(&ctl->ready[idx], 2, __ATOMIC_RELEASE);
@@ -75,7 +69,7 @@ int e2e_consumer_main(struct run *r, int idx)
 		uint64_t first = 0;
 		int n = uf_consumer_read(c, buf, 64, &first);
 		if (n > 0) {
-			uint64_t now = realtime_ns();
+			uint64_t now = uf_now_realtime_ns();
 			uint32_t st = __atomic_load_n(&ctl->step, __ATOMIC_ACQUIRE);
 			struct cstep *cs = &ctl->res[idx][st];
 			uint64_t *smp = NULL;
@@ -83,7 +77,6 @@ int e2e_consumer_main(struct run *r, int idx)
 				smp = r->samples + ((uint64_t)idx * 2 + (st - ST_STEADY)) * r->cap;
 			for (int i = 0; i < n; i++) {
 				const struct uf_record *rec = &buf[i];
-				cs->records++;
 				if (rec->kind == UF_REC_GAP)
 					cs->gap_recs++;
 				/* a RESET (new session, snapshot) ends no message: not counted */
@@ -118,12 +111,8 @@ int e2e_consumer_main(struct run *r, int idx)
 				}
 				if (!smp || rec->rx_ts == 0 || cs->nsamples >= r->cap)
 					continue;
-				if (now < rec->rx_ts) {
-					cs->negative++;
-					smp[cs->nsamples++] = 0;
-				} else {
-					smp[cs->nsamples++] = now - rec->rx_ts;
-				}
+				/* rx_ts after the read (clocks): counted as 0 */
+				smp[cs->nsamples++] = now >= rec->rx_ts ? now - rec->rx_ts : 0;
 			}
 			__atomic_store_n(&ctl->position[idx], first + (uint64_t)n,
 			                 __ATOMIC_RELEASE);
@@ -136,7 +125,7 @@ int e2e_consumer_main(struct run *r, int idx)
 			ctl->res[idx][st].lap_lost += lap.lost;
 			continue;
 		}
-		if (__atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) || uf_bench_now_ns() > deadline)
+		if (__atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) || uf_now_mono_ns() > deadline)
 			break;
 		if (n == -EPIPE || n == -ESTALE) {
 			/* uf-bench restarted the daemon (after a lossy step): follow it */
@@ -151,7 +140,7 @@ int e2e_consumer_main(struct run *r, int idx)
 		/* Spins spin_ns (--consumer-spin-us, else the library's default) before sleeping
 		 * on the futex. */
 		uf_consumer_wait(c, 2000000);
-		deadline = uf_bench_now_ns() + 60000000000ull; /* alive while the daemon is */
+		deadline = uf_now_mono_ns() + 60000000000ull; /* alive while the daemon is */
 	}
 	if (c)
 		uf_consumer_detach(c);

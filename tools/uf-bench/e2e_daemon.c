@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "e2e_run.h"
+#include "common/uf_time.h"
 
 static int write_config(struct run *r, const char *path)
 {
@@ -84,15 +85,15 @@ int e2e_daemon_start(struct run *r, struct beres *res)
 	argv[1] = "--config";
 	argv[2] = cfg;
 	argv[3] = NULL;
-	r->feed = e2e_spawn(argv, NULL, r->log);
+	r->feed = uf_bench_spawn(argv, NULL, r->log, -1);
 	if (r->ctl)
 		__atomic_store_n(&r->ctl->feed_pid, (int32_t)r->feed, __ATOMIC_RELEASE);
 	if (r->feed < 0) {
 		snprintf(res->note, sizeof(res->note), "cannot start %.200s", bin);
 		return -EIO;
 	}
-	give_up = uf_bench_now_ns() + 20000000000ull;
-	while (!e2e_stop && uf_bench_now_ns() < give_up) {
+	give_up = uf_now_mono_ns() + 20000000000ull;
+	while (!e2e_stop && uf_now_mono_ns() < give_up) {
 		char *body = NULL;
 		int code;
 		if (!feed_alive(r)) {

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/uf_time.h"
 #include "bench.h"
 #include "e2e.h"
 
@@ -116,7 +116,7 @@ int e2e_sysc_start(struct sysc *s, const char *dir, pid_t tid)
 {
 	char tids[16], bin[] = "strace";
 	char *argv[] = {bin, "-c", "-o", s->out, "-p", tids, NULL};
-	uint64_t give_up = uf_bench_now_ns() + 5000000000ull;
+	uint64_t give_up = uf_now_mono_ns() + 5000000000ull;
 	pid_t pid;
 
 	s->strace = -1;
@@ -126,17 +126,9 @@ int e2e_sysc_start(struct sysc *s, const char *dir, pid_t tid)
 	snprintf(s->err, sizeof(s->err), "%s/strace.err", dir);
 	snprintf(tids, sizeof(tids), "%d", (int)tid);
 	unlink(s->out);
-	pid = fork();
+	pid = uf_bench_spawn(argv, NULL, s->err, -1);
 	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int fd = open(s->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd < 0 || dup2(fd, 2) < 0)
-			_exit(126);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
+		return pid;
 	s->strace = pid;
 	for (;;) { /* "strace: Process N attached" on stderr */
 		char buf[512];
@@ -151,7 +143,7 @@ int e2e_sysc_start(struct sysc *s, const char *dir, pid_t tid)
 			             : "strace could not attach (ptrace refused?)");
 			return -ENOTSUP;
 		}
-		if (uf_bench_now_ns() > give_up) {
+		if (uf_now_mono_ns() > give_up) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			s->strace = -1;

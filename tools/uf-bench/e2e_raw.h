@@ -28,19 +28,17 @@ enum raw_kind {
  * receiver writes everything but `stop`; uf-bench reads it after the child has exited,
  * except `ready`, `tid` and `messages`, which it polls (atomics). */
 struct rawctl {
-	uint32_t ready;         /* 1 receiving, 2 failed (err says why) */
-	uint32_t stop;          /* uf-bench: leave now */
-	int32_t tid;            /* the receiving thread (placement and syscall count) */
-	char err[160];          /* why it failed */
-	uint64_t want;          /* messages of the step: leave once all are in */
-	double burst_per;       /* messages per burst (uf-replay's rate x period), 0: steady */
-	uint64_t datagrams;     /* data datagrams of the step's session, first copies */
-	uint64_t dup_datagrams; /* second copies (the other line) and older sequences */
-	uint64_t messages;      /* messages in first copies */
-	uint64_t kernel_drops;  /* SO_RXQ_OVFL total, both sockets */
-	uint64_t nsamples;      /* latency samples stored */
-	uint64_t negative;      /* read time before rx_ts (clocks), stored as 0 */
-	uint64_t nbursts;       /* bursts seen (indices < RAW_MAX_BURSTS) */
+	uint32_t ready;        /* 1 receiving, 2 failed (err says why) */
+	uint32_t stop;         /* uf-bench: leave now */
+	int32_t tid;           /* the receiving thread (placement and syscall count) */
+	char err[160];         /* why it failed */
+	uint64_t want;         /* messages of the step: leave once all are in */
+	double burst_per;      /* messages per burst (uf-replay's rate x period), 0: steady */
+	uint64_t datagrams;    /* data datagrams of the step's session, first copies */
+	uint64_t messages;     /* messages in first copies */
+	uint64_t kernel_drops; /* SO_RXQ_OVFL total, both sockets */
+	uint64_t nsamples;     /* latency samples stored */
+	uint64_t nbursts;      /* bursts seen (indices < RAW_MAX_BURSTS) */
 	uint64_t burst_first_rx[RAW_MAX_BURSTS]; /* earliest rx_ts of a burst's datagrams */
 	uint64_t burst_last_rd[RAW_MAX_BURSTS];  /* read time of its last message's datagram */
 	uint64_t burst_msgs[RAW_MAX_BURSTS];     /* messages of the burst received */
@@ -48,6 +46,13 @@ struct rawctl {
 
 /* The raw method that matches back end `be`. */
 enum raw_kind e2e_raw_for(enum backend be);
+
+/* The raw method a run of back end `be` uses: --raw's (`opt` >= 0, enum raw_kind) or, for
+ * "same" (-1), the back end's own. */
+static inline enum raw_kind e2e_raw_method(int opt, enum backend be)
+{
+	return opt >= 0 ? (enum raw_kind)opt : e2e_raw_for(be);
+}
 
 /* Its name in the tables and the JSON ("io_uring+SQPOLL", "recvmsg-busy", ...). */
 const char *e2e_raw_name(enum raw_kind k);

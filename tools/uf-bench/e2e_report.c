@@ -331,6 +331,14 @@ static json_t *drain_json(const struct drain *d)
 	                 (json_int_t)d->max);
 }
 
+/* {samples, p50, p99, p999, max} of per-message samples, ns. */
+static json_t *pct_json(const struct uf_bench_pct *p)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "samples", (json_int_t)p->n, "p50",
+	                 (json_int_t)p->p50, "p99", (json_int_t)p->p99, "p999", (json_int_t)p->p999,
+	                 "max", (json_int_t)p->max);
+}
+
 static json_t *raw_json(const struct rawres *w)
 {
 	json_t *j = json_pack("{s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:f}", "ran", w->ran, "method",
@@ -338,11 +346,7 @@ static json_t *raw_json(const struct rawres *w)
 	                      (json_int_t)w->sent, "received", (json_int_t)w->messages, "datagrams",
 	                      (json_int_t)w->datagrams, "kernel_drops", (json_int_t)w->kernel_drops,
 	                      "achieved_rate", w->achieved);
-	json_object_set_new(j, "latency_ns",
-	                    json_pack("{s:I, s:I, s:I, s:I, s:I}", "samples", (json_int_t)w->lat.n,
-	                              "p50", (json_int_t)w->lat.p50, "p99", (json_int_t)w->lat.p99,
-	                              "p999", (json_int_t)w->lat.p999, "max",
-	                              (json_int_t)w->lat.max));
+	json_object_set_new(j, "latency_ns", pct_json(&w->lat));
 	json_object_set_new(j, "drain_ns", drain_json(&w->drain));
 	return j;
 }
@@ -458,11 +462,7 @@ static json_t *step_json(const struct step *s, int sampled)
 			json_object_set_new(j, "stages", stages_json(&s->stages));
 	}
 	if (sampled)
-		json_object_set_new(
-		    j, "latency_ns",
-		    json_pack("{s:I, s:I, s:I, s:I, s:I}", "samples", (json_int_t)s->lat.n, "p50",
-		              (json_int_t)s->lat.p50, "p99", (json_int_t)s->lat.p99, "p999",
-		              (json_int_t)s->lat.p999, "max", (json_int_t)s->lat.max));
+		json_object_set_new(j, "latency_ns", pct_json(&s->lat));
 	return j;
 }
 

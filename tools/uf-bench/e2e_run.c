@@ -12,12 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "common/uf_parse.h"
+#include "common/uf_time.h"
 #include "e2e_run.h"
 #include "e2e_search.h"
 #include "ring/uf_ring.h"
@@ -65,6 +66,7 @@ static int64_t replay_prepare(struct run *r, const struct day *day, struct repla
                               double rate, double burst, double secs, uint64_t n)
 {
 	const struct e2e_opts *o = r->o;
+	double rate_sent, period_ms;
 	int argc = 0, rc;
 
 	if (!n)
@@ -87,7 +89,10 @@ static int64_t replay_prepare(struct run *r, const struct day *day, struct repla
 	snprintf(c->rr, sizeof(c->rr), "%u", r->port_rr);
 	snprintf(c->sess, sizeof(c->sess), "E2E%07u", ++r->session % 10000000u);
 	/* uf-replay's own arithmetic on the same strings (replay_opts.c, replay_send.c) */
-	c->burst_per = burst > 1 ? strtod(c->rate_s, NULL) * (strtod(c->bper_s, NULL) / 1e3) : 0;
+	c->burst_per = 0;
+	if (burst > 1 && uf_parse_double(c->rate_s, 0, HUGE_VAL, &rate_sent) == 0 &&
+	    uf_parse_double(c->bper_s, 0, HUGE_VAL, &period_ms) == 0)
+		c->burst_per = rate_sent * (period_ms / 1e3);
 	c->argv[argc++] = c->bin;
 	c->argv[argc++] = "--in";
 	c->argv[argc++] = c->file;
@@ -134,9 +139,9 @@ static void place_sample(struct run *r, pid_t sender, pid_t feed_tid, pid_t sq_t
  * r->place set, samples where every role runs every 10 ms meanwhile. */
 static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, double *secs)
 {
-	uint64_t t0 = uf_bench_now_ns(), next = t0;
+	uint64_t t0 = uf_now_mono_ns(), next = t0;
 	uint64_t end = t0 + (uint64_t)((timeout_s + 15) * 1e9);
-	pid_t pid = e2e_spawn_on(c->argv, c->out, c->errp, r->o->sender_cpu);
+	pid_t pid = uf_bench_spawn(c->argv, c->out, c->errp, r->o->sender_cpu);
 	pid_t feed_tid = -1, sq_tid = -1, raw_sq_tid = -1;
 	int st = -1;
 
@@ -149,7 +154,7 @@ static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, dou
 	if (r->place && r->raw_pid > 0)
 		raw_sq_tid = e2e_find_thread(r->raw_pid, "iou-sqp");
 	for (;;) {
-		uint64_t now = uf_bench_now_ns();
+		uint64_t now = uf_now_mono_ns();
 		pid_t w = waitpid(pid, &st, WNOHANG);
 		if (w == pid)
 			break;
@@ -178,7 +183,7 @@ static int replay_run(struct run *r, struct replay_cmd *c, double timeout_s, dou
 		json_decref(j);
 	}
 	if (*secs <= 0)
-		*secs = (double)(uf_bench_now_ns() - t0) / 1e9;
+		*secs = (double)(uf_now_mono_ns() - t0) / 1e9;
 	return 0;
 }
 
@@ -274,9 +279,9 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
 	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
 		return -ECHILD;
-	t0 = uf_bench_now_ns();
+	t0 = uf_now_mono_ns();
 	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
-	t1 = uf_bench_now_ns();
+	t1 = uf_now_mono_ns();
 	if (e2e_proc_cpu_ns(r->feed, &c1) < 0)
 		return -ECHILD;
 	if (rc < 0)
@@ -290,7 +295,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	s->cpu_ns = c1 - c0;
 
 	/* Drain: every message in and every consumer at the ring's tail, 3 s at most. */
-	for (uint64_t give_up = uf_bench_now_ns() + 3000000000ull;;) {
+	for (uint64_t give_up = uf_now_mono_ns() + 3000000000ull;;) {
 		int done = 1;
 		if ((rc = e2e_status_read(r->status_port, &s1)) < 0)
 			return rc;
@@ -302,7 +307,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 			if (__atomic_load_n(&r->ctl->position[i], __ATOMIC_ACQUIRE) <
 			    s1.ring_sequence)
 				done = 0;
-		if (done || uf_bench_now_ns() > give_up || e2e_stop)
+		if (done || uf_now_mono_ns() > give_up || e2e_stop)
 			break;
 		e2e_sleep_ms(5);
 	}
@@ -319,8 +324,6 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	D(line_gaps);
 	D(line_enobufs);
 	D(cq_overflows);
-	D(end_of_session);
-	D(records);
 	D(line_packets);
 	D(batches);
 	D(sq_wakeups);
@@ -425,7 +428,7 @@ static int run_raw(struct run *r, const struct day *day, struct rawres *w, doubl
 
 	memset(w, 0, sizeof(*w));
 	memset(&a, 0, sizeof(a));
-	w->kind = o->raw_kind >= 0 ? o->raw_kind : (int)e2e_raw_for(r->be);
+	w->kind = (int)e2e_raw_method(o->raw_kind, r->be);
 	if ((got = replay_prepare(r, day, &cmd, rate, burst, secs, 0)) < 0)
 		return (int)got;
 	w->sent = (uint64_t)got;
@@ -493,14 +496,14 @@ static void run_syscalls(struct run *r, const struct day *day, struct beres *res
 		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s", sc.note);
 		return;
 	}
-	t0 = uf_bench_now_ns();
+	t0 = uf_now_mono_ns();
 	(void)run_step(r, day, ST_SYSCALL, &res->sysc.st, r->o->rate, 0, secs);
 	if (e2e_sysc_stop(&sc) < 0 || e2e_status_read(r->status_port, &s1) < 0) {
 		snprintf(res->sysc.note, sizeof(res->sysc.note), "%s",
 		         sc.note[0] ? sc.note : "GET /status failed");
 		return;
 	}
-	res->sysc.seconds = (double)(uf_bench_now_ns() - t0) / 1e9;
+	res->sysc.seconds = (double)(uf_now_mono_ns() - t0) / 1e9;
 	res->sysc.calls = sc.calls;
 	snprintf(res->sysc.which, sizeof(res->sysc.which), "%s", sc.top);
 	res->sysc.datagrams = s1.line_packets - s0.line_packets;
@@ -514,7 +517,7 @@ static void run_syscalls(struct run *r, const struct day *day, struct beres *res
 /* What each role was asked to run on (-2: the role does not exist in this run). */
 static void place_init(const struct e2e_opts *o, enum backend be, struct placement *p)
 {
-	enum raw_kind rk = o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be);
+	enum raw_kind rk = e2e_raw_method(o->raw_kind, be);
 
 	memset(p, 0, sizeof(*p));
 	p->r[PL_FEED].configured = o->feed_cpu;
@@ -530,7 +533,7 @@ static void place_init(const struct e2e_opts *o, enum backend be, struct placeme
 /* Waits until every consumer has attached `want[i]` times. */
 static int wait_attached(struct run *r, const uint32_t *want, struct beres *res)
 {
-	for (uint64_t give_up = uf_bench_now_ns() + 20000000000ull;;) {
+	for (uint64_t give_up = uf_now_mono_ns() + 20000000000ull;;) {
 		int ready = 0;
 		for (int i = 0; i < r->ncons; i++) {
 			if (__atomic_load_n(&r->ctl->ready[i], __ATOMIC_ACQUIRE) == 2) {
@@ -542,7 +545,7 @@ static int wait_attached(struct run *r, const uint32_t *want, struct beres *res)
 		}
 		if (ready == r->ncons)
 			return 0;
-		if (uf_bench_now_ns() > give_up || e2e_stop) {
+		if (uf_now_mono_ns() > give_up || e2e_stop) {
 			snprintf(res->note, sizeof(res->note),
 			         "consumers not attached within 20 s");
 			return -ETIMEDOUT;
@@ -720,9 +723,7 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	 * feed steady, raw burst, feed burst. uringfeed is started afresh (with a short warm-up)
 	 * before each of its latency steps, so its own cumulative histogram holds that step. */
 	fprintf(stderr, "uf-bench e2e: %s: raw receive (%s), steady %.0f msg/s...\n",
-	        e2e_backend_label(be),
-	        e2e_raw_name(o->raw_kind >= 0 ? (enum raw_kind)o->raw_kind : e2e_raw_for(be)),
-	        o->rate);
+	        e2e_backend_label(be), e2e_raw_name(e2e_raw_method(o->raw_kind, be)), o->rate);
 	place_init(o, be, &res->place);
 	r.place = &res->place;
 	if (run_raw(&r, day, &res->raw_steady, o->rate, 0, t_lat) < 0)
@@ -731,17 +732,16 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	if (e2e_daemon_start(&r, res) < 0)
 		goto out_stop;
 	for (int i = 0; i < o->consumers; i++) {
-		pid_t pid = fork();
+		pid_t pid = uf_bench_fork(SIGKILL);
 		if (pid < 0)
 			break;
 		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (o->consumer_cpu >= 0 && uf_bench_pin(o->consumer_cpu) < 0)
 				_exit(1);
 			_exit(e2e_consumer_main(&r, i));
 		}
 		if (o->consumer_cpu >= 0)
-			(void)uf_bench_pin_task(pid, o->consumer_cpu); /* as e2e_spawn_on */
+			(void)uf_bench_pin_task(pid, o->consumer_cpu); /* as uf_bench_spawn */
 		r.cons[r.ncons++] = pid;
 	}
 	if (r.ncons < o->consumers) {

@@ -20,12 +20,10 @@ extern volatile sig_atomic_t e2e_stop;
 
 /* What one consumer counted in one step (shared memory, written by the consumer). */
 struct cstep {
-	uint64_t records;     /* records read */
 	uint64_t messages;    /* UF_RECF_LAST records read (one per message that made records) */
 	uint64_t gap_recs;    /* UF_REC_GAP records read */
 	uint64_t lap_lost;    /* records lost to ring laps */
 	uint64_t nsamples;    /* latency samples stored */
-	uint64_t negative;    /* rx_ts later than the read time (clocks), counted as 0 */
 	uint64_t seq_skipped; /* feed_seq numbers the LAST records stepped over */
 	uint64_t seq_back;    /* LAST records whose feed_seq went backwards within a session */
 };

@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -12,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/uf_time.h"
 #include "bench.h"
 
 int e2e_free_port(int socktype)
@@ -39,55 +38,12 @@ int e2e_free_port(int socktype)
 	return port;
 }
 
-static int redirect(int fd, const char *path)
-{
-	int f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	if (f < 0)
-		return -1;
-	if (dup2(f, fd) < 0)
-		return -1;
-	close(f);
-	return 0;
-}
-
-pid_t e2e_spawn(char *const argv[], const char *out_path, const char *err_path)
-{
-	return e2e_spawn_on(argv, out_path, err_path, -1);
-}
-
-pid_t e2e_spawn_on(char *const argv[], const char *out_path, const char *err_path, int cpu)
-{
-	pid_t parent = getpid(), pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		/* A killed uf-bench must not leave a busy-polling daemon behind. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(127);
-		if (cpu >= 0 && uf_bench_pin(cpu) < 0)
-			_exit(126);
-		if ((out_path && redirect(1, out_path) < 0) ||
-		    (err_path && redirect(2, err_path) < 0))
-			_exit(127);
-		execv(argv[0], argv);
-		fprintf(stderr, "uf-bench: exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	if (cpu >= 0) /* the parent too (uf_bench_pin_task): it reported a pinned sender as
-	               * "allowed 0-1, seen 0,1" */
-		(void)uf_bench_pin_task(pid, cpu);
-	return pid;
-}
-
 int e2e_http_get(uint16_t port, const char *path, int timeout_ms, char **body)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
 	                        .sin_port = htons(port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	uint64_t end = uf_bench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	size_t cap = 1 << 16, len = 0;
 	char req[256], *buf = NULL, *p;
 	int fd, rc, code;
@@ -112,7 +68,7 @@ int e2e_http_get(uint16_t port, const char *path, int timeout_ms, char **body)
 	}
 	for (;;) { /* HTTP/1.0: the server closes after the body */
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		uint64_t now = uf_bench_now_ns();
+		uint64_t now = uf_now_mono_ns();
 		ssize_t n;
 		if (now >= end) {
 			rc = -ETIMEDOUT;
@@ -195,8 +151,6 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	st->messages_unrecovered = jnum(feed, "messages_unrecovered");
 	st->queue_overflows = jnum(feed, "queue_overflows");
 	st->cq_overflows = jnum(feed, "cq_overflows");
-	st->end_of_session = jnum(feed, "end_of_session");
-	st->records = jnum(feed, "records");
 	st->batches = jnum(feed, "batches");
 	st->sq_wakeups = jnum(feed, "sq_wakeups");
 	st->ring_wakes = jnum(feed, "ring_wakes"); /* 0 from a daemon before issue 14 */
@@ -219,10 +173,6 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	}
 	ring = json_object_get(feed, "ring");
 	st->ring_sequence = jnum(ring, "sequence");
-	snprintf(st->state, sizeof(st->state), "%s",
-	         json_string_value(json_object_get(feed, "state"))
-	             ? json_string_value(json_object_get(feed, "state"))
-	             : "?");
 	json_decref(root);
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include <nats/nats.h>
 
+#include "common/uf_time.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/nats_security.h"
 #include "ring/nats/uf_nats_wire.h"
@@ -57,20 +58,6 @@ struct bridge {
 
 static volatile uint64_t g_reconnects; /* written by the NATS reconnect callback thread */
 static volatile uint64_t g_sym_failed; /* written by the asynchronous publish error callback */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void blog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void blog(const char *fmt, ...)
@@ -254,20 +241,20 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 		if (*b->stop)
 			return -EINTR;
 		h.ring_tail = b->pos; /* read so far: the ring's tail costs a /proc read */
-		h.pub_ns = real_ns();
+		h.pub_ns = uf_now_realtime_ns();
 		memcpy(b->msg, &h, sizeof(h));
 		if (n)
 			memcpy(b->msg + sizeof(h), recs, (size_t)n * sizeof(*recs));
 		jsPubOptions_Init(&po);
 		po.MsgId = id;
 		po.MaxWait = b->cfg->ack_wait_ms;
-		t0 = mono_ns();
+		t0 = uf_now_mono_ns();
 		s = natsMsg_Create(&m, b->nm.subject, NULL, b->msg, (int)len);
 		if (s == NATS_OK)
 			s = js_PublishMsg(&pa, b->js, m, &po, &jerr);
 		natsMsg_Destroy(m);
 		if (s == NATS_OK) {
-			uint64_t dt = mono_ns() - t0, now = real_ns();
+			uint64_t dt = uf_now_mono_ns() - t0, now = uf_now_realtime_ns();
 			b->st.js_last = pa->Sequence;
 			b->st.duplicates += pa->Duplicate;
 			jsPubAck_Destroy(pa);
@@ -354,7 +341,7 @@ static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, u
 		h.count = k;
 		h.generation = b->info.generation;
 		h.first_seq = b->sym_seqs[0];
-		h.pub_ns = real_ns();
+		h.pub_ns = uf_now_realtime_ns();
 		h.ring_tail = b->pos;
 		h.depth = b->info.depth;
 		h.max_instruments = b->info.max_instruments;
@@ -458,7 +445,7 @@ static int flush_books(struct bridge *b, int all)
 		if (s == NATS_OK) {
 			b->st.kv_puts++;
 			b->kv_pending = 0;
-			b->last_kv_ns = mono_ns();
+			b->last_kv_ns = uf_now_mono_ns();
 			return 0;
 		}
 		b->st.retries++;
@@ -572,7 +559,7 @@ static void write_status(struct bridge *b, int to_stderr)
 
 static void periodic(struct bridge *b)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = uf_now_mono_ns();
 
 	if (b->kv_pending && b->nrecs == 0 &&
 	    now - b->last_kv_ns >= (uint64_t)b->cfg->kv_interval_ms * 1000000ull)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/uf_parse.h"
 #include "tools/uf-bridge/bridge.h"
 
 static volatile sig_atomic_t g_stop;
@@ -42,15 +43,6 @@ static void usage(FILE *f)
 	       "  --creds FILE         NATS user credentials (JWT + seed)\n"
 	       "  --tls-ca FILE        TLS: verify the servers against these CAs\n"
 	       "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n");
-}
-
-static int parse_num(const char *s, int64_t lo, int64_t hi, int64_t *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoll(s, &end, 10);
-	return errno || end == s || *end || *v < lo || *v > hi ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -116,7 +108,7 @@ int main(int argc, char **argv)
 		case 'c':
 			break; /* read above */
 		case 'R':
-			if (parse_num(optarg, 1, 5, &v) < 0)
+			if (uf_parse_i64(optarg, 1, 5, &v) < 0)
 				goto bad_value;
 			cfg.replicas = (int)v;
 			break;
@@ -124,30 +116,30 @@ int main(int argc, char **argv)
 			cfg.memory = 1;
 			break;
 		case 'a':
-			if (parse_num(optarg, 0, INT64_MAX / 1000000000, &cfg.max_age_s) < 0)
+			if (uf_parse_i64(optarg, 0, INT64_MAX / 1000000000, &cfg.max_age_s) < 0)
 				goto bad_value;
 			break;
 		case 'B':
-			if (parse_num(optarg, -1, INT64_MAX, &cfg.max_bytes) < 0)
+			if (uf_parse_i64(optarg, -1, INT64_MAX, &cfg.max_bytes) < 0)
 				goto bad_value;
 			break;
 		case 'b':
-			if (parse_num(optarg, 1, 1024, &v) < 0)
+			if (uf_parse_i64(optarg, 1, 1024, &v) < 0)
 				goto bad_value;
 			cfg.batch = (uint32_t)v;
 			break;
 		case 'k':
-			if (parse_num(optarg, 1, 3600000, &v) < 0)
+			if (uf_parse_i64(optarg, 1, 3600000, &v) < 0)
 				goto bad_value;
 			cfg.kv_interval_ms = (uint32_t)v;
 			break;
 		case 'w':
-			if (parse_num(optarg, 10, 600000, &v) < 0)
+			if (uf_parse_i64(optarg, 10, 600000, &v) < 0)
 				goto bad_value;
 			cfg.ack_wait_ms = (uint32_t)v;
 			break;
 		case 's':
-			if (parse_num(optarg, 0, 3600000, &v) < 0)
+			if (uf_parse_i64(optarg, 0, 3600000, &v) < 0)
 				goto bad_value;
 			cfg.stats_interval_ms = (uint32_t)v;
 			break;

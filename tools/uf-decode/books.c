@@ -248,14 +248,6 @@ static double books_miss_ns(size_t bytes)
 	return (double)t / (double)steps;
 }
 
-/* This thread's CPU time: excludes the time a loaded shared machine keeps us off the CPU. */
-static uint64_t books_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* One timed decode+book pass from empty books; returns wall ns, *cpu = thread CPU ns. */
 static uint64_t books_pass(struct uf_books_apply *x, const struct uf_decode_pkt *pk, size_t n,
                            size_t batch, unsigned decode_pf, uint32_t book_pf,
@@ -264,7 +256,7 @@ static uint64_t books_pass(struct uf_books_apply *x, const struct uf_decode_pkt 
 	uf_publish_reset(x->p); /* cold, outside the clock */
 	uf_publish_set_prefetch(x->p, book_pf);
 	x->n = 0;
-	uint64_t c0 = books_cpu_ns();
+	uint64_t c0 = uf_now_thread_cpu_ns();
 	uint64_t t0 = uf_now_mono_ns();
 	for (size_t i = 0; i < n; i += batch) {
 		size_t k = n - i < batch ? n - i : batch;
@@ -273,7 +265,7 @@ static uint64_t books_pass(struct uf_books_apply *x, const struct uf_decode_pkt 
 		    x); /* a receive batch is applied before the next one is reaped */
 	}
 	uint64_t t = uf_now_mono_ns() - t0;
-	*cpu = books_cpu_ns() - c0;
+	*cpu = uf_now_thread_cpu_ns() - c0;
 	return t;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/uf_parse.h"
 #include "cmd.h"
 
 struct print_ctx {
@@ -232,10 +233,7 @@ int uf_decode_cmd_print(int argc, char **argv)
 	const char *file = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
-			char *end;
-			errno = 0;
-			p.limit = strtoull(argv[++i], &end, 10);
-			if (errno || *end || argv[i][0] == '-' || end == argv[i]) {
+			if (uf_parse_u64(argv[++i], 0, UINT64_MAX, &p.limit) < 0) {
 				fprintf(stderr, "uf-decode print: --limit wants a number, got %s\n",
 				        argv[i]);
 				return UF_EXIT_USAGE;

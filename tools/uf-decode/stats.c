@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/uf_parse.h"
 #include "cmd.h"
 
 static void usage(void)
@@ -18,14 +19,10 @@ int uf_decode_cmd_stats(int argc, char **argv)
 {
 	const char **files = (const char **)argv + 1; /* compacted in place: nfiles < i */
 	int nfiles = 0;
-	unsigned long port = 0;
+	uint64_t port = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--port")) {
-			char *end;
-			errno = 0;
-			port = i + 1 < argc ? strtoul(argv[i + 1], &end, 10) : 0;
-			if (i + 1 >= argc || errno || end == argv[i + 1] || *end ||
-			    argv[i + 1][0] == '-' || port < 1 || port > 65535) {
+			if (i + 1 >= argc || uf_parse_u64(argv[i + 1], 1, 65535, &port) < 0) {
 				fprintf(stderr, "uf-decode stats: --port wants 1..65535, got %s\n",
 				        i + 1 < argc ? argv[i + 1] : "nothing");
 				return UF_EXIT_USAGE;

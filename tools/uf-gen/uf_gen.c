@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "common/uf_endian.h"
+#include "common/uf_parse.h"
 
 #define TICK          100u                           /* $0.01 in ITCH price units (4 decimals) */
 #define DAY_OPEN_NS   (4ull * 3600 * 1000000000ull)  /* 04:00 system hours */
@@ -743,17 +744,6 @@ static void usage(FILE *f)
 	        MAX_SYMBOLS);
 }
 
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-')
-		return -1;
-	*v = x;
-	return 0;
-}
-
 static void make_symbols(struct gen *g)
 {
 	/* Unique tickers of 1-5 uppercase letters, lengths roughly as listed on Nasdaq (few of
@@ -823,17 +813,17 @@ int main(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'n':
-			if (parse_u64(optarg, &n))
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &n))
 				goto bad_value;
 			have_n = 1;
 			break;
 		case 'k':
-			if (parse_u64(optarg, &k))
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &k))
 				goto bad_value;
 			have_k = 1;
 			break;
 		case 's':
-			if (parse_u64(optarg, &seed))
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &seed))
 				goto bad_value;
 			have_s = 1;
 			break;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/uf_parse.h"
 #include "feed/mcast.h"
 #include "replay_stream.h"
 
@@ -51,34 +52,18 @@ static void usage(FILE *f)
 
 static int rp_parse_prob(const char *s, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || *end || end == s || !(v >= 0.0 && v <= 1.0))
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return uf_parse_double(s, 0.0, 1.0, out) < 0 ? -EINVAL : 0;
 }
 
 static int rp_parse_fault(const char *s, struct rp_fault *f)
 {
 	if (s[0] != '@')
 		return rp_parse_prob(s, &f->p);
-	const char *p = s + 1;
-	while (*p) {
-		char *end;
-		errno = 0;
-		unsigned long long v = strtoull(p, &end, 10);
-		if (errno || end == p || v == 0 || f->nat >= RP_MAX_AT)
-			return -EINVAL;
-		f->at[f->nat++] = v;
-		if (*end == ',')
-			end++;
-		else if (*end)
-			return -EINVAL;
-		p = end;
-	}
-	return f->nat ? 0 : -EINVAL;
+	int n = uf_parse_u64_list(s + 1, ',', 1, UINT64_MAX, f->at, RP_MAX_AT);
+	if (n < 0)
+		return -EINVAL;
+	f->nat = n;
+	return 0;
 }
 
 /* Checks what getopt cannot: required options, exclusions, the session, the addresses. */
@@ -171,7 +156,7 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 	    {0, 0, 0, 0},
 	};
 	int c;
-	char *end;
+	uint64_t v;
 
 	memset(o, 0, sizeof(*o));
 	o->ifs = "127.0.0.1";
@@ -198,13 +183,11 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			sess = optarg;
 			break;
 		case O_RATE:
-			o->rate = strtod(optarg, &end);
-			bad = *end || end == optarg || !(o->rate >= 0);
+			bad = uf_parse_double(optarg, 0, HUGE_VAL, &o->rate) < 0;
 			have_rate = 1;
 			break;
 		case O_SPEED:
-			o->speed = strtod(optarg, &end);
-			bad = *end || end == optarg || !(o->speed > 0);
+			bad = uf_parse_double(optarg, 0, HUGE_VAL, &o->speed) < 0 || o->speed == 0;
 			break;
 		case O_DA:
 			bad = rp_parse_fault(optarg, &o->line[0].drop) < 0;
@@ -219,47 +202,38 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			bad = rp_parse_prob(optarg, &o->reorder) < 0;
 			break;
 		case O_SEED:
-			o->seed = strtoull(optarg, &end, 10);
-			bad = *end || end == optarg;
+			bad = uf_parse_u64(optarg, 0, UINT64_MAX, &o->seed) < 0;
 			break;
-		case O_SERVE: {
-			long v = strtol(optarg, &end, 10);
-			bad = *end || end == optarg || v < 1 || v > 65535;
+		case O_SERVE:
+			bad = uf_parse_u64(optarg, 1, 65535, &v) < 0;
 			o->serve_port = (int)v;
 			break;
-		}
 		case O_LINGER:
-			o->linger = strtod(optarg, &end);
-			bad = *end || end == optarg || !(o->linger >= 0);
+			bad = uf_parse_double(optarg, 0, HUGE_VAL, &o->linger) < 0;
 			break;
-		case O_MTU: {
-			long v = strtol(optarg, &end, 10);
-			bad = *end || end == optarg || v < 64 || v > RP_MAX_PAYLOAD;
+		case O_MTU:
+			bad = uf_parse_u64(optarg, 64, RP_MAX_PAYLOAD, &v) < 0;
 			o->mtu = (size_t)v;
 			break;
-		}
 		case O_VERBOSE:
 			o->verbose = 1;
 			break;
 		case O_BURST:
-			o->burst = strtod(optarg, &end);
-			bad = *end || end == optarg || !(o->burst >= 1 && o->burst <= 1000);
+			bad = uf_parse_double(optarg, 1, 1000, &o->burst) < 0;
 			break;
 		case O_BURST_PERIOD:
-			o->burst_period = strtod(optarg, &end) / 1e3;
-			bad = *end || end == optarg ||
-			      !(o->burst_period > 0 && o->burst_period <= 60);
+			bad = uf_parse_double(optarg, 0, 60e3, &o->burst_period) < 0 ||
+			      o->burst_period == 0;
+			o->burst_period /= 1e3; /* ms on the command line, s inside */
 			break;
 		case O_SNAP:
 			bad = rp_snap_server_parse(optarg, &o->snap) < 0;
 			o->serve_snap = 1;
 			break;
-		case O_RR_DELAY: {
-			long v = strtol(optarg, &end, 10);
-			bad = *end || end == optarg || v < 0 || v > 60000;
+		case O_RR_DELAY:
+			bad = uf_parse_u64(optarg, 0, 60000, &v) < 0;
 			o->rerequest_delay_ms = (uint32_t)v;
 			break;
-		}
 		case O_HELP:
 			usage(stdout);
 			return 0;

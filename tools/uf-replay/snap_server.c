@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/uf_atomic.h"
+#include "common/uf_parse.h"
 #include "common/uf_time.h"
 #include "decode/uf_soup.h"
 #include "snap_state.h"
@@ -59,7 +60,7 @@ struct rp_snap_server {
 
 int rp_snap_server_parse(const char *arg, struct rp_snap_server_cfg *cfg)
 {
-	char buf[64], *end;
+	char buf[64];
 	memset(cfg, 0, sizeof(*cfg));
 	strcpy(cfg->username, RP_SNAP_DEFAULT_USER);
 	strcpy(cfg->password, RP_SNAP_DEFAULT_PASSWORD);
@@ -83,9 +84,8 @@ int rp_snap_server_parse(const char *arg, struct rp_snap_server_cfg *cfg)
 		strcpy(cfg->username, user);
 		strcpy(cfg->password, pass);
 	}
-	errno = 0;
-	long v = strtol(buf, &end, 10);
-	if (errno || end == buf || *end || v < 0 || v > 65535)
+	uint64_t v;
+	if (uf_parse_u64(buf, 0, 65535, &v) < 0)
 		return -EINVAL;
 	cfg->port = (uint16_t)v;
 	return 0;

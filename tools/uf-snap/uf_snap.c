@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/uf_endian.h"
+#include "common/uf_parse.h"
 #include "common/uf_time.h"
 #include "feed/mcast.h"
 #include "feed/soup_client.h"
@@ -108,8 +109,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 't':
-			timeout = strtod(optarg, NULL);
-			if (!(timeout > 0 && timeout < 86400)) {
+			if (uf_parse_double(optarg, 0, 86400, &timeout) < 0 || timeout == 0 ||
+			    timeout == 86400) {
 				fprintf(stderr, "uf-snap: bad --timeout '%s'\n", optarg);
 				return 2;
 			}

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/uf_parse.h"
+#include "common/uf_time.h"
 #include "ring/ufconsumer.h"
 
 #define TOP_MAX 32
@@ -48,13 +50,6 @@ struct tail_opts {
 	uint64_t spin_us;     /* busy-poll before sleeping */
 	uint32_t interval_ms; /* --top refresh period */
 };
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -115,7 +110,7 @@ static void json_str(FILE *f, const char *s)
 static void print_record(FILE *f, const struct uf_record *r, uint64_t seq, int json,
                          struct symcache *sc)
 {
-	uint64_t now = now_ns(CLOCK_REALTIME);
+	uint64_t now = uf_now_realtime_ns();
 	int64_t lat = r->rx_ts ? (int64_t)(now - r->rx_ts) : -1;
 	const char *sym = sym_of(sc, r->instrument);
 	char side = r->side ? (char)r->side : '-';
@@ -208,7 +203,7 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 			fprintf(stderr, "uf-tail: %s\n", uf_consumer_strerror(rc));
 			return -1;
 		}
-		now = now_ns(CLOCK_MONOTONIC);
+		now = uf_now_mono_ns();
 		if (now >= deadline)
 			return 0;
 		if (now >= next_alive_check) { /* cold: once a second while idle */
@@ -402,7 +397,7 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 	}
 	while (!g_stop) {
 		struct uf_record rec;
-		uint64_t seq, now = now_ns(CLOCK_MONOTONIC), wait_until;
+		uint64_t seq, now = uf_now_mono_ns(), wait_until;
 		int ev;
 
 		if (now >= next_draw) {
@@ -419,7 +414,7 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 			break;
 		}
 		if (ev == 0) {
-			if (g_stop || now_ns(CLOCK_MONOTONIC) < wait_until)
+			if (g_stop || uf_now_mono_ns() < wait_until)
 				break; /* closed or interrupted */
 			continue;
 		}
@@ -429,7 +424,7 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 				continue;
 			rows[i].updates++;
 			if (rec.rx_ts) {
-				int64_t lat = (int64_t)(now_ns(CLOCK_REALTIME) - rec.rx_ts);
+				int64_t lat = (int64_t)(uf_now_realtime_ns() - rec.rx_ts);
 				rows[i].last_lat = lat;
 				if (lat > rows[i].max_lat)
 					rows[i].max_lat = lat;
@@ -452,15 +447,6 @@ static int run_info(uf_consumer_t *c, const char *name)
 	    name, i.generation, i.capacity, i.tail, i.closed, i.producer_pid, i.producer_alive,
 	    i.numa_node, i.hugepages, i.depth, i.max_instruments, i.created_ns);
 	return 0;
-}
-
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || end == s || *end || s[0] == '-' ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -486,7 +472,6 @@ int main(int argc, char **argv)
 	uf_consumer_t *c = NULL;
 	uint64_t v, deadline = UINT64_MAX;
 	int opt, rc;
-	char *end;
 
 	while ((opt = getopt_long(argc, argv, "r:jbd:t:n:T:os:i:D:Ih", lo, NULL)) != -1) {
 		switch (opt) {
@@ -500,7 +485,7 @@ int main(int argc, char **argv)
 			o.books = 1;
 			break;
 		case 'd':
-			if (parse_u64(optarg, &v) < 0 || v == 0 || v > UF_BOOK_MAX_DEPTH)
+			if (uf_parse_u64(optarg, 1, UF_BOOK_MAX_DEPTH, &v) < 0)
 				goto bad_value;
 			o.depth = (uint32_t)v;
 			break;
@@ -508,23 +493,22 @@ int main(int argc, char **argv)
 			o.top = optarg;
 			break;
 		case 'n':
-			if (parse_u64(optarg, &o.count) < 0)
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &o.count) < 0)
 				goto bad_value;
 			break;
 		case 'T':
-			o.timeout_s = strtod(optarg, &end);
-			if (*end || end == optarg || o.timeout_s < 0)
+			if (uf_parse_double(optarg, 0, HUGE_VAL, &o.timeout_s) < 0)
 				goto bad_value;
 			break;
 		case 'o':
 			o.oldest = 1;
 			break;
 		case 's':
-			if (parse_u64(optarg, &o.spin_us) < 0)
+			if (uf_parse_u64(optarg, 0, UINT64_MAX, &o.spin_us) < 0)
 				goto bad_value;
 			break;
 		case 'i':
-			if (parse_u64(optarg, &v) < 0 || v == 0 || v > 60000)
+			if (uf_parse_u64(optarg, 1, 60000, &v) < 0)
 				goto bad_value;
 			o.interval_ms = (uint32_t)v;
 			break;
@@ -555,7 +539,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (o.timeout_s > 0)
-		deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)(o.timeout_s * 1e9);
+		deadline = uf_now_mono_ns() + (uint64_t)(o.timeout_s * 1e9);
 
 	if (attach(&o, &c) < 0)
 		return 1;
