@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/uf_err.h"
+#include "common/uf_time.h"
 #include "ring/ring_util.h"
 
 /* The consumer table: a memfd of `size` bytes, sealed so that nobody (a consumer holding a
@@ -60,6 +63,28 @@ int uf_ring_table_make(const char *name, uint64_t size, int node, void **map, in
 	return 0;
 }
 
+/* Handouts the peer has not read yet. The table's fd rides in the peer's socket queue until it
+ * reads it or closes its socket, and the kernel charges every fd in flight to the sender (this
+ * producer) against its RLIMIT_NOFILE: a producer that is not root, with nofile 512, was cut
+ * off from every new consumer by 600 connections that never read (issue 23 item 14). Closing
+ * our end frees nothing, so the server keeps each unread connection open, watches it (the
+ * peer read: SIOCOUTQ 0; the peer left: hang-up) and bounds them: at most UNREAD_PER_UID per
+ * user, so one user's connections can never use up the budget of the others, and
+ * PENDING_MAX in all. A connection over a bound is closed unanswered (nothing in flight) and
+ * logged; a handout unread for UNREAD_SLOW_NS is logged once. */
+#define UF_RING_PENDING_MAX    256
+#define UF_RING_UNREAD_PER_UID 8
+#define UF_RING_UNREAD_SLOW_NS 5000000000ull
+#define UF_RING_LOG_EVERY_NS   1000000000ull /* at most one line a second per kind */
+
+struct pending {
+	int fd;            /* our end, kept open until the peer read or left */
+	uint32_t uid;      /* peer's user (SO_PEERCRED) */
+	int32_t pid;       /* peer's pid */
+	uint64_t since_ns; /* handed at (monotonic) */
+	int slow_logged;   /* "has not read" said once */
+};
+
 struct uf_ring_server {
 	pthread_t thread;           /* runs server_main */
 	pid_t owner;                /* process that started the thread (a forked child has none) */
@@ -72,6 +97,12 @@ struct uf_ring_server {
 	uint32_t nhanded;           /* entries used */
 	uint32_t maxhanded;         /* capacity: 4 x nslots, oldest overwritten */
 	uint32_t nexthanded;        /* where the next new pid goes once full */
+	char name[64];              /* the ring's, for log lines */
+	struct pending pend[UF_RING_PENDING_MAX]; /* handouts not read yet (server thread) */
+	uint32_t npend;                           /* entries used */
+	uint64_t refused;     /* connections closed unanswered over a bound (any thread: relaxed) */
+	uint64_t send_errors; /* handouts the kernel refused (sendmsg failed) */
+	uint64_t log_refused_ns, log_slow_ns, log_send_ns; /* last line of each kind */
 };
 
 /* A process the server handed the table to, as the kernel names it (SO_PEERCRED), not as the
@@ -81,14 +112,13 @@ struct handout {
 	uint64_t start; /* its /proc start time, so a reused pid does not count */
 };
 
-static void note_handout(struct uf_ring_server *s, int c)
+static void note_handout(struct uf_ring_server *s, const struct ucred *peer)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	struct ucred cred = *peer;
 	uint64_t start = 0;
 	uint32_t i;
 
-	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+	if (cred.pid <= 0)
 		return;
 	uf_ring_proc_stat(cred.pid, &start, NULL);
 	pthread_mutex_lock(&s->lock);
@@ -147,23 +177,131 @@ static void send_table(struct uf_ring_server *s, int c)
 	memcpy(CMSG_DATA(cm), &s->ct_fd, sizeof(int));
 	/* 32 bytes into an empty socket buffer: never blocks, even for a client that never
 	 * reads; a client that already left gets nothing (and no SIGPIPE here) */
-	(void)sendmsg(c, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (sendmsg(c, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EPIPE &&
+	    errno != ECONNRESET) {
+		/* ETOOMANYREFS: this process has RLIMIT_NOFILE fds in flight already */
+		int e = errno;
+		__atomic_fetch_add(&s->send_errors, 1, __ATOMIC_RELAXED);
+		uint64_t now = uf_now_mono_ns();
+		if (now - s->log_send_ns >= UF_RING_LOG_EVERY_NS) {
+			s->log_send_ns = now;
+			fprintf(stderr,
+			        "uringfeed: ring %s: handing the consumer table out failed: %s "
+			        "(%u handouts unread)\n",
+			        s->name, strerror(e), s->npend);
+		}
+	}
+}
+
+/* Handouts user `uid` has not read yet. */
+static uint32_t unread_of(const struct uf_ring_server *s, uint32_t uid)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->npend; i++)
+		n += s->pend[i].uid == uid;
+	return n;
+}
+
+/* Bytes of our handout still in the peer's queue (0: read), -1 when unknown. */
+static int unread_bytes(int fd)
+{
+	int q = 0;
+	return ioctl(fd, SIOCOUTQ, &q) == 0 ? q : -1;
+}
+
+/* A new connection: handed the table and watched until read, or closed unanswered when its
+ * user already has UNREAD_PER_UID handouts unread (or PENDING_MAX are), and logged. */
+static void serve_one(struct uf_ring_server *s, int c)
+{
+	struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
+	socklen_t len = sizeof(cred);
+	uint64_t now = uf_now_mono_ns();
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		cred.pid = 0;
+	uint32_t mine = unread_of(s, (uint32_t)cred.uid);
+	if (mine >= UF_RING_UNREAD_PER_UID || s->npend >= UF_RING_PENDING_MAX) {
+		__atomic_fetch_add(&s->refused, 1, __ATOMIC_RELAXED);
+		if (now - s->log_refused_ns >= UF_RING_LOG_EVERY_NS) {
+			s->log_refused_ns = now;
+			fprintf(
+			    stderr,
+			    "uringfeed: ring %s: connection of pid %d (uid %u) closed unanswered: "
+			    "%u handouts of that user (%u in all) are unread (%llu refused so "
+			    "far)\n",
+			    s->name, (int)cred.pid, (unsigned)cred.uid, mine, s->npend,
+			    (unsigned long long)s->refused);
+		}
+		close(c);
+		return;
+	}
+	note_handout(s, &cred); /* before the fd: the slot it claims is then known */
+	send_table(s, c);
+	if (unread_bytes(c) == 0) { /* read already (or refused): nothing in flight */
+		close(c);
+		return;
+	}
+	s->pend[s->npend++] =
+	    (struct pending){.fd = c, .uid = (uint32_t)cred.uid, .pid = cred.pid, .since_ns = now};
+}
+
+/* Drops the pending handouts that were read or whose peer left; logs the slow ones once. */
+static void sweep_pending(struct uf_ring_server *s, const struct pollfd *pfd)
+{
+	uint64_t now = uf_now_mono_ns();
+	/* from the end: a removed entry takes the last one's place, already looked at */
+	for (uint32_t i = s->npend; i-- > 0;) {
+		struct pending *p = &s->pend[i];
+		int gone = pfd[i].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL);
+		if (gone || unread_bytes(p->fd) <= 0) {
+			close(p->fd);
+			s->pend[i] = s->pend[--s->npend];
+			continue;
+		}
+		if (!p->slow_logged && now - p->since_ns >= UF_RING_UNREAD_SLOW_NS) {
+			p->slow_logged = 1;
+			if (now - s->log_slow_ns >= UF_RING_LOG_EVERY_NS) {
+				s->log_slow_ns = now;
+				fprintf(
+				    stderr,
+				    "uringfeed: ring %s: pid %d (uid %u) has not read its consumer "
+				    "table handout for %llu s\n",
+				    s->name, (int)p->pid, (unsigned)p->uid,
+				    (unsigned long long)((now - p->since_ns) / 1000000000ull));
+			}
+		}
+	}
+}
+
+void uf_ring_server_counts(struct uf_ring_server *s, uint64_t *refused, uint64_t *send_errors)
+{
+	*refused = __atomic_load_n(&s->refused, __ATOMIC_RELAXED);
+	*send_errors = __atomic_load_n(&s->send_errors, __ATOMIC_RELAXED);
 }
 
 static void *server_main(void *arg)
 {
 	struct uf_ring_server *s = arg;
-	struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN},
-	                      {.fd = s->stopfd, .events = POLLIN}};
+	struct pollfd p[2 + UF_RING_PENDING_MAX];
 
 	for (;;) {
-		if (poll(p, 2, -1) < 0) {
+		p[0] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+		p[1] = (struct pollfd){.fd = s->stopfd, .events = POLLIN};
+		for (uint32_t i = 0; i < s->npend; i++)
+			p[2 + i] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLRDHUP};
+		/* unread handouts: looked at every 100 ms (a read shows in SIOCOUTQ, not in
+		 * poll); none: sleep until a connection or the stop */
+		int n = poll(p, 2 + s->npend, s->npend ? 100 : -1);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (p[1].revents)
 			break;
+		sweep_pending(s, p + 2);
+		if (!(p[0].revents & POLLIN))
+			continue;
 		for (;;) {
 			int c = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (c < 0) {
@@ -174,9 +312,7 @@ static void *server_main(void *arg)
 				}
 				break;
 			}
-			note_handout(s, c); /* before the fd: the slot it claims is then known */
-			send_table(s, c);
-			close(c);
+			serve_one(s, c);
 		}
 	}
 	return NULL;
@@ -197,6 +333,7 @@ int uf_ring_server_start(struct uf_ring_server **out, const char *name, const ch
 	}
 	s->ct_fd = ct_fd;
 	s->owner = getpid();
+	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->hello = *hello;
 	s->maxhanded = 4 * hello->nslots;
 	s->handed = calloc(s->maxhanded, sizeof(*s->handed));
@@ -263,6 +400,8 @@ void uf_ring_server_stop(struct uf_ring_server *s)
 		if (write(s->stopfd, &one, sizeof(one)) == (ssize_t)sizeof(one))
 			pthread_join(s->thread, NULL);
 	}
+	for (uint32_t i = 0; i < s->npend; i++)
+		close(s->pend[i].fd);
 	close(s->lfd);
 	close(s->stopfd);
 	close(s->ct_fd);

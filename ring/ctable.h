@@ -36,4 +36,8 @@ void uf_ring_server_stop(struct uf_ring_server *s);
 /* 1 when process `pid` with /proc start time `start` (0: unknown) was handed the table. */
 int uf_ring_server_handed(struct uf_ring_server *s, uint32_t pid, uint64_t start);
 
+/* Connections closed unanswered because their user had too many handouts unread (ctable.c:
+ * UF_RING_UNREAD_PER_UID), and handouts the kernel refused. Any thread. */
+void uf_ring_server_counts(struct uf_ring_server *s, uint64_t *refused, uint64_t *send_errors);
+
 #endif /* UF_RING_CTABLE_H */

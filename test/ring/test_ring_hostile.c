@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -541,6 +542,115 @@ static void test_a_forged_tag_is_reported_clean(void **state)
 	uf_ring_unlink(name, base_dir());
 }
 
+/* ---- connections that never read their handout ---- */
+
+#define UNREAD_CONNS 600
+
+/* issue 23 item 14: the table's fd rides in every unread connection's queue and the kernel
+ * charges each to the producer's RLIMIT_NOFILE. A producer that is not root (OTHER_UID,
+ * nofile 512) is attacked by a group member opening 600 connections that never read; before,
+ * every later attach failed (sendmsg: ETOOMANYREFS), unlogged. Now the user's unread handouts
+ * are bounded: the attacker gets a few, the rest of its connections are closed unanswered,
+ * and another consumer attaches. */
+static void test_unread_connections_do_not_lock_consumers_out(void **state)
+{
+	char name[64], dir[64], sock[108], err[256] = "";
+	int ready[2], stop[2], report[2];
+	uf_consumer_t *c = NULL;
+
+	test_ring_name(name, sizeof(name), "unread");
+	snprintf(dir, sizeof(dir), "%.40s/np", base_dir());
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(chown(dir, OTHER_UID, RING_GID), 0);
+	snprintf(sock, sizeof(sock), "%.50s/uf.%.40s/sock", dir, name);
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(stop), 0);
+	assert_int_equal(pipe(report), 0);
+	pid_t prod = uf_test_fork();
+	if (prod == 0) { /* the producer: not root, nofile 512 */
+		gid_t g = RING_GID;
+		struct rlimit rl = {512, 512};
+		struct uf_ring_options o;
+		struct uf_ring *r = NULL;
+		CHILD_CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		CHILD_CHECK(setgroups(1, &g) == 0);
+		CHILD_CHECK(setgid(RING_GID) == 0);
+		CHILD_CHECK(setuid(OTHER_UID) == 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		uf_ring_options_init(&o);
+		o.capacity = 1024;
+		o.max_instruments = 8;
+		o.max_consumers = 8;
+		o.mode = 0640;
+		o.gid = RING_GID;
+		o.dir = dir;
+		if (uf_ring_create(name, &o, &r, err, sizeof(err)) != 0) {
+			fprintf(stderr, "producer: %s\n", err);
+			_exit(3);
+		}
+		test_pipe_put(ready[1]);
+		CHILD_CHECK(test_pipe_get(stop[0], 60000));
+		uf_ring_close(r);
+		_exit(0);
+	}
+	assert_true(test_pipe_get(ready[0], 10000));
+	pid_t att = uf_test_fork();
+	if (att == 0) { /* a group member that connects and never reads */
+		struct rlimit rl = {4096, 4096};
+		int fds[UNREAD_CONNS], handed = 0, closed = 0;
+		CHILD_CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		drop_to_nobody(1);
+		for (int i = 0; i < UNREAD_CONNS; i++) {
+			struct sockaddr_un sa = {.sun_family = AF_UNIX};
+			memcpy(sa.sun_path, sock, sizeof(sock));
+			fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+			CHILD_CHECK(fds[i] >= 0);
+			CHILD_CHECK(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) == 0);
+		}
+		/* each one ends with the handout waiting in it, or closed unanswered */
+		for (int i = 0; i < UNREAD_CONNS; i++) {
+			struct pollfd p = {.fd = fds[i], .events = POLLIN};
+			char b;
+			CHILD_CHECK(poll(&p, 1, 5000) == 1);
+			if (recv(fds[i], &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1)
+				handed++;
+			else
+				closed++;
+		}
+		int out[2] = {handed, closed};
+		CHILD_CHECK(write(report[1], out, sizeof(out)) == (ssize_t)sizeof(out));
+		CHILD_CHECK(test_pipe_get(stop[0], 60000)); /* keeps them unread until then */
+		_exit(0);
+	}
+	int got[2] = {-1, -1};
+	struct pollfd rp = {.fd = report[0], .events = POLLIN};
+	assert_int_equal(poll(&rp, 1, 30000), 1);
+	assert_int_equal(read(report[0], got, sizeof(got)), (ssize_t)sizeof(got));
+	print_message("attacker: %d handouts left unread, %d connections closed unanswered\n",
+	              got[0], got[1]);
+	assert_true(got[0] >= 1 && got[0] <= 8);
+	assert_int_equal(got[0] + got[1], UNREAD_CONNS);
+	/* while the attacker holds its unread handouts, a consumer of another user attaches */
+	struct uf_consumer_options co;
+	uf_consumer_options_init(&co);
+	co.dir = dir;
+	co.tag = "after-flood";
+	co.owner = OTHER_UID; /* the producer is not root here */
+	int rc = uf_consumer_attach(name, &co, &c, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("attach during the flood: %d %s", rc, err);
+	uf_consumer_detach(c);
+	test_pipe_put(stop[1]);
+	test_pipe_put(stop[1]);
+	assert_true(test_child_ok(test_wait_child(att, 10000)));
+	assert_true(test_child_ok(test_wait_child(prod, 10000)));
+	for (int k = 0; k < 2; k++) {
+		close(ready[k]);
+		close(stop[k]);
+		close(report[k]);
+	}
+}
+
 /* ---- squatted, foreign, linked, loosely permitted rings are refused ---- */
 
 static void expect_attach(const char *name, int want, const char *msg)
@@ -872,6 +982,7 @@ int main(void)
 	    cmocka_unit_test(test_damaged_table_is_repaired_and_new_consumers_attach),
 	    cmocka_unit_test(test_forged_registrations_are_freed_and_attach_works_again),
 	    cmocka_unit_test(test_a_forged_tag_is_reported_clean),
+	    cmocka_unit_test(test_unread_connections_do_not_lock_consumers_out),
 	    cmocka_unit_test(test_squatted_foreign_and_linked_rings_are_refused),
 	    cmocka_unit_test(test_lying_header_fields_are_refused),
 	    cmocka_unit_test(test_full_file_system_at_create_is_a_clean_enospc),
