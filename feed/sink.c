@@ -157,6 +157,8 @@ static void uf_sink_copy_dirty(struct uf_sink *s, uint64_t seq, int *first)
 		if (bits & UF_SINK_DIRTY_ASK)
 			uf_sink_keep(first,
 			             uf_sink_copy_side(s, id, UF_SIDE_ASK, seq, s->dirty_rx[id]));
+		if (UF_UNLIKELY(bits & UF_SINK_DIRTY_STALE))
+			uf_sink_keep(first, uf_ring_image_set_stale(s->ring, id, 1, seq));
 		s->is_dirty[id] = 0;
 	}
 	s->ndirty = 0;
@@ -183,6 +185,16 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct uf_record *r = &recs[i];
+		/* A record the publisher flags stale (its book is in doubt since a gap or a
+		 * doubt) flags the book's image entry too: a book first seen after an all-books
+		 * doubt has no entry to flag when the doubt is published. The STALE record itself
+		 * is the image's own update below; global kinds name no book. */
+		if (UF_UNLIKELY(r->flags & UF_RECF_STALE) && r->instrument < s->max_inst &&
+		    r->kind != UF_REC_STALE) {
+			if (!s->is_dirty[r->instrument])
+				s->dirty[s->ndirty++] = r->instrument;
+			s->is_dirty[r->instrument] |= UF_SINK_DIRTY_STALE;
+		}
 		if (r->kind == UF_REC_LEVEL) {
 			if (r->instrument < s->max_inst) {
 				/* which side changed: only that one is copied (a side the record

@@ -39,10 +39,13 @@
  * was buffered during one does not, and must not hold image entries locked for longer than a
  * reader retries (20 ms, ring/consumer.c). */
 #define UF_SINK_IMAGE_MAX_RECS 8192
-/* Sides of a dirty book (struct uf_sink.is_dirty): only those are copied. */
-#define UF_SINK_DIRTY_BID  1u
-#define UF_SINK_DIRTY_ASK  2u
-#define UF_SINK_DIRTY_BOTH 3u
+/* Sides of a dirty book (struct uf_sink.is_dirty): only those are copied. STALE: a record of
+ * the book carried UF_RECF_STALE, so its image entry is flagged at the copy (an entry made
+ * after a gap or an all-books doubt would otherwise show a book the stream doubts as sound). */
+#define UF_SINK_DIRTY_BID   1u
+#define UF_SINK_DIRTY_ASK   2u
+#define UF_SINK_DIRTY_BOTH  3u
+#define UF_SINK_DIRTY_STALE 4u
 
 struct uf_publisher;
 struct uf_ring;

@@ -252,6 +252,12 @@ int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, u
 	}
 	if (instrument >= r->image->max_instruments)
 		return -ERANGE;
+	/* Flagged already: no write (the sink re-flags a doubted book at every copy while it
+	 * stays in doubt; the entry's lock and stamp need not move for that). The producer
+	 * reads its own entry. */
+	if (stale && (uf_image_entry_at(r->image, instrument)->flags & UF_RECF_STALE) &&
+	    uf_image_entry_at(r->image, instrument)->present)
+		return 0;
 	set_stale_one(r, instrument, stale, seq);
 	return 0;
 }

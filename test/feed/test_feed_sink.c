@@ -256,6 +256,49 @@ static void test_sink_gap_marks_stale_and_session_clears(void **state)
 	fx_teardown(&x);
 }
 
+/* A book first seen after a gap: its records carry UF_RECF_STALE (the publisher doubts every
+ * book after an unrecovered gap), and so must its image entry, made after the gap's STALE-all
+ * touched only the entries present then (a late joiner took it as sound). */
+static void test_sink_book_first_seen_after_a_gap_is_stale_in_the_image(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	fx_setup(&x, 16);
+	const struct uf_itch_msg m[] = {dir(5, "AAPL"), add(5, 1, 'B', 100, 1000)};
+	assert_int_equal(step(&x, m, 2, &n), 0);
+	int g = uf_publish_gap(x.pub, x.seq, 7, x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(g, 1);
+	assert_int_equal(uf_sink_gap(&x.sink, x.recs, (size_t)g), 0);
+	/* after the gap: a new book (9), directory and both sides, and a trade of one (11)
+	 * that has no level at all */
+	const struct uf_itch_msg m2[] = {dir(9, "MSFT"), add(9, 2, 'B', 10, 500),
+	                                 add(9, 3, 'S', 20, 510), dir(11, "IBM"),
+	                                 trade(11, 5, 700)};
+	assert_int_equal(step(&x, m2, 5, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (x.recs[i].instrument == 9 || x.recs[i].instrument == 11)
+			assert_true(x.recs[i].flags & UF_RECF_STALE); /* the stream doubts them */
+	struct uf_book_snapshot s;
+	snap(&x, 9, &s);
+	assert_int_equal(s.nbid, 1);
+	assert_int_equal(s.nask, 1);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	snap(&x, 11, &s);
+	assert_int_equal(s.trades, 1);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	snap(&x, 5, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE); /* as before */
+	/* a new session clears it, and books made then are sound */
+	int k = uf_publish_new_session(x.pub, "SESSION002", x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(uf_sink_new_session(&x.sink, x.recs, (size_t)k), 0);
+	const struct uf_itch_msg m3[] = {add(9, 4, 'B', 10, 500)};
+	assert_int_equal(step(&x, m3, 1, &n), 0);
+	snap(&x, 9, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	fx_teardown(&x);
+}
+
 /* A side deeper than the image's depth is cut to depth and flagged truncated (the sink asks
  * the publisher for depth + 1 levels); when it shrinks back to depth the flag clears. */
 static void test_sink_flags_a_deeper_book_truncated(void **state)
@@ -979,6 +1022,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sink_records_reach_ring_and_image),
 	    cmocka_unit_test(test_sink_gap_marks_stale_and_session_clears),
+	    cmocka_unit_test(test_sink_book_first_seen_after_a_gap_is_stale_in_the_image),
 	    cmocka_unit_test(test_sink_instrument_enters_with_snapshot),
 	    cmocka_unit_test(test_sink_flags_a_deeper_book_truncated),
 	    cmocka_unit_test(test_sink_ring_gets_the_configured_group),
