@@ -467,6 +467,23 @@ static void test_damaged_table_is_repaired_and_new_consumers_attach(void **state
 	uf_ring_unlink(name, base_dir());
 }
 
+/* The attacker's writable view of ring `name`'s slots (grab_table + mmap); *size and *fd for
+ * unmap_slots. */
+static struct uf_ring_cslot *map_slots(const char *name, size_t *size, int *fd)
+{
+	*fd = grab_table(name, size);
+	assert_true(*fd >= 0);
+	void *m = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	assert_true(m != MAP_FAILED);
+	return (struct uf_ring_cslot *)((struct uf_ring_ctable *)m + 1);
+}
+
+static void unmap_slots(struct uf_ring_cslot *slots, size_t size, int fd)
+{
+	munmap((struct uf_ring_ctable *)slots - 1, size);
+	close(fd);
+}
+
 static void test_forged_registrations_are_freed_and_attach_works_again(void **state)
 {
 	char name[64], err[256] = "";
@@ -481,11 +498,7 @@ static void test_forged_registrations_are_freed_and_attach_works_again(void **st
 	test_ring_name(name, sizeof(name), "forged");
 	r = make_ring_in_base(name, 0600, -1);
 	assert_int_equal(attach_in_base(name, 0, &c1, err, sizeof(err)), 0); /* slot 0 */
-	fd = grab_table(name, &size);
-	assert_true(fd >= 0);
-	slots = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	assert_true(slots != MAP_FAILED);
-	slots = (struct uf_ring_cslot *)((struct uf_ring_ctable *)slots + 1);
+	slots = map_slots(name, &size, &fd);
 	/* every other slot claimed for a live process with the right start time (init) */
 	assert_int_equal(uf_ring_proc_stat(1, &init_start, NULL), 0);
 	for (int i = 1; i < 8; i++) {
@@ -498,8 +511,7 @@ static void test_forged_registrations_are_freed_and_attach_works_again(void **st
 	assert_int_equal(attach_in_base(name, 0, &c2, err, sizeof(err)), 0);
 	assert_int_equal(uf_ring_reap(r), 0); /* the real consumers stay */
 	assert_int_equal(uf_ring_consumers(r, ci, 8), 2);
-	munmap((struct uf_ring_ctable *)slots - 1, size);
-	close(fd);
+	unmap_slots(slots, size, fd);
 	uf_consumer_detach(c1);
 	uf_consumer_detach(c2);
 	uf_ring_close(r);
@@ -522,11 +534,7 @@ static void test_a_forged_tag_is_reported_clean(void **state)
 	test_ring_name(name, sizeof(name), "tag");
 	r = make_ring_in_base(name, 0600, -1);
 	assert_int_equal(attach_in_base(name, 0, &c, err, sizeof(err)), 0); /* slot 0 */
-	fd = grab_table(name, &size);
-	assert_true(fd >= 0);
-	slots = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	assert_true(slots != MAP_FAILED);
-	slots = (struct uf_ring_cslot *)((struct uf_ring_ctable *)slots + 1);
+	slots = map_slots(name, &size, &fd);
 	/* 16 bytes, no NUL: a newline, an escape sequence, an e-acute, a euro sign the
 	 * field's last byte (the terminator's place) cuts */
 	static const char raw[16] = "a\nb\x1b[2Jcd\xc3\xa9"
@@ -535,8 +543,7 @@ static void test_a_forged_tag_is_reported_clean(void **state)
 	assert_int_equal(uf_ring_consumers(r, ci, 2), 1);
 	assert_string_equal(ci[0].tag, "a?b?[2Jcd\xc3\xa9"
 	                               "fg");
-	munmap((struct uf_ring_ctable *)slots - 1, size);
-	close(fd);
+	unmap_slots(slots, size, fd);
 	uf_consumer_detach(c);
 	uf_ring_close(r);
 	uf_ring_unlink(name, base_dir());
