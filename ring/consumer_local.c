@@ -479,7 +479,7 @@ UF_COLD int uf_consumer_local_empty(struct uf_consumer_local *c)
 		return restarted(c) ? -ESTALE : -EPIPE;
 	}
 	if ((idle % UF_CONSUMER_IDLE_SEEN_EVERY) == 0)
-		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
+		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_now_realtime_coarse_ns());
 	if ((idle % IDLE_RESTART_EVERY) == 0 && restarted(c))
 		return -ESTALE;
 	return -EAGAIN;
@@ -531,7 +531,7 @@ static int local_wait(struct uf_consumer *h, int64_t timeout_ns)
 		}
 		uf_cpu_relax();
 	}
-	uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
+	uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_now_realtime_coarse_ns());
 	for (;;) {
 		uint32_t word;
 		int64_t slice;
@@ -557,7 +557,7 @@ static int local_wait(struct uf_consumer *h, int64_t timeout_ns)
 		rc = uf_ring_futex_wait(&c->hdr->wake, word, slice);
 		uf_fetch_add_u32(&c->ct->sleepers, (uint32_t)-1);
 		uf_store_relaxed_u32(&c->slot->flags, 0);
-		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
+		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_now_realtime_coarse_ns());
 		if (rc == -EINTR)
 			return -EINTR;
 		if (has_news(c))

@@ -16,6 +16,7 @@
 
 #include "common/uf_atomic.h"
 #include "common/uf_compiler.h"
+#include "common/uf_time.h"
 #include "ring/consumer_backend.h"
 #include "ring/ring_util.h"
 #include "ring/uf_ring_layout.h"
@@ -97,7 +98,7 @@ static inline int uf_consumer_local_read(struct uf_consumer *c, struct uf_record
 	l->received += n;
 	l->idle = 0;
 	if (UF_UNLIKELY((++l->reads % UF_CONSUMER_IDLE_SEEN_EVERY) == 0)) /* busy is alive too */
-		uf_store_relaxed_u64(&l->slot->last_seen_ns, uf_ring_now_coarse_ns());
+		uf_store_relaxed_u64(&l->slot->last_seen_ns, uf_now_realtime_coarse_ns());
 	/* our own line: the producer reads it only when reporting lag */
 	uf_store_relaxed_u64(&l->slot->position, l->pos);
 	uf_store_relaxed_u64(&l->slot->received, l->received);
