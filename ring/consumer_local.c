@@ -393,11 +393,11 @@ static int local_attach(const char *name, const struct uf_consumer_options *opt,
 		           name ? name : "(null)");
 		return -EINVAL;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
+	if (posix_memalign((void **)&c, UF_CACHELINE, sizeof(*c)) != 0) {
 		uf_err_set(err, errlen, "ring %s: out of memory", name);
 		return -ENOMEM;
 	}
+	memset(c, 0, sizeof(*c)); /* line-aligned: the read path's fields, consumer_local.h */
 	c->handle.ops = &uf_consumer_local_ops;
 	c->opt = *opt;
 	if (c->opt.tag)

@@ -24,27 +24,29 @@
 #define UF_CONSUMER_IDLE_SEEN_EVERY 4096u /* polls between last-seen stamps */
 
 struct uf_consumer_local {
-	struct uf_consumer handle;        /* ops = &uf_consumer_local_ops; first member */
-	const struct uf_ring_hdr *hdr;    /* data file, read-only */
-	const struct uf_record *slots;    /* ring slots */
+	/* what the read path touches, together from a line-aligned start (72 bytes) */
+	struct uf_consumer handle;     /* ops = &uf_consumer_local_ops; first member */
+	const struct uf_ring_hdr *hdr; /* data file, read-only */
+	const struct uf_record *slots; /* ring slots */
+	struct uf_ring_cslot *slot;    /* our registration */
+	uint64_t pos;                  /* next sequence to read */
+	uint64_t mask;                 /* capacity - 1 */
+	uint64_t capacity;             /* records */
+	uint64_t received;             /* records returned */
+	uint32_t idle;                 /* consecutive empty polls */
+	uint32_t reads;                /* successful reads, for the last-seen stamp */
+	/* cold: attach, waits, laps, snapshots, and the rest of the state */
 	const struct uf_image_hdr *image; /* book image */
 	struct uf_ring_ctable *ct;        /* consumer table, read-write (or a private stand-in
 	                                   * when reading a closed ring unregistered) */
-	struct uf_ring_cslot *slot;       /* our registration */
 	uint32_t nslots;                  /* our copy of the table's slot count */
 	uint32_t depth;                   /* our copies of the image geometry, checked at */
 	uint32_t max_instruments;         /* attach: the mapping is never re-read for them */
 	uid_t owner;                      /* uid owning the ring directory */
 	int registered;                   /* 1 when ct is the producer's table */
-	uint64_t pos;                     /* next sequence to read */
-	uint64_t mask;                    /* capacity - 1 */
-	uint64_t capacity;                /* records */
 	uint64_t generation;              /* of the mapped ring */
-	uint64_t received;                /* records returned */
 	uint64_t lost;                    /* records lost to laps */
 	uint64_t laps;                    /* laps */
-	uint32_t idle;                    /* consecutive empty polls */
-	uint32_t reads;                   /* successful reads, for the last-seen stamp */
 	int stale;                        /* 1 once a restart was seen */
 	size_t data_size;                 /* bytes mapped at hdr */
 	size_t ct_size;                   /* bytes mapped at ct */
@@ -81,13 +83,18 @@ static inline int uf_consumer_local_read(struct uf_consumer *c, struct uf_record
 
 	if (UF_UNLIKELY(p >= tail))
 		return uf_consumer_local_empty(l);
-	if (UF_UNLIKELY(tail - p > l->capacity))
+	if (UF_UNLIKELY(tail - p > l->capacity)) /* more than a ring behind */
 		return uf_consumer_local_lapped(l, p);
 	n = tail - p;
 	if (n > max)
 		n = max;
-	for (uint64_t i = 0; i < n; i++)
-		recs[i] = l->slots[(p + i) & l->mask];
+	{
+		/* locals: the stores to recs could alias *l for the compiler */
+		const struct uf_record *slots = l->slots;
+		uint64_t mask = l->mask;
+		for (uint64_t i = 0; i < n; i++)
+			recs[i] = slots[(p + i) & mask];
+	}
 	uf_fence_acquire(); /* the copies complete before claim is re-read */
 	claim = uf_load_relaxed_u64(&l->hdr->claim);
 	if (UF_UNLIKELY(claim - p > l->capacity))
