@@ -21,7 +21,8 @@
 #include <malloc.h>
 #include <sys/mman.h>
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+/* libasan's (sanitizer/allocator_interface.h, not installed with every GCC) */
+size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
 
 #include "bridge_test_util.h"
