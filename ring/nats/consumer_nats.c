@@ -512,8 +512,9 @@ static int cond_init_monotonic(pthread_cond_t *cv)
 	pthread_condattr_t ca;
 	int rc = pthread_condattr_init(&ca);
 
-	if (rc == 0)
-		rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (rc != 0)
+		return -rc;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	if (rc == 0)
 		rc = pthread_cond_init(cv, &ca);
 	pthread_condattr_destroy(&ca);
