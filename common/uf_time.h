@@ -30,4 +30,13 @@ static inline uint64_t uf_now_thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_REALTIME at tick resolution (1-4 ms), a few ns: for liveness stamps another process
+ * compares with its own coarse clock (ring consumer slots' last_seen_ns). */
+static inline uint64_t uf_now_realtime_coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 #endif /* UF_TIME_H */

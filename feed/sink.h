@@ -37,7 +37,7 @@
 /* Records a deferred image bracket may span before uf_sink_records flushes it itself: a receive
  * batch (64 datagrams of ~95 records) stays under it, a snapshot load or the replay of what
  * was buffered during one does not, and must not hold image entries locked for longer than a
- * reader retries (20 ms, ring/consumer.c). */
+ * reader retries (20 ms, ring/consumer_local.c). */
 #define UF_SINK_IMAGE_MAX_RECS 8192
 /* Sides of a dirty book (struct uf_sink.is_dirty): only those are copied. STALE: a record of
  * the book carried UF_RECF_STALE, so its image entry is flagged at the copy (an entry made

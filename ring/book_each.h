@@ -1,4 +1,4 @@
-/* The walk behind uf_consumer_snapshot_all(), for the local image (consumer.c) and the
+/* The walk behind uf_consumer_snapshot_all(), for the local image (consumer_local.c) and the
  * remote one (nats/consumer_nats.c): one heap snapshot (too large for a caller's stack), every
  * id below `max` read by `get` (-ENOENT: no book there, skipped), each book handed to `fn`
  * until it returns non-zero. Internal to ring/. */

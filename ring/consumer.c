@@ -1,883 +1,165 @@
-/* libufconsumer: attach, read, wait, snapshot. Reads the layout in ring/uf_ring_layout.h.
- * Everything the producer wrote is mapped PROT_READ; the only stores go to this consumer's
- * slot in the consumer table and to the table's sleeper count. The table is memory every
- * consumer can write: this library keeps its own copy of its size and slot, and the table is
- * a sealed memfd, so nothing another consumer does to it can make this one fault. */
+/* libufconsumer's public API: argument checks, the choice of back end at attach, dispatch.
+ * A handle starts with its back end's operations table (ring/consumer_backend.h); the back
+ * ends themselves are ring/consumer_local.c (a ring in shared memory on this host) and
+ * ring/nats/consumer_nats.c (the ring as uf-bridge republishes it, "nats://..."). A rule of
+ * what a call means lives in ufconsumer.h and in each back end, never here. */
 #include "ring/ufconsumer.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/uf_err.h"
-#include "common/uf_symbol.h"
-#include "common/uf_atomic.h"
 #include "common/uf_compiler.h"
-#include "common/uf_time.h"
-#include "ring/book_each.h"
+#include "common/uf_err.h"
+#include "ring/consumer_backend.h"
+#include "ring/consumer_local.h"
 #include "ring/ring_util.h"
-#include "ring/ring_verify.h"
-#include "ring/uf_ring_layout.h"
-#ifdef UF_CONSUMER_NATS
-#include "ring/nats/consumer_nats.h"
-/* A handle attached to "nats://..." forwards every call to the remote side (ring/nats/). */
-#define NATS_FORWARD(c, call)                                                                      \
-	do {                                                                                       \
-		if (UF_UNLIKELY((c)->nats))                                                        \
-			return call;                                                               \
-	} while (0)
-#else
-#define NATS_FORWARD(c, call) ((void)0)
-#endif
-
-#define IDLE_SEEN_EVERY    4096u  /* empty polls between last-seen stamps */
-#define IDLE_RESTART_EVERY 65536u /* empty polls between restart checks (one stat()) */
-#define SNAPSHOT_BUDGET_NS                                                                         \
-	20000000ull               /* seqlock retries for this long before -EBUSY: a                \
-	                           * producer preempted mid-write holds the lock odd */
-#define SLEEP_SLICE_NS 50000000ll /* a sleeper re-checks close/restart at least this often */
-#define ATTACH_TRIES   50         /* data/table generation mismatch retries (restart race) */
-
-struct uf_consumer {
-	const struct uf_ring_hdr *hdr;    /* data file, read-only */
-	const struct uf_record *slots;    /* ring slots */
-	const struct uf_image_hdr *image; /* book image */
-	struct uf_ring_ctable *ct;        /* consumer table, read-write (or a private stand-in
-	                                   * when reading a closed ring unregistered) */
-	struct uf_ring_cslot *slot;       /* our registration */
-	uint32_t nslots;                  /* our copy of the table's slot count */
-	uint32_t depth;                   /* our copies of the image geometry, checked at */
-	uint32_t max_instruments;         /* attach: the mapping is never re-read for them */
-	uid_t owner;                      /* uid owning the ring directory */
-	int registered;                   /* 1 when ct is the producer's table */
-	uint64_t pos;                     /* next sequence to read */
-	uint64_t mask;                    /* capacity - 1 */
-	uint64_t capacity;                /* records */
-	uint64_t generation;              /* of the mapped ring */
-	uint64_t received;                /* records returned */
-	uint64_t lost;                    /* records lost to laps */
-	uint64_t laps;                    /* laps */
-	uint32_t idle;                    /* consecutive empty polls */
-	uint32_t reads;                   /* successful reads, for the last-seen stamp */
-	int stale;                        /* 1 once a restart was seen */
-	size_t data_size;                 /* bytes mapped at hdr */
-	size_t ct_size;                   /* bytes mapped at ct */
-	dev_t dev;                        /* identity of the mapped data file ... */
-	ino_t ino;                        /* ... to notice a replacement */
-	struct uf_consumer_lap lap;       /* last lap */
-	struct uf_consumer_options opt;   /* as given at attach */
-	char tag[16];                     /* copy of opt.tag */
-	char dir[128];                    /* copy of the shm directory */
-	char name[UF_RING_NAME_MAX];      /* ring name */
-	char dir_path[256];               /* <dir>/uf.<name> */
-	char data_path[300];              /* <dir>/uf.<name>/data */
-	struct uf_nats_consumer *nats;    /* remote ring ("nats://..."): everything else unused */
-};
 
 _Static_assert(offsetof(struct uf_consumer_options, tag) == 16,
                "owner took the padding after start: the options keep their size and layout");
 
 UF_RING_VISIBLE void uf_consumer_options_init(struct uf_consumer_options *opt)
 {
+	if (!opt)
+		return;
 	memset(opt, 0, sizeof(*opt));
 	opt->spin_ns = 20000;
 	opt->start = UF_CONSUMER_START_LATEST;
 }
 
-/* Opens the ring directory: a real directory (not a link), owned by an accepted uid, that
- * nobody but its owner may write (else anyone could have swapped the files in it). */
-static int open_dir(struct uf_consumer *c, char *err, size_t errlen)
+/* The back end a name selects: "nats://..." the NATS one (NULL when not built in), anything
+ * else the local ring (which checks the name). */
+static const struct uf_consumer_ops *backend_of(const char *name)
 {
-	struct stat st;
-	int fd, rc;
-
-	fd = open(c->dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOTDIR && lstat(c->dir_path, &st) == 0 && S_ISLNK(st.st_mode))
-		errno = ELOOP; /* a link to a directory: O_DIRECTORY sees the link first */
-	if (fd < 0) {
-		rc = -errno;
-		if (errno == ENOENT)
-			uf_err_set(err, errlen,
-			           "ring %s: %s: no such ring (is the producer running?)", c->name,
-			           c->dir_path);
-		else if (errno == ELOOP)
-			uf_err_set(
-			    err, errlen,
-			    "ring %s: %s is a symbolic link: refused (a ring directory is made by "
-			    "its producer, never linked)",
-			    c->name, c->dir_path);
-		else if (errno == ENOTDIR)
-			uf_err_set(
-			    err, errlen,
-			    "ring %s: %s is not a ring directory (a ring of an older release, or "
-			    "something else): refused",
-			    c->name, c->dir_path);
-		else
-			uf_err_set(err, errlen, "ring %s: %s: %s", c->name, c->dir_path,
-			           strerror(errno));
-		return rc;
-	}
-	if (fstat(fd, &st) < 0 || !uf_ring_verify_owner(st.st_uid, c->opt.owner)) {
-		uf_err_set(
-		    err, errlen,
-		    "ring %s: %s is owned by uid %u, not by root, this user or the expected "
-		    "owner: refused (squatted? set options.owner or UF_RING_OWNER if that uid "
-		    "is your producer)",
-		    c->name, c->dir_path, (unsigned)st.st_uid);
-		close(fd);
-		return -EPERM;
-	}
-	if (st.st_mode & 0022) {
-		uf_err_set(err, errlen,
-		           "ring %s: %s has mode %04o: group or others may write it: refused",
-		           c->name, c->dir_path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -EPERM;
-	}
-	c->owner = st.st_uid;
-	return fd;
-}
-
-/* Maps and validates the data file. Fills hdr/slots/image/sizes/identity of `c`. */
-static int map_data(struct uf_consumer *c, char *err, size_t errlen)
-{
-	struct uf_ring_hdr h;
-	struct uf_image_hdr ih;
-	struct stat st;
-	const char *why;
-	void *p;
-	int fd, dfd, rc;
-
-	dfd = open_dir(c, err, errlen);
-	if (dfd < 0)
-		return dfd;
-	fd = openat(dfd, UF_RING_DATA_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	close(dfd);
-	if (fd < 0) {
-		rc = -errno;
-		uf_err_set(err, errlen, "ring %s: %s: %s", c->name, c->data_path,
-		           errno == ENOENT  ? "no such ring (is the producer running?)"
-		           : errno == ELOOP ? "a symbolic link: refused"
-		                            : strerror(errno));
-		return rc;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != c->owner ||
-	    (st.st_mode & 0022)) {
-		uf_err_set(err, errlen,
-		           "ring %s: %s is not a regular file of the directory's owner (uid %u) "
-		           "writable only by it (uid %u, mode %04o): refused",
-		           c->name, c->data_path, (unsigned)c->owner, (unsigned)st.st_uid,
-		           (unsigned)(st.st_mode & 07777));
-		rc = -EPERM;
-		goto out_close;
-	}
-	if (st.st_size < (off_t)sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
-		uf_err_set(err, errlen, "ring %s: %s is too short to be a ring", c->name,
-		           c->data_path);
-		rc = -EPROTO;
-		goto out_close;
-	}
-	if (h.magic != UF_RING_MAGIC) {
-		uf_err_set(err, errlen, "ring %s: %s is not a uringfeed ring (bad magic)", c->name,
-		           c->data_path);
-		rc = -EPROTO;
-		goto out_close;
-	}
-	if (h.layout_version != UF_RING_LAYOUT_VERSION) {
-		uf_err_set(err, errlen,
-		           "ring %s: layout version %u, but this libufconsumer reads version %u: "
-		           "use the libufconsumer of the producer's release",
-		           c->name, h.layout_version, UF_RING_LAYOUT_VERSION);
-		rc = -EPROTO;
-		goto out_close;
-	}
-	if (h.record_size != sizeof(struct uf_record) || h.record_version != UF_RECORD_VERSION) {
-		uf_err_set(
-		    err, errlen,
-		    "ring %s: records are %u bytes version %u, this consumer expects %zu bytes "
-		    "version %u",
-		    c->name, h.record_size, h.record_version, sizeof(struct uf_record),
-		    UF_RECORD_VERSION);
-		rc = -EPROTO;
-		goto out_close;
-	}
-	why = uf_ring_verify_header(&h, (uint64_t)st.st_size, c->name);
-	if (!why) {
-		if (pread(fd, &ih, sizeof(ih), (off_t)h.image_off) != (ssize_t)sizeof(ih))
-			why = "book image header unreadable";
-		else
-			why = uf_ring_verify_image(&ih, h.file_size - h.image_off);
-	}
-	if (why) {
-		uf_err_set(err, errlen,
-		           "ring %s: %s: inconsistent header: %s (capacity %llu, file_size %llu, "
-		           "size on disk %lld): refused",
-		           c->name, c->data_path, why, (unsigned long long)h.capacity,
-		           (unsigned long long)h.file_size, (long long)st.st_size);
-		rc = -EPROTO;
-		goto out_close;
-	}
-	/* PROT_READ: a stray write from this process faults instead of corrupting the ring.
-	 * Nobody but the owner may write (or truncate) the file: checked above. */
-	p = mmap(NULL, h.file_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		uf_err_set(err, errlen, "ring %s: mmap: %s", c->name, strerror(errno));
-		goto out_close;
-	}
-	close(fd);
-	c->hdr = p;
-	c->slots = (const struct uf_record *)((const char *)p + h.ring_off);
-	c->image = (const struct uf_image_hdr *)((const char *)p + h.image_off);
-	c->data_size = h.file_size;
-	c->capacity = h.capacity;
-	c->mask = h.capacity - 1;
-	c->generation = h.generation;
-	c->depth = ih.depth;
-	c->max_instruments = ih.max_instruments;
-	c->dev = st.st_dev;
-	c->ino = st.st_ino;
-	return 0;
-
-out_close:
-	close(fd);
-	return rc;
-}
-
-/* A private, zeroed one-slot table: a consumer of a closed ring (or one whose producer is
- * gone) reads without registering; its slot stores land here. */
-static int local_table(struct uf_consumer *c)
-{
-	size_t size = sizeof(struct uf_ring_ctable) + sizeof(struct uf_ring_cslot);
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return -errno;
-	c->ct = p;
-	c->ct_size = size;
-	c->nslots = 1;
-	c->registered = 0;
-	return 0;
-}
-
-static int producer_gone(const struct uf_consumer *c)
-{
-	uint64_t start = 0;
-
-	if (uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED)
-		return 1;
-	return uf_ring_proc_stat((pid_t)c->hdr->producer_pid, &start, NULL) < 0 ||
-	       (c->hdr->producer_start != 0 && start != c->hdr->producer_start);
-}
-
-/* Gets the consumer table from the producer and checks it: sealed against shrinking and
- * growing (else another consumer could make our mapping SIGBUS), of the size it claims, of
- * the mapped data generation. */
-static int map_table(struct uf_consumer *c, char *err, size_t errlen)
-{
-	struct uf_ring_hello hello;
-	struct stat st;
-	int fd, rc, seals;
-	void *p;
-
-	fd = uf_ring_table_fetch(c->dir, c->name, c->owner, &hello, err, errlen);
-	if (fd == -ECONNREFUSED || fd == -ENOENT) {
-		if (producer_gone(c))
-			return local_table(c);
-		uf_err_set(err, errlen,
-		           "ring %s: %s/sock does not answer yet (producer restarting?)", c->name,
-		           c->dir_path);
-		return -ESTALE;
-	}
-	if (fd < 0)
-		return fd;
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) !=
-	                     (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-		uf_err_set(err, errlen,
-		           "ring %s: the consumer table is not sealed against resizing: "
-		           "refused",
-		           c->name);
-		rc = -EPROTO;
-		goto out_close;
-	}
-	if (hello.magic != UF_RING_CT_MAGIC || hello.layout_version != UF_RING_LAYOUT_VERSION ||
-	    hello.nslots < 1 || hello.nslots > UF_RING_MAX_CONSUMERS || fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size != hello.table_size ||
-	    hello.table_size < sizeof(struct uf_ring_ctable) +
-	                           (uint64_t)hello.nslots * sizeof(struct uf_ring_cslot)) {
-		uf_err_set(err, errlen, "ring %s: consumer table is not layout version %u", c->name,
-		           UF_RING_LAYOUT_VERSION);
-		rc = -EPROTO;
-		goto out_close;
-	}
-	if (hello.generation != c->generation) {
-		uf_err_set(err, errlen,
-		           "ring %s: producer is restarting (table generation differs)", c->name);
-		rc = -ESTALE;
-		goto out_close;
-	}
-	p = mmap(NULL, hello.table_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		uf_err_set(err, errlen, "ring %s: mmap table: %s", c->name, strerror(errno));
-		goto out_close;
-	}
-	close(fd);
-	c->ct = p;
-	c->ct_size = hello.table_size;
-	c->nslots = hello.nslots;
-	c->registered = 1;
-	return 0;
-
-out_close:
-	close(fd);
-	return rc;
-}
-
-static int claim_slot(struct uf_consumer *c, char *err, size_t errlen)
-{
-	struct uf_ring_cslot *slots = (struct uf_ring_cslot *)(c->ct + 1);
-	uint32_t me = (uint32_t)getpid();
-	uint64_t start = 0;
-
-	uf_ring_proc_stat(getpid(), &start, NULL);
-	for (uint32_t i = 0; i < c->nslots; i++) { /* our copy: the table's field is input */
-		uint32_t expect = 0;
-		if (uf_load_relaxed_u32(&slots[i].pid) != 0)
-			continue;
-		if (!uf_cas_u32(&slots[i].pid, &expect, me))
-			continue;
-		c->slot = &slots[i];
-		c->slot->start_time = start;
-		c->slot->attach_ns = uf_now_realtime_ns();
-		c->slot->last_seen_ns = c->slot->attach_ns;
-		c->slot->received = 0;
-		c->slot->lost = 0;
-		c->slot->laps = 0;
-		uf_store_relaxed_u32(&c->slot->flags, 0);
-		memcpy(c->slot->tag, c->tag, sizeof(c->slot->tag));
-		return 0;
-	}
-	uf_err_set(err, errlen,
-	           "ring %s: all %u consumer slots are in use (the producer reaps dead consumers; "
-	           "raise max_consumers if they are all alive)",
-	           c->name, c->nslots);
-	return -EUSERS;
-}
-
-static void unmap_all(struct uf_consumer *c)
-{
-	if (c->slot) {
-		/* slot contents first, then the release that frees it */
-		uf_store_release_u32(&c->slot->pid, 0);
-		c->slot = NULL;
-	}
-	if (c->ct)
-		munmap(c->ct, c->ct_size);
-	if (c->hdr)
-		munmap((void *)c->hdr, c->data_size);
-	c->ct = NULL;
-	c->hdr = NULL;
-}
-
-static uint64_t start_position(const struct uf_consumer *c)
-{
-	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail);
-	uint64_t claim = uf_load_relaxed_u64(&c->hdr->claim);
-
-	if (c->opt.start == UF_CONSUMER_START_OLDEST) {
-		uint64_t oldest = uf_ring_resume_seq(claim, c->capacity);
-		return oldest < tail ? oldest : tail;
-	}
-	return tail;
-}
-
-/* Maps a generation of the ring into `c` (whose name/dir/opt are set) and registers. */
-static int attach_maps(struct uf_consumer *c, char *err, size_t errlen)
-{
-	int rc = -ESTALE;
-
-	for (int tries = 0; tries < ATTACH_TRIES; tries++) {
-		rc = map_data(c, err, errlen);
-		if (rc < 0)
-			return rc;
-		rc = map_table(c, err, errlen);
-		if (rc == 0)
-			break;
-		munmap((void *)c->hdr, c->data_size);
-		c->hdr = NULL;
-		if (rc != -ESTALE)
-			return rc;
-		usleep(10000); /* the producer renames the second file within microseconds */
-	}
-	if (rc < 0)
-		return rc;
-	rc = claim_slot(c, err, errlen);
-	if (rc < 0) {
-		unmap_all(c);
-		return rc;
-	}
-	c->pos = start_position(c);
-	uf_store_relaxed_u64(&c->slot->position, c->pos);
-	c->stale = 0;
-	c->idle = 0;
-	return 0;
-}
-
-/* "nats://HOST:PORT[,...]/RING": a ring republished by uf-bridge (docs/fanout.md). */
-static int attach_remote(const char *name, const struct uf_consumer_options *opt,
-                         uf_consumer_t **out, char *err, size_t errlen)
-{
-#ifdef UF_CONSUMER_NATS
-	struct uf_consumer *c = calloc(1, sizeof(*c));
-	int rc;
-
-	if (!c) {
-		uf_err_set(err, errlen, "%s: out of memory", name);
-		return -ENOMEM;
-	}
-	rc = uf_nats_consumer_attach(name, opt, &c->nats, err, errlen);
-	if (rc < 0) {
-		free(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
-#else
-	uf_err_set(err, errlen, "%s: this libufconsumer was built without NATS (UF_NATS=OFF)",
-	           name);
-	return -EPROTONOSUPPORT;
-#endif
+	if (strncmp(name, UF_CONSUMER_NATS_PREFIX, strlen(UF_CONSUMER_NATS_PREFIX)) == 0)
+		return UF_CONSUMER_NATS_OPS;
+	return &uf_consumer_local_ops;
 }
 
 UF_RING_VISIBLE int uf_consumer_attach(const char *name, const struct uf_consumer_options *opt,
                                        uf_consumer_t **out, char *err, size_t errlen)
 {
-	struct uf_consumer *c;
-	const char *dir;
-	int rc;
+	const struct uf_consumer_ops *ops;
+	struct uf_consumer_options defaults;
 
-	if (name && strncmp(name, "nats://", 7) == 0)
-		return attach_remote(name, opt, out, err, errlen);
-	if (uf_ring_name_check(name) < 0) {
-		uf_err_set(err, errlen,
-		           "ring name \"%s\" is not valid (1-31 bytes of A-Za-z0-9_.-)",
-		           name ? name : "(null)");
+	if (!name || !out) {
+		uf_err_set(err, errlen, "uf_consumer_attach: %s is NULL", name ? "out" : "name");
 		return -EINVAL;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		uf_err_set(err, errlen, "ring %s: out of memory", name);
-		return -ENOMEM;
+	ops = backend_of(name);
+	if (!ops) {
+		uf_err_set(err, errlen,
+		           "%s: this libufconsumer was built without NATS (UF_NATS=OFF)", name);
+		return -EPROTONOSUPPORT;
 	}
-	if (opt)
-		c->opt = *opt;
-	else
-		uf_consumer_options_init(&c->opt);
-	if (c->opt.tag)
-		snprintf(c->tag, sizeof(c->tag), "%s", c->opt.tag);
-	c->opt.tag = NULL;
-	dir = uf_ring_dir_pick(c->opt.dir);
-	c->opt.dir = NULL;
-	snprintf(c->dir, sizeof(c->dir), "%s", dir);
-	snprintf(c->name, sizeof(c->name), "%s", name);
-	if (strlen(dir) >= sizeof(c->dir) ||
-	    uf_ring_path(c->dir_path, sizeof(c->dir_path), c->dir, name, UF_RING_FILE_DIR) < 0 ||
-	    uf_ring_path(c->data_path, sizeof(c->data_path), c->dir, name, UF_RING_FILE_DATA) < 0) {
-		uf_err_set(err, errlen, "ring %s: directory path too long", name);
-		free(c);
-		return -ENAMETOOLONG;
+	if (!opt) {
+		uf_consumer_options_init(&defaults);
+		opt = &defaults;
 	}
-	rc = attach_maps(c, err, errlen);
-	if (rc < 0) {
-		free(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
+	return ops->attach(name, opt, out, err, errlen);
 }
 
 UF_RING_VISIBLE void uf_consumer_detach(uf_consumer_t *c)
 {
-#ifdef UF_CONSUMER_NATS
-	if (c && c->nats) {
-		uf_nats_consumer_detach(c->nats);
-		free(c);
-		return;
-	}
-#endif
-	if (!c)
-		return;
-	unmap_all(c);
-	free(c);
+	if (c)
+		c->ops->detach(c);
 }
 
 UF_RING_VISIBLE int uf_consumer_reattach(uf_consumer_t *c, char *err, size_t errlen)
 {
-	NATS_FORWARD(c, uf_nats_consumer_reattach(c->nats, err, errlen));
-	struct uf_consumer fresh = *c;
-	int rc;
-
-	fresh.hdr = NULL;
-	fresh.ct = NULL;
-	fresh.slot = NULL;
-	rc = attach_maps(&fresh, err, errlen);
-	if (rc < 0)
-		return rc;
-	unmap_all(c);
-	fresh.received = 0;
-	fresh.lost = 0;
-	fresh.laps = 0;
-	memset(&fresh.lap, 0, sizeof(fresh.lap));
-	*c = fresh;
-	return 0;
-}
-
-/* Whether the name now points at another file (producer restarted). One stat(): cold. */
-static int restarted(struct uf_consumer *c)
-{
-	struct stat st;
-
-	if (c->stale)
-		return 1;
-	if (stat(c->data_path, &st) < 0)
-		return 0; /* removed: nothing to re-attach to (yet) */
-	c->stale = st.st_ino != c->ino || st.st_dev != c->dev;
-	return c->stale;
-}
-
-/* Nothing to read at c->pos: closed, restarted or just empty. */
-static UF_COLD int next_empty(struct uf_consumer *c)
-{
-	uint32_t idle = ++c->idle;
-
-	if (c->stale)
-		return -ESTALE; /* seen by uf_consumer_wait already */
-	/* the state store is released after the final tail: re-read the tail after it */
-	if (uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED) {
-		if (uf_load_acquire_u64(&c->hdr->tail) > c->pos)
-			return -EAGAIN; /* records remain: the caller will come back */
-		return restarted(c) ? -ESTALE : -EPIPE;
+	if (!c) {
+		uf_err_set(err, errlen, "uf_consumer_reattach: no handle");
+		return -EINVAL;
 	}
-	if ((idle % IDLE_SEEN_EVERY) == 0)
-		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
-	if ((idle % IDLE_RESTART_EVERY) == 0 && restarted(c))
-		return -ESTALE;
-	return -EAGAIN;
+	return c->ops->reattach(c, err, errlen);
 }
 
-static UF_COLD int lapped(struct uf_consumer *c, uint64_t from)
-{
-	uint64_t claim = uf_load_acquire_u64(&c->hdr->claim);
-	uint64_t resume = uf_ring_resume_seq(claim, c->capacity);
-
-	if (resume <= from)
-		resume = from + 1; /* cannot happen with claim - from > capacity; stay monotonic */
-	c->lap.from_seq = from;
-	c->lap.resume_seq = resume;
-	c->lap.lost = resume - from;
-	c->lost += resume - from;
-	c->laps++;
-	c->pos = resume;
-	uf_store_relaxed_u64(&c->slot->position, resume);
-	uf_store_relaxed_u64(&c->slot->lost, c->lost);
-	uf_store_relaxed_u64(&c->slot->laps, c->laps);
-	return -EOVERFLOW;
-}
-
+/* The hot path, one call per record for uf_consumer_next: the local ring's read is inlined
+ * here (consumer_local.h) behind one compare of the ops pointer, so it costs what it did
+ * before back ends existed; only other back ends pay an indirect call. `c` and `recs` are
+ * not checked (documented in ufconsumer.h). */
 UF_RING_VISIBLE int uf_consumer_read(uf_consumer_t *c, struct uf_record *recs, size_t max,
                                      uint64_t *first_seq)
 {
-	NATS_FORWARD(c, uf_nats_consumer_read(c->nats, recs, max, first_seq));
-	uint64_t p = c->pos;
-	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail); /* slot contents after the tail */
-	uint64_t n, claim;
-
-	if (UF_UNLIKELY(p >= tail))
-		return next_empty(c);
-	if (UF_UNLIKELY(tail - p > c->capacity))
-		return lapped(c, p);
-	n = tail - p;
-	if (n > max)
-		n = max;
-	for (uint64_t i = 0; i < n; i++)
-		recs[i] = c->slots[(p + i) & c->mask];
-	uf_fence_acquire(); /* the copies complete before claim is re-read */
-	claim = uf_load_relaxed_u64(&c->hdr->claim);
-	if (UF_UNLIKELY(claim - p > c->capacity))
-		return lapped(c, p); /* the oldest copied slot may have been rewritten */
-	if (first_seq)
-		*first_seq = p;
-	c->pos = p + n;
-	c->received += n;
-	c->idle = 0;
-	if (UF_UNLIKELY((++c->reads % IDLE_SEEN_EVERY) == 0)) /* a busy reader is alive too */
-		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
-	/* our own line: the producer reads it only when reporting lag */
-	uf_store_relaxed_u64(&c->slot->position, c->pos);
-	uf_store_relaxed_u64(&c->slot->received, c->received);
-	return (int)n;
+	if (UF_LIKELY(c->ops == &uf_consumer_local_ops))
+		return uf_consumer_local_read(c, recs, max, first_seq);
+	return c->ops->read(c, recs, max, first_seq);
 }
 
 UF_RING_VISIBLE int uf_consumer_next(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq)
 {
-	int rc = uf_consumer_read(c, rec, 1, seq);
+	int rc;
 
+	if (UF_LIKELY(c->ops == &uf_consumer_local_ops))
+		rc = uf_consumer_local_read(c, rec, 1, seq);
+	else
+		rc = c->ops->read(c, rec, 1, seq);
 	return rc > 0 ? 0 : rc;
-}
-
-/* Whether uf_consumer_next would return something other than -EAGAIN (cheap part). */
-static inline int has_news(const struct uf_consumer *c)
-{
-	return uf_load_acquire_u64(&c->hdr->tail) != c->pos ||
-	       uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED;
 }
 
 UF_RING_VISIBLE int uf_consumer_wait(uf_consumer_t *c, int64_t timeout_ns)
 {
-	NATS_FORWARD(c, uf_nats_consumer_wait(c->nats, timeout_ns));
-	uint64_t start = uf_now_mono_ns(), now = start;
-	uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : start + (uint64_t)timeout_ns;
-	uint64_t spin_end = start + c->opt.spin_ns;
-
-	/* spin phase: costs a CPU, saves the futex round trip (several microseconds) */
-	for (uint32_t i = 0;; i++) {
-		if (has_news(c))
-			return 0;
-		if ((i & 63) == 63) {
-			now = uf_now_mono_ns();
-			if (now >= spin_end || now >= deadline)
-				break;
-		}
-		uf_cpu_relax();
-	}
-	uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
-	for (;;) {
-		uint32_t word;
-		int64_t slice;
-		int rc;
-
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		if (restarted(c))
-			return 0;
-		slice = (int64_t)(deadline - now);
-		if (slice > SLEEP_SLICE_NS)
-			slice = SLEEP_SLICE_NS;
-		word = uf_load_acquire_u32(&c->hdr->wake);
-		uf_store_relaxed_u32(&c->slot->flags, 1);
-		uf_fetch_add_u32(&c->ct->sleepers, 1);
-		uf_fence_seq_cst(); /* sleepers increment before the tail load: pairs with the
-		                     * producer's tail store + fence + sleepers load */
-		if (has_news(c)) {
-			uf_fetch_add_u32(&c->ct->sleepers, (uint32_t)-1);
-			uf_store_relaxed_u32(&c->slot->flags, 0);
-			return 0;
-		}
-		rc = uf_ring_futex_wait(&c->hdr->wake, word, slice);
-		uf_fetch_add_u32(&c->ct->sleepers, (uint32_t)-1);
-		uf_store_relaxed_u32(&c->slot->flags, 0);
-		uf_store_relaxed_u64(&c->slot->last_seen_ns, uf_ring_now_coarse_ns());
-		if (rc == -EINTR)
-			return -EINTR;
-		if (has_news(c))
-			return 0;
-		now = uf_now_mono_ns();
-	}
+	if (!c)
+		return -EINVAL;
+	return c->ops->wait(c, timeout_ns);
 }
 
 UF_RING_VISIBLE void uf_consumer_last_lap(const uf_consumer_t *c, struct uf_consumer_lap *lap)
 {
-#ifdef UF_CONSUMER_NATS
-	if (c->nats) {
-		uf_nats_consumer_last_lap(c->nats, lap);
+	if (!lap)
+		return;
+	if (!c) {
+		memset(lap, 0, sizeof(*lap));
 		return;
 	}
-#endif
-	*lap = c->lap;
+	c->ops->last_lap(c, lap);
 }
 
 UF_RING_VISIBLE int uf_consumer_seek(uf_consumer_t *c, uint64_t seq)
 {
-	NATS_FORWARD(c, uf_nats_consumer_seek(c->nats, seq));
-	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail);
-	uint64_t claim = uf_load_relaxed_u64(&c->hdr->claim);
-	uint64_t oldest = claim > c->capacity ? claim - c->capacity : 0;
-
-	if (seq > tail || seq < oldest)
-		return -ERANGE;
-	c->pos = seq;
-	uf_store_relaxed_u64(&c->slot->position, seq);
-	return 0;
+	if (!c)
+		return -EINVAL;
+	return c->ops->seek(c, seq);
 }
 
 UF_RING_VISIBLE void uf_consumer_get_info(const uf_consumer_t *c, struct uf_consumer_info *info)
 {
-#ifdef UF_CONSUMER_NATS
-	if (c->nats) {
-		uf_nats_consumer_get_info(c->nats, info);
+	if (!info)
+		return;
+	if (!c) {
+		memset(info, 0, sizeof(*info));
 		return;
 	}
-#endif
-	memset(info, 0, sizeof(*info));
-	info->generation = c->generation;
-	info->capacity = c->capacity;
-	info->position = c->pos;
-	info->tail = uf_load_acquire_u64(&c->hdr->tail);
-	info->received = c->received;
-	info->lost = c->lost;
-	info->laps = c->laps;
-	info->created_ns = c->hdr->created_ns;
-	info->producer_pid = c->hdr->producer_pid;
-	info->numa_node = c->hdr->numa_node;
-	info->depth = c->depth;
-	info->max_instruments = c->max_instruments;
-	info->closed = uf_load_acquire_u32(&c->hdr->state) == UF_RING_STATE_CLOSED;
-	{
-		uint64_t start = 0;
-		info->producer_alive =
-		    uf_ring_proc_stat((pid_t)c->hdr->producer_pid, &start, NULL) == 0 &&
-		    (c->hdr->producer_start == 0 || start == c->hdr->producer_start);
-	}
-	info->hugepages = (int)c->hdr->hugepages;
-}
-
-/* Copies one entry under its sequence lock. */
-static int copy_entry(const struct uf_consumer *c, uint32_t id, struct uf_book_snapshot *s)
-{
-	const struct uf_image_entry *e;
-	const struct uf_level *lv;
-	uint32_t depth = c->depth;
-
-	if (id >= c->max_instruments)
-		return -ERANGE;
-	e = uf_image_entry_at(c->image, id);
-	lv = uf_image_levels((struct uf_image_entry *)e);
-	uint64_t give_up = 0;
-	/* read before the entry: every record < commit is already in the entry we copy next */
-	uint64_t commit = uf_load_acquire_u64(&c->image->commit_seq);
-
-	for (uint32_t tries = 0;; tries++) {
-		uint64_t l1 = uf_load_acquire_u64(&e->lock); /* fields are read after the lock */
-		uint32_t nb, na, ns = 0;
-
-		if ((tries & 255) == 255) { /* the clock only once in a while */
-			uint64_t now = uf_now_mono_ns();
-			if (give_up == 0)
-				give_up = now + SNAPSHOT_BUDGET_NS;
-			else if (now > give_up)
-				return -EBUSY;
-		}
-		if (l1 & 1) {
-			uf_cpu_relax();
-			continue;
-		}
-		if (!e->present) {
-			uf_fence_acquire();
-			if (uf_load_relaxed_u64(&e->lock) == l1)
-				return -ENOENT;
-			continue;
-		}
-		s->instrument = id;
-		s->flags = e->flags;
-		s->stamp = e->stamp > commit ? e->stamp : commit;
-		uf_symbol_unpad(s->symbol, &e->symbol);
-		s->round_lot = e->round_lot;
-		s->category = e->category;
-		nb = e->nbid;
-		na = e->nask;
-		nb = nb > depth ? depth : nb;
-		na = na > depth ? depth : na;
-		s->nbid = nb;
-		s->nask = na;
-		memcpy(s->bid, lv, nb * sizeof(*lv));
-		memcpy(s->ask, lv + depth, na * sizeof(*lv));
-		s->last_price = e->last_price;
-		s->last_shares = e->last_shares;
-		s->last_exch_ts = e->last_exch_ts;
-		s->last_rx_ts = e->last_rx_ts;
-		s->volume = e->volume;
-		s->trades = e->trades;
-		s->update_rx_ts = e->update_rx_ts;
-		for (int i = 0; i < UF_RING_STATUS_SLOTS && i < UF_BOOK_MAX_STATUS; i++) {
-			if (e->status[i].code == 0)
-				continue;
-			s->status[ns].code = e->status[i].code;
-			s->status[ns].reserved = 0;
-			s->status[ns].price = e->status[i].price;
-			s->status[ns].shares = e->status[i].shares;
-			s->status[ns].exch_ts = e->status[i].exch_ts;
-			ns++;
-		}
-		s->nstatus = ns;
-		s->reserved = 0;
-		uf_fence_acquire(); /* every copy above completes before the lock is re-read */
-		if (uf_load_relaxed_u64(&e->lock) == l1)
-			return 0;
-	}
+	c->ops->get_info(c, info);
 }
 
 UF_RING_VISIBLE int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id,
                                          struct uf_book_snapshot *snap)
 {
-	NATS_FORWARD(c, uf_nats_consumer_snapshot(c->nats, id, snap));
-	return copy_entry(c, id, snap);
+	if (!c || !snap)
+		return -EINVAL;
+	return c->ops->snapshot(c, id, snap);
 }
 
 UF_RING_VISIBLE uint64_t uf_consumer_image_seq(const uf_consumer_t *c)
 {
-	return uf_load_acquire_u64(&c->image->commit_seq); /* entries read after it reflect it */
-}
-
-/* uf_book_each()'s read of one entry of the local image. */
-static int get_entry(void *src, uint32_t id, struct uf_book_snapshot *s)
-{
-	const struct uf_consumer *c = src;
-	const struct uf_image_entry *e = uf_image_entry_at(c->image, id);
-
-	if (!uf_load_acquire_u32(&e->present))
-		return -ENOENT; /* never written: skip without the lock dance */
-	return copy_entry(c, id, s);
+	return c ? c->ops->image_seq(c) : 0;
 }
 
 UF_RING_VISIBLE int uf_consumer_snapshot_all(uf_consumer_t *c,
                                              int (*fn)(const struct uf_book_snapshot *, void *),
                                              void *arg)
 {
-	NATS_FORWARD(c, uf_nats_consumer_snapshot_all(c->nats, fn, arg));
-	return uf_book_each(c->max_instruments, get_entry, c, fn, arg);
+	if (!c || !fn)
+		return -EINVAL;
+	return c->ops->snapshot_all(c, fn, arg);
 }
 
 UF_RING_VISIBLE int uf_consumer_lookup(uf_consumer_t *c, const char *symbol, uint32_t *id)
 {
-	NATS_FORWARD(c, uf_nats_consumer_lookup(c->nats, symbol, id));
-	char want[9], have[9];
-	uint64_t packed;
-
-	if (!symbol || strlen(symbol) > 8)
-		return -ENOENT;
-	uf_symbol_pad(want, symbol);
-	memcpy(&packed, want, 8);
-	for (uint32_t i = 0; i < c->max_instruments; i++) {
-		const struct uf_image_entry *e = uf_image_entry_at(c->image, i);
-		/* a torn read of 8 bytes is impossible (one aligned load); re-check below */
-		if (uf_load_relaxed_u64(&e->symbol) != packed)
-			continue;
-		uf_symbol_unpad(have, &packed);
-		if (strcmp(have, symbol) == 0) {
-			*id = i;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	if (!c || !id)
+		return -EINVAL;
+	return c->ops->lookup(c, symbol, id);
 }
 
 UF_RING_VISIBLE const char *uf_consumer_strerror(int rc)
@@ -905,6 +187,8 @@ UF_RING_VISIBLE const char *uf_consumer_strerror(int rc)
 		return "entry kept changing";
 	case -ENOENT:
 		return "not found";
+	case -ENOTSUP:
+		return "not supported by this back end";
 	default:
 		return strerror(-rc);
 	}

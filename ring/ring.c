@@ -487,7 +487,7 @@ out_dir:
 }
 
 /* Why clearing the flags before the bump is safe: a consumer reads the wake word, then sets
- * its flag, then counts itself in sleepers (ring/consumer.c uf_consumer_wait). A flag this
+ * its flag, then counts itself in sleepers (ring/consumer_local.c, its wait). A flag this
  * loop clears was therefore set after a word read that precedes the bump below: that
  * consumer's FUTEX_WAIT returns at once (word changed) or is woken by our FUTEX_WAKE. A
  * consumer that reads the bumped word sets its flag after this loop, so the next flush sees

@@ -116,14 +116,6 @@ int uf_ring_futex_wake_all(uint32_t *word)
 	return rc < 0 ? -errno : (int)rc;
 }
 
-uint64_t uf_ring_now_coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int uf_ring_allocate(int fd, uint64_t size)
 {
 	int rc;

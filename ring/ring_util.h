@@ -41,7 +41,4 @@ int uf_ring_futex_wake_all(uint32_t *word);
  * this fails now, -ENOSPC. Returns 0 or -errno. */
 int uf_ring_allocate(int fd, uint64_t size);
 
-/* Coarse CLOCK_REALTIME in ns (vDSO, a few ns): for last-seen stamps. */
-uint64_t uf_ring_now_coarse_ns(void);
-
 #endif /* UF_RING_UTIL_H */

@@ -112,7 +112,9 @@ int uf_book_builder_load(uf_book_builder_t *b, const struct uf_book_snapshot *sn
 int uf_book_builder_apply(uf_book_builder_t *b, const struct uf_record *rec, uint64_t seq);
 
 /* Handover from the book image: clears the books, loads every instrument's snapshot and
- * moves the consumer to the image's commit sequence (uf_consumer_image_seq). Retries while
+ * moves the consumer to the image's commit sequence (uf_consumer_image_seq). Works on a
+ * local and on a "nats://" handle alike (like every function here: none returns -ENOTSUP
+ * for a back end). Retries while
  * the producer laps the consumer in the middle (at most ~100 times). Returns 0, -EBUSY
  * (the image kept changing, or the ring kept lapping: try again), -ENOMEM. */
 int uf_book_builder_sync(uf_book_builder_t *b, uf_consumer_t *c);

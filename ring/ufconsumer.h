@@ -20,6 +20,19 @@
  *   -ESTALE    the producer restarted (new generation): call uf_consumer_reattach()
  *
  * A handle is used by one thread at a time.
+ *
+ * Back ends: a handle reads either a ring in shared memory on this host (a ring name) or the
+ * same ring as uf-bridge republishes it on NATS ("nats://...", see uf_consumer_attach). Every
+ * function below works on both, with the same records, sequences and meanings; none answers
+ * -ENOTSUP today. A function a back end cannot serve must return -ENOTSUP (reason documented
+ * at the function); test_consumer_api calls every exported function on both back ends.
+ * Differences in what is reported: uf_consumer_info of a NATS handle has producer_pid 0,
+ * numa_node -1, hugepages 0 (the producer is on another host), and its capacity is the
+ * client's buffer.
+ *
+ * Arguments: a NULL handle or output pointer gets -EINVAL (void functions then do nothing,
+ * or zero their output), except in uf_consumer_next and uf_consumer_read, which are the hot
+ * path and do not check.
  */
 #ifndef UFCONSUMER_H
 #define UFCONSUMER_H
@@ -185,7 +198,8 @@ int uf_consumer_snapshot(uf_consumer_t *c, uint32_t id, struct uf_book_snapshot 
 
 /* Every record < the returned sequence is reflected in the book image (0 when the producer
  * never committed): an instrument the image does not hold has no record below it. The
- * handover starts reading here (uf_book_builder_sync). */
+ * handover starts reading here (uf_book_builder_sync). On a NATS handle the image is the
+ * books the client keeps from the stream, and this is the next sequence it will receive. */
 uint64_t uf_consumer_image_seq(const uf_consumer_t *c);
 
 /* Calls `fn` with a snapshot of every present instrument in id order (`snap` is reused

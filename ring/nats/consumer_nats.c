@@ -19,6 +19,7 @@
 #include <nats/nats.h>
 
 #include "common/uf_err.h"
+#include "common/uf_time.h"
 #include "ring/book_each.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/nats_security.h"
@@ -41,6 +42,7 @@ struct nc_jump {
 };
 
 struct uf_nats_consumer {
+	struct uf_consumer handle; /* ops = &uf_consumer_nats_ops; first member */
 	/* set at attach */
 	char ring[UF_RING_NAME_MAX];    /* ring name on the bridge's host */
 	char urls[1024];                /* server list */
@@ -75,11 +77,18 @@ struct uf_nats_consumer {
 	int failed;                     /* the receiver hit an error it cannot repair */
 };
 
-static uint64_t mono_ns(void)
+_Static_assert(offsetof(struct uf_nats_consumer, handle) == 0,
+               "a uf_consumer_t * is cast to the NATS state: the handle comes first");
+
+/* The handle of this back end is its state (consumer_backend.h). */
+static inline struct uf_nats_consumer *nats_of(struct uf_consumer *c)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (struct uf_nats_consumer *)c;
+}
+
+static inline const struct uf_nats_consumer *nats_of_const(const struct uf_consumer *c)
+{
+	return (const struct uf_nats_consumer *)c;
 }
 
 /* "nats://h1:4222,nats://h2:4222/RING" -> urls, ring. */
@@ -88,8 +97,8 @@ static int parse_name(struct uf_nats_consumer *n, const char *name, char *err, s
 	const char *slash = strrchr(name, '/');
 	size_t ulen;
 
-	if (!slash || slash[1] == '\0' || slash - name < (ptrdiff_t)strlen(UF_NATS_URL_PREFIX) ||
-	    slash[-1] == '/') {
+	if (!slash || slash[1] == '\0' ||
+	    slash - name < (ptrdiff_t)strlen(UF_CONSUMER_NATS_PREFIX) || slash[-1] == '/') {
 		uf_err_set(
 		    err, errlen,
 		    "\"%s\": a remote ring is named nats://HOST:PORT[,nats://HOST:PORT...]/RING",
@@ -455,9 +464,9 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 		return rc;
 	/* JetStream requests can time out while a cluster re-elects leaders after losing a
 	 * node: retried for a while (NC_ATTACH_NS) before giving up */
-	deadline = mono_ns() + NC_ATTACH_NS;
+	deadline = uf_now_mono_ns() + NC_ATTACH_NS;
 	while ((rc = load_books(n, &n->books, &n->cm, 0, err, errlen)) == -EIO &&
-	       mono_ns() < deadline)
+	       uf_now_mono_ns() < deadline)
 		nanosleep(&(struct timespec){0, 200000000L}, NULL);
 	if (rc < 0)
 		return rc;
@@ -465,7 +474,7 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 	n->js_next = n->cm.js_from;
 	n->njumps = 0;
 	n->closed = n->stale = n->failed = 0;
-	while ((rc = subscribe(n, err, errlen)) == -EIO && mono_ns() < deadline)
+	while ((rc = subscribe(n, err, errlen)) == -EIO && uf_now_mono_ns() < deadline)
 		nanosleep(&(struct timespec){0, 200000000L}, NULL);
 	if (rc < 0)
 		return rc;
@@ -475,8 +484,8 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 		last = si->State.LastSeq;
 		jsStreamInfo_Destroy(si);
 	}
-	deadline = mono_ns() + NC_CATCHUP_NS;
-	while (n->js_next <= last && mono_ns() < deadline) {
+	deadline = uf_now_mono_ns() + NC_CATCHUP_NS;
+	while (n->js_next <= last && uf_now_mono_ns() < deadline) {
 		if (receive_one(n, 200) == 2)
 			break;
 	}
@@ -496,8 +505,24 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 	return 0;
 }
 
-int uf_nats_consumer_attach(const char *name, const struct uf_consumer_options *opt,
-                            struct uf_nats_consumer **out, char *err, size_t errlen)
+/* The cond's timed waits use CLOCK_MONOTONIC: a wall clock step (NTP, an operator) must not
+ * stretch or cut a uf_consumer_wait timeout. */
+static int cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int rc = pthread_condattr_init(&ca);
+
+	if (rc != 0)
+		return -rc;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (rc == 0)
+		rc = pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return -rc;
+}
+
+static int nats_attach(const char *name, const struct uf_consumer_options *opt,
+                       struct uf_consumer **out, char *err, size_t errlen)
 {
 	struct uf_nats_consumer *n = calloc(1, sizeof(*n));
 	int rc;
@@ -506,10 +531,8 @@ int uf_nats_consumer_attach(const char *name, const struct uf_consumer_options *
 		uf_err_set(err, errlen, "%s: out of memory", name);
 		return -ENOMEM;
 	}
-	if (opt)
-		n->opt = *opt;
-	else
-		uf_consumer_options_init(&n->opt);
+	n->handle.ops = &uf_consumer_nats_ops;
+	n->opt = *opt;
 	n->opt.dir = NULL;
 	n->opt.tag = NULL; /* not kept: the caller's string */
 	rc = parse_name(n, name, err, errlen);
@@ -525,7 +548,12 @@ int uf_nats_consumer_attach(const char *name, const struct uf_consumer_options *
 	memset(n->seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->seqs));
 	n->mask = NC_CAPACITY - 1;
 	pthread_mutex_init(&n->mu, NULL);
-	pthread_cond_init(&n->cv, NULL);
+	rc = cond_init_monotonic(&n->cv);
+	if (rc < 0) {
+		uf_err_set(err, errlen, "%s: condition variable: %s", name, strerror(-rc));
+		pthread_mutex_destroy(&n->mu);
+		goto out_free;
+	}
 	rc = start(n, err, errlen);
 	if (rc < 0) {
 		teardown(n);
@@ -533,7 +561,7 @@ int uf_nats_consumer_attach(const char *name, const struct uf_consumer_options *
 		pthread_cond_destroy(&n->cv);
 		goto out_free;
 	}
-	*out = n;
+	*out = &n->handle;
 	return 0;
 
 out_free:
@@ -543,10 +571,10 @@ out_free:
 	return rc;
 }
 
-void uf_nats_consumer_detach(struct uf_nats_consumer *n)
+static void nats_detach(struct uf_consumer *h)
 {
-	if (!n)
-		return;
+	struct uf_nats_consumer *n = nats_of(h);
+
 	teardown(n);
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->cv);
@@ -555,8 +583,10 @@ void uf_nats_consumer_detach(struct uf_nats_consumer *n)
 	free(n);
 }
 
-int uf_nats_consumer_reattach(struct uf_nats_consumer *n, char *err, size_t errlen)
+static int nats_reattach(struct uf_consumer *h, char *err, size_t errlen)
 {
+	struct uf_nats_consumer *n = nats_of(h);
+
 	teardown(n);
 	memset(n->seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->seqs));
 	n->received = n->lost = n->laps = 0;
@@ -577,9 +607,9 @@ static int lapped(struct uf_nats_consumer *n, uint64_t resume)
 	return -EOVERFLOW;
 }
 
-int uf_nats_consumer_read(struct uf_nats_consumer *n, struct uf_record *recs, size_t max,
-                          uint64_t *first_seq)
+static int nats_read(struct uf_consumer *h, struct uf_record *recs, size_t max, uint64_t *first_seq)
 {
+	struct uf_nats_consumer *n = nats_of(h);
 	uint64_t p, cnt = 0;
 	int rc;
 
@@ -620,15 +650,16 @@ out:
 	return rc;
 }
 
-int uf_nats_consumer_wait(struct uf_nats_consumer *n, int64_t timeout_ns)
+/* Sleeps on the receiver's signal; the deadline is on CLOCK_MONOTONIC (cond_init_monotonic). */
+static int nats_wait(struct uf_consumer *h, int64_t timeout_ns)
 {
-	struct timespec ts;
+	struct uf_nats_consumer *n = nats_of(h);
+	struct timespec ts = {0, 0};
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
 	if (timeout_ns >= 0) {
-		uint64_t t = (uint64_t)ts.tv_nsec + (uint64_t)timeout_ns;
-		ts.tv_sec += (time_t)(t / 1000000000ull);
+		uint64_t t = uf_now_mono_ns() + (uint64_t)timeout_ns;
+		ts.tv_sec = (time_t)(t / 1000000000ull);
 		ts.tv_nsec = (long)(t % 1000000000ull);
 	}
 	pthread_mutex_lock(&n->mu);
@@ -644,13 +675,14 @@ int uf_nats_consumer_wait(struct uf_nats_consumer *n, int64_t timeout_ns)
 	return rc;
 }
 
-void uf_nats_consumer_last_lap(const struct uf_nats_consumer *n, struct uf_consumer_lap *lap)
+static void nats_last_lap(const struct uf_consumer *h, struct uf_consumer_lap *lap)
 {
-	*lap = n->lap;
+	*lap = nats_of_const(h)->lap; /* written by the application's own reads only */
 }
 
-int uf_nats_consumer_seek(struct uf_nats_consumer *n, uint64_t seq)
+static int nats_seek(struct uf_consumer *h, uint64_t seq)
 {
+	struct uf_nats_consumer *n = nats_of(h);
 	uint64_t oldest;
 	int rc = 0;
 
@@ -666,8 +698,9 @@ int uf_nats_consumer_seek(struct uf_nats_consumer *n, uint64_t seq)
 	return rc;
 }
 
-void uf_nats_consumer_get_info(const struct uf_nats_consumer *n, struct uf_consumer_info *info)
+static void nats_get_info(const struct uf_consumer *h, struct uf_consumer_info *info)
 {
+	const struct uf_nats_consumer *n = nats_of_const(h);
 	struct uf_nats_consumer *m = (struct uf_nats_consumer *)n; /* the mutex only */
 
 	memset(info, 0, sizeof(*info));
@@ -691,9 +724,9 @@ void uf_nats_consumer_get_info(const struct uf_nats_consumer *n, struct uf_consu
 	pthread_mutex_unlock(&m->mu);
 }
 
-int uf_nats_consumer_snapshot(struct uf_nats_consumer *n, uint32_t id,
-                              struct uf_book_snapshot *snap)
+static int nats_snapshot(struct uf_consumer *h, uint32_t id, struct uf_book_snapshot *snap)
 {
+	struct uf_nats_consumer *n = nats_of(h);
 	int rc;
 
 	pthread_mutex_lock(&n->mu);
@@ -715,10 +748,23 @@ static int get_book(void *src, uint32_t id, struct uf_book_snapshot *s)
 	return rc;
 }
 
-int uf_nats_consumer_snapshot_all(struct uf_nats_consumer *n,
-                                  int (*fn)(const struct uf_book_snapshot *snap, void *arg),
-                                  void *arg)
+/* The books are at the receiver's position: every record < tail is in them, none above
+ * (store() applies a record and moves tail under the same lock). */
+static uint64_t nats_image_seq(const struct uf_consumer *h)
 {
+	struct uf_nats_consumer *m = (struct uf_nats_consumer *)nats_of_const(h); /* the mutex */
+	uint64_t seq;
+
+	pthread_mutex_lock(&m->mu);
+	seq = m->tail;
+	pthread_mutex_unlock(&m->mu);
+	return seq;
+}
+
+static int nats_snapshot_all(struct uf_consumer *h,
+                             int (*fn)(const struct uf_book_snapshot *snap, void *arg), void *arg)
+{
+	struct uf_nats_consumer *n = nats_of(h);
 	uint32_t max;
 
 	pthread_mutex_lock(&n->mu);
@@ -727,8 +773,9 @@ int uf_nats_consumer_snapshot_all(struct uf_nats_consumer *n,
 	return uf_book_each(max, get_book, n, fn, arg);
 }
 
-int uf_nats_consumer_lookup(struct uf_nats_consumer *n, const char *symbol, uint32_t *id)
+static int nats_lookup(struct uf_consumer *h, const char *symbol, uint32_t *id)
 {
+	struct uf_nats_consumer *n = nats_of(h);
 	int rc;
 
 	pthread_mutex_lock(&n->mu);
@@ -736,3 +783,19 @@ int uf_nats_consumer_lookup(struct uf_nats_consumer *n, const char *symbol, uint
 	pthread_mutex_unlock(&n->mu);
 	return rc;
 }
+
+const struct uf_consumer_ops uf_consumer_nats_ops = {
+    .name = "nats",
+    .attach = nats_attach,
+    .detach = nats_detach,
+    .reattach = nats_reattach,
+    .read = nats_read,
+    .wait = nats_wait,
+    .last_lap = nats_last_lap,
+    .seek = nats_seek,
+    .get_info = nats_get_info,
+    .snapshot = nats_snapshot,
+    .image_seq = nats_image_seq,
+    .snapshot_all = nats_snapshot_all,
+    .lookup = nats_lookup,
+};
