@@ -1,7 +1,8 @@
-/* uf-bridge-feed (test helper, not installed): plays an ITCH day into a ring through the
- * producer API the way the feed thread does (records published per message, the book image
- * updated in one bracket per message and committed), so the bridge tests need neither
- * multicast nor the daemon.
+/* uf-bridge-feed (test helper, not installed): plays an ITCH day into a ring the way the feed
+ * thread does: the publisher's records of each message go through the engine's own sink
+ * (feed/sink.h: the ring and the book image's one policy, no copy of it here), so the bridge
+ * tests need neither multicast nor the daemon, and what they compare against is exactly the
+ * producer's image.
  *
  *   uf-bridge-feed --in DAY --ring NAME [--rate MSGS_PER_S] [--drop-every N]
  *                  [--capacity N] [--depth N] [--linger MS] [--start-file PATH]
@@ -22,6 +23,8 @@
 #include "decode/uf_batch.h"
 #include "decode/uf_decode.h"
 #include "decode/uf_reader.h"
+#include "feed/sink.h"
+#include "feed/uf_feed_config.h"
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
 
@@ -30,42 +33,6 @@ static uint64_t now_ns(clockid_t clk)
 	struct timespec ts;
 	clock_gettime(clk, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void image_update(struct uf_ring *r, struct uf_publisher *p, const struct uf_record *recs,
-                         int n, uint64_t seq, struct uf_level *bids, struct uf_level *asks,
-                         uint32_t depth)
-{
-	(void)uf_ring_image_batch_begin(r);
-	for (int i = 0; i < n; i++) {
-		const struct uf_record *rec = &recs[i];
-		switch (rec->kind) {
-		case UF_REC_TRADE:
-			(void)uf_ring_image_add_trade(r, rec->instrument, rec->price, rec->shares,
-			                              rec->exch_ts, rec->rx_ts, seq);
-			break;
-		case UF_REC_STATUS:
-			if (rec->aux)
-				(void)uf_ring_image_set_status(r, rec->instrument, rec->aux,
-				                               rec->price, rec->shares,
-				                               rec->exch_ts, seq);
-			break;
-		case UF_REC_INSTRUMENT:
-			(void)uf_ring_image_set_symbol(r, rec->instrument, rec->ref,
-			                               (uint32_t)rec->shares, rec->aux, seq);
-			break;
-		case UF_REC_LEVEL: {
-			int nb = uf_publish_top(p, rec->instrument, UF_SIDE_BID, bids, depth);
-			int na = uf_publish_top(p, rec->instrument, UF_SIDE_ASK, asks, depth);
-			(void)uf_ring_image_set_book(r, rec->instrument, bids, nb < 0 ? 0 : nb,
-			                             asks, na < 0 ? 0 : na, seq, rec->rx_ts);
-			break;
-		}
-		default:
-			break;
-		}
-	}
-	uf_ring_image_batch_end(r, seq);
 }
 
 int main(int argc, char **argv)
@@ -83,14 +50,13 @@ int main(int argc, char **argv)
 	uint64_t rate = 0, drop_every = 0, capacity = 1u << 20, linger_ms = 0, depth = 10;
 	struct uf_publish_params pp;
 	struct uf_publisher *p = NULL;
-	struct uf_ring_options ro;
-	struct uf_ring *r = NULL;
+	struct uf_feed_config cfg;
+	struct uf_sink sink;
 	struct uf_reader rd;
 	struct uf_reader_msg rm;
 	struct uf_itch_msg m;
 	struct uf_decode_counters dc;
 	struct uf_record recs[UF_REC_MAX_PER_MSG];
-	struct uf_level bids[UF_RING_MAX_DEPTH], asks[UF_RING_MAX_DEPTH];
 	uint64_t messages = 0, records = 0, gaps = 0, t0;
 	char err[256];
 	int opt;
@@ -134,12 +100,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uf-bridge-feed: publisher: out of memory\n");
 		return 1;
 	}
-	uf_ring_options_init(&ro);
-	ro.capacity = capacity;
-	ro.numa_node = UF_RING_NUMA_NONE;
-	ro.hugepages = 0;
-	ro.depth = (uint32_t)depth;
-	if (uf_ring_create(ring, &ro, &r, err, sizeof(err)) < 0) {
+	uf_feed_config_defaults(&cfg);
+	snprintf(cfg.name, sizeof(cfg.name), "%s", ring);
+	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", ring);
+	cfg.ring.capacity = capacity;
+	cfg.book.depth = (uint32_t)depth;
+	cfg.book.max_orders = pp.max_orders;
+	if (uf_sink_open(&sink, &cfg, p, err, sizeof(err)) < 0) {
 		fprintf(stderr, "uf-bridge-feed: %s\n", err);
 		return 1;
 	}
@@ -159,17 +126,13 @@ int main(int argc, char **argv)
 		if (drop_every && messages % drop_every == 0) {
 			n = uf_publish_gap(p, rm.seq, 1, recs, UF_REC_MAX_PER_MSG);
 			gaps++;
-			(void)uf_ring_publish(r, recs, (size_t)n);
-			(void)uf_ring_image_batch_begin(r);
-			(void)uf_ring_image_set_stale(r, UINT32_MAX, 1, uf_ring_tail(r));
-			uf_ring_image_batch_end(r, uf_ring_tail(r));
+			(void)uf_sink_gap(&sink, recs, (size_t)n);
 		} else {
 			n = uf_publish_apply(p, &m, rm.seq, now_ns(CLOCK_REALTIME), recs,
 			                     UF_REC_MAX_PER_MSG);
 			if (n <= 0)
 				continue;
-			(void)uf_ring_publish(r, recs, (size_t)n);
-			image_update(r, p, recs, n, uf_ring_tail(r), bids, asks, ro.depth);
+			(void)uf_sink_records(&sink, recs, (size_t)n, recs[0].rx_ts);
 		}
 		records += (uint64_t)n;
 		if (rate) { /* pace: message k leaves at t0 + k / rate */
@@ -183,9 +146,9 @@ int main(int argc, char **argv)
 		usleep((useconds_t)(linger_ms * 1000));
 	printf("{\"messages\":%" PRIu64 ",\"records\":%" PRIu64 ",\"gaps\":%" PRIu64
 	       ",\"tail\":%" PRIu64 "}\n",
-	       messages, records, gaps, uf_ring_tail(r));
+	       messages, records, gaps, uf_ring_tail(sink.ring));
 	fflush(stdout);
-	uf_ring_close(r);
+	uf_sink_close(&sink); /* the image complete, then the ring closed */
 	uf_publish_destroy(p);
 	return 0;
 }

@@ -192,13 +192,22 @@ static void expect_same_book(const struct uf_book_snapshot *a, const struct uf_b
 {
 	assert_int_equal(a->instrument, b->instrument);
 	assert_string_equal(a->symbol, b->symbol);
-	assert_int_equal(a->flags, b->flags);
+	if (a->flags != b->flags)
+		fail_msg("book %u (%s): flags %#x, want %#x (bids %u/%u, asks %u/%u)",
+		         a->instrument, a->symbol, a->flags, b->flags, a->nbid, b->nbid, a->nask,
+		         b->nask);
 	assert_int_equal(a->nbid, b->nbid);
 	assert_int_equal(a->nask, b->nask);
 	assert_memory_equal(a->bid, b->bid, a->nbid * sizeof(a->bid[0]));
 	assert_memory_equal(a->ask, b->ask, a->nask * sizeof(a->ask[0]));
 	assert_int_equal(a->volume, b->volume);
-	assert_int_equal(a->trades, b->trades);
+	if (a->trades != b->trades)
+		fail_msg(
+		    "book %u (%s): trades %llu, want %llu (volume %llu / %llu, last %lld / %lld)",
+		    a->instrument, a->symbol, (unsigned long long)a->trades,
+		    (unsigned long long)b->trades, (unsigned long long)a->volume,
+		    (unsigned long long)b->volume, (long long)a->last_price,
+		    (long long)b->last_price);
 	assert_int_equal(a->last_price, b->last_price);
 	assert_int_equal(a->last_shares, b->last_shares);
 	assert_int_equal(a->round_lot, b->round_lot);
@@ -624,6 +633,19 @@ static void done_book_builder_flags(struct api_ctx *x, int be)
 	assert_int_equal(uf_book_builder_flags(x->b[be], 1u << 30), 0);
 }
 
+/* The builder's copy of each book, as an image entry holds it, is the image's (both back
+ * ends' builders were synced from their handle's image). */
+static void done_book_builder_snapshot(struct api_ctx *x, int be)
+{
+	struct uf_book_snapshot s;
+
+	for (size_t i = 0; i < x->nsnaps; i++) {
+		assert_int_equal(uf_book_builder_snapshot(x->b[be], x->snaps[i].instrument, &s), 0);
+		expect_same_book(&s, &x->snaps[i]);
+	}
+	assert_int_equal(uf_book_builder_snapshot(x->b[be], 1u << 30, &s), -ERANGE);
+}
+
 /* A record of the day is already in the synced image: skipped, not applied twice. */
 static void done_book_builder_apply(struct api_ctx *x, int be)
 {
@@ -853,6 +875,7 @@ static const struct api_entry api[] = {
     {"uf_book_builder_levels", NULL, done_book_builder_levels},
     {"uf_book_builder_depth", NULL, done_book_builder_depth},
     {"uf_book_builder_flags", NULL, done_book_builder_flags},
+    {"uf_book_builder_snapshot", NULL, done_book_builder_snapshot},
     {"uf_book_builder_apply", NULL, done_book_builder_apply},
     {"uf_book_builder_next", NULL, done_book_builder_next},
     {"uf_book_builder_load", NULL, done_book_builder_load},
