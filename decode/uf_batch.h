@@ -88,7 +88,7 @@ static inline void uf_decode_prefetch_pkt(const struct uf_decode_pkt *pk)
  * number of messages delivered. Heartbeats and end of session are counted, not delivered; sequence
  * tracking (gaps, A/B) is the caller's business: it sees each packet through `pkt_fn` if given (may
  * be NULL), called with the opened packet before its messages, for valid packets only. */
-typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_mold_packet *pkt);
+typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_frame *pkt);
 
 #define UF_DECODE_FUSED_MAX 128 /* blocks decoded in one pass; above, two passes */
 
@@ -99,8 +99,7 @@ typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_mold_packet *pkt);
  * hands out[] on only when the whole packet validated, so a packet that lies is still
  * dropped whole. Returns UF_MOLD_DATA with pkt, out[0..count) and rc[0..count) filled, or
  * -EBADMSG with pkt->err set. Needs 1 <= count <= UF_DECODE_FUSED_MAX (caller checks). */
-static inline int uf_decode_walk_fused(struct uf_mold_packet *pkt, struct uf_itch_msg *out,
-                                       int8_t *rc)
+static inline int uf_decode_walk_fused(struct uf_frame *pkt, struct uf_itch_msg *out, int8_t *rc)
 {
 	const uint8_t *p = pkt->buf + UF_MOLD_HDR_LEN, *end = pkt->buf + pkt->len;
 	for (uint32_t i = 0; i < pkt->count; i++) {
@@ -140,7 +139,7 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 	for (size_t i = 0; i < n; i++) {
 		if (prefetch_distance && i + prefetch_distance < n)
 			uf_decode_prefetch_pkt(&pkts[i + prefetch_distance]);
-		struct uf_mold_packet pkt;
+		struct uf_frame pkt;
 		if (UF_LIKELY(uf_mold_parse_header(&pkt, pkts[i].data, pkts[i].len) == 0 &&
 		              pkt.count >= 1 && pkt.count <= UF_DECODE_FUSED_MAX)) {
 			UF_DC_ADD(c->packets, 1);

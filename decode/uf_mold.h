@@ -19,6 +19,7 @@
 #include "common/uf_compiler.h"
 #include "common/uf_endian.h"
 #include "decode/uf_counters.h"
+#include "decode/uf_frame.h"
 
 #define UF_MOLD_HDR_LEN       20
 #define UF_MOLD_SESSION_LEN   10
@@ -26,22 +27,17 @@
 #define UF_MOLD_REREQUEST_LEN 20      /* a re-request is a header alone */
 #define UF_MOLD_MAX_PAYLOAD   65507   /* largest UDP payload over IPv4 */
 
+/* A MoldUDP64 packet's kinds are the engine's frame kinds (decode/uf_frame.h). */
 enum uf_mold_kind {
-	UF_MOLD_DATA = 1,           /* count >= 1 message blocks */
-	UF_MOLD_HEARTBEAT = 2,      /* count 0: seq is the next expected sequence */
-	UF_MOLD_END_OF_SESSION = 3, /* count 0xFFFF: seq is the next sequence; no more data */
+	UF_MOLD_DATA = UF_FRAME_DATA,           /* count >= 1 message blocks */
+	UF_MOLD_HEARTBEAT = UF_FRAME_HEARTBEAT, /* count 0: seq is the next expected sequence */
+	UF_MOLD_END_OF_SESSION = UF_FRAME_END,  /* count 0xFFFF: seq is the next sequence */
 };
+_Static_assert(UF_MOLD_SESSION_LEN == UF_FRAME_SESSION_LEN, "a Mold session is a frame session");
 
-/* A validated datagram: points into the caller's buffer (zero copy). */
-struct uf_mold_packet {
-	const uint8_t *buf;                /* the datagram */
-	size_t len;                        /* its length */
-	char session[UF_MOLD_SESSION_LEN]; /* session name, ASCII, space padded, not terminated */
-	uint64_t seq;                      /* sequence of the first block (or next expected) */
-	uint16_t count;                    /* message blocks (0 heartbeat, 0xFFFF end) */
-	uint8_t kind;                      /* enum uf_mold_kind once opened */
-	uint8_t err;                       /* enum uf_mold_err when uf_mold_open failed */
-};
+/* The MoldUDP64 framing (uf_mold.c): uf_mold_open and the re-request pair behind the
+ * engine's framing interface. */
+extern const struct uf_framing uf_mold_framing;
 
 /* Cursor over the blocks of one packet. */
 struct uf_mold_iter {
@@ -59,7 +55,7 @@ struct uf_mold_block {
 };
 
 /* Reads only the 20-byte header. Returns 0, or -EBADMSG (pkt->err = TRUNCATED_HEADER). */
-static inline int uf_mold_parse_header(struct uf_mold_packet *pkt, const uint8_t *buf, size_t len)
+static inline int uf_mold_parse_header(struct uf_frame *pkt, const uint8_t *buf, size_t len)
 {
 	pkt->buf = buf;
 	pkt->len = len;
@@ -78,7 +74,7 @@ static inline int uf_mold_parse_header(struct uf_mold_packet *pkt, const uint8_t
 /* Parses and validates a whole downstream datagram.
  * Returns its kind (UF_MOLD_DATA, UF_MOLD_HEARTBEAT, UF_MOLD_END_OF_SESSION), or -EBADMSG
  * with pkt->err saying which length lied. O(count): touches only the length fields. */
-static inline int uf_mold_open(struct uf_mold_packet *pkt, const uint8_t *buf, size_t len)
+static inline int uf_mold_open(struct uf_frame *pkt, const uint8_t *buf, size_t len)
 {
 	if (uf_mold_parse_header(pkt, buf, len) < 0)
 		return -EBADMSG;
@@ -117,7 +113,7 @@ static inline int uf_mold_open(struct uf_mold_packet *pkt, const uint8_t *buf, s
 }
 
 /* uf_mold_open plus counting: packets, heartbeats, end_of_session, mold_err[kind]. */
-static inline int uf_mold_open_counted(struct uf_mold_packet *pkt, const uint8_t *buf, size_t len,
+static inline int uf_mold_open_counted(struct uf_frame *pkt, const uint8_t *buf, size_t len,
                                        struct uf_decode_counters *c)
 {
 	int k = uf_mold_open(pkt, buf, len);
@@ -132,7 +128,7 @@ static inline int uf_mold_open_counted(struct uf_mold_packet *pkt, const uint8_t
 }
 
 /* Starts walking the blocks of an opened packet (no blocks unless kind is UF_MOLD_DATA). */
-static inline void uf_mold_iter_init(struct uf_mold_iter *it, const struct uf_mold_packet *pkt)
+static inline void uf_mold_iter_init(struct uf_mold_iter *it, const struct uf_frame *pkt)
 {
 	it->p = pkt->buf + UF_MOLD_HDR_LEN;
 	it->end = pkt->buf + pkt->len;
@@ -162,9 +158,9 @@ static inline int uf_mold_next(struct uf_mold_iter *it, struct uf_mold_block *b)
 }
 
 /* Sequence that follows this packet (what the next packet should start at). */
-static inline uint64_t uf_mold_next_seq(const struct uf_mold_packet *pkt)
+static inline uint64_t uf_mold_next_seq(const struct uf_frame *pkt)
 {
-	return pkt->kind == UF_MOLD_DATA ? pkt->seq + pkt->count : pkt->seq;
+	return uf_frame_next_seq(pkt);
 }
 
 /* ---- re-requests (client -> request server) ---- */
@@ -181,8 +177,7 @@ static inline void uf_mold_rerequest_build(uint8_t out[UF_MOLD_REREQUEST_LEN],
 
 /* Parses a re-request. Returns 0, or -EBADMSG unless it is exactly 20 bytes with a count
  * of 1..0xFFFE (0 and 0xFFFF mean nothing in a request). */
-static inline int uf_mold_rerequest_parse(struct uf_mold_packet *req, const uint8_t *buf,
-                                          size_t len)
+static inline int uf_mold_rerequest_parse(struct uf_frame *req, const uint8_t *buf, size_t len)
 {
 	if (uf_mold_parse_header(req, buf, len) < 0)
 		return -EBADMSG;

@@ -367,7 +367,7 @@ int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t 
 }
 
 /* Gap tracking across the packets of one capture: a forward jump within a session. */
-static void track_seq(struct uf_reader *r, const struct uf_mold_packet *pkt)
+static void track_seq(struct uf_reader *r, const struct uf_frame *pkt)
 {
 	if (!r->have_seq || memcmp(r->session, pkt->session, UF_MOLD_SESSION_LEN) != 0) {
 		memcpy(r->session, pkt->session, UF_MOLD_SESSION_LEN);

@@ -10,11 +10,16 @@
 
 #include "common/uf_compiler.h"
 #include "common/uf_time.h"
+#include "publish/uf_proto.h"
 
 int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
                 struct uf_feed_stats *st, const struct uf_arb_cb *cb)
 {
 	memset(a, 0, sizeof(*a));
+	const struct uf_proto *proto = uf_proto_find(cfg->protocol);
+	if (!proto)
+		return -EPROTONOSUPPORT;
+	a->framing = proto->framing;
 	a->cb = *cb;
 	a->st = st;
 	a->nlines = cfg->nlines;
@@ -35,6 +40,10 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint
 	    cfg->recovery.max_in_flight ? cfg->recovery.max_in_flight : UF_ARB_IN_FLIGHT;
 	if (a->max_in_flight > UF_ARB_MAX_IN_FLIGHT)
 		a->max_in_flight = UF_ARB_MAX_IN_FLIGHT;
+	if (!a->framing->request_build)
+		a->recovery = 0; /* the venue has no re-request service */
+	if (a->max_count > a->framing->max_count)
+		a->max_count = a->framing->max_count; /* what one request of the venue can ask */
 	/* A hole's life once requested: 1 + retries tries. */
 	a->deadline_ns = (uint64_t)(a->retries + 1) * a->timeout_ns;
 	a->now = uf_now_mono_ns;
@@ -265,7 +274,7 @@ static void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end, un
 
 /* ---- delivery ---- */
 
-static void uf_arb_deliver(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+static void uf_arb_deliver(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                            unsigned src)
 {
 	uint64_t end = pkt->seq + pkt->count;
@@ -286,9 +295,9 @@ static void uf_arb_drain(struct uf_arb *a)
 		uint32_t s = uf_arb_heap_pop(a);
 		struct uf_arb_slot *sl = &a->slots[s];
 		if (sl->end > a->expected) {
-			struct uf_mold_packet pkt;
+			struct uf_frame pkt;
 			/* Validated before it was queued: opening again only re-reads lengths. */
-			if (uf_mold_open(&pkt, sl->data, sl->len) == UF_MOLD_DATA)
+			if (a->framing->open(&pkt, sl->data, sl->len) == UF_FRAME_DATA)
 				uf_arb_deliver(a, &pkt, sl->rx_ns, sl->src);
 		}
 		a->freel[a->nfree++] = s;
@@ -371,7 +380,7 @@ static void uf_arb_give_up(struct uf_arb *a)
 	uf_arb_update_gap(a);
 }
 
-static void uf_arb_enqueue(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+static void uf_arb_enqueue(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                            unsigned src)
 {
 	if (UF_UNLIKELY(pkt->len > a->slot_size))
@@ -467,7 +476,7 @@ static void uf_arb_quar_drop(struct uf_arb *a, unsigned l)
 /* Starts session `name` at sequence 1 (a late joiner recovers the start). */
 static void uf_arb_session_start(struct uf_arb *a, const char *name)
 {
-	memcpy(a->session, name, UF_MOLD_SESSION_LEN);
+	memcpy(a->session, name, UF_FRAME_SESSION_LEN);
 	a->have_session = 1;
 	a->expected = 1;
 	a->high = 1;
@@ -489,17 +498,17 @@ static void uf_arb_session_start(struct uf_arb *a, const char *name)
 /* A line packet of another session than the current one: the first session, a candidate
  * for the next one, or the previous one. Returns 1 when the packet belongs to the (new)
  * current session. Cold: the current session's packets never come here. */
-static int uf_arb_other_session(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+static int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                                 unsigned src)
 {
 	if (!a->have_session) {
 		uf_arb_session_start(a, pkt->session); /* nothing to protect yet */
 		return 1;
 	}
-	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_MOLD_SESSION_LEN))
+	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_FRAME_SESSION_LEN))
 		goto out_drop;
-	if (memcmp(pkt->session, a->cand_session, UF_MOLD_SESSION_LEN) != 0) {
-		memcpy(a->cand_session, pkt->session, UF_MOLD_SESSION_LEN);
+	if (memcmp(pkt->session, a->cand_session, UF_FRAME_SESSION_LEN) != 0) {
+		memcpy(a->cand_session, pkt->session, UF_FRAME_SESSION_LEN);
 		memset(a->cand_row, 0, sizeof(a->cand_row));
 	}
 	if (a->cand_row[src] < UINT32_MAX)
@@ -522,7 +531,7 @@ static int uf_arb_other_session(struct uf_arb *a, const struct uf_mold_packet *p
 		a->cb.gap(a->cb.ctx, first, n);
 	}
 	uf_arb_queue_clear(a);
-	memcpy(a->prev_session, a->session, UF_MOLD_SESSION_LEN);
+	memcpy(a->prev_session, a->session, UF_FRAME_SESSION_LEN);
 	a->have_prev = 1;
 	if (a->cb.new_session)
 		a->cb.new_session(a->cb.ctx, pkt->session);
@@ -536,10 +545,10 @@ out_drop:
 
 /* 1 when a packet from the re-request socket answers a request: data of the current
  * session inside a range asked for recently. */
-static int uf_arb_answer_ok(const struct uf_arb *a, const struct uf_mold_packet *pkt)
+static int uf_arb_answer_ok(const struct uf_arb *a, const struct uf_frame *pkt)
 {
-	if (pkt->kind != UF_MOLD_DATA || !a->have_session ||
-	    memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN) != 0)
+	if (pkt->kind != UF_FRAME_DATA || !a->have_session ||
+	    memcmp(pkt->session, a->session, UF_FRAME_SESSION_LEN) != 0)
 		return 0;
 	uint64_t end = pkt->seq + pkt->count; /* no wrap: the caller checked */
 	for (int i = 0; i < UF_ARB_REQ_HISTORY; i++)
@@ -549,10 +558,10 @@ static int uf_arb_answer_ok(const struct uf_arb *a, const struct uf_mold_packet 
 }
 
 /* A packet of the current session that passed every check: arbitration proper. */
-static void uf_arb_accept(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+static void uf_arb_accept(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                           unsigned src)
 {
-	uint64_t end = uf_mold_next_seq(pkt);
+	uint64_t end = uf_frame_next_seq(pkt);
 	if (src < UF_CFG_MAX_LINES) {
 		/* Per-line view: what this line alone lost, whatever the other line did. */
 		struct uf_feed_line_stats *ls = &a->st->lines[src];
@@ -579,12 +588,12 @@ static void uf_arb_accept(struct uf_arb *a, const struct uf_mold_packet *pkt, ui
 	if (UF_UNLIKELY(a->any_eos))
 		uf_arb_eos_contradict(a, end);
 
-	if (UF_UNLIKELY(pkt->kind != UF_MOLD_DATA)) {
+	if (UF_UNLIKELY(pkt->kind != UF_FRAME_DATA)) {
 		if (end > a->high) {
 			uf_arb_hole_open(a, end); /* announced, not received */
 			a->high = end;
 		}
-		if (pkt->kind == UF_MOLD_HEARTBEAT) {
+		if (pkt->kind == UF_FRAME_HEARTBEAT) {
 			uf_stat_add(&a->st->heartbeats, 1);
 			if (src < UF_CFG_MAX_LINES)
 				uf_stat_add(&a->st->lines[src].heartbeats, 1);
@@ -637,7 +646,7 @@ static inline uint64_t uf_arb_limit(const struct uf_arb *a)
 	return a->high > UINT64_MAX - a->p.max_jump ? UINT64_MAX : a->high + a->p.max_jump;
 }
 
-static void uf_arb_quar_hold(struct uf_arb *a, unsigned l, const struct uf_mold_packet *pkt,
+static void uf_arb_quar_hold(struct uf_arb *a, unsigned l, const struct uf_frame *pkt,
                              uint64_t rx_ns)
 {
 	struct uf_arb_quar *q = &a->q[l];
@@ -651,7 +660,7 @@ static void uf_arb_quar_hold(struct uf_arb *a, unsigned l, const struct uf_mold_
 	q->len[q->n] = (uint32_t)pkt->len;
 	q->rx_ns[q->n] = rx_ns;
 	q->n++;
-	q->next = uf_mold_next_seq(pkt);
+	q->next = uf_frame_next_seq(pkt);
 	uf_stat_add(&a->cnt.quarantined, 1);
 }
 
@@ -664,9 +673,9 @@ static void uf_arb_quar_release(struct uf_arb *a, unsigned l)
 	a->nquar--;
 	uf_stat_add(&a->cnt.quarantine_confirmed, 1);
 	for (uint32_t i = 0; i < n; i++) {
-		struct uf_mold_packet pkt;
+		struct uf_frame pkt;
 		/* Validated before it was held: opening again only re-reads lengths. */
-		if (uf_mold_open(&pkt, q->data[i], q->len[i]) > 0)
+		if (a->framing->open(&pkt, q->data[i], q->len[i]) > 0)
 			uf_arb_accept(a, &pkt, q->rx_ns[i], l);
 	}
 }
@@ -681,7 +690,7 @@ static int uf_arb_quar_near(const struct uf_arb *a, unsigned l, uint64_t seq)
 }
 
 /* A packet of line `src` beyond uf_arb_limit(): hold it, or release what it corroborates. */
-static void uf_arb_quarantine(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+static void uf_arb_quarantine(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                               unsigned src)
 {
 	struct uf_arb_quar *q = &a->q[src];
@@ -721,9 +730,9 @@ static void uf_arb_quar_recheck(struct uf_arb *a, unsigned src)
 		uf_arb_quar_drop(a, src);
 }
 
-void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns, unsigned src)
+void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
-	if (UF_UNLIKELY(pkt->kind == UF_MOLD_DATA && pkt->seq > UINT64_MAX - pkt->count)) {
+	if (UF_UNLIKELY(pkt->kind == UF_FRAME_DATA && pkt->seq > UINT64_MAX - pkt->count)) {
 		uf_stat_add(&a->cnt.bad_sequence, 1); /* no stream reaches 2^64: a forgery */
 		return;
 	}
@@ -736,8 +745,8 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t 
 		uf_arb_accept(a, pkt, rx_ns, UF_ARB_SRC_RECOVERY);
 		return;
 	}
-	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_MOLD_SESSION_LEN))) {
-		if (UF_LIKELY(pkt->kind != UF_MOLD_END_OF_SESSION))
+	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_FRAME_SESSION_LEN))) {
+		if (UF_LIKELY(pkt->kind != UF_FRAME_END))
 			a->cand_row[src] = 0; /* the current session goes on on this line */
 	} else if (!uf_arb_other_session(a, pkt, rx_ns, src)) {
 		return;
@@ -765,15 +774,15 @@ static void uf_arb_req_remember(struct uf_arb *a, uint64_t first, uint64_t end)
  * try: a dead server ends in a give-up, not a loop. */
 static void uf_arb_request(struct uf_arb *a, uint64_t first, uint64_t end, uint64_t now_ns)
 {
-	uint8_t req[UF_MOLD_REREQUEST_LEN];
-	uf_mold_rerequest_build(req, a->session, first, (uint16_t)(end - first));
+	uint8_t req[UF_FRAME_REQUEST_MAX];
+	size_t len = a->framing->request_build(req, a->session, first, (uint32_t)(end - first));
 	a->inflight[a->ninflight++] = (struct uf_arb_req){first, end, now_ns};
 	a->last_req_ns = now_ns;
 	a->rate_limited = 0;
 	uf_arb_req_remember(a, first, end);
-	ssize_t r = sendto(a->fd, req, sizeof(req), MSG_DONTWAIT, (struct sockaddr *)&a->server,
-	                   sizeof(a->server));
-	if (r == (ssize_t)sizeof(req))
+	ssize_t r =
+	    sendto(a->fd, req, len, MSG_DONTWAIT, (struct sockaddr *)&a->server, sizeof(a->server));
+	if (r == (ssize_t)len)
 		uf_stat_add(&a->st->rerequests, 1);
 }
 
@@ -929,9 +938,9 @@ void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
 
 void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
 {
-	if (session && (!a->have_session || memcmp(a->session, session, UF_MOLD_SESSION_LEN))) {
+	if (session && (!a->have_session || memcmp(a->session, session, UF_FRAME_SESSION_LEN))) {
 		if (a->have_session) {
-			memcpy(a->prev_session, a->session, UF_MOLD_SESSION_LEN);
+			memcpy(a->prev_session, a->session, UF_FRAME_SESSION_LEN);
 			a->have_prev = 1;
 			uf_arb_queue_clear(a); /* another day's packets */
 		}

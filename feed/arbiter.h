@@ -60,7 +60,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#include "decode/uf_mold.h"
+#include "decode/uf_frame.h"
 #include "feed/uf_feed_config.h"
 #include "feed/uf_feed_stats.h"
 
@@ -109,12 +109,12 @@ struct uf_arb_counters {
 struct uf_arb_cb {
 	/* Deliver messages [pkt->seq + skip, pkt->seq + pkt->count) of a validated data packet,
 	 * in order. `src` is the line index or UF_ARB_SRC_RECOVERY. */
-	void (*deliver)(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx_ns,
+	void (*deliver)(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx_ns,
 	                unsigned src);
 	/* Sequences [first, first + count) are given up: publish a gap marker. */
 	void (*gap)(void *ctx, uint64_t first, uint64_t count);
 	/* A new session started (after the first): books of the old one are void. */
-	void (*new_session)(void *ctx, const char session[UF_MOLD_SESSION_LEN]);
+	void (*new_session)(void *ctx, const char session[UF_FRAME_SESSION_LEN]);
 	void *ctx;
 };
 
@@ -156,11 +156,12 @@ struct uf_arb_slot {
 };
 
 struct uf_arb {
-	struct uf_arb_cb cb;        /* where results go */
-	struct uf_feed_stats *st;   /* counters */
-	struct uf_arb_counters cnt; /* the arbiter's own counters (the feed publishes them) */
-	struct uf_arb_params p;     /* trust thresholds */
-	int nlines;                 /* lines in use */
+	const struct uf_framing *framing; /* the venue's packets (cfg protocol, uf_proto.h) */
+	struct uf_arb_cb cb;              /* where results go */
+	struct uf_feed_stats *st;         /* counters */
+	struct uf_arb_counters cnt;       /* the arbiter's own counters (the feed publishes them) */
+	struct uf_arb_params p;           /* trust thresholds */
+	int nlines;                       /* lines in use */
 	uint32_t line_source[UF_CFG_MAX_LINES]; /* expected source per line (s_addr), 0 = any */
 	/* recovery parameters */
 	int recovery;              /* 1 when a request server is configured */
@@ -177,22 +178,22 @@ struct uf_arb {
 	                            * timeout */
 	uint64_t (*now)(void);     /* monotonic clock (uf_now_mono_ns; tests set a fake one) */
 	/* session */
-	char session[UF_MOLD_SESSION_LEN];      /* current session */
-	char prev_session[UF_MOLD_SESSION_LEN]; /* previous session: its packets are dropped */
-	int have_session;                       /* session is set */
-	int have_prev;                          /* prev_session is set */
-	char cand_session[UF_MOLD_SESSION_LEN]; /* another session seen while ours runs */
-	uint32_t cand_row[UF_CFG_MAX_LINES];    /* its packets in a row, per line */
-	uint64_t delivered;                     /* messages delivered or given up in this session */
-	int eos_seen;                           /* end of session corroborated (every live line) */
-	int any_eos;                            /* some line_eos is set */
-	uint64_t line_eos[UF_CFG_MAX_LINES];    /* per line: end-of-session sequence (0 = none) */
-	uint64_t line_rx[UF_CFG_MAX_LINES];     /* per line: receive time of its last packet */
-	uint8_t line_seen[UF_CFG_MAX_LINES];    /* per line: sent a packet of this session */
-	int eos_done;                           /* end of session reached and counted */
-	uint64_t eos_seq;                       /* its sequence */
-	uint64_t expected;                      /* next sequence to deliver */
-	uint64_t high;                          /* sequence after the last one announced anywhere */
+	char session[UF_FRAME_SESSION_LEN];      /* current session */
+	char prev_session[UF_FRAME_SESSION_LEN]; /* previous session: its packets are dropped */
+	int have_session;                        /* session is set */
+	int have_prev;                           /* prev_session is set */
+	char cand_session[UF_FRAME_SESSION_LEN]; /* another session seen while ours runs */
+	uint32_t cand_row[UF_CFG_MAX_LINES];     /* its packets in a row, per line */
+	uint64_t delivered;                  /* messages delivered or given up in this session */
+	int eos_seen;                        /* end of session corroborated (every live line) */
+	int any_eos;                         /* some line_eos is set */
+	uint64_t line_eos[UF_CFG_MAX_LINES]; /* per line: end-of-session sequence (0 = none) */
+	uint64_t line_rx[UF_CFG_MAX_LINES];  /* per line: receive time of its last packet */
+	uint8_t line_seen[UF_CFG_MAX_LINES]; /* per line: sent a packet of this session */
+	int eos_done;                        /* end of session reached and counted */
+	uint64_t eos_seq;                    /* its sequence */
+	uint64_t expected;                   /* next sequence to deliver */
+	uint64_t high;                       /* sequence after the last one announced anywhere */
 	uint64_t
 	    line_next[UF_CFG_MAX_LINES]; /* per line: sequence after its last packet (0 = none) */
 	/* gap state */
@@ -227,7 +228,8 @@ struct uf_arb {
 };
 
 /* Sets up the arbiter for `cfg` (recovery.*, lines) with re-request socket `fd` (-1: no
- * recovery) and queue slots of `slot_size` bytes. Returns 0 or -ENOMEM. Cold. */
+ * recovery) and queue slots of `slot_size` bytes; cfg->protocol names the framing (publish/
+ * uf_proto.h, "" the default). Returns 0, -ENOMEM or -EPROTONOSUPPORT. Cold. */
 int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
                 struct uf_feed_stats *st, const struct uf_arb_cb *cb);
 
@@ -262,9 +264,8 @@ static inline const struct uf_arb_counters *uf_arb_counters(const struct uf_arb 
 /* Frees the queue. Safe on a zeroed struct. */
 void uf_arb_fini(struct uf_arb *a);
 
-/* One validated MoldUDP64 packet (kind set by uf_mold_open) from source `src`. Hot. */
-void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-                   unsigned src);
+/* One validated packet (kind set by the framing's open) from source `src`. Hot. */
+void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 
 /* Timers: call when a.gap_open, at least every millisecond; sends re-requests, retries and
  * gives up holes at their deadline. `now_ns` is CLOCK_MONOTONIC (a->now's clock). `drained` says

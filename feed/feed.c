@@ -154,6 +154,32 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		rc = -EINVAL;
 		goto out_free;
 	}
+	f->proto = uf_proto_find(cfg->protocol);
+	if (!f->proto) {
+		char names[200];
+		uf_err_set(err, errlen, "feed %s: protocol \"%s\" is not supported (supported: %s)",
+		           cfg->name, cfg->protocol, uf_proto_names(names, sizeof(names)));
+		rc = -EPROTONOSUPPORT;
+		goto out_free;
+	}
+	if (f->proto->book != UF_BOOK_ORDERS) {
+		uf_err_set(err, errlen,
+		           "feed %s: protocol %s feeds a book kind the engine has not "
+		           "got yet",
+		           cfg->name, f->proto->name);
+		rc = -EPROTONOSUPPORT;
+		goto out_free;
+	}
+	if (f->proto->state_size) {
+		size_t sz = (f->proto->state_size + UF_CACHELINE - 1) & ~(size_t)(UF_CACHELINE - 1);
+		f->proto_state = aligned_alloc(UF_CACHELINE, sz);
+		if (!f->proto_state) {
+			uf_err_set(err, errlen, "out of memory");
+			rc = -ENOMEM;
+			goto out_free;
+		}
+		memset(f->proto_state, 0, sz);
+	}
 	f->stats.nlines = (uint64_t)cfg->nlines;
 	for (int i = 0; i < cfg->nlines; i++) {
 		memcpy(f->stats.line_names[i], cfg->lines[i].name, UF_CFG_NAME_MAX);
@@ -222,9 +248,12 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 		uf_err_set(err, errlen, "feed %s: ring: %s", cfg->name, why);
 		goto out_filter;
 	}
-	f->rec_cap = uf_sink_max_batch(&f->sink);
-	if (f->rec_cap > UF_FEED_RECS)
-		f->rec_cap = UF_FEED_RECS;
+	f->step.pub = f->pub;
+	f->step.recs = f->recs;
+	f->step.rec_cap = uf_sink_max_batch(&f->sink);
+	if (f->step.rec_cap > UF_FEED_RECS)
+		f->step.rec_cap = UF_FEED_RECS;
+	f->step.step_cap = f->step.rec_cap;
 	struct uf_arb_cb cb;
 	uf_feed_pipeline_callbacks(f, &cb);
 	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;
@@ -258,6 +287,7 @@ out_close:
 	for (int i = 0; i < f->nsrc; i++)
 		close(f->fds[i]);
 out_free:
+	free(f->proto_state);
 	free(f);
 	return rc;
 }
@@ -273,5 +303,6 @@ void uf_feed_destroy(struct uf_feed *f)
 	uf_publish_destroy(f->pub);
 	for (int i = 0; i < f->nsrc; i++)
 		close(f->fds[i]);
+	free(f->proto_state);
 	free(f);
 }

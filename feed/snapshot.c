@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 
 #include "common/uf_time.h"
-#include "decode/uf_itch50.h"
 #include "feed/feed_internal.h"
 #include "feed/feed_log.h"
 
@@ -58,12 +57,13 @@ void uf_snap_buf_clear(struct uf_snap_buf *b)
 	b->have_eos[0] = b->have_eos[1] = 0;
 }
 
-int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns,
                         unsigned src)
 {
-	if (pkt->kind != UF_MOLD_END_OF_SESSION || src >= 2 || pkt->len < UF_MOLD_HDR_LEN)
+	if (pkt->kind != UF_FRAME_END || src >= 2 || pkt->len > UF_SNAP_EOS_MAX)
 		return 0;
-	memcpy(b->eos[src], pkt->buf, UF_MOLD_HDR_LEN);
+	memcpy(b->eos[src], pkt->buf, pkt->len);
+	b->eos_len[src] = (uint32_t)pkt->len;
 	b->eos_rx[src] = rx_ns;
 	b->have_eos[src] = 1;
 	return 1;
@@ -114,12 +114,11 @@ static int uf_snap_buf_needs(const struct uf_snap_buf *b, uint64_t seq, uint64_t
 	return 0;
 }
 
-int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-                    unsigned src)
+int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
-	if (pkt->kind != UF_MOLD_DATA || pkt->count == 0)
+	if (pkt->kind != UF_FRAME_DATA || pkt->count == 0)
 		return 0;
-	if (b->have_session && memcmp(b->session, pkt->session, UF_MOLD_SESSION_LEN) != 0)
+	if (b->have_session && memcmp(b->session, pkt->session, UF_FRAME_SESSION_LEN) != 0)
 		return 0;
 	uint64_t seq = pkt->seq, end = pkt->seq + pkt->count;
 	if (!uf_snap_buf_needs(b, seq, end))
@@ -138,7 +137,7 @@ int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uin
 	if (b->n == 1) {
 		b->lo = seq;
 		b->hi = end;
-		memcpy(b->session, pkt->session, UF_MOLD_SESSION_LEN);
+		memcpy(b->session, pkt->session, UF_FRAME_SESSION_LEN);
 		b->have_session = 1;
 		return 1;
 	}
@@ -177,13 +176,13 @@ void uf_snap_buf_sort(struct uf_snap_buf *b)
  * have no receive time). */
 static void uf_snap_flush(struct uf_feed *f)
 {
-	if (UF_UNLIKELY(f->filter.on) && f->nrec)
-		f->nrec = uf_filter_records(&f->filter, f->recs, f->nrec);
-	if (f->nrec) {
-		if (uf_sink_records(&f->sink, f->recs, f->nrec, 0) < 0)
+	if (UF_UNLIKELY(f->filter.on) && f->step.nrec)
+		f->step.nrec = uf_filter_records(&f->filter, f->recs, f->step.nrec);
+	if (f->step.nrec) {
+		if (uf_sink_records(&f->sink, f->recs, f->step.nrec, 0) < 0)
 			uf_stat_add(&f->stats.image_errors, 1);
-		uf_stat_add(&f->stats.records, f->nrec);
-		f->nrec = 0;
+		uf_stat_add(&f->stats.records, f->step.nrec);
+		f->step.nrec = 0;
 	}
 }
 
@@ -192,39 +191,29 @@ static void uf_snap_flush(struct uf_feed *f)
  * same publish step, exactly as a new MoldUDP64 session does it. */
 static void uf_snap_emit_reset(struct uf_feed *f)
 {
-	char session[UF_MOLD_SESSION_LEN];
+	char session[UF_FRAME_SESSION_LEN];
 	uf_snap_flush(f);
 	memcpy(session, f->arb.session, sizeof(session));
-	int n = uf_publish_void_books(f->pub, UF_RESET_SNAPSHOT, session, 0, f->recs, f->rec_cap);
+	int n =
+	    uf_publish_void_books(f->pub, UF_RESET_SNAPSHOT, session, 0, f->recs, f->step.rec_cap);
 	size_t nrec = n > 0 ? (size_t)n : 0;
 	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
 	uf_stat_add(&f->stats.records, nrec);
 }
 
+/* One snapshot message, applied by the protocol entry into the publish step (its records
+ * go out with the next flush of the step, like the live ones). */
 static void uf_snap_on_message(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
 {
 	struct uf_feed *f = ctx;
-	struct uf_itch_msg m;
 	(void)seq;
 	uf_stat_add(&f->stats.snapshot_bytes, len);
-	int rc = uf_itch_decode(msg, len, &m);
-	if (rc != 0) {
-		if (len == 0)
-			uf_stat_add(&f->stats.decode_empty_message, 1);
-		else if (rc == -ENOMSG)
-			uf_stat_add(&f->stats.decode_unknown_type, 1);
-		else
-			uf_stat_add(&f->stats.decode_bad_length, 1);
+	int rc = f->proto->snapshot_msg(&f->step, msg, len);
+	if (rc < 0) {
+		f->step.msg_error(f->step.owner, (enum uf_step_err)(-rc - 1));
 		return;
 	}
-	if (f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap)
-		uf_snap_flush(f);
-	/* feed_seq 0: a snapshot message has no real-time sequence (the state it describes
-	 * ends at End of Snapshot - 1). */
-	int k = uf_publish_apply(f->pub, &m, 0, 0, f->recs + f->nrec, f->rec_cap - f->nrec);
-	if (k > 0)
-		f->nrec += (size_t)k;
 	uf_stat_add(&f->stats.snapshot_messages, 1);
 	f->snap.msgs++;
 }
@@ -266,14 +255,14 @@ static void uf_snap_replay(struct uf_feed *f)
 	uf_snap_buf_sort(b);
 	for (uint32_t i = 0; i < b->n; i++) {
 		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
-		struct uf_mold_packet mp;
+		struct uf_frame mp;
 		/* Validated before it was kept: opening again only re-reads lengths. */
-		if (uf_mold_open(&mp, p->data, p->len) == UF_MOLD_DATA)
+		if (f->proto->framing->open(&mp, p->data, p->len) == UF_FRAME_DATA)
 			uf_arb_packet(&f->arb, &mp, p->rx_ns, p->src);
 	}
 	for (unsigned l = 0; l < 2; l++) {
-		struct uf_mold_packet mp;
-		if (b->have_eos[l] && uf_mold_open(&mp, b->eos[l], UF_MOLD_HDR_LEN) > 0)
+		struct uf_frame mp;
+		if (b->have_eos[l] && f->proto->framing->open(&mp, b->eos[l], b->eos_len[l]) > 0)
 			uf_arb_packet(&f->arb, &mp, b->eos_rx[l], l);
 	}
 	uf_snap_buf_clear(b);
@@ -314,7 +303,8 @@ static void uf_snap_fail(struct uf_feed *f, uint64_t now, const char *why)
 		 * delivered before is gone with them: say so (GAP, every book stale). */
 		uf_snap_emit_reset(f);
 		if (f->arb.have_session && f->arb.expected > 1) {
-			int n = uf_publish_gap(f->pub, 1, f->arb.expected - 1, f->recs, f->rec_cap);
+			int n = uf_publish_gap(f->pub, 1, f->arb.expected - 1, f->recs,
+			                       f->step.rec_cap);
 			size_t nrec = n > 0 ? (size_t)n : 0;
 			if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
 				uf_stat_add(&f->stats.image_errors, 1);
@@ -359,7 +349,7 @@ static void uf_snap_merge(struct uf_feed *f, uint64_t now)
 	s->unrecovered_seen = f->stats.gaps_unrecovered;
 }
 
-int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_frame *pkt, uint64_t rx_ns,
                             unsigned src)
 {
 	struct uf_snapshot *s = &f->snap;
@@ -372,7 +362,7 @@ int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt,
 	}
 	if (src >= (unsigned)f->cfg.nlines)
 		return 1; /* answers for the old books: the snapshot replaces them */
-	if (pkt->kind == UF_MOLD_END_OF_SESSION) {
+	if (pkt->kind == UF_FRAME_END) {
 		uf_snap_buf_add_eos(&s->buf, pkt, rx_ns, src);
 		return 1; /* heartbeats: the lines send more after the merge */
 	}
@@ -434,6 +424,8 @@ int uf_feed_snapshot_init(struct uf_feed *f)
 	memset(s, 0, sizeof(*s));
 	if (!cfg->snapshot.enabled)
 		return 0;
+	if (!f->proto->snapshot_msg)
+		return -ENOTSUP; /* the venue's protocol has no snapshot service */
 	uf_soup_client_params_default(&s->p);
 	s->p.server = cfg->snapshot.server;
 	snprintf(s->p.username, sizeof(s->p.username), "%s", cfg->snapshot.username);

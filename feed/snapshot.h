@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decode/uf_mold.h"
+#include "decode/uf_frame.h"
 #include "feed/soup_client.h"
 
 #define UF_SNAP_HOLES            64 /* holes below the highest buffered sequence tracked */
@@ -57,6 +57,8 @@ struct uf_snap_pkt {
 };
 
 /* Live packets kept while a snapshot loads: one copy per sequence, bounded. */
+#define UF_SNAP_EOS_MAX 64 /* largest end-of-session datagram kept (bytes) */
+
 struct uf_snap_buf {
 	uint32_t cap;             /* packets */
 	uint32_t n;               /* kept, in arrival order */
@@ -72,11 +74,12 @@ struct uf_snap_buf {
 	struct {
 		uint64_t first, end; /* [first, end) not kept yet */
 	} holes[UF_SNAP_HOLES];
-	char session[UF_MOLD_SESSION_LEN]; /* session of the kept packets */
-	int have_session;                  /* session is set */
+	char session[UF_FRAME_SESSION_LEN]; /* session of the kept packets */
+	int have_session;                   /* session is set */
 	/* The last end-of-session packet of each line (the day may end while a snapshot
 	 * loads; the arbiter must still see it, after the data). */
-	uint8_t eos[2][UF_MOLD_HDR_LEN]; /* copies */
+	uint8_t eos[2][UF_SNAP_EOS_MAX]; /* copies (a framing's end of session is a header) */
+	uint32_t eos_len[2];             /* their lengths */
 	uint64_t eos_rx[2];              /* their receive times */
 	uint8_t have_eos[2];             /* copy present */
 };
@@ -90,11 +93,12 @@ void uf_snap_buf_clear(struct uf_snap_buf *b);
 /* Keeps a validated data packet if it carries a sequence not kept yet. Returns 1 kept,
  * 0 not needed (every sequence kept already, or another session than the kept ones),
  * -ENOSPC full (not kept), -EMSGSIZE larger than a slot. No system call. */
-int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns,
                     unsigned src);
 
-/* Keeps the latest end-of-session packet of line `src` (< 2). Returns 1 kept, 0 not one. */
-int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+/* Keeps the latest end-of-session packet of line `src` (< 2). Returns 1 kept, 0 not one (or
+ * longer than UF_SNAP_EOS_MAX). */
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns,
                         unsigned src);
 
 /* Orders b->order[0..n) by sequence (ties: arrival order). Cold. */
@@ -140,7 +144,7 @@ void uf_feed_snapshot_run_start(struct uf_feed *f);
 
 /* pipeline.c, per validated line packet while state != IDLE: 1 when the snapshot took it
  * (buffered or dropped), 0 when it goes on to the arbiter. */
-int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_frame *pkt, uint64_t rx_ns,
                             unsigned src);
 
 /* pipeline.c, once per loop turn when uf_feed_snapshot_due(): drives the client while

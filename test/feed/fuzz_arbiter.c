@@ -66,7 +66,7 @@ static struct {
 
 static int fz_debug; /* FZ_DEBUG=1 in the environment: trace packets and gaps on stderr */
 
-static void fz_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
+static void fz_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	FZ_FAIL(skip < pkt->count && pkt->seq + skip == g.next);
@@ -106,7 +106,7 @@ static void fz_session(void *ctx, const char s[UF_MOLD_SESSION_LEN])
 
 static void fz_send(struct uf_arb *a, const uint8_t *buf, size_t len, uint64_t now, unsigned src)
 {
-	struct uf_mold_packet p;
+	struct uf_frame p;
 	if (fz_debug && uf_mold_open(&p, buf, len) > 0)
 		fprintf(stderr,
 		        "src %u %.10s seq %llu count %u | exp %llu high %llu gapmsgs %llu\n", src,
@@ -146,7 +146,7 @@ static void fz_serve(struct uf_arb *a, int srv, int answer, uint64_t now)
 	uint8_t in[64], buf[FZ_BUF];
 	ssize_t n;
 	while ((n = recv(srv, in, sizeof(in), MSG_DONTWAIT)) > 0) {
-		struct uf_mold_packet req;
+		struct uf_frame req;
 		memset(&req, 0, sizeof(req));
 		FZ_FAIL(uf_mold_rerequest_parse(&req, in, (size_t)n) == 0);
 		if (g.nreq < FZ_MAXREQ) {

@@ -27,7 +27,7 @@ struct rec {
 	int sessions;
 };
 
-static void on_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
+static void on_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	struct rec *r = ctx;
@@ -57,7 +57,7 @@ struct env {
 	int srv; /* stands in for the request server */
 	int cli; /* the arbiter's re-request socket */
 	uint8_t buf[2048];
-	struct uf_mold_packet pkt;
+	struct uf_frame pkt;
 };
 
 static struct env *env_new(int recovery, uint32_t queue)
@@ -155,7 +155,7 @@ static int read_request(struct env *e, uint64_t *seq, uint16_t *count)
 	ssize_t n = recv(e->srv, in, sizeof(in), MSG_DONTWAIT);
 	if (n < 0)
 		return 0;
-	struct uf_mold_packet req;
+	struct uf_frame req;
 	memset(&req, 0, sizeof(req));
 	assert_int_equal(uf_mold_rerequest_parse(&req, in, (size_t)n), 0);
 	*seq = req.seq;

@@ -18,11 +18,11 @@
 
 struct pk {
 	uint8_t buf[2048];
-	struct uf_mold_packet p;
+	struct uf_frame p;
 };
 
 /* A data packet of `count` 12-byte messages from `seq` (count 0xFFFF: end of session). */
-static struct uf_mold_packet *mk(struct pk *k, const char *sess, uint64_t seq, unsigned count)
+static struct uf_frame *mk(struct pk *k, const char *sess, uint64_t seq, unsigned count)
 {
 	struct uf_mold_builder b;
 	char s[UF_MOLD_SESSION_LEN];
@@ -110,7 +110,7 @@ struct rec {
 	unsigned gaps;
 };
 
-static void on_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
+static void on_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	struct rec *r = ctx;
