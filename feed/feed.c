@@ -267,6 +267,11 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	if (rc < 0)
 		goto out_arb;
 	rc = uf_feed_snapshot_init(f);
+	if (rc == -ENOTSUP) {
+		uf_err_set(err, errlen, "feed %s: protocol %s has no snapshot service", cfg->name,
+		           f->proto->name);
+		goto out_arb;
+	}
 	if (rc < 0) {
 		uf_err_rc(err, errlen, rc, "feed %s: snapshot buffer of %u packets", cfg->name,
 		          cfg->snapshot.buffer_packets);

@@ -135,7 +135,8 @@ struct uf_snapshot {
 
 struct uf_feed;
 
-/* feed.c: from the config (cold). 0, -ENOMEM or -EINVAL (client parameters). */
+/* feed.c: from the config (cold). 0, -ENOMEM, -EINVAL (client parameters) or -ENOTSUP (the
+ * protocol has no snapshot service). */
 int uf_feed_snapshot_init(struct uf_feed *f);
 void uf_feed_snapshot_fini(struct uf_feed *f);
 
