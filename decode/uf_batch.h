@@ -92,36 +92,31 @@ typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_frame *pkt);
 
 #define UF_DECODE_FUSED_MAX 128 /* blocks decoded in one pass; above, two passes */
 
-/* The one-pass form of a data packet: walks the blocks once, checking every length against
- * the datagram exactly as uf_mold_open() does and decoding each message into out[] as it
- * goes, so the decode work overlaps the serial walk (load a length, add, load the next)
- * instead of following a separate validation walk. Nothing is delivered here: the caller
- * hands out[] on only when the whole packet validated, so a packet that lies is still
- * dropped whole. Returns UF_MOLD_DATA with pkt, out[0..count) and rc[0..count) filled, or
- * -EBADMSG with pkt->err set. Needs 1 <= count <= UF_DECODE_FUSED_MAX (caller checks). */
+/* Fused decode state: where block i's message goes and what decoding it returned. */
+struct uf_decode_fused {
+	struct uf_itch_msg *out; /* decoded messages */
+	int8_t *rc;              /* decode results */
+};
+
+/* uf_mold_walk's callback for the fused decode (inlined into the walk). */
+static inline __attribute__((always_inline)) void
+uf_decode_fused_block(void *ctx, uint32_t i, const uint8_t *msg, uint16_t len)
+{
+	struct uf_decode_fused *d = ctx;
+	d->rc[i] = (int8_t)uf_itch_decode_inline(msg, len, &d->out[i]);
+}
+
+/* The one-pass form of a data packet: walks the blocks once (uf_mold_walk, the walk
+ * uf_mold_open() does), decoding each message into out[] as it goes, so the decode work overlaps
+ * the serial walk (load a length, add, load the next) instead of following a separate validation
+ * walk. Nothing is delivered here: the caller hands out[] on only when the whole packet validated,
+ * so a packet that lies is still dropped whole. Returns UF_MOLD_DATA with pkt, out[0..count) and
+ * rc[0..count) filled, or -EBADMSG with pkt->err set. Needs 1 <= count <= UF_DECODE_FUSED_MAX
+ * (caller checks). */
 static inline int uf_decode_walk_fused(struct uf_frame *pkt, struct uf_itch_msg *out, int8_t *rc)
 {
-	const uint8_t *p = pkt->buf + UF_MOLD_HDR_LEN, *end = pkt->buf + pkt->len;
-	for (uint32_t i = 0; i < pkt->count; i++) {
-		if (UF_UNLIKELY(end - p < 2)) {
-			pkt->err = p == end ? UF_MOLD_ERR_COUNT_MISMATCH
-			                    : UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED;
-			return -EBADMSG;
-		}
-		size_t bl = uf_be16(p);
-		if (UF_UNLIKELY((size_t)(end - p - 2) < bl)) {
-			pkt->err = UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET;
-			return -EBADMSG;
-		}
-		rc[i] = (int8_t)uf_itch_decode_inline(p + 2, bl, &out[i]);
-		p += 2 + bl;
-	}
-	if (UF_UNLIKELY(p != end)) {
-		pkt->err = UF_MOLD_ERR_TRAILING_BYTES;
-		return -EBADMSG;
-	}
-	pkt->kind = UF_MOLD_DATA;
-	return UF_MOLD_DATA;
+	struct uf_decode_fused d = {out, rc};
+	return uf_mold_walk(pkt, uf_decode_fused_block, &d); /* the one block walk (uf_mold.h) */
 }
 
 static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, size_t n,

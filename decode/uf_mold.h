@@ -71,38 +71,36 @@ static inline int uf_mold_parse_header(struct uf_frame *pkt, const uint8_t *buf,
 	return 0;
 }
 
-/* Parses and validates a whole downstream datagram.
- * Returns its kind (UF_MOLD_DATA, UF_MOLD_HEARTBEAT, UF_MOLD_END_OF_SESSION), or -EBADMSG
- * with pkt->err saying which length lied. O(count): touches only the length fields. */
-static inline int uf_mold_open(struct uf_frame *pkt, const uint8_t *buf, size_t len)
+/* Called by uf_mold_walk for block i (message bytes and length) once its length is known to
+ * lie inside the datagram. */
+typedef void (*uf_mold_block_fn)(void *ctx, uint32_t i, const uint8_t *msg, uint16_t len);
+
+/* THE MoldUDP64 block walk: checks the `count` blocks after the header against the datagram
+ * (every length inside it, nothing after the last), calling blk (NULL: none) on each block as
+ * it goes, so work on a block overlaps the serial walk (load a length, add, load the next).
+ * Returns UF_MOLD_DATA (pkt->kind set), or -EBADMSG with pkt->err saying which length lied;
+ * blocks before the lie were already seen by blk, so a caller hands nothing on before the
+ * whole walk succeeded. Needs a parsed header with 1 <= count < 0xFFFF. Always inlined: with
+ * a constant blk the callback is inlined too (uf_mold_open, decode/uf_batch.h's fused
+ * decode). */
+static inline __attribute__((always_inline)) int uf_mold_walk(struct uf_frame *pkt,
+                                                              uf_mold_block_fn blk, void *ctx)
 {
-	if (uf_mold_parse_header(pkt, buf, len) < 0)
-		return -EBADMSG;
-	const uint8_t *p = buf + UF_MOLD_HDR_LEN, *end = buf + len;
-	if (pkt->count == 0 || pkt->count == UF_MOLD_COUNT_END) {
-		if (UF_UNLIKELY(p != end)) { /* a header-only packet carrying bytes */
-			pkt->err = pkt->count ? UF_MOLD_ERR_BAD_END_OF_SESSION
-			                      : UF_MOLD_ERR_TRAILING_BYTES;
-			return -EBADMSG;
-		}
-		pkt->kind = pkt->count ? UF_MOLD_END_OF_SESSION : UF_MOLD_HEARTBEAT;
-		return pkt->kind;
-	}
+	const uint8_t *p = pkt->buf + UF_MOLD_HDR_LEN, *end = pkt->buf + pkt->len;
 	for (uint32_t i = 0; i < pkt->count; i++) {
-		if (UF_UNLIKELY(p == end)) {
-			pkt->err = UF_MOLD_ERR_COUNT_MISMATCH;
-			return -EBADMSG;
-		}
 		if (UF_UNLIKELY(end - p < 2)) {
-			pkt->err = UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED;
+			pkt->err = p == end ? UF_MOLD_ERR_COUNT_MISMATCH
+			                    : UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED;
 			return -EBADMSG;
 		}
-		size_t bl = uf_be16(p);
+		uint16_t bl = uf_be16(p);
 		if (UF_UNLIKELY((size_t)(end - p - 2) < bl)) {
 			pkt->err = UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET;
 			return -EBADMSG;
 		}
-		p += 2 + bl;
+		if (blk)
+			blk(ctx, i, p + 2, bl);
+		p += 2 + (size_t)bl;
 	}
 	if (UF_UNLIKELY(p != end)) {
 		pkt->err = UF_MOLD_ERR_TRAILING_BYTES;
@@ -110,6 +108,25 @@ static inline int uf_mold_open(struct uf_frame *pkt, const uint8_t *buf, size_t 
 	}
 	pkt->kind = UF_MOLD_DATA;
 	return UF_MOLD_DATA;
+}
+
+/* Parses and validates a whole downstream datagram.
+ * Returns its kind (UF_MOLD_DATA, UF_MOLD_HEARTBEAT, UF_MOLD_END_OF_SESSION), or -EBADMSG
+ * with pkt->err saying which length lied. O(count): touches only the length fields. */
+static inline int uf_mold_open(struct uf_frame *pkt, const uint8_t *buf, size_t len)
+{
+	if (uf_mold_parse_header(pkt, buf, len) < 0)
+		return -EBADMSG;
+	if (pkt->count == 0 || pkt->count == UF_MOLD_COUNT_END) {
+		if (UF_UNLIKELY(len != UF_MOLD_HDR_LEN)) { /* a header-only packet carrying bytes */
+			pkt->err = pkt->count ? UF_MOLD_ERR_BAD_END_OF_SESSION
+			                      : UF_MOLD_ERR_TRAILING_BYTES;
+			return -EBADMSG;
+		}
+		pkt->kind = pkt->count ? UF_MOLD_END_OF_SESSION : UF_MOLD_HEARTBEAT;
+		return pkt->kind;
+	}
+	return uf_mold_walk(pkt, NULL, NULL);
 }
 
 /* uf_mold_open plus counting: packets, heartbeats, end_of_session, mold_err[kind]. */
