@@ -136,7 +136,7 @@ static int uf_feed_async_wake(void *ctx, uint32_t *word)
  * publish, then the image updates they cause, see sink.h), then records the wire-to-publish
  * latency of their messages and, with stage timing, adds the step's ring (filter included)
  * and image time to the packet's sums (the sink reads the clock between the two). */
-static void uf_feed_flush(struct uf_feed *f)
+void uf_feed_flush(struct uf_feed *f)
 {
 	int timed = 0;
 	uint64_t t_ring = 0;
@@ -273,9 +273,8 @@ static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
 		uf_store_relaxed_u64(&f->stats.books_stale, ps.stale_books);
 }
 
-static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
+void uf_feed_publish_gap(struct uf_feed *f, uint64_t first, uint64_t count)
 {
-	struct uf_feed *f = ctx;
 	uf_feed_flush(f);
 	int n = uf_publish_gap(f->pub, first, count, f->recs, f->step.rec_cap);
 	size_t nrec = n > 0 ? (size_t)n : 0;
@@ -285,17 +284,27 @@ static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
 	uf_feed_sync_pub_stats(f); /* every book is stale now */
 }
 
-static void uf_feed_new_session(void *ctx, const char session[UF_FRAME_SESSION_LEN])
+void uf_feed_publish_reset(struct uf_feed *f, uint32_t reason,
+                           const char session[UF_FRAME_SESSION_LEN], uint64_t feed_seq)
 {
-	struct uf_feed *f = ctx;
 	uf_feed_flush(f);
-	/* a new session is a new day: old books are void, and the stream says so (RESET) */
-	int n = uf_publish_new_session(f->pub, session, f->recs, f->step.rec_cap);
+	int n = uf_publish_void_books(f->pub, reason, session, feed_seq, f->recs, f->step.rec_cap);
 	size_t nrec = n > 0 ? (size_t)n : 0;
 	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
 	uf_stat_add(&f->stats.records, nrec);
 	uf_feed_sync_pub_stats(f); /* empty books are right books: none stale */
+}
+
+static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
+{
+	uf_feed_publish_gap(ctx, first, count);
+}
+
+static void uf_feed_new_session(void *ctx, const char session[UF_FRAME_SESSION_LEN])
+{
+	/* a new session is a new day: old books are void, and the stream says so (RESET) */
+	uf_feed_publish_reset(ctx, UF_RESET_NEW_SESSION, session, 1);
 }
 
 /* A datagram the framing refused, counted by what lied (the framing errors, uf_counters.h). */

@@ -172,34 +172,14 @@ void uf_snap_buf_sort(struct uf_snap_buf *b)
 
 /* ---- the merge state machine (feed thread) ---- */
 
-/* The snapshot's records to the ring (the pipeline's own flush also measures latency; these
- * have no receive time). */
-static void uf_snap_flush(struct uf_feed *f)
-{
-	if (UF_UNLIKELY(f->filter.on) && f->step.nrec)
-		f->step.nrec = uf_filter_records(&f->filter, f->recs, f->step.nrec);
-	if (f->step.nrec) {
-		if (uf_sink_records(&f->sink, f->recs, f->step.nrec, 0) < 0)
-			uf_stat_add(&f->stats.image_errors, 1);
-		uf_stat_add(&f->stats.records, f->step.nrec);
-		f->step.nrec = 0;
-	}
-}
-
 /* THE ONE PLACE where consumers are told that the books restart from nothing (a snapshot
  * follows): one UF_REC_RESET record (reason UF_RESET_SNAPSHOT) and the emptied image, in the
- * same publish step, exactly as a new MoldUDP64 session does it. */
+ * same publish step, exactly as a new session does it (pipeline.c, uf_feed_publish_reset). */
 static void uf_snap_emit_reset(struct uf_feed *f)
 {
 	char session[UF_FRAME_SESSION_LEN];
-	uf_snap_flush(f);
 	memcpy(session, f->arb.session, sizeof(session));
-	int n =
-	    uf_publish_void_books(f->pub, UF_RESET_SNAPSHOT, session, 0, f->recs, f->step.rec_cap);
-	size_t nrec = n > 0 ? (size_t)n : 0;
-	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
-		uf_stat_add(&f->stats.image_errors, 1);
-	uf_stat_add(&f->stats.records, nrec);
+	uf_feed_publish_reset(f, UF_RESET_SNAPSHOT, session, 0);
 }
 
 /* One snapshot message, applied by the protocol entry into the publish step (its records
@@ -293,7 +273,7 @@ static void uf_snap_fail(struct uf_feed *f, uint64_t now, const char *why)
 {
 	struct uf_snapshot *s = &f->snap;
 	uf_snap_client_close(s);
-	uf_snap_flush(f);
+	uf_feed_flush(f);
 	uf_stat_add(&f->stats.snapshot_failures, 1);
 	uf_store_relaxed_u64(&f->stats.snapshot_in_progress, 0);
 	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", f->cfg.name, why,
@@ -303,12 +283,7 @@ static void uf_snap_fail(struct uf_feed *f, uint64_t now, const char *why)
 		 * delivered before is gone with them: say so (GAP, every book stale). */
 		uf_snap_emit_reset(f);
 		if (f->arb.have_session && f->arb.expected > 1) {
-			int n = uf_publish_gap(f->pub, 1, f->arb.expected - 1, f->recs,
-			                       f->step.rec_cap);
-			size_t nrec = n > 0 ? (size_t)n : 0;
-			if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
-				uf_stat_add(&f->stats.image_errors, 1);
-			uf_stat_add(&f->stats.records, nrec);
+			uf_feed_publish_gap(f, 1, f->arb.expected - 1);
 			s->want = 1; /* the books are known wrong: try again after the back-off */
 		}
 	}
@@ -325,7 +300,7 @@ static void uf_snap_merge(struct uf_feed *f, uint64_t now)
 {
 	struct uf_snapshot *s = &f->snap;
 	uf_snap_client_close(s);
-	uf_snap_flush(f);
+	uf_feed_flush(f);
 	uint64_t d = now - s->started_ns;
 	uf_stat_add(&f->stats.snapshots_loaded, 1);
 	uf_stat_add(&f->stats.snapshot_duration_ns, d);
