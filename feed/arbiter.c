@@ -10,16 +10,15 @@
 
 #include "common/uf_compiler.h"
 #include "common/uf_time.h"
-#include "publish/uf_proto.h"
 
-int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
+int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg,
+                const struct uf_framing *framing, int fd, uint32_t slot_size,
                 struct uf_feed_stats *st, const struct uf_arb_cb *cb)
 {
 	memset(a, 0, sizeof(*a));
-	const struct uf_proto *proto = uf_proto_find(cfg->protocol);
-	if (!proto)
-		return -EPROTONOSUPPORT;
-	a->framing = proto->framing;
+	if (!framing || !framing->open)
+		return -EINVAL;
+	a->framing = framing;
 	a->cb = *cb;
 	a->st = st;
 	a->nlines = cfg->nlines;

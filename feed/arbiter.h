@@ -156,7 +156,7 @@ struct uf_arb_slot {
 };
 
 struct uf_arb {
-	const struct uf_framing *framing; /* the venue's packets (cfg protocol, uf_proto.h) */
+	const struct uf_framing *framing; /* the venue's packets (uf_arb_init) */
 	struct uf_arb_cb cb;              /* where results go */
 	struct uf_feed_stats *st;         /* counters */
 	struct uf_arb_counters cnt;       /* the arbiter's own counters (the feed publishes them) */
@@ -227,10 +227,12 @@ struct uf_arb {
 	size_t mem_len;            /* its length */
 };
 
-/* Sets up the arbiter for `cfg` (recovery.*, lines) with re-request socket `fd` (-1: no
- * recovery) and queue slots of `slot_size` bytes; cfg->protocol names the framing (publish/
- * uf_proto.h, "" the default). Returns 0, -ENOMEM or -EPROTONOSUPPORT. Cold. */
-int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
+/* Sets up the arbiter for `cfg` (recovery.*, lines) and the venue's `framing` (decode/
+ * uf_frame.h: queued copies are re-opened and re-requests built through it; one without
+ * request_build has no recovery), with re-request socket `fd` (-1: no recovery) and queue
+ * slots of `slot_size` bytes. Returns 0, -ENOMEM or -EINVAL (no framing). Cold. */
+int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg,
+                const struct uf_framing *framing, int fd, uint32_t slot_size,
                 struct uf_feed_stats *st, const struct uf_arb_cb *cb);
 
 /* The default trust thresholds (UF_ARB_MAX_JUMP, UF_ARB_JUMP_CONFIRM, ...). */

@@ -257,7 +257,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	struct uf_arb_cb cb;
 	uf_feed_pipeline_callbacks(f, &cb);
 	uint32_t slot = cfg->buffers.size ? cfg->buffers.size : 2048;
-	rc = uf_arb_init(&f->arb, &f->cfg, f->req_fd, slot, &f->stats, &cb);
+	rc = uf_arb_init(&f->arb, &f->cfg, f->proto->framing, f->req_fd, slot, &f->stats, &cb);
 	if (rc < 0) {
 		uf_err_rc(err, errlen, rc, "feed %s: recovery queue of %u packets", cfg->name,
 		          cfg->recovery.queue_packets);

@@ -220,7 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct uf_arb a;
 	struct uf_arb_cb cb = {fz_deliver, fz_gap, fz_session, NULL};
 	memset(&st, 0, sizeof(st));
-	if (uf_arb_init(&a, &cfg, fd, FZ_BUF, &st, &cb) < 0)
+	if (uf_arb_init(&a, &cfg, &uf_mold_framing, fd, FZ_BUF, &st, &cb) < 0)
 		return 0;
 	struct uf_arb_params prm;
 	uf_arb_params_default(&prm);

@@ -81,7 +81,9 @@ static struct env *env_new(int recovery, uint32_t queue)
 	e->cfg.recovery.queue_packets = queue;
 	e->cfg.recovery.max_requests_per_s = 1000;
 	struct uf_arb_cb cb = {on_deliver, on_gap, on_session, &e->r};
-	assert_int_equal(uf_arb_init(&e->a, &e->cfg, recovery ? e->cli : -1, 2048, &e->st, &cb), 0);
+	assert_int_equal(uf_arb_init(&e->a, &e->cfg, &uf_mold_framing, recovery ? e->cli : -1, 2048,
+	                             &e->st, &cb),
+	                 0);
 	return e;
 }
 

@@ -132,7 +132,7 @@ static void arb_new(struct uf_arb *a, struct uf_feed_config *cfg, struct uf_feed
 	cfg->nlines = 2;
 	cfg->recovery.queue_packets = 64;
 	struct uf_arb_cb cb = {on_deliver, on_gap, NULL, r};
-	assert_int_equal(uf_arb_init(a, cfg, -1, 2048, st, &cb), 0);
+	assert_int_equal(uf_arb_init(a, cfg, &uf_mold_framing, -1, 2048, st, &cb), 0);
 }
 
 /* Mid-day: the stream is at 11, packets beyond a hole are queued; the snapshot says 25. */
