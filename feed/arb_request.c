@@ -100,7 +100,7 @@ static int uf_arb_head_dead(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	const struct uf_arb_hole *h = &a->holes[a->h0];
 	if (h->deadline_ns && now_ns >= h->deadline_ns) {
-		uf_stat_add(&a->cnt.holes_expired, 1);
+		uf_stat_add(&a->st->holes_expired, 1);
 		return 1;
 	}
 	if (!a->recovery)
@@ -150,7 +150,7 @@ static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 		if (a->ninflight >= a->max_in_flight) {
 			if (!a->inflight_full) {
 				a->inflight_full = 1;
-				uf_stat_add(&a->cnt.rerequests_in_flight_full, 1);
+				uf_stat_add(&a->st->rerequests_in_flight_full, 1);
 			}
 			return;
 		}

@@ -52,7 +52,7 @@ void uf_arb_eos_contradict(struct uf_arb *a, uint64_t end)
 	for (int l = 0; l < UF_CFG_MAX_LINES; l++) {
 		if (a->line_eos[l] && end > a->line_eos[l]) {
 			a->line_eos[l] = 0;
-			uf_stat_add(&a->cnt.end_of_session_contradicted, 1);
+			uf_stat_add(&a->st->end_of_session_contradicted, 1);
 		}
 		left |= a->line_eos[l] != 0;
 	}
@@ -66,7 +66,7 @@ static void uf_arb_quar_drop(struct uf_arb *a, unsigned l)
 {
 	if (!a->q[l].n)
 		return;
-	uf_stat_add(&a->cnt.quarantine_dropped, a->q[l].n);
+	uf_stat_add(&a->st->quarantine_dropped, a->q[l].n);
 	a->q[l].n = 0;
 	a->nquar--;
 }
@@ -157,7 +157,7 @@ static void uf_arb_quar_hold(struct uf_arb *a, unsigned l, const struct uf_frame
 	q->rx_ns[q->n] = rx_ns;
 	q->n++;
 	q->next = uf_frame_next_seq(pkt);
-	uf_stat_add(&a->cnt.quarantined, 1);
+	uf_stat_add(&a->st->quarantined, 1);
 }
 
 /* Line `l`'s held jump is corroborated: hand its packets to arbitration, in arrival order. */
@@ -167,7 +167,7 @@ static void uf_arb_quar_release(struct uf_arb *a, unsigned l)
 	uint32_t n = q->n;
 	q->n = 0;
 	a->nquar--;
-	uf_stat_add(&a->cnt.quarantine_confirmed, 1);
+	uf_stat_add(&a->st->quarantine_confirmed, 1);
 	for (uint32_t i = 0; i < n; i++) {
 		struct uf_frame pkt;
 		/* Validated before it was held: opening again only re-reads lengths. */

@@ -333,7 +333,7 @@ void uf_arb_accept(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		if (end <= a->high && !uf_arb_holes_hit(a, from, to)) {
 			if (src < UF_CFG_MAX_LINES)
 				uf_stat_add(&a->st->lines[src].duplicates, 1);
-			uf_stat_add(&a->cnt.queue_duplicates, 1);
+			uf_stat_add(&a->st->queue_duplicates, 1);
 			return;
 		}
 		uf_arb_holes_fill(a, from, to, src);
@@ -356,13 +356,13 @@ void uf_arb_accept(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
 	if (UF_UNLIKELY(pkt->kind == UF_FRAME_DATA && pkt->seq > UINT64_MAX - pkt->count)) {
-		uf_stat_add(&a->cnt.bad_sequence, 1); /* no stream reaches 2^64: a forgery */
+		uf_stat_add(&a->st->bad_sequence, 1); /* no stream reaches 2^64: a forgery */
 		return;
 	}
 	if (UF_UNLIKELY(src >= UF_CFG_MAX_LINES)) {
 		/* The re-request socket: only answers to what was asked. */
 		if (!uf_arb_answer_ok(a, pkt)) {
-			uf_stat_add(&a->cnt.rerequest_answers_rejected, 1);
+			uf_stat_add(&a->st->rerequest_answers_rejected, 1);
 			return;
 		}
 		uf_arb_accept(a, pkt, rx_ns, UF_ARB_SRC_RECOVERY);

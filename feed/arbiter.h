@@ -93,18 +93,10 @@ struct uf_arb_params {
 	uint64_t line_silent_ns;  /* a line silent this long is not live (receive time, > 0) */
 };
 
-/* The arbiter's own counters: UF_ARB_COUNTERS and UF_ARB_LINE_COUNTERS (feed/uf_feed_stats.h,
- * where the feed's lists include them so /status and /metrics show them). The arbiter counts
- * into its own struct; the feed thread mirrors them into its stats once a batch. */
-#define UF_ARB_FIELD(name, help) uint64_t name;
-struct uf_arb_line_counters {
-	UF_ARB_LINE_COUNTERS(UF_ARB_FIELD)
-};
-struct uf_arb_counters {
-	UF_ARB_COUNTERS(UF_ARB_FIELD)
-	struct uf_arb_line_counters lines[UF_CFG_MAX_LINES]; /* per line */
-};
-#undef UF_ARB_FIELD
+/* The arbiter counts into the feed's stats it is given (uf_arb_init's `st`): the feed-wide
+ * lists (gaps, re-requests, recovered messages...), the per-line ones (wins, duplicates...)
+ * and its own trust checks, UF_ARB_COUNTERS and UF_ARB_LINE_COUNTERS (feed/uf_feed_stats.h).
+ * One set, counted once, read by /status and /metrics as it is written (relaxed stores). */
 
 struct uf_arb_cb {
 	/* Deliver messages [pkt->seq + skip, pkt->seq + pkt->count) of a validated data packet,
@@ -156,12 +148,11 @@ struct uf_arb_slot {
 };
 
 struct uf_arb {
-	const struct uf_framing *framing; /* the venue's packets (uf_arb_init) */
-	struct uf_arb_cb cb;              /* where results go */
-	struct uf_feed_stats *st;         /* counters */
-	struct uf_arb_counters cnt;       /* the arbiter's own counters (the feed publishes them) */
-	struct uf_arb_params p;           /* trust thresholds */
-	int nlines;                       /* lines in use */
+	const struct uf_framing *framing;       /* the venue's packets (uf_arb_init) */
+	struct uf_arb_cb cb;                    /* where results go */
+	struct uf_feed_stats *st;               /* counters */
+	struct uf_arb_params p;                 /* trust thresholds */
+	int nlines;                             /* lines in use */
 	uint32_t line_source[UF_CFG_MAX_LINES]; /* expected source per line (s_addr), 0 = any */
 	/* recovery parameters */
 	int recovery;              /* 1 when a request server is configured */
@@ -248,19 +239,13 @@ int uf_arb_set_line_source(struct uf_arb *a, unsigned line, struct in_addr sourc
 
 /* 1 when a datagram of line `line` from `from_addr` (network order) may be handed to
  * uf_arb_packet; 0 when it came from another source than the configured one (counted in
- * cnt.lines[line].foreign_source: the caller drops it). Hot. */
+ * st->lines[line].foreign_source: the caller drops it). Hot. */
 static inline int uf_arb_source_ok(struct uf_arb *a, unsigned line, uint32_t from_addr)
 {
 	if (line >= UF_CFG_MAX_LINES || !a->line_source[line] || a->line_source[line] == from_addr)
 		return 1;
-	uf_stat_add(&a->cnt.lines[line].foreign_source, 1);
+	uf_stat_add(&a->st->lines[line].foreign_source, 1);
 	return 0;
-}
-
-/* The arbiter's counters (feed thread writes with relaxed stores; read with relaxed loads). */
-static inline const struct uf_arb_counters *uf_arb_counters(const struct uf_arb *a)
-{
-	return &a->cnt;
 }
 
 /* Frees the queue. Safe on a zeroed struct. */

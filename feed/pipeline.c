@@ -452,21 +452,6 @@ static inline void uf_feed_sync_gauges(struct uf_feed *f)
 	}
 }
 
-/* Mirrors the arbiter's own counters (arbiter.h) into the feed's, whose lists include them:
- * the status endpoint reads only struct uf_feed_stats. Once a batch, like the above. */
-static inline void uf_feed_sync_arb_stats(struct uf_feed *f)
-{
-	const struct uf_arb_counters *c = uf_arb_counters(&f->arb);
-#define UF_FEED_ARB_SYNC(name, help) uf_stat_raise(&f->stats.name, c->name);
-	UF_ARB_COUNTERS(UF_FEED_ARB_SYNC)
-#undef UF_FEED_ARB_SYNC
-#define UF_FEED_ARB_LINE_SYNC(name, help) uf_stat_raise(&f->stats.lines[i].name, c->lines[i].name);
-	for (int i = 0; i < f->cfg.nlines; i++) {
-		UF_ARB_LINE_COUNTERS(UF_FEED_ARB_LINE_SYNC)
-	}
-#undef UF_FEED_ARB_LINE_SYNC
-}
-
 static void uf_feed_pin(int cpu)
 {
 	if (cpu < 0)
@@ -575,7 +560,6 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_ingest_release(&f->ig, pkts, n);
 			uf_feed_sync_pub_stats(f);
 			uf_feed_sync_gauges(f);
-			uf_feed_sync_arb_stats(f);
 		}
 		if (UF_UNLIKELY(uf_feed_snapshot_due(f))) {
 			uf_feed_snapshot_step(f); /* snapshot.h: client, merge, triggers */
@@ -599,7 +583,6 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	uf_feed_wake_consumers(f);
 	uf_feed_sync_pub_stats(f);
 	uf_feed_sync_gauges(f);
-	uf_feed_sync_arb_stats(f);
 	uf_feed_read_kernel_drops(f);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;
