@@ -135,12 +135,13 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	f->cfg.symbols = NULL;
 	f->cfg.nsymbols = 0;
 	f->req_fd = -1;
+	f->tm.stages = f->stats.stages;
 	for (int i = 0; i < UF_INGEST_MAX_SRC; i++)
 		f->fds[i] = -1;
 	f->backend = cfg->backend;
 	if (!cfg->no_stage_timing) {
 		pthread_once(&tick_once, uf_feed_tick_calibrate);
-		f->clock = tick_clock;
+		f->tm.clock = tick_clock;
 	}
 	if (cfg->nlines < 1 || cfg->nlines > UF_CFG_MAX_LINES) {
 		uf_err_set(err, errlen, "feed %s: %d lines (1 or 2 supported)", cfg->name,

@@ -8,13 +8,13 @@
 #include <stdint.h>
 
 #include "common/uf_compiler.h"
-#include "common/uf_tick.h"
 #include "decode/uf_decode.h"
 #include "feed/arbiter.h"
 #include "feed/filter.h"
 #include "feed/ingest.h"
 #include "feed/sink.h"
 #include "feed/snapshot.h"
+#include "feed/stage_timer.h"
 #include "feed/uf_feed.h"
 #include "publish/uf_proto.h"
 #include "publish/uf_publish.h"
@@ -43,26 +43,12 @@ struct uf_feed {
 	 * receive batch, pipeline.c: small in a short batch), the latency samples they carry,
 	 * and the pipeline's hooks the protocol entry calls. */
 	struct uf_pub_step step;
-	uint64_t t_mark; /* stage timing: tick at the end of the last stage of
-	                  * the packet in flight, 0 = none */
-	int arb_pending; /* the packet in flight has not reached delivery yet */
-	/* Stage timing of the packet in flight, summed over its publish chunks (pipeline.c
-	 * uf_feed_apply_run publishes every UF_FEED_PUBLISH_RECS records): ticks per stage,
-	 * the stages that got time, those that saw a tick go backwards, and the tick the
-	 * current books segment started. */
-	uint64_t acc[UF_STAGE_COUNT];
-	unsigned acc_seen, acc_neg;
-	uint64_t t_seg;
-	int timing;                 /* per-stage histograms on (not cfg.no_stage_timing) */
-	int timed;                  /* the packet in flight is a timed sample */
-	uint32_t sample_every;      /* time one packet in this many */
-	uint32_t sample_left;       /* packets until the next timed one */
-	struct uf_tick_clock clock; /* their clock (TSC when usable), anchored per sample */
-	uint64_t seen_sessions;     /* stats.sessions when the session gauge was last set */
-	char err[256];              /* last error */
-	uint64_t drops_read_ns;     /* when the sockets' drop totals were last read */
-	uint32_t idle_polls;        /* empty polls since the idle clock was last read */
-	struct uf_snapshot snap;    /* snapshot-then-stream (snapshot.h) */
+	struct uf_stage_timer tm; /* stage timing of the packet in flight (stage_timer.h) */
+	uint64_t seen_sessions;   /* stats.sessions when the session gauge was last set */
+	char err[256];            /* last error */
+	uint64_t drops_read_ns;   /* when the sockets' drop totals were last read */
+	uint32_t idle_polls;      /* empty polls since the idle clock was last read */
+	struct uf_snapshot snap;  /* snapshot-then-stream (snapshot.h) */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
 

@@ -42,63 +42,12 @@
 #define UF_FEED_STEP_BATCH   2
 _Static_assert(UF_FEED_PUBLISH_RECS >= UF_REC_MAX_PER_MSG, "a step holds a message's records");
 
-/* Feed thread: one stage sample between two ticks (a timed packet). */
-static inline void uf_feed_stage(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
-{
-	/* A tick going backwards (a TSC read on another CPU after a migration) is a clock
-	 * artefact, not a duration: counted as negative, kept out of the buckets. */
-	if (UF_UNLIKELY(to < from)) {
-		uf_stat_add(&f->stats.stages[st].negative, 1);
-		return;
-	}
-	uf_lat_record(&f->stats.stages[st], (int64_t)uf_tick_ns(&f->clock, to - from));
-}
-
-/* Feed thread, timed packet: adds the ticks from..to to stage st's sum for this packet (a
- * packet publishes in several steps; uf_feed_stage_flush records the sums once). */
-static inline void uf_feed_acc(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
-{
-	f->acc_seen |= 1u << st;
-	if (UF_UNLIKELY(to < from))
-		f->acc_neg |= 1u << st; /* see uf_feed_stage */
-	else
-		f->acc[st] += to - from;
-}
-
-/* One sample per summed stage in [lo, hi] seen since the last call for them. */
-static void uf_feed_stage_flush_range(struct uf_feed *f, unsigned lo, unsigned hi)
-{
-	for (unsigned st = lo; st <= hi; st++) {
-		if (!(f->acc_seen & (1u << st)))
-			continue;
-		if (f->acc_neg & (1u << st))
-			uf_stat_add(&f->stats.stages[st].negative, 1);
-		else
-			uf_lat_record(&f->stats.stages[st],
-			              (int64_t)uf_tick_ns(&f->clock, f->acc[st]));
-		f->acc[st] = 0;
-		f->acc_seen &= ~(1u << st);
-		f->acc_neg &= ~(1u << st);
-	}
-}
-
 /* End of a timed packet: one sample each for its books and ring sums. Its image time (the
  * steps' trade/status updates and dirty marks) is recorded with the deferred image flush that
  * completes it (uf_feed_image_flush). */
 static void uf_feed_stage_flush(struct uf_feed *f)
 {
-	uf_feed_stage_flush_range(f, UF_STAGE_BOOKS, UF_STAGE_RING);
-}
-
-/* Wall time of tick `t` from the batch's anchor. An anchor older than a millisecond (idle
- * loops with a gap open, a filter change) is renewed first: one CLOCK_REALTIME read. */
-static inline uint64_t uf_feed_realtime(struct uf_feed *f, uint64_t t)
-{
-	if (UF_UNLIKELY(uf_tick_ns(&f->clock, t - f->clock.anchor_ticks) > 1000000)) {
-		uf_tick_anchor(&f->clock);
-		return f->clock.anchor_rt;
-	}
-	return uf_tick_realtime(&f->clock, t);
+	uf_stage_flush_range(&f->tm, UF_STAGE_BOOKS, UF_STAGE_RING);
 }
 
 /* Wakes the ring's sleeping consumers for everything published since the last call
@@ -140,8 +89,8 @@ void uf_feed_flush(struct uf_feed *f)
 {
 	int timed = 0;
 	uint64_t t_ring = 0;
-	if (f->timed && f->step.nrec)
-		t_ring = uf_tick_now(&f->clock);
+	if (f->tm.timed && f->step.nrec)
+		t_ring = uf_tick_now(&f->tm.clock);
 	if (UF_UNLIKELY(f->filter.on) && f->step.nrec)
 		f->step.nrec = uf_filter_records(&f->filter, f->recs, f->step.nrec);
 	if (f->step.nrec) {
@@ -150,14 +99,14 @@ void uf_feed_flush(struct uf_feed *f)
 			uf_stat_add(&f->stats.image_errors, 1);
 		uf_stat_add(&f->stats.records, f->step.nrec);
 		f->step.nrec = 0;
-		timed = f->timed;
+		timed = f->tm.timed;
 	}
 	if (f->step.lat_msgs || timed) {
 		/* Timing off: one CLOCK_REALTIME read. On: one tick, wall time from the anchor. */
 		uint64_t tk = 0, now;
-		if (f->timed) {
-			tk = uf_tick_now(&f->clock);
-			now = uf_feed_realtime(f, tk);
+		if (f->tm.timed) {
+			tk = uf_tick_now(&f->tm.clock);
+			now = uf_stage_realtime(&f->tm, tk);
 		} else {
 			now = uf_now_realtime_ns();
 		}
@@ -165,8 +114,8 @@ void uf_feed_flush(struct uf_feed *f)
 			uf_lat_record_n(&f->stats.latency, (int64_t)(now - f->step.lat_rx),
 			                f->step.lat_msgs);
 		if (timed) {
-			uf_feed_acc(f, UF_STAGE_RING, t_ring, f->sink.published_tick);
-			uf_feed_acc(f, UF_STAGE_IMAGE, f->sink.published_tick, tk);
+			uf_stage_acc(&f->tm, UF_STAGE_RING, t_ring, f->sink.published_tick);
+			uf_stage_acc(&f->tm, UF_STAGE_IMAGE, f->sink.published_tick, tk);
 		}
 		f->step.lat_msgs = 0;
 	}
@@ -184,14 +133,14 @@ static void uf_feed_image_flush(struct uf_feed *f)
 	if (f->step.nrec)
 		uf_feed_flush(f); /* the contract: every record the publisher made is in the ring */
 	uint64_t t0 = 0;
-	int timed = (f->acc_seen >> UF_STAGE_IMAGE) & 1u;
+	int timed = (f->tm.acc_seen >> UF_STAGE_IMAGE) & 1u;
 	if (timed)
-		t0 = uf_tick_now(&f->clock);
+		t0 = uf_tick_now(&f->tm.clock);
 	if (UF_UNLIKELY(uf_sink_image_flush(&f->sink) < 0))
 		uf_stat_add(&f->stats.image_errors, 1);
 	if (timed) {
-		uf_feed_acc(f, UF_STAGE_IMAGE, t0, uf_tick_now(&f->clock));
-		uf_feed_stage_flush_range(f, UF_STAGE_IMAGE, UF_STAGE_IMAGE);
+		uf_stage_acc(&f->tm, UF_STAGE_IMAGE, t0, uf_tick_now(&f->tm.clock));
+		uf_stage_flush_range(&f->tm, UF_STAGE_IMAGE, UF_STAGE_IMAGE);
 	}
 }
 
@@ -212,11 +161,11 @@ static void uf_feed_msg_error(void *owner, enum uf_step_err kind)
 static void uf_feed_split(void *owner)
 {
 	struct uf_feed *f = owner;
-	if (f->timed) {
-		uint64_t t = uf_tick_now(&f->clock);
-		uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, t);
+	if (f->tm.timed) {
+		uint64_t t = uf_tick_now(&f->tm.clock);
+		uf_stage_acc(&f->tm, UF_STAGE_BOOKS, f->tm.t_seg, t);
 		uf_feed_flush(f);
-		f->t_seg = uf_tick_now(&f->clock);
+		f->tm.t_seg = uf_tick_now(&f->tm.clock);
 	} else {
 		uf_feed_flush(f);
 	}
@@ -226,9 +175,9 @@ static void uf_feed_split(void *owner)
 static void uf_feed_decoded(void *owner)
 {
 	struct uf_feed *f = owner;
-	uint64_t t = uf_tick_now(&f->clock);
-	uf_feed_stage(f, UF_STAGE_DECODE, f->t_seg, t);
-	f->t_seg = t;
+	uint64_t t = uf_tick_now(&f->tm.clock);
+	uf_stage_sample(&f->tm, UF_STAGE_DECODE, f->tm.t_seg, t);
+	f->tm.t_seg = t;
 }
 
 /* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order, handed to
@@ -248,16 +197,16 @@ static void uf_feed_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip
 	/* Stage timing: arbitration ends here for the packet being received (not for queued
 	 * packets the arbiter releases later: they were timed into its queue). Decoding starts
 	 * now; the entry reports its end (uf_feed_decoded), or the whole call is books time. */
-	if (f->timed) {
-		f->t_seg = uf_tick_now(&f->clock);
-		if (f->arb_pending && f->t_mark)
-			uf_feed_stage(f, UF_STAGE_ARBITRATION, f->t_mark, f->t_seg);
-		f->arb_pending = 0;
+	if (f->tm.timed) {
+		f->tm.t_seg = uf_tick_now(&f->tm.clock);
+		if (f->tm.arb_pending && f->tm.t_mark)
+			uf_stage_sample(&f->tm, UF_STAGE_ARBITRATION, f->tm.t_mark, f->tm.t_seg);
+		f->tm.arb_pending = 0;
 	}
-	f->step.timed = f->timed;
+	f->step.timed = f->tm.timed;
 	f->proto->apply(&f->step, f->proto_state, pkt, skip, rx_ns);
-	if (f->timed)
-		uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, uf_tick_now(&f->clock));
+	if (f->tm.timed)
+		uf_stage_acc(&f->tm, UF_STAGE_BOOKS, f->tm.t_seg, uf_tick_now(&f->tm.clock));
 }
 
 /* Mirrors the publisher's integrity error total and stale book count into the feed stats (once a
@@ -340,16 +289,16 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	 * reads cost more than the rest of a small packet's bookkeeping (stage_cost_bench), a
 	 * sample keeps them off the others. The anchor pairs wall time with the tick for this
 	 * packet's conversions. */
-	if (f->timing && --f->sample_left == 0) {
-		f->sample_left = f->sample_every;
-		uf_tick_anchor(&f->clock);
-		t0 = f->clock.anchor_rt;
+	if (f->tm.timing && --f->tm.sample_left == 0) {
+		f->tm.sample_left = f->tm.sample_every;
+		uf_tick_anchor(&f->tm.clock);
+		t0 = f->tm.clock.anchor_rt;
 		if (p->rx_ns)
 			uf_lat_record(&f->stats.stages[UF_STAGE_RECEIVE], (int64_t)(t0 - p->rx_ns));
-		f->t_mark = f->clock.anchor_ticks;
-		f->arb_pending = 1;
-		f->timed = 1;
-		f->sink.clock = &f->clock;
+		f->tm.t_mark = f->tm.clock.anchor_ticks;
+		f->tm.arb_pending = 1;
+		f->tm.timed = 1;
+		f->sink.clock = &f->tm.clock;
 	}
 	uf_stat_add(&f->stats.packets, 1);
 	uf_stat_add(&f->stats.bytes, p->len);
@@ -384,11 +333,11 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		return; /* buffered while a snapshot loads (snapshot.h) */
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
-	if (f->timed) {
+	if (f->tm.timed) {
 		uf_feed_stage_flush(f); /* books, ring, image: sums over the packet's steps */
-		f->arb_pending = 0;
-		f->t_mark = 0;
-		f->timed = 0;
+		f->tm.arb_pending = 0;
+		f->tm.t_mark = 0;
+		f->tm.timed = 0;
 		f->sink.clock = NULL;
 	}
 }
@@ -497,17 +446,17 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		uf_sink_set_waker(&f->sink, uf_feed_async_wake, f);
 	uf_feed_snapshot_run_start(f);
 	f->backend = f->ig.backend;
-	f->timing = !f->cfg.no_stage_timing;
-	f->sample_every =
+	f->tm.timing = !f->cfg.no_stage_timing;
+	f->tm.sample_every =
 	    f->cfg.stage_timing_every ? f->cfg.stage_timing_every : UF_FEED_STAGE_EVERY_DEFAULT;
-	f->sample_left = 1; /* the first packet is timed */
-	f->timed = 0;
+	f->tm.sample_left = 1; /* the first packet is timed */
+	f->tm.timed = 0;
 	f->sink.clock = NULL;
-	if (f->timing)
-		uf_tick_anchor(&f->clock);  /* calibrated by uf_feed_create */
-	uf_sink_defer_wake(&f->sink, 1);    /* wakes after each step: uf_feed_wake_consumers */
-	uf_sink_defer_image(&f->sink, 1);   /* books into the image once a batch */
-	f->step.step_cap = f->step.rec_cap; /* whole packets until a batch says otherwise */
+	if (f->tm.timing)
+		uf_tick_anchor(&f->tm.clock); /* calibrated by uf_feed_create */
+	uf_sink_defer_wake(&f->sink, 1);      /* wakes after each step: uf_feed_wake_consumers */
+	uf_sink_defer_image(&f->sink, 1);     /* books into the image once a batch */
+	f->step.step_cap = f->step.rec_cap;   /* whole packets until a batch says otherwise */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
