@@ -267,7 +267,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	rc = uf_feed_arb_setup(f, cfg, err, errlen);
 	if (rc < 0)
 		goto out_arb;
-	rc = uf_feed_snapshot_init(f);
+	rc = uf_feed_snapshot_init(&f->snap, &f->cfg, f->proto, &f->step, &f->arb, &f->stats);
 	if (rc == -ENOTSUP) {
 		uf_err_set(err, errlen, "feed %s: protocol %s has no snapshot service", cfg->name,
 		           f->proto->name);
@@ -282,7 +282,7 @@ int uf_feed_create(const struct uf_feed_config *cfg, struct uf_feed **out, char 
 	return 0;
 
 out_arb:
-	uf_feed_snapshot_fini(f);
+	uf_feed_snapshot_fini(&f->snap);
 	uf_arb_fini(&f->arb);
 out_ring:
 	uf_sink_close(&f->sink);
@@ -302,7 +302,7 @@ void uf_feed_destroy(struct uf_feed *f)
 {
 	if (!f)
 		return;
-	uf_feed_snapshot_fini(f);
+	uf_feed_snapshot_fini(&f->snap);
 	uf_arb_fini(&f->arb);
 	uf_sink_close(&f->sink);
 	uf_filter_fini(&f->filter);

@@ -62,17 +62,6 @@ static inline int uf_feed_snapshot_due(const struct uf_feed *f)
 	        f->stats.gaps_unrecovered != f->snap.unrecovered_seen);
 }
 
-/* pipeline.c, THE ways records leave the publish step (the snapshot loader uses them too):
- * uf_feed_flush hands the waiting records to the filter and the sink (then records their
- * latency and wakes the consumers); uf_feed_publish_gap writes a gap marker for
- * [first, first + count) (every book stale); uf_feed_publish_reset voids every book with a
- * RESET record (`reason` UF_RESET_*, stamped `feed_seq`: uf_publish_void_books) and empties
- * the image. Each flushes what waits first. */
-void uf_feed_flush(struct uf_feed *f);
-void uf_feed_publish_gap(struct uf_feed *f, uint64_t first, uint64_t count);
-void uf_feed_publish_reset(struct uf_feed *f, uint32_t reason,
-                           const char session[UF_FRAME_SESSION_LEN], uint64_t feed_seq);
-
 /* pipeline.c: the arbiter's callbacks into the pipeline (uf_feed_create hands them over). */
 void uf_feed_pipeline_callbacks(struct uf_feed *f, struct uf_arb_cb *cb);
 

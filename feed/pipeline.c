@@ -85,7 +85,7 @@ static int uf_feed_async_wake(void *ctx, uint32_t *word)
  * publish, then the image updates they cause, see sink.h), then records the wire-to-publish
  * latency of their messages and, with stage timing, adds the step's ring (filter included)
  * and image time to the packet's sums (the sink reads the clock between the two). */
-void uf_feed_flush(struct uf_feed *f)
+static void uf_feed_flush(struct uf_feed *f)
 {
 	int timed = 0;
 	uint64_t t_ring = 0;
@@ -222,7 +222,12 @@ static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
 		uf_store_relaxed_u64(&f->stats.books_stale, ps.stale_books);
 }
 
-void uf_feed_publish_gap(struct uf_feed *f, uint64_t first, uint64_t count)
+/* THE ways records leave the publish step besides the per-packet path (the arbiter's gap and
+ * new-session callbacks, the snapshot loader through the step's hooks): a gap marker for
+ * [first, first + count) (every book stale), and every book voided with one RESET record
+ * (`reason` UF_RESET_*, stamped `feed_seq`: uf_publish_void_books) and the image emptied.
+ * Each hands on what waits first. */
+static void uf_feed_publish_gap(struct uf_feed *f, uint64_t first, uint64_t count)
 {
 	uf_feed_flush(f);
 	int n = uf_publish_gap(f->pub, first, count, f->recs, f->step.rec_cap);
@@ -233,8 +238,8 @@ void uf_feed_publish_gap(struct uf_feed *f, uint64_t first, uint64_t count)
 	uf_feed_sync_pub_stats(f); /* every book is stale now */
 }
 
-void uf_feed_publish_reset(struct uf_feed *f, uint32_t reason,
-                           const char session[UF_FRAME_SESSION_LEN], uint64_t feed_seq)
+static void uf_feed_publish_reset(struct uf_feed *f, uint32_t reason,
+                                  const char session[UF_FRAME_SESSION_LEN], uint64_t feed_seq)
 {
 	uf_feed_flush(f);
 	int n = uf_publish_void_books(f->pub, reason, session, feed_seq, f->recs, f->step.rec_cap);
@@ -329,7 +334,7 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 	if (k == UF_FRAME_DATA && src < UF_CFG_MAX_LINES)
 		uf_stat_add(&f->stats.lines[src].messages, mp.count);
 	if (UF_UNLIKELY(f->snap.state != UF_SNAP_IDLE) &&
-	    uf_feed_snapshot_packet(f, &mp, p->rx_ns, src))
+	    uf_feed_snapshot_packet(&f->snap, &mp, p->rx_ns, src))
 		return; /* buffered while a snapshot loads (snapshot.h) */
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
@@ -444,7 +449,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	f->thread = pthread_self();
 	if (f->ig.async_wake)
 		uf_sink_set_waker(&f->sink, uf_feed_async_wake, f);
-	uf_feed_snapshot_run_start(f);
+	uf_feed_snapshot_run_start(&f->snap);
 	f->backend = f->ig.backend;
 	f->tm.timing = !f->cfg.no_stage_timing;
 	f->tm.sample_every =
@@ -511,7 +516,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_feed_sync_gauges(f);
 		}
 		if (UF_UNLIKELY(uf_feed_snapshot_due(f))) {
-			uf_feed_snapshot_step(f); /* snapshot.h: client, merge, triggers */
+			uf_feed_snapshot_step(&f->snap); /* snapshot.h: client, merge, triggers */
 			uf_feed_flush(f);
 		}
 		/* While a snapshot loads the hole waits for it: no re-request, no give-up. */
@@ -537,8 +542,24 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	return rc < 0 ? rc : 0;
 }
 
+/* The publish step's flush, gap and reset hooks (publish/uf_step.h): the snapshot loader's
+ * way out for its records. */
+static void uf_feed_step_flush(void *owner)
+{
+	uf_feed_flush(owner);
+}
+
+static void uf_feed_step_reset(void *owner, uint32_t reason,
+                               const char session[UF_FRAME_SESSION_LEN], uint64_t feed_seq)
+{
+	uf_feed_publish_reset(owner, reason, session, feed_seq);
+}
+
 void uf_feed_pipeline_callbacks(struct uf_feed *f, struct uf_arb_cb *cb)
 {
+	f->step.flush = uf_feed_step_flush;
+	f->step.gap = uf_feed_gap;
+	f->step.reset = uf_feed_step_reset;
 	f->step.split = uf_feed_split;
 	f->step.decoded = uf_feed_decoded;
 	f->step.msg_error = uf_feed_msg_error;

@@ -36,6 +36,10 @@
 #include <stdint.h>
 
 #include "decode/uf_frame.h"
+#include "feed/arbiter.h"
+#include "feed/uf_feed_stats.h"
+#include "publish/uf_proto.h"
+#include "publish/uf_step.h"
 #include "feed/soup_client.h"
 
 #define UF_SNAP_HOLES            64 /* holes below the highest buffered sequence tracked */
@@ -131,25 +135,35 @@ struct uf_snapshot {
 	uint64_t end_seq;               /* End of Snapshot: next real-time sequence */
 	uint64_t msgs;                  /* messages of this attempt's current login */
 	struct uf_snap_buf buf;         /* live packets while LOADING */
+	/* What the loader works with (linked by uf_feed_snapshot_init; the feed owns them). */
+	struct uf_pub_step *step;     /* the publish step: snapshot messages are applied into it,
+	                               * its hooks flush, publish a gap, void the books */
+	const struct uf_proto *proto; /* the venue: framing and snapshot_msg */
+	struct uf_arb *arb;           /* the live stream: resync, replay of buffered packets */
+	struct uf_feed_stats *st;     /* the feed's counters (snapshot_*, gaps_unrecovered) */
+	const char *name;             /* the feed's name (log lines) */
+	int nlines;                   /* lines: sources at or above are the request server */
+	int on_start;                 /* load one when the feed starts */
 };
 
-struct uf_feed;
-
-/* feed.c: from the config (cold). 0, -ENOMEM, -EINVAL (client parameters) or -ENOTSUP (the
- * protocol has no snapshot service). */
-int uf_feed_snapshot_init(struct uf_feed *f);
-void uf_feed_snapshot_fini(struct uf_feed *f);
+/* feed.c: from the config (cold), linking the feed's publish step, protocol, arbiter and
+ * counters. 0, -ENOMEM, -EINVAL (client parameters) or -ENOTSUP (the protocol has no
+ * snapshot service). */
+int uf_feed_snapshot_init(struct uf_snapshot *s, const struct uf_feed_config *cfg,
+                          const struct uf_proto *proto, struct uf_pub_step *step,
+                          struct uf_arb *arb, struct uf_feed_stats *st);
+void uf_feed_snapshot_fini(struct uf_snapshot *s);
 
 /* pipeline.c: at the start of uf_feed_run (loads one when snapshot.on_start). */
-void uf_feed_snapshot_run_start(struct uf_feed *f);
+void uf_feed_snapshot_run_start(struct uf_snapshot *s);
 
 /* pipeline.c, per validated line packet while state != IDLE: 1 when the snapshot took it
  * (buffered or dropped), 0 when it goes on to the arbiter. */
-int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_frame *pkt, uint64_t rx_ns,
+int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, uint64_t rx_ns,
                             unsigned src);
 
 /* pipeline.c, once per loop turn when uf_feed_snapshot_due(): drives the client while
  * LOADING (and merges or fails), otherwise checks the triggers. */
-void uf_feed_snapshot_step(struct uf_feed *f);
+void uf_feed_snapshot_step(struct uf_snapshot *s);
 
 #endif /* UF_FEED_SNAPSHOT_H */

@@ -45,6 +45,14 @@ struct uf_pub_step {
 	void (*decoded)(void *owner);
 	/* Counts a message that did not decode (enum uf_step_err). Cold. */
 	void (*msg_error)(void *owner, enum uf_step_err kind);
+	/* The engine's ways out, for whoever feeds the step outside the per-packet path (the
+	 * snapshot loader): hand the waiting records on (filter, ring, image, latency, wake);
+	 * publish a gap marker for [first, first + count) (every book stale); void every book
+	 * with one RESET record (`reason` UF_RESET_*, `session`, stamped feed_seq) and empty the
+	 * image. Each hands on what waits first. Cold. */
+	void (*flush)(void *owner);
+	void (*gap)(void *owner, uint64_t first, uint64_t count);
+	void (*reset)(void *owner, uint32_t reason, const char session[10], uint64_t feed_seq);
 	void *owner; /* the hooks' context (struct uf_feed) */
 };
 
