@@ -163,8 +163,8 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 			continue;
 		if (pkt_fn)
 			pkt_fn(ctx, &pkt);
-		struct uf_mold_iter it;
-		struct uf_mold_block b;
+		struct uf_frame_iter it;
+		struct uf_frame_msg b;
 		struct uf_itch_msg m;
 		uf_mold_iter_init(&it, &pkt);
 		while (uf_mold_next(&it, &b)) {

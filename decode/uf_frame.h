@@ -3,9 +3,9 @@
  *
  * The arbiter, the snapshot buffer and the pipeline never parse a venue's header: a framing
  * (struct uf_framing, one per wire format) opens a datagram into a struct uf_frame (session,
- * first sequence, message count, kind), builds the re-requests the arbiter sends, and the
- * protocol entry that owns it (publish/uf_proto.h) walks and applies the messages. Adding a
- * framing is a file under decode/ defining one const struct uf_framing.
+ * first sequence, message count, kind), walks its messages and builds the re-requests the
+ * arbiter sends; the protocol entry that owns it (publish/uf_proto.h) decodes and applies the
+ * messages. Adding a framing is a file under decode/ defining one const struct uf_framing.
  *
  * Everything a framing does per packet is hot: no allocation, no system calls. */
 #ifndef UF_FRAME_H
@@ -42,6 +42,21 @@ struct uf_frame {
 	                                     * length-prefixed format has; counted by kind */
 };
 
+/* Cursor over the messages of one opened data frame (a framing's iter_init / iter_next). */
+struct uf_frame_iter {
+	const uint8_t *p;   /* next message (or its length field) */
+	const uint8_t *end; /* one past the datagram */
+	uint64_t seq;       /* sequence of the next message */
+	uint32_t left;      /* messages not yet returned */
+};
+
+/* One message of a frame and its sequence number. */
+struct uf_frame_msg {
+	uint64_t seq;       /* sequence number of this message */
+	const uint8_t *msg; /* message bytes, in the datagram */
+	uint16_t len;       /* message length (may be 0: the decoder counts that) */
+};
+
 /* A wire format's framing: what the engine needs to arbitrate and recover its packets. Every
  * member is required unless marked optional. Const tables, one per format. */
 struct uf_framing {
@@ -51,6 +66,12 @@ struct uf_framing {
 	 * a packet that lies is refused whole). Returns its kind (> 0), or -EBADMSG with f->err
 	 * set. Hot: called on every datagram, and again on queued copies when they are released. */
 	int (*open)(struct uf_frame *f, const uint8_t *buf, size_t len);
+	/* Walks the messages of a frame open() returned UF_FRAME_DATA for, in order: iter_init,
+	 * then iter_next until it returns 0 (1: `m` filled). Every read stays inside the
+	 * datagram even on a frame that was never opened. Cold paths and tools; the hot path
+	 * walks inside the protocol entry's apply. */
+	void (*iter_init)(struct uf_frame_iter *it, const struct uf_frame *f);
+	int (*iter_next)(struct uf_frame_iter *it, struct uf_frame_msg *m);
 	/* Optional (NULL: the venue has no re-request service). Writes a re-request for `count`
 	 * messages from `seq` of `session` into out[UF_FRAME_REQUEST_MAX]; returns its length.
 	 * Cold (a gap is open). */

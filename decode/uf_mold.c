@@ -71,6 +71,8 @@ const struct uf_framing uf_mold_framing = {
     .name = "moldudp64",
     .max_count = UF_MOLD_COUNT_END - 1, /* 0xFFFF means end of session */
     .open = uf_mold_framing_open,
+    .iter_init = uf_mold_iter_init,
+    .iter_next = uf_mold_next,
     .request_build = uf_mold_framing_request,
     .request_parse = uf_mold_rerequest_parse,
 };

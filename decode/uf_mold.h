@@ -39,21 +39,6 @@ _Static_assert(UF_MOLD_SESSION_LEN == UF_FRAME_SESSION_LEN, "a Mold session is a
  * engine's framing interface. */
 extern const struct uf_framing uf_mold_framing;
 
-/* Cursor over the blocks of one packet. */
-struct uf_mold_iter {
-	const uint8_t *p;   /* next block's length field */
-	const uint8_t *end; /* one past the datagram */
-	uint64_t seq;       /* sequence of the next block */
-	uint32_t left;      /* blocks not yet returned */
-};
-
-/* One message block: the ITCH message and its MoldUDP64 sequence number. */
-struct uf_mold_block {
-	uint64_t seq;       /* sequence number of this message */
-	const uint8_t *msg; /* message bytes, in the datagram */
-	uint16_t len;       /* message length (may be 0: the ITCH decoder counts that) */
-};
-
 /* Reads only the 20-byte header. Returns 0, or -EBADMSG (pkt->err = TRUNCATED_HEADER). */
 static inline int uf_mold_parse_header(struct uf_frame *pkt, const uint8_t *buf, size_t len)
 {
@@ -145,7 +130,7 @@ static inline int uf_mold_open_counted(struct uf_frame *pkt, const uint8_t *buf,
 }
 
 /* Starts walking the blocks of an opened packet (no blocks unless kind is UF_MOLD_DATA). */
-static inline void uf_mold_iter_init(struct uf_mold_iter *it, const struct uf_frame *pkt)
+static inline void uf_mold_iter_init(struct uf_frame_iter *it, const struct uf_frame *pkt)
 {
 	it->p = pkt->buf + UF_MOLD_HDR_LEN;
 	it->end = pkt->buf + pkt->len;
@@ -159,7 +144,7 @@ static inline void uf_mold_iter_init(struct uf_mold_iter *it, const struct uf_fr
 
 /* Next block: returns 1 and fills `b`, or 0 when the packet is done (or a length would
  * overrun: impossible after a successful uf_mold_open). */
-static inline int uf_mold_next(struct uf_mold_iter *it, struct uf_mold_block *b)
+static inline int uf_mold_next(struct uf_frame_iter *it, struct uf_frame_msg *b)
 {
 	if (!it->left || it->end - it->p < 2)
 		return 0;

@@ -385,7 +385,7 @@ static void track_seq(struct uf_reader *r, const struct uf_frame *pkt)
 static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
 {
 	for (;;) {
-		struct uf_mold_block b;
+		struct uf_frame_msg b;
 		if (r->in_packet && uf_mold_next(&r->it, &b)) {
 			m->seq = b.seq;
 			m->msg = b.msg;

@@ -57,10 +57,10 @@ static void uf_itch50_apply_run(struct uf_pub_step *s, const struct uf_itch_msg 
 }
 
 /* Block i of a validated packet (for a decode error). Cold. */
-static struct uf_mold_block uf_itch50_block(const struct uf_frame *pkt, uint32_t i)
+static struct uf_frame_msg uf_itch50_block(const struct uf_frame *pkt, uint32_t i)
 {
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	uf_mold_iter_init(&it, pkt);
 	for (uint32_t k = 0; uf_mold_next(&it, &b); k++)
 		if (k == i)
@@ -88,7 +88,7 @@ static void uf_itch50_apply(struct uf_pub_step *s, void *state, const struct uf_
 			if (UF_UNLIKELY(st->rc[i] != 0)) {
 				uf_itch50_apply_run(s, st->msgs + run, i - run, pkt->seq + run,
 				                    rx_ns);
-				struct uf_mold_block b = uf_itch50_block(pkt, i);
+				struct uf_frame_msg b = uf_itch50_block(pkt, i);
 				uf_itch50_error(s, st->rc[i], b.msg, b.len, pkt->seq + i, rx_ns);
 				run = i + 1;
 			}
@@ -97,8 +97,8 @@ static void uf_itch50_apply(struct uf_pub_step *s, void *state, const struct uf_
 		return;
 	}
 	/* More blocks than one pass takes (jumbo datagrams): decode and apply in chunks. */
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	uf_mold_iter_init(&it, pkt);
 	uint32_t i = 0;
 	size_t nm = 0;

@@ -31,7 +31,8 @@ const struct uf_proto *uf_proto_find(const char *name)
 
 int uf_proto_register(const struct uf_proto *p)
 {
-	if (!p || !p->name || !p->name[0] || !p->framing || !p->framing->open || !p->apply)
+	if (!p || !p->name || !p->name[0] || !p->framing || !p->framing->open ||
+	    !p->framing->iter_init || !p->framing->iter_next || !p->apply)
 		return -EINVAL;
 	if (uf_proto_find(p->name))
 		return -EEXIST;

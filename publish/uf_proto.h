@@ -53,8 +53,8 @@ const struct uf_proto *uf_proto_find(const char *name);
 
 /* Adds an entry (a venue outside the source tree, a test's toy protocol) before any feed
  * that uses it is created; the entry must outlive them. Returns 0, -EEXIST (the name is
- * taken), -EINVAL (no name, framing or apply) or -ENOSPC (UF_PROTO_MAX entries). Not
- * thread-safe: setup only. */
+ * taken), -EINVAL (no name, apply, or framing open/iter_init/iter_next) or -ENOSPC (UF_PROTO_MAX
+ * entries). Not thread-safe: setup only. */
 int uf_proto_register(const struct uf_proto *p);
 
 /* Writes the known names, quoted and comma separated, into buf (for error messages).

@@ -63,8 +63,8 @@ static void test_mold_data_packet_yields_blocks_with_sequences(void **s)
 	assert_int_equal(pkt.seq, 14764496);
 	assert_int_equal(pkt.count, 2);
 	assert_int_equal(uf_mold_next_seq(&pkt), 14764498);
-	struct uf_mold_iter it;
-	struct uf_mold_block b = {0};
+	struct uf_frame_iter it;
+	struct uf_frame_msg b = {0};
 	uf_mold_iter_init(&it, &pkt);
 	assert_int_equal(uf_mold_next(&it, &b), 1);
 	assert_int_equal(b.seq, 14764496);
@@ -92,8 +92,8 @@ static void test_mold_heartbeat_and_end_of_session(void **s)
 	assert_int_equal(uf_mold_open_counted(&pkt, hb, 20, &c), UF_MOLD_HEARTBEAT);
 	assert_int_equal(pkt.seq, 500);
 	assert_int_equal(uf_mold_next_seq(&pkt), 500);
-	struct uf_mold_iter it;
-	struct uf_mold_block b = {0};
+	struct uf_frame_iter it;
+	struct uf_frame_msg b = {0};
 	uf_mold_iter_init(&it, &pkt);
 	assert_int_equal(uf_mold_next(&it, &b), 0);
 	assert_int_equal(uf_mold_open_counted(&pkt, eos, 20, &c), UF_MOLD_END_OF_SESSION);
@@ -183,8 +183,8 @@ static void test_mold_truncation_at_every_byte_is_refused(void **s)
 		assert_int_equal(c.mold_err[want], 1);
 		assert_int_equal(uf_decode_counters_errors(&c), 1);
 		/* An iterator over a refused packet yields nothing. */
-		struct uf_mold_iter it;
-		struct uf_mold_block b = {0};
+		struct uf_frame_iter it;
+		struct uf_frame_msg b = {0};
 		pkt.kind = 0;
 		uf_mold_iter_init(&it, &pkt);
 		assert_int_equal(uf_mold_next(&it, &b), 0);
@@ -329,8 +329,8 @@ static void reference_decode(const uint8_t *p, size_t len, struct uf_decode_coun
 	if (k < 0)
 		return;
 	got->pkts++;
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	struct uf_itch_msg m;
 	uf_mold_iter_init(&it, &pkt);
 	while (uf_mold_next(&it, &b))

@@ -70,8 +70,8 @@ static void fz_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uin
                        unsigned src)
 {
 	FZ_FAIL(skip < pkt->count && pkt->seq + skip == g.next);
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	uf_mold_iter_init(&it, pkt);
 	for (uint32_t i = 0; uf_mold_next(&it, &b); i++) {
 		if (i < skip)

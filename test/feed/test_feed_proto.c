@@ -31,6 +31,7 @@
 #include "common/uf_symbol.h"
 #include "common/uf_time.h"
 #include "decode/uf_itch50.h"
+#include "decode/uf_mold.h"
 #include "feed/mcast.h"
 #include "feed/uf_feed.h"
 #include "publish/uf_proto.h"
@@ -99,10 +100,34 @@ static int toy_open(struct uf_frame *f, const uint8_t *buf, size_t len)
 	return UF_FRAME_DATA;
 }
 
+static void toy_iter_init(struct uf_frame_iter *it, const struct uf_frame *f)
+{
+	it->p = f->buf + TOY_HDR;
+	it->end = f->buf + f->len;
+	it->seq = f->seq;
+	it->left = f->kind == UF_FRAME_DATA ? f->count : 0;
+	if (f->len < TOY_HDR)
+		it->p = it->end;
+}
+
+static int toy_iter_next(struct uf_frame_iter *it, struct uf_frame_msg *m)
+{
+	if (!it->left || it->end - it->p < TOY_MSG)
+		return 0;
+	m->seq = it->seq++;
+	m->msg = it->p;
+	m->len = TOY_MSG;
+	it->p += TOY_MSG;
+	it->left--;
+	return 1;
+}
+
 static const struct uf_framing toy_framing = {
     .name = "toy",
     .max_count = 1000,
     .open = toy_open,
+    .iter_init = toy_iter_init,
+    .iter_next = toy_iter_next,
 };
 
 /* ---- the toy protocol: decoding into the engine's normalized events, applied per packet */
@@ -140,16 +165,20 @@ static void toy_apply(struct uf_pub_step *s, void *state, const struct uf_frame 
 {
 	(void)state;
 	g_toy_apply_calls++;
-	for (uint32_t i = skip; i < f->count; i++) {
-		const uint8_t *p = f->buf + TOY_HDR + (size_t)i * TOY_MSG;
+	struct uf_frame_iter it;
+	struct uf_frame_msg fm;
+	toy_framing.iter_init(&it, f);
+	for (uint32_t i = 0; toy_framing.iter_next(&it, &fm); i++) {
+		if (i < skip)
+			continue;
 		struct uf_itch_msg m;
-		if (toy_decode(p, &m) < 0) {
-			uf_step_msg_error(s, UF_STEP_ERR_UNKNOWN, TOY_MSG, le16(p + 2), f->seq + i,
+		if (toy_decode(fm.msg, &m) < 0) {
+			uf_step_msg_error(s, UF_STEP_ERR_UNKNOWN, fm.len, le16(fm.msg + 2), fm.seq,
 			                  rx_ns);
 			continue;
 		}
 		uf_step_room(s, UF_REC_MAX_PER_MSG);
-		int k = uf_publish_apply(s->pub, &m, f->seq + i, rx_ns, s->recs + s->nrec,
+		int k = uf_publish_apply(s->pub, &m, fm.seq, rx_ns, s->recs + s->nrec,
 		                         s->step_cap - s->nrec);
 		if (k > 0)
 			s->nrec += (size_t)k;
@@ -222,6 +251,47 @@ static void test_proto_table_finds_builtin_and_registered_entries(void **st)
 	assert_int_equal(uf_proto_register(&bad), -EINVAL);
 	char names[200];
 	assert_string_equal(uf_proto_names(names, sizeof(names)), "\"itch50-moldudp64\", \"toy\"");
+}
+
+/* The built-in entry's framing, used only through the table: open, walk, re-request. */
+static void test_proto_itch50_framing_through_the_table(void **st)
+{
+	(void)st;
+	const struct uf_framing *fr = uf_proto_find("itch50-moldudp64")->framing;
+	uint8_t buf[256];
+	struct uf_mold_builder b;
+	const char sess[UF_FRAME_SESSION_LEN] = {'S', 'E', 'S', 'S', '1', ' ', ' ', ' ', ' ', ' '};
+	assert_int_equal(uf_mold_builder_init(&b, buf, sizeof(buf), sess, 41), 0);
+	const uint8_t m1[3] = {'X', 1, 2}, m2[5] = {'Y', 3, 4, 5, 6};
+	assert_int_equal(uf_mold_builder_add(&b, m1, sizeof(m1)), 0);
+	assert_int_equal(uf_mold_builder_add(&b, m2, sizeof(m2)), 0);
+	struct uf_frame f;
+	assert_int_equal(fr->open(&f, buf, b.len), UF_FRAME_DATA);
+	assert_memory_equal(f.session, sess, UF_FRAME_SESSION_LEN);
+	assert_int_equal(f.seq, 41);
+	assert_int_equal(f.count, 2);
+	assert_int_equal(uf_frame_next_seq(&f), 43);
+	struct uf_frame_iter it;
+	struct uf_frame_msg m;
+	fr->iter_init(&it, &f);
+	assert_int_equal(fr->iter_next(&it, &m), 1);
+	assert_int_equal(m.seq, 41);
+	assert_int_equal(m.len, 3);
+	assert_memory_equal(m.msg, m1, 3);
+	assert_int_equal(fr->iter_next(&it, &m), 1);
+	assert_int_equal(m.seq, 42);
+	assert_int_equal(m.len, 5);
+	assert_int_equal(fr->iter_next(&it, &m), 0);
+	assert_int_equal(fr->open(&f, buf, b.len - 1), -EBADMSG); /* a length lies: refused */
+	assert_int_equal(f.err, UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET);
+	uint8_t req[UF_FRAME_REQUEST_MAX];
+	size_t n = fr->request_build(req, sess, 1000, 25);
+	assert_int_equal(n, UF_MOLD_REREQUEST_LEN);
+	struct uf_frame r;
+	assert_int_equal(fr->request_parse(&r, req, n), 0);
+	assert_int_equal(r.seq, 1000);
+	assert_int_equal(r.count, 25);
+	assert_int_equal(fr->max_count, 0xFFFE);
 }
 
 /* ---- end to end through the engine ---- */
@@ -398,6 +468,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_proto_table_finds_builtin_and_registered_entries),
+	    cmocka_unit_test(test_proto_itch50_framing_through_the_table),
 	    cmocka_unit_test(test_proto_toy_feed_delivers_records_through_the_engine),
 	    cmocka_unit_test(test_proto_feed_refuses_what_the_protocol_cannot_do),
 	};

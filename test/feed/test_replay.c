@@ -185,8 +185,8 @@ struct tr_answer {
 static void tr_check_answer(void *ctx, struct uf_frame *p)
 {
 	struct tr_answer *a = ctx;
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	if (p->kind != UF_MOLD_DATA)
 		return;
 	if (!a->packets)
