@@ -19,8 +19,8 @@
 #include "decode/uf_itch50.h"
 #include "decode/uf_mold.h"
 
-#define UF_DECODE_PREFETCH_DEFAULT   8  /* packets ahead: best of 1-16 in docs/decode.md */
-#define UF_DECODE_PREFETCH_MAX_LINES 24 /* lines of one packet prefetched (1536 B: an MTU) */
+#define UF_DECODE_PREFETCH_DEFAULT   UF_FRAME_PREFETCH_DEFAULT   /* packets ahead */
+#define UF_DECODE_PREFETCH_MAX_LINES UF_FRAME_PREFETCH_MAX_LINES /* lines of one packet */
 
 /* One received datagram. */
 struct uf_decode_pkt {
@@ -60,27 +60,10 @@ static inline int uf_decode_msg_counted(const uint8_t *p, size_t len, struct uf_
 	return rc;
 }
 
-/* One read prefetch that the compiler cannot drop. GCC 12 at -O2 deletes __builtin_prefetch
- * loops inside inlined static functions (seen here: `objdump -d | grep prefetch` was empty
- * and prefetch on/off measured the same), so x86 spells the instruction out. */
-static inline void uf_decode_prefetch_line(const void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
-#else
-	__builtin_prefetch(p, 0, 3);
-#endif
-}
-
-/* Prefetches the lines of one datagram (capped at UF_DECODE_PREFETCH_MAX_LINES). */
+/* Prefetches the lines of one datagram (the one prefetch rule, decode/uf_frame.h). */
 static inline void uf_decode_prefetch_pkt(const struct uf_decode_pkt *pk)
 {
-	const uint8_t *p = pk->data;
-	uint32_t lines = (pk->len + UF_CACHELINE - 1) / UF_CACHELINE;
-	if (lines > UF_DECODE_PREFETCH_MAX_LINES)
-		lines = UF_DECODE_PREFETCH_MAX_LINES;
-	for (uint32_t l = 0; l < lines; l++)
-		uf_decode_prefetch_line(p + (size_t)l * UF_CACHELINE);
+	uf_frame_prefetch(pk->data, pk->len);
 }
 
 /* Decodes packets[0..n) in order, prefetching `prefetch_distance` packets ahead (0 = off),

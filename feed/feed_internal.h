@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "common/uf_compiler.h"
-#include "decode/uf_decode.h"
+#include "decode/uf_frame.h"
 #include "feed/arbiter.h"
 #include "feed/filter.h"
 #include "feed/ingest.h"

@@ -21,7 +21,7 @@
 #include "common/uf_err.h"
 #include "common/uf_symbol.h"
 #include "common/uf_time.h"
-#include "decode/uf_batch.h"
+#include "decode/uf_frame.h"
 #include "feed/feed_internal.h"
 #include "feed/feed_log.h"
 #include "feed/mcast.h"
@@ -349,8 +349,7 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 
 static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
 {
-	struct uf_decode_pkt d = {.data = p->data, .len = p->len, .user = 0};
-	uf_decode_prefetch_pkt(&d);
+	uf_frame_prefetch(p->data, p->len);
 }
 
 /* Reads every line socket's kernel drop total (SO_MEMINFO, a system call: idle and exit
@@ -501,9 +500,9 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			    n <= UF_FEED_STEP_BATCH && f->step.rec_cap > UF_FEED_PUBLISH_RECS
 			        ? UF_FEED_PUBLISH_RECS
 			        : f->step.rec_cap;
-			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_batch.h).
+			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_frame.h).
 			 */
-			int pf = UF_DECODE_PREFETCH_DEFAULT;
+			int pf = UF_FRAME_PREFETCH_DEFAULT;
 			for (int i = 0; i < pf && i < n; i++)
 				uf_feed_prefetch_pkt(&pkts[i]);
 			for (int i = 0; i < n; i++) {
