@@ -31,6 +31,7 @@
 #include "daemon/placement.h"
 #include "feed/arbiter.h"
 #include "feed/uf_feed.h"
+#include "publish/uf_proto.h"
 
 /* CPU member: -1 (not pinned) or a CPU this process may run on (sched_getaffinity). */
 static int get_cpu(struct uf_cj *c, json_t *obj, const char *key, int *out)
@@ -632,9 +633,11 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	    (r = uf_cj_str(c, jf, "protocol", UF_CFG_DEFAULT_PROTOCOL, f->protocol,
 	                   sizeof(f->protocol))))
 		return r;
-	if (strcmp(f->protocol, UF_CFG_DEFAULT_PROTOCOL) != 0)
-		return uf_cj_fail(c, "protocol", "\"%s\" is not supported (supported: \"%s\")",
-		                  f->protocol, UF_CFG_DEFAULT_PROTOCOL);
+	if (!f->protocol[0] || !uf_proto_find(f->protocol)) { /* the table, publish/protocols.c */
+		char names[200];
+		return uf_cj_fail(c, "protocol", "\"%s\" is not supported (supported: %s)",
+		                  f->protocol, uf_proto_names(names, sizeof(names)));
+	}
 	if ((r = uf_cj_str(c, jf, "backend", uf_backend_name(f->backend), backend,
 	                   sizeof(backend))))
 		return r;

@@ -19,8 +19,8 @@
 #include "decode/uf_itch50.h"
 #include "decode/uf_mold.h"
 
-#define UF_DECODE_PREFETCH_DEFAULT   8  /* packets ahead: best of 1-16 in docs/decode.md */
-#define UF_DECODE_PREFETCH_MAX_LINES 24 /* lines of one packet prefetched (1536 B: an MTU) */
+#define UF_DECODE_PREFETCH_DEFAULT   UF_FRAME_PREFETCH_DEFAULT   /* packets ahead */
+#define UF_DECODE_PREFETCH_MAX_LINES UF_FRAME_PREFETCH_MAX_LINES /* lines of one packet */
 
 /* One received datagram. */
 struct uf_decode_pkt {
@@ -60,27 +60,10 @@ static inline int uf_decode_msg_counted(const uint8_t *p, size_t len, struct uf_
 	return rc;
 }
 
-/* One read prefetch that the compiler cannot drop. GCC 12 at -O2 deletes __builtin_prefetch
- * loops inside inlined static functions (seen here: `objdump -d | grep prefetch` was empty
- * and prefetch on/off measured the same), so x86 spells the instruction out. */
-static inline void uf_decode_prefetch_line(const void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
-#else
-	__builtin_prefetch(p, 0, 3);
-#endif
-}
-
-/* Prefetches the lines of one datagram (capped at UF_DECODE_PREFETCH_MAX_LINES). */
+/* Prefetches the lines of one datagram (the one prefetch rule, decode/uf_frame.h). */
 static inline void uf_decode_prefetch_pkt(const struct uf_decode_pkt *pk)
 {
-	const uint8_t *p = pk->data;
-	uint32_t lines = (pk->len + UF_CACHELINE - 1) / UF_CACHELINE;
-	if (lines > UF_DECODE_PREFETCH_MAX_LINES)
-		lines = UF_DECODE_PREFETCH_MAX_LINES;
-	for (uint32_t l = 0; l < lines; l++)
-		uf_decode_prefetch_line(p + (size_t)l * UF_CACHELINE);
+	uf_frame_prefetch(pk->data, pk->len);
 }
 
 /* Decodes packets[0..n) in order, prefetching `prefetch_distance` packets ahead (0 = off),
@@ -88,41 +71,35 @@ static inline void uf_decode_prefetch_pkt(const struct uf_decode_pkt *pk)
  * number of messages delivered. Heartbeats and end of session are counted, not delivered; sequence
  * tracking (gaps, A/B) is the caller's business: it sees each packet through `pkt_fn` if given (may
  * be NULL), called with the opened packet before its messages, for valid packets only. */
-typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_mold_packet *pkt);
+typedef void (*uf_decode_pkt_fn)(void *ctx, const struct uf_frame *pkt);
 
 #define UF_DECODE_FUSED_MAX 128 /* blocks decoded in one pass; above, two passes */
 
-/* The one-pass form of a data packet: walks the blocks once, checking every length against
- * the datagram exactly as uf_mold_open() does and decoding each message into out[] as it
- * goes, so the decode work overlaps the serial walk (load a length, add, load the next)
- * instead of following a separate validation walk. Nothing is delivered here: the caller
- * hands out[] on only when the whole packet validated, so a packet that lies is still
- * dropped whole. Returns UF_MOLD_DATA with pkt, out[0..count) and rc[0..count) filled, or
- * -EBADMSG with pkt->err set. Needs 1 <= count <= UF_DECODE_FUSED_MAX (caller checks). */
-static inline int uf_decode_walk_fused(struct uf_mold_packet *pkt, struct uf_itch_msg *out,
-                                       int8_t *rc)
+/* Fused decode state: where block i's message goes and what decoding it returned. */
+struct uf_decode_fused {
+	struct uf_itch_msg *out; /* decoded messages */
+	int8_t *rc;              /* decode results */
+};
+
+/* uf_mold_walk's callback for the fused decode (inlined into the walk). */
+static inline __attribute__((always_inline)) void
+uf_decode_fused_block(void *ctx, uint32_t i, const uint8_t *msg, uint16_t len)
 {
-	const uint8_t *p = pkt->buf + UF_MOLD_HDR_LEN, *end = pkt->buf + pkt->len;
-	for (uint32_t i = 0; i < pkt->count; i++) {
-		if (UF_UNLIKELY(end - p < 2)) {
-			pkt->err = p == end ? UF_MOLD_ERR_COUNT_MISMATCH
-			                    : UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED;
-			return -EBADMSG;
-		}
-		size_t bl = uf_be16(p);
-		if (UF_UNLIKELY((size_t)(end - p - 2) < bl)) {
-			pkt->err = UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET;
-			return -EBADMSG;
-		}
-		rc[i] = (int8_t)uf_itch_decode_inline(p + 2, bl, &out[i]);
-		p += 2 + bl;
-	}
-	if (UF_UNLIKELY(p != end)) {
-		pkt->err = UF_MOLD_ERR_TRAILING_BYTES;
-		return -EBADMSG;
-	}
-	pkt->kind = UF_MOLD_DATA;
-	return UF_MOLD_DATA;
+	struct uf_decode_fused *d = ctx;
+	d->rc[i] = (int8_t)uf_itch_decode_inline(msg, len, &d->out[i]);
+}
+
+/* The one-pass form of a data packet: walks the blocks once (uf_mold_walk, the walk
+ * uf_mold_open() does), decoding each message into out[] as it goes, so the decode work overlaps
+ * the serial walk (load a length, add, load the next) instead of following a separate validation
+ * walk. Nothing is delivered here: the caller hands out[] on only when the whole packet validated,
+ * so a packet that lies is still dropped whole. Returns UF_MOLD_DATA with pkt, out[0..count) and
+ * rc[0..count) filled, or -EBADMSG with pkt->err set. Needs 1 <= count <= UF_DECODE_FUSED_MAX
+ * (caller checks). */
+static inline int uf_decode_walk_fused(struct uf_frame *pkt, struct uf_itch_msg *out, int8_t *rc)
+{
+	struct uf_decode_fused d = {out, rc};
+	return uf_mold_walk(pkt, uf_decode_fused_block, &d); /* the one block walk (uf_mold.h) */
 }
 
 static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, size_t n,
@@ -140,7 +117,7 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 	for (size_t i = 0; i < n; i++) {
 		if (prefetch_distance && i + prefetch_distance < n)
 			uf_decode_prefetch_pkt(&pkts[i + prefetch_distance]);
-		struct uf_mold_packet pkt;
+		struct uf_frame pkt;
 		if (UF_LIKELY(uf_mold_parse_header(&pkt, pkts[i].data, pkts[i].len) == 0 &&
 		              pkt.count >= 1 && pkt.count <= UF_DECODE_FUSED_MAX)) {
 			UF_DC_ADD(c->packets, 1);
@@ -169,8 +146,8 @@ static inline size_t uf_decode_batch_inline(const struct uf_decode_pkt *pkts, si
 			continue;
 		if (pkt_fn)
 			pkt_fn(ctx, &pkt);
-		struct uf_mold_iter it;
-		struct uf_mold_block b;
+		struct uf_frame_iter it;
+		struct uf_frame_msg b;
 		struct uf_itch_msg m;
 		uf_mold_iter_init(&it, &pkt);
 		while (uf_mold_next(&it, &b)) {

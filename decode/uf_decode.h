@@ -9,7 +9,7 @@
  *   uf_soup.h     SoupBinTCP 3.00 packets and stream parser, GLIMPSE 5.0 End of Snapshot
  *
  * Typical feed-thread use:
- *   struct uf_mold_packet pkt; struct uf_mold_iter it; struct uf_mold_block b;
+ *   struct uf_frame pkt; struct uf_frame_iter it; struct uf_frame_msg b;
  *   struct uf_itch_msg m;
  *   if (uf_mold_open_counted(&pkt, buf, len, &counters) == UF_MOLD_DATA) {
  *           uf_mold_iter_init(&it, &pkt);

@@ -1,4 +1,5 @@
-/* MoldUDP64 packet building (the parser is inline in uf_mold.h). */
+/* MoldUDP64 packet building and the MoldUDP64 framing entry (the parser is inline in
+ * uf_mold.h). */
 #include "decode/uf_mold.h"
 
 int uf_mold_builder_init(struct uf_mold_builder *b, uint8_t *buf, size_t cap,
@@ -51,3 +52,27 @@ void uf_mold_build_end_of_session(uint8_t out[UF_MOLD_HDR_LEN],
 {
 	build_header(out, session, next_seq, UF_MOLD_COUNT_END);
 }
+
+/* The framing interface over the inline parser: one call per datagram. */
+static int uf_mold_framing_open(struct uf_frame *f, const uint8_t *buf, size_t len)
+{
+	return uf_mold_open(f, buf, len);
+}
+
+static size_t uf_mold_framing_request(uint8_t *out, const char session[UF_FRAME_SESSION_LEN],
+                                      uint64_t seq, uint32_t count)
+{
+	_Static_assert(UF_MOLD_REREQUEST_LEN <= UF_FRAME_REQUEST_MAX, "a request fits");
+	uf_mold_rerequest_build(out, session, seq, (uint16_t)count);
+	return UF_MOLD_REREQUEST_LEN;
+}
+
+const struct uf_framing uf_mold_framing = {
+    .name = "moldudp64",
+    .max_count = UF_MOLD_COUNT_END - 1, /* 0xFFFF means end of session */
+    .open = uf_mold_framing_open,
+    .iter_init = uf_mold_iter_init,
+    .iter_next = uf_mold_next,
+    .request_build = uf_mold_framing_request,
+    .request_parse = uf_mold_rerequest_parse,
+};

@@ -19,6 +19,7 @@
 #include "common/uf_compiler.h"
 #include "common/uf_endian.h"
 #include "decode/uf_counters.h"
+#include "decode/uf_frame.h"
 
 #define UF_MOLD_HDR_LEN       20
 #define UF_MOLD_SESSION_LEN   10
@@ -26,40 +27,20 @@
 #define UF_MOLD_REREQUEST_LEN 20      /* a re-request is a header alone */
 #define UF_MOLD_MAX_PAYLOAD   65507   /* largest UDP payload over IPv4 */
 
+/* A MoldUDP64 packet's kinds are the engine's frame kinds (decode/uf_frame.h). */
 enum uf_mold_kind {
-	UF_MOLD_DATA = 1,           /* count >= 1 message blocks */
-	UF_MOLD_HEARTBEAT = 2,      /* count 0: seq is the next expected sequence */
-	UF_MOLD_END_OF_SESSION = 3, /* count 0xFFFF: seq is the next sequence; no more data */
+	UF_MOLD_DATA = UF_FRAME_DATA,           /* count >= 1 message blocks */
+	UF_MOLD_HEARTBEAT = UF_FRAME_HEARTBEAT, /* count 0: seq is the next expected sequence */
+	UF_MOLD_END_OF_SESSION = UF_FRAME_END,  /* count 0xFFFF: seq is the next sequence */
 };
+_Static_assert(UF_MOLD_SESSION_LEN == UF_FRAME_SESSION_LEN, "a Mold session is a frame session");
 
-/* A validated datagram: points into the caller's buffer (zero copy). */
-struct uf_mold_packet {
-	const uint8_t *buf;                /* the datagram */
-	size_t len;                        /* its length */
-	char session[UF_MOLD_SESSION_LEN]; /* session name, ASCII, space padded, not terminated */
-	uint64_t seq;                      /* sequence of the first block (or next expected) */
-	uint16_t count;                    /* message blocks (0 heartbeat, 0xFFFF end) */
-	uint8_t kind;                      /* enum uf_mold_kind once opened */
-	uint8_t err;                       /* enum uf_mold_err when uf_mold_open failed */
-};
-
-/* Cursor over the blocks of one packet. */
-struct uf_mold_iter {
-	const uint8_t *p;   /* next block's length field */
-	const uint8_t *end; /* one past the datagram */
-	uint64_t seq;       /* sequence of the next block */
-	uint32_t left;      /* blocks not yet returned */
-};
-
-/* One message block: the ITCH message and its MoldUDP64 sequence number. */
-struct uf_mold_block {
-	uint64_t seq;       /* sequence number of this message */
-	const uint8_t *msg; /* message bytes, in the datagram */
-	uint16_t len;       /* message length (may be 0: the ITCH decoder counts that) */
-};
+/* The MoldUDP64 framing (uf_mold.c): uf_mold_open and the re-request pair behind the
+ * engine's framing interface. */
+extern const struct uf_framing uf_mold_framing;
 
 /* Reads only the 20-byte header. Returns 0, or -EBADMSG (pkt->err = TRUNCATED_HEADER). */
-static inline int uf_mold_parse_header(struct uf_mold_packet *pkt, const uint8_t *buf, size_t len)
+static inline int uf_mold_parse_header(struct uf_frame *pkt, const uint8_t *buf, size_t len)
 {
 	pkt->buf = buf;
 	pkt->len = len;
@@ -75,38 +56,36 @@ static inline int uf_mold_parse_header(struct uf_mold_packet *pkt, const uint8_t
 	return 0;
 }
 
-/* Parses and validates a whole downstream datagram.
- * Returns its kind (UF_MOLD_DATA, UF_MOLD_HEARTBEAT, UF_MOLD_END_OF_SESSION), or -EBADMSG
- * with pkt->err saying which length lied. O(count): touches only the length fields. */
-static inline int uf_mold_open(struct uf_mold_packet *pkt, const uint8_t *buf, size_t len)
+/* Called by uf_mold_walk for block i (message bytes and length) once its length is known to
+ * lie inside the datagram. */
+typedef void (*uf_mold_block_fn)(void *ctx, uint32_t i, const uint8_t *msg, uint16_t len);
+
+/* THE MoldUDP64 block walk: checks the `count` blocks after the header against the datagram
+ * (every length inside it, nothing after the last), calling blk (NULL: none) on each block as
+ * it goes, so work on a block overlaps the serial walk (load a length, add, load the next).
+ * Returns UF_MOLD_DATA (pkt->kind set), or -EBADMSG with pkt->err saying which length lied;
+ * blocks before the lie were already seen by blk, so a caller hands nothing on before the
+ * whole walk succeeded. Needs a parsed header with 1 <= count < 0xFFFF. Always inlined: with
+ * a constant blk the callback is inlined too (uf_mold_open, decode/uf_batch.h's fused
+ * decode). */
+static inline __attribute__((always_inline)) int uf_mold_walk(struct uf_frame *pkt,
+                                                              uf_mold_block_fn blk, void *ctx)
 {
-	if (uf_mold_parse_header(pkt, buf, len) < 0)
-		return -EBADMSG;
-	const uint8_t *p = buf + UF_MOLD_HDR_LEN, *end = buf + len;
-	if (pkt->count == 0 || pkt->count == UF_MOLD_COUNT_END) {
-		if (UF_UNLIKELY(p != end)) { /* a header-only packet carrying bytes */
-			pkt->err = pkt->count ? UF_MOLD_ERR_BAD_END_OF_SESSION
-			                      : UF_MOLD_ERR_TRAILING_BYTES;
-			return -EBADMSG;
-		}
-		pkt->kind = pkt->count ? UF_MOLD_END_OF_SESSION : UF_MOLD_HEARTBEAT;
-		return pkt->kind;
-	}
+	const uint8_t *p = pkt->buf + UF_MOLD_HDR_LEN, *end = pkt->buf + pkt->len;
 	for (uint32_t i = 0; i < pkt->count; i++) {
-		if (UF_UNLIKELY(p == end)) {
-			pkt->err = UF_MOLD_ERR_COUNT_MISMATCH;
-			return -EBADMSG;
-		}
 		if (UF_UNLIKELY(end - p < 2)) {
-			pkt->err = UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED;
+			pkt->err = p == end ? UF_MOLD_ERR_COUNT_MISMATCH
+			                    : UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED;
 			return -EBADMSG;
 		}
-		size_t bl = uf_be16(p);
+		uint16_t bl = uf_be16(p);
 		if (UF_UNLIKELY((size_t)(end - p - 2) < bl)) {
 			pkt->err = UF_MOLD_ERR_BLOCK_OVERRUNS_PACKET;
 			return -EBADMSG;
 		}
-		p += 2 + bl;
+		if (blk)
+			blk(ctx, i, p + 2, bl);
+		p += 2 + (size_t)bl;
 	}
 	if (UF_UNLIKELY(p != end)) {
 		pkt->err = UF_MOLD_ERR_TRAILING_BYTES;
@@ -116,8 +95,27 @@ static inline int uf_mold_open(struct uf_mold_packet *pkt, const uint8_t *buf, s
 	return UF_MOLD_DATA;
 }
 
+/* Parses and validates a whole downstream datagram.
+ * Returns its kind (UF_MOLD_DATA, UF_MOLD_HEARTBEAT, UF_MOLD_END_OF_SESSION), or -EBADMSG
+ * with pkt->err saying which length lied. O(count): touches only the length fields. */
+static inline int uf_mold_open(struct uf_frame *pkt, const uint8_t *buf, size_t len)
+{
+	if (uf_mold_parse_header(pkt, buf, len) < 0)
+		return -EBADMSG;
+	if (pkt->count == 0 || pkt->count == UF_MOLD_COUNT_END) {
+		if (UF_UNLIKELY(len != UF_MOLD_HDR_LEN)) { /* a header-only packet carrying bytes */
+			pkt->err = pkt->count ? UF_MOLD_ERR_BAD_END_OF_SESSION
+			                      : UF_MOLD_ERR_TRAILING_BYTES;
+			return -EBADMSG;
+		}
+		pkt->kind = pkt->count ? UF_MOLD_END_OF_SESSION : UF_MOLD_HEARTBEAT;
+		return pkt->kind;
+	}
+	return uf_mold_walk(pkt, NULL, NULL);
+}
+
 /* uf_mold_open plus counting: packets, heartbeats, end_of_session, mold_err[kind]. */
-static inline int uf_mold_open_counted(struct uf_mold_packet *pkt, const uint8_t *buf, size_t len,
+static inline int uf_mold_open_counted(struct uf_frame *pkt, const uint8_t *buf, size_t len,
                                        struct uf_decode_counters *c)
 {
 	int k = uf_mold_open(pkt, buf, len);
@@ -132,7 +130,7 @@ static inline int uf_mold_open_counted(struct uf_mold_packet *pkt, const uint8_t
 }
 
 /* Starts walking the blocks of an opened packet (no blocks unless kind is UF_MOLD_DATA). */
-static inline void uf_mold_iter_init(struct uf_mold_iter *it, const struct uf_mold_packet *pkt)
+static inline void uf_mold_iter_init(struct uf_frame_iter *it, const struct uf_frame *pkt)
 {
 	it->p = pkt->buf + UF_MOLD_HDR_LEN;
 	it->end = pkt->buf + pkt->len;
@@ -146,7 +144,7 @@ static inline void uf_mold_iter_init(struct uf_mold_iter *it, const struct uf_mo
 
 /* Next block: returns 1 and fills `b`, or 0 when the packet is done (or a length would
  * overrun: impossible after a successful uf_mold_open). */
-static inline int uf_mold_next(struct uf_mold_iter *it, struct uf_mold_block *b)
+static inline int uf_mold_next(struct uf_frame_iter *it, struct uf_frame_msg *b)
 {
 	if (!it->left || it->end - it->p < 2)
 		return 0;
@@ -162,9 +160,9 @@ static inline int uf_mold_next(struct uf_mold_iter *it, struct uf_mold_block *b)
 }
 
 /* Sequence that follows this packet (what the next packet should start at). */
-static inline uint64_t uf_mold_next_seq(const struct uf_mold_packet *pkt)
+static inline uint64_t uf_mold_next_seq(const struct uf_frame *pkt)
 {
-	return pkt->kind == UF_MOLD_DATA ? pkt->seq + pkt->count : pkt->seq;
+	return uf_frame_next_seq(pkt);
 }
 
 /* ---- re-requests (client -> request server) ---- */
@@ -181,8 +179,7 @@ static inline void uf_mold_rerequest_build(uint8_t out[UF_MOLD_REREQUEST_LEN],
 
 /* Parses a re-request. Returns 0, or -EBADMSG unless it is exactly 20 bytes with a count
  * of 1..0xFFFE (0 and 0xFFFF mean nothing in a request). */
-static inline int uf_mold_rerequest_parse(struct uf_mold_packet *req, const uint8_t *buf,
-                                          size_t len)
+static inline int uf_mold_rerequest_parse(struct uf_frame *req, const uint8_t *buf, size_t len)
 {
 	if (uf_mold_parse_header(req, buf, len) < 0)
 		return -EBADMSG;

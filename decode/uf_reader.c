@@ -367,7 +367,7 @@ int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t 
 }
 
 /* Gap tracking across the packets of one capture: a forward jump within a session. */
-static void track_seq(struct uf_reader *r, const struct uf_mold_packet *pkt)
+static void track_seq(struct uf_reader *r, const struct uf_frame *pkt)
 {
 	if (!r->have_seq || memcmp(r->session, pkt->session, UF_MOLD_SESSION_LEN) != 0) {
 		memcpy(r->session, pkt->session, UF_MOLD_SESSION_LEN);
@@ -385,7 +385,7 @@ static void track_seq(struct uf_reader *r, const struct uf_mold_packet *pkt)
 static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
 {
 	for (;;) {
-		struct uf_mold_block b;
+		struct uf_frame_msg b;
 		if (r->in_packet && uf_mold_next(&r->it, &b)) {
 			m->seq = b.seq;
 			m->msg = b.msg;

@@ -44,8 +44,8 @@ struct uf_reader {
 	uint32_t linktype;                 /* pcap link type */
 	uint16_t udp_port;                 /* pcap: only UDP to this destination port, 0 = any */
 	int in_packet;                     /* 1 while `it` has blocks left */
-	struct uf_mold_packet pkt;         /* current datagram (pcap) */
-	struct uf_mold_iter it;            /* blocks of the current datagram */
+	struct uf_frame pkt;               /* current datagram (pcap) */
+	struct uf_frame_iter it;           /* blocks of the current datagram */
 	uint64_t ordinal;                  /* daily: messages returned so far */
 	uint64_t pcap_ts_ns;               /* capture time of the current record (pcap) */
 	char session[UF_MOLD_SESSION_LEN]; /* session of the last data packet (gap tracking) */

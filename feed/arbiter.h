@@ -60,7 +60,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#include "decode/uf_mold.h"
+#include "decode/uf_frame.h"
 #include "feed/uf_feed_config.h"
 #include "feed/uf_feed_stats.h"
 
@@ -92,28 +92,20 @@ struct uf_arb_params {
 	uint64_t line_silent_ns;  /* a line silent this long is not live (receive time, > 0) */
 };
 
-/* The arbiter's own counters: UF_ARB_COUNTERS and UF_ARB_LINE_COUNTERS (feed/uf_feed_stats.h,
- * where the feed's lists include them so /status and /metrics show them). The arbiter counts
- * into its own struct; the feed thread mirrors them into its stats once a batch. */
-#define UF_ARB_FIELD(name, help) uint64_t name;
-struct uf_arb_line_counters {
-	UF_ARB_LINE_COUNTERS(UF_ARB_FIELD)
-};
-struct uf_arb_counters {
-	UF_ARB_COUNTERS(UF_ARB_FIELD)
-	struct uf_arb_line_counters lines[UF_CFG_MAX_LINES]; /* per line */
-};
-#undef UF_ARB_FIELD
+/* The arbiter counts into the feed's stats it is given (uf_arb_init's `st`): the feed-wide
+ * lists (gaps, re-requests, recovered messages...), the per-line ones (wins, duplicates...)
+ * and its own trust checks, UF_ARB_COUNTERS and UF_ARB_LINE_COUNTERS (feed/uf_feed_stats.h).
+ * One set, counted once, read by /status and /metrics as it is written (relaxed stores). */
 
 struct uf_arb_cb {
 	/* Deliver messages [pkt->seq + skip, pkt->seq + pkt->count) of a validated data packet,
 	 * in order. `src` is the line index or UF_ARB_SRC_RECOVERY. */
-	void (*deliver)(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx_ns,
+	void (*deliver)(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx_ns,
 	                unsigned src);
 	/* Sequences [first, first + count) are given up: publish a gap marker. */
 	void (*gap)(void *ctx, uint64_t first, uint64_t count);
 	/* A new session started (after the first): books of the old one are void. */
-	void (*new_session)(void *ctx, const char session[UF_MOLD_SESSION_LEN]);
+	void (*new_session)(void *ctx, const char session[UF_FRAME_SESSION_LEN]);
 	void *ctx;
 };
 
@@ -155,11 +147,11 @@ struct uf_arb_slot {
 };
 
 struct uf_arb {
-	struct uf_arb_cb cb;        /* where results go */
-	struct uf_feed_stats *st;   /* counters */
-	struct uf_arb_counters cnt; /* the arbiter's own counters (the feed publishes them) */
-	struct uf_arb_params p;     /* trust thresholds */
-	int nlines;                 /* lines in use */
+	const struct uf_framing *framing;       /* the venue's packets (uf_arb_init) */
+	struct uf_arb_cb cb;                    /* where results go */
+	struct uf_feed_stats *st;               /* counters */
+	struct uf_arb_params p;                 /* trust thresholds */
+	int nlines;                             /* lines in use */
 	uint32_t line_source[UF_CFG_MAX_LINES]; /* expected source per line (s_addr), 0 = any */
 	/* recovery parameters */
 	int recovery;              /* 1 when a request server is configured */
@@ -176,22 +168,22 @@ struct uf_arb {
 	                            * timeout */
 	uint64_t (*now)(void);     /* monotonic clock (uf_now_mono_ns; tests set a fake one) */
 	/* session */
-	char session[UF_MOLD_SESSION_LEN];      /* current session */
-	char prev_session[UF_MOLD_SESSION_LEN]; /* previous session: its packets are dropped */
-	int have_session;                       /* session is set */
-	int have_prev;                          /* prev_session is set */
-	char cand_session[UF_MOLD_SESSION_LEN]; /* another session seen while ours runs */
-	uint32_t cand_row[UF_CFG_MAX_LINES];    /* its packets in a row, per line */
-	uint64_t delivered;                     /* messages delivered or given up in this session */
-	int eos_seen;                           /* end of session corroborated (every live line) */
-	int any_eos;                            /* some line_eos is set */
-	uint64_t line_eos[UF_CFG_MAX_LINES];    /* per line: end-of-session sequence (0 = none) */
-	uint64_t line_rx[UF_CFG_MAX_LINES];     /* per line: receive time of its last packet */
-	uint8_t line_seen[UF_CFG_MAX_LINES];    /* per line: sent a packet of this session */
-	int eos_done;                           /* end of session reached and counted */
-	uint64_t eos_seq;                       /* its sequence */
-	uint64_t expected;                      /* next sequence to deliver */
-	uint64_t high;                          /* sequence after the last one announced anywhere */
+	char session[UF_FRAME_SESSION_LEN];      /* current session */
+	char prev_session[UF_FRAME_SESSION_LEN]; /* previous session: its packets are dropped */
+	int have_session;                        /* session is set */
+	int have_prev;                           /* prev_session is set */
+	char cand_session[UF_FRAME_SESSION_LEN]; /* another session seen while ours runs */
+	uint32_t cand_row[UF_CFG_MAX_LINES];     /* its packets in a row, per line */
+	uint64_t delivered;                  /* messages delivered or given up in this session */
+	int eos_seen;                        /* end of session corroborated (every live line) */
+	int any_eos;                         /* some line_eos is set */
+	uint64_t line_eos[UF_CFG_MAX_LINES]; /* per line: end-of-session sequence (0 = none) */
+	uint64_t line_rx[UF_CFG_MAX_LINES];  /* per line: receive time of its last packet */
+	uint8_t line_seen[UF_CFG_MAX_LINES]; /* per line: sent a packet of this session */
+	int eos_done;                        /* end of session reached and counted */
+	uint64_t eos_seq;                    /* its sequence */
+	uint64_t expected;                   /* next sequence to deliver */
+	uint64_t high;                       /* sequence after the last one announced anywhere */
 	uint64_t
 	    line_next[UF_CFG_MAX_LINES]; /* per line: sequence after its last packet (0 = none) */
 	/* gap state */
@@ -225,9 +217,12 @@ struct uf_arb {
 	size_t mem_len;            /* its length */
 };
 
-/* Sets up the arbiter for `cfg` (recovery.*, lines) with re-request socket `fd` (-1: no
- * recovery) and queue slots of `slot_size` bytes. Returns 0 or -ENOMEM. Cold. */
-int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg, int fd, uint32_t slot_size,
+/* Sets up the arbiter for `cfg` (recovery.*, lines) and the venue's `framing` (decode/
+ * uf_frame.h: queued copies are re-opened and re-requests built through it; one without
+ * request_build has no recovery), with re-request socket `fd` (-1: no recovery) and queue
+ * slots of `slot_size` bytes. Returns 0, -ENOMEM or -EINVAL (no framing). Cold. */
+int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *cfg,
+                const struct uf_framing *framing, int fd, uint32_t slot_size,
                 struct uf_feed_stats *st, const struct uf_arb_cb *cb);
 
 /* The default trust thresholds (UF_ARB_MAX_JUMP, UF_ARB_JUMP_CONFIRM, ...). */
@@ -243,27 +238,20 @@ int uf_arb_set_line_source(struct uf_arb *a, unsigned line, struct in_addr sourc
 
 /* 1 when a datagram of line `line` from `from_addr` (network order) may be handed to
  * uf_arb_packet; 0 when it came from another source than the configured one (counted in
- * cnt.lines[line].foreign_source: the caller drops it). Hot. */
+ * st->lines[line].foreign_source: the caller drops it). Hot. */
 static inline int uf_arb_source_ok(struct uf_arb *a, unsigned line, uint32_t from_addr)
 {
 	if (line >= UF_CFG_MAX_LINES || !a->line_source[line] || a->line_source[line] == from_addr)
 		return 1;
-	uf_stat_add(&a->cnt.lines[line].foreign_source, 1);
+	uf_stat_add(&a->st->lines[line].foreign_source, 1);
 	return 0;
-}
-
-/* The arbiter's counters (feed thread writes with relaxed stores; read with relaxed loads). */
-static inline const struct uf_arb_counters *uf_arb_counters(const struct uf_arb *a)
-{
-	return &a->cnt;
 }
 
 /* Frees the queue. Safe on a zeroed struct. */
 void uf_arb_fini(struct uf_arb *a);
 
-/* One validated MoldUDP64 packet (kind set by uf_mold_open) from source `src`. Hot. */
-void uf_arb_packet(struct uf_arb *a, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-                   unsigned src);
+/* One validated packet (kind set by the framing's open) from source `src`. Hot. */
+void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 
 /* Timers: call when a.gap_open, at least every millisecond; sends re-requests, retries and
  * gives up holes at their deadline. `now_ns` is CLOCK_MONOTONIC (a->now's clock). `drained` says

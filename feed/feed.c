@@ -136,12 +136,13 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 	f->cfg.nsymbols = 0;
 	const struct uf_feed_config *cfg = &f->cfg;
 	f->req_fd = -1;
+	f->tm.stages = f->stats.stages;
 	for (int i = 0; i < UF_INGEST_MAX_SRC; i++)
 		f->fds[i] = -1;
 	f->backend = cfg->backend;
 	if (!cfg->no_stage_timing) {
 		pthread_once(&tick_once, uf_feed_tick_calibrate);
-		f->clock = tick_clock;
+		f->tm.clock = tick_clock;
 	}
 	if (cfg->nlines < 1 || cfg->nlines > UF_CFG_MAX_LINES) {
 		uf_err_set(err, errlen, "feed %s: %d lines (1 or 2 supported)", cfg->name,
@@ -154,6 +155,32 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 		           (int)cfg->backend);
 		rc = -EINVAL;
 		goto out_free;
+	}
+	f->proto = uf_proto_find(cfg->protocol);
+	if (!f->proto) {
+		char names[200];
+		uf_err_set(err, errlen, "feed %s: protocol \"%s\" is not supported (supported: %s)",
+		           cfg->name, cfg->protocol, uf_proto_names(names, sizeof(names)));
+		rc = -EPROTONOSUPPORT;
+		goto out_free;
+	}
+	if (f->proto->book != UF_BOOK_ORDERS) {
+		uf_err_set(err, errlen,
+		           "feed %s: protocol %s feeds a book kind the engine has not "
+		           "got yet",
+		           cfg->name, f->proto->name);
+		rc = -EPROTONOSUPPORT;
+		goto out_free;
+	}
+	if (f->proto->state_size) {
+		size_t sz = (f->proto->state_size + UF_CACHELINE - 1) & ~(size_t)(UF_CACHELINE - 1);
+		f->proto_state = aligned_alloc(UF_CACHELINE, sz);
+		if (!f->proto_state) {
+			uf_err_set(err, errlen, "out of memory");
+			rc = -ENOMEM;
+			goto out_free;
+		}
+		memset(f->proto_state, 0, sz);
 	}
 	f->stats.nlines = (uint64_t)cfg->nlines;
 	for (int i = 0; i < cfg->nlines; i++) {
@@ -221,12 +248,16 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 		uf_err_set(err, errlen, "feed %s: ring: %s", cfg->name, why);
 		goto out_filter;
 	}
-	f->rec_cap = uf_sink_max_batch(&f->sink);
-	if (f->rec_cap > UF_FEED_RECS)
-		f->rec_cap = UF_FEED_RECS;
+	f->step.pub = f->pub;
+	f->step.recs = f->recs;
+	f->step.rec_cap = uf_sink_max_batch(&f->sink);
+	if (f->step.rec_cap > UF_FEED_RECS)
+		f->step.rec_cap = UF_FEED_RECS;
+	f->step.step_cap = f->step.rec_cap;
 	struct uf_arb_cb cb;
 	uf_feed_pipeline_callbacks(f, &cb);
-	rc = uf_arb_init(&f->arb, cfg, f->req_fd, cfg->buffers.size, &f->stats, &cb);
+	rc = uf_arb_init(&f->arb, cfg, f->proto->framing, f->req_fd, cfg->buffers.size, &f->stats,
+	                 &cb);
 	if (rc < 0) {
 		uf_err_rc(err, errlen, rc, "feed %s: recovery queue of %u packets", cfg->name,
 		          cfg->recovery.queue_packets);
@@ -235,7 +266,12 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 	rc = uf_feed_arb_setup(f, cfg, err, errlen);
 	if (rc < 0)
 		goto out_arb;
-	rc = uf_feed_snapshot_init(f);
+	rc = uf_feed_snapshot_init(&f->snap, &f->cfg, f->proto, &f->step, &f->arb, &f->stats);
+	if (rc == -ENOTSUP) {
+		uf_err_set(err, errlen, "feed %s: protocol %s has no snapshot service", cfg->name,
+		           f->proto->name);
+		goto out_arb;
+	}
 	if (rc < 0) {
 		uf_err_rc(err, errlen, rc, "feed %s: snapshot buffer of %u packets", cfg->name,
 		          cfg->snapshot.buffer_packets);
@@ -245,7 +281,7 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 	return 0;
 
 out_arb:
-	uf_feed_snapshot_fini(f);
+	uf_feed_snapshot_fini(&f->snap);
 	uf_arb_fini(&f->arb);
 out_ring:
 	uf_sink_close(&f->sink);
@@ -256,6 +292,7 @@ out_close:
 	for (int i = 0; i < f->nsrc; i++)
 		close(f->fds[i]);
 out_free:
+	free(f->proto_state);
 	free(f);
 	return rc;
 }
@@ -264,12 +301,13 @@ void uf_feed_destroy(struct uf_feed *f)
 {
 	if (!f)
 		return;
-	uf_feed_snapshot_fini(f);
+	uf_feed_snapshot_fini(&f->snap);
 	uf_arb_fini(&f->arb);
 	uf_sink_close(&f->sink);
 	uf_filter_fini(&f->filter);
 	uf_publish_destroy(f->pub);
 	for (int i = 0; i < f->nsrc; i++)
 		close(f->fds[i]);
+	free(f->proto_state);
 	free(f);
 }

@@ -8,61 +8,47 @@
 #include <stdint.h>
 
 #include "common/uf_compiler.h"
-#include "common/uf_tick.h"
-#include "decode/uf_decode.h"
+#include "decode/uf_frame.h"
 #include "feed/arbiter.h"
 #include "feed/filter.h"
 #include "feed/ingest.h"
 #include "feed/sink.h"
 #include "feed/snapshot.h"
+#include "feed/stage_timer.h"
 #include "feed/uf_feed.h"
+#include "publish/uf_proto.h"
 #include "publish/uf_publish.h"
+#include "publish/uf_step.h"
 
 #define UF_FEED_RECS 1024 /* records buffered per packet before they go to the ring */
 
 struct uf_feed {
-	struct uf_feed_config cfg;  /* copy (symbols not kept) */
-	struct uf_feed_stats stats; /* counters (uf_feed_stats.h) */
-	int nsrc;                   /* sockets: lines, then the re-request socket */
-	int fds[UF_INGEST_MAX_SRC]; /* sockets by source index */
-	int req_fd;                 /* re-request socket, -1 without recovery */
-	struct uf_ingest ig;        /* receive back end (set up by uf_feed_run) */
-	pthread_t thread;           /* the thread in uf_feed_run: the only one that may submit to
-	                             * ig's ring (SINGLE_ISSUER), so the only one it wakes for */
-	struct uf_arb arb;          /* arbitration and recovery */
-	struct uf_publisher *pub;   /* books and records */
-	struct uf_sink sink;        /* ring and book image (sink.h) */
-	struct uf_filter filter;    /* symbol filter (filter.h) */
-	enum uf_backend backend;    /* back end in use */
-	size_t nrec;                /* records waiting in recs */
-	size_t rec_cap;             /* recs used per publish step: UF_FEED_RECS, or less
-	                             * when the ring takes fewer in one publish */
-	size_t step_cap;            /* records per publish step for the current receive
-	                             * batch (pipeline.c: small in a short batch) */
-	uint64_t lat_msgs;          /* messages behind those records (latency samples) */
-	uint64_t lat_rx;            /* their receive time */
-	uint64_t t_mark;            /* stage timing: tick at the end of the last stage of
-	                             * the packet in flight, 0 = none */
-	int arb_pending;            /* the packet in flight has not reached delivery yet */
-	/* Stage timing of the packet in flight, summed over its publish chunks (pipeline.c
-	 * uf_feed_apply_run publishes every UF_FEED_PUBLISH_RECS records): ticks per stage,
-	 * the stages that got time, those that saw a tick go backwards, and the tick the
-	 * current books segment started. */
-	uint64_t acc[UF_STAGE_COUNT];
-	unsigned acc_seen, acc_neg;
-	uint64_t t_seg;
-	int timing;                 /* per-stage histograms on (not cfg.no_stage_timing) */
-	int timed;                  /* the packet in flight is a timed sample */
-	uint32_t sample_every;      /* time one packet in this many */
-	uint32_t sample_left;       /* packets until the next timed one */
-	struct uf_tick_clock clock; /* their clock (TSC when usable), anchored per sample */
-	uint64_t seen_sessions;     /* stats.sessions when the session gauge was last set */
-	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* one packet's decoded messages */
-	int8_t msg_rc[UF_DECODE_FUSED_MAX];           /* their decode results */
-	char err[256];                                /* last error */
-	uint64_t drops_read_ns;  /* when the sockets' drop totals were last read */
-	uint32_t idle_polls;     /* empty polls since the idle clock was last read */
-	struct uf_snapshot snap; /* snapshot-then-stream (snapshot.h) */
+	struct uf_feed_config cfg;    /* copy (symbols not kept) */
+	struct uf_feed_stats stats;   /* counters (uf_feed_stats.h) */
+	int nsrc;                     /* sockets: lines, then the re-request socket */
+	int fds[UF_INGEST_MAX_SRC];   /* sockets by source index */
+	int req_fd;                   /* re-request socket, -1 without recovery */
+	struct uf_ingest ig;          /* receive back end (set up by uf_feed_run) */
+	pthread_t thread;             /* the thread in uf_feed_run: the only one that may submit to
+	                               * ig's ring (SINGLE_ISSUER), so the only one it wakes for */
+	struct uf_arb arb;            /* arbitration and recovery */
+	struct uf_publisher *pub;     /* books and records */
+	struct uf_sink sink;          /* ring and book image (sink.h) */
+	struct uf_filter filter;      /* symbol filter (filter.h) */
+	enum uf_backend backend;      /* back end in use */
+	const struct uf_proto *proto; /* the venue protocol (cfg.protocol, publish/uf_proto.h) */
+	void *proto_state;            /* its per-feed scratch (proto->state_size bytes) */
+	/* The publish step (publish/uf_step.h): records waiting in recs (step.nrec), rec_cap
+	 * (UF_FEED_RECS, or less when the ring takes fewer in one publish), step_cap (per
+	 * receive batch, pipeline.c: small in a short batch), the latency samples they carry,
+	 * and the pipeline's hooks the protocol entry calls. */
+	struct uf_pub_step step;
+	struct uf_stage_timer tm; /* stage timing of the packet in flight (stage_timer.h) */
+	uint64_t seen_sessions;   /* stats.sessions when the session gauge was last set */
+	char err[256];            /* last error */
+	uint64_t drops_read_ns;   /* when the sockets' drop totals were last read */
+	uint32_t idle_polls;      /* empty polls since the idle clock was last read */
+	struct uf_snapshot snap;  /* snapshot-then-stream (snapshot.h) */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
 

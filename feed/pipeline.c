@@ -1,8 +1,11 @@
 /* The pipeline: the feed thread's loop and everything it does per packet.
  *
- *   receive batch -> MoldUDP64 header -> arbitration / gap recovery (arbiter.c) -> ITCH
- *   decode -> books and records (publish/) -> symbol filter (filter.c) -> ring and book
- *   image (sink.c), then recycle the receive buffers.
+ *   receive batch -> the protocol's framing (open: session, sequence, count, kind) ->
+ *   arbitration / gap recovery (arbiter.c) -> the protocol's apply (decode, books and
+ *   records into the publish step, publish/uf_proto.h) -> symbol filter (filter.c) -> ring
+ *   and book image (sink.c), then recycle the receive buffers.
+ *
+ * Nothing here knows a venue: both protocol calls are one indirect call per packet.
  *
  * Counters only, no logging and no allocation here, except on the cold paths (back-end
  * setup, a filter change). See uf_feed.h for the contract. */
@@ -18,7 +21,7 @@
 #include "common/uf_err.h"
 #include "common/uf_symbol.h"
 #include "common/uf_time.h"
-#include "decode/uf_batch.h"
+#include "decode/uf_frame.h"
 #include "feed/feed_internal.h"
 #include "feed/feed_log.h"
 #include "feed/mcast.h"
@@ -39,63 +42,12 @@
 #define UF_FEED_STEP_BATCH   2
 _Static_assert(UF_FEED_PUBLISH_RECS >= UF_REC_MAX_PER_MSG, "a step holds a message's records");
 
-/* Feed thread: one stage sample between two ticks (a timed packet). */
-static inline void uf_feed_stage(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
-{
-	/* A tick going backwards (a TSC read on another CPU after a migration) is a clock
-	 * artefact, not a duration: counted as negative, kept out of the buckets. */
-	if (UF_UNLIKELY(to < from)) {
-		uf_stat_add(&f->stats.stages[st].negative, 1);
-		return;
-	}
-	uf_lat_record(&f->stats.stages[st], (int64_t)uf_tick_ns(&f->clock, to - from));
-}
-
-/* Feed thread, timed packet: adds the ticks from..to to stage st's sum for this packet (a
- * packet publishes in several steps; uf_feed_stage_flush records the sums once). */
-static inline void uf_feed_acc(struct uf_feed *f, enum uf_stage st, uint64_t from, uint64_t to)
-{
-	f->acc_seen |= 1u << st;
-	if (UF_UNLIKELY(to < from))
-		f->acc_neg |= 1u << st; /* see uf_feed_stage */
-	else
-		f->acc[st] += to - from;
-}
-
-/* One sample per summed stage in [lo, hi] seen since the last call for them. */
-static void uf_feed_stage_flush_range(struct uf_feed *f, unsigned lo, unsigned hi)
-{
-	for (unsigned st = lo; st <= hi; st++) {
-		if (!(f->acc_seen & (1u << st)))
-			continue;
-		if (f->acc_neg & (1u << st))
-			uf_stat_add(&f->stats.stages[st].negative, 1);
-		else
-			uf_lat_record(&f->stats.stages[st],
-			              (int64_t)uf_tick_ns(&f->clock, f->acc[st]));
-		f->acc[st] = 0;
-		f->acc_seen &= ~(1u << st);
-		f->acc_neg &= ~(1u << st);
-	}
-}
-
 /* End of a timed packet: one sample each for its books and ring sums. Its image time (the
  * steps' trade/status updates and dirty marks) is recorded with the deferred image flush that
  * completes it (uf_feed_image_flush). */
 static void uf_feed_stage_flush(struct uf_feed *f)
 {
-	uf_feed_stage_flush_range(f, UF_STAGE_BOOKS, UF_STAGE_RING);
-}
-
-/* Wall time of tick `t` from the batch's anchor. An anchor older than a millisecond (idle
- * loops with a gap open, a filter change) is renewed first: one CLOCK_REALTIME read. */
-static inline uint64_t uf_feed_realtime(struct uf_feed *f, uint64_t t)
-{
-	if (UF_UNLIKELY(uf_tick_ns(&f->clock, t - f->clock.anchor_ticks) > 1000000)) {
-		uf_tick_anchor(&f->clock);
-		return f->clock.anchor_rt;
-	}
-	return uf_tick_realtime(&f->clock, t);
+	uf_stage_flush_range(&f->tm, UF_STAGE_BOOKS, UF_STAGE_RING);
 }
 
 /* Wakes the ring's sleeping consumers for everything published since the last call
@@ -137,34 +89,35 @@ static void uf_feed_flush(struct uf_feed *f)
 {
 	int timed = 0;
 	uint64_t t_ring = 0;
-	if (f->timed && f->nrec)
-		t_ring = uf_tick_now(&f->clock);
-	if (UF_UNLIKELY(f->filter.on) && f->nrec)
-		f->nrec = uf_filter_records(&f->filter, f->recs, f->nrec);
-	if (f->nrec) {
-		int rc = uf_sink_records(&f->sink, f->recs, f->nrec, f->lat_rx);
+	if (f->tm.timed && f->step.nrec)
+		t_ring = uf_tick_now(&f->tm.clock);
+	if (UF_UNLIKELY(f->filter.on) && f->step.nrec)
+		f->step.nrec = uf_filter_records(&f->filter, f->recs, f->step.nrec);
+	if (f->step.nrec) {
+		int rc = uf_sink_records(&f->sink, f->recs, f->step.nrec, f->step.lat_rx);
 		if (UF_UNLIKELY(rc < 0))
 			uf_stat_add(&f->stats.image_errors, 1);
-		uf_stat_add(&f->stats.records, f->nrec);
-		f->nrec = 0;
-		timed = f->timed;
+		uf_stat_add(&f->stats.records, f->step.nrec);
+		f->step.nrec = 0;
+		timed = f->tm.timed;
 	}
-	if (f->lat_msgs || timed) {
+	if (f->step.lat_msgs || timed) {
 		/* Timing off: one CLOCK_REALTIME read. On: one tick, wall time from the anchor. */
 		uint64_t tk = 0, now;
-		if (f->timed) {
-			tk = uf_tick_now(&f->clock);
-			now = uf_feed_realtime(f, tk);
+		if (f->tm.timed) {
+			tk = uf_tick_now(&f->tm.clock);
+			now = uf_stage_realtime(&f->tm, tk);
 		} else {
 			now = uf_now_realtime_ns();
 		}
-		if (f->lat_msgs && f->lat_rx)
-			uf_lat_record_n(&f->stats.latency, (int64_t)(now - f->lat_rx), f->lat_msgs);
+		if (f->step.lat_msgs && f->step.lat_rx)
+			uf_lat_record_n(&f->stats.latency, (int64_t)(now - f->step.lat_rx),
+			                f->step.lat_msgs);
 		if (timed) {
-			uf_feed_acc(f, UF_STAGE_RING, t_ring, f->sink.published_tick);
-			uf_feed_acc(f, UF_STAGE_IMAGE, f->sink.published_tick, tk);
+			uf_stage_acc(&f->tm, UF_STAGE_RING, t_ring, f->sink.published_tick);
+			uf_stage_acc(&f->tm, UF_STAGE_IMAGE, f->sink.published_tick, tk);
 		}
-		f->lat_msgs = 0;
+		f->step.lat_msgs = 0;
 	}
 	uf_feed_wake_consumers(f); /* after the stamp: not in these messages' time */
 }
@@ -177,167 +130,83 @@ static void uf_feed_image_flush(struct uf_feed *f)
 {
 	if (!f->sink.image_open)
 		return;
-	if (f->nrec)
+	if (f->step.nrec)
 		uf_feed_flush(f); /* the contract: every record the publisher made is in the ring */
 	uint64_t t0 = 0;
-	int timed = (f->acc_seen >> UF_STAGE_IMAGE) & 1u;
+	int timed = (f->tm.acc_seen >> UF_STAGE_IMAGE) & 1u;
 	if (timed)
-		t0 = uf_tick_now(&f->clock);
+		t0 = uf_tick_now(&f->tm.clock);
 	if (UF_UNLIKELY(uf_sink_image_flush(&f->sink) < 0))
 		uf_stat_add(&f->stats.image_errors, 1);
 	if (timed) {
-		uf_feed_acc(f, UF_STAGE_IMAGE, t0, uf_tick_now(&f->clock));
-		uf_feed_stage_flush_range(f, UF_STAGE_IMAGE, UF_STAGE_IMAGE);
+		uf_stage_acc(&f->tm, UF_STAGE_IMAGE, t0, uf_tick_now(&f->tm.clock));
+		uf_stage_flush_range(&f->tm, UF_STAGE_IMAGE, UF_STAGE_IMAGE);
 	}
 }
 
-/* A message of a valid packet did not decode: counted by kind, and the book it concerned
- * (its locate, when the 3 bytes type + locate are there; else every book) is put in doubt
- * in the stream at its place (UF_REC_STALE from the publisher, in order). Cold. */
-static void uf_feed_itch_error(struct uf_feed *f, int rc, const uint8_t *msg, uint16_t len,
-                               uint64_t seq, uint64_t rx_ns)
+/* Step hook (publish/uf_step.h): a message of a valid packet did not decode. Cold. */
+static void uf_feed_msg_error(void *owner, enum uf_step_err kind)
 {
-	if (len == 0)
+	struct uf_feed *f = owner;
+	if (kind == UF_STEP_ERR_EMPTY)
 		uf_stat_add(&f->stats.decode_empty_message, 1);
-	else if (rc == -ENOMSG)
+	else if (kind == UF_STEP_ERR_UNKNOWN)
 		uf_stat_add(&f->stats.decode_unknown_type, 1);
 	else
 		uf_stat_add(&f->stats.decode_bad_length, 1);
-	uint32_t inst = len >= 3 && msg ? uf_be16(msg + 1) : UF_INSTRUMENT_ALL;
-	if (f->nrec + 1 > f->rec_cap)
-		uf_feed_flush(f);
-	int k = uf_publish_doubt(f->pub, inst, UF_STALE_DECODE, seq, rx_ns, f->recs + f->nrec,
-	                         f->rec_cap - f->nrec);
-	if (k > 0)
-		f->nrec += (size_t)k;
 }
 
-/* Applies n decoded messages with consecutive sequences from first_seq through the
- * publisher's batch path (prefetching order slots and books ahead, one clock read per call
- * for the publish delay), flushing to the ring whenever the record buffer fills. */
-static void uf_feed_apply_run(struct uf_feed *f, const struct uf_itch_msg *msgs, size_t n,
-                              uint64_t first_seq, uint64_t rx_ns)
+/* Step hook: the step is full mid packet. A full step is published now; the books' time of a
+ * timed packet stops meanwhile (the flush is ring and image time). */
+static void uf_feed_split(void *owner)
 {
-	size_t cap = f->step_cap;
-	while (n) {
-		/* cap >= UF_REC_MAX_PER_MSG: after a flush every call applies at least one. A
-		 * full step is published now (the books' time of a timed packet stops meanwhile).
-		 * The call still sees all n messages: its look-ahead prefetches past the step. */
-		if (f->nrec + UF_REC_MAX_PER_MSG > cap) {
-			if (f->timed) {
-				uint64_t t = uf_tick_now(&f->clock);
-				uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, t);
-				uf_feed_flush(f);
-				f->t_seg = uf_tick_now(&f->clock);
-			} else {
-				uf_feed_flush(f);
-			}
-		}
-		size_t applied = 0;
-		int k = uf_publish_apply_batch(f->pub, msgs, n, first_seq, rx_ns, f->recs + f->nrec,
-		                               cap - f->nrec, &applied);
-		if (k > 0)
-			f->nrec += (size_t)k;
-		f->lat_msgs += applied;
-		msgs += applied;
-		first_seq += applied;
-		n -= applied;
+	struct uf_feed *f = owner;
+	if (f->tm.timed) {
+		uint64_t t = uf_tick_now(&f->tm.clock);
+		uf_stage_acc(&f->tm, UF_STAGE_BOOKS, f->tm.t_seg, t);
+		uf_feed_flush(f);
+		f->tm.t_seg = uf_tick_now(&f->tm.clock);
+	} else {
+		uf_feed_flush(f);
 	}
 }
 
-/* Block i of a validated packet (for a decode error). Cold. */
-static struct uf_mold_block uf_feed_block(const struct uf_mold_packet *pkt, uint32_t i)
+/* Step hook, timed packets: the packet's messages are decoded; the books segment starts. */
+static void uf_feed_decoded(void *owner)
 {
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
-	uf_mold_iter_init(&it, pkt);
-	for (uint32_t k = 0; uf_mold_next(&it, &b); k++)
-		if (k == i)
-			return b;
-	memset(&b, 0, sizeof(b));
-	return b;
+	struct uf_feed *f = owner;
+	uint64_t t = uf_tick_now(&f->tm.clock);
+	uf_stage_sample(&f->tm, UF_STAGE_DECODE, f->tm.t_seg, t);
+	f->tm.t_seg = t;
 }
 
-/* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order. The
- * packet is decoded whole into msgs[] (one pass, decode/uf_batch.h), then applied in runs of
- * consecutive messages that decoded; a message that did not is counted and skipped. */
-static void uf_feed_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip,
-                            uint64_t rx_ns, unsigned src)
+/* Arbiter callback: messages [seq + skip, seq + count) of a data packet, in order, handed to
+ * the protocol entry (one call per packet: it decodes and applies them into the publish
+ * step, publish/uf_proto.h). */
+static void uf_feed_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx_ns,
+                            unsigned src)
 {
 	struct uf_feed *f = ctx;
 	(void)src;
-	if (f->lat_msgs && rx_ns != f->lat_rx)
+	if (f->step.lat_msgs && rx_ns != f->step.lat_rx)
 		uf_feed_flush(f); /* one receive time per latency sample group */
-	f->lat_rx = rx_ns;
+	f->step.lat_rx = rx_ns;
 	if (skip >= pkt->count)
 		return;
 	uf_stat_add(&f->stats.messages, pkt->count - skip);
 	/* Stage timing: arbitration ends here for the packet being received (not for queued
-	 * packets the arbiter releases later: they were timed into its queue). */
-	uint64_t t_dec = 0;
-	if (f->timed) {
-		t_dec = uf_tick_now(&f->clock);
-		if (f->arb_pending && f->t_mark)
-			uf_feed_stage(f, UF_STAGE_ARBITRATION, f->t_mark, t_dec);
-		f->arb_pending = 0;
+	 * packets the arbiter releases later: they were timed into its queue). Decoding starts
+	 * now; the entry reports its end (uf_feed_decoded), or the whole call is books time. */
+	if (f->tm.timed) {
+		f->tm.t_seg = uf_tick_now(&f->tm.clock);
+		if (f->tm.arb_pending && f->tm.t_mark)
+			uf_stage_sample(&f->tm, UF_STAGE_ARBITRATION, f->tm.t_mark, f->tm.t_seg);
+		f->tm.arb_pending = 0;
 	}
-	struct uf_mold_packet w = *pkt;
-	if (UF_LIKELY(pkt->count <= UF_DECODE_FUSED_MAX) &&
-	    uf_decode_walk_fused(&w, f->msgs, f->msg_rc) == UF_MOLD_DATA) {
-		if (f->timed) {
-			f->t_seg = uf_tick_now(&f->clock);
-			uf_feed_stage(f, UF_STAGE_DECODE, t_dec, f->t_seg);
-		}
-		/* Keeping up (publishing in steps): the whole datagram's order slots and books
-		 * start loading now (uf_publish.h). A queue is applied whole packets at a time,
-		 * where apply_batch's own look-ahead already runs ahead. */
-		if (f->step_cap < f->rec_cap)
-			uf_publish_prefetch(f->pub, f->msgs + skip, pkt->count - skip);
-		uint32_t run = skip;
-		for (uint32_t i = skip; i < pkt->count; i++) {
-			if (UF_UNLIKELY(f->msg_rc[i] != 0)) {
-				uf_feed_apply_run(f, f->msgs + run, i - run, pkt->seq + run, rx_ns);
-				struct uf_mold_block b = uf_feed_block(pkt, i);
-				uf_feed_itch_error(f, f->msg_rc[i], b.msg, b.len, pkt->seq + i,
-				                   rx_ns);
-				f->lat_msgs++;
-				run = i + 1;
-			}
-		}
-		uf_feed_apply_run(f, f->msgs + run, pkt->count - run, pkt->seq + run, rx_ns);
-		if (f->timed)
-			uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, uf_tick_now(&f->clock));
-		return;
-	}
-	/* More blocks than one pass takes (jumbo datagrams): decode and apply in chunks. */
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
-	uf_mold_iter_init(&it, pkt);
-	uint32_t i = 0;
-	size_t nm = 0;
-	uint64_t first = 0;
-	f->t_seg = t_dec;
-	while (uf_mold_next(&it, &b)) {
-		if (i++ < skip)
-			continue;
-		int rc = uf_itch_decode_inline(b.msg, b.len, &f->msgs[nm]);
-		if (UF_UNLIKELY(rc != 0)) {
-			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
-			nm = 0;
-			uf_feed_itch_error(f, rc, b.msg, b.len, b.seq, rx_ns);
-			f->lat_msgs++;
-			continue;
-		}
-		if (nm == 0)
-			first = b.seq;
-		if (++nm == UF_DECODE_FUSED_MAX) {
-			uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
-			nm = 0;
-		}
-	}
-	uf_feed_apply_run(f, f->msgs, nm, first, rx_ns);
-	if (f->timed)
-		uf_feed_acc(f, UF_STAGE_BOOKS, f->t_seg, uf_tick_now(&f->clock));
+	f->step.timed = f->tm.timed;
+	f->proto->apply(&f->step, f->proto_state, pkt, skip, rx_ns);
+	if (f->tm.timed)
+		uf_stage_acc(&f->tm, UF_STAGE_BOOKS, f->tm.t_seg, uf_tick_now(&f->tm.clock));
 }
 
 /* Mirrors the publisher's integrity error total and stale book count into the feed stats (once a
@@ -353,11 +222,15 @@ static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
 		uf_store_relaxed_u64(&f->stats.books_stale, ps.stale_books);
 }
 
-static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
+/* THE ways records leave the publish step besides the per-packet path (the arbiter's gap and
+ * new-session callbacks, the snapshot loader through the step's hooks): a gap marker for
+ * [first, first + count) (every book stale), and every book voided with one RESET record
+ * (`reason` UF_RESET_*, stamped `feed_seq`: uf_publish_void_books) and the image emptied.
+ * Each hands on what waits first. */
+static void uf_feed_publish_gap(struct uf_feed *f, uint64_t first, uint64_t count)
 {
-	struct uf_feed *f = ctx;
 	uf_feed_flush(f);
-	int n = uf_publish_gap(f->pub, first, count, f->recs, f->rec_cap);
+	int n = uf_publish_gap(f->pub, first, count, f->recs, f->step.rec_cap);
 	size_t nrec = n > 0 ? (size_t)n : 0;
 	if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
@@ -365,12 +238,11 @@ static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
 	uf_feed_sync_pub_stats(f); /* every book is stale now */
 }
 
-static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LEN])
+static void uf_feed_publish_reset(struct uf_feed *f, uint32_t reason,
+                                  const char session[UF_FRAME_SESSION_LEN], uint64_t feed_seq)
 {
-	struct uf_feed *f = ctx;
 	uf_feed_flush(f);
-	/* a new session is a new day: old books are void, and the stream says so (RESET) */
-	int n = uf_publish_new_session(f->pub, session, f->recs, f->rec_cap);
+	int n = uf_publish_void_books(f->pub, reason, session, feed_seq, f->recs, f->step.rec_cap);
 	size_t nrec = n > 0 ? (size_t)n : 0;
 	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
 		uf_stat_add(&f->stats.image_errors, 1);
@@ -378,8 +250,19 @@ static void uf_feed_new_session(void *ctx, const char session[UF_MOLD_SESSION_LE
 	uf_feed_sync_pub_stats(f); /* empty books are right books: none stale */
 }
 
-static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_packet *mp,
-                                    unsigned src)
+static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
+{
+	uf_feed_publish_gap(ctx, first, count);
+}
+
+static void uf_feed_new_session(void *ctx, const char session[UF_FRAME_SESSION_LEN])
+{
+	/* a new session is a new day: old books are void, and the stream says so (RESET) */
+	uf_feed_publish_reset(ctx, UF_RESET_NEW_SESSION, session, 1);
+}
+
+/* A datagram the framing refused, counted by what lied (the framing errors, uf_counters.h). */
+static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_frame *mp, unsigned src)
 {
 	if (src < UF_CFG_MAX_LINES)
 		uf_stat_add(&f->stats.lines[src].malformed, 1);
@@ -404,23 +287,23 @@ static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_mold_pack
 
 static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 {
-	struct uf_mold_packet mp;
+	struct uf_frame mp;
 	unsigned src = p->src;
 	uint64_t t0 = 0; /* wall time the packet was taken (timed packets), 0 = unknown */
 	/* Stage timing samples one packet in sample_every (config "stage_timing_every"): its clock
 	 * reads cost more than the rest of a small packet's bookkeeping (stage_cost_bench), a
 	 * sample keeps them off the others. The anchor pairs wall time with the tick for this
 	 * packet's conversions. */
-	if (f->timing && --f->sample_left == 0) {
-		f->sample_left = f->sample_every;
-		uf_tick_anchor(&f->clock);
-		t0 = f->clock.anchor_rt;
+	if (f->tm.timing && --f->tm.sample_left == 0) {
+		f->tm.sample_left = f->tm.sample_every;
+		uf_tick_anchor(&f->tm.clock);
+		t0 = f->tm.clock.anchor_rt;
 		if (p->rx_ns)
 			uf_lat_record(&f->stats.stages[UF_STAGE_RECEIVE], (int64_t)(t0 - p->rx_ns));
-		f->t_mark = f->clock.anchor_ticks;
-		f->arb_pending = 1;
-		f->timed = 1;
-		f->sink.clock = &f->clock;
+		f->tm.t_mark = f->tm.clock.anchor_ticks;
+		f->tm.arb_pending = 1;
+		f->tm.timed = 1;
+		f->sink.clock = &f->tm.clock;
 	}
 	uf_stat_add(&f->stats.packets, 1);
 	uf_stat_add(&f->stats.bytes, p->len);
@@ -443,31 +326,30 @@ static inline void uf_feed_packet(struct uf_feed *f, const struct uf_pkt *p)
 		src = UF_ARB_SRC_RECOVERY;
 		uf_stat_add(&f->stats.recovery_packets, 1);
 	}
-	int k = uf_mold_open(&mp, p->data, p->len);
+	int k = f->proto->framing->open(&mp, p->data, p->len);
 	if (UF_UNLIKELY(k < 0)) {
 		uf_feed_count_malformed(f, &mp, src);
 		return;
 	}
-	if (k == UF_MOLD_DATA && src < UF_CFG_MAX_LINES)
+	if (k == UF_FRAME_DATA && src < UF_CFG_MAX_LINES)
 		uf_stat_add(&f->stats.lines[src].messages, mp.count);
 	if (UF_UNLIKELY(f->snap.state != UF_SNAP_IDLE) &&
-	    uf_feed_snapshot_packet(f, &mp, p->rx_ns, src))
+	    uf_feed_snapshot_packet(&f->snap, &mp, p->rx_ns, src))
 		return; /* buffered while a snapshot loads (snapshot.h) */
 	uf_arb_packet(&f->arb, &mp, p->rx_ns, src);
 	uf_feed_flush(f);
-	if (f->timed) {
+	if (f->tm.timed) {
 		uf_feed_stage_flush(f); /* books, ring, image: sums over the packet's steps */
-		f->arb_pending = 0;
-		f->t_mark = 0;
-		f->timed = 0;
+		f->tm.arb_pending = 0;
+		f->tm.t_mark = 0;
+		f->tm.timed = 0;
 		f->sink.clock = NULL;
 	}
 }
 
 static inline void uf_feed_prefetch_pkt(const struct uf_pkt *p)
 {
-	struct uf_decode_pkt d = {.data = p->data, .len = p->len, .user = 0};
-	uf_decode_prefetch_pkt(&d);
+	uf_frame_prefetch(p->data, p->len);
 }
 
 /* Reads every line socket's kernel drop total (SO_MEMINFO, a system call: idle and exit
@@ -519,23 +401,8 @@ static inline void uf_feed_sync_gauges(struct uf_feed *f)
 	if (UF_UNLIKELY(f->stats.sessions != f->seen_sessions)) {
 		f->seen_sessions = f->stats.sessions;
 		uf_store_relaxed_u64(&f->stats.session_start_ns, uf_now_realtime_ns()); /* cold */
-		uf_feed_stats_set_session(&f->stats, f->arb.session, UF_MOLD_SESSION_LEN);
+		uf_feed_stats_set_session(&f->stats, f->arb.session, UF_FRAME_SESSION_LEN);
 	}
-}
-
-/* Mirrors the arbiter's own counters (arbiter.h) into the feed's, whose lists include them:
- * the status endpoint reads only struct uf_feed_stats. Once a batch, like the above. */
-static inline void uf_feed_sync_arb_stats(struct uf_feed *f)
-{
-	const struct uf_arb_counters *c = uf_arb_counters(&f->arb);
-#define UF_FEED_ARB_SYNC(name, help) uf_stat_raise(&f->stats.name, c->name);
-	UF_ARB_COUNTERS(UF_FEED_ARB_SYNC)
-#undef UF_FEED_ARB_SYNC
-#define UF_FEED_ARB_LINE_SYNC(name, help) uf_stat_raise(&f->stats.lines[i].name, c->lines[i].name);
-	for (int i = 0; i < f->cfg.nlines; i++) {
-		UF_ARB_LINE_COUNTERS(UF_FEED_ARB_LINE_SYNC)
-	}
-#undef UF_FEED_ARB_LINE_SYNC
 }
 
 static void uf_feed_pin(int cpu)
@@ -581,19 +448,19 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	f->thread = pthread_self();
 	if (f->ig.async_wake)
 		uf_sink_set_waker(&f->sink, uf_feed_async_wake, f);
-	uf_feed_snapshot_run_start(f);
+	uf_feed_snapshot_run_start(&f->snap);
 	f->backend = f->ig.backend;
-	f->timing = !f->cfg.no_stage_timing;
-	f->sample_every =
+	f->tm.timing = !f->cfg.no_stage_timing;
+	f->tm.sample_every =
 	    f->cfg.stage_timing_every ? f->cfg.stage_timing_every : UF_FEED_STAGE_EVERY_DEFAULT;
-	f->sample_left = 1; /* the first packet is timed */
-	f->timed = 0;
+	f->tm.sample_left = 1; /* the first packet is timed */
+	f->tm.timed = 0;
 	f->sink.clock = NULL;
-	if (f->timing)
-		uf_tick_anchor(&f->clock); /* calibrated by uf_feed_create */
-	uf_sink_defer_wake(&f->sink, 1);   /* wakes after each step: uf_feed_wake_consumers */
-	uf_sink_defer_image(&f->sink, 1);  /* books into the image once a batch */
-	f->step_cap = f->rec_cap;          /* whole packets until a batch says otherwise */
+	if (f->tm.timing)
+		uf_tick_anchor(&f->tm.clock); /* calibrated by uf_feed_create */
+	uf_sink_defer_wake(&f->sink, 1);      /* wakes after each step: uf_feed_wake_consumers */
+	uf_sink_defer_image(&f->sink, 1);     /* books into the image once a batch */
+	f->step.step_cap = f->step.rec_cap;   /* whole packets until a batch says otherwise */
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
@@ -629,12 +496,13 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_stat_add(&f->stats.batches, 1);
 			/* short batch: publish in steps of UF_FEED_PUBLISH_RECS; a queue: per
 			 * packet */
-			f->step_cap = n <= UF_FEED_STEP_BATCH && f->rec_cap > UF_FEED_PUBLISH_RECS
-			                  ? UF_FEED_PUBLISH_RECS
-			                  : f->rec_cap;
-			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_batch.h).
+			f->step.step_cap =
+			    n <= UF_FEED_STEP_BATCH && f->step.rec_cap > UF_FEED_PUBLISH_RECS
+			        ? UF_FEED_PUBLISH_RECS
+			        : f->step.rec_cap;
+			/* Datagrams `pf` ahead load while this one is decoded (decode/uf_frame.h).
 			 */
-			int pf = UF_DECODE_PREFETCH_DEFAULT;
+			int pf = UF_FRAME_PREFETCH_DEFAULT;
 			for (int i = 0; i < pf && i < n; i++)
 				uf_feed_prefetch_pkt(&pkts[i]);
 			for (int i = 0; i < n; i++) {
@@ -645,10 +513,9 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_ingest_release(&f->ig, pkts, n);
 			uf_feed_sync_pub_stats(f);
 			uf_feed_sync_gauges(f);
-			uf_feed_sync_arb_stats(f);
 		}
 		if (UF_UNLIKELY(uf_feed_snapshot_due(f))) {
-			uf_feed_snapshot_step(f); /* snapshot.h: client, merge, triggers */
+			uf_feed_snapshot_step(&f->snap); /* snapshot.h: client, merge, triggers */
 			uf_feed_flush(f);
 		}
 		/* While a snapshot loads the hole waits for it: no re-request, no give-up. */
@@ -669,14 +536,33 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	uf_feed_wake_consumers(f);
 	uf_feed_sync_pub_stats(f);
 	uf_feed_sync_gauges(f);
-	uf_feed_sync_arb_stats(f);
 	uf_feed_read_kernel_drops(f);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;
 }
 
+/* The publish step's flush, gap and reset hooks (publish/uf_step.h): the snapshot loader's
+ * way out for its records. */
+static void uf_feed_step_flush(void *owner)
+{
+	uf_feed_flush(owner);
+}
+
+static void uf_feed_step_reset(void *owner, uint32_t reason,
+                               const char session[UF_FRAME_SESSION_LEN], uint64_t feed_seq)
+{
+	uf_feed_publish_reset(owner, reason, session, feed_seq);
+}
+
 void uf_feed_pipeline_callbacks(struct uf_feed *f, struct uf_arb_cb *cb)
 {
+	f->step.flush = uf_feed_step_flush;
+	f->step.gap = uf_feed_gap;
+	f->step.reset = uf_feed_step_reset;
+	f->step.split = uf_feed_split;
+	f->step.decoded = uf_feed_decoded;
+	f->step.msg_error = uf_feed_msg_error;
+	f->step.owner = f;
 	cb->deliver = uf_feed_deliver;
 	cb->gap = uf_feed_gap;
 	cb->new_session = uf_feed_new_session;

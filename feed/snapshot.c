@@ -1,4 +1,6 @@
-/* Snapshot-then-stream: the live buffer and the merge state machine. See snapshot.h. */
+/* Snapshot-then-stream: the live buffer and the merge state machine. See snapshot.h. It sees
+ * the engine only through what uf_feed_snapshot_init links: the publish step (its records
+ * and the flush, gap and reset hooks), the protocol, the arbiter and the feed's counters. */
 #include "feed/snapshot.h"
 
 #include <errno.h>
@@ -8,8 +10,6 @@
 #include <sys/mman.h>
 
 #include "common/uf_time.h"
-#include "decode/uf_itch50.h"
-#include "feed/feed_internal.h"
 #include "feed/feed_log.h"
 
 /* ---- the live buffer: one copy per sequence ---- */
@@ -58,12 +58,13 @@ void uf_snap_buf_clear(struct uf_snap_buf *b)
 	b->have_eos[0] = b->have_eos[1] = 0;
 }
 
-int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns,
                         unsigned src)
 {
-	if (pkt->kind != UF_MOLD_END_OF_SESSION || src >= 2 || pkt->len < UF_MOLD_HDR_LEN)
+	if (pkt->kind != UF_FRAME_END || src >= 2 || pkt->len > UF_SNAP_EOS_MAX)
 		return 0;
-	memcpy(b->eos[src], pkt->buf, UF_MOLD_HDR_LEN);
+	memcpy(b->eos[src], pkt->buf, pkt->len);
+	b->eos_len[src] = (uint32_t)pkt->len;
 	b->eos_rx[src] = rx_ns;
 	b->have_eos[src] = 1;
 	return 1;
@@ -114,12 +115,11 @@ static int uf_snap_buf_needs(const struct uf_snap_buf *b, uint64_t seq, uint64_t
 	return 0;
 }
 
-int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
-                    unsigned src)
+int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
-	if (pkt->kind != UF_MOLD_DATA || pkt->count == 0)
+	if (pkt->kind != UF_FRAME_DATA || pkt->count == 0)
 		return 0;
-	if (b->have_session && memcmp(b->session, pkt->session, UF_MOLD_SESSION_LEN) != 0)
+	if (b->have_session && memcmp(b->session, pkt->session, UF_FRAME_SESSION_LEN) != 0)
 		return 0;
 	uint64_t seq = pkt->seq, end = pkt->seq + pkt->count;
 	if (!uf_snap_buf_needs(b, seq, end))
@@ -138,7 +138,7 @@ int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uin
 	if (b->n == 1) {
 		b->lo = seq;
 		b->hi = end;
-		memcpy(b->session, pkt->session, UF_MOLD_SESSION_LEN);
+		memcpy(b->session, pkt->session, UF_FRAME_SESSION_LEN);
 		b->have_session = 1;
 		return 1;
 	}
@@ -173,70 +173,39 @@ void uf_snap_buf_sort(struct uf_snap_buf *b)
 
 /* ---- the merge state machine (feed thread) ---- */
 
-/* The snapshot's records to the ring (the pipeline's own flush also measures latency; these
- * have no receive time). */
-static void uf_snap_flush(struct uf_feed *f)
-{
-	if (UF_UNLIKELY(f->filter.on) && f->nrec)
-		f->nrec = uf_filter_records(&f->filter, f->recs, f->nrec);
-	if (f->nrec) {
-		if (uf_sink_records(&f->sink, f->recs, f->nrec, 0) < 0)
-			uf_stat_add(&f->stats.image_errors, 1);
-		uf_stat_add(&f->stats.records, f->nrec);
-		f->nrec = 0;
-	}
-}
-
 /* THE ONE PLACE where consumers are told that the books restart from nothing (a snapshot
  * follows): one UF_REC_RESET record (reason UF_RESET_SNAPSHOT) and the emptied image, in the
- * same publish step, exactly as a new MoldUDP64 session does it. */
-static void uf_snap_emit_reset(struct uf_feed *f)
+ * same publish step, exactly as a new session does it (pipeline.c, uf_feed_publish_reset). */
+static void uf_snap_emit_reset(struct uf_snapshot *s)
 {
-	char session[UF_MOLD_SESSION_LEN];
-	uf_snap_flush(f);
-	memcpy(session, f->arb.session, sizeof(session));
-	int n = uf_publish_void_books(f->pub, UF_RESET_SNAPSHOT, session, 0, f->recs, f->rec_cap);
-	size_t nrec = n > 0 ? (size_t)n : 0;
-	if (uf_sink_new_session(&f->sink, f->recs, nrec) < 0)
-		uf_stat_add(&f->stats.image_errors, 1);
-	uf_stat_add(&f->stats.records, nrec);
+	char session[UF_FRAME_SESSION_LEN];
+	memcpy(session, s->arb->session, sizeof(session));
+	s->step->reset(s->step->owner, UF_RESET_SNAPSHOT, session, 0);
 }
 
+/* One snapshot message, applied by the protocol entry into the publish step (its records
+ * go out with the next flush of the step, like the live ones). */
 static void uf_snap_on_message(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
 {
-	struct uf_feed *f = ctx;
-	struct uf_itch_msg m;
+	struct uf_snapshot *s = ctx;
 	(void)seq;
-	uf_stat_add(&f->stats.snapshot_bytes, len);
-	int rc = uf_itch_decode(msg, len, &m);
-	if (rc != 0) {
-		if (len == 0)
-			uf_stat_add(&f->stats.decode_empty_message, 1);
-		else if (rc == -ENOMSG)
-			uf_stat_add(&f->stats.decode_unknown_type, 1);
-		else
-			uf_stat_add(&f->stats.decode_bad_length, 1);
+	uf_stat_add(&s->st->snapshot_bytes, len);
+	int rc = s->proto->snapshot_msg(s->step, msg, len);
+	if (rc < 0) {
+		s->step->msg_error(s->step->owner, (enum uf_step_err)(-rc - 1));
 		return;
 	}
-	if (f->nrec + UF_REC_MAX_PER_MSG > f->rec_cap)
-		uf_snap_flush(f);
-	/* feed_seq 0: a snapshot message has no real-time sequence (the state it describes
-	 * ends at End of Snapshot - 1). */
-	int k = uf_publish_apply(f->pub, &m, 0, 0, f->recs + f->nrec, f->rec_cap - f->nrec);
-	if (k > 0)
-		f->nrec += (size_t)k;
-	uf_stat_add(&f->stats.snapshot_messages, 1);
-	f->snap.msgs++;
+	uf_stat_add(&s->st->snapshot_messages, 1);
+	s->msgs++;
 }
 
 static void uf_snap_on_event(void *ctx, const struct uf_soup_client_event *ev)
 {
-	struct uf_feed *f = ctx;
-	struct uf_snapshot *s = &f->snap;
+	struct uf_snapshot *s = ctx;
 	switch (ev->kind) {
 	case UF_SOUP_EV_LOGIN_ACCEPTED:
 		/* Every login is a fresh snapshot: what a broken connection delivered goes. */
-		uf_snap_emit_reset(f);
+		uf_snap_emit_reset(s);
 		s->touched = 1;
 		s->msgs = 0;
 		break;
@@ -246,7 +215,7 @@ static void uf_snap_on_event(void *ctx, const struct uf_soup_client_event *ev)
 		break;
 	case UF_SOUP_EV_DISCONNECTED:
 		uf_feed_log_debug("feed %s: snapshot server: connection lost (%s), retrying",
-		                  f->cfg.name, strerror(-ev->err));
+		                  s->name, strerror(-ev->err));
 		break;
 	default: /* rejected, end of session, logged out: the client says DONE */
 		break;
@@ -260,36 +229,35 @@ static void uf_snap_client_close(struct uf_snapshot *s)
 }
 
 /* Hands the buffered packets to the arbiter in sequence order. */
-static void uf_snap_replay(struct uf_feed *f)
+static void uf_snap_replay(struct uf_snapshot *s)
 {
-	struct uf_snap_buf *b = &f->snap.buf;
+	struct uf_snap_buf *b = &s->buf;
 	uf_snap_buf_sort(b);
 	for (uint32_t i = 0; i < b->n; i++) {
 		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
-		struct uf_mold_packet mp;
+		struct uf_frame mp;
 		/* Validated before it was kept: opening again only re-reads lengths. */
-		if (uf_mold_open(&mp, p->data, p->len) == UF_MOLD_DATA)
-			uf_arb_packet(&f->arb, &mp, p->rx_ns, p->src);
+		if (s->proto->framing->open(&mp, p->data, p->len) == UF_FRAME_DATA)
+			uf_arb_packet(s->arb, &mp, p->rx_ns, p->src);
 	}
 	for (unsigned l = 0; l < 2; l++) {
-		struct uf_mold_packet mp;
-		if (b->have_eos[l] && uf_mold_open(&mp, b->eos[l], UF_MOLD_HDR_LEN) > 0)
-			uf_arb_packet(&f->arb, &mp, b->eos_rx[l], l);
+		struct uf_frame mp;
+		if (b->have_eos[l] && s->proto->framing->open(&mp, b->eos[l], b->eos_len[l]) > 0)
+			uf_arb_packet(s->arb, &mp, b->eos_rx[l], l);
 	}
 	uf_snap_buf_clear(b);
 }
 
-static void uf_snap_start(struct uf_feed *f, uint64_t now, const char *why)
+static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 {
-	struct uf_snapshot *s = &f->snap;
-	struct uf_soup_client_cb cb = {uf_snap_on_message, uf_snap_on_event, f};
+	struct uf_soup_client_cb cb = {uf_snap_on_message, uf_snap_on_event, s};
 	int rc = uf_soup_client_create(&s->p, &cb, &s->cl);
 	if (rc < 0) {
-		uf_stat_add(&f->stats.snapshot_failures, 1);
+		uf_stat_add(&s->st->snapshot_failures, 1);
 		s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
 		return;
 	}
-	uf_feed_log_info("feed %s: loading a snapshot (%s)", f->cfg.name, why);
+	uf_feed_log_info("feed %s: loading a snapshot (%s)", s->name, why);
 	uf_soup_client_start(s->cl, now);
 	s->state = UF_SNAP_LOADING;
 	s->started_ns = now;
@@ -297,143 +265,143 @@ static void uf_snap_start(struct uf_feed *f, uint64_t now, const char *why)
 	s->touched = s->ended = s->overflow = 0;
 	s->msgs = 0;
 	uf_snap_buf_clear(&s->buf);
-	uf_store_relaxed_u64(&f->stats.snapshot_in_progress, 1);
+	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 1);
 }
 
-static void uf_snap_fail(struct uf_feed *f, uint64_t now, const char *why)
+static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, const char *why)
 {
-	struct uf_snapshot *s = &f->snap;
 	uf_snap_client_close(s);
-	uf_snap_flush(f);
-	uf_stat_add(&f->stats.snapshot_failures, 1);
-	uf_store_relaxed_u64(&f->stats.snapshot_in_progress, 0);
-	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", f->cfg.name, why,
+	s->step->flush(s->step->owner);
+	uf_stat_add(&s->st->snapshot_failures, 1);
+	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 0);
+	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", s->name, why,
 	                 s->retry_ms);
 	if (s->touched) {
 		/* A partial snapshot is in the books: empty them again. What the arbiter had
 		 * delivered before is gone with them: say so (GAP, every book stale). */
-		uf_snap_emit_reset(f);
-		if (f->arb.have_session && f->arb.expected > 1) {
-			int n = uf_publish_gap(f->pub, 1, f->arb.expected - 1, f->recs, f->rec_cap);
-			size_t nrec = n > 0 ? (size_t)n : 0;
-			if (uf_sink_gap(&f->sink, f->recs, nrec) < 0)
-				uf_stat_add(&f->stats.image_errors, 1);
-			uf_stat_add(&f->stats.records, nrec);
+		uf_snap_emit_reset(s);
+		if (s->arb->have_session && s->arb->expected > 1) {
+			s->step->gap(s->step->owner, 1, s->arb->expected - 1);
 			s->want = 1; /* the books are known wrong: try again after the back-off */
 		}
 	}
 	/* The stream goes on without a snapshot: recovery (or give-up) as if none existed. */
 	s->state = UF_SNAP_IDLE;
-	uf_snap_replay(f);
+	uf_snap_replay(s);
 	s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
 	s->retry_ms =
 	    s->retry_ms * 2 > UF_SNAP_RETRY_MAX_MS ? UF_SNAP_RETRY_MAX_MS : s->retry_ms * 2;
-	s->unrecovered_seen = f->stats.gaps_unrecovered; /* gaps of a failed attempt: retry_ns */
+	s->unrecovered_seen = s->st->gaps_unrecovered; /* gaps of a failed attempt: retry_ns */
 }
 
-static void uf_snap_merge(struct uf_feed *f, uint64_t now)
+static void uf_snap_merge(struct uf_snapshot *s, uint64_t now)
 {
-	struct uf_snapshot *s = &f->snap;
 	uf_snap_client_close(s);
-	uf_snap_flush(f);
+	s->step->flush(s->step->owner);
 	uint64_t d = now - s->started_ns;
-	uf_stat_add(&f->stats.snapshots_loaded, 1);
-	uf_stat_add(&f->stats.snapshot_duration_ns, d);
-	uf_store_relaxed_u64(&f->stats.snapshot_last_duration_ns, d);
-	uf_store_relaxed_u64(&f->stats.snapshot_in_progress, 0);
+	uf_stat_add(&s->st->snapshots_loaded, 1);
+	uf_stat_add(&s->st->snapshot_duration_ns, d);
+	uf_store_relaxed_u64(&s->st->snapshot_last_duration_ns, d);
+	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 0);
 	uf_feed_log_info("feed %s: snapshot loaded: %llu messages in %llu ms, stream continues at "
 	                 "sequence %llu (%u live packets buffered)",
-	                 f->cfg.name, (unsigned long long)s->msgs,
-	                 (unsigned long long)(d / 1000000u), (unsigned long long)s->end_seq,
-	                 s->buf.n);
+	                 s->name, (unsigned long long)s->msgs, (unsigned long long)(d / 1000000u),
+	                 (unsigned long long)s->end_seq, s->buf.n);
 	s->want = 0;
 	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
 	s->retry_ns = now + UF_SNAP_RETRY_MIN_MS * 1000000ull; /* at most one a second */
-	if (!s->buf.have_session && !f->arb.have_session) {
+	if (!s->buf.have_session && !s->arb->have_session) {
 		s->state = UF_SNAP_WAIT_LIVE; /* no line has named the session yet */
 		return;
 	}
 	s->state = UF_SNAP_IDLE;
-	uf_arb_resync(&f->arb, s->buf.have_session ? s->buf.session : NULL, s->end_seq);
-	uf_snap_replay(f);
-	s->unrecovered_seen = f->stats.gaps_unrecovered;
+	uf_arb_resync(s->arb, s->buf.have_session ? s->buf.session : NULL, s->end_seq);
+	uf_snap_replay(s);
+	s->unrecovered_seen = s->st->gaps_unrecovered;
 }
 
-int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, uint64_t rx_ns,
                             unsigned src)
 {
-	struct uf_snapshot *s = &f->snap;
 	if (s->state == UF_SNAP_WAIT_LIVE) {
-		if (src >= (unsigned)f->cfg.nlines)
+		if (src >= (unsigned)s->nlines)
 			return 1; /* an answer to a request made before the snapshot: void */
 		s->state = UF_SNAP_IDLE;
-		uf_arb_resync(&f->arb, pkt->session, s->end_seq);
+		uf_arb_resync(s->arb, pkt->session, s->end_seq);
 		return 0;
 	}
-	if (src >= (unsigned)f->cfg.nlines)
+	if (src >= (unsigned)s->nlines)
 		return 1; /* answers for the old books: the snapshot replaces them */
-	if (pkt->kind == UF_MOLD_END_OF_SESSION) {
+	if (pkt->kind == UF_FRAME_END) {
 		uf_snap_buf_add_eos(&s->buf, pkt, rx_ns, src);
 		return 1; /* heartbeats: the lines send more after the merge */
 	}
 	int rc = uf_snap_buf_add(&s->buf, pkt, rx_ns, src);
 	if (rc == 1)
-		uf_stat_add(&f->stats.snapshot_buffered_packets, 1);
+		uf_stat_add(&s->st->snapshot_buffered_packets, 1);
 	else if (rc == -ENOSPC)
 		s->overflow = 1; /* the step gives the attempt up */
 	return 1;
 }
 
-void uf_feed_snapshot_step(struct uf_feed *f)
+void uf_feed_snapshot_step(struct uf_snapshot *s)
 {
-	struct uf_snapshot *s = &f->snap;
 	uint64_t now = uf_now_mono_ns();
 	if (s->state == UF_SNAP_LOADING) {
 		enum uf_soup_client_state st = uf_soup_client_poll(s->cl, now);
 		if (s->ended)
-			uf_snap_merge(f, now);
+			uf_snap_merge(s, now);
 		else if (s->overflow)
-			uf_snap_fail(f, now, "live buffer full");
+			uf_snap_fail(s, now, "live buffer full");
 		else if (st == UF_SOUP_CL_DONE)
-			uf_snap_fail(f, now, "the server ended the session or refused the login");
+			uf_snap_fail(s, now, "the server ended the session or refused the login");
 		else if (now >= s->deadline_ns)
-			uf_snap_fail(f, now, "timed out");
+			uf_snap_fail(s, now, "timed out");
 		return;
 	}
 	if (s->state != UF_SNAP_IDLE || now < s->retry_ns)
 		return;
 	if (s->want) {
-		uf_snap_start(f, now, "retry");
+		uf_snap_start(s, now, "retry");
 		return;
 	}
-	if (f->stats.gaps_unrecovered != s->unrecovered_seen) {
-		s->unrecovered_seen = f->stats.gaps_unrecovered;
-		uf_snap_start(f, now, "books stale after an unrecovered gap");
+	if (s->st->gaps_unrecovered != s->unrecovered_seen) {
+		s->unrecovered_seen = s->st->gaps_unrecovered;
+		uf_snap_start(s, now, "books stale after an unrecovered gap");
 		return;
 	}
-	if (uf_arb_gap_open(&f->arb)) {
-		uint64_t behind = f->arb.high - f->arb.expected;
+	if (uf_arb_gap_open(s->arb)) {
+		uint64_t behind = s->arb->high - s->arb->expected;
 		if (s->max_gap_messages && behind > s->max_gap_messages)
-			uf_snap_start(f, now, "gap too large to re-request");
-		else if (s->max_gap_age_ns && uf_arb_oldest_hole_ns(&f->arb) &&
-		         now - uf_arb_oldest_hole_ns(&f->arb) > s->max_gap_age_ns)
-			uf_snap_start(f, now, "gap too old to re-request");
+			uf_snap_start(s, now, "gap too large to re-request");
+		else if (s->max_gap_age_ns && uf_arb_oldest_hole_ns(s->arb) &&
+		         now - uf_arb_oldest_hole_ns(s->arb) > s->max_gap_age_ns)
+			uf_snap_start(s, now, "gap too old to re-request");
 	}
 }
 
-void uf_feed_snapshot_run_start(struct uf_feed *f)
+void uf_feed_snapshot_run_start(struct uf_snapshot *s)
 {
-	if (f->snap.enabled && f->cfg.snapshot.on_start)
-		uf_snap_start(f, uf_now_mono_ns(), "start");
+	if (s->enabled && s->on_start)
+		uf_snap_start(s, uf_now_mono_ns(), "start");
 }
 
-int uf_feed_snapshot_init(struct uf_feed *f)
+int uf_feed_snapshot_init(struct uf_snapshot *s, const struct uf_feed_config *cfg,
+                          const struct uf_proto *proto, struct uf_pub_step *step,
+                          struct uf_arb *arb, struct uf_feed_stats *st)
 {
-	struct uf_snapshot *s = &f->snap;
-	const struct uf_feed_config *cfg = &f->cfg;
 	memset(s, 0, sizeof(*s));
+	s->proto = proto;
+	s->step = step;
+	s->arb = arb;
+	s->st = st;
+	s->name = cfg->name;
+	s->nlines = cfg->nlines;
+	s->on_start = cfg->snapshot.on_start;
 	if (!cfg->snapshot.enabled)
 		return 0;
+	if (!proto->snapshot_msg)
+		return -ENOTSUP; /* the venue's protocol has no snapshot service */
 	uf_soup_client_params_default(&s->p);
 	s->p.server = cfg->snapshot.server;
 	snprintf(s->p.username, sizeof(s->p.username), "%s", cfg->snapshot.username);
@@ -459,8 +427,8 @@ int uf_feed_snapshot_init(struct uf_feed *f)
 	return 0;
 }
 
-void uf_feed_snapshot_fini(struct uf_feed *f)
+void uf_feed_snapshot_fini(struct uf_snapshot *s)
 {
-	uf_snap_client_close(&f->snap);
-	uf_snap_buf_fini(&f->snap.buf);
+	uf_snap_client_close(s);
+	uf_snap_buf_fini(&s->buf);
 }

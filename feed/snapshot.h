@@ -35,7 +35,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decode/uf_mold.h"
+#include "decode/uf_frame.h"
+#include "feed/arbiter.h"
+#include "feed/uf_feed_stats.h"
+#include "publish/uf_proto.h"
+#include "publish/uf_step.h"
 #include "feed/soup_client.h"
 
 #define UF_SNAP_HOLES        64   /* holes below the highest buffered sequence tracked */
@@ -53,6 +57,8 @@ struct uf_snap_pkt {
 };
 
 /* Live packets kept while a snapshot loads: one copy per sequence, bounded. */
+#define UF_SNAP_EOS_MAX 64 /* largest end-of-session datagram kept (bytes) */
+
 struct uf_snap_buf {
 	uint32_t cap;             /* packets */
 	uint32_t n;               /* kept, in arrival order */
@@ -68,11 +74,12 @@ struct uf_snap_buf {
 	struct {
 		uint64_t first, end; /* [first, end) not kept yet */
 	} holes[UF_SNAP_HOLES];
-	char session[UF_MOLD_SESSION_LEN]; /* session of the kept packets */
-	int have_session;                  /* session is set */
+	char session[UF_FRAME_SESSION_LEN]; /* session of the kept packets */
+	int have_session;                   /* session is set */
 	/* The last end-of-session packet of each line (the day may end while a snapshot
 	 * loads; the arbiter must still see it, after the data). */
-	uint8_t eos[2][UF_MOLD_HDR_LEN]; /* copies */
+	uint8_t eos[2][UF_SNAP_EOS_MAX]; /* copies (a framing's end of session is a header) */
+	uint32_t eos_len[2];             /* their lengths */
 	uint64_t eos_rx[2];              /* their receive times */
 	uint8_t have_eos[2];             /* copy present */
 };
@@ -86,11 +93,12 @@ void uf_snap_buf_clear(struct uf_snap_buf *b);
 /* Keeps a validated data packet if it carries a sequence not kept yet. Returns 1 kept,
  * 0 not needed (every sequence kept already, or another session than the kept ones),
  * -ENOSPC full (not kept), -EMSGSIZE larger than a slot. No system call. */
-int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns,
                     unsigned src);
 
-/* Keeps the latest end-of-session packet of line `src` (< 2). Returns 1 kept, 0 not one. */
-int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+/* Keeps the latest end-of-session packet of line `src` (< 2). Returns 1 kept, 0 not one (or
+ * longer than UF_SNAP_EOS_MAX). */
+int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns,
                         unsigned src);
 
 /* Orders b->order[0..n) by sequence (ties: arrival order). Cold. */
@@ -123,24 +131,35 @@ struct uf_snapshot {
 	uint64_t end_seq;               /* End of Snapshot: next real-time sequence */
 	uint64_t msgs;                  /* messages of this attempt's current login */
 	struct uf_snap_buf buf;         /* live packets while LOADING */
+	/* What the loader works with (linked by uf_feed_snapshot_init; the feed owns them). */
+	struct uf_pub_step *step;     /* the publish step: snapshot messages are applied into it,
+	                               * its hooks flush, publish a gap, void the books */
+	const struct uf_proto *proto; /* the venue: framing and snapshot_msg */
+	struct uf_arb *arb;           /* the live stream: resync, replay of buffered packets */
+	struct uf_feed_stats *st;     /* the feed's counters (snapshot_*, gaps_unrecovered) */
+	const char *name;             /* the feed's name (log lines) */
+	int nlines;                   /* lines: sources at or above are the request server */
+	int on_start;                 /* load one when the feed starts */
 };
 
-struct uf_feed;
-
-/* feed.c: from the config (cold). 0, -ENOMEM or -EINVAL (client parameters). */
-int uf_feed_snapshot_init(struct uf_feed *f);
-void uf_feed_snapshot_fini(struct uf_feed *f);
+/* feed.c: from the config (cold), linking the feed's publish step, protocol, arbiter and
+ * counters. 0, -ENOMEM, -EINVAL (client parameters) or -ENOTSUP (the protocol has no
+ * snapshot service). */
+int uf_feed_snapshot_init(struct uf_snapshot *s, const struct uf_feed_config *cfg,
+                          const struct uf_proto *proto, struct uf_pub_step *step,
+                          struct uf_arb *arb, struct uf_feed_stats *st);
+void uf_feed_snapshot_fini(struct uf_snapshot *s);
 
 /* pipeline.c: at the start of uf_feed_run (loads one when snapshot.on_start). */
-void uf_feed_snapshot_run_start(struct uf_feed *f);
+void uf_feed_snapshot_run_start(struct uf_snapshot *s);
 
 /* pipeline.c, per validated line packet while state != IDLE: 1 when the snapshot took it
  * (buffered or dropped), 0 when it goes on to the arbiter. */
-int uf_feed_snapshot_packet(struct uf_feed *f, const struct uf_mold_packet *pkt, uint64_t rx_ns,
+int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, uint64_t rx_ns,
                             unsigned src);
 
 /* pipeline.c, once per loop turn when uf_feed_snapshot_due(): drives the client while
  * LOADING (and merges or fails), otherwise checks the triggers. */
-void uf_feed_snapshot_step(struct uf_feed *f);
+void uf_feed_snapshot_step(struct uf_snapshot *s);
 
 #endif /* UF_FEED_SNAPSHOT_H */

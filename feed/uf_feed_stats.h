@@ -31,8 +31,8 @@
 #include "common/uf_atomic.h"
 #include "feed/uf_feed_config.h"
 
-/* The arbiter's own counters (feed/arbiter.h keeps them in struct uf_arb_counters;
- * the feed mirrors them into struct uf_feed_stats, whose lists include these). */
+/* The arbiter's trust checks (feed/arbiter.h counts them straight into struct uf_feed_stats,
+ * whose lists include these, like every other arbiter counter). */
 #define UF_ARB_COUNTERS(X)                                                                         \
 	X(quarantined, "packets held because their sequence jumped beyond what the lines showed")  \
 	X(quarantine_confirmed,                                                                    \

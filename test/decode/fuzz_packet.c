@@ -27,12 +27,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct uf_decode_counters c1, c2;
 	memset(&c1, 0, sizeof(c1));
 	memset(&c2, 0, sizeof(c2));
-	struct uf_mold_packet pkt;
+	struct uf_frame pkt;
 	uint64_t single = 0;
 	int k = uf_mold_open_counted(&pkt, buf, size, &c1);
 	if (k == UF_MOLD_DATA) {
-		struct uf_mold_iter it;
-		struct uf_mold_block b;
+		struct uf_frame_iter it;
+		struct uf_frame_msg b;
 		struct uf_itch_msg m;
 		uint64_t blocks = 0;
 		uf_mold_iter_init(&it, &pkt);

@@ -145,7 +145,7 @@ static void test_multiple_packets_capture_sessions_and_sequences(void **s)
 	uint16_t counts[2];
 	int n = 0;
 	while (uf_reader_next_payload(&r, &pl, &len, &ts) > 0) {
-		struct uf_mold_packet pkt;
+		struct uf_frame pkt;
 		assert_int_equal(uf_mold_open(&pkt, pl, len), UF_MOLD_DATA);
 		assert_memory_equal(pkt.session, "000010059B", 10);
 		assert_true(n < 2);

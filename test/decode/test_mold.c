@@ -57,14 +57,14 @@ static void test_mold_data_packet_yields_blocks_with_sequences(void **s)
 {
 	size_t len;
 	uint8_t *p = hand_packet(&len);
-	struct uf_mold_packet pkt;
+	struct uf_frame pkt;
 	assert_int_equal(uf_mold_open(&pkt, p, len), UF_MOLD_DATA);
 	assert_memory_equal(pkt.session, SESSION, 10);
 	assert_int_equal(pkt.seq, 14764496);
 	assert_int_equal(pkt.count, 2);
 	assert_int_equal(uf_mold_next_seq(&pkt), 14764498);
-	struct uf_mold_iter it;
-	struct uf_mold_block b = {0};
+	struct uf_frame_iter it;
+	struct uf_frame_msg b = {0};
 	uf_mold_iter_init(&it, &pkt);
 	assert_int_equal(uf_mold_next(&it, &b), 1);
 	assert_int_equal(b.seq, 14764496);
@@ -86,14 +86,14 @@ static void test_mold_heartbeat_and_end_of_session(void **s)
 	uint8_t *hb = malloc(20), *eos = malloc(20);
 	uf_mold_build_heartbeat(hb, SESSION, 500);
 	uf_mold_build_end_of_session(eos, SESSION, 501);
-	struct uf_mold_packet pkt;
+	struct uf_frame pkt;
 	struct uf_decode_counters c;
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(uf_mold_open_counted(&pkt, hb, 20, &c), UF_MOLD_HEARTBEAT);
 	assert_int_equal(pkt.seq, 500);
 	assert_int_equal(uf_mold_next_seq(&pkt), 500);
-	struct uf_mold_iter it;
-	struct uf_mold_block b = {0};
+	struct uf_frame_iter it;
+	struct uf_frame_msg b = {0};
 	uf_mold_iter_init(&it, &pkt);
 	assert_int_equal(uf_mold_next(&it, &b), 0);
 	assert_int_equal(uf_mold_open_counted(&pkt, eos, 20, &c), UF_MOLD_END_OF_SESSION);
@@ -121,7 +121,7 @@ static void test_mold_rerequest_round_trip_and_rejects(void **s)
 {
 	uint8_t *req = malloc(UF_MOLD_REREQUEST_LEN);
 	uf_mold_rerequest_build(req, SESSION, 123456789012ull, 300);
-	struct uf_mold_packet r;
+	struct uf_frame r;
 	assert_int_equal(uf_mold_rerequest_parse(&r, req, 20), 0);
 	assert_memory_equal(r.session, SESSION, 10);
 	assert_int_equal(r.seq, 123456789012ull);
@@ -165,7 +165,7 @@ static void test_mold_truncation_at_every_byte_is_refused(void **s)
 	for (size_t cut = 0; cut < len; cut++) {
 		uint8_t *p = malloc(cut ? cut : 1);
 		memcpy(p, full, cut);
-		struct uf_mold_packet pkt;
+		struct uf_frame pkt;
 		struct uf_decode_counters c;
 		memset(&c, 0, sizeof(c));
 		int k = uf_mold_open_counted(&pkt, p, cut, &c);
@@ -183,8 +183,8 @@ static void test_mold_truncation_at_every_byte_is_refused(void **s)
 		assert_int_equal(c.mold_err[want], 1);
 		assert_int_equal(uf_decode_counters_errors(&c), 1);
 		/* An iterator over a refused packet yields nothing. */
-		struct uf_mold_iter it;
-		struct uf_mold_block b = {0};
+		struct uf_frame_iter it;
+		struct uf_frame_msg b = {0};
 		pkt.kind = 0;
 		uf_mold_iter_init(&it, &pkt);
 		assert_int_equal(uf_mold_next(&it, &b), 0);
@@ -197,7 +197,7 @@ static void test_mold_lying_counts_and_lengths_are_counted_by_kind(void **s)
 {
 	size_t len;
 	uint8_t *p = hand_packet(&len);
-	struct uf_mold_packet pkt;
+	struct uf_frame pkt;
 	/* count says 3, two blocks present */
 	uf_put_be16(p + 18, 3);
 	assert_int_equal(uf_mold_open(&pkt, p, len), -EBADMSG);
@@ -258,7 +258,7 @@ static void on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 	c->refs[c->n++] = m->u.del.order_ref;
 }
 
-static void on_pkt(void *ctx, const struct uf_mold_packet *pkt)
+static void on_pkt(void *ctx, const struct uf_frame *pkt)
 {
 	((struct collect *)ctx)->pkts++;
 }
@@ -324,13 +324,13 @@ static void test_batch_same_messages_at_every_prefetch_distance(void **s)
 static void reference_decode(const uint8_t *p, size_t len, struct uf_decode_counters *c,
                              struct collect *got)
 {
-	struct uf_mold_packet pkt;
+	struct uf_frame pkt;
 	int k = uf_mold_open_counted(&pkt, p, len, c);
 	if (k < 0)
 		return;
 	got->pkts++;
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	struct uf_itch_msg m;
 	uf_mold_iter_init(&it, &pkt);
 	while (uf_mold_next(&it, &b))

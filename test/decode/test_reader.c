@@ -560,7 +560,7 @@ static void test_reader_file_paths_errors_and_payloads(void **s)
 	uint64_t ts;
 	int pkts = 0;
 	while (uf_reader_next_payload(&r, &pl, &len, &ts) > 0) {
-		struct uf_mold_packet pkt;
+		struct uf_frame pkt;
 		assert_true(uf_mold_open(&pkt, pl, len) > 0);
 		pkts++;
 	}

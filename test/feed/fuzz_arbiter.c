@@ -66,12 +66,12 @@ static struct {
 
 static int fz_debug; /* FZ_DEBUG=1 in the environment: trace packets and gaps on stderr */
 
-static void fz_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
+static void fz_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	FZ_FAIL(skip < pkt->count && pkt->seq + skip == g.next);
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	uf_mold_iter_init(&it, pkt);
 	for (uint32_t i = 0; uf_mold_next(&it, &b); i++) {
 		if (i < skip)
@@ -106,7 +106,7 @@ static void fz_session(void *ctx, const char s[UF_MOLD_SESSION_LEN])
 
 static void fz_send(struct uf_arb *a, const uint8_t *buf, size_t len, uint64_t now, unsigned src)
 {
-	struct uf_mold_packet p;
+	struct uf_frame p;
 	if (fz_debug && uf_mold_open(&p, buf, len) > 0)
 		fprintf(stderr,
 		        "src %u %.10s seq %llu count %u | exp %llu high %llu gapmsgs %llu\n", src,
@@ -146,7 +146,7 @@ static void fz_serve(struct uf_arb *a, int srv, int answer, uint64_t now)
 	uint8_t in[64], buf[FZ_BUF];
 	ssize_t n;
 	while ((n = recv(srv, in, sizeof(in), MSG_DONTWAIT)) > 0) {
-		struct uf_mold_packet req;
+		struct uf_frame req;
 		memset(&req, 0, sizeof(req));
 		FZ_FAIL(uf_mold_rerequest_parse(&req, in, (size_t)n) == 0);
 		if (g.nreq < FZ_MAXREQ) {
@@ -220,7 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct uf_arb a;
 	struct uf_arb_cb cb = {fz_deliver, fz_gap, fz_session, NULL};
 	memset(&st, 0, sizeof(st));
-	if (uf_arb_init(&a, &cfg, fd, FZ_BUF, &st, &cb) < 0)
+	if (uf_arb_init(&a, &cfg, &uf_mold_framing, fd, FZ_BUF, &st, &cb) < 0)
 		return 0;
 	struct uf_arb_params prm;
 	uf_arb_params_default(&prm);

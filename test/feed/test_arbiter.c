@@ -27,7 +27,7 @@ struct rec {
 	int sessions;
 };
 
-static void on_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
+static void on_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	struct rec *r = ctx;
@@ -57,7 +57,7 @@ struct env {
 	int srv; /* stands in for the request server */
 	int cli; /* the arbiter's re-request socket */
 	uint8_t buf[2048];
-	struct uf_mold_packet pkt;
+	struct uf_frame pkt;
 };
 
 static struct env *env_new(int recovery, uint32_t queue)
@@ -81,7 +81,9 @@ static struct env *env_new(int recovery, uint32_t queue)
 	e->cfg.recovery.queue_packets = queue;
 	e->cfg.recovery.max_requests_per_s = 1000;
 	struct uf_arb_cb cb = {on_deliver, on_gap, on_session, &e->r};
-	assert_int_equal(uf_arb_init(&e->a, &e->cfg, recovery ? e->cli : -1, 2048, &e->st, &cb), 0);
+	assert_int_equal(uf_arb_init(&e->a, &e->cfg, &uf_mold_framing, recovery ? e->cli : -1, 2048,
+	                             &e->st, &cb),
+	                 0);
 	return e;
 }
 
@@ -155,7 +157,7 @@ static int read_request(struct env *e, uint64_t *seq, uint16_t *count)
 	ssize_t n = recv(e->srv, in, sizeof(in), MSG_DONTWAIT);
 	if (n < 0)
 		return 0;
-	struct uf_mold_packet req;
+	struct uf_frame req;
 	memset(&req, 0, sizeof(req));
 	assert_int_equal(uf_mold_rerequest_parse(&req, in, (size_t)n), 0);
 	*seq = req.seq;
@@ -532,7 +534,7 @@ static void test_arb_spoofed_end_of_session_on_one_line_replaces_nothing(void **
 	pkt(e, 4, 2, 0);
 	pkt(e, 6, 1, 0);
 	assert_in_order(&e->r, 1, 6);
-	assert_int_equal(e->a.cnt.end_of_session_contradicted, 1);
+	assert_int_equal(e->st.end_of_session_contradicted, 1);
 	assert_int_equal(e->st.lines[0].wrong_session, 1);
 	assert_int_equal(e->st.lines[1].duplicates, 1);
 	assert_int_equal(e->r.ngaps, 0);
@@ -571,7 +573,7 @@ static void test_arb_rerequest_answers_of_another_session_are_rejected(void **s)
 	pkt_sess(e, "EVIL", 4, 2, UF_ARB_SRC_RECOVERY);
 	assert_int_equal(e->st.sessions, 1);
 	assert_int_equal(e->r.sessions, 0);
-	assert_int_equal(e->a.cnt.rerequest_answers_rejected, 2 * UF_ARB_SESSION_CONFIRM + 1);
+	assert_int_equal(e->st.rerequest_answers_rejected, 2 * UF_ARB_SESSION_CONFIRM + 1);
 	assert_int_equal(e->st.recovered_messages, 0);
 	pkt(e, 4, 2, UF_ARB_SRC_RECOVERY); /* the real answer */
 	assert_in_order(&e->r, 1, 6);
@@ -597,7 +599,7 @@ static void test_arb_rerequest_answers_outside_the_request_are_rejected(void **s
 	pkt(e, 9, 2, UF_ARB_SRC_RECOVERY); /* beyond it */
 	ctl_rx(e, "S1", 50, 0, UF_ARB_SRC_RECOVERY, 1);
 	ctl_rx(e, "S1", 4, 1, UF_ARB_SRC_RECOVERY, 1);
-	assert_int_equal(e->a.cnt.rerequest_answers_rejected, 6);
+	assert_int_equal(e->st.rerequest_answers_rejected, 6);
 	assert_int_equal(e->st.recovered_messages, 0);
 	assert_int_equal(e->r.n, 3);
 	assert_int_equal(e->st.end_of_session, 0);
@@ -618,7 +620,7 @@ static void test_arb_one_packet_far_ahead_is_quarantined(void **s)
 	pkt(e, 1000000000ull, 1, 0);
 	ctl_rx(e, "S1", 2000000000ull, 0, 1, 1); /* and a heartbeat far ahead on B */
 	assert_false(uf_arb_gap_open(&e->a));
-	assert_int_equal(e->a.cnt.quarantined, 2);
+	assert_int_equal(e->st.quarantined, 2);
 	for (int i = 0; i < 20; i++)
 		uf_arb_tick(&e->a, uf_now_mono_ns() + (uint64_t)i * 100000000ull, 1);
 	assert_int_equal(e->st.rerequests, 0);
@@ -632,8 +634,8 @@ static void test_arb_one_packet_far_ahead_is_quarantined(void **s)
 	assert_int_equal(e->st.messages_unrecovered, 0);
 	assert_int_equal(e->st.lines[0].gaps, 0);
 	assert_int_equal(e->st.lines[0].gap_messages, 0);
-	assert_int_equal(e->a.cnt.quarantine_dropped, 2); /* the next packet of A and of B */
-	assert_int_equal(e->a.cnt.quarantine_confirmed, 0);
+	assert_int_equal(e->st.quarantine_dropped, 2); /* the next packet of A and of B */
+	assert_int_equal(e->st.quarantine_confirmed, 0);
 	env_free(e);
 }
 
@@ -646,7 +648,7 @@ static void test_arb_scattered_far_packets_never_confirm(void **s)
 		pkt(e, q, 1, 0);                 /* ... the real line breaks every row */
 		pkt(e, q, 1, 1);
 	}
-	assert_int_equal(e->a.cnt.quarantine_confirmed, 0);
+	assert_int_equal(e->st.quarantine_confirmed, 0);
 	assert_int_equal(e->st.gaps, 0);
 	assert_int_equal(e->r.n, 3 + 3 * UF_ARB_JUMP_CONFIRM);
 	env_free(e);
@@ -661,7 +663,7 @@ static void test_arb_large_gap_on_both_lines_is_detected_and_recovered(void **s)
 	assert_false(uf_arb_gap_open(&e->a)); /* one line alone: not yet */
 	pkt(e, far, 2, 1);                    /* the other shows it: believed */
 	assert_true(uf_arb_gap_open(&e->a));
-	assert_int_equal(e->a.cnt.quarantine_confirmed, 1);
+	assert_int_equal(e->st.quarantine_confirmed, 1);
 	assert_int_equal(e->st.gaps, 1);
 	assert_int_equal(e->st.gap_messages, far - 4);
 	assert_int_equal(e->st.lines[0].gap_messages, far - 4);
@@ -686,12 +688,12 @@ static void test_arb_large_gap_on_one_line_is_believed_after_packets_in_a_row(vo
 	for (uint64_t k = 0; k + 1 < UF_ARB_JUMP_CONFIRM; k++)
 		pkt(e, far + 2 * k, 2, 0);
 	assert_false(uf_arb_gap_open(&e->a));
-	assert_int_equal(e->a.cnt.quarantined, UF_ARB_JUMP_CONFIRM - 1);
+	assert_int_equal(e->st.quarantined, UF_ARB_JUMP_CONFIRM - 1);
 	pkt(e, far + 2 * (UF_ARB_JUMP_CONFIRM - 1), 2, 0);
 	assert_true(uf_arb_gap_open(&e->a));
 	assert_int_equal(e->st.gap_messages, far - 4);
 	assert_int_equal(e->st.queued_packets, UF_ARB_JUMP_CONFIRM); /* all kept, none lost */
-	assert_int_equal(e->a.cnt.quarantine_dropped, 0);
+	assert_int_equal(e->st.quarantine_dropped, 0);
 	uf_arb_tick(&e->a, uf_now_mono_ns() + 5000000ull, 1);
 	assert_int_equal(e->st.rerequests, 1);
 	env_free(e);
@@ -763,7 +765,7 @@ static void test_arb_sequence_wrapping_past_2_64_is_dropped(void **s)
 {
 	struct env *e = env_running(64);
 	pkt(e, UINT64_MAX - 1, 3, 0);
-	assert_int_equal(e->a.cnt.bad_sequence, 1);
+	assert_int_equal(e->st.bad_sequence, 1);
 	pkt(e, 4, 1, 0);
 	assert_in_order(&e->r, 1, 4);
 	assert_int_equal(e->st.gaps, 0);
@@ -780,14 +782,14 @@ static void test_arb_held_packet_is_released_when_the_stream_reaches_it(void **s
 	assert_int_equal(uf_arb_set_params(&e->a, &p), 0);
 	pkt(e, 1, 1, 0);
 	pkt(e, 20, 1, 1); /* B: 2 + 10 < 20, held */
-	assert_int_equal(e->a.cnt.quarantined, 1);
+	assert_int_equal(e->st.quarantined, 1);
 	pkt(e, 2, 14, 0); /* A: high 16, limit 26: 20 is plausible now */
-	assert_int_equal(e->a.cnt.quarantine_confirmed, 1);
+	assert_int_equal(e->st.quarantine_confirmed, 1);
 	assert_true(uf_arb_gap_open(&e->a)); /* 16..19 missing, 20 queued */
 	pkt(e, 16, 4, 0);
 	assert_in_order(&e->r, 1, 20);
 	assert_int_equal(e->r.src[19], 1);
-	assert_int_equal(e->a.cnt.quarantine_dropped, 0);
+	assert_int_equal(e->st.quarantine_dropped, 0);
 	env_free(e);
 }
 
@@ -802,8 +804,8 @@ static void test_arb_source_filter_drops_other_sources(void **s)
 	assert_true(uf_arb_source_ok(&e->a, 0, src.s_addr));
 	assert_false(uf_arb_source_ok(&e->a, 0, other.s_addr));
 	assert_true(uf_arb_source_ok(&e->a, 1, other.s_addr)); /* B: any source */
-	assert_int_equal(e->a.cnt.lines[0].foreign_source, 1);
-	assert_int_equal(e->a.cnt.lines[1].foreign_source, 0);
+	assert_int_equal(e->st.lines[0].foreign_source, 1);
+	assert_int_equal(e->st.lines[1].foreign_source, 0);
 	env_free(e);
 }
 
@@ -864,7 +866,7 @@ static void test_arb_holes_are_requested_in_parallel(void **s)
 	for (unsigned l = 0; l < 2; l++)
 		for (uint64_t q = 1; q <= 7; q += 2)
 			pkt(e, q, 1, l); /* 2, 4 and 6 lost everywhere */
-	assert_int_equal(e->a.cnt.queue_duplicates, 3);
+	assert_int_equal(e->st.queue_duplicates, 3);
 	tick_at(e, 3);
 	uint64_t seq[4];
 	uint16_t cnt;
@@ -873,7 +875,7 @@ static void test_arb_holes_are_requested_in_parallel(void **s)
 	assert_false(read_request(e, &seq[2], &cnt)); /* max_in_flight */
 	assert_int_equal(seq[0], 2);
 	assert_int_equal(seq[1], 4);
-	assert_int_equal(e->a.cnt.rerequests_in_flight_full, 1);
+	assert_int_equal(e->st.rerequests_in_flight_full, 1);
 	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* the second answer first */
 	assert_int_equal(e->r.n, 1);
 	tick_at(e, 4); /* its slot is free: the third hole's request goes */
@@ -978,7 +980,7 @@ static void test_arb_line_copy_of_a_queued_packet_takes_no_slot(void **s)
 	pkt(e, 4, 1, 1);
 	pkt(e, 4, 1, 0); /* copy of a queued packet */
 	assert_int_equal(e->st.queued_packets, 2);
-	assert_int_equal(e->a.cnt.queue_duplicates, 2);
+	assert_int_equal(e->st.queue_duplicates, 2);
 	assert_int_equal(e->st.lines[1].duplicates, 2); /* 1 and 3 */
 	assert_int_equal(e->st.lines[0].duplicates, 1); /* 4 */
 	assert_int_equal(e->st.queue_overflows, 0);
@@ -1023,7 +1025,7 @@ static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s
 	assert_int_equal(e->r.gap_count[0], 1);
 	assert_int_equal(e->r.n, 4); /* 1, then 3, 4 (recovered), 5 at once */
 	assert_int_equal(e->r.delivered[3], 5);
-	assert_int_equal(e->a.cnt.holes_expired, 1);
+	assert_int_equal(e->st.holes_expired, 1);
 	for (uint64_t t = 34; t < 52; t++)
 		tick_at(e, t);
 	assert_int_equal(e->r.ngaps, 1); /* hole 6: requested at 22, its own deadline is 52 */
@@ -1032,7 +1034,7 @@ static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s
 	assert_int_equal(e->r.gap_first[1], 6);
 	assert_int_equal(e->r.n, 5); /* and 7 follows it at once */
 	assert_int_equal(e->r.delivered[4], 7);
-	assert_int_equal(e->a.cnt.holes_expired, 2);
+	assert_int_equal(e->st.holes_expired, 2);
 	assert_false(uf_arb_gap_open(&e->a));
 	env_free(e);
 }

@@ -10,18 +10,19 @@
 
 #include <cmocka.h>
 
+#include "decode/uf_mold.h"
 #include "feed/arbiter.h"
 #include "feed/uf_feed.h"
 #include "feed/uf_feed_config.h"
 
-static void noop_deliver(void *ctx, const struct uf_mold_packet *p, uint32_t skip, uint64_t rx,
+static void noop_deliver(void *ctx, const struct uf_frame *p, uint32_t skip, uint64_t rx,
                          unsigned src)
 {
 }
 static void noop_gap(void *ctx, uint64_t first, uint64_t count)
 {
 }
-static void noop_session(void *ctx, const char s[UF_MOLD_SESSION_LEN])
+static void noop_session(void *ctx, const char s[UF_FRAME_SESSION_LEN])
 {
 }
 
@@ -119,7 +120,7 @@ static void arb_from(const struct uf_feed_config *c, struct uf_arb *a)
 	struct uf_feed_stats st;
 	memset(&st, 0, sizeof(st));
 	struct uf_arb_cb cb = {noop_deliver, noop_gap, noop_session, NULL};
-	assert_int_equal(uf_arb_init(a, c, -1, 2048, &st, &cb), 0);
+	assert_int_equal(uf_arb_init(a, c, &uf_mold_framing, -1, 2048, &st, &cb), 0);
 }
 
 /* The embedder's path: defaults, then only what it cares about. The arbiter then runs with the

@@ -103,7 +103,7 @@ static void test_replay_same_seed_same_faults(void **s)
 
 /* Receives every datagram on `fd` until `idle_ms` of silence. Returns the count; the
  * MoldUDP64 data packets are checked with `fn`. */
-static int tr_drain(int fd, int idle_ms, void (*fn)(void *, struct uf_mold_packet *), void *ctx)
+static int tr_drain(int fd, int idle_ms, void (*fn)(void *, struct uf_frame *), void *ctx)
 {
 	static uint8_t buf[65536];
 	int n = 0;
@@ -116,7 +116,7 @@ static int tr_drain(int fd, int idle_ms, void (*fn)(void *, struct uf_mold_packe
 			continue;
 		}
 		last = uf_now_mono_ns();
-		struct uf_mold_packet p;
+		struct uf_frame p;
 		if (uf_mold_open(&p, buf, (size_t)r) > 0)
 			fn(ctx, &p);
 		n++;
@@ -132,7 +132,7 @@ struct tr_seen {
 	int out_of_order; /* a data packet that did not start at `next` (other than a skip) */
 };
 
-static void tr_track(void *ctx, struct uf_mold_packet *p)
+static void tr_track(void *ctx, struct uf_frame *p)
 {
 	struct tr_seen *s = ctx;
 	if (p->kind == UF_MOLD_END_OF_SESSION) {
@@ -182,11 +182,11 @@ struct tr_answer {
 	struct uf_reader_msg *msgs;
 };
 
-static void tr_check_answer(void *ctx, struct uf_mold_packet *p)
+static void tr_check_answer(void *ctx, struct uf_frame *p)
 {
 	struct tr_answer *a = ctx;
-	struct uf_mold_iter it;
-	struct uf_mold_block b;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
 	if (p->kind != UF_MOLD_DATA)
 		return;
 	if (!a->packets)

@@ -18,11 +18,11 @@
 
 struct pk {
 	uint8_t buf[2048];
-	struct uf_mold_packet p;
+	struct uf_frame p;
 };
 
 /* A data packet of `count` 12-byte messages from `seq` (count 0xFFFF: end of session). */
-static struct uf_mold_packet *mk(struct pk *k, const char *sess, uint64_t seq, unsigned count)
+static struct uf_frame *mk(struct pk *k, const char *sess, uint64_t seq, unsigned count)
 {
 	struct uf_mold_builder b;
 	char s[UF_MOLD_SESSION_LEN];
@@ -110,7 +110,7 @@ struct rec {
 	unsigned gaps;
 };
 
-static void on_deliver(void *ctx, const struct uf_mold_packet *pkt, uint32_t skip, uint64_t rx,
+static void on_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	struct rec *r = ctx;
@@ -132,7 +132,7 @@ static void arb_new(struct uf_arb *a, struct uf_feed_config *cfg, struct uf_feed
 	cfg->nlines = 2;
 	cfg->recovery.queue_packets = 64;
 	struct uf_arb_cb cb = {on_deliver, on_gap, NULL, r};
-	assert_int_equal(uf_arb_init(a, cfg, -1, 2048, st, &cb), 0);
+	assert_int_equal(uf_arb_init(a, cfg, &uf_mold_framing, -1, 2048, st, &cb), 0);
 }
 
 /* Mid-day: the stream is at 11, packets beyond a hole are queued; the snapshot says 25. */

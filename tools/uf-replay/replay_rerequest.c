@@ -89,7 +89,7 @@ static void rerequest_serve(void *ctx, const struct rp_stream *st)
 		    recvfrom(rr->fd, in, sizeof(in), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
 		if (got < 0)
 			return;
-		struct uf_mold_packet req;
+		struct uf_frame req;
 		if (uf_mold_rerequest_parse(&req, in, (size_t)got) < 0 ||
 		    memcmp(req.session, st->session, UF_MOLD_SESSION_LEN) != 0 || req.seq == 0) {
 			rr->rerequests_bad++;

@@ -1,0 +1,203 @@
+/* The arbiter's re-request scheduling: holes waiting for the other line, requests in flight,
+ * retries and deadlines, accepted answers, the timers (arbiter.h; arb_internal.h lists the
+ * arbiter's files). */
+#include "feed/arbiter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include "common/uf_compiler.h"
+#include "common/uf_time.h"
+#include "feed/arb_internal.h"
+
+/* 1 when a packet from the re-request socket answers a request: data of the current
+ * session inside a range asked for recently. */
+int uf_arb_answer_ok(const struct uf_arb *a, const struct uf_frame *pkt)
+{
+	if (pkt->kind != UF_FRAME_DATA || !a->have_session ||
+	    memcmp(pkt->session, a->session, UF_FRAME_SESSION_LEN) != 0)
+		return 0;
+	uint64_t end = pkt->seq + pkt->count; /* no wrap: the caller checked */
+	for (int i = 0; i < UF_ARB_REQ_HISTORY; i++)
+		if (a->reqs[i].end && pkt->seq >= a->reqs[i].first && end <= a->reqs[i].end)
+			return 1;
+	return 0;
+}
+
+/* Records a requested range: answers inside it are accepted (uf_arb_answer_ok). */
+static void uf_arb_req_remember(struct uf_arb *a, uint64_t first, uint64_t end)
+{
+	uint32_t i = a->nreqs++ % UF_ARB_REQ_HISTORY;
+	a->reqs[i].first = first;
+	a->reqs[i].end = end;
+}
+
+/* Sends one re-request for [first, end) and puts it in flight. A send failure counts as a
+ * try: a dead server ends in a give-up, not a loop. */
+static void uf_arb_request(struct uf_arb *a, uint64_t first, uint64_t end, uint64_t now_ns)
+{
+	uint8_t req[UF_FRAME_REQUEST_MAX];
+	size_t len = a->framing->request_build(req, a->session, first, (uint32_t)(end - first));
+	a->inflight[a->ninflight++] = (struct uf_arb_req){first, end, now_ns};
+	a->last_req_ns = now_ns;
+	a->rate_limited = 0;
+	uf_arb_req_remember(a, first, end);
+	ssize_t r =
+	    sendto(a->fd, req, len, MSG_DONTWAIT, (struct sockaddr *)&a->server, sizeof(a->server));
+	if (r == (ssize_t)len)
+		uf_stat_add(&a->st->rerequests, 1);
+}
+
+/* 1 when hole `h` may be requested: its first request waits for the other line (time or
+ * packets, whichever comes first); a retry does not. */
+static int uf_arb_wait_done(const struct uf_arb *a, const struct uf_arb_hole *h, uint64_t now_ns,
+                            int drained)
+{
+	if (h->tries)
+		return 1;
+	int moved = 1;
+	for (int l = 0; l < a->nlines; l++)
+		if (h->line_pkts[l] < a->wait_packets)
+			moved = 0;
+	if (moved)
+		return 1;
+	uint64_t waited = now_ns > h->opened_ns ? now_ns - h->opened_ns : 0;
+	return waited >= a->wait_ns && (drained || waited >= UF_ARB_WAIT_CAP(a->wait_ns));
+}
+
+/* 1 when a request in flight covers part of hole `h`. */
+static int uf_arb_requested(const struct uf_arb *a, const struct uf_arb_hole *h)
+{
+	for (uint32_t k = 0; k < a->ninflight; k++)
+		if (a->inflight[k].first < h->end && a->inflight[k].end > h->first)
+			return 1;
+	return 0;
+}
+
+/* Requests in flight: answered (no hole left in their range) or timed out leave. */
+static void uf_arb_reap(struct uf_arb *a, uint64_t now_ns)
+{
+	for (uint32_t k = 0; k < a->ninflight;) {
+		struct uf_arb_req *r = &a->inflight[k];
+		int open = uf_arb_holes_hit(a, r->first, r->end);
+		if (open && now_ns - r->sent_ns < a->timeout_ns) {
+			k++;
+			continue;
+		}
+		if (open)
+			uf_stat_add(&a->st->rerequest_timeouts, 1);
+		*r = a->inflight[--a->ninflight];
+	}
+}
+
+/* 1 when the hole at `expected` is over: its deadline passed ((retries + 1) x timeout after
+ * its first request), or (no server) its wait ended, or its last try timed out. */
+static int uf_arb_head_dead(struct uf_arb *a, uint64_t now_ns, int drained)
+{
+	const struct uf_arb_hole *h = &a->holes[a->h0];
+	if (h->deadline_ns && now_ns >= h->deadline_ns) {
+		uf_stat_add(&a->st->holes_expired, 1);
+		return 1;
+	}
+	if (!a->recovery)
+		return uf_arb_wait_done(a, h, now_ns, drained);
+	return h->tries > a->retries && !uf_arb_requested(a, h);
+}
+
+/* First sequence of hole `h` that no request in flight covers (h->end when none). */
+static uint64_t uf_arb_unrequested(const struct uf_arb *a, const struct uf_arb_hole *h)
+{
+	uint64_t from = h->first;
+	for (int moved = 1; moved && from < h->end;) {
+		moved = 0;
+		for (uint32_t k = 0; k < a->ninflight; k++)
+			if (a->inflight[k].first <= from && from < a->inflight[k].end) {
+				from = a->inflight[k].end;
+				moved = 1;
+			}
+	}
+	return from;
+}
+
+/* Hole `h` gets a request that starts at its first sequence: one more try, and its deadline
+ * runs from the first one. */
+static void uf_arb_try(struct uf_arb *a, struct uf_arb_hole *h, uint64_t now_ns)
+{
+	if (!h->deadline_ns)
+		h->deadline_ns = now_ns + a->deadline_ns;
+	h->tries++;
+}
+
+/* Sends what the holes need, oldest first: within max_in_flight and the rate limit. A hole
+ * larger than max_count gets several requests at once (consecutive chunks); one request
+ * covers a hole and the neighbours that start within max_count messages of it (the rate
+ * limit, not the server, is what many small holes run into). */
+static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
+{
+	for (uint32_t i = 0; i < a->nholes; i++) {
+		struct uf_arb_hole *h = uf_arb_hole_at(a, i);
+		if (h->tries > a->retries)
+			continue;
+		uint64_t first = uf_arb_unrequested(a, h);
+		if (first >= h->end)
+			continue; /* all of it is asked for */
+		if (!uf_arb_wait_done(a, h, now_ns, drained))
+			return; /* newer holes are waiting too */
+		if (a->ninflight >= a->max_in_flight) {
+			if (!a->inflight_full) {
+				a->inflight_full = 1;
+				uf_stat_add(&a->st->rerequests_in_flight_full, 1);
+			}
+			return;
+		}
+		if (a->last_req_ns && now_ns - a->last_req_ns < a->min_interval_ns) {
+			if (!a->rate_limited) {
+				a->rate_limited = 1;
+				uf_stat_add(&a->st->rerequest_rate_limited, 1);
+			}
+			return;
+		}
+		a->inflight_full = 0;
+		uint64_t end = h->end;
+		if (end - first > a->max_count)
+			end = first + a->max_count;
+		if (first == h->first)
+			uf_arb_try(a, h, now_ns);
+		int whole = end == h->end; /* the request reaches its end: neighbours may join */
+		uint32_t j = i + 1;
+		for (; whole && j < a->nholes; j++) {
+			struct uf_arb_hole *n = uf_arb_hole_at(a, j);
+			if (n->first - first >= a->max_count || n->tries > a->retries ||
+			    uf_arb_requested(a, n) || !uf_arb_wait_done(a, n, now_ns, drained))
+				break;
+			uf_arb_try(a, n, now_ns);
+			if (n->end - first > a->max_count) {
+				end =
+				    first + a->max_count; /* its start fits: the rest comes next */
+				break;
+			}
+			end = n->end;
+		}
+		uf_arb_request(a, first, end, now_ns);
+		i = whole ? j - 1 : i - 1; /* the rest of a large hole comes next */
+	}
+}
+
+void uf_arb_tick(struct uf_arb *a, uint64_t now_ns, int drained)
+{
+	if (!a->gap_open)
+		return;
+	uf_arb_reap(a, now_ns);
+	/* Holes die oldest first (deadlines grow with the sequence): each one given up
+	 * delivers at once everything complete behind it. */
+	while (a->gap_open && a->nholes && uf_arb_head_dead(a, now_ns, drained))
+		uf_arb_give_up(a);
+	if (UF_UNLIKELY(a->gap_open && !a->nholes))
+		uf_arb_give_up(a); /* a hole the full table could not track: never stall on it */
+	if (a->gap_open && a->recovery)
+		uf_arb_send_requests(a, now_ns, drained);
+}

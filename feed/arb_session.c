@@ -1,0 +1,226 @@
+/* The arbiter's sessions, end of session and quarantine: what a line may be believed
+ * ("What the arbiter trusts", arbiter.h; arb_internal.h lists the arbiter's files). */
+#include "feed/arbiter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include "common/uf_compiler.h"
+#include "common/uf_time.h"
+#include "feed/arb_internal.h"
+
+/* ---- what a line may be believed (see "What the arbiter trusts" in arbiter.h) ---- */
+
+/* 1 when line `l` showed the current session recently enough to have a say: its
+ * corroboration is required, its silence is not taken as agreement. */
+static int uf_arb_live(const struct uf_arb *a, int l, uint64_t rx_ns)
+{
+	if (!a->line_seen[l])
+		return 0;
+	return rx_ns <= a->line_rx[l] || rx_ns - a->line_rx[l] < a->p.line_silent_ns;
+}
+
+/* The end of session is corroborated when every live line announced it at one sequence and
+ * nothing beyond it was shown. Sets eos_seen / eos_seq; the caller re-evaluates the gap. */
+void uf_arb_eos_update(struct uf_arb *a, uint64_t rx_ns)
+{
+	uint64_t seq = 0;
+	if (a->eos_seen || !a->any_eos)
+		return;
+	for (int l = 0; l < a->nlines; l++) {
+		if (!uf_arb_live(a, l, rx_ns))
+			continue;
+		if (!a->line_eos[l] || (seq && a->line_eos[l] != seq))
+			return;
+		seq = a->line_eos[l];
+	}
+	if (!seq || a->high > seq)
+		return;
+	a->eos_seen = 1;
+	a->eos_seq = seq;
+}
+
+/* A packet announcing `end` (the sequence after it) voids every end of session before it:
+ * the session did not end there. */
+void uf_arb_eos_contradict(struct uf_arb *a, uint64_t end)
+{
+	int left = 0;
+	for (int l = 0; l < UF_CFG_MAX_LINES; l++) {
+		if (a->line_eos[l] && end > a->line_eos[l]) {
+			a->line_eos[l] = 0;
+			uf_stat_add(&a->st->end_of_session_contradicted, 1);
+		}
+		left |= a->line_eos[l] != 0;
+	}
+	a->any_eos = left;
+	if (a->eos_seen && end > a->eos_seq)
+		a->eos_seen = 0;
+}
+
+/* The quarantines are per session: a session change drops them. */
+static void uf_arb_quar_drop(struct uf_arb *a, unsigned l)
+{
+	if (!a->q[l].n)
+		return;
+	uf_stat_add(&a->st->quarantine_dropped, a->q[l].n);
+	a->q[l].n = 0;
+	a->nquar--;
+}
+
+/* Starts session `name` at sequence 1 (a late joiner recovers the start). */
+void uf_arb_session_start(struct uf_arb *a, const char *name)
+{
+	memcpy(a->session, name, UF_FRAME_SESSION_LEN);
+	a->have_session = 1;
+	a->expected = 1;
+	a->high = 1;
+	memset(a->line_next, 0, sizeof(a->line_next));
+	memset(a->line_eos, 0, sizeof(a->line_eos));
+	memset(a->line_seen, 0, sizeof(a->line_seen));
+	memset(a->cand_row, 0, sizeof(a->cand_row));
+	memset(a->reqs, 0, sizeof(a->reqs));
+	for (unsigned l = 0; l < UF_CFG_MAX_LINES; l++)
+		uf_arb_quar_drop(a, l);
+	a->any_eos = 0;
+	a->gap_open = 0;
+	a->nholes = a->h0 = 0;
+	a->ninflight = 0;
+	a->eos_seen = a->eos_done = 0;
+	uf_stat_add(&a->st->sessions, 1);
+}
+
+/* A line packet of another session than the current one: the first session, a candidate
+ * for the next one, or the previous one. Returns 1 when the packet belongs to the (new)
+ * current session. Cold: the current session's packets never come here. */
+int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
+{
+	if (!a->have_session) {
+		uf_arb_session_start(a, pkt->session); /* nothing to protect yet */
+		return 1;
+	}
+	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_FRAME_SESSION_LEN))
+		goto out_drop;
+	if (memcmp(pkt->session, a->cand_session, UF_FRAME_SESSION_LEN) != 0) {
+		memcpy(a->cand_session, pkt->session, UF_FRAME_SESSION_LEN);
+		memset(a->cand_row, 0, sizeof(a->cand_row));
+	}
+	if (a->cand_row[src] < UINT32_MAX)
+		a->cand_row[src]++;
+	uf_arb_eos_update(a, rx_ns); /* a line may have fallen silent since */
+	/* Ended (or never showed anything past 1): one packet on every live line will do.
+	 * Running: session_confirm in a row on every live line. */
+	uint32_t need =
+	    (a->eos_seen || (a->expected == 1 && a->high == 1)) ? 1 : a->p.session_confirm;
+	if (a->cand_row[src] < need)
+		goto out_drop;
+	for (int l = 0; l < a->nlines; l++)
+		if ((unsigned)l != src && uf_arb_live(a, l, rx_ns) && a->cand_row[l] < need)
+			goto out_drop;
+	/* The old session is over: whatever it still missed is lost. */
+	if (a->expected < a->high) { /* a late joiner still at 1 loses what it held too */
+		uint64_t first = a->expected, n = a->high - a->expected;
+		uf_stat_add(&a->st->gaps_unrecovered, 1);
+		uf_stat_add(&a->st->messages_unrecovered, n);
+		a->cb.gap(a->cb.ctx, first, n);
+	}
+	uf_arb_queue_clear(a);
+	memcpy(a->prev_session, a->session, UF_FRAME_SESSION_LEN);
+	a->have_prev = 1;
+	if (a->cb.new_session)
+		a->cb.new_session(a->cb.ctx, pkt->session);
+	uf_arb_session_start(a, pkt->session);
+	return 1;
+
+out_drop:
+	uf_stat_add(&a->st->lines[src].wrong_session, 1);
+	return 0;
+}
+
+/* ---- quarantine of jumps nothing corroborates yet ---- */
+
+static void uf_arb_quar_hold(struct uf_arb *a, unsigned l, const struct uf_frame *pkt,
+                             uint64_t rx_ns)
+{
+	struct uf_arb_quar *q = &a->q[l];
+	if (UF_UNLIKELY(pkt->len > a->slot_size || q->n >= UF_ARB_CONFIRM_MAX))
+		return; /* cannot happen: slots are receive-buffer sized, n < jump_confirm */
+	if (!q->n) {
+		q->first = pkt->seq;
+		a->nquar++;
+	}
+	memcpy(q->data[q->n], pkt->buf, pkt->len);
+	q->len[q->n] = (uint32_t)pkt->len;
+	q->rx_ns[q->n] = rx_ns;
+	q->n++;
+	q->next = uf_frame_next_seq(pkt);
+	uf_stat_add(&a->st->quarantined, 1);
+}
+
+/* Line `l`'s held jump is corroborated: hand its packets to arbitration, in arrival order. */
+static void uf_arb_quar_release(struct uf_arb *a, unsigned l)
+{
+	struct uf_arb_quar *q = &a->q[l];
+	uint32_t n = q->n;
+	q->n = 0;
+	a->nquar--;
+	uf_stat_add(&a->st->quarantine_confirmed, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		struct uf_frame pkt;
+		/* Validated before it was held: opening again only re-reads lengths. */
+		if (a->framing->open(&pkt, q->data[i], q->len[i]) > 0)
+			uf_arb_accept(a, &pkt, q->rx_ns[i], l);
+	}
+}
+
+/* 1 when `seq` lies within max_jump of what line `l` holds: the other line shows it too. */
+static int uf_arb_quar_near(const struct uf_arb *a, unsigned l, uint64_t seq)
+{
+	const struct uf_arb_quar *q = &a->q[l];
+	uint64_t lo = q->first > a->p.max_jump ? q->first - a->p.max_jump : 0;
+	uint64_t hi = q->next > UINT64_MAX - a->p.max_jump ? UINT64_MAX : q->next + a->p.max_jump;
+	return seq >= lo && seq <= hi;
+}
+
+/* A packet of line `src` beyond uf_arb_limit(): hold it, or release what it corroborates. */
+void uf_arb_quarantine(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
+{
+	struct uf_arb_quar *q = &a->q[src];
+	if (q->n && pkt->seq == q->next) { /* its own line continues it */
+		uf_arb_quar_hold(a, src, pkt, rx_ns);
+		if (q->n >= a->p.jump_confirm)
+			uf_arb_quar_release(a, src);
+		return;
+	}
+	for (int l = 0; l < a->nlines; l++) {
+		if ((unsigned)l == src || !a->q[l].n || !uf_arb_quar_near(a, (unsigned)l, pkt->seq))
+			continue;
+		/* Another line shows the same jump: both are believed. */
+		uf_arb_quar_drop(a, src);
+		uf_arb_quar_release(a, (unsigned)l);
+		if (pkt->seq <= uf_arb_limit(a))
+			uf_arb_accept(a, pkt, rx_ns, src);
+		else
+			uf_arb_quar_hold(a, src, pkt,
+			                 rx_ns); /* further still: needs its own proof */
+		return;
+	}
+	uf_arb_quar_drop(a, src); /* did not continue what its line held */
+	uf_arb_quar_hold(a, src, pkt, rx_ns);
+	if (q->n >= a->p.jump_confirm)
+		uf_arb_quar_release(a, src);
+}
+
+/* After a packet of line `src` within the limit: quarantines the stream caught up with are
+ * released; `src`'s own, if still held, was not continued in a row and is dropped. */
+void uf_arb_quar_recheck(struct uf_arb *a, unsigned src)
+{
+	for (int l = 0; l < a->nlines && a->nquar; l++)
+		if (a->q[l].n && a->q[l].first <= uf_arb_limit(a))
+			uf_arb_quar_release(a, (unsigned)l);
+	if (src < UF_CFG_MAX_LINES)
+		uf_arb_quar_drop(a, src);
+}
