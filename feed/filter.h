@@ -1,14 +1,17 @@
 /* The symbol filter: which instruments' records and image entries a feed publishes.
  *
  * Books are kept for every instrument whatever the filter; the filter only drops records of
- * instruments it does not want. THE rule of what passes is uf_filter_keeps: every record
- * about every instrument (instrument 0, market-wide; GAP; RESET; a doubt of every book,
- * STALE of UF_INSTRUMENT_ALL) and every record of a wanted book, its doubts included; the
- * image follows the stream (sink.h), so late joiners see the same doubts. It changes while the feed
- * runs (SIGHUP) without a lock on the feed thread: two slots, the feed thread reads slots[active];
- * uf_filter_set (control thread) fills the other slot and publishes it in `pending`; the feed
- * thread picks it up between two batches (uf_filter_pending, then uf_filter_switch once it has
- * published the books of the instruments that enter). */
+ * instruments it does not want. THE rule of what passes is uf_filter_keeps: every record about
+ * every instrument (instrument 0, market-wide; GAP; RESET; the doubt of every book, STALE of
+ * UF_INSTRUMENT_ALL) and every record of a wanted book, its doubts included. A doubt that came
+ * before the book was wanted reaches consumers on the book's INSTRUMENT record
+ * (UF_RECF_STALE). The image follows the stream (sink.h), so late joiners see the same doubts.
+ *
+ * The list changes while the feed runs (SIGHUP) without a lock on the feed thread: two slots,
+ * the feed thread reads slots[active]; uf_filter_set (control thread) fills the other slot and
+ * publishes it in `pending`; the feed thread picks it up between two batches
+ * (uf_filter_pending, then uf_filter_switch once it has published the books of the
+ * instruments that enter). */
 #ifndef UF_FILTER_H
 #define UF_FILTER_H
 
@@ -61,8 +64,8 @@ int uf_filter_slot_wants(const struct uf_filter *fl, uint32_t slot, const void *
 void uf_filter_switch(struct uf_filter *fl, uint32_t slot);
 
 /* 1 when record `r` reaches the ring and the image under the active list: a record about
- * every instrument (instrument 0, UF_INSTRUMENT_ALL, GAP, RESET) or one of a wanted book.
- * A doubt is never dropped for a book a consumer can see. */
+ * every instrument (instrument 0, UF_INSTRUMENT_ALL, GAP, RESET) or one of a wanted book,
+ * so no doubt of a book a consumer can see is dropped. */
 int uf_filter_keeps(const struct uf_filter *fl, const struct uf_record *r);
 
 /* Feed thread, per publish step while fl->on: drops the records uf_filter_keeps does not
