@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "common/uf_atomic.h"
+#include "common/uf_compiler.h"
 #include "common/uf_symbol.h"
+#include "publish/uf_publish.h"
 
 static int uf_filter_sym_cmp(const void *a, const void *b)
 {
@@ -103,8 +105,20 @@ int uf_filter_slot_wants(const struct uf_filter *fl, uint32_t slot, const void *
 void uf_filter_switch(struct uf_filter *fl, uint32_t slot)
 {
 	fl->on = fl->slots[slot].n != 0;
+	fl->gen++; /* the caller rewrote wanted[] for the new list */
 	uf_store_release_u32(&fl->active, slot);
 	uf_store_release_u32(&fl->pending, 0); /* the old slot is free for the next change */
+}
+
+int uf_filter_keeps(const struct uf_filter *fl, const struct uf_record *r)
+{
+	uint32_t id = r->instrument;
+	/* Records about every instrument: market-wide statuses (locate 0), a gap, a RESET, a
+	 * doubt of every book (UF_INSTRUMENT_ALL). Dropping one would leave the wanted books
+	 * wrong in the stream and the image without a word. */
+	if (id == 0 || id == UF_INSTRUMENT_ALL || r->kind == UF_REC_GAP || r->kind == UF_REC_RESET)
+		return 1;
+	return id < fl->max_inst && fl->wanted[id]; /* a wanted book's records, doubts included */
 }
 
 size_t uf_filter_records(struct uf_filter *fl, struct uf_record *recs, size_t n)
@@ -113,13 +127,40 @@ size_t uf_filter_records(struct uf_filter *fl, struct uf_record *recs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct uf_record *r = &recs[i];
 		uint32_t id = r->instrument;
-		if (r->kind == UF_REC_INSTRUMENT && id < fl->max_inst)
-			fl->wanted[id] = (uint8_t)uf_filter_slot_wants(fl, fl->active, &r->ref);
-		if (r->kind == UF_REC_GAP || id == 0 || (id < fl->max_inst && fl->wanted[id])) {
+		if (r->kind == UF_REC_INSTRUMENT && id < fl->max_inst) {
+			uint8_t w = (uint8_t)uf_filter_slot_wants(fl, fl->active, &r->ref);
+			fl->gen += w != fl->wanted[id]; /* uf_filter_stale_books recounts */
+			fl->wanted[id] = w;
+		} else if (UF_UNLIKELY(r->kind == UF_REC_STALE)) {
+			fl->gen++; /* a book became stale: so does the count */
+		}
+		if (uf_filter_keeps(fl, r)) {
 			if (k != i)
 				recs[k] = *r;
 			k++;
 		}
 	}
 	return k;
+}
+
+uint64_t uf_filter_stale_books(struct uf_filter *fl, const struct uf_publisher *pub,
+                               uint64_t pub_stale)
+{
+	if (pub_stale == 0)
+		fl->stale_pub = 0; /* a reset: the next doubt is counted afresh */
+	if (!fl->on || pub_stale == 0)
+		return pub_stale; /* every book is published, or none is in doubt */
+	if (pub_stale == fl->stale_pub && fl->gen == fl->stale_gen)
+		return fl->stale_wanted; /* nothing changed since the last count */
+	uint64_t n = 0;
+	for (uint32_t id = 1; id < fl->max_inst; id++) {
+		if (!fl->wanted[id])
+			continue;
+		const struct uf_pub_instrument *pi = uf_publish_instrument(pub, id);
+		n += pi && pi->stale;
+	}
+	fl->stale_pub = pub_stale;
+	fl->stale_gen = fl->gen;
+	fl->stale_wanted = n;
+	return n;
 }

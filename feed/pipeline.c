@@ -217,9 +217,10 @@ static inline void uf_feed_sync_pub_stats(struct uf_feed *f)
 	uf_publish_stats(f->pub, &ps);
 	if (ps.errors_total != f->stats.book_integrity_errors)
 		uf_store_relaxed_u64(&f->stats.book_integrity_errors, ps.errors_total);
-	/* gaps, decode and integrity doubts, full tables: every STALE book, from the publisher */
-	if (ps.stale_books != f->stats.books_stale)
-		uf_store_relaxed_u64(&f->stats.books_stale, ps.stale_books);
+	/* gaps, decode and integrity doubts, full tables: every STALE book consumers can see */
+	uint64_t stale = uf_filter_stale_books(&f->filter, f->pub, ps.stale_books);
+	if (stale != f->stats.books_stale)
+		uf_store_relaxed_u64(&f->stats.books_stale, stale);
 }
 
 /* THE ways records leave the publish step besides the per-packet path (the arbiter's gap and

@@ -116,9 +116,16 @@ static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, ui
 			return 0;
 		return uf_ring_image_set_status(s->ring, r->instrument, r->aux, r->price, r->shares,
 		                                r->exch_ts, seq);
-	case UF_REC_INSTRUMENT:
-		return uf_ring_image_set_symbol(s->ring, r->instrument, r->ref, (uint32_t)r->shares,
-		                                r->aux, seq);
+	case UF_REC_INSTRUMENT: {
+		int rc = uf_ring_image_set_symbol(s->ring, r->instrument, r->ref,
+		                                  (uint32_t)r->shares, r->aux, seq);
+		/* A book named (or entering the filter) while in doubt: its entry appears
+		 * stale, as the record says, though the STALE record came before the entry
+		 * existed (a doubt of every book) or was not for it yet (filtered out). */
+		if (rc == 0 && (r->flags & UF_RECF_STALE))
+			rc = uf_ring_image_set_stale(s->ring, r->instrument, 1, seq);
+		return rc;
+	}
 	default:
 		return 0;
 	}
@@ -276,7 +283,7 @@ int uf_sink_instrument_enters(struct uf_sink *s, uint32_t id, struct uf_record *
 	struct uf_record *ir = &scratch[0];
 	memset(ir, 0, sizeof(*ir));
 	ir->kind = UF_REC_INSTRUMENT;
-	ir->flags = UF_RECF_LAST;
+	ir->flags = UF_RECF_LAST | (pi->stale ? UF_RECF_STALE : 0); /* a doubt it missed */
 	ir->instrument = id;
 	memcpy(&ir->ref, pi->symbol, sizeof(ir->ref));
 	ir->shares = pi->round_lot;

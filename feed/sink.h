@@ -11,12 +11,14 @@
  *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
  *     directory fields; a TRADE moves volume and last trade only when uf_rec_trade_prints()
  *     (the record contract: not non-printable, not a break, shares > 0);
- *   - a STALE record marks its entry (or every entry) stale; a gap (unrecovered messages)
- *     marks every image entry stale; a RESET record (new session) empties every image book,
- *     clears the stale flags and starts volume and last trade over, in the step that
- *     publishes it;
- *   - an instrument that enters the symbol filter gets its directory entry and its whole book,
- *     in the stream and in the image.
+ *   - a STALE record marks its entry (or every entry) stale, and so does an INSTRUMENT record
+ *     that carries UF_RECF_STALE (a book named after a doubt of every book, or entering the
+ *     symbol filter in doubt); a gap (unrecovered messages) marks every image entry stale; a RESET
+ * record (new session) empties every image book, clears the stale flags and starts volume and last
+ * trade over, in the step that publishes it;
+ *   - an instrument that enters the symbol filter gets its directory entry (UF_RECF_STALE
+ *     when the publisher has its book in doubt) and its whole book, in the stream and in the
+ *     image.
  *
  * Errors: the ring refuses an image update for an instrument outside its image (-ERANGE) or a
  * status code beyond its slots (-ENOSPC). The stream itself is always complete; each call

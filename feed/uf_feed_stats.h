@@ -196,8 +196,10 @@ struct uf_feed_stats {
 	                                             * packet (kernel timestamp), 0 = none yet */
 	uint64_t recovering;       /* 1 while a gap is open (waiting, re-requesting) */
 	uint64_t session_ended;    /* 1 once the current session's end of session was reached */
-	uint64_t books_stale;      /* books flagged stale by an unrecovered gap (0 again at the
-	                            * next session: their content may be wrong until then) */
+	uint64_t books_stale;      /* books flagged stale by an unrecovered gap or a doubt (0
+	                            * again at the next session: their content may be wrong until
+	                            * then); with a symbol filter only the books it publishes,
+	                            * what consumers see stale (uf_filter_stale_books) */
 	uint64_t session_start_ns; /* CLOCK_REALTIME when the current session was first seen */
 	uint64_t session_gen;      /* seqlock of `session`: odd while the feed thread writes it */
 	char session[16];          /* current MoldUDP64 session, NUL-terminated, "" before any */

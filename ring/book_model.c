@@ -390,6 +390,10 @@ static void on_instrument(struct uf_bm_book *bk, const struct uf_record *r)
 	set_symbol(bk, r->ref);
 	bk->round_lot = (uint32_t)r->shares;
 	bk->category = r->aux;
+	/* Named in doubt: the STALE record may not have reached this consumer (a symbol filter
+	 * that did not want the book then). The image flags its entry the same way. */
+	if (r->flags & UF_RECF_STALE)
+		bk->flags |= UF_BOOKF_STALE;
 }
 
 static void on_snapshot_begin(struct uf_bm_book *bk, const struct uf_record *r)

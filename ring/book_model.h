@@ -13,7 +13,8 @@
  *   TRADE            last trade, volume and trade count, exactly when uf_rec_trade_prints()
  *   STATUS           latest value per code (aux != 0), UF_BOOK_MAX_STATUS codes, first come
  *                    first kept (as the image's slots)
- *   INSTRUMENT       symbol, round lot, market category
+ *   INSTRUMENT       symbol, round lot, market category; STALE when the record carries
+ *                    UF_RECF_STALE (a book named, or entering a symbol filter, in doubt)
  *   GAP              every book stale (and every book made later: their records say so too)
  *   STALE            its book stale; every book for UF_INSTRUMENT_ALL
  *   RESET            every book void: levels, orders, flags, last trade, volume and trades

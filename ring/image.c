@@ -231,6 +231,15 @@ int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t sy
 	return 0;
 }
 
+/* Whether entry `id` holds anything: present (released once), or first set inside the open
+ * bracket (present only once the bracket ends). A doubt or a reset of every entry must reach
+ * an entry the same bracket made, or a directory entry and a doubt of every book in one
+ * receive batch would leave that entry clean. */
+static inline int entry_known(const struct uf_ring *r, uint32_t id)
+{
+	return uf_image_entry_at(r->image, id)->present || (r->batch && r->is_touched[id]);
+}
+
 static void set_stale_one(struct uf_ring *r, uint32_t id, int stale, uint64_t seq)
 {
 	struct uf_image_entry *e = entry_begin(r, id);
@@ -246,7 +255,7 @@ int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, u
 {
 	if (instrument == UINT32_MAX) {
 		for (uint32_t i = 0; i < r->image->max_instruments; i++)
-			if (uf_image_entry_at(r->image, i)->present)
+			if (entry_known(r, i))
 				set_stale_one(r, i, stale, seq);
 		return 0;
 	}
@@ -284,7 +293,7 @@ int uf_ring_image_reset_book(struct uf_ring *r, uint32_t instrument, uint64_t se
 {
 	if (instrument == UINT32_MAX) {
 		for (uint32_t i = 0; i < r->image->max_instruments; i++)
-			if (uf_image_entry_at(r->image, i)->present)
+			if (entry_known(r, i))
 				reset_one(r, i, seq);
 		return 0;
 	}

@@ -322,13 +322,15 @@ int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t sy
                              uint32_t round_lot, uint32_t category, uint64_t seq);
 
 /* Sets or clears UF_RECF_STALE on one instrument, or on every present one when instrument is
- * UINT32_MAX (O(max_instruments): the gap path, not per message). */
+ * UINT32_MAX (entries first set in the open bracket included: they are present once it ends;
+ * O(max_instruments): the gap and doubt-of-all paths, not per message). */
 int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, uint64_t seq);
 
 /* A new session (UF_REC_RESET): empties both sides, clears the stale and truncated flags and
  * starts last trade, volume and trades over; keeps the directory and statuses. One
- * instrument, or every present one when instrument is UINT32_MAX (O(max_instruments): the
- * session path, not per message). Bracket it in the batch of the RESET record's publish. */
+ * instrument, or every present one when instrument is UINT32_MAX (as uf_ring_image_set_stale;
+ * O(max_instruments): the session path, not per message). Bracket it in the batch of the RESET
+ * record's publish. */
 int uf_ring_image_reset_book(struct uf_ring *r, uint32_t instrument, uint64_t seq);
 
 /* Packs a symbol string ("AAPL") into the 8 space-padded bytes the image and records use. */

@@ -22,7 +22,8 @@
  *   STALE            flags its book (every book for UF_INSTRUMENT_ALL) STALE
  *   RESET            a new session: every book empties, STALE clears, last trade, volume and
  *                    trade count start over (symbols and statuses stay)
- *   INSTRUMENT       remembers the symbol, round lot and market category
+ *   INSTRUMENT       remembers the symbol, round lot and market category; flags the book
+ *                    STALE when the record carries UF_RECF_STALE (named in doubt)
  *   TRADE            last trade, volume and trade count, only when uf_rec_trade_prints()
  *   STATUS           keeps the latest value per status code
  *   ORDER_*          the live order table, when uf_book_builder_track_orders() turned it on

@@ -1227,6 +1227,186 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 	assert_int_equal(c.st.gaps, 0);
 }
 
+/* The wire bytes of an ITCH `R` (directory) for `sym` at `locate`. */
+static uint16_t ft_msg_dir(uint8_t *m, uint16_t locate, const char *sym)
+{
+	memset(m, 0, 39);
+	m[0] = 'R';
+	uf_put_be16(m + 1, locate);
+	uf_symbol_pad(m + 11, sym);
+	m[19] = 'Q';
+	m[20] = 'N';
+	uf_put_be32(m + 21, 100);
+	return 39;
+}
+
+/* The wire bytes of an ITCH `A` (add order) on `locate`. */
+static uint16_t ft_msg_add(uint8_t *m, uint16_t locate, uint64_t ref, uint8_t side, uint32_t price)
+{
+	memset(m, 0, 36);
+	m[0] = 'A';
+	uf_put_be16(m + 1, locate);
+	uf_put_be64(m + 11, ref);
+	m[19] = side;
+	uf_put_be32(m + 20, 100);
+	uf_symbol_pad(m + 24, "X");
+	uf_put_be32(m + 32, price);
+	return 36;
+}
+
+/* Issue 23 item 10: a symbol filter never drops a doubt of a book its consumers see. The feed
+ * wants AAA, BBB, EEE and FFF of six instruments; one datagram carries: the directory of AAA,
+ * BBB, CCC, DDD (ids 1-4) and orders on 1-3 (seq 1-7); a message that does not decode on
+ * locate 6, not named yet (seq 8: a doubt of book 6 while no filter can want it); FFF's
+ * directory (seq 9, id 6); an empty message, whose locate cannot be read (seq 10: every book
+ * in doubt); EEE's directory (seq 11, id 5: named after the doubt) and an order on it; later
+ * per-book doubts of AAA and CCC (seq 13-14: nothing new to say); a system event (seq 15).
+ * The stream must carry the doubt of every book, the directory records of 5 and 6 must say
+ * their books are stale, and the image, a late joiner's books, a consumer that read every
+ * record and the feed's books_stale must all show the same 4 wanted books in doubt (the
+ * publisher has 5 named books in doubt: CCC and DDD are not published). */
+static void test_feed_symbol_filter_keeps_every_doubt(void **state)
+{
+	struct ft_case c = {0};
+	char err[256];
+	char syms[4][9] = {"AAA", "BBB", "EEE", "FFF"};
+	ft_config(&c.cfg, 15, 0);
+	for (int l = 0; l < 2; l++) {
+		char g[32];
+		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 40 + l);
+		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
+		c.cfg.lines[l].port = (uint16_t)(44800 + 10 * (int)FT_BACKEND + l);
+	}
+	c.cfg.symbols = syms;
+	c.cfg.nsymbols = 4;
+	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	c.cfg.symbols = NULL; /* the feed copied them */
+	c.cfg.nsymbols = 0;
+	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	static uint8_t p[1024];
+	uint8_t m[40];
+	const uint8_t undecodable6[5] = {'z', 0, 6, 0, 0}, undecodable1[5] = {'z', 0, 1, 0, 0};
+	const uint8_t undecodable3[5] = {'z', 0, 3, 0, 0};
+	const uint8_t sys[12] = {'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'O'};
+	memcpy(p, "FILTDOUBT1", 10);
+	uf_put_be64(p + 10, 1);
+	uf_put_be16(p + 18, 15);
+	size_t n = 20;
+	n = ft_block(p, n, m, ft_msg_dir(m, 1, "AAA"));         /* seq 1 */
+	n = ft_block(p, n, m, ft_msg_dir(m, 2, "BBB"));         /* seq 2 */
+	n = ft_block(p, n, m, ft_msg_dir(m, 3, "CCC"));         /* seq 3 */
+	n = ft_block(p, n, m, ft_msg_dir(m, 4, "DDD"));         /* seq 4 */
+	n = ft_block(p, n, m, ft_msg_add(m, 1, 1, 'B', 1000));  /* seq 5 */
+	n = ft_block(p, n, m, ft_msg_add(m, 2, 2, 'S', 2000));  /* seq 6 */
+	n = ft_block(p, n, m, ft_msg_add(m, 3, 3, 'B', 3000));  /* seq 7 */
+	n = ft_block(p, n, undecodable6, sizeof(undecodable6)); /* seq 8 */
+	n = ft_block(p, n, m, ft_msg_dir(m, 6, "FFF"));         /* seq 9 */
+	n = ft_block(p, n, sys, 0);                             /* seq 10 */
+	n = ft_block(p, n, m, ft_msg_dir(m, 5, "EEE"));         /* seq 11 */
+	n = ft_block(p, n, m, ft_msg_add(m, 5, 5, 'B', 5000));  /* seq 12 */
+	n = ft_block(p, n, undecodable1, sizeof(undecodable1)); /* seq 13 */
+	n = ft_block(p, n, undecodable3, sizeof(undecodable3)); /* seq 14 */
+	n = ft_block(p, n, sys, sizeof(sys));                   /* seq 15 */
+	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
+	assert_true(tx >= 0);
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c.cfg.lines[0].port),
+	                          .sin_addr = c.cfg.lines[0].group};
+	/* Until the feed thread polls, a datagram may go nowhere: resend until it was taken. */
+	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
+	uint64_t end = uf_now_mono_ns() + 5000000000ull;
+	while (uf_load_relaxed_u64(&s->messages) == 0 && uf_now_mono_ns() < end) {
+		assert_int_equal(sendto(tx, p, n, 0, (struct sockaddr *)&dst, sizeof(dst)),
+		                 (ssize_t)n);
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+	}
+	close(tx);
+	/* The stream, up to the system event (the last record). */
+	uf_consumer_t *cons = ft_attach_oldest(c.cfg.ring.name);
+	uf_book_builder_t *all;
+	assert_int_equal(uf_book_builder_create(16, &all), 0);
+	struct uf_record r;
+	uint64_t seq, last = UINT64_MAX;
+	unsigned nstale = 0, ndir = 0;
+	while (last == UINT64_MAX && uf_now_mono_ns() < end) {
+		int rc = uf_book_builder_next(all, cons, &r, &seq);
+		if (rc == -EAGAIN) {
+			struct timespec ts = {0, 1000000};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		if (r.instrument == 3 || r.instrument == 4)
+			fail_msg("a record of unwanted instrument %u (kind %u)", r.instrument,
+			         r.kind);
+		if (r.kind == UF_REC_STALE) {
+			/* the doubt of every book, at its place; the per-book ones had nothing new
+			 * to say (6: not named then; 1: in doubt already; 3: not wanted) */
+			assert_int_equal(r.instrument, UF_INSTRUMENT_ALL);
+			assert_int_equal(r.feed_seq, 10);
+			assert_int_equal(r.aux, UF_STALE_DECODE);
+			nstale++;
+		} else if (r.kind == UF_REC_INSTRUMENT) {
+			ndir++;
+			/* named after a doubt of its book: the directory record says so */
+			int in_doubt = r.instrument == 5 || r.instrument == 6;
+			assert_int_equal(!!(r.flags & UF_RECF_STALE), in_doubt);
+		} else if (r.kind == UF_REC_STATUS && r.feed_seq == 15) {
+			last = seq;
+		}
+	}
+	assert_true(last != UINT64_MAX);
+	assert_int_equal(nstale, 1);
+	assert_int_equal(ndir, 4);
+	/* The image once it holds the whole stream (committed past the last record). */
+	while (uf_consumer_image_seq(cons) <= last && uf_now_mono_ns() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_true(uf_consumer_image_seq(cons) > last);
+	struct uf_book_snapshot *snap = calloc(1, sizeof(*snap));
+	uf_book_builder_t *late;
+	assert_int_equal(uf_book_builder_create(16, &late), 0);
+	assert_int_equal(uf_book_builder_sync(late, cons), 0);
+	const char *name[7] = {"", "AAA", "BBB", "CCC", "DDD", "EEE", "FFF"};
+	for (uint32_t id = 1; id <= 6; id++) {
+		int wanted = id != 3 && id != 4;
+		int rc = uf_consumer_snapshot(cons, id, snap);
+		if (!wanted) {
+			assert_int_equal(rc, -ENOENT); /* never in the image */
+			assert_string_equal(uf_book_builder_symbol(late, id), "");
+			assert_string_equal(uf_book_builder_symbol(all, id), "");
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_string_equal(snap->symbol, name[id]);
+		if (!(snap->flags & UF_BOOKF_STALE))
+			fail_msg("image entry %u (%s) is not stale", id, name[id]);
+		assert_string_equal(uf_book_builder_symbol(late, id), name[id]);
+		if (!(uf_book_builder_flags(late, id) & UF_BOOKF_STALE))
+			fail_msg("late joiner's book %u (%s) is not stale", id, name[id]);
+		if (!(uf_book_builder_flags(all, id) & UF_BOOKF_STALE))
+			fail_msg("the stream's book %u (%s) is not stale", id, name[id]);
+	}
+	free(snap);
+	uf_book_builder_destroy(late);
+	uf_book_builder_destroy(all);
+	uf_consumer_detach(cons);
+	/* /ready's count: the books consumers see in doubt (synced once a batch). */
+	while (uf_load_relaxed_u64(&s->books_stale) != 4 && uf_now_mono_ns() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	ft_finish(&c);
+	assert_int_equal(c.st.books_stale, 4);
+	assert_int_equal(c.st.messages, 15);
+	assert_int_equal(c.st.decode_unknown_type, 3);
+	assert_int_equal(c.st.decode_empty_message, 1);
+	assert_int_equal(c.st.gaps, 0);
+}
+
 /* Sends one single-message datagram (a system event `code`) of session SRCTEST001 at `seq`
  * from socket `tx` to line `l` of `c`. */
 static void ft_send_sys(struct ft_case *c, int tx, int l, uint64_t seq, uint8_t code)
@@ -1411,6 +1591,7 @@ int main(void)
 		cmocka_unit_test(test_feed_malformed_datagrams_are_counted_and_dropped),
 		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
 		cmocka_unit_test(test_feed_undecodable_messages_are_counted_and_the_rest_applied),
+		cmocka_unit_test(test_feed_symbol_filter_keeps_every_doubt),
 		cmocka_unit_test(test_feed_counts_datagrams_the_host_dropped),
 		cmocka_unit_test(test_feed_foreign_source_and_far_jump_are_dropped_and_counted),
 		cmocka_unit_test(test_feed_wakes_a_sleeping_consumer_once_per_packet),

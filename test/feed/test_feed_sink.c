@@ -554,6 +554,80 @@ static void test_sink_instrument_enters_with_snapshot(void **state)
 	fx_teardown(&x);
 }
 
+/* A book named after a doubt of every book (its entry did not exist when the doubt came),
+ * and one named in the same deferred bracket as that doubt: both image entries are stale, as
+ * the records say (the directory record carries UF_RECF_STALE). */
+static void test_sink_books_named_around_a_doubt_of_all_are_stale(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	uf_sink_defer_image(&x.sink, 1);
+	const struct uf_itch_msg m0[] = {dir(1, "ONE")};
+	assert_int_equal(step(&x, m0, 1, &n), 0); /* the bracket is open: 1 not released yet */
+	int k = uf_publish_doubt(x.pub, UF_INSTRUMENT_ALL, UF_STALE_DECODE, x.seq++, RX_NS, x.recs,
+	                         UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(k, 1);
+	assert_int_equal(uf_sink_records(&x.sink, x.recs, 1, RX_NS), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	snap(&x, 1, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	/* Named after the doubt, in a later bracket: its directory record says it is stale. */
+	const struct uf_itch_msg m1[] = {dir(5, "FIVE")};
+	assert_int_equal(step(&x, m1, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(x.recs[0].kind, UF_REC_INSTRUMENT);
+	assert_true(x.recs[0].flags & UF_RECF_STALE);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	snap(&x, 5, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	/* A RESET clears both, and a book named then is clean. */
+	k = uf_publish_new_session(x.pub, "SESSION002", x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(uf_sink_new_session(&x.sink, x.recs, (size_t)k), 0);
+	const struct uf_itch_msg m2[] = {dir(6, "SIX")};
+	assert_int_equal(step(&x, m2, 1, &n), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	const uint32_t ids[] = {1, 5, 6};
+	for (size_t i = 0; i < UF_ARRAY_SIZE(ids); i++) {
+		snap(&x, ids[i], &s);
+		assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	}
+	fx_teardown(&x);
+}
+
+/* A book that enters the symbol filter while the publisher has it in doubt (its STALE record
+ * was filtered out then): its directory record says so and its image entry is stale. */
+static void test_sink_instrument_enters_in_doubt(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t published;
+	struct uf_record got[64];
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	struct uf_record scratch[8];
+	struct uf_itch_msg m[] = {dir(7, "IBM"), add(7, 1, 'B', 100, 1000), msg('D', 7)};
+	m[2].u.del.order_ref = 999;                   /* unknown: book 7 in doubt */
+	for (size_t i = 0; i < UF_ARRAY_SIZE(m); i++) /* not handed to the sink: filtered */
+		assert_true(uf_publish_apply(x.pub, &m[i], x.seq++, RX_NS, scratch,
+		                             UF_ARRAY_SIZE(scratch)) >= 0);
+	assert_int_equal(uf_publish_instrument(x.pub, 7)->stale, 1);
+	assert_int_equal(
+	    uf_sink_instrument_enters(&x.sink, 7, x.recs, UF_ARRAY_SIZE(x.recs), &published), 0);
+	assert_int_equal(published, 4); /* directory, BEGIN, 1 level, END */
+	read_exactly(&x, got, published);
+	assert_int_equal(got[0].kind, UF_REC_INSTRUMENT);
+	assert_int_equal(got[0].flags, UF_RECF_LAST | UF_RECF_STALE);
+	assert_int_equal(got[1].kind, UF_REC_SNAPSHOT_BEGIN);
+	assert_true(got[1].flags & UF_RECF_STALE);
+	snap(&x, 7, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	assert_int_equal(s.nbid, 1);
+	fx_teardown(&x);
+}
+
 /* The image holds 4 instruments, the publisher 16: a book of instrument 9 cannot go into
  * the image. The sink says so, the stream still has every record, and the other
  * instrument of the same step still gets its image update. */
@@ -1024,6 +1098,8 @@ int main(void)
 	    cmocka_unit_test(test_sink_gap_marks_stale_and_session_clears),
 	    cmocka_unit_test(test_sink_book_first_seen_after_a_gap_is_stale_in_the_image),
 	    cmocka_unit_test(test_sink_instrument_enters_with_snapshot),
+	    cmocka_unit_test(test_sink_instrument_enters_in_doubt),
+	    cmocka_unit_test(test_sink_books_named_around_a_doubt_of_all_are_stale),
 	    cmocka_unit_test(test_sink_flags_a_deeper_book_truncated),
 	    cmocka_unit_test(test_sink_ring_gets_the_configured_group),
 	    cmocka_unit_test(test_sink_image_trades_follow_the_record_contract),

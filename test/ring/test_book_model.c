@@ -180,6 +180,25 @@ static void test_instrument_names_the_book(void **state)
 	assert_int_equal(id, 5);
 }
 
+/* A directory record of a book in doubt (its STALE record went to nobody: a symbol filter did
+ * not want the book yet) flags it, as the image does; one without the bit clears nothing. */
+static void test_instrument_named_in_doubt_is_stale(void **state)
+{
+	struct fixture *f = *state;
+	struct uf_record r = rec(UF_REC_INSTRUMENT, 6);
+
+	memcpy(&r.ref, "FFF     ", 8);
+	r.flags |= UF_RECF_STALE;
+	assert_int_equal(put(f, r), 1);
+	assert_true(snap(f, 6)->flags & UF_BOOKF_STALE);
+	r.flags = UF_RECF_LAST;
+	put(f, r);
+	assert_true(snap(f, 6)->flags & UF_BOOKF_STALE);
+	r.instrument = 7;
+	put(f, r);
+	assert_false(snap(f, 7)->flags & UF_BOOKF_STALE);
+}
+
 static void test_gap_makes_every_book_stale_and_books_made_later_too(void **state)
 {
 	struct fixture *f = *state;
@@ -376,6 +395,7 @@ int main(void)
 	    T(test_trade_moves_volume_and_last_trade_only_when_it_prints),
 	    T(test_status_keeps_the_latest_value_per_code_first_come_kept),
 	    T(test_instrument_names_the_book),
+	    T(test_instrument_named_in_doubt_is_stale),
 	    T(test_gap_makes_every_book_stale_and_books_made_later_too),
 	    T(test_stale_flags_one_book_or_every_book),
 	    T(test_reset_voids_books_volume_and_doubts_keeps_directory_and_statuses),
