@@ -452,9 +452,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	uf_feed_snapshot_run_start(&f->snap);
 	f->backend = f->ig.backend;
 	f->tm.timing = !f->cfg.no_stage_timing;
-	f->tm.sample_every =
-	    f->cfg.stage_timing_every ? f->cfg.stage_timing_every : UF_FEED_STAGE_EVERY_DEFAULT;
-	f->tm.sample_left = 1; /* the first packet is timed */
+	f->tm.sample_every = f->cfg.stage_timing_every; /* resolved: uf_feed_config_resolve */
+	f->tm.sample_left = 1;                          /* the first packet is timed */
 	f->tm.timed = 0;
 	f->sink.clock = NULL;
 	if (f->tm.timing)
