@@ -28,32 +28,38 @@
 #define IDLE_WAIT_NS   5000000LL /* ring wait slice: periodic work runs at least this often */
 
 struct bridge {
-	const struct uf_bridge_config *cfg; /* as given */
-	volatile sig_atomic_t *stop;        /* set by a signal */
-	struct uf_nats_names nm;            /* stream, subject, bucket names */
-	natsOptions *opts;                  /* connection options (server list) */
-	natsConnection *nc;                 /* the connection (reconnects by itself) */
-	jsCtx *js;                          /* JetStream context */
-	jsCtx *js_sym;                      /* context of the per-symbol asynchronous publishes */
-	struct uf_record *sym_recs;         /* one instrument's records of a message */
-	uint64_t *sym_seqs;                 /* their sequences */
-	uint8_t *sym_done;                  /* records of the message already sent */
-	char *sym_msg;                      /* per-symbol message being built */
-	uf_consumer_t *c;                   /* the local ring */
-	struct uf_consumer_info info;       /* its facts at (re)attach */
-	struct uf_nats_books books;         /* full-depth books at `pos` */
-	uint64_t pos;                       /* next ring sequence to read */
-	struct uf_record *recs;             /* the message being built */
-	uint32_t nrecs;                     /* records in it */
-	uint64_t first;                     /* ring sequence of recs[0] */
-	char *msg;                          /* header + records */
-	void *kvbuf;                        /* encoded book entry */
-	size_t kvcap;                       /* its size */
-	uint32_t *ids;                      /* instruments of the flush in progress */
-	uint64_t last_kv_ns;                /* last book flush (monotonic) */
-	uint64_t last_stats_ns;             /* last status line (monotonic) */
-	int kv_pending;                     /* books changed since the last flush */
-	struct uf_bridge_status st;         /* counters */
+	const struct uf_bridge_config *cfg;   /* as given */
+	volatile sig_atomic_t *stop;          /* set by a signal */
+	struct uf_nats_names nm;              /* stream, subject, bucket names */
+	natsOptions *opts;                    /* connection options (server list) */
+	natsConnection *nc;                   /* the connection (reconnects by itself) */
+	char urlbuf[1024];                    /* cfg->urls, cut at the commas */
+	const char *urls[UF_BRIDGE_MAX_URLS]; /* the servers, in the order given */
+	int nurls;                            /* how many */
+	int first_url;                        /* index the current connection's list starts at */
+	uint32_t timeouts_in_row;             /* acknowledgement timeouts since the last answer */
+	jsCtx *js;                            /* JetStream context */
+	jsCtx *js_sym;                        /* context of the per-symbol asynchronous publishes */
+	struct uf_record *sym_recs;           /* one instrument's records of a message */
+	uint64_t *sym_seqs;                   /* their sequences */
+	uint8_t *sym_done;                    /* records of the message already sent */
+	char *sym_msg;                        /* per-symbol message being built */
+	uf_consumer_t *c;                     /* the local ring */
+	struct uf_consumer_info info;         /* its facts at (re)attach */
+	struct uf_nats_books books;           /* full-depth books at `pos` */
+	uint64_t pos;                         /* next ring sequence to read */
+	struct uf_record *recs;               /* the message being built */
+	uint32_t nrecs;                       /* records in it */
+	uint64_t first;                       /* ring sequence of recs[0] */
+	char *msg;                            /* header + records */
+	void *kvbuf;                          /* encoded book entry */
+	size_t kvcap;                         /* its size */
+	uint32_t *ids;                        /* instruments of the flush in progress */
+	uint64_t last_kv_ns;                  /* last book flush (monotonic) */
+	uint64_t last_stats_ns;               /* last status line on stderr (monotonic) */
+	uint64_t last_file_ns;                /* last status file write (monotonic) */
+	int kv_pending;                       /* books changed since the last flush */
+	struct uf_bridge_status st;           /* counters */
 };
 
 static volatile uint64_t g_reconnects; /* written by the NATS reconnect callback thread */
@@ -83,24 +89,43 @@ static void on_sym_error(jsCtx *js, jsPubAckErr *pae, void *closure)
 
 /* ---- NATS setup ---- */
 
-static int nats_connect(struct bridge *b)
+/* The host:port part of a URL (after "scheme://" and "user:pass@"): how a server the
+ * library reports is matched with an entry of the configured list. */
+static const char *url_host(const char *url)
 {
-	const char *urls[UF_BRIDGE_MAX_URLS];
-	char list[sizeof(b->cfg->urls)];
-	int n = 0;
+	const char *p = strstr(url, "://"), *at;
+
+	p = p ? p + 3 : url;
+	at = strchr(p, '@');
+	return at ? at + 1 : p;
+}
+
+/* The URL of the server `b` is connected to, without user information, or "". */
+static void connected_url(const struct bridge *b, char *out, size_t len)
+{
+	char url[256] = "";
+
+	out[0] = '\0';
+	if (b->nc && natsConnection_GetConnectedUrl(b->nc, url, sizeof(url)) == NATS_OK && url[0]) {
+		const char *p = strstr(url, "://");
+		snprintf(out, len, "%.*s%s", p ? (int)(p + 3 - url) : 0, url, url_host(url));
+	}
+}
+
+/* Options shared by every connection of the bridge; the server list is set by nats_open. */
+static int nats_options(struct bridge *b)
+{
 	natsStatus s;
 
-	snprintf(list, sizeof(list), "%s", b->cfg->urls);
-	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && n < UF_BRIDGE_MAX_URLS;
-	     tok = strtok_r(NULL, ",", &save))
-		urls[n++] = tok;
-	if (n == 0) {
+	snprintf(b->urlbuf, sizeof(b->urlbuf), "%s", b->cfg->urls);
+	for (char *save = NULL, *tok = strtok_r(b->urlbuf, ",", &save);
+	     tok && b->nurls < UF_BRIDGE_MAX_URLS; tok = strtok_r(NULL, ",", &save))
+		b->urls[b->nurls++] = tok;
+	if (b->nurls == 0) {
 		blog("no NATS URL given (--nats nats://host:port[,...])");
 		return -1;
 	}
 	s = natsOptions_Create(&b->opts);
-	if (s == NATS_OK)
-		s = natsOptions_SetServers(b->opts, urls, n);
 	if (s == NATS_OK)
 		s = natsOptions_SetName(b->opts, "uf-bridge");
 	if (s == NATS_OK) /* a bridge never gives up on its servers */
@@ -111,6 +136,11 @@ static int nats_connect(struct bridge *b)
 		s = natsOptions_SetNoRandomize(b->opts, true);
 	if (s == NATS_OK)
 		s = natsOptions_SetTimeout(b->opts, 2000);
+	if (s == NATS_OK) /* a server that answers no PING for 2 periods is stale: the library
+	                   * then reconnects elsewhere, even when the bridge publishes nothing */
+		s = natsOptions_SetPingInterval(b->opts, b->cfg->ack_wait_ms);
+	if (s == NATS_OK)
+		s = natsOptions_SetMaxPingsOut(b->opts, 2);
 	if (s == NATS_OK)
 		s = natsOptions_SetReconnectBufSize(b->opts, 64 * 1024 * 1024);
 	if (s == NATS_OK)
@@ -122,6 +152,25 @@ static int nats_connect(struct bridge *b)
 		                               b->cfg->tls_key};
 		s = uf_nats_security_apply(b->opts, &sec);
 	}
+	if (s != NATS_OK) {
+		blog("NATS options: %s", natsStatus_GetText(s));
+		return -1;
+	}
+	return 0;
+}
+
+/* Connects with the server list rotated to start at urls[first] (the others follow in the
+ * given order, wrapping), and makes the JetStream contexts. A list nobody answers yet is not
+ * an error: the library keeps trying in the background. */
+static int nats_open(struct bridge *b, int first)
+{
+	const char *urls[UF_BRIDGE_MAX_URLS];
+	natsStatus s;
+
+	for (int i = 0; i < b->nurls; i++)
+		urls[i] = b->urls[(first + i) % b->nurls];
+	b->first_url = first;
+	s = natsOptions_SetServers(b->opts, urls, b->nurls);
 	if (s == NATS_OK)
 		s = natsConnection_Connect(&b->nc, b->opts);
 	if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
@@ -141,6 +190,82 @@ static int nats_connect(struct bridge *b)
 		return -1;
 	}
 	return 0;
+}
+
+/* Drops the connection and its contexts. Per-symbol messages still unacknowledged are
+ * counted as failed (they are not retried, see publish_per_symbol); book entries in flight
+ * are dropped (the caller marked them dirty: the next flush writes them again). */
+static void nats_close(struct bridge *b)
+{
+	natsMsgList pending = {0};
+
+	if (b->js_sym && js_PublishAsyncGetPendingList(&pending, b->js_sym) == NATS_OK) {
+		__atomic_add_fetch(&g_sym_failed, (uint64_t)pending.Count, __ATOMIC_RELAXED);
+		natsMsgList_Destroy(&pending);
+	}
+	if (b->js && js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
+		natsMsgList_Destroy(&pending);
+	jsCtx_Destroy(b->js);
+	jsCtx_Destroy(b->js_sym);
+	b->js = b->js_sym = NULL;
+	if (b->nc)
+		natsConnection_Destroy(b->nc);
+	b->nc = NULL;
+}
+
+static void write_status(struct bridge *b, int to_stderr);
+static void status_tick(struct bridge *b);
+
+/* Leaves the current server for the next one of the list (the current one goes last): a
+ * server that stopped acknowledging (a hung process, SIGSTOP, a full disk) still holds its
+ * TCP connection, and the library alone would wait for PINGs to time out. Messages are
+ * then retried on the new connection with their ids: JetStream de-duplicates. */
+static int nats_failover(struct bridge *b)
+{
+	char url[256];
+	int next = (b->first_url + 1) % b->nurls;
+	uint64_t lag = 0;
+
+	connected_url(b, url, sizeof(url));
+	for (int i = 0; url[0] && i < b->nurls; i++)
+		if (strcmp(url_host(url), url_host(b->urls[i])) == 0)
+			next = (i + 1) % b->nurls;
+	if (b->c) {
+		struct uf_consumer_info ci;
+		uf_consumer_get_info(b->c, &ci);
+		lag = ci.tail > b->st.position ? ci.tail - b->st.position : 0;
+	}
+	b->st.failovers++;
+	blog("%s acknowledged nothing for %u x %u ms: leaving it for %s (lag %" PRIu64
+	     " records, failover %" PRIu64 ")",
+	     url[0] ? url : "the server", b->timeouts_in_row, b->cfg->ack_wait_ms, b->urls[next],
+	     lag, b->st.failovers);
+	nats_close(b);
+	b->timeouts_in_row = 0;
+	return nats_open(b, next);
+}
+
+/* Counts the outcome of a request that waited for an answer (a publish's acknowledgement,
+ * a stream or bucket call). A timeout makes the bridge report itself not connected and,
+ * the cfg->ack_timeouts-th in a row, fail over; any answer (even an error) shows the
+ * server alive. Returns 0, or -1 when a new connection could not even be set up. */
+static int ack_outcome(struct bridge *b, natsStatus s)
+{
+	if (s != NATS_TIMEOUT) {
+		b->timeouts_in_row = 0;
+		return 0;
+	}
+	b->st.ack_timeouts++;
+	b->timeouts_in_row++;
+	if (b->timeouts_in_row >= b->cfg->ack_timeouts && nats_failover(b) < 0)
+		return -1;
+	write_status(b, 0); /* "connected":0 and the lag as it is, while it lasts */
+	return 0;
+}
+
+static int nats_connect(struct bridge *b)
+{
+	return nats_options(b) < 0 ? -1 : nats_open(b, 0);
 }
 
 /* Creates (or finds) the stream and the bucket; reads the stream's last sequence. Retried
@@ -199,6 +324,8 @@ static int nats_setup(struct bridge *b)
 			     b->nm.bucket, natsStatus_GetText(s), (int)jerr);
 		jsStreamInfo_Destroy(si);
 		si = NULL;
+		if (ack_outcome(b, s) < 0)
+			return -1;
 		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS * 4}, NULL);
 	}
 	return -1;
@@ -253,8 +380,14 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 		if (s == NATS_OK)
 			s = js_PublishMsg(&pa, b->js, m, &po, &jerr);
 		natsMsg_Destroy(m);
+		if (ack_outcome(b, s) < 0)
+			return -EIO;
 		if (s == NATS_OK) {
 			uint64_t dt = uf_now_mono_ns() - t0, now = uf_now_realtime_ns();
+			/* the stream now holds every record before this */
+			b->st.position = kind == UF_NATS_DATA  ? first + n
+			                 : kind == UF_NATS_LAP ? aux
+			                                       : first;
 			b->st.js_last = pa->Sequence;
 			b->st.duplicates += pa->Duplicate;
 			jsPubAck_Destroy(pa);
@@ -280,6 +413,7 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 			     attempt ? "" : "; retrying with the same message id");
 		if (s != NATS_TIMEOUT)
 			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+		status_tick(b); /* the lag grows while we wait: say so */
 	}
 }
 
@@ -424,7 +558,7 @@ static int flush_books(struct bridge *b, int all)
 			uf_nats_books_mark_dirty(&b->books, b->ids[i]);
 		b->st.retries++;
 		blog("book flush: %s; will retry", natsStatus_GetText(s));
-		return -EAGAIN;
+		return ack_outcome(b, s) < 0 ? -EIO : -EAGAIN;
 	}
 	b->st.kv_puts += n;
 	memset(&cm, 0, sizeof(cm));
@@ -442,6 +576,8 @@ static int flush_books(struct bridge *b, int all)
 		jsPubAck *pa = NULL;
 		s = js_Publish(&pa, b->js, subj, &cm, (int)sizeof(cm), &po, NULL);
 		jsPubAck_Destroy(pa);
+		if (ack_outcome(b, s) < 0)
+			return -EIO;
 		if (s == NATS_OK) {
 			b->st.kv_puts++;
 			b->kv_pending = 0;
@@ -451,7 +587,9 @@ static int flush_books(struct bridge *b, int all)
 		b->st.retries++;
 		if (attempt % 20 == 0)
 			blog("commit entry: %s; retrying", natsStatus_GetText(s));
-		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+		if (s != NATS_TIMEOUT)
+			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+		status_tick(b);
 	}
 	return -EINTR;
 }
@@ -532,16 +670,22 @@ static int on_lap(struct bridge *b)
 
 static void write_status(struct bridge *b, int to_stderr)
 {
-	char line[1024], tmp[300];
-	struct uf_consumer_info ci;
+	char line[1536], tmp[300];
 	FILE *f;
 
-	uf_consumer_get_info(b->c, &ci);
-	b->st.ring_tail = ci.tail;
-	b->st.position = b->pos;
+	if (b->c) { /* NULL until the ring is attached */
+		struct uf_consumer_info ci;
+		uf_consumer_get_info(b->c, &ci);
+		b->st.ring_tail = ci.tail;
+	}
+	b->st.read = b->pos;
 	b->st.reconnects = __atomic_load_n(&g_reconnects, __ATOMIC_RELAXED);
 	b->st.sym_failed = __atomic_load_n(&g_sym_failed, __ATOMIC_RELAXED);
-	b->st.connected = natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED;
+	connected_url(b, b->st.server, sizeof(b->st.server));
+	/* a hung server keeps its TCP connection: connected means it also answers */
+	b->st.connected = b->nc && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED &&
+	                  b->timeouts_in_row == 0;
+	b->last_file_ns = uf_now_mono_ns();
 	if (uf_bridge_status_json(&b->st, line, sizeof(line)) < 0)
 		return;
 	if (to_stderr)
@@ -557,6 +701,21 @@ static void write_status(struct bridge *b, int to_stderr)
 		rename(tmp, b->cfg->status_file);
 }
 
+/* The status line on stderr every cfg->stats_interval_ms, the status file every 200 ms.
+ * Called from the loop and from every retry, so both tell the truth while NATS is stuck. */
+static void status_tick(struct bridge *b)
+{
+	uint64_t now = uf_now_mono_ns();
+
+	if (b->cfg->stats_interval_ms &&
+	    now - b->last_stats_ns >= (uint64_t)b->cfg->stats_interval_ms * 1000000ull) {
+		b->last_stats_ns = now;
+		write_status(b, 1);
+	} else if (b->cfg->status_file[0] && now - b->last_file_ns >= 200000000ull) {
+		write_status(b, 0);
+	}
+}
+
 static void periodic(struct bridge *b)
 {
 	uint64_t now = uf_now_mono_ns();
@@ -564,14 +723,7 @@ static void periodic(struct bridge *b)
 	if (b->kv_pending && b->nrecs == 0 &&
 	    now - b->last_kv_ns >= (uint64_t)b->cfg->kv_interval_ms * 1000000ull)
 		(void)flush_books(b, 0);
-	if (b->cfg->stats_interval_ms &&
-	    now - b->last_stats_ns >= (uint64_t)b->cfg->stats_interval_ms * 1000000ull) {
-		b->last_stats_ns = now;
-		write_status(b, 1);
-	} else if (b->cfg->status_file[0] && now - b->last_stats_ns >= 200000000ull) {
-		b->last_stats_ns = now;
-		write_status(b, 0);
-	}
+	status_tick(b);
 }
 
 static int attach_ring(struct bridge *b)
@@ -717,10 +869,7 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 out:
 	uf_consumer_detach(b.c);
 	uf_nats_books_free(&b.books);
-	jsCtx_Destroy(b.js);
-	jsCtx_Destroy(b.js_sym);
-	if (b.nc)
-		natsConnection_Destroy(b.nc);
+	nats_close(&b);
 	natsOptions_Destroy(b.opts);
 	free(b.recs);
 	free(b.msg);
