@@ -40,6 +40,9 @@ struct bridge {
 	uint32_t timeouts_in_row;             /* acknowledgement timeouts since the last answer */
 	jsCtx *js;                            /* JetStream context */
 	jsCtx *js_sym;                        /* context of the per-symbol asynchronous publishes */
+	int js_async, js_sym_async;           /* 1 once the context published asynchronously:
+	                                       * libnats 3.4 crashes on the pending list of one
+	                                       * that never did */
 	struct uf_record *sym_recs;           /* one instrument's records of a message */
 	uint64_t *sym_seqs;                   /* their sequences */
 	uint8_t *sym_done;                    /* records of the message already sent */
@@ -199,15 +202,16 @@ static void nats_close(struct bridge *b)
 {
 	natsMsgList pending = {0};
 
-	if (b->js_sym && js_PublishAsyncGetPendingList(&pending, b->js_sym) == NATS_OK) {
+	if (b->js_sym_async && js_PublishAsyncGetPendingList(&pending, b->js_sym) == NATS_OK) {
 		__atomic_add_fetch(&g_sym_failed, (uint64_t)pending.Count, __ATOMIC_RELAXED);
 		natsMsgList_Destroy(&pending);
 	}
-	if (b->js && js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
+	if (b->js_async && js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
 		natsMsgList_Destroy(&pending);
 	jsCtx_Destroy(b->js);
 	jsCtx_Destroy(b->js_sym);
 	b->js = b->js_sym = NULL;
+	b->js_async = b->js_sym_async = 0;
 	if (b->nc)
 		natsConnection_Destroy(b->nc);
 	b->nc = NULL;
@@ -227,7 +231,9 @@ static int nats_failover(struct bridge *b)
 	uint64_t lag = 0;
 
 	connected_url(b, url, sizeof(url));
-	for (int i = 0; url[0] && i < b->nurls; i++)
+	if (!url[0]) /* the library already dropped it (no PONG): the one we connected to */
+		snprintf(url, sizeof(url), "%s", b->urls[b->first_url]);
+	for (int i = 0; i < b->nurls; i++)
 		if (strcmp(url_host(url), url_host(b->urls[i])) == 0)
 			next = (i + 1) % b->nurls;
 	if (b->c) {
@@ -238,28 +244,47 @@ static int nats_failover(struct bridge *b)
 	b->st.failovers++;
 	blog("%s acknowledged nothing for %u x %u ms: leaving it for %s (lag %" PRIu64
 	     " records, failover %" PRIu64 ")",
-	     url[0] ? url : "the server", b->timeouts_in_row, b->cfg->ack_wait_ms, b->urls[next],
-	     lag, b->st.failovers);
+	     url, b->timeouts_in_row, b->cfg->ack_wait_ms, b->urls[next], lag, b->st.failovers);
 	nats_close(b);
 	b->timeouts_in_row = 0;
 	return nats_open(b, next);
 }
 
 /* Counts the outcome of a request that waited for an answer (a publish's acknowledgement,
- * a stream or bucket call). A timeout makes the bridge report itself not connected and,
- * the cfg->ack_timeouts-th in a row, fail over; any answer (even an error) shows the
- * server alive. Returns 0, or -1 when a new connection could not even be set up. */
+ * a stream or bucket call); any answer, even an error, shows the server alive. A timeout
+ * makes the bridge report itself not connected; from the cfg->ack_timeouts-th in a row on,
+ * the server is PINGed (bounded by ack_wait_ms): one that does not answer is hung and left
+ * at once; one that answers is kept while the cluster elects a new stream leader (which
+ * takes seconds), but left too at 4 x ack_timeouts in a row (a node cut off from its
+ * cluster answers PINGs and never acknowledges). Returns 0, or -1 when a new connection
+ * could not even be set up. */
 static int ack_outcome(struct bridge *b, natsStatus s)
 {
+	uint32_t n = b->cfg->ack_timeouts;
+
 	if (s != NATS_TIMEOUT) {
 		b->timeouts_in_row = 0;
 		return 0;
 	}
 	b->st.ack_timeouts++;
 	b->timeouts_in_row++;
-	if (b->timeouts_in_row >= b->cfg->ack_timeouts && nats_failover(b) < 0)
-		return -1;
 	write_status(b, 0); /* "connected":0 and the lag as it is, while it lasts */
+	if (b->timeouts_in_row < n)
+		return 0;
+	if (b->timeouts_in_row < 4 * n &&
+	    natsConnection_FlushTimeout(b->nc, b->cfg->ack_wait_ms) == NATS_OK) {
+		if (b->timeouts_in_row == n) {
+			char url[256];
+			connected_url(b, url, sizeof(url));
+			blog("%s answers PINGs but nothing acknowledges: waiting for the cluster "
+			     "(stream leader election?)",
+			     url);
+		}
+		return 0;
+	}
+	if (nats_failover(b) < 0)
+		return -1;
+	write_status(b, 0);
 	return 0;
 }
 
@@ -491,6 +516,7 @@ static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, u
 		         (unsigned)UF_NATS_SYMBOL, h.first_seq, id, k);
 		jsPubOptions_Init(&po);
 		po.MsgId = msgid;
+		b->js_sym_async = 1;
 		if (natsMsg_Create(&m, subj, NULL, b->sym_msg, (int)len) != NATS_OK ||
 		    js_PublishMsgAsync(b->js_sym, &m, &po) != NATS_OK) {
 			natsMsg_Destroy(m); /* NULL once the library took it */
@@ -544,6 +570,7 @@ static int flush_books(struct bridge *b, int all)
 		if (len < 0)
 			continue;
 		snprintf(subj, sizeof(subj), "$KV.%s.i%u", b->nm.bucket, b->ids[i]);
+		b->js_async = 1;
 		s = js_PublishAsync(b->js, subj, b->kvbuf, len, NULL);
 	}
 	jsPubOptions_Init(&po);
@@ -552,7 +579,7 @@ static int flush_books(struct bridge *b, int all)
 		s = js_PublishAsyncComplete(b->js, &po);
 	if (s != NATS_OK) {
 		natsMsgList pending = {0};
-		if (js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
+		if (b->js_async && js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
 			natsMsgList_Destroy(&pending); /* re-sent in full by the next flush */
 		for (uint32_t i = 0; i < n; i++)
 			uf_nats_books_mark_dirty(&b->books, b->ids[i]);
