@@ -62,6 +62,7 @@ struct bridge {
 	uint64_t last_stats_ns;               /* last status line on stderr (monotonic) */
 	uint64_t last_file_ns;                /* last status file write (monotonic) */
 	int kv_pending;                       /* books changed since the last flush */
+	int live;                             /* first RESET stored: status may be written */
 	struct uf_bridge_status st;           /* counters */
 };
 
@@ -268,7 +269,8 @@ static int ack_outcome(struct bridge *b, natsStatus s)
 	}
 	b->st.ack_timeouts++;
 	b->timeouts_in_row++;
-	write_status(b, 0); /* "connected":0 and the lag as it is, while it lasts */
+	if (b->live)
+		write_status(b, 0); /* "connected":0 and the lag as it is, while it lasts */
 	if (b->timeouts_in_row < n)
 		return 0;
 	if (b->timeouts_in_row < 4 * n &&
@@ -284,7 +286,8 @@ static int ack_outcome(struct bridge *b, natsStatus s)
 	}
 	if (nats_failover(b) < 0)
 		return -1;
-	write_status(b, 0);
+	if (b->live)
+		write_status(b, 0);
 	return 0;
 }
 
@@ -670,7 +673,9 @@ static int start_generation(struct bridge *b)
 	blog("ring %s generation %" PRIu64 ": streaming from sequence %" PRIu64 " to %s "
 	     "(stream %s, bucket %s)",
 	     b->cfg->ring, b->info.generation, b->pos, b->nm.subject, b->nm.stream, b->nm.bucket);
-	return publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0);
+	rc = publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0);
+	b->live |= rc == 0;
+	return rc;
 }
 
 static int on_lap(struct bridge *b)
@@ -729,11 +734,15 @@ static void write_status(struct bridge *b, int to_stderr)
 }
 
 /* The status line on stderr every cfg->stats_interval_ms, the status file every 200 ms.
- * Called from the loop and from every retry, so both tell the truth while NATS is stuck. */
+ * Called from the loop and from every retry, so both tell the truth while NATS is stuck;
+ * not before the first generation is announced: the first status written tells that the
+ * stream, the bucket and the commit entry exist. */
 static void status_tick(struct bridge *b)
 {
 	uint64_t now = uf_now_mono_ns();
 
+	if (!b->live)
+		return;
 	if (b->cfg->stats_interval_ms &&
 	    now - b->last_stats_ns >= (uint64_t)b->cfg->stats_interval_ms * 1000000ull) {
 		b->last_stats_ns = now;
