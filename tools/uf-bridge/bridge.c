@@ -6,10 +6,10 @@
  * acknowledgement the ring keeps filling, and the next message takes everything that
  * accumulated (up to cfg.batch records): batching grows with the round trip on its own. */
 #include "tools/uf-bridge/bridge.h"
+#include "tools/uf-bridge/bridge_conn.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,6 @@
 
 #include "common/uf_time.h"
 #include "ring/nats/nats_book.h"
-#include "ring/nats/nats_security.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/ufconsumer.h"
 
@@ -28,272 +27,55 @@
 #define IDLE_WAIT_NS   5000000LL /* ring wait slice: periodic work runs at least this often */
 
 struct bridge {
-	const struct uf_bridge_config *cfg;   /* as given */
-	volatile sig_atomic_t *stop;          /* set by a signal */
-	struct uf_nats_names nm;              /* stream, subject, bucket names */
-	natsOptions *opts;                    /* connection options (server list) */
-	natsConnection *nc;                   /* the connection (reconnects by itself) */
-	char urlbuf[1024];                    /* cfg->urls, cut at the commas */
-	const char *urls[UF_BRIDGE_MAX_URLS]; /* the servers, in the order given */
-	int nurls;                            /* how many */
-	int first_url;                        /* index the current connection's list starts at */
-	uint32_t timeouts_in_row;             /* acknowledgement timeouts since the last answer */
-	jsCtx *js;                            /* JetStream context */
-	jsCtx *js_sym;                        /* context of the per-symbol asynchronous publishes */
-	int js_async, js_sym_async;           /* 1 once the context published asynchronously:
-	                                       * libnats 3.4 crashes on the pending list of one
-	                                       * that never did */
-	struct uf_record *sym_recs;           /* one instrument's records of a message */
-	uint64_t *sym_seqs;                   /* their sequences */
-	uint8_t *sym_done;                    /* records of the message already sent */
-	char *sym_msg;                        /* per-symbol message being built */
-	uf_consumer_t *c;                     /* the local ring */
-	struct uf_consumer_info info;         /* its facts at (re)attach */
-	struct uf_nats_books books;           /* full-depth books at `pos` */
-	uint64_t pos;                         /* next ring sequence to read */
-	struct uf_record *recs;               /* the message being built */
-	uint32_t nrecs;                       /* records in it */
-	uint64_t first;                       /* ring sequence of recs[0] */
-	char *msg;                            /* header + records */
-	void *kvbuf;                          /* encoded book entry */
-	size_t kvcap;                         /* its size */
-	uint32_t *ids;                        /* instruments of the flush in progress */
-	uint64_t last_kv_ns;                  /* last book flush (monotonic) */
-	uint64_t last_stats_ns;               /* last status line on stderr (monotonic) */
-	uint64_t last_file_ns;                /* last status file write (monotonic) */
-	int kv_pending;                       /* books changed since the last flush */
-	int live;                             /* first RESET stored: status may be written */
-	struct uf_bridge_status st;           /* counters */
+	const struct uf_bridge_config *cfg; /* as given */
+	volatile sig_atomic_t *stop;        /* set by a signal */
+	struct uf_nats_names nm;            /* stream, subject, bucket names */
+	struct uf_bridge_conn cn;           /* NATS: servers, contexts, failover */
+	struct uf_record *sym_recs;         /* one instrument's records of a message */
+	uint64_t *sym_seqs;                 /* their sequences */
+	uint8_t *sym_done;                  /* records of the message already sent */
+	char *sym_msg;                      /* per-symbol message being built */
+	uf_consumer_t *c;                   /* the local ring */
+	struct uf_consumer_info info;       /* its facts at (re)attach */
+	struct uf_nats_books books;         /* full-depth books at `pos` */
+	uint64_t pos;                       /* next ring sequence to read */
+	struct uf_record *recs;             /* the message being built */
+	uint32_t nrecs;                     /* records in it */
+	uint64_t first;                     /* ring sequence of recs[0] */
+	char *msg;                          /* header + records */
+	void *kvbuf;                        /* encoded book entry */
+	size_t kvcap;                       /* its size */
+	uint32_t *ids;                      /* instruments of the flush in progress */
+	uint64_t last_kv_ns;                /* last book flush (monotonic) */
+	uint64_t last_stats_ns;             /* last status line on stderr (monotonic) */
+	uint64_t last_file_ns;              /* last status file write (monotonic) */
+	int kv_pending;                     /* books changed since the last flush */
+	int live;                           /* first RESET stored: status may be written */
+	struct uf_bridge_status st;         /* counters */
 };
 
-static volatile uint64_t g_reconnects; /* written by the NATS reconnect callback thread */
-static volatile uint64_t g_sym_failed; /* written by the asynchronous publish error callback */
-
-static void blog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void blog(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("uf-bridge: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void on_reconnected(natsConnection *nc, void *closure)
-{
-	__atomic_add_fetch(&g_reconnects, 1, __ATOMIC_RELAXED);
-}
-
-static void on_sym_error(jsCtx *js, jsPubAckErr *pae, void *closure)
-{
-	__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
-}
-
 /* ---- NATS setup ---- */
-
-/* The host:port part of a URL (after "scheme://" and "user:pass@"): how a server the
- * library reports is matched with an entry of the configured list. */
-static const char *url_host(const char *url)
-{
-	const char *p = strstr(url, "://"), *at;
-
-	p = p ? p + 3 : url;
-	at = strchr(p, '@');
-	return at ? at + 1 : p;
-}
-
-/* The URL of the server `b` is connected to, without user information, or "". */
-static void connected_url(const struct bridge *b, char *out, size_t len)
-{
-	char url[256] = "";
-
-	out[0] = '\0';
-	if (b->nc && natsConnection_GetConnectedUrl(b->nc, url, sizeof(url)) == NATS_OK && url[0]) {
-		const char *p = strstr(url, "://");
-		snprintf(out, len, "%.*s%s", p ? (int)(p + 3 - url) : 0, url, url_host(url));
-	}
-}
-
-/* Options shared by every connection of the bridge; the server list is set by nats_open. */
-static int nats_options(struct bridge *b)
-{
-	natsStatus s;
-
-	snprintf(b->urlbuf, sizeof(b->urlbuf), "%s", b->cfg->urls);
-	for (char *save = NULL, *tok = strtok_r(b->urlbuf, ",", &save);
-	     tok && b->nurls < UF_BRIDGE_MAX_URLS; tok = strtok_r(NULL, ",", &save))
-		b->urls[b->nurls++] = tok;
-	if (b->nurls == 0) {
-		blog("no NATS URL given (--nats nats://host:port[,...])");
-		return -1;
-	}
-	s = natsOptions_Create(&b->opts);
-	if (s == NATS_OK)
-		s = natsOptions_SetName(b->opts, "uf-bridge");
-	if (s == NATS_OK) /* a bridge never gives up on its servers */
-		s = natsOptions_SetMaxReconnect(b->opts, -1);
-	if (s == NATS_OK)
-		s = natsOptions_SetReconnectWait(b->opts, 100);
-	if (s == NATS_OK) /* servers in the order given: list the nearest first */
-		s = natsOptions_SetNoRandomize(b->opts, true);
-	if (s == NATS_OK)
-		s = natsOptions_SetTimeout(b->opts, 2000);
-	if (s == NATS_OK) /* a server that answers no PING for 2 periods is stale: the library
-	                   * then reconnects elsewhere, even when the bridge publishes nothing */
-		s = natsOptions_SetPingInterval(b->opts, b->cfg->ack_wait_ms);
-	if (s == NATS_OK)
-		s = natsOptions_SetMaxPingsOut(b->opts, 2);
-	if (s == NATS_OK)
-		s = natsOptions_SetReconnectBufSize(b->opts, 64 * 1024 * 1024);
-	if (s == NATS_OK)
-		s = natsOptions_SetReconnectedCB(b->opts, on_reconnected, b);
-	if (s == NATS_OK)
-		s = natsOptions_SetRetryOnFailedConnect(b->opts, true, NULL, NULL);
-	if (s == NATS_OK) {
-		struct uf_nats_security sec = {b->cfg->creds, b->cfg->tls_ca, b->cfg->tls_cert,
-		                               b->cfg->tls_key};
-		s = uf_nats_security_apply(b->opts, &sec);
-	}
-	if (s != NATS_OK) {
-		blog("NATS options: %s", natsStatus_GetText(s));
-		return -1;
-	}
-	return 0;
-}
-
-/* Connects with the server list rotated to start at urls[first] (the others follow in the
- * given order, wrapping), and makes the JetStream contexts. A list nobody answers yet is not
- * an error: the library keeps trying in the background. */
-static int nats_open(struct bridge *b, int first)
-{
-	const char *urls[UF_BRIDGE_MAX_URLS];
-	natsStatus s;
-
-	for (int i = 0; i < b->nurls; i++)
-		urls[i] = b->urls[(first + i) % b->nurls];
-	b->first_url = first;
-	s = natsOptions_SetServers(b->opts, urls, b->nurls);
-	if (s == NATS_OK)
-		s = natsConnection_Connect(&b->nc, b->opts);
-	if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
-		blog("connect %s: %s", b->cfg->urls, natsStatus_GetText(s));
-		return -1;
-	}
-	s = natsConnection_JetStream(&b->js, b->nc, NULL);
-	if (s == NATS_OK && b->cfg->per_symbol) {
-		jsOptions jo;
-		jsOptions_Init(&jo);
-		jo.PublishAsync.MaxPending = 65536;
-		jo.PublishAsync.ErrHandler = on_sym_error;
-		s = natsConnection_JetStream(&b->js_sym, b->nc, &jo);
-	}
-	if (s != NATS_OK) {
-		blog("JetStream context: %s", natsStatus_GetText(s));
-		return -1;
-	}
-	return 0;
-}
-
-/* Drops the connection and its contexts. Per-symbol messages still unacknowledged are
- * counted as failed (they are not retried, see publish_per_symbol); book entries in flight
- * are dropped (the caller marked them dirty: the next flush writes them again). */
-static void nats_close(struct bridge *b)
-{
-	natsMsgList pending = {0};
-
-	if (b->js_sym_async && js_PublishAsyncGetPendingList(&pending, b->js_sym) == NATS_OK) {
-		__atomic_add_fetch(&g_sym_failed, (uint64_t)pending.Count, __ATOMIC_RELAXED);
-		natsMsgList_Destroy(&pending);
-	}
-	if (b->js_async && js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
-		natsMsgList_Destroy(&pending);
-	jsCtx_Destroy(b->js);
-	jsCtx_Destroy(b->js_sym);
-	b->js = b->js_sym = NULL;
-	b->js_async = b->js_sym_async = 0;
-	if (b->nc)
-		natsConnection_Destroy(b->nc);
-	b->nc = NULL;
-}
 
 static void write_status(struct bridge *b, int to_stderr);
 static void status_tick(struct bridge *b);
 
-/* Leaves the current server for the next one of the list (the current one goes last): a
- * server that stopped acknowledging (a hung process, SIGSTOP, a full disk) still holds its
- * TCP connection, and the library alone would wait for PINGs to time out. Messages are
- * then retried on the new connection with their ids: JetStream de-duplicates. */
-static int nats_failover(struct bridge *b)
+/* The outcome of a request that waited for an answer, for the failover rule
+ * (bridge_conn.h). While the server does not answer, the status says so, with the lag as it
+ * is. Returns 0, or -1 when no connection could be set up again. */
+static int ack_outcome(struct bridge *b, natsStatus s)
 {
-	char url[256];
-	int next = (b->first_url + 1) % b->nurls;
 	uint64_t lag = 0;
+	int rc;
 
-	connected_url(b, url, sizeof(url));
-	if (!url[0]) /* the library already dropped it (no PONG): the one we connected to */
-		snprintf(url, sizeof(url), "%s", b->urls[b->first_url]);
-	for (int i = 0; i < b->nurls; i++)
-		if (strcmp(url_host(url), url_host(b->urls[i])) == 0)
-			next = (i + 1) % b->nurls;
-	if (b->c) {
+	if (s == NATS_TIMEOUT && b->c) {
 		struct uf_consumer_info ci;
 		uf_consumer_get_info(b->c, &ci);
 		lag = ci.tail > b->st.position ? ci.tail - b->st.position : 0;
 	}
-	b->st.failovers++;
-	blog("%s acknowledged nothing for %u x %u ms: leaving it for %s (lag %" PRIu64
-	     " records, failover %" PRIu64 ")",
-	     url, b->timeouts_in_row, b->cfg->ack_wait_ms, b->urls[next], lag, b->st.failovers);
-	nats_close(b);
-	b->timeouts_in_row = 0;
-	return nats_open(b, next);
-}
-
-/* Counts the outcome of a request that waited for an answer (a publish's acknowledgement,
- * a stream or bucket call); any answer, even an error, shows the server alive. A timeout
- * makes the bridge report itself not connected; from the cfg->ack_timeouts-th in a row on,
- * the server is PINGed (bounded by ack_wait_ms): one that does not answer is hung and left
- * at once; one that answers is kept while the cluster elects a new stream leader (which
- * takes seconds), but left too at 4 x ack_timeouts in a row (a node cut off from its
- * cluster answers PINGs and never acknowledges). Returns 0, or -1 when a new connection
- * could not even be set up. */
-static int ack_outcome(struct bridge *b, natsStatus s)
-{
-	uint32_t n = b->cfg->ack_timeouts;
-
-	if (s != NATS_TIMEOUT) {
-		b->timeouts_in_row = 0;
-		return 0;
-	}
-	b->st.ack_timeouts++;
-	b->timeouts_in_row++;
-	if (b->live)
-		write_status(b, 0); /* "connected":0 and the lag as it is, while it lasts */
-	if (b->timeouts_in_row < n)
-		return 0;
-	if (b->timeouts_in_row < 4 * n &&
-	    natsConnection_FlushTimeout(b->nc, b->cfg->ack_wait_ms) == NATS_OK) {
-		if (b->timeouts_in_row == n) {
-			char url[256];
-			connected_url(b, url, sizeof(url));
-			blog("%s answers PINGs but nothing acknowledges: waiting for the cluster "
-			     "(stream leader election?)",
-			     url);
-		}
-		return 0;
-	}
-	if (nats_failover(b) < 0)
-		return -1;
-	if (b->live)
-		write_status(b, 0);
-	return 0;
-}
-
-static int nats_connect(struct bridge *b)
-{
-	return nats_options(b) < 0 ? -1 : nats_open(b, 0);
+	rc = uf_bridge_conn_outcome(&b->cn, s, lag);
+	if (s == NATS_TIMEOUT && b->live)
+		write_status(b, 0); /* "connected":0 (or the new server) and the lag */
+	return rc < 0 ? -1 : 0;
 }
 
 /* Creates (or finds) the stream and the bucket; reads the stream's last sequence. Retried
@@ -324,11 +106,11 @@ static int nats_setup(struct bridge *b)
 		sc.Duplicates = 120ll * 1000000000ll; /* the de-duplication window */
 		sc.MaxMsgSize = (int32_t)(sizeof(struct uf_nats_msg) +
 		                          UF_NATS_MAX_RECORDS * sizeof(struct uf_record));
-		s = js_AddStream(&si, b->js, &sc, NULL, &jerr);
+		s = js_AddStream(&si, b->cn.js, &sc, NULL, &jerr);
 		if (s != NATS_OK && jerr == JSStreamNameExistErr) {
 			jsStreamInfo_Destroy(si);
 			si = NULL;
-			s = js_GetStreamInfo(&si, b->js, b->nm.stream, NULL, &jerr);
+			s = js_GetStreamInfo(&si, b->cn.js, b->nm.stream, NULL, &jerr);
 		}
 		if (s == NATS_OK) {
 			b->st.js_last = si->State.LastSeq;
@@ -339,17 +121,17 @@ static int nats_setup(struct bridge *b)
 			kc.History = 1;
 			kc.StorageType = b->cfg->memory ? js_MemoryStorage : js_FileStorage;
 			kc.Replicas = b->cfg->replicas;
-			s = js_CreateKeyValue(&kv, b->js, &kc);
+			s = js_CreateKeyValue(&kv, b->cn.js, &kc);
 			if (s != NATS_OK)
-				s = js_KeyValue(&kv, b->js, b->nm.bucket);
+				s = js_KeyValue(&kv, b->cn.js, b->nm.bucket);
 			if (s == NATS_OK) {
 				kvStore_Destroy(kv);
 				return 0;
 			}
 		}
 		if (tries % 20 == 0)
-			blog("stream %s / bucket %s not ready yet: %s (%d); retrying", b->nm.stream,
-			     b->nm.bucket, natsStatus_GetText(s), (int)jerr);
+			uf_bridge_log("stream %s / bucket %s not ready yet: %s (%d); retrying",
+			              b->nm.stream, b->nm.bucket, natsStatus_GetText(s), (int)jerr);
 		jsStreamInfo_Destroy(si);
 		si = NULL;
 		if (ack_outcome(b, s) < 0)
@@ -406,7 +188,7 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 		t0 = uf_now_mono_ns();
 		s = natsMsg_Create(&m, b->nm.subject, NULL, b->msg, (int)len);
 		if (s == NATS_OK)
-			s = js_PublishMsg(&pa, b->js, m, &po, &jerr);
+			s = js_PublishMsg(&pa, b->cn.js, m, &po, &jerr);
 		natsMsg_Destroy(m);
 		if (ack_outcome(b, s) < 0)
 			return -EIO;
@@ -432,13 +214,13 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 					b->st.pub_lag_ns_max = now - pub;
 			}
 			if (attempt)
-				blog("message %s stored after %u retries", id, attempt);
+				uf_bridge_log("message %s stored after %u retries", id, attempt);
 			return 0;
 		}
 		b->st.retries++;
 		if (attempt % 20 == 0)
-			blog("publish %s: %s (%d)%s", id, natsStatus_GetText(s), (int)jerr,
-			     attempt ? "" : "; retrying with the same message id");
+			uf_bridge_log("publish %s: %s (%d)%s", id, natsStatus_GetText(s), (int)jerr,
+			              attempt ? "" : "; retrying with the same message id");
 		if (s != NATS_TIMEOUT)
 			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
 		status_tick(b); /* the lag grows while we wait: say so */
@@ -519,11 +301,11 @@ static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, u
 		         (unsigned)UF_NATS_SYMBOL, h.first_seq, id, k);
 		jsPubOptions_Init(&po);
 		po.MsgId = msgid;
-		b->js_sym_async = 1;
+		b->cn.js_sym_async = 1;
 		if (natsMsg_Create(&m, subj, NULL, b->sym_msg, (int)len) != NATS_OK ||
-		    js_PublishMsgAsync(b->js_sym, &m, &po) != NATS_OK) {
+		    js_PublishMsgAsync(b->cn.js_sym, &m, &po) != NATS_OK) {
 			natsMsg_Destroy(m); /* NULL once the library took it */
-			__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&b->cn.sym_failed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		b->st.sym_msgs++;
@@ -573,21 +355,21 @@ static int flush_books(struct bridge *b, int all)
 		if (len < 0)
 			continue;
 		snprintf(subj, sizeof(subj), "$KV.%s.i%u", b->nm.bucket, b->ids[i]);
-		b->js_async = 1;
-		s = js_PublishAsync(b->js, subj, b->kvbuf, len, NULL);
+		b->cn.js_async = 1;
+		s = js_PublishAsync(b->cn.js, subj, b->kvbuf, len, NULL);
 	}
 	jsPubOptions_Init(&po);
 	po.MaxWait = b->cfg->ack_wait_ms;
 	if (s == NATS_OK)
-		s = js_PublishAsyncComplete(b->js, &po);
+		s = js_PublishAsyncComplete(b->cn.js, &po);
 	if (s != NATS_OK) {
 		natsMsgList pending = {0};
-		if (b->js_async && js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
+		if (b->cn.js_async && js_PublishAsyncGetPendingList(&pending, b->cn.js) == NATS_OK)
 			natsMsgList_Destroy(&pending); /* re-sent in full by the next flush */
 		for (uint32_t i = 0; i < n; i++)
 			uf_nats_books_mark_dirty(&b->books, b->ids[i]);
 		b->st.retries++;
-		blog("book flush: %s; will retry", natsStatus_GetText(s));
+		uf_bridge_log("book flush: %s; will retry", natsStatus_GetText(s));
 		return ack_outcome(b, s) < 0 ? -EIO : -EAGAIN;
 	}
 	b->st.kv_puts += n;
@@ -604,7 +386,7 @@ static int flush_books(struct bridge *b, int all)
 	snprintf(subj, sizeof(subj), "$KV.%s.commit", b->nm.bucket);
 	for (uint32_t attempt = 0; !*b->stop; attempt++) {
 		jsPubAck *pa = NULL;
-		s = js_Publish(&pa, b->js, subj, &cm, (int)sizeof(cm), &po, NULL);
+		s = js_Publish(&pa, b->cn.js, subj, &cm, (int)sizeof(cm), &po, NULL);
 		jsPubAck_Destroy(pa);
 		if (ack_outcome(b, s) < 0)
 			return -EIO;
@@ -616,7 +398,7 @@ static int flush_books(struct bridge *b, int all)
 		}
 		b->st.retries++;
 		if (attempt % 20 == 0)
-			blog("commit entry: %s; retrying", natsStatus_GetText(s));
+			uf_bridge_log("commit entry: %s; retrying", natsStatus_GetText(s));
 		if (s != NATS_TIMEOUT)
 			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
 		status_tick(b);
@@ -650,7 +432,7 @@ static int books_reset(struct bridge *b)
 		return 0;
 	rc = uf_consumer_snapshot_all(b->c, seed_one, b);
 	if (rc < 0)
-		blog("seeding books from the ring image: %s", uf_consumer_strerror(rc));
+		uf_bridge_log("seeding books from the ring image: %s", uf_consumer_strerror(rc));
 	return rc < 0 ? rc : 0;
 }
 
@@ -670,9 +452,10 @@ static int start_generation(struct bridge *b)
 		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
 	if (rc < 0)
 		return rc;
-	blog("ring %s generation %" PRIu64 ": streaming from sequence %" PRIu64 " to %s "
-	     "(stream %s, bucket %s)",
-	     b->cfg->ring, b->info.generation, b->pos, b->nm.subject, b->nm.stream, b->nm.bucket);
+	uf_bridge_log("ring %s generation %" PRIu64 ": streaming from sequence %" PRIu64 " to %s "
+	              "(stream %s, bucket %s)",
+	              b->cfg->ring, b->info.generation, b->pos, b->nm.subject, b->nm.stream,
+	              b->nm.bucket);
 	rc = publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0);
 	b->live |= rc == 0;
 	return rc;
@@ -688,9 +471,9 @@ static int on_lap(struct bridge *b)
 	uf_consumer_last_lap(b->c, &lap);
 	b->st.laps++;
 	b->st.lost += lap.lost;
-	blog("lapped by the ring: lost %" PRIu64 " records (%" PRIu64 "..%" PRIu64
-	     "); re-snapshotting",
-	     lap.lost, lap.from_seq, lap.resume_seq - 1);
+	uf_bridge_log("lapped by the ring: lost %" PRIu64 " records (%" PRIu64 "..%" PRIu64
+	              "); re-snapshotting",
+	              lap.lost, lap.from_seq, lap.resume_seq - 1);
 	b->pos = lap.resume_seq;
 	rc = books_reset(b);
 	while (rc == 0 && (rc = flush_books(b, 1)) == -EAGAIN)
@@ -711,12 +494,12 @@ static void write_status(struct bridge *b, int to_stderr)
 		b->st.ring_tail = ci.tail;
 	}
 	b->st.read = b->pos;
-	b->st.reconnects = __atomic_load_n(&g_reconnects, __ATOMIC_RELAXED);
-	b->st.sym_failed = __atomic_load_n(&g_sym_failed, __ATOMIC_RELAXED);
-	connected_url(b, b->st.server, sizeof(b->st.server));
-	/* a hung server keeps its TCP connection: connected means it also answers */
-	b->st.connected = b->nc && natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED &&
-	                  b->timeouts_in_row == 0;
+	b->st.reconnects = __atomic_load_n(&b->cn.reconnects, __ATOMIC_RELAXED);
+	b->st.sym_failed = __atomic_load_n(&b->cn.sym_failed, __ATOMIC_RELAXED);
+	b->st.ack_timeouts = b->cn.ack_timeouts;
+	b->st.failovers = b->cn.failovers;
+	uf_bridge_conn_url(&b->cn, b->st.server, sizeof(b->st.server));
+	b->st.connected = uf_bridge_conn_answering(&b->cn);
 	b->last_file_ns = uf_now_mono_ns();
 	if (uf_bridge_status_json(&b->st, line, sizeof(line)) < 0)
 		return;
@@ -777,11 +560,11 @@ static int attach_ring(struct bridge *b)
 		if (rc == 0)
 			return 0;
 		if (rc != -ENOENT && rc != -ESTALE) {
-			blog("%s", err);
+			uf_bridge_log("%s", err);
 			return -1;
 		}
 		if (tries % 50 == 0)
-			blog("%s; waiting for it", err);
+			uf_bridge_log("%s; waiting for it", err);
 		nanosleep(&(struct timespec){0, 100000000L}, NULL);
 	}
 	return -1;
@@ -831,9 +614,10 @@ static int loop(struct bridge *b)
 				if (rc == 0)
 					rc = publish(b, UF_NATS_CLOSED, b->pos, 0, NULL, 0);
 				b->st.closed = 1;
-				blog("ring closed by the producer at %" PRIu64 "%s", b->pos,
-				     b->cfg->exit_on_close ? "; exiting"
-				                           : "; waiting for a restart");
+				uf_bridge_log("ring closed by the producer at %" PRIu64 "%s",
+				              b->pos,
+				              b->cfg->exit_on_close ? "; exiting"
+				                                    : "; waiting for a restart");
 				if (b->cfg->exit_on_close)
 					return rc < 0 && rc != -EINTR ? -1 : 0;
 			}
@@ -854,7 +638,7 @@ static int loop(struct bridge *b)
 			break;
 		}
 		default:
-			blog("ring read: %s", uf_consumer_strerror(n));
+			uf_bridge_log("ring read: %s", uf_consumer_strerror(n));
 			return -1;
 		}
 	}
@@ -886,27 +670,26 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 		}
 	}
 	if (!b.recs || !b.msg) {
-		blog("out of memory");
+		uf_bridge_log("out of memory");
 		goto out;
 	}
-	if (nats_connect(&b) < 0 || nats_setup(&b) < 0 || attach_ring(&b) < 0)
+	if (uf_bridge_conn_open(&b.cn, cfg) < 0 || nats_setup(&b) < 0 || attach_ring(&b) < 0)
 		goto out;
 	rc = loop(&b);
 	if (b.nrecs && !*stop)
 		(void)flush_records(&b);
-	if (b.js_sym) { /* the per-symbol messages still in flight */
+	if (b.cn.js_sym) { /* the per-symbol messages still in flight */
 		jsPubOptions po;
 		jsPubOptions_Init(&po);
 		po.MaxWait = cfg->ack_wait_ms;
-		if (js_PublishAsyncComplete(b.js_sym, &po) != NATS_OK)
-			blog("per-symbol messages not all acknowledged at exit");
+		if (js_PublishAsyncComplete(b.cn.js_sym, &po) != NATS_OK)
+			uf_bridge_log("per-symbol messages not all acknowledged at exit");
 	}
 	write_status(&b, 1);
 out:
 	uf_consumer_detach(b.c);
 	uf_nats_books_free(&b.books);
-	nats_close(&b);
-	natsOptions_Destroy(b.opts);
+	uf_bridge_conn_close(&b.cn);
 	free(b.recs);
 	free(b.msg);
 	free(b.kvbuf);

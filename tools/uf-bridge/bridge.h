@@ -7,8 +7,10 @@
 #ifndef UF_BRIDGE_H
 #define UF_BRIDGE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <signal.h>
 
 #define UF_BRIDGE_MAX_URLS 16
@@ -84,5 +86,18 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 /* Renders `st` as one JSON object line (NUL-terminated) into buf. Pure. Returns the length
  * or -1 when it does not fit. */
 int uf_bridge_status_json(const struct uf_bridge_status *st, char *buf, size_t len);
+
+/* One line on stderr, prefixed "uf-bridge: " (cold paths only). */
+static inline void uf_bridge_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void uf_bridge_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("uf-bridge: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 #endif /* UF_BRIDGE_H */
