@@ -1,7 +1,8 @@
 /* NATS JetStream fan-out with real servers: uf-bridge republishes a ring fed from a generated
  * day; remote consumers (libufconsumer "nats://", uf-tail --nats) must end with exactly the
- * local books, across the SIGKILL of a cluster node, when they join late, and a consumer
- * that reads nothing must not hold the bridge back. */
+ * local books, across the SIGKILL of a cluster node and the hang (SIGSTOP) of the bridge's
+ * node, when they join late, and a consumer that reads nothing must not hold the bridge
+ * back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
