@@ -206,6 +206,32 @@ static void test_status_line_reports_lag_and_losses(void **state)
 	assert_int_equal(uf_bridge_status_json(&st, buf, 20), -1);
 }
 
+/* lag is counted from the last acknowledged record (position), not from what was read: a
+ * hung server leaves the records read but unacknowledged in the lag. */
+static void test_status_line_reports_lag_from_the_acknowledged_position_and_failovers(void **state)
+{
+	struct uf_bridge_status st;
+	char buf[1536];
+
+	memset(&st, 0, sizeof(st));
+	strcpy(st.ring, "itch");
+	st.position = 100;
+	st.read = 150;
+	st.ring_tail = 400;
+	st.ack_timeouts = 3;
+	st.failovers = 1;
+	strcpy(st.server, "nats://10.0.0.2:4222");
+	assert_true(uf_bridge_status_json(&st, buf, sizeof(buf)) > 0);
+	assert_non_null(
+	    strstr(buf, "\"position\":100,\"read\":150,\"ring_tail\":400,\"lag\":300,"));
+	assert_non_null(strstr(buf, "\"ack_timeouts\":3,\"failovers\":1,"));
+	assert_non_null(strstr(buf, "\"server\":\"nats://10.0.0.2:4222\",\"connected\":0,"));
+	strcpy(st.server, "a\"b\\c\n"); /* never breaks the JSON */
+	st.connected = 1;
+	assert_true(uf_bridge_status_json(&st, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"server\":\"a_b_c_\",\"connected\":1,"));
+}
+
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -238,6 +264,23 @@ static void test_config_file_loads_and_refuses_unknown_keys_and_bad_values(void 
 	unlink(path);
 }
 
+static void test_config_ack_timeouts_default_file_and_bounds(void **state)
+{
+	struct uf_bridge_config cfg;
+	char path[64], err[256];
+
+	uf_bridge_config_init(&cfg);
+	assert_int_equal(cfg.ack_timeouts, 2);
+	snprintf(path, sizeof(path), "/tmp/uf-bridge-cfg-at-%d.json", (int)getpid());
+	write_file(path, "{\"ring\":\"r\",\"ack_timeouts\":5}");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), 0);
+	assert_int_equal(cfg.ack_timeouts, 5);
+	write_file(path, "{\"ring\":\"r\",\"ack_timeouts\":0}");
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "\"ack_timeouts\""));
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +290,9 @@ int main(void)
 	    cmocka_unit_test(test_nats_books_follow_reset_stale_and_the_trade_print_rule),
 	    cmocka_unit_test(test_status_line_reports_lag_and_losses),
 	    cmocka_unit_test(test_config_file_loads_and_refuses_unknown_keys_and_bad_values),
+	    cmocka_unit_test(
+	        test_status_line_reports_lag_from_the_acknowledged_position_and_failovers),
+	    cmocka_unit_test(test_config_ack_timeouts_default_file_and_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,10 +6,10 @@
  * acknowledgement the ring keeps filling, and the next message takes everything that
  * accumulated (up to cfg.batch records): batching grows with the round trip on its own. */
 #include "tools/uf-bridge/bridge.h"
+#include "tools/uf-bridge/bridge_conn.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,6 @@
 
 #include "common/uf_time.h"
 #include "ring/nats/nats_book.h"
-#include "ring/nats/nats_security.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/ufconsumer.h"
 
@@ -31,10 +30,7 @@ struct bridge {
 	const struct uf_bridge_config *cfg; /* as given */
 	volatile sig_atomic_t *stop;        /* set by a signal */
 	struct uf_nats_names nm;            /* stream, subject, bucket names */
-	natsOptions *opts;                  /* connection options (server list) */
-	natsConnection *nc;                 /* the connection (reconnects by itself) */
-	jsCtx *js;                          /* JetStream context */
-	jsCtx *js_sym;                      /* context of the per-symbol asynchronous publishes */
+	struct uf_bridge_conn cn;           /* NATS: servers, contexts, failover */
 	struct uf_record *sym_recs;         /* one instrument's records of a message */
 	uint64_t *sym_seqs;                 /* their sequences */
 	uint8_t *sym_done;                  /* records of the message already sent */
@@ -51,96 +47,35 @@ struct bridge {
 	size_t kvcap;                       /* its size */
 	uint32_t *ids;                      /* instruments of the flush in progress */
 	uint64_t last_kv_ns;                /* last book flush (monotonic) */
-	uint64_t last_stats_ns;             /* last status line (monotonic) */
+	uint64_t last_stats_ns;             /* last status line on stderr (monotonic) */
+	uint64_t last_file_ns;              /* last status file write (monotonic) */
 	int kv_pending;                     /* books changed since the last flush */
+	int live;                           /* first RESET stored: status may be written */
 	struct uf_bridge_status st;         /* counters */
 };
 
-static volatile uint64_t g_reconnects; /* written by the NATS reconnect callback thread */
-static volatile uint64_t g_sym_failed; /* written by the asynchronous publish error callback */
-
-static void blog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void blog(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("uf-bridge: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void on_reconnected(natsConnection *nc, void *closure)
-{
-	__atomic_add_fetch(&g_reconnects, 1, __ATOMIC_RELAXED);
-}
-
-static void on_sym_error(jsCtx *js, jsPubAckErr *pae, void *closure)
-{
-	__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
-}
-
 /* ---- NATS setup ---- */
 
-static int nats_connect(struct bridge *b)
-{
-	const char *urls[UF_BRIDGE_MAX_URLS];
-	char list[sizeof(b->cfg->urls)];
-	int n = 0;
-	natsStatus s;
+static void write_status(struct bridge *b, int to_stderr);
+static void status_tick(struct bridge *b);
 
-	snprintf(list, sizeof(list), "%s", b->cfg->urls);
-	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && n < UF_BRIDGE_MAX_URLS;
-	     tok = strtok_r(NULL, ",", &save))
-		urls[n++] = tok;
-	if (n == 0) {
-		blog("no NATS URL given (--nats nats://host:port[,...])");
-		return -1;
+/* The outcome of a request that waited for an answer, for the failover rule
+ * (bridge_conn.h). While the server does not answer, the status says so, with the lag as it
+ * is. Returns 0, or -1 when no connection could be set up again. */
+static int ack_outcome(struct bridge *b, natsStatus s)
+{
+	uint64_t lag = 0;
+	int rc;
+
+	if (s == NATS_TIMEOUT && b->c) {
+		struct uf_consumer_info ci;
+		uf_consumer_get_info(b->c, &ci);
+		lag = ci.tail > b->st.position ? ci.tail - b->st.position : 0;
 	}
-	s = natsOptions_Create(&b->opts);
-	if (s == NATS_OK)
-		s = natsOptions_SetServers(b->opts, urls, n);
-	if (s == NATS_OK)
-		s = natsOptions_SetName(b->opts, "uf-bridge");
-	if (s == NATS_OK) /* a bridge never gives up on its servers */
-		s = natsOptions_SetMaxReconnect(b->opts, -1);
-	if (s == NATS_OK)
-		s = natsOptions_SetReconnectWait(b->opts, 100);
-	if (s == NATS_OK) /* servers in the order given: list the nearest first */
-		s = natsOptions_SetNoRandomize(b->opts, true);
-	if (s == NATS_OK)
-		s = natsOptions_SetTimeout(b->opts, 2000);
-	if (s == NATS_OK)
-		s = natsOptions_SetReconnectBufSize(b->opts, 64 * 1024 * 1024);
-	if (s == NATS_OK)
-		s = natsOptions_SetReconnectedCB(b->opts, on_reconnected, b);
-	if (s == NATS_OK)
-		s = natsOptions_SetRetryOnFailedConnect(b->opts, true, NULL, NULL);
-	if (s == NATS_OK) {
-		struct uf_nats_security sec = {b->cfg->creds, b->cfg->tls_ca, b->cfg->tls_cert,
-		                               b->cfg->tls_key};
-		s = uf_nats_security_apply(b->opts, &sec);
-	}
-	if (s == NATS_OK)
-		s = natsConnection_Connect(&b->nc, b->opts);
-	if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) {
-		blog("connect %s: %s", b->cfg->urls, natsStatus_GetText(s));
-		return -1;
-	}
-	s = natsConnection_JetStream(&b->js, b->nc, NULL);
-	if (s == NATS_OK && b->cfg->per_symbol) {
-		jsOptions jo;
-		jsOptions_Init(&jo);
-		jo.PublishAsync.MaxPending = 65536;
-		jo.PublishAsync.ErrHandler = on_sym_error;
-		s = natsConnection_JetStream(&b->js_sym, b->nc, &jo);
-	}
-	if (s != NATS_OK) {
-		blog("JetStream context: %s", natsStatus_GetText(s));
-		return -1;
-	}
-	return 0;
+	rc = uf_bridge_conn_outcome(&b->cn, s, lag);
+	if (s == NATS_TIMEOUT && b->live)
+		write_status(b, 0); /* "connected":0 (or the new server) and the lag */
+	return rc < 0 ? -1 : 0;
 }
 
 /* Creates (or finds) the stream and the bucket; reads the stream's last sequence. Retried
@@ -171,11 +106,11 @@ static int nats_setup(struct bridge *b)
 		sc.Duplicates = 120ll * 1000000000ll; /* the de-duplication window */
 		sc.MaxMsgSize = (int32_t)(sizeof(struct uf_nats_msg) +
 		                          UF_NATS_MAX_RECORDS * sizeof(struct uf_record));
-		s = js_AddStream(&si, b->js, &sc, NULL, &jerr);
+		s = js_AddStream(&si, b->cn.js, &sc, NULL, &jerr);
 		if (s != NATS_OK && jerr == JSStreamNameExistErr) {
 			jsStreamInfo_Destroy(si);
 			si = NULL;
-			s = js_GetStreamInfo(&si, b->js, b->nm.stream, NULL, &jerr);
+			s = js_GetStreamInfo(&si, b->cn.js, b->nm.stream, NULL, &jerr);
 		}
 		if (s == NATS_OK) {
 			b->st.js_last = si->State.LastSeq;
@@ -186,19 +121,21 @@ static int nats_setup(struct bridge *b)
 			kc.History = 1;
 			kc.StorageType = b->cfg->memory ? js_MemoryStorage : js_FileStorage;
 			kc.Replicas = b->cfg->replicas;
-			s = js_CreateKeyValue(&kv, b->js, &kc);
+			s = js_CreateKeyValue(&kv, b->cn.js, &kc);
 			if (s != NATS_OK)
-				s = js_KeyValue(&kv, b->js, b->nm.bucket);
+				s = js_KeyValue(&kv, b->cn.js, b->nm.bucket);
 			if (s == NATS_OK) {
 				kvStore_Destroy(kv);
 				return 0;
 			}
 		}
 		if (tries % 20 == 0)
-			blog("stream %s / bucket %s not ready yet: %s (%d); retrying", b->nm.stream,
-			     b->nm.bucket, natsStatus_GetText(s), (int)jerr);
+			uf_bridge_log("stream %s / bucket %s not ready yet: %s (%d); retrying",
+			              b->nm.stream, b->nm.bucket, natsStatus_GetText(s), (int)jerr);
 		jsStreamInfo_Destroy(si);
 		si = NULL;
+		if (ack_outcome(b, s) < 0)
+			return -1;
 		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS * 4}, NULL);
 	}
 	return -1;
@@ -251,10 +188,16 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 		t0 = uf_now_mono_ns();
 		s = natsMsg_Create(&m, b->nm.subject, NULL, b->msg, (int)len);
 		if (s == NATS_OK)
-			s = js_PublishMsg(&pa, b->js, m, &po, &jerr);
+			s = js_PublishMsg(&pa, b->cn.js, m, &po, &jerr);
 		natsMsg_Destroy(m);
+		if (ack_outcome(b, s) < 0)
+			return -EIO;
 		if (s == NATS_OK) {
 			uint64_t dt = uf_now_mono_ns() - t0, now = uf_now_realtime_ns();
+			/* the stream now holds every record before this */
+			b->st.position = kind == UF_NATS_DATA  ? first + n
+			                 : kind == UF_NATS_LAP ? aux
+			                                       : first;
 			b->st.js_last = pa->Sequence;
 			b->st.duplicates += pa->Duplicate;
 			jsPubAck_Destroy(pa);
@@ -271,15 +214,16 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 					b->st.pub_lag_ns_max = now - pub;
 			}
 			if (attempt)
-				blog("message %s stored after %u retries", id, attempt);
+				uf_bridge_log("message %s stored after %u retries", id, attempt);
 			return 0;
 		}
 		b->st.retries++;
 		if (attempt % 20 == 0)
-			blog("publish %s: %s (%d)%s", id, natsStatus_GetText(s), (int)jerr,
-			     attempt ? "" : "; retrying with the same message id");
+			uf_bridge_log("publish %s: %s (%d)%s", id, natsStatus_GetText(s), (int)jerr,
+			              attempt ? "" : "; retrying with the same message id");
 		if (s != NATS_TIMEOUT)
 			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+		status_tick(b); /* the lag grows while we wait: say so */
 	}
 }
 
@@ -357,10 +301,11 @@ static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, u
 		         (unsigned)UF_NATS_SYMBOL, h.first_seq, id, k);
 		jsPubOptions_Init(&po);
 		po.MsgId = msgid;
+		b->cn.js_sym_async = 1;
 		if (natsMsg_Create(&m, subj, NULL, b->sym_msg, (int)len) != NATS_OK ||
-		    js_PublishMsgAsync(b->js_sym, &m, &po) != NATS_OK) {
+		    js_PublishMsgAsync(b->cn.js_sym, &m, &po) != NATS_OK) {
 			natsMsg_Destroy(m); /* NULL once the library took it */
-			__atomic_add_fetch(&g_sym_failed, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&b->cn.sym_failed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		b->st.sym_msgs++;
@@ -410,21 +355,22 @@ static int flush_books(struct bridge *b, int all)
 		if (len < 0)
 			continue;
 		snprintf(subj, sizeof(subj), "$KV.%s.i%u", b->nm.bucket, b->ids[i]);
-		s = js_PublishAsync(b->js, subj, b->kvbuf, len, NULL);
+		b->cn.js_async = 1;
+		s = js_PublishAsync(b->cn.js, subj, b->kvbuf, len, NULL);
 	}
 	jsPubOptions_Init(&po);
 	po.MaxWait = b->cfg->ack_wait_ms;
 	if (s == NATS_OK)
-		s = js_PublishAsyncComplete(b->js, &po);
+		s = js_PublishAsyncComplete(b->cn.js, &po);
 	if (s != NATS_OK) {
 		natsMsgList pending = {0};
-		if (js_PublishAsyncGetPendingList(&pending, b->js) == NATS_OK)
+		if (b->cn.js_async && js_PublishAsyncGetPendingList(&pending, b->cn.js) == NATS_OK)
 			natsMsgList_Destroy(&pending); /* re-sent in full by the next flush */
 		for (uint32_t i = 0; i < n; i++)
 			uf_nats_books_mark_dirty(&b->books, b->ids[i]);
 		b->st.retries++;
-		blog("book flush: %s; will retry", natsStatus_GetText(s));
-		return -EAGAIN;
+		uf_bridge_log("book flush: %s; will retry", natsStatus_GetText(s));
+		return ack_outcome(b, s) < 0 ? -EIO : -EAGAIN;
 	}
 	b->st.kv_puts += n;
 	memset(&cm, 0, sizeof(cm));
@@ -440,8 +386,10 @@ static int flush_books(struct bridge *b, int all)
 	snprintf(subj, sizeof(subj), "$KV.%s.commit", b->nm.bucket);
 	for (uint32_t attempt = 0; !*b->stop; attempt++) {
 		jsPubAck *pa = NULL;
-		s = js_Publish(&pa, b->js, subj, &cm, (int)sizeof(cm), &po, NULL);
+		s = js_Publish(&pa, b->cn.js, subj, &cm, (int)sizeof(cm), &po, NULL);
 		jsPubAck_Destroy(pa);
+		if (ack_outcome(b, s) < 0)
+			return -EIO;
 		if (s == NATS_OK) {
 			b->st.kv_puts++;
 			b->kv_pending = 0;
@@ -450,8 +398,10 @@ static int flush_books(struct bridge *b, int all)
 		}
 		b->st.retries++;
 		if (attempt % 20 == 0)
-			blog("commit entry: %s; retrying", natsStatus_GetText(s));
-		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+			uf_bridge_log("commit entry: %s; retrying", natsStatus_GetText(s));
+		if (s != NATS_TIMEOUT)
+			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
+		status_tick(b);
 	}
 	return -EINTR;
 }
@@ -482,7 +432,7 @@ static int books_reset(struct bridge *b)
 		return 0;
 	rc = uf_consumer_snapshot_all(b->c, seed_one, b);
 	if (rc < 0)
-		blog("seeding books from the ring image: %s", uf_consumer_strerror(rc));
+		uf_bridge_log("seeding books from the ring image: %s", uf_consumer_strerror(rc));
 	return rc < 0 ? rc : 0;
 }
 
@@ -502,10 +452,13 @@ static int start_generation(struct bridge *b)
 		nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
 	if (rc < 0)
 		return rc;
-	blog("ring %s generation %" PRIu64 ": streaming from sequence %" PRIu64 " to %s "
-	     "(stream %s, bucket %s)",
-	     b->cfg->ring, b->info.generation, b->pos, b->nm.subject, b->nm.stream, b->nm.bucket);
-	return publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0);
+	uf_bridge_log("ring %s generation %" PRIu64 ": streaming from sequence %" PRIu64 " to %s "
+	              "(stream %s, bucket %s)",
+	              b->cfg->ring, b->info.generation, b->pos, b->nm.subject, b->nm.stream,
+	              b->nm.bucket);
+	rc = publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0);
+	b->live |= rc == 0;
+	return rc;
 }
 
 static int on_lap(struct bridge *b)
@@ -518,9 +471,9 @@ static int on_lap(struct bridge *b)
 	uf_consumer_last_lap(b->c, &lap);
 	b->st.laps++;
 	b->st.lost += lap.lost;
-	blog("lapped by the ring: lost %" PRIu64 " records (%" PRIu64 "..%" PRIu64
-	     "); re-snapshotting",
-	     lap.lost, lap.from_seq, lap.resume_seq - 1);
+	uf_bridge_log("lapped by the ring: lost %" PRIu64 " records (%" PRIu64 "..%" PRIu64
+	              "); re-snapshotting",
+	              lap.lost, lap.from_seq, lap.resume_seq - 1);
 	b->pos = lap.resume_seq;
 	rc = books_reset(b);
 	while (rc == 0 && (rc = flush_books(b, 1)) == -EAGAIN)
@@ -532,16 +485,22 @@ static int on_lap(struct bridge *b)
 
 static void write_status(struct bridge *b, int to_stderr)
 {
-	char line[1024], tmp[300];
-	struct uf_consumer_info ci;
+	char line[1536], tmp[300];
 	FILE *f;
 
-	uf_consumer_get_info(b->c, &ci);
-	b->st.ring_tail = ci.tail;
-	b->st.position = b->pos;
-	b->st.reconnects = __atomic_load_n(&g_reconnects, __ATOMIC_RELAXED);
-	b->st.sym_failed = __atomic_load_n(&g_sym_failed, __ATOMIC_RELAXED);
-	b->st.connected = natsConnection_Status(b->nc) == NATS_CONN_STATUS_CONNECTED;
+	if (b->c) { /* NULL until the ring is attached */
+		struct uf_consumer_info ci;
+		uf_consumer_get_info(b->c, &ci);
+		b->st.ring_tail = ci.tail;
+	}
+	b->st.read = b->pos;
+	b->st.reconnects = __atomic_load_n(&b->cn.reconnects, __ATOMIC_RELAXED);
+	b->st.sym_failed = __atomic_load_n(&b->cn.sym_failed, __ATOMIC_RELAXED);
+	b->st.ack_timeouts = b->cn.ack_timeouts;
+	b->st.failovers = b->cn.failovers;
+	uf_bridge_conn_url(&b->cn, b->st.server, sizeof(b->st.server));
+	b->st.connected = uf_bridge_conn_answering(&b->cn);
+	b->last_file_ns = uf_now_mono_ns();
 	if (uf_bridge_status_json(&b->st, line, sizeof(line)) < 0)
 		return;
 	if (to_stderr)
@@ -557,6 +516,25 @@ static void write_status(struct bridge *b, int to_stderr)
 		rename(tmp, b->cfg->status_file);
 }
 
+/* The status line on stderr every cfg->stats_interval_ms, the status file every 200 ms.
+ * Called from the loop and from every retry, so both tell the truth while NATS is stuck;
+ * not before the first generation is announced: the first status written tells that the
+ * stream, the bucket and the commit entry exist. */
+static void status_tick(struct bridge *b)
+{
+	uint64_t now = uf_now_mono_ns();
+
+	if (!b->live)
+		return;
+	if (b->cfg->stats_interval_ms &&
+	    now - b->last_stats_ns >= (uint64_t)b->cfg->stats_interval_ms * 1000000ull) {
+		b->last_stats_ns = now;
+		write_status(b, 1);
+	} else if (b->cfg->status_file[0] && now - b->last_file_ns >= 200000000ull) {
+		write_status(b, 0);
+	}
+}
+
 static void periodic(struct bridge *b)
 {
 	uint64_t now = uf_now_mono_ns();
@@ -564,14 +542,7 @@ static void periodic(struct bridge *b)
 	if (b->kv_pending && b->nrecs == 0 &&
 	    now - b->last_kv_ns >= (uint64_t)b->cfg->kv_interval_ms * 1000000ull)
 		(void)flush_books(b, 0);
-	if (b->cfg->stats_interval_ms &&
-	    now - b->last_stats_ns >= (uint64_t)b->cfg->stats_interval_ms * 1000000ull) {
-		b->last_stats_ns = now;
-		write_status(b, 1);
-	} else if (b->cfg->status_file[0] && now - b->last_stats_ns >= 200000000ull) {
-		b->last_stats_ns = now;
-		write_status(b, 0);
-	}
+	status_tick(b);
 }
 
 static int attach_ring(struct bridge *b)
@@ -589,11 +560,11 @@ static int attach_ring(struct bridge *b)
 		if (rc == 0)
 			return 0;
 		if (rc != -ENOENT && rc != -ESTALE) {
-			blog("%s", err);
+			uf_bridge_log("%s", err);
 			return -1;
 		}
 		if (tries % 50 == 0)
-			blog("%s; waiting for it", err);
+			uf_bridge_log("%s; waiting for it", err);
 		nanosleep(&(struct timespec){0, 100000000L}, NULL);
 	}
 	return -1;
@@ -643,9 +614,10 @@ static int loop(struct bridge *b)
 				if (rc == 0)
 					rc = publish(b, UF_NATS_CLOSED, b->pos, 0, NULL, 0);
 				b->st.closed = 1;
-				blog("ring closed by the producer at %" PRIu64 "%s", b->pos,
-				     b->cfg->exit_on_close ? "; exiting"
-				                           : "; waiting for a restart");
+				uf_bridge_log("ring closed by the producer at %" PRIu64 "%s",
+				              b->pos,
+				              b->cfg->exit_on_close ? "; exiting"
+				                                    : "; waiting for a restart");
 				if (b->cfg->exit_on_close)
 					return rc < 0 && rc != -EINTR ? -1 : 0;
 			}
@@ -666,7 +638,7 @@ static int loop(struct bridge *b)
 			break;
 		}
 		default:
-			blog("ring read: %s", uf_consumer_strerror(n));
+			uf_bridge_log("ring read: %s", uf_consumer_strerror(n));
 			return -1;
 		}
 	}
@@ -698,30 +670,26 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 		}
 	}
 	if (!b.recs || !b.msg) {
-		blog("out of memory");
+		uf_bridge_log("out of memory");
 		goto out;
 	}
-	if (nats_connect(&b) < 0 || nats_setup(&b) < 0 || attach_ring(&b) < 0)
+	if (uf_bridge_conn_open(&b.cn, cfg) < 0 || nats_setup(&b) < 0 || attach_ring(&b) < 0)
 		goto out;
 	rc = loop(&b);
 	if (b.nrecs && !*stop)
 		(void)flush_records(&b);
-	if (b.js_sym) { /* the per-symbol messages still in flight */
+	if (b.cn.js_sym) { /* the per-symbol messages still in flight */
 		jsPubOptions po;
 		jsPubOptions_Init(&po);
 		po.MaxWait = cfg->ack_wait_ms;
-		if (js_PublishAsyncComplete(b.js_sym, &po) != NATS_OK)
-			blog("per-symbol messages not all acknowledged at exit");
+		if (js_PublishAsyncComplete(b.cn.js_sym, &po) != NATS_OK)
+			uf_bridge_log("per-symbol messages not all acknowledged at exit");
 	}
 	write_status(&b, 1);
 out:
 	uf_consumer_detach(b.c);
 	uf_nats_books_free(&b.books);
-	jsCtx_Destroy(b.js);
-	jsCtx_Destroy(b.js_sym);
-	if (b.nc)
-		natsConnection_Destroy(b.nc);
-	natsOptions_Destroy(b.opts);
+	uf_bridge_conn_close(&b.cn);
 	free(b.recs);
 	free(b.msg);
 	free(b.kvbuf);

@@ -7,8 +7,10 @@
 #ifndef UF_BRIDGE_H
 #define UF_BRIDGE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <signal.h>
 
 #define UF_BRIDGE_MAX_URLS 16
@@ -24,7 +26,11 @@ struct uf_bridge_config {
 	uint32_t batch;             /* most records per message (<= UF_NATS_MAX_RECORDS) */
 	uint32_t kv_interval_ms;    /* book entries are written at most this often */
 	uint32_t stats_interval_ms; /* status line period on stderr, 0 = only at exit */
-	uint32_t ack_wait_ms;       /* publish acknowledgement timeout before a retry */
+	uint32_t ack_wait_ms;       /* publish acknowledgement timeout before a retry; also the
+	                             * PING period (a server silent for 2 PINGs is dropped) */
+	uint32_t ack_timeouts;      /* acknowledgement timeouts in a row after which the bridge
+	                             * leaves the server for the next of its list: a hung node
+	                             * keeps its TCP connection open and would hold it forever */
 	int exit_on_close;          /* exit 0 once the producer closed the ring */
 	int per_symbol;             /* also store uf.RING.rec.SYMBOL messages (per instrument) */
 	char status_file[256];      /* JSON status written here (atomically), "" = none */
@@ -38,7 +44,10 @@ struct uf_bridge_config {
 struct uf_bridge_status {
 	char ring[32];           /* local ring */
 	uint64_t generation;     /* its generation */
-	uint64_t position;       /* next ring sequence the bridge reads */
+	uint64_t position;       /* next ring sequence not yet acknowledged by JetStream: the
+	                          * stream holds everything before it, so lag = ring_tail - this
+	                          * grows while a server hangs */
+	uint64_t read;           /* next ring sequence the bridge reads (>= position) */
 	uint64_t ring_tail;      /* the ring's tail when sampled */
 	uint64_t published;      /* records acknowledged by JetStream */
 	uint64_t messages;       /* stream messages acknowledged */
@@ -49,13 +58,18 @@ struct uf_bridge_status {
 	uint64_t laps;           /* times the ring lapped the bridge */
 	uint64_t lost;           /* records lost to those laps */
 	uint64_t kv_puts;        /* book entries written */
-	uint64_t reconnects;     /* NATS reconnections */
+	uint64_t reconnects;     /* NATS reconnections done by the client library */
+	uint64_t ack_timeouts;   /* publishes (stream or bucket) not acknowledged within
+	                          * ack_wait_ms */
+	uint64_t failovers;      /* servers left after ack_timeouts timeouts in a row */
 	uint64_t ack_ns_max;     /* slowest acknowledgement */
 	uint64_t ack_ns_sum;     /* sum of acknowledgement times (mean = sum / messages) */
 	uint64_t pub_lag_ns_max; /* worst producer-publish to JetStream-ack delay of a record */
 	uint64_t sym_msgs;       /* per-symbol messages published (--per-symbol) */
 	uint64_t sym_failed;     /* per-symbol messages JetStream refused or never acknowledged */
-	int connected;           /* 1 while connected to a NATS server */
+	char server[128];        /* URL of the server the bridge is connected to, "" if none */
+	int connected;           /* 1 while connected to a server that acknowledges: 0 from
+	                          * the first acknowledgement timeout until one comes again */
 	int closed;              /* 1 once the producer closed the ring */
 };
 
@@ -72,5 +86,18 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 /* Renders `st` as one JSON object line (NUL-terminated) into buf. Pure. Returns the length
  * or -1 when it does not fit. */
 int uf_bridge_status_json(const struct uf_bridge_status *st, char *buf, size_t len);
+
+/* One line on stderr, prefixed "uf-bridge: " (cold paths only). */
+static inline void uf_bridge_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void uf_bridge_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("uf-bridge: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 #endif /* UF_BRIDGE_H */

@@ -16,6 +16,7 @@ void uf_bridge_config_init(struct uf_bridge_config *cfg)
 	cfg->kv_interval_ms = 100;
 	cfg->stats_interval_ms = 0;
 	cfg->ack_wait_ms = 2000;
+	cfg->ack_timeouts = 2; /* a hung server is left after about 2 x ack_wait_ms */
 }
 
 static int get_str(json_t *o, const char *key, char *dst, size_t len, char *err, size_t errlen)
@@ -58,7 +59,8 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	                              "status_file", "exit_on_close",
 	                              "dir",         "creds",
 	                              "tls_ca",      "tls_cert",
-	                              "tls_key",     "per_symbol"};
+	                              "tls_key",     "per_symbol",
+	                              "ack_timeouts"};
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je), *v;
 	const char *key;
@@ -109,6 +111,7 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	INT_KEY("batch", batch, 1, 1024);
 	INT_KEY("kv_interval_ms", kv_interval_ms, 1, 3600000);
 	INT_KEY("ack_wait_ms", ack_wait_ms, 10, 600000);
+	INT_KEY("ack_timeouts", ack_timeouts, 1, 1000);
 	INT_KEY("stats_interval_ms", stats_interval_ms, 0, 3600000);
 #undef INT_KEY
 	v = json_object_get(o, "memory");

@@ -35,6 +35,7 @@ static void usage(FILE *f)
 	       "  --batch N            most records per message (default 256, max 1024)\n"
 	       "  --kv-interval MS     book entries written at most this often (default 100)\n"
 	       "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
+	       "  --ack-timeouts N     leave a server after N timeouts in a row (default 2)\n"
 	       "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
 	       "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
 	       "  --exit-on-close      exit once the producer closes the ring\n"
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
 	                                   {"batch", required_argument, 0, 'b'},
 	                                   {"kv-interval", required_argument, 0, 'k'},
 	                                   {"ack-wait", required_argument, 0, 'w'},
+	                                   {"ack-timeouts", required_argument, 0, 'T'},
 	                                   {"stats", required_argument, 0, 's'},
 	                                   {"status-file", required_argument, 0, 'S'},
 	                                   {"exit-on-close", no_argument, 0, 'x'},
@@ -137,6 +139,11 @@ int main(int argc, char **argv)
 			if (uf_parse_i64(optarg, 10, 600000, &v) < 0)
 				goto bad_value;
 			cfg.ack_wait_ms = (uint32_t)v;
+			break;
+		case 'T':
+			if (uf_parse_i64(optarg, 1, 1000, &v) < 0)
+				goto bad_value;
+			cfg.ack_timeouts = (uint32_t)v;
 			break;
 		case 's':
 			if (uf_parse_i64(optarg, 0, 3600000, &v) < 0)
