@@ -98,6 +98,8 @@
 	X(decode_block_overruns_packet, "packets whose message block runs past the packet end")    \
 	X(decode_count_mismatch, "packets with fewer blocks than the announced count")             \
 	X(decode_trailing_bytes, "packets with bytes left after the announced count")              \
+	X(decode_bad_end_of_session, "end-of-session packets (count 0xFFFF) carrying bytes after " \
+	                             "the header (dropped)")                                       \
 	X(decode_bad_length, "ITCH messages whose length does not match their type")               \
 	X(decode_unknown_type, "ITCH messages of an unknown type (skipped)")                       \
 	X(decode_empty_message, "zero-length ITCH message blocks (skipped)")                       \
