@@ -193,9 +193,10 @@ struct uf_arb {
 	uint32_t h0, nholes;       /* first entry, entries */
 	struct uf_arb_req inflight[UF_ARB_MAX_IN_FLIGHT]; /* outstanding re-requests */
 	uint32_t ninflight;                               /* entries in inflight */
-	uint64_t last_req_ns;                             /* last send (rate limit) */
-	int rate_limited;  /* a request is postponed by the rate limit (counted once) */
-	int inflight_full; /* a request waits for a slot (counted once) */
+	uint64_t req_credit_ns; /* rate limit: send time earned, up to max_in_flight intervals */
+	uint64_t credit_at_ns;  /* when req_credit_ns was last brought up to date (0: never) */
+	int rate_limited;       /* a request is postponed by the rate limit (counted once) */
+	int inflight_full;      /* a request waits for a slot (counted once) */
 	struct {
 		uint64_t first, end; /* a requested range [first, end) */
 	} reqs[UF_ARB_REQ_HISTORY];  /* the last ranges requested (end 0 = none) */

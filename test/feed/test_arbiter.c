@@ -891,6 +891,75 @@ static void test_arb_holes_are_requested_in_parallel(void **s)
 	env_free(e);
 }
 
+/* Issue 23 item 17: the rate limit spaced requests one per tick, so ticks further apart
+ * than 1 / max_requests_per_s sent fewer requests than the rate allows, however many slots
+ * were free. Now a tick sends what the time since the last request pays for (up to
+ * max_in_flight at once). */
+static void test_arb_rate_limit_lets_several_requests_go_in_one_tick(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.max_count = 1; /* one hole per request: nothing coalesces */
+	assert_int_equal(e->a.min_interval_ns, 1 * MS); /* 1000 requests/s */
+	assert_int_equal(e->a.max_in_flight, 8);
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 1; q <= 9; q += 2)
+			pkt(e, q, 1, l); /* 2, 4, 6 and 8 lost everywhere */
+	tick_at(e, 3);                   /* the first request goes; the rest wait for the rate */
+	uint64_t seq[5];
+	uint16_t cnt;
+	assert_true(read_request(e, &seq[0], &cnt));
+	assert_false(read_request(e, &seq[1], &cnt));
+	assert_int_equal(e->st.rerequest_rate_limited, 1);
+	tick_at(e, 7); /* 4 ms later: the rate allows 4 more, three holes are left */
+	for (int i = 1; i < 4; i++)
+		assert_true(read_request(e, &seq[i], &cnt));
+	assert_false(read_request(e, &seq[4], &cnt));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(seq[i], 2 + 2 * (uint64_t)i);
+	assert_int_equal(e->st.rerequests, 4);
+	assert_int_equal(e->a.ninflight, 4);
+	env_free(e);
+}
+
+/* The rate limit still bounds a burst: after a long quiet time, at most max_in_flight
+ * requests go at once, and then one per interval. */
+static void test_arb_rate_limit_bounds_a_burst(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.max_count = 1;
+	e->a.max_in_flight = 3;
+	e->a.min_interval_ns = 10 * MS;
+	e->a.deadline_ns = 10000 * MS; /* holes outlive the test */
+	e->a.timeout_ns = 10000 * MS;
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 1; q <= 3; q += 2)
+			pkt(e, q, 1, l); /* 2 lost */
+	tick_at(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	assert_true(read_request(e, &seq, &cnt));
+	pkt(e, 2, 1, UF_ARB_SRC_RECOVERY);
+	assert_false(uf_arb_gap_open(&e->a));
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 5; q <= 15; q += 2)
+			pkt(e, q, 1, l); /* 4, 6, ..., 14 lost: six holes */
+	tick_at(e, 1000);                /* a second later: three slots, three requests, no more */
+	int n = 0;
+	while (read_request(e, &seq, &cnt))
+		n++;
+	assert_int_equal(n, 3);
+	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY);
+	pkt(e, 6, 1, UF_ARB_SRC_RECOVERY);
+	pkt(e, 8, 1, UF_ARB_SRC_RECOVERY);
+	tick_at(e, 1001); /* slots free, but the burst was spent: none for 10 ms */
+	assert_false(read_request(e, &seq, &cnt));
+	tick_at(e, 1011); /* one interval: one request */
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 10);
+	assert_false(read_request(e, &seq, &cnt));
+	env_free(e);
+}
+
 /* Neighbouring holes within max_count go in one request. */
 static void test_arb_neighbouring_holes_share_a_request(void **s)
 {
@@ -1121,6 +1190,8 @@ int main(void)
 	    cmocka_unit_test(test_arb_source_filter_drops_other_sources),
 	    cmocka_unit_test(test_arb_params_are_checked),
 	    cmocka_unit_test(test_arb_holes_are_requested_in_parallel),
+	    cmocka_unit_test(test_arb_rate_limit_lets_several_requests_go_in_one_tick),
+	    cmocka_unit_test(test_arb_rate_limit_bounds_a_burst),
 	    cmocka_unit_test(test_arb_neighbouring_holes_share_a_request),
 	    cmocka_unit_test(test_arb_large_hole_is_requested_in_parallel_chunks),
 	    cmocka_unit_test(test_arb_neighbour_straddling_max_count_joins_with_its_start),
