@@ -201,6 +201,10 @@ struct uf_arb {
 		uint64_t first, end; /* a requested range [first, end) */
 	} reqs[UF_ARB_REQ_HISTORY];  /* the last ranges requested (end 0 = none) */
 	uint32_t nreqs;              /* requests recorded (index of the next % N) */
+	/* heartbeats announcing beyond `high`, per line, until corroborated (arb_session.c) */
+	uint64_t
+	    hb_claim[UF_CFG_MAX_LINES];    /* the sequence its held heartbeats announce (0 none) */
+	uint32_t hb_row[UF_CFG_MAX_LINES]; /* heartbeats in a row announcing it */
 	/* quarantine of uncorroborated jumps, per line */
 	uint32_t nquar;                         /* lines with a non-empty quarantine */
 	struct uf_arb_quar q[UF_CFG_MAX_LINES]; /* per line */

@@ -16,7 +16,7 @@
 #include "feed/arbiter.h"
 #include "feed/mcast.h"
 
-#define MAXD 4096
+#define MAXD 8192
 
 struct rec {
 	uint64_t delivered[MAXD]; /* sequences delivered, in order */
@@ -366,10 +366,14 @@ static void test_arb_heartbeat_reveals_a_lost_tail(void **s)
 	pkt(e, 1, 2, 0);
 	ctl(e, 3, 0, 0);
 	assert_false(uf_arb_gap_open(&e->a));
-	ctl(e, 5, 0, 1); /* 3 and 4 were sent and lost everywhere */
+	ctl(e, 5, 0, 1);                      /* 3 and 4 were sent and lost everywhere */
+	assert_false(uf_arb_gap_open(&e->a)); /* one line's word only (issue 23 item 7) */
+	assert_int_equal(e->st.heartbeats_held, 1);
+	ctl(e, 5, 0, 0); /* the other line says so too */
 	assert_true(uf_arb_gap_open(&e->a));
 	assert_int_equal(e->st.gap_messages, 2);
 	assert_int_equal(e->st.heartbeats, 2);
+	assert_int_equal(e->st.heartbeats_confirmed, 1);
 	env_free(e);
 }
 
@@ -960,6 +964,81 @@ static void test_arb_rate_limit_bounds_a_burst(void **s)
 	env_free(e);
 }
 
+/* Issue 23 item 7: in a quiet period, one forged heartbeat on line B announcing current +
+ * 5000 was believed at once: a hole that the server could not fill (those messages did not
+ * exist yet) was given up, and the 5000 genuine messages that followed were dropped as
+ * already given up (flagged, but lost). A heartbeat's sequence now needs corroboration. */
+static void test_arb_forged_heartbeat_ahead_in_a_quiet_period_costs_nothing(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	pkt(e, 1, 3, 1);
+	ctl(e, 4 + 5000, 0, 1); /* the forgery */
+	assert_false(uf_arb_gap_open(&e->a));
+	for (uint64_t ms = 3; ms <= 300; ms += 3) { /* heartbeats of the quiet period */
+		ctl(e, 4, 0, 0);
+		ctl(e, 4, 0, 1);
+		tick_at(e, ms);
+	}
+	uint64_t seq;
+	uint16_t cnt;
+	assert_false(read_request(e, &seq, &cnt)); /* nothing was asked for */
+	assert_int_equal(e->st.heartbeats_held, 1);
+	assert_int_equal(e->st.heartbeats_dropped, 1); /* B's own heartbeats broke it */
+	for (uint64_t q = 4; q < 4 + 5000; q += 50) {  /* the exchange goes on */
+		pkt(e, q, 50, 0);
+		pkt(e, q, 50, 1);
+	}
+	assert_in_order(&e->r, 1, 3 + 5000);
+	assert_int_equal(e->r.ngaps, 0);
+	assert_int_equal(e->st.messages_unrecovered, 0);
+	assert_int_equal(e->st.gaps, 0);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* A genuine tail lost on both lines in a quiet period, shown only by heartbeats: believed at
+ * the second line's heartbeat, or (one live line) after jump_confirm heartbeats in a row. */
+static void test_arb_heartbeat_tail_is_believed_when_corroborated(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	pkt(e, 1, 3, 1);
+	ctl(e, 10, 0, 0); /* 4..9 lost everywhere */
+	assert_false(uf_arb_gap_open(&e->a));
+	ctl(e, 12, 0, 1); /* B announces further still: believed as far as A said, 10 */
+	assert_true(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->st.gap_messages, 6);
+	ctl(e, 12, 0, 1);
+	ctl(e, 12, 0, 1); /* B's own row is not long enough yet (jump_confirm 4) */
+	assert_int_equal(e->st.gap_messages, 6);
+	ctl(e, 12, 0, 1); /* the fourth in a row */
+	assert_int_equal(e->st.gap_messages, 8);
+	tick_at(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 4);
+	assert_int_equal(cnt, 8);
+	pkt(e, 4, 8, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 11);
+	assert_int_equal(e->r.ngaps, 0);
+	env_free(e);
+
+	/* One live line (B never sent): four heartbeats in a row on A. */
+	e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	for (int i = 0; i < 3; i++)
+		ctl(e, 10, 0, 0);
+	assert_false(uf_arb_gap_open(&e->a));
+	ctl(e, 10, 0, 0);
+	assert_true(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->st.gap_messages, 6);
+	pkt(e, 10, 1, 0); /* and data at 10 on a line is believed at once, as always */
+	assert_int_equal(e->r.n, 3);
+	env_free(e);
+}
+
 /* Neighbouring holes within max_count go in one request. */
 static void test_arb_neighbouring_holes_share_a_request(void **s)
 {
@@ -1166,6 +1245,8 @@ int main(void)
 	    cmocka_unit_test(test_arb_queue_overflow_gives_up_the_oldest_hole),
 	    cmocka_unit_test(test_arb_queue_overflow_keeps_a_packet_inside_the_hole),
 	    cmocka_unit_test(test_arb_heartbeat_reveals_a_lost_tail),
+	    cmocka_unit_test(test_arb_forged_heartbeat_ahead_in_a_quiet_period_costs_nothing),
+	    cmocka_unit_test(test_arb_heartbeat_tail_is_believed_when_corroborated),
 	    cmocka_unit_test(test_arb_end_of_session_counts_once_after_everything),
 	    cmocka_unit_test(test_arb_new_session_restarts_at_one_and_drops_the_old),
 	    cmocka_unit_test(test_arb_stray_packet_of_another_session_changes_nothing),
