@@ -14,8 +14,9 @@
  *     past it), then gets its own re-requests (unicast, at most max_count messages each,
  *     neighbouring holes within max_count in one request), each retried after timeout_ms up
  *     to `retries` times; up to max_in_flight requests are outstanding at once, at most
- *     max_requests_per_s. Queued packets are delivered in order as soon as what precedes
- *     them is filled or given up;
+ *     max_requests_per_s (a credit of time kept up to max_in_flight requests: a tick sends
+ *     as many as the time since the last ones pays for). Queued packets are delivered in order as
+ * soon as what precedes them is filled or given up;
  *   - every hole has a deadline: (retries + 1) x timeout_ms after its first request, which
  *     goes out wait_ms after the hole opened unless max_in_flight or the rate limit hold it
  *     back (the server's answers are not thrown away because we throttle ourselves). At its
@@ -34,6 +35,10 @@
  *     line shows a packet within max_jump of it, or its own line continues it with
  *     jump_confirm packets in a row (each starting where the previous ended), or the stream
  *     catches up with it. A packet of its line that does not continue it drops it.
+ *   - Heartbeats: one announcing beyond `high` (within max_jump) opens no gap until another
+ *     live line's heartbeat announces at least as far (believed up to where both did), or
+ *     its own line repeats it jump_confirm times in a row, or the stream reaches it; any
+ *     other packet of its line that leaves it beyond `high` drops it (heartbeats_*).
  *   - End of session counts only when every live line announced it at the same sequence
  *     and no packet showed anything beyond it. A line is live when it sent a packet of the
  *     current session less than line_silent_ns (receive time) before the packet at hand.
