@@ -55,6 +55,8 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
                          unsigned src);
 void uf_arb_quarantine(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 void uf_arb_quar_recheck(struct uf_arb *a, unsigned src);
+int uf_arb_hb_believed(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
+void uf_arb_hb_settle(struct uf_arb *a, unsigned src);
 
 /* arb_request.c: re-request scheduling, answers, timers (uf_arb_tick) */
 int uf_arb_answer_ok(const struct uf_arb *a, const struct uf_frame *pkt);

@@ -43,13 +43,33 @@ static void uf_arb_request(struct uf_arb *a, uint64_t first, uint64_t end, uint6
 	uint8_t req[UF_FRAME_REQUEST_MAX];
 	size_t len = a->framing->request_build(req, a->session, first, (uint32_t)(end - first));
 	a->inflight[a->ninflight++] = (struct uf_arb_req){first, end, now_ns};
-	a->last_req_ns = now_ns;
+	a->req_credit_ns -= a->min_interval_ns; /* uf_arb_rate_ok said it is there */
 	a->rate_limited = 0;
 	uf_arb_req_remember(a, first, end);
 	ssize_t r =
 	    sendto(a->fd, req, len, MSG_DONTWAIT, (struct sockaddr *)&a->server, sizeof(a->server));
 	if (r == (ssize_t)len)
 		uf_stat_add(&a->st->rerequests, 1);
+}
+
+/* The rate limit, as credit of time: it grows with time, one request per min_interval_ns, up
+ * to max_in_flight requests (the burst the slots allow), starting at one; each request spends
+ * one interval. So a tick sends as many requests as the time since the last ones pays for,
+ * however far apart ticks come (spacing them one per tick sent fewer than max_requests_per_s
+ * whenever ticks were rarer than that), and never more than max_requests_per_s over time.
+ * Returns 1 when a request may go at `now_ns`. */
+static int uf_arb_rate_ok(struct uf_arb *a, uint64_t now_ns)
+{
+	uint64_t cap = (uint64_t)a->max_in_flight * a->min_interval_ns;
+	if (!a->credit_at_ns)
+		a->req_credit_ns = a->min_interval_ns; /* the first request goes at once */
+	else if (now_ns > a->credit_at_ns)
+		a->req_credit_ns += now_ns - a->credit_at_ns;
+	if (a->req_credit_ns > cap)
+		a->req_credit_ns = cap;
+	if (now_ns > a->credit_at_ns)
+		a->credit_at_ns = now_ns;
+	return a->req_credit_ns >= a->min_interval_ns;
 }
 
 /* 1 when hole `h` may be requested: its first request waits for the other line (time or
@@ -154,7 +174,7 @@ static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 			}
 			return;
 		}
-		if (a->last_req_ns && now_ns - a->last_req_ns < a->min_interval_ns) {
+		if (!uf_arb_rate_ok(a, now_ns)) {
 			if (!a->rate_limited) {
 				a->rate_limited = 1;
 				uf_stat_add(&a->st->rerequest_rate_limited, 1);

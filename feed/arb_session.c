@@ -82,6 +82,8 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	memset(a->line_eos, 0, sizeof(a->line_eos));
 	memset(a->line_seen, 0, sizeof(a->line_seen));
 	memset(a->cand_row, 0, sizeof(a->cand_row));
+	memset(a->hb_claim, 0, sizeof(a->hb_claim));
+	memset(a->hb_row, 0, sizeof(a->hb_row));
 	memset(a->reqs, 0, sizeof(a->reqs));
 	for (unsigned l = 0; l < UF_CFG_MAX_LINES; l++)
 		uf_arb_quar_drop(a, l);
@@ -223,4 +225,69 @@ void uf_arb_quar_recheck(struct uf_arb *a, unsigned src)
 			uf_arb_quar_release(a, (unsigned)l);
 	if (src < UF_CFG_MAX_LINES)
 		uf_arb_quar_drop(a, src);
+}
+
+/* ---- heartbeats announcing what nothing else showed (issue 23 item 7) ---- */
+
+/* A heartbeat of line `src` (current session, within max_jump) announcing a sequence beyond
+ * `high`: messages no packet showed. Believed like data beyond max_jump is: when another live
+ * line announced at least as far (believed up to where both did), or when `src` announced it
+ * jump_confirm times in a row; until then it opens no hole, so a forged one in a quiet period
+ * cannot make the arbiter ask for, then give up, the messages the exchange sends next.
+ * Returns 1 when `pkt` is believed now (the caller accepts it); 0 when held or handled. */
+int uf_arb_hb_believed(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
+{
+	uint64_t seq = pkt->seq;
+	if (a->hb_claim[src] == seq) {
+		if (a->hb_row[src] < UINT32_MAX)
+			a->hb_row[src]++;
+	} else {
+		if (a->hb_claim[src] > a->high)
+			uf_stat_add(&a->st->heartbeats_dropped, 1); /* not continued in a row */
+		a->hb_claim[src] = seq;
+		a->hb_row[src] = 1;
+	}
+	if (a->hb_row[src] >= a->p.jump_confirm) {
+		a->hb_claim[src] = 0;
+		uf_stat_add(&a->st->heartbeats_confirmed, 1);
+		return 1;
+	}
+	/* The furthest sequence this line and another live line both announced. */
+	uint64_t both = 0;
+	for (int l = 0; l < a->nlines; l++) {
+		uint64_t c = a->hb_claim[l];
+		if ((unsigned)l == src || c <= a->high || !uf_arb_live(a, l, rx_ns))
+			continue;
+		if (c > seq)
+			c = seq;
+		if (c > both)
+			both = c;
+	}
+	if (both == seq) {
+		a->hb_claim[src] = 0;
+		uf_stat_add(&a->st->heartbeats_confirmed, 1);
+		return 1;
+	}
+	uf_stat_add(&a->st->heartbeats_held, 1);
+	if (!both) {
+		uf_stat_add(&a->st->lines[src].heartbeats, 1); /* received all the same */
+		return 0;
+	}
+	/* Corroborated up to `both` only: that much is believed (as a heartbeat announcing it,
+	 * counted there); the rest stays held. */
+	struct uf_frame part = *pkt;
+	part.seq = both;
+	uf_stat_add(&a->st->heartbeats_confirmed, 1);
+	uf_arb_accept(a, &part, rx_ns, src);
+	return 0;
+}
+
+/* After a packet of line `src` was accepted: a claim the stream reached is settled; one still
+ * beyond `high` was not continued by its line (which went on below it) and is dropped. */
+void uf_arb_hb_settle(struct uf_arb *a, unsigned src)
+{
+	if (a->hb_claim[src] > a->high)
+		uf_stat_add(&a->st->heartbeats_dropped, 1);
+	a->hb_claim[src] = 0;
+	a->hb_row[src] = 0;
 }

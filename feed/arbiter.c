@@ -381,7 +381,12 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		uf_arb_quarantine(a, pkt, rx_ns, src);
 		return;
 	}
+	if (UF_UNLIKELY(pkt->kind == UF_FRAME_HEARTBEAT && pkt->seq > a->high) &&
+	    !uf_arb_hb_believed(a, pkt, rx_ns, src))
+		return;
 	uf_arb_accept(a, pkt, rx_ns, src);
+	if (UF_UNLIKELY(a->hb_claim[src]))
+		uf_arb_hb_settle(a, src);
 	if (UF_UNLIKELY(a->nquar))
 		uf_arb_quar_recheck(a, src);
 }

@@ -14,8 +14,9 @@
  *     past it), then gets its own re-requests (unicast, at most max_count messages each,
  *     neighbouring holes within max_count in one request), each retried after timeout_ms up
  *     to `retries` times; up to max_in_flight requests are outstanding at once, at most
- *     max_requests_per_s. Queued packets are delivered in order as soon as what precedes
- *     them is filled or given up;
+ *     max_requests_per_s (a credit of time kept up to max_in_flight requests: a tick sends
+ *     as many as the time since the last ones pays for). Queued packets are delivered in order as
+ * soon as what precedes them is filled or given up;
  *   - every hole has a deadline: (retries + 1) x timeout_ms after its first request, which
  *     goes out wait_ms after the hole opened unless max_in_flight or the rate limit hold it
  *     back (the server's answers are not thrown away because we throttle ourselves). At its
@@ -34,6 +35,10 @@
  *     line shows a packet within max_jump of it, or its own line continues it with
  *     jump_confirm packets in a row (each starting where the previous ended), or the stream
  *     catches up with it. A packet of its line that does not continue it drops it.
+ *   - Heartbeats: one announcing beyond `high` (within max_jump) opens no gap until another
+ *     live line's heartbeat announces at least as far (believed up to where both did), or
+ *     its own line repeats it jump_confirm times in a row, or the stream reaches it; any
+ *     other packet of its line that leaves it beyond `high` drops it (heartbeats_*).
  *   - End of session counts only when every live line announced it at the same sequence
  *     and no packet showed anything beyond it. A line is live when it sent a packet of the
  *     current session less than line_silent_ns (receive time) before the packet at hand.
@@ -193,13 +198,18 @@ struct uf_arb {
 	uint32_t h0, nholes;       /* first entry, entries */
 	struct uf_arb_req inflight[UF_ARB_MAX_IN_FLIGHT]; /* outstanding re-requests */
 	uint32_t ninflight;                               /* entries in inflight */
-	uint64_t last_req_ns;                             /* last send (rate limit) */
-	int rate_limited;  /* a request is postponed by the rate limit (counted once) */
-	int inflight_full; /* a request waits for a slot (counted once) */
+	uint64_t req_credit_ns; /* rate limit: send time earned, up to max_in_flight intervals */
+	uint64_t credit_at_ns;  /* when req_credit_ns was last brought up to date (0: never) */
+	int rate_limited;       /* a request is postponed by the rate limit (counted once) */
+	int inflight_full;      /* a request waits for a slot (counted once) */
 	struct {
 		uint64_t first, end; /* a requested range [first, end) */
 	} reqs[UF_ARB_REQ_HISTORY];  /* the last ranges requested (end 0 = none) */
 	uint32_t nreqs;              /* requests recorded (index of the next % N) */
+	/* heartbeats announcing beyond `high`, per line, until corroborated (arb_session.c) */
+	uint64_t
+	    hb_claim[UF_CFG_MAX_LINES];    /* the sequence its held heartbeats announce (0 none) */
+	uint32_t hb_row[UF_CFG_MAX_LINES]; /* heartbeats in a row announcing it */
 	/* quarantine of uncorroborated jumps, per line */
 	uint32_t nquar;                         /* lines with a non-empty quarantine */
 	struct uf_arb_quar q[UF_CFG_MAX_LINES]; /* per line */

@@ -280,6 +280,10 @@ static void uf_feed_count_malformed(struct uf_feed *f, const struct uf_frame *mp
 	case UF_MOLD_ERR_COUNT_MISMATCH:
 		uf_stat_add(&f->stats.decode_count_mismatch, 1);
 		break;
+	case UF_MOLD_ERR_BAD_END_OF_SESSION: /* not trailing bytes: an end of session that lied */
+		uf_stat_add(&f->stats.decode_bad_end_of_session, 1);
+		break;
+	case UF_MOLD_ERR_TRAILING_BYTES: /* after the last block, or a heartbeat carrying bytes */
 	default:
 		uf_stat_add(&f->stats.decode_trailing_bytes, 1);
 		break;

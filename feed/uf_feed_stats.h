@@ -38,6 +38,11 @@
 	X(quarantine_confirmed,                                                                    \
 	  "held jumps corroborated (other line, packets in a row, catch-up)")                      \
 	X(quarantine_dropped, "held packets dropped: their jump was never corroborated")           \
+	X(heartbeats_held,                                                                         \
+	  "heartbeats announcing messages nothing else showed: held until another "                \
+	  "line or heartbeats in a row confirm them")                                              \
+	X(heartbeats_confirmed, "held heartbeat announcements believed (other line, in a row)")    \
+	X(heartbeats_dropped, "held heartbeat announcements their line did not continue: dropped") \
 	X(rerequest_answers_rejected, "re-request socket packets not answering a request (other "  \
 	                              "session, range not requested, not data): dropped")          \
 	X(end_of_session_contradicted, "end-of-session announcements voided by later packets")     \
@@ -98,6 +103,8 @@
 	X(decode_block_overruns_packet, "packets whose message block runs past the packet end")    \
 	X(decode_count_mismatch, "packets with fewer blocks than the announced count")             \
 	X(decode_trailing_bytes, "packets with bytes left after the announced count")              \
+	X(decode_bad_end_of_session, "end-of-session packets (count 0xFFFF) carrying bytes after " \
+	                             "the header (dropped)")                                       \
 	X(decode_bad_length, "ITCH messages whose length does not match their type")               \
 	X(decode_unknown_type, "ITCH messages of an unknown type (skipped)")                       \
 	X(decode_empty_message, "zero-length ITCH message blocks (skipped)")                       \

@@ -16,7 +16,7 @@
 #include "feed/arbiter.h"
 #include "feed/mcast.h"
 
-#define MAXD 4096
+#define MAXD 8192
 
 struct rec {
 	uint64_t delivered[MAXD]; /* sequences delivered, in order */
@@ -366,10 +366,14 @@ static void test_arb_heartbeat_reveals_a_lost_tail(void **s)
 	pkt(e, 1, 2, 0);
 	ctl(e, 3, 0, 0);
 	assert_false(uf_arb_gap_open(&e->a));
-	ctl(e, 5, 0, 1); /* 3 and 4 were sent and lost everywhere */
+	ctl(e, 5, 0, 1);                      /* 3 and 4 were sent and lost everywhere */
+	assert_false(uf_arb_gap_open(&e->a)); /* one line's word only (issue 23 item 7) */
+	assert_int_equal(e->st.heartbeats_held, 1);
+	ctl(e, 5, 0, 0); /* the other line says so too */
 	assert_true(uf_arb_gap_open(&e->a));
 	assert_int_equal(e->st.gap_messages, 2);
 	assert_int_equal(e->st.heartbeats, 2);
+	assert_int_equal(e->st.heartbeats_confirmed, 1);
 	env_free(e);
 }
 
@@ -891,6 +895,150 @@ static void test_arb_holes_are_requested_in_parallel(void **s)
 	env_free(e);
 }
 
+/* Issue 23 item 17: the rate limit spaced requests one per tick, so ticks further apart
+ * than 1 / max_requests_per_s sent fewer requests than the rate allows, however many slots
+ * were free. Now a tick sends what the time since the last request pays for (up to
+ * max_in_flight at once). */
+static void test_arb_rate_limit_lets_several_requests_go_in_one_tick(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.max_count = 1; /* one hole per request: nothing coalesces */
+	assert_int_equal(e->a.min_interval_ns, 1 * MS); /* 1000 requests/s */
+	assert_int_equal(e->a.max_in_flight, 8);
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 1; q <= 9; q += 2)
+			pkt(e, q, 1, l); /* 2, 4, 6 and 8 lost everywhere */
+	tick_at(e, 3);                   /* the first request goes; the rest wait for the rate */
+	uint64_t seq[5];
+	uint16_t cnt;
+	assert_true(read_request(e, &seq[0], &cnt));
+	assert_false(read_request(e, &seq[1], &cnt));
+	assert_int_equal(e->st.rerequest_rate_limited, 1);
+	tick_at(e, 7); /* 4 ms later: the rate allows 4 more, three holes are left */
+	for (int i = 1; i < 4; i++)
+		assert_true(read_request(e, &seq[i], &cnt));
+	assert_false(read_request(e, &seq[4], &cnt));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(seq[i], 2 + 2 * (uint64_t)i);
+	assert_int_equal(e->st.rerequests, 4);
+	assert_int_equal(e->a.ninflight, 4);
+	env_free(e);
+}
+
+/* The rate limit still bounds a burst: after a long quiet time, at most max_in_flight
+ * requests go at once, and then one per interval. */
+static void test_arb_rate_limit_bounds_a_burst(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.max_count = 1;
+	e->a.max_in_flight = 3;
+	e->a.min_interval_ns = 10 * MS;
+	e->a.deadline_ns = 10000 * MS; /* holes outlive the test */
+	e->a.timeout_ns = 10000 * MS;
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 1; q <= 3; q += 2)
+			pkt(e, q, 1, l); /* 2 lost */
+	tick_at(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	assert_true(read_request(e, &seq, &cnt));
+	pkt(e, 2, 1, UF_ARB_SRC_RECOVERY);
+	assert_false(uf_arb_gap_open(&e->a));
+	for (unsigned l = 0; l < 2; l++)
+		for (uint64_t q = 5; q <= 15; q += 2)
+			pkt(e, q, 1, l); /* 4, 6, ..., 14 lost: six holes */
+	tick_at(e, 1000);                /* a second later: three slots, three requests, no more */
+	int n = 0;
+	while (read_request(e, &seq, &cnt))
+		n++;
+	assert_int_equal(n, 3);
+	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY);
+	pkt(e, 6, 1, UF_ARB_SRC_RECOVERY);
+	pkt(e, 8, 1, UF_ARB_SRC_RECOVERY);
+	tick_at(e, 1001); /* slots free, but the burst was spent: none for 10 ms */
+	assert_false(read_request(e, &seq, &cnt));
+	tick_at(e, 1011); /* one interval: one request */
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 10);
+	assert_false(read_request(e, &seq, &cnt));
+	env_free(e);
+}
+
+/* Issue 23 item 7: in a quiet period, one forged heartbeat on line B announcing current +
+ * 5000 was believed at once: a hole that the server could not fill (those messages did not
+ * exist yet) was given up, and the 5000 genuine messages that followed were dropped as
+ * already given up (flagged, but lost). A heartbeat's sequence now needs corroboration. */
+static void test_arb_forged_heartbeat_ahead_in_a_quiet_period_costs_nothing(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	pkt(e, 1, 3, 1);
+	ctl(e, 4 + 5000, 0, 1); /* the forgery */
+	assert_false(uf_arb_gap_open(&e->a));
+	for (uint64_t ms = 3; ms <= 300; ms += 3) { /* heartbeats of the quiet period */
+		ctl(e, 4, 0, 0);
+		ctl(e, 4, 0, 1);
+		tick_at(e, ms);
+	}
+	uint64_t seq;
+	uint16_t cnt;
+	assert_false(read_request(e, &seq, &cnt)); /* nothing was asked for */
+	assert_int_equal(e->st.heartbeats_held, 1);
+	assert_int_equal(e->st.heartbeats_dropped, 1); /* B's own heartbeats broke it */
+	for (uint64_t q = 4; q < 4 + 5000; q += 50) {  /* the exchange goes on */
+		pkt(e, q, 50, 0);
+		pkt(e, q, 50, 1);
+	}
+	assert_in_order(&e->r, 1, 3 + 5000);
+	assert_int_equal(e->r.ngaps, 0);
+	assert_int_equal(e->st.messages_unrecovered, 0);
+	assert_int_equal(e->st.gaps, 0);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* A genuine tail lost on both lines in a quiet period, shown only by heartbeats: believed at
+ * the second line's heartbeat, or (one live line) after jump_confirm heartbeats in a row. */
+static void test_arb_heartbeat_tail_is_believed_when_corroborated(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	pkt(e, 1, 3, 1);
+	ctl(e, 10, 0, 0); /* 4..9 lost everywhere */
+	assert_false(uf_arb_gap_open(&e->a));
+	ctl(e, 12, 0, 1); /* B announces further still: believed as far as A said, 10 */
+	assert_true(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->st.gap_messages, 6);
+	ctl(e, 12, 0, 1);
+	ctl(e, 12, 0, 1); /* B's own row is not long enough yet (jump_confirm 4) */
+	assert_int_equal(e->st.gap_messages, 6);
+	ctl(e, 12, 0, 1); /* the fourth in a row */
+	assert_int_equal(e->st.gap_messages, 8);
+	tick_at(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 4);
+	assert_int_equal(cnt, 8);
+	pkt(e, 4, 8, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 11);
+	assert_int_equal(e->r.ngaps, 0);
+	env_free(e);
+
+	/* One live line (B never sent): four heartbeats in a row on A. */
+	e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	for (int i = 0; i < 3; i++)
+		ctl(e, 10, 0, 0);
+	assert_false(uf_arb_gap_open(&e->a));
+	ctl(e, 10, 0, 0);
+	assert_true(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->st.gap_messages, 6);
+	pkt(e, 10, 1, 0); /* and data at 10 on a line is believed at once, as always */
+	assert_int_equal(e->r.n, 3);
+	env_free(e);
+}
+
 /* Neighbouring holes within max_count go in one request. */
 static void test_arb_neighbouring_holes_share_a_request(void **s)
 {
@@ -1097,6 +1245,8 @@ int main(void)
 	    cmocka_unit_test(test_arb_queue_overflow_gives_up_the_oldest_hole),
 	    cmocka_unit_test(test_arb_queue_overflow_keeps_a_packet_inside_the_hole),
 	    cmocka_unit_test(test_arb_heartbeat_reveals_a_lost_tail),
+	    cmocka_unit_test(test_arb_forged_heartbeat_ahead_in_a_quiet_period_costs_nothing),
+	    cmocka_unit_test(test_arb_heartbeat_tail_is_believed_when_corroborated),
 	    cmocka_unit_test(test_arb_end_of_session_counts_once_after_everything),
 	    cmocka_unit_test(test_arb_new_session_restarts_at_one_and_drops_the_old),
 	    cmocka_unit_test(test_arb_stray_packet_of_another_session_changes_nothing),
@@ -1121,6 +1271,8 @@ int main(void)
 	    cmocka_unit_test(test_arb_source_filter_drops_other_sources),
 	    cmocka_unit_test(test_arb_params_are_checked),
 	    cmocka_unit_test(test_arb_holes_are_requested_in_parallel),
+	    cmocka_unit_test(test_arb_rate_limit_lets_several_requests_go_in_one_tick),
+	    cmocka_unit_test(test_arb_rate_limit_bounds_a_burst),
 	    cmocka_unit_test(test_arb_neighbouring_holes_share_a_request),
 	    cmocka_unit_test(test_arb_large_hole_is_requested_in_parallel_chunks),
 	    cmocka_unit_test(test_arb_neighbour_straddling_max_count_joins_with_its_start),

@@ -539,6 +539,42 @@ static void test_feed_malformed_datagrams_are_counted_and_dropped(void **state)
 	assert_int_equal(c.st.decode_trailing_bytes, 10);
 }
 
+/* Header-only packets carrying bytes on line A while a day plays (issue 23 item 17): an end
+ * of session (count 0xFFFF) with bytes is its own kind, decode_bad_end_of_session, not
+ * decode_trailing_bytes (which a heartbeat with bytes still is); both are dropped whole. */
+static void test_feed_bad_end_of_session_is_counted_as_its_own_kind(void **state)
+{
+	struct ft_case c = {0};
+	ft_start(&c, 9, 1);
+	char err[128];
+	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
+	assert_true(tx >= 0);
+	struct sockaddr_in dst = {.sin_family = AF_INET,
+	                          .sin_port = htons(c.cfg.lines[0].port),
+	                          .sin_addr = c.cfg.lines[0].group};
+	uint8_t bad[2][32];
+	memset(bad, 0, sizeof(bad));
+	for (int i = 0; i < 2; i++) {
+		memcpy(bad[i], "REPLAY0001", 10); /* the day's own session */
+		uf_put_be64(bad[i] + 10, 7);
+	}
+	uf_put_be16(bad[0] + 18, 0xFFFF); /* end of session, then 3 stray bytes */
+	uf_put_be16(bad[1] + 18, 0);      /* heartbeat, then 3 stray bytes */
+	for (int r = 0; r < 5; r++)
+		for (int i = 0; i < 2; i++)
+			sendto(tx, bad[i], 23, 0, (struct sockaddr *)&dst, sizeof(dst));
+	ft_replay(&c, 9, 1, NULL);
+	for (int r = 0; r < 5; r++)
+		for (int i = 0; i < 2; i++)
+			sendto(tx, bad[i], 23, 0, (struct sockaddr *)&dst, sizeof(dst));
+	close(tx);
+	ft_expect_identical(&c);
+	assert_int_equal(c.st.lines[0].malformed, 20);
+	assert_int_equal(c.st.decode_bad_end_of_session, 10);
+	assert_int_equal(c.st.decode_trailing_bytes, 10);
+	assert_int_equal(c.st.end_of_session, 1); /* the day's own, at its end: nothing else */
+}
+
 struct ft_sleeper {
 	const char *ring;
 	pid_t tid;
@@ -1589,6 +1625,7 @@ int main(void)
 		cmocka_unit_test(test_feed_new_session_clears_stale_books),
 		cmocka_unit_test(test_feed_create_says_what_is_wrong),
 		cmocka_unit_test(test_feed_malformed_datagrams_are_counted_and_dropped),
+		cmocka_unit_test(test_feed_bad_end_of_session_is_counted_as_its_own_kind),
 		cmocka_unit_test(test_feed_late_consumer_handover_gives_identical_books),
 		cmocka_unit_test(test_feed_undecodable_messages_are_counted_and_the_rest_applied),
 		cmocka_unit_test(test_feed_symbol_filter_keeps_every_doubt),
