@@ -61,15 +61,20 @@ static int uf_soup_dir_ok(uint8_t type, enum uf_soup_dir dir)
 int uf_soup_parse_number(const uint8_t *p, size_t len, uint64_t *out)
 {
 	size_t i = 0;
+	size_t end = len;
 	uint64_t v = 0;
 
+	/* Padding on either side: servers differ (SoupBinTCP specifies right-justified, a GLIMPSE
+	 * dissector types the field alphanumeric, left-justified); both carry the same number. */
 	while (i < len && p[i] == ' ')
 		i++;
-	if (i == len)
+	while (end > i && p[end - 1] == ' ')
+		end--;
+	if (i == end)
 		return -EINVAL; /* blank: no number at all */
-	for (; i < len; i++) {
+	for (; i < end; i++) {
 		if (p[i] < '0' || p[i] > '9')
-			return -EINVAL;
+			return -EINVAL; /* letters, signs, NULs and spaces inside the digits */
 		uint64_t d = (uint64_t)(p[i] - '0');
 		if (v > (UINT64_MAX - d) / 10)
 			return -EINVAL;

@@ -120,8 +120,9 @@ const char *uf_soup_err_name(unsigned kind);
 int uf_soup_parse(const uint8_t *p, size_t avail, enum uf_soup_dir dir, size_t max_packet,
                   struct uf_soup_packet *pk);
 
-/* Parses a right-justified ASCII numeric field of `len` bytes (spaces, then at least one
- * digit). Returns 0 and *out, or -EINVAL. */
+/* Parses an ASCII numeric field of `len` bytes: at least one digit, zero-padded or with
+ * spaces on either side (right- or left-justified), nothing else. Returns 0 and *out, or
+ * -EINVAL. */
 int uf_soup_parse_number(const uint8_t *p, size_t len, uint64_t *out);
 
 /* ---- builders: each writes one whole packet and returns its wire length ---- */

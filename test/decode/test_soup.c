@@ -246,7 +246,7 @@ static void test_soup_bad_ascii_numbers(void **state)
 	const char *bad[] = {
 	    "                    ", /* blank */
 	    "                 1 2", /* space inside */
-	    "1                   ", /* left-justified (space after the digits) */
+	    "1 2                 ", /* left-justified with a space inside */
 	    "                 12a", /* letter */
 	    "                -123", /* sign */
 	    "18446744073709551616", /* 2^64: overflows */
@@ -268,6 +268,30 @@ static void test_soup_bad_ascii_numbers(void **state)
 		uint8_t g[21] = {'G'};
 		memcpy(g + 1, bad[i], 20);
 		assert_int_equal(uf_glimpse_end_of_snapshot(g, 21, &v), -EBADMSG);
+	}
+	/* Padded on the right or on both sides (issue 23 item 2): the same number, in Login
+	 * Accepted, Login Request and End of Snapshot alike. */
+	const char *padded[] = {"1001                ", "        1001        ",
+	                        "00000000000000001001", "                1001"};
+	for (size_t i = 0; i < sizeof(padded) / sizeof(padded[0]); i++) {
+		struct uf_soup_packet pk;
+		memcpy(b, v_login_acc, sizeof(v_login_acc));
+		memcpy(b + 13, padded[i], 20);
+		assert_int_equal(
+		    uf_soup_parse(b, sizeof(v_login_acc), UF_SOUP_FROM_SERVER, 64, &pk),
+		    (int)sizeof(v_login_acc));
+		assert_true(pk.u.accepted.seq == 1001);
+		memcpy(b, v_login_req, sizeof(v_login_req));
+		memcpy(b + 29, padded[i], 20);
+		assert_int_equal(
+		    uf_soup_parse(b, sizeof(v_login_req), UF_SOUP_FROM_CLIENT, 64, &pk),
+		    (int)sizeof(v_login_req));
+		assert_true(pk.u.login.seq == 1001);
+		uint8_t g[21] = {'G'};
+		memcpy(g + 1, padded[i], 20);
+		v = 0;
+		assert_int_equal(uf_glimpse_end_of_snapshot(g, 21, &v), 1);
+		assert_true(v == 1001);
 	}
 	/* Zero-padded and the largest value are numbers. */
 	assert_int_equal(uf_soup_parse_number((const uint8_t *)"00000000000000000007", 20, &v), 0);

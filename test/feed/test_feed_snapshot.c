@@ -84,6 +84,7 @@ struct ts_glimpse {
 	volatile int release;  /* test -> server: send the End of Snapshot */
 	volatile int64_t body; /* server -> test: messages in the snapshot body, when sent */
 	int die_after_body;    /* close instead of sending the End, refuse reconnects */
+	int pad_right;         /* numbers left-justified, space-padded (issue 23 item 2) */
 	pthread_t thr;
 	int rc; /* 0 ok */
 };
@@ -105,6 +106,16 @@ static int ts_emit(void *ctx, const uint8_t *msg, size_t len)
 	uint8_t pkt[256];
 	int n = uf_soup_build(pkt, sizeof(pkt), 'S', msg, len);
 	return n < 0 ? n : ts_write_all(*(int *)ctx, pkt, (size_t)n);
+}
+
+/* Rewrites a 20-byte numeric field left-justified ("1001" then spaces), as some servers do. */
+static void ts_left_justify(uint8_t *field)
+{
+	uint64_t v = 0;
+	char tmp[UF_SOUP_SEQ_LEN + 1];
+	assert_int_equal(uf_soup_parse_number(field, UF_SOUP_SEQ_LEN, &v), 0);
+	snprintf(tmp, sizeof(tmp), "%-20llu", (unsigned long long)v);
+	memcpy(field, tmp, UF_SOUP_SEQ_LEN);
 }
 
 static void *ts_glimpse_thread(void *arg)
@@ -130,6 +141,8 @@ static void *ts_glimpse_thread(void *arg)
 	}
 	uint8_t pkt[64];
 	int n = uf_soup_build_login_accepted(pkt, TS_SESSION, 1);
+	if (n > 0 && g->pad_right)
+		ts_left_justify(pkt + UF_SOUP_HDR_LEN + UF_SOUP_SESSION_LEN);
 	if (n < 0 || ts_write_all(fd, pkt, (size_t)n) < 0)
 		goto out;
 	struct rp_snap_state *st;
@@ -153,6 +166,8 @@ static void *ts_glimpse_thread(void *arg)
 		ts_nap(); /* the test releases it once the feed buffered what it must */
 	uint8_t eos[UF_SOUP_HDR_LEN + 32];
 	int m = uf_glimpse_build_end_of_snapshot(eos + UF_SOUP_HDR_LEN, g->end_seq);
+	if (m > 0 && g->pad_right)
+		ts_left_justify(eos + UF_SOUP_HDR_LEN + 1);
 	if (m < 0 || uf_soup_build_header(eos, 'S', (size_t)m) < 0 ||
 	    ts_write_all(fd, eos, UF_SOUP_HDR_LEN + (size_t)m) < 0)
 		goto out;
@@ -417,12 +432,13 @@ static void test_snapshot_merge_with_live_packets_before_across_and_after(void *
 
 /* ---- a hole too large to re-request ---- */
 
-static void test_snapshot_gap_too_large_loads_a_snapshot(void **state)
+static void ts_gap_too_large(int pad_right)
 {
 	struct ts_case c;
 	struct ts_glimpse g;
 	const uint64_t K = 9000;
 	ts_glimpse_start(&g, K);
+	g.pad_right = pad_right; /* read by the server only once the feed logs in, below */
 	ts_config(&c.cfg, 1, g.port);
 	c.cfg.snapshot.on_start = 0;
 	c.cfg.snapshot.max_gap_messages = 1000;
@@ -444,6 +460,20 @@ static void test_snapshot_gap_too_large_loads_a_snapshot(void **state)
 	ts_expect_books(c.cfg.ring.name);
 	ts_glimpse_stop(&g);
 	ts_end(&c);
+}
+
+static void test_snapshot_gap_too_large_loads_a_snapshot(void **state)
+{
+	(void)state;
+	ts_gap_too_large(0);
+}
+
+/* Issue 23 item 2: a server padding its numbers on the right ("9000" then spaces, in Login
+ * Accepted and in 'G') gives the same load, not a refusal per login. */
+static void test_snapshot_numbers_padded_on_the_right_load(void **state)
+{
+	(void)state;
+	ts_gap_too_large(1);
 }
 
 /* ---- a hole too old to re-request ---- */
@@ -892,6 +922,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_snapshot_merge_with_live_packets_before_across_and_after),
 	    cmocka_unit_test(test_snapshot_gap_too_large_loads_a_snapshot),
+	    cmocka_unit_test(test_snapshot_numbers_padded_on_the_right_load),
 	    cmocka_unit_test(test_snapshot_gap_too_old_loads_a_snapshot),
 	    cmocka_unit_test(test_snapshot_dying_mid_snapshot_flags_books_stale_and_retries),
 	    cmocka_unit_test(test_snapshot_server_down_is_retried_counted_and_books_flagged_stale),
