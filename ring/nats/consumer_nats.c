@@ -70,6 +70,7 @@ struct uf_nats_consumer {
 	struct uf_nats_books books;     /* image at `tail` */
 	struct uf_nats_commit cm;       /* the commit entry read at attach */
 	uint64_t js_next;               /* next stream sequence expected */
+	uint64_t forged;                /* messages dropped: they do not continue the stream */
 	uint64_t received, lost, laps;  /* as uf_consumer_info */
 	struct uf_consumer_lap lap;     /* last lap */
 	int closed;                     /* the producer closed the ring at `tail` */
@@ -311,11 +312,29 @@ static void store(struct uf_nats_consumer *n, const struct uf_record *r, uint64_
 	n->tail = seq + 1;
 }
 
-/* One stream message. Returns 0, or 1 when the receiver must stop (new generation). */
-static int on_message(struct uf_nats_consumer *n, const char *data, int len)
+/* Counts and logs a message that does not continue the stream the bridge wrote; the
+ * genuine stream goes on (the first few are logged, then every 1000th). */
+static void drop_forged(struct uf_nats_consumer *n, const struct uf_nats_msg *h, uint64_t sseq,
+                        const char *why)
+{
+	n->forged++;
+	if (n->forged <= 8 || n->forged % 1000 == 0)
+		fprintf(
+		    stderr,
+		    "ufconsumer: ring %s: dropped stream message %llu (kind %u, first %llu): %s "
+		    "(%llu dropped so far)\n",
+		    n->ring, (unsigned long long)sseq, (unsigned)h->kind,
+		    (unsigned long long)h->first_seq, why, (unsigned long long)n->forged);
+}
+
+/* One stream message (`msgid` its Nats-Msg-Id header or NULL, `sseq` its JetStream stream
+ * sequence). Returns 0, or 1 when the receiver must stop (new generation). */
+static int on_message(struct uf_nats_consumer *n, const char *data, int len, const char *msgid,
+                      uint64_t sseq)
 {
 	struct uf_nats_msg h;
 	const char *recs; /* the message buffer need not be 8-byte aligned: copied out */
+	char want[UF_NATS_MSG_ID_MAX];
 	int rc = 0;
 
 	if (len < (int)sizeof(h))
@@ -325,7 +344,15 @@ static int on_message(struct uf_nats_consumer *n, const char *data, int len)
 	    (size_t)len != sizeof(h) + (size_t)h.count * sizeof(struct uf_record))
 		return 0; /* not ours: the subject is the bridge's alone */
 	recs = data + sizeof(h);
+	/* the bridge names every message by its content (uf_nats_wire.h): a message whose id is
+	 * missing or names something else was not published by the bridge */
+	snprintf(want, sizeof(want), "%llu:%u:%llu:%u", (unsigned long long)h.generation,
+	         (unsigned)h.kind, (unsigned long long)h.first_seq, (unsigned)h.count);
 	pthread_mutex_lock(&n->mu);
+	if (!msgid || strcmp(msgid, want) != 0) {
+		drop_forged(n, &h, sseq, "its Nats-Msg-Id does not name its content");
+		goto out;
+	}
 	if (h.generation != n->cm.generation) {
 		if (h.kind == UF_NATS_RESET) { /* the producer restarted: reattach */
 			n->stale = 1;
@@ -366,8 +393,12 @@ static int on_message(struct uf_nats_consumer *n, const char *data, int len)
 		break;
 	}
 	case UF_NATS_CLOSED:
-		if (h.first_seq >= n->tail)
+		/* the bridge publishes CLOSED after the last record, in stream order: a close
+		 * anywhere but at the end of what we hold does not continue the stream */
+		if (h.first_seq == n->tail)
 			n->closed = 1;
+		else if (h.first_seq > n->tail)
+			drop_forged(n, &h, sseq, "a close beyond the records received");
 		break;
 	}
 out:
@@ -383,6 +414,8 @@ static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
 	natsMsg *m = NULL;
 	jsMsgMetaData *meta = NULL;
 	natsStatus s = natsSubscription_NextMsg(&m, n->sub, wait_ms);
+	const char *msgid = NULL;
+	uint64_t sseq = 0;
 	int rc = 1;
 
 	if (s == NATS_TIMEOUT)
@@ -390,7 +423,7 @@ static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
 	if (s != NATS_OK)
 		return s == NATS_SLOW_CONSUMER || s == NATS_MISSED_HEARTBEAT ? 0 : -1;
 	if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
-		uint64_t sseq = meta->Sequence.Stream;
+		sseq = meta->Sequence.Stream;
 		jsMsgMetaData_Destroy(meta);
 		if (sseq < n->js_next) { /* delivered twice (a consumer re-created): seen */
 			natsMsg_Destroy(m);
@@ -398,7 +431,9 @@ static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
 		}
 		n->js_next = sseq + 1;
 	}
-	if (on_message(n, natsMsg_GetData(m), natsMsg_GetDataLength(m)) == 1)
+	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &msgid) != NATS_OK)
+		msgid = NULL;
+	if (on_message(n, natsMsg_GetData(m), natsMsg_GetDataLength(m), msgid, sseq) == 1)
 		rc = 2;
 	natsMsg_Destroy(m);
 	return rc;

@@ -346,6 +346,69 @@ static void test_remote_books_equal_local_books_on_a_day_with_loss(void **state)
 	case_end(&k);
 }
 
+/* Publishes on the record subject of `k`, as any NATS client allowed to publish there can: a
+ * CLOSED far ahead and a DATA at first sequence 2^40 of the current generation (read from the
+ * bridge's status), with and without a Nats-Msg-Id of the bridge's form. */
+static void forge_messages(const struct bt_case *k)
+{
+	natsConnection *nc = NULL;
+	char subj[128], *st = uf_test_slurp(k->status);
+	unsigned char buf[sizeof(struct uf_nats_msg) + sizeof(struct uf_record)];
+	struct uf_nats_msg h;
+
+	snprintf(subj, sizeof(subj), "uf.%s.seq", k->ring);
+	assert_int_equal(natsConnection_ConnectTo(&nc, k->ns.urls), NATS_OK);
+	for (int kind = 0; kind < 2; kind++) {
+		memset(&h, 0, sizeof(h));
+		h.magic = UF_NATS_MAGIC;
+		h.version = UF_NATS_VERSION;
+		h.generation = (uint64_t)bt_json_num(st, "generation");
+		h.kind = kind == 0 ? UF_NATS_CLOSED : UF_NATS_DATA;
+		h.count = kind == 0 ? 0 : 1;
+		h.first_seq = 1ull << 40;
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, &h, sizeof(h));
+		assert_int_equal(
+		    natsConnection_Publish(nc, subj, buf,
+		                           (int)(sizeof(h) + h.count * sizeof(struct uf_record))),
+		    NATS_OK);
+	}
+	assert_int_equal(natsConnection_Flush(nc), NATS_OK);
+	natsConnection_Destroy(nc);
+	free(st);
+}
+
+static void forge_cb(void *arg)
+{
+	forge_messages(arg);
+}
+
+/* A forger publishes a CLOSED and a DATA at 2^40 on the record subject mid-stream: the remote
+ * consumer drops both, receives every genuine record once and ends with the books uf-decode
+ * computes, as does uf-tail --nats (issue 23 item 12). */
+static void test_forged_messages_on_the_record_subject_are_dropped(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 13);
+	struct drain d = {0};
+	char *feed, *ref;
+	uf_consumer_t *c;
+
+	case_begin(&k, "forge", 1);
+	ref = decode_books(day);
+	case_start(&k, day, "8000", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 10000, forge_cb, &k);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	expect_local_and_remote_books(&k, c, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(ref);
+	case_end(&k);
+}
+
 static void kill_first_node(void *arg)
 {
 	struct bt_case *k = arg;
@@ -1137,6 +1200,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_remote_books_equal_local_books_on_a_day_with_loss,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_forged_messages_on_the_record_subject_are_dropped,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
 	                              case_teardown),
