@@ -339,12 +339,11 @@ struct bt_books {
 	size_t n, cap;
 };
 
-static inline int bt_collect(const struct uf_book_snapshot *s, void *arg)
+/* uf_consumer_snapshot_all's callback: keeps every snapshot in the list (arg). */
+static inline int bt_keep(const struct uf_book_snapshot *s, void *arg)
 {
 	struct bt_books *l = arg;
 
-	if (s->nbid == 0 && s->nask == 0)
-		return 0;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 64;
 		l->v = realloc(l->v, l->cap * sizeof(*l->v));
@@ -352,6 +351,14 @@ static inline int bt_collect(const struct uf_book_snapshot *s, void *arg)
 	}
 	l->v[l->n++] = *s;
 	return 0;
+}
+
+/* The same for the books uf-tail --books prints: only those with a level. */
+static inline int bt_collect(const struct uf_book_snapshot *s, void *arg)
+{
+	if (s->nbid == 0 && s->nask == 0)
+		return 0;
+	return bt_keep(s, arg);
 }
 
 static inline int bt_cmp(const void *a, const void *b)

@@ -314,24 +314,6 @@ static void phase_e(struct prod *p)
 
 /* ---- rendering: one line per book, every compared field ---- */
 
-struct books {
-	struct uf_book_snapshot *v;
-	size_t n, cap;
-};
-
-static int keep(const struct uf_book_snapshot *s, void *arg)
-{
-	struct books *l = arg;
-
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 16;
-		l->v = realloc(l->v, l->cap * sizeof(*l->v));
-		assert_non_null(l->v);
-	}
-	l->v[l->n++] = *s;
-	return 0;
-}
-
 static int by_id(const void *a, const void *b)
 {
 	const struct uf_book_snapshot *x = a, *y = b;
@@ -340,7 +322,7 @@ static int by_id(const void *a, const void *b)
 }
 
 /* Also what python/ prints (render() in the script below); frees l. */
-static char *render(struct books l)
+static char *render(struct bt_books l)
 {
 	size_t cap = 1 << 16, len = 0;
 	char *out = malloc(cap);
@@ -378,21 +360,21 @@ static char *render(struct books l)
 
 static char *render_consumer(uf_consumer_t *c)
 {
-	struct books l = {0};
+	struct bt_books l = {0};
 
-	assert_int_equal(uf_consumer_snapshot_all(c, keep, &l), 0);
+	assert_int_equal(uf_consumer_snapshot_all(c, bt_keep, &l), 0);
 	return render(l);
 }
 
-static struct books builder_books(const uf_book_builder_t *b)
+static struct bt_books builder_books(const uf_book_builder_t *b)
 {
-	struct books l = {0};
+	struct bt_books l = {0};
 	struct uf_book_snapshot *s = malloc(sizeof(*s));
 
 	assert_non_null(s);
 	for (uint32_t id = 0; id < uf_book_builder_max_instruments(b); id++)
 		if (uf_book_builder_snapshot(b, id, s) == 0)
-			keep(s, &l);
+			bt_keep(s, &l);
 	free(s);
 	return l;
 }
@@ -630,7 +612,7 @@ static void test_every_consumer_path_shows_the_same_books(void **state)
 	{
 		char depth[8];
 		struct bt_books l = {0};
-		struct books lbk = builder_books(lb);
+		struct bt_books lbk = builder_books(lb);
 		snprintf(depth, sizeof(depth), "%u", DEPTH);
 		const char *lt[] = {"uf-tail", "--ring", ring, "--books", "--depth", depth, NULL};
 		const char *rt[] = {"uf-tail", "--nats",  ns.urls, "--ring", ring,
