@@ -101,6 +101,23 @@ void uf_arb_hole_remove(struct uf_arb *a, uint32_t i)
 		a->h0 = 0;
 }
 
+/* Answers filled part of hole `h`: the server is answering it, so it is not given up while
+ * they come. Its deadline moves to a full cycle of tries ((retries + 1) x timeout) from now,
+ * never past UF_ARB_HARD_CAP from its opening (a server trickling answers cannot hold the
+ * stream for ever); its tries start over. */
+static void uf_arb_hole_progress(struct uf_arb *a, struct uf_arb_hole *h)
+{
+	uint64_t cap = h->opened_ns + UF_ARB_HARD_CAP(uf_arb_life(a));
+	uint64_t d = a->now() + a->deadline_ns;
+	if (d > cap)
+		d = cap;
+	if (d > h->deadline_ns) {
+		h->deadline_ns = d;
+		uf_stat_add(&a->st->holes_extended, 1);
+	}
+	h->tries = 0;
+}
+
 /* Removes [first, end) from the holes: it was received (from source `src`). A hole filled
  * completely before any request was filled by a line (or reordering). */
 void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end, unsigned src)
@@ -111,18 +128,18 @@ void uf_arb_holes_fill(struct uf_arb *a, uint64_t first, uint64_t end, unsigned 
 		if (h->first >= end)
 			return;
 		if (first <= h->first && end >= h->end) { /* all of it */
-			if (!h->tries && !h->deadline_ns && src != UF_ARB_SRC_RECOVERY)
+			if (!h->asked && src != UF_ARB_SRC_RECOVERY)
 				uf_stat_add(&a->st->gaps_filled_by_line, 1); /* never requested */
 			uf_arb_hole_remove(a, i);
 			continue;
 		}
-		if (first <= h->first) { /* its start: progress, fresh retries */
+		/* Part of it. From the server: progress. A lagging line's copy proves nothing
+		 * about the rest: the deadline stays. */
+		if (src == UF_ARB_SRC_RECOVERY)
+			uf_arb_hole_progress(a, h);
+		if (first <= h->first) { /* its start: fresh retries */
 			h->first = end;
 			h->tries = 0;
-			/* The server answers (a large hole, chunk by chunk): a fresh deadline. A
-			 * lagging line's copy proves nothing about the rest: the deadline stays. */
-			if (src == UF_ARB_SRC_RECOVERY)
-				h->deadline_ns = 0;
 			return;
 		}
 		if (end >= h->end) { /* its tail */

@@ -26,6 +26,14 @@ static inline struct uf_arb_hole *uf_arb_hole_at(struct uf_arb *a, uint32_t i)
 	return &a->holes[a->h0 + i];
 }
 
+/* A hole's life from its opening: the wait for the other line, then 1 + retries tries. The
+ * documented bound of the lag (docs/feed.md, "Bound"); answers arriving extend it, up to
+ * UF_ARB_HARD_CAP of it. */
+static inline uint64_t uf_arb_life(const struct uf_arb *a)
+{
+	return a->wait_ns + a->deadline_ns;
+}
+
 /* ---- quarantine of jumps nothing corroborates yet ---- */
 
 /* Sequence `a->high` + max_jump: how far a line may announce without corroboration. */

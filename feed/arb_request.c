@@ -46,6 +46,7 @@ static void uf_arb_request(struct uf_arb *a, uint64_t first, uint64_t end, uint6
 	a->req_credit_ns -= a->min_interval_ns; /* uf_arb_rate_ok said it is there */
 	a->rate_limited = 0;
 	uf_arb_req_remember(a, first, end);
+	uf_stat_add(&a->st->rerequested_messages, end - first);
 	ssize_t r =
 	    sendto(a->fd, req, len, MSG_DONTWAIT, (struct sockaddr *)&a->server, sizeof(a->server));
 	if (r == (ssize_t)len)
@@ -114,12 +115,13 @@ static void uf_arb_reap(struct uf_arb *a, uint64_t now_ns)
 	}
 }
 
-/* 1 when the hole at `expected` is over: its deadline passed ((retries + 1) x timeout after
- * its first request), or (no server) its wait ended, or its last try timed out. */
+/* 1 when the hole at `expected` is over: its deadline passed (its life from its opening,
+ * pushed back while answers fill it), or (no server) its wait ended, or its last try timed
+ * out. */
 static int uf_arb_head_dead(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	const struct uf_arb_hole *h = &a->holes[a->h0];
-	if (h->deadline_ns && now_ns >= h->deadline_ns) {
+	if (now_ns >= h->deadline_ns) {
 		uf_stat_add(&a->st->holes_expired, 1);
 		return 1;
 	}
@@ -143,19 +145,13 @@ static uint64_t uf_arb_unrequested(const struct uf_arb *a, const struct uf_arb_h
 	return from;
 }
 
-/* Hole `h` gets a request that starts at its first sequence: one more try, and its deadline
- * runs from the first one. */
-static void uf_arb_try(struct uf_arb *a, struct uf_arb_hole *h, uint64_t now_ns)
-{
-	if (!h->deadline_ns)
-		h->deadline_ns = now_ns + a->deadline_ns;
-	h->tries++;
-}
-
-/* Sends what the holes need, oldest first: within max_in_flight and the rate limit. A hole
- * larger than max_count gets several requests at once (consecutive chunks); one request
- * covers a hole and the neighbours that start within max_count messages of it (the rate
- * limit, not the server, is what many small holes run into). */
+/* Sends what the holes need, oldest first: within max_in_flight and the rate limit. Each
+ * request asks for missing messages only: the part of one hole that no request in flight
+ * covers, at most max_count messages (a larger hole gets consecutive chunks, all in flight
+ * together). Holes are never joined into one request: what lies between them was received
+ * (queued), and asking for it again made the server send it again (18 x the missing
+ * messages at 20 % loss per line). A range in flight is not asked for again before its
+ * timeout. A request that starts at its hole's first sequence is one more try of it. */
 static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	for (uint32_t i = 0; i < a->nholes; i++) {
@@ -185,25 +181,16 @@ static void uf_arb_send_requests(struct uf_arb *a, uint64_t now_ns, int drained)
 		uint64_t end = h->end;
 		if (end - first > a->max_count)
 			end = first + a->max_count;
+		for (uint32_t k = 0; k < a->ninflight;
+		     k++) /* stop where a request in flight starts */
+			if (a->inflight[k].first > first && a->inflight[k].first < end)
+				end = a->inflight[k].first;
 		if (first == h->first)
-			uf_arb_try(a, h, now_ns);
-		int whole = end == h->end; /* the request reaches its end: neighbours may join */
-		uint32_t j = i + 1;
-		for (; whole && j < a->nholes; j++) {
-			struct uf_arb_hole *n = uf_arb_hole_at(a, j);
-			if (n->first - first >= a->max_count || n->tries > a->retries ||
-			    uf_arb_requested(a, n) || !uf_arb_wait_done(a, n, now_ns, drained))
-				break;
-			uf_arb_try(a, n, now_ns);
-			if (n->end - first > a->max_count) {
-				end =
-				    first + a->max_count; /* its start fits: the rest comes next */
-				break;
-			}
-			end = n->end;
-		}
+			h->tries++;
+		h->asked = 1;
 		uf_arb_request(a, first, end, now_ns);
-		i = whole ? j - 1 : i - 1; /* the rest of a large hole comes next */
+		if (end < h->end)
+			i--; /* the rest of a large hole comes next */
 	}
 }
 

@@ -227,13 +227,32 @@ void uf_arb_quar_recheck(struct uf_arb *a, unsigned src)
 		uf_arb_quar_drop(a, src);
 }
 
-/* ---- heartbeats announcing what nothing else showed (issue 23 item 7) ---- */
+/* ---- heartbeats and ends of session announcing what nothing else showed (issue 23
+ * items 6 and 7) ---- */
 
-/* A heartbeat of line `src` (current session, within max_jump) announcing a sequence beyond
- * `high`: messages no packet showed. Believed like data beyond max_jump is: when another live
- * line announced at least as far (believed up to where both did), or when `src` announced it
- * jump_confirm times in a row; until then it opens no hole, so a forged one in a quiet period
- * cannot make the arbiter ask for, then give up, the messages the exchange sends next.
+/* Line `src`'s held claim is dropped (its line did not continue it): an end of session it
+ * came with is void too. */
+static void uf_arb_claim_drop(struct uf_arb *a, unsigned src)
+{
+	uint64_t c = a->hb_claim[src];
+	uf_stat_add(&a->st->heartbeats_dropped, 1);
+	if (a->line_eos[src] == c) {
+		a->line_eos[src] = 0;
+		int left = 0;
+		for (int l = 0; l < UF_CFG_MAX_LINES; l++)
+			left |= a->line_eos[l] != 0;
+		a->any_eos = left;
+	}
+}
+
+/* A heartbeat or end of session of line `src` (current session, within max_jump) announcing
+ * a sequence beyond `high`: messages no packet showed. Believed like data beyond max_jump is:
+ * when another live line announced at least as far (believed up to where both did), or when
+ * `src` announced it jump_confirm times in a row (heartbeats and ends of session alike);
+ * until then it opens no hole, so a forged one in a quiet period cannot make the arbiter
+ * ask for, then give up, the messages the exchange sends next. A held end of session still
+ * counts as its line's announcement of the end (rule 2: the end needs every live line at one
+ * sequence anyway); it goes when its claim is dropped.
  * Returns 1 when `pkt` is believed now (the caller accepts it); 0 when held or handled. */
 int uf_arb_hb_believed(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
@@ -243,7 +262,7 @@ int uf_arb_hb_believed(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx
 			a->hb_row[src]++;
 	} else {
 		if (a->hb_claim[src] > a->high)
-			uf_stat_add(&a->st->heartbeats_dropped, 1); /* not continued in a row */
+			uf_arb_claim_drop(a, src); /* not continued in a row */
 		a->hb_claim[src] = seq;
 		a->hb_row[src] = 1;
 	}
@@ -268,15 +287,24 @@ int uf_arb_hb_believed(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx
 		uf_stat_add(&a->st->heartbeats_confirmed, 1);
 		return 1;
 	}
-	uf_stat_add(&a->st->heartbeats_held, 1);
+	if (pkt->kind == UF_FRAME_END) {
+		uf_stat_add(&a->st->end_of_session_held, 1);
+		a->line_eos[src] = seq;
+		a->any_eos = 1;
+		uf_arb_eos_update(a, rx_ns);
+	} else {
+		uf_stat_add(&a->st->heartbeats_held, 1);
+	}
 	if (!both) {
-		uf_stat_add(&a->st->lines[src].heartbeats, 1); /* received all the same */
+		if (pkt->kind == UF_FRAME_HEARTBEAT)
+			uf_stat_add(&a->st->lines[src].heartbeats, 1); /* received all the same */
 		return 0;
 	}
 	/* Corroborated up to `both` only: that much is believed (as a heartbeat announcing it,
 	 * counted there); the rest stays held. */
 	struct uf_frame part = *pkt;
 	part.seq = both;
+	part.kind = UF_FRAME_HEARTBEAT;
 	uf_stat_add(&a->st->heartbeats_confirmed, 1);
 	uf_arb_accept(a, &part, rx_ns, src);
 	return 0;
@@ -287,7 +315,7 @@ int uf_arb_hb_believed(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx
 void uf_arb_hb_settle(struct uf_arb *a, unsigned src)
 {
 	if (a->hb_claim[src] > a->high)
-		uf_stat_add(&a->st->heartbeats_dropped, 1);
+		uf_arb_claim_drop(a, src);
 	a->hb_claim[src] = 0;
 	a->hb_row[src] = 0;
 }

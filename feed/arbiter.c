@@ -46,7 +46,10 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 		a->recovery = 0; /* the venue has no re-request service */
 	if (a->max_count > a->framing->max_count)
 		a->max_count = a->framing->max_count; /* what one request of the venue can ask */
-	/* A hole's life once requested: 1 + retries tries. */
+	/* The tries' share of a hole's life: 1 + retries tries. A hole lives wait + this from
+	 * its opening (uf_arb_life), not from its first request, so holes that wait for a
+	 * request slot (max_in_flight, the rate limit) still end in time: the lag's bound holds
+	 * whatever the number of holes. */
 	a->deadline_ns = (uint64_t)(a->retries + 1) * a->timeout_ns;
 	a->now = uf_now_mono_ns;
 	a->cap = cfg->recovery.queue_packets;
@@ -210,6 +213,7 @@ static void uf_arb_hole_open(struct uf_arb *a, uint64_t end)
 	h->first = first;
 	h->end = end;
 	h->opened_ns = a->now();
+	h->deadline_ns = h->opened_ns + uf_arb_life(a);
 }
 
 /* Declares [expected, end) lost: gap marker, counters; the stream goes on at `end`. The
@@ -381,7 +385,7 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		uf_arb_quarantine(a, pkt, rx_ns, src);
 		return;
 	}
-	if (UF_UNLIKELY(pkt->kind == UF_FRAME_HEARTBEAT && pkt->seq > a->high) &&
+	if (UF_UNLIKELY(pkt->kind != UF_FRAME_DATA && pkt->seq > a->high) &&
 	    !uf_arb_hb_believed(a, pkt, rx_ns, src))
 		return;
 	uf_arb_accept(a, pkt, rx_ns, src);
@@ -413,8 +417,9 @@ void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
 		if (h->first < next_seq)
 			h->first = next_seq;
 		h->tries = 0;
-		h->deadline_ns = 0;
+		h->asked = 0;
 		h->opened_ns = now;
+		h->deadline_ns = now + uf_arb_life(a);
 		memset(h->line_pkts, 0, sizeof(h->line_pkts));
 	}
 	/* A snapshot older than what was delivered: the books were replaced, so
@@ -437,6 +442,7 @@ void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
 			h->first = next_seq;
 			h->end = end;
 			h->opened_ns = now;
+			h->deadline_ns = now + uf_arb_life(a);
 		}
 		uf_stat_add(&a->st->gaps, 1);
 		uf_stat_add(&a->st->gap_messages, end - next_seq);

@@ -87,6 +87,10 @@
 /* Waiting for the other line ends at this bound even if the sockets never drain (sustained
  * full batches with one line dead): a needless re-request is cheap, a stalled gap is not. */
 #define UF_ARB_WAIT_CAP(wait_ns) (8 * (wait_ns) + 10000000ull)
+/* A hole whose answers keep arriving lives past its deadline (each answer pushes it back by
+ * (retries + 1) x timeout), but never longer than this from its opening: a server that
+ * trickles answers cannot hold the stream forever. `life` is wait_ns + deadline_ns. */
+#define UF_ARB_HARD_CAP(life) (2 * (life))
 
 /* What the arbiter needs corroborated before it believes it (see above). Defaults from
  * uf_arb_params_default(); set with uf_arb_set_params() before the first packet. */
@@ -129,9 +133,12 @@ struct uf_arb_quar {
 struct uf_arb_hole {
 	uint64_t first, end;                  /* missing range */
 	uint64_t opened_ns;                   /* when it was detected (monotonic) */
-	uint64_t deadline_ns;                 /* given up then: first request + (retries + 1) x
-	                                       * timeout (0 = not requested yet) */
-	uint32_t tries;                       /* requests sent for it (since its start moved) */
+	uint64_t deadline_ns;                 /* given up then: opened + the hole's life (wait +
+	                                       * (retries + 1) x timeout), pushed back by answers
+	                                       * filling part of it, never past opened +
+	                                       * UF_ARB_HARD_CAP(life): the lag's bound */
+	uint32_t tries;                       /* requests sent for it (since answers last came) */
+	uint32_t asked;                       /* 1 once a request covered part of it */
 	uint32_t line_pkts[UF_CFG_MAX_LINES]; /* per line: packets beyond it before a request */
 };
 
@@ -169,8 +176,8 @@ struct uf_arb {
 	uint32_t wait_packets;     /* ... or this many packets */
 	uint64_t min_interval_ns;  /* 1 s / max_requests_per_s */
 	uint32_t max_in_flight;    /* re-requests outstanding at once */
-	uint64_t deadline_ns;      /* a hole's life after its first request: (retries + 1) x
-	                            * timeout */
+	uint64_t deadline_ns;      /* the tries' share of a hole's life: (retries + 1) x
+	                            * timeout; a hole lives wait_ns + this from its opening */
 	uint64_t (*now)(void);     /* monotonic clock (uf_now_mono_ns; tests set a fake one) */
 	/* session */
 	char session[UF_FRAME_SESSION_LEN];      /* current session */

@@ -41,16 +41,24 @@
 	X(heartbeats_held,                                                                         \
 	  "heartbeats announcing messages nothing else showed: held until another "                \
 	  "line or heartbeats in a row confirm them")                                              \
-	X(heartbeats_confirmed, "held heartbeat announcements believed (other line, in a row)")    \
-	X(heartbeats_dropped, "held heartbeat announcements their line did not continue: dropped") \
+	X(heartbeats_confirmed, "held heartbeat or end-of-session announcements believed (other "  \
+	                        "line, in a row)")                                                 \
+	X(heartbeats_dropped, "held heartbeat or end-of-session announcements their line did not " \
+	                      "continue: dropped")                                                 \
+	X(end_of_session_held, "ends of session announcing messages nothing else showed: held "    \
+	                       "until another line or announcements in a row confirm them")        \
 	X(rerequest_answers_rejected, "re-request socket packets not answering a request (other "  \
 	                              "session, range not requested, not data): dropped")          \
 	X(end_of_session_contradicted, "end-of-session announcements voided by later packets")     \
 	X(bad_sequence, "packets whose sequence range wraps past 2^64 (dropped)")                  \
 	X(queue_duplicates, "line or server copies of sequences already queued: dropped before "   \
 	                    "taking a queue slot")                                                 \
-	X(holes_expired, "holes given up at their deadline ((retries + 1) x timeout after their "  \
-	                 "first request)")                                                         \
+	X(holes_expired, "holes given up at their deadline (wait + (retries + 1) x timeout after " \
+	                 "they opened, later only while answers filled them)")                     \
+	X(holes_extended, "hole deadlines pushed back because re-request answers filled part of "  \
+	                  "them (never past twice the deadline)")                                  \
+	X(rerequested_messages, "messages asked for in re-requests (compare with gap_messages: "   \
+	                        "only what is missing is asked for)")                              \
 	X(rerequests_in_flight_full,                                                               \
 	  "times a hole waited for a request slot (max_in_flight outstanding)")
 
