@@ -27,10 +27,16 @@ struct rec {
 	int sessions;
 };
 
+static uint64_t g_fake_ns;    /* the fake clock of env_fake (monotonic ns) */
+static int g_track_lag;       /* on_deliver records the lag on the fake clock */
+static uint64_t g_max_lag_ns; /* the largest delivery time - receive time seen */
+
 static void on_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	struct rec *r = ctx;
+	if (g_track_lag && g_fake_ns > rx && g_fake_ns - rx > g_max_lag_ns)
+		g_max_lag_ns = g_fake_ns - rx;
 	for (uint32_t i = skip; i < pkt->count && r->n < MAXD; i++) {
 		r->src[r->n] = src;
 		r->delivered[r->n++] = pkt->seq + i;
@@ -40,8 +46,11 @@ static void on_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uin
 static void on_gap(void *ctx, uint64_t first, uint64_t count)
 {
 	struct rec *r = ctx;
-	r->gap_first[r->ngaps] = first;
-	r->gap_count[r->ngaps++] = count;
+	if (r->ngaps < 16) { /* the first ones; all are counted */
+		r->gap_first[r->ngaps] = first;
+		r->gap_count[r->ngaps] = count;
+	}
+	r->ngaps++;
 }
 
 static void on_session(void *ctx, const char s[UF_MOLD_SESSION_LEN])
@@ -837,7 +846,6 @@ static void test_arb_params_are_checked(void **s)
 
 /* ---- recovery that never stalls the stream (issue 13), on a fake clock ---- */
 
-static uint64_t g_fake_ns;
 static uint64_t fake_now(void)
 {
 	return g_fake_ns;
@@ -1236,6 +1244,209 @@ static void test_arb_full_queue_gives_up_the_oldest_hole_first(void **s)
 	env_free(e);
 }
 
+/* Sets the fake clock to `ms` after env_fake's start and ticks there. */
+static void at_ms(struct env *e, uint64_t ms)
+{
+	g_fake_ns = 1000 * MS + ms * MS;
+	uf_arb_tick(&e->a, g_fake_ns, 1);
+}
+
+/* Issue 23 item 6: at 20 % loss per line with the server down, holes opened faster than
+ * requests could go (max_in_flight, the rate limit), and a hole's deadline only started at
+ * its first request: the published data lagged 9.45 s. Here 500 holes/s against at most
+ * ~270 holes/s of requests (8 in flight, 10 ms each, 3 tries a hole): every message must
+ * still be published within wait + (retries + 1) x timeout = 32 ms of its receipt, and
+ * every lost one reported. */
+static void test_arb_lag_stays_bounded_when_holes_outnumber_requests(void **s)
+{
+	struct env *e = env_fake(1, 4096);
+	uint64_t lost = 0, kept = 0;
+	g_track_lag = 1;
+	g_max_lag_ns = 0;
+	for (uint64_t q = 1; q <= 2000; q++) {
+		g_fake_ns = 1000 * MS + q * MS; /* one packet a ms on each line */
+		if (q % 2 == 0) {
+			lost++; /* on both lines: a hole every 2 ms */
+		} else {
+			pkt_rx(e, "S1", q, 1, 0, g_fake_ns);
+			pkt_rx(e, "S1", q, 1, 1, g_fake_ns);
+			kept++;
+		}
+		uf_arb_tick(&e->a, g_fake_ns, 1);
+	}
+	for (uint64_t ms = 2001; ms < 3000 && uf_arb_gap_open(&e->a); ms++)
+		at_ms(e, ms);
+	g_track_lag = 0;
+	assert_false(uf_arb_gap_open(&e->a));
+	assert_true(e->st.rerequests_in_flight_full + e->st.rerequest_rate_limited > 0);
+	assert_true(g_max_lag_ns > 0);
+	assert_true(g_max_lag_ns <= 32 * MS); /* old code: over 900 ms */
+	assert_int_equal(e->r.n, kept);
+	assert_int_equal(e->st.messages_unrecovered, lost - 1); /* 2000 was never announced */
+	assert_true(e->st.holes_expired > 0); /* given up at their deadline */
+	assert_int_equal(e->r.ngaps, e->st.gaps_unrecovered);
+	assert_int_equal(e->st.queue_overflows, 0);
+	env_free(e);
+}
+
+/* Issue 23 item 6: with the server late, holes were given up although their answers were
+ * arriving. Answers that fill part of a hole push its deadline back (a full cycle of tries
+ * from the answer), so a hole whose answers come in, here its last chunk first, is not given
+ * up at its deadline (32 ms) ... */
+static void test_arb_hole_whose_answers_arrive_outlives_its_deadline(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 302, 1, 0);
+	pkt(e, 302, 1, 1); /* 2..301 lost everywhere: a hole of 300, opened at 0 ms */
+	at_ms(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	int n = 0;
+	while (read_request(e, &seq, &cnt))
+		n++;
+	assert_int_equal(n, 3); /* 2, 102, 202: 100 each */
+	for (uint64_t ms = 4; ms <= 45; ms++) {
+		g_fake_ns = 1000 * MS + ms * MS;
+		if (ms == 20)
+			pkt(e, 202, 100, UF_ARB_SRC_RECOVERY); /* the server's answers, late */
+		if (ms == 30)
+			pkt(e, 102, 100, UF_ARB_SRC_RECOVERY);
+		if (ms == 40)
+			pkt(e, 2, 100, UF_ARB_SRC_RECOVERY);
+		at_ms(e, ms);
+	}
+	assert_int_equal(e->r.ngaps, 0); /* old code: given up at 33 ms */
+	assert_in_order(&e->r, 1, 302);
+	assert_int_equal(e->st.holes_extended, 2);
+	assert_int_equal(e->st.recovered_messages, 300);
+	env_free(e);
+
+	/* ... but never past twice its deadline (64 ms): a server that trickles answers (10
+	 * messages every 10 ms, never the hole's start) cannot hold the stream for ever. */
+	e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 302, 1, 0);
+	pkt(e, 302, 1, 1);
+	at_ms(e, 3);
+	uint64_t tail = 302;
+	for (uint64_t ms = 4; ms < 64; ms++) {
+		g_fake_ns = 1000 * MS + ms * MS;
+		if (ms % 10 == 0) {
+			tail -= 10;
+			pkt(e, tail, 10, UF_ARB_SRC_RECOVERY);
+		}
+		at_ms(e, ms);
+	}
+	assert_int_equal(tail, 242);
+	assert_int_equal(e->r.ngaps, 0);
+	assert_int_equal(e->r.n, 1);
+	at_ms(e, 64);
+	assert_int_equal(e->r.ngaps, 1);
+	assert_int_equal(e->r.gap_first[0], 2);
+	assert_int_equal(e->r.gap_count[0], 240);
+	assert_int_equal(e->r.n, 62); /* 1, then 242..302 at once */
+	assert_int_equal(e->r.delivered[61], 302);
+	assert_int_equal(e->st.holes_expired, 1);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* Issue 23 item 6: a range in flight is not asked for again before its timeout, and a retry
+ * asks only for what is still missing: a line's late copy of the hole's middle splits the
+ * retry around it. Requested messages = missing messages per try. */
+static void test_arb_retry_asks_only_for_what_is_still_missing(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 12, 1, 0);
+	pkt(e, 12, 1, 1); /* 2..11 lost everywhere */
+	at_ms(e, 3);
+	uint64_t seq;
+	uint16_t cnt;
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 2);
+	assert_int_equal(cnt, 10);
+	g_fake_ns = 1000 * MS + 5 * MS;
+	pkt(e, 5, 3, 1); /* a lagging copy of 5..7 on line B */
+	for (uint64_t ms = 5; ms < 13; ms++) {
+		at_ms(e, ms);
+		assert_false(read_request(e, &seq, &cnt)); /* in flight: not asked again */
+	}
+	at_ms(e, 13); /* timed out: 2..4 and 8..11, not 5..7 */
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 2);
+	assert_int_equal(cnt, 3);
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 8);
+	assert_int_equal(cnt, 4);
+	assert_false(read_request(e, &seq, &cnt));
+	assert_int_equal(e->st.rerequested_messages, 10 + 7);
+	pkt(e, 2, 3, UF_ARB_SRC_RECOVERY);
+	pkt(e, 8, 4, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 12);
+	assert_int_equal(e->st.recovered_messages, 7);
+	env_free(e);
+}
+
+/* Issue 23 item 6 (review): one forged end of session on line B announcing current + 5000 in
+ * a quiet period was believed at once, like the heartbeat of item 7: 5000 messages asked for,
+ * given up, and the genuine ones that followed dropped. It is now held like a heartbeat. */
+static void test_arb_forged_end_of_session_ahead_costs_nothing(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	pkt(e, 1, 3, 1);
+	ctl(e, 4 + 5000, 1, 1); /* the forgery */
+	assert_false(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->st.end_of_session_held, 1);
+	for (uint64_t ms = 3; ms <= 300; ms += 3) { /* heartbeats of the quiet period */
+		ctl(e, 4, 0, 0);
+		ctl(e, 4, 0, 1);
+		at_ms(e, ms);
+	}
+	uint64_t seq;
+	uint16_t cnt;
+	assert_false(read_request(e, &seq, &cnt));     /* nothing was asked for */
+	assert_int_equal(e->st.heartbeats_dropped, 1); /* B's own heartbeats broke it */
+	for (uint64_t q = 4; q < 4 + 5000; q += 50) {  /* the exchange goes on */
+		pkt(e, q, 50, 0);
+		pkt(e, q, 50, 1);
+	}
+	assert_in_order(&e->r, 1, 3 + 5000);
+	assert_int_equal(e->r.ngaps, 0);
+	assert_int_equal(e->st.gaps, 0);
+	assert_int_equal(e->st.end_of_session, 0);
+	ctl(e, 5004, 1, 0); /* the genuine end, on both lines */
+	ctl(e, 5004, 1, 1);
+	assert_int_equal(e->st.end_of_session, 1);
+	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+
+	/* A genuine tail lost on both lines and shown only by their ends of session: believed
+	 * at the second line's, recovered, and the end counted once. */
+	e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	pkt(e, 1, 3, 1);
+	ctl(e, 10, 1, 0); /* 4..9 lost everywhere */
+	assert_false(uf_arb_gap_open(&e->a));
+	ctl(e, 10, 1, 1);
+	assert_true(uf_arb_gap_open(&e->a));
+	at_ms(e, 3);
+	assert_true(read_request(e, &seq, &cnt));
+	assert_int_equal(seq, 4);
+	assert_int_equal(cnt, 6);
+	pkt(e, 4, 6, UF_ARB_SRC_RECOVERY);
+	assert_in_order(&e->r, 1, 9);
+	assert_int_equal(e->r.ngaps, 0);
+	assert_int_equal(e->st.end_of_session, 1);
+	assert_int_equal(e->st.heartbeats_confirmed, 1);
+	env_free(e);
+}
+
 static void test_lat_hist_quantiles_bound_the_true_value(void **s)
 {
 	static struct uf_lat_hist h;
@@ -1299,6 +1510,10 @@ int main(void)
 	    cmocka_unit_test(test_arb_line_copy_of_a_queued_packet_takes_no_slot),
 	    cmocka_unit_test(test_arb_dead_hole_holds_later_data_only_until_its_deadline),
 	    cmocka_unit_test(test_arb_full_queue_gives_up_the_oldest_hole_first),
+	    cmocka_unit_test(test_arb_lag_stays_bounded_when_holes_outnumber_requests),
+	    cmocka_unit_test(test_arb_hole_whose_answers_arrive_outlives_its_deadline),
+	    cmocka_unit_test(test_arb_retry_asks_only_for_what_is_still_missing),
+	    cmocka_unit_test(test_arb_forged_end_of_session_ahead_costs_nothing),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
