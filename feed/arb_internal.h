@@ -68,5 +68,6 @@ void uf_arb_hb_settle(struct uf_arb *a, unsigned src);
 
 /* arb_request.c: re-request scheduling, answers, timers (uf_arb_tick) */
 int uf_arb_answer_ok(const struct uf_arb *a, const struct uf_frame *pkt);
+void uf_arb_answer_learn(struct uf_arb *a, const struct uf_frame *pkt);
 
 #endif /* UF_ARB_INTERNAL_H */

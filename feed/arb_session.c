@@ -90,7 +90,7 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	a->any_eos = 0;
 	a->gap_open = 0;
 	a->nholes = a->h0 = 0;
-	a->ninflight = 0;
+	a->ninflight = a->nslots = 0;
 	a->eos_seen = a->eos_done = 0;
 	uf_stat_add(&a->st->sessions, 1);
 }

@@ -180,7 +180,7 @@ static void uf_arb_update_gap(struct uf_arb *a)
 {
 	if (a->expected >= a->high) {
 		a->gap_open = 0;
-		a->ninflight = 0;
+		a->ninflight = a->nslots = 0;
 		if (a->eos_seen && !a->eos_done && a->expected >= a->eos_seq) {
 			a->eos_done = 1;
 			uf_stat_add(&a->st->end_of_session, 1);
@@ -370,6 +370,7 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 			uf_stat_add(&a->st->rerequest_answers_rejected, 1);
 			return;
 		}
+		uf_arb_answer_learn(a, pkt);
 		uf_arb_accept(a, pkt, rx_ns, UF_ARB_SRC_RECOVERY);
 		return;
 	}
@@ -451,7 +452,7 @@ void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
 	if (a->high < next_seq)
 		a->high = next_seq;
 	a->gap_open = 0; /* whatever hole was open is now judged afresh */
-	a->ninflight = 0;
+	a->ninflight = a->nslots = 0;
 	a->rate_limited = 0;
 	uf_arb_drain(a); /* below: dropped; straddling: from next_seq; then in order */
 	uf_arb_update_gap(a);

@@ -142,10 +142,16 @@ struct uf_arb_hole {
 	uint32_t line_pkts[UF_CFG_MAX_LINES]; /* per line: packets beyond it before a request */
 };
 
-/* One re-request in flight. */
+/* Requests remembered as pending: in flight (holding one of max_in_flight slots until
+ * answered or timeout_ns) or timed out but not to be repeated yet (a slow server still answers
+ * them: uf_arb_retry_ns). At least UF_ARB_MAX_IN_FLIGHT. */
+#define UF_ARB_PENDING_MAX 256
+
+/* One pending re-request. */
 struct uf_arb_req {
 	uint64_t first, end; /* requested range */
 	uint64_t sent_ns;    /* when sent (monotonic) */
+	uint32_t slot;       /* 1 while it holds a max_in_flight slot */
 };
 
 /* One queued out-of-order packet. */
@@ -203,14 +209,20 @@ struct uf_arb {
 	struct uf_arb_hole *holes; /* hole table: holes[h0 .. h0 + nholes), sorted */
 	uint32_t hole_cap;         /* its size (queue_packets + 2: holes <= queued + 1) */
 	uint32_t h0, nholes;       /* first entry, entries */
-	struct uf_arb_req inflight[UF_ARB_MAX_IN_FLIGHT]; /* outstanding re-requests */
-	uint32_t ninflight;                               /* entries in inflight */
+	struct uf_arb_req inflight[UF_ARB_PENDING_MAX]; /* pending re-requests: their ranges
+	                                                 * are not asked for again yet */
+	uint32_t ninflight;                             /* entries in inflight */
+	uint32_t nslots;        /* of them, those holding a max_in_flight slot */
+	uint64_t srv_delay_ns;  /* the server's answer delay, learned from answers that filled
+	                         * holes: a timed-out range is asked again only after it */
+	uint64_t answer_ns;     /* when an answer last filled part of a hole (0: never) */
 	uint64_t req_credit_ns; /* rate limit: send time earned, up to max_in_flight intervals */
 	uint64_t credit_at_ns;  /* when req_credit_ns was last brought up to date (0: never) */
 	int rate_limited;       /* a request is postponed by the rate limit (counted once) */
 	int inflight_full;      /* a request waits for a slot (counted once) */
 	struct {
 		uint64_t first, end; /* a requested range [first, end) */
+		uint64_t sent_ns;    /* when (the server's delay is measured from it) */
 	} reqs[UF_ARB_REQ_HISTORY];  /* the last ranges requested (end 0 = none) */
 	uint32_t nreqs;              /* requests recorded (index of the next % N) */
 	/* heartbeats announcing beyond `high`, per line, until corroborated (arb_session.c) */

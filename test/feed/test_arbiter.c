@@ -867,6 +867,13 @@ static void tick_at(struct env *e, uint64_t ms)
 	uf_arb_tick(&e->a, 1000 * MS + ms * MS, 1);
 }
 
+/* Sets the fake clock to `ms` after env_fake's start and ticks there. */
+static void at_ms(struct env *e, uint64_t ms)
+{
+	g_fake_ns = 1000 * MS + ms * MS;
+	uf_arb_tick(&e->a, g_fake_ns, 1);
+}
+
 /* Three holes missing on both lines: their requests go out together, up to max_in_flight,
  * each for its own hole; answers in any order are matched to their hole. */
 static void test_arb_holes_are_requested_in_parallel(void **s)
@@ -1162,12 +1169,14 @@ static void test_arb_line_copy_of_a_queued_packet_takes_no_slot(void **s)
 	env_free(e);
 }
 
-/* A hole nobody can fill (server silent) is given up at its own deadline, wait + (retries
- * + 1) x timeout = 2 + 3 x 10 = 32 ms after it opened (issue 23 item 6: it used to run from
- * its first request, here 33 ms, and from much later when requests were throttled), not later;
- * everything complete behind it, including a later hole recovered meanwhile, is delivered at
- * once. A second dead hole that opened 20 ms later dies 20 ms later: deadlines do not add
- * up (they used to: each hole waited for the one before it). */
+/* A hole nobody fills (the server answers others, never it) is given up at its own deadline,
+ * wait + (retries + 1) x timeout = 2 + 3 x 10 = 32 ms after it opened, or, since answers are
+ * arriving, when its last try (sent at 23 ms) has waited its timeout: 33 ms, not later
+ * (issue 23 item 6: the deadline used to run from the first request, much later when
+ * requests were throttled); everything complete behind it, including a later hole recovered
+ * meanwhile, is delivered at once. A second dead hole that opened 20 ms later dies at its
+ * own deadline, 52 ms, when no answer came for a hole's life: deadlines do not add up (they
+ * used to: each hole waited for the one before it). */
 static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s)
 {
 	struct env *e = env_fake(1, 64);
@@ -1176,22 +1185,27 @@ static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s
 	pkt(e, 1, 1, 0);
 	pkt(e, 3, 1, 0); /* hole 2 opens at 0 ms, never answered */
 	pkt(e, 5, 1, 0); /* hole 4 */
-	tick_at(e, 3);
+	at_ms(e, 3);
 	uint64_t seq;
 	uint16_t cnt;
 	int got4 = 0;
 	while (read_request(e, &seq, &cnt))
 		got4 |= seq == 4;
 	assert_true(got4);
-	g_fake_ns += 20 * MS;
-	pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* hole 4 recovered at 20 ms, behind hole 2 */
-	pkt(e, 7, 1, 0);                   /* hole 6 opens at 20 ms, never answered */
+	for (uint64_t t = 4; t < 20; t++) {
+		g_fake_ns = 1000 * MS + t * MS;
+		if (t == 11)
+			pkt(e, 4, 1, UF_ARB_SRC_RECOVERY); /* hole 4 recovered, behind hole 2 */
+		at_ms(e, t);
+	}
+	g_fake_ns = 1000 * MS + 20 * MS;
+	pkt(e, 7, 1, 0); /* hole 6 opens at 20 ms, never answered */
 	assert_int_equal(e->r.n, 1);
-	for (uint64_t t = 20; t < 32; t++)
-		tick_at(e, t);
+	for (uint64_t t = 20; t < 33; t++)
+		at_ms(e, t);
 	assert_int_equal(e->r.n, 1); /* held behind hole 2 until its deadline ... */
 	assert_int_equal(e->r.ngaps, 0);
-	tick_at(e, 32); /* ... and not one tick longer */
+	at_ms(e, 33); /* ... and not one tick longer */
 	assert_int_equal(e->r.ngaps, 1);
 	assert_int_equal(e->r.gap_first[0], 2);
 	assert_int_equal(e->r.gap_count[0], 1);
@@ -1199,9 +1213,9 @@ static void test_arb_dead_hole_holds_later_data_only_until_its_deadline(void **s
 	assert_int_equal(e->r.delivered[3], 5);
 	assert_int_equal(e->st.holes_expired, 1);
 	for (uint64_t t = 34; t < 52; t++)
-		tick_at(e, t);
+		at_ms(e, t);
 	assert_int_equal(e->r.ngaps, 1); /* hole 6: opened at 20, its own deadline is 52 */
-	tick_at(e, 52);
+	at_ms(e, 52);
 	assert_int_equal(e->r.ngaps, 2);
 	assert_int_equal(e->r.gap_first[1], 6);
 	assert_int_equal(e->r.n, 5); /* and 7 follows it at once */
@@ -1244,13 +1258,6 @@ static void test_arb_full_queue_gives_up_the_oldest_hole_first(void **s)
 	env_free(e);
 }
 
-/* Sets the fake clock to `ms` after env_fake's start and ticks there. */
-static void at_ms(struct env *e, uint64_t ms)
-{
-	g_fake_ns = 1000 * MS + ms * MS;
-	uf_arb_tick(&e->a, g_fake_ns, 1);
-}
-
 /* Issue 23 item 6: at 20 % loss per line with the server down, holes opened faster than
  * requests could go (max_in_flight, the rate limit), and a hole's deadline only started at
  * its first request: the published data lagged 9.45 s. Here 500 holes/s against at most
@@ -1283,7 +1290,7 @@ static void test_arb_lag_stays_bounded_when_holes_outnumber_requests(void **s)
 	assert_true(g_max_lag_ns <= 32 * MS); /* old code: over 900 ms */
 	assert_int_equal(e->r.n, kept);
 	assert_int_equal(e->st.messages_unrecovered, lost - 1); /* 2000 was never announced */
-	assert_true(e->st.holes_expired > 0); /* given up at their deadline */
+	assert_true(e->st.holes_expired > 0);                   /* given up at their deadline */
 	assert_int_equal(e->r.ngaps, e->st.gaps_unrecovered);
 	assert_int_equal(e->st.queue_overflows, 0);
 	env_free(e);
@@ -1351,6 +1358,56 @@ static void test_arb_hole_whose_answers_arrive_outlives_its_deadline(void **s)
 	assert_int_equal(e->r.delivered[61], 302);
 	assert_int_equal(e->st.holes_expired, 1);
 	assert_false(uf_arb_gap_open(&e->a));
+	env_free(e);
+}
+
+/* Issue 23 item 6: a server that answers later than timeout_ms (here 25 ms against 10) was
+ * asked for every range again at each timeout, and the repeats held the slots the next
+ * holes needed. The arbiter learns the server's delay from its first answer and does not
+ * repeat a range before it (the slot is still given back at the timeout). */
+static void test_arb_slow_server_is_not_asked_twice_once_its_delay_is_known(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	struct {
+		uint64_t seq, due;
+		uint16_t cnt;
+	} ans[32];
+	int nans = 0, asked_a = 0, asked_b = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 1, 1, 1);
+	for (uint64_t ms = 1; ms <= 60; ms++) {
+		g_fake_ns = 1000 * MS + ms * MS;
+		if (ms == 1) { /* 2 lost everywhere: hole A */
+			pkt(e, 3, 1, 0);
+			pkt(e, 3, 1, 1);
+		}
+		if (ms == 20) { /* 4 and 5 lost everywhere: hole B */
+			pkt(e, 6, 1, 0);
+			pkt(e, 6, 1, 1);
+		}
+		for (int i = 0; i < nans; i++)
+			if (ans[i].due == ms)
+				pkt(e, ans[i].seq, ans[i].cnt, UF_ARB_SRC_RECOVERY);
+		at_ms(e, ms);
+		uint64_t seq;
+		uint16_t cnt;
+		while (read_request(e, &seq, &cnt)) {
+			assert_true(nans < 32);
+			ans[nans].seq = seq;
+			ans[nans].cnt = cnt;
+			ans[nans++].due = ms + 25; /* the server, 25 ms late */
+			asked_a += seq == 2;
+			asked_b += seq == 4;
+		}
+	}
+	assert_int_equal(asked_a, 3); /* at 3, 13, 23: nothing was known of the server yet */
+	assert_int_equal(e->a.srv_delay_ns, 25 * MS); /* learned at 28 from the first answer */
+	assert_int_equal(asked_b, 1); /* hole B: once (old code: at 22, 32 and 42) */
+	assert_int_equal(e->st.rerequested_messages, 3 + 2);
+	assert_int_equal(e->r.ngaps, 0);
+	assert_int_equal(e->st.recovered_messages, 3);
+	assert_in_order(&e->r, 1, 6);
 	env_free(e);
 }
 
@@ -1513,6 +1570,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_lag_stays_bounded_when_holes_outnumber_requests),
 	    cmocka_unit_test(test_arb_hole_whose_answers_arrive_outlives_its_deadline),
 	    cmocka_unit_test(test_arb_retry_asks_only_for_what_is_still_missing),
+	    cmocka_unit_test(test_arb_slow_server_is_not_asked_twice_once_its_delay_is_known),
 	    cmocka_unit_test(test_arb_forged_end_of_session_ahead_costs_nothing),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
