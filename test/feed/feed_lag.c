@@ -181,21 +181,25 @@ int main(int argc, char **argv)
 	qsort(lag, g_n, sizeof(*lag), cmp_u64);
 	uint64_t p99 = g_n ? lag[(size_t)((double)(g_n - 1) * 0.99)] : 0;
 	uint64_t p50 = g_n ? lag[(g_n - 1) / 2] : 0;
-	printf("{\"backend\":\"%s\",\"rate\":%.0f,\"messages\":%u,\"drop_per_line\":%g,"
-	       "\"server\":\"%s\",\"server_delay_ms\":%u,\"seed\":%u,\"queue_packets\":%u,\"max_"
-	       "rps\":%u,"
-	       "\"complete\":%d,\"wall_s\":%.3f,\"samples\":%zu,"
-	       "\"lag_max_ms\":%.1f,\"lag_p99_ms\":%.1f,\"lag_p50_ms\":%.3f,\"end_lag_ms\":%.1f,"
-	       "\"gaps\":%llu,\"rerequests\":%llu,\"rerequest_timeouts\":%llu,\"recovered\":%llu,"
-	       "\"gaps_unrecovered\":%llu,\"unrecovered\":%llu,\"queue_overflows\":%llu,"
-	       "\"queued_packets\":%llu,\"consumer_error\":%d}\n",
-	       backend, rate, messages, drop, server, delay_ms, seed, queue, rps, done,
-	       (double)(t1 - t0) / 1e9, g_n, (double)maxlag / 1e6, (double)p99 / 1e6,
-	       (double)p50 / 1e6, (double)end_lag / 1e6, (unsigned long long)s.gaps,
-	       (unsigned long long)s.rerequests, (unsigned long long)s.rerequest_timeouts,
-	       (unsigned long long)s.recovered_messages, (unsigned long long)s.gaps_unrecovered,
-	       (unsigned long long)s.messages_unrecovered, (unsigned long long)s.queue_overflows,
-	       (unsigned long long)s.queued_packets, g_cons_err);
+	printf(
+	    "{\"backend\":\"%s\",\"rate\":%.0f,\"messages\":%u,\"drop_per_line\":%g,"
+	    "\"server\":\"%s\",\"server_delay_ms\":%u,\"seed\":%u,\"queue_packets\":%u,\"max_"
+	    "rps\":%u,"
+	    "\"complete\":%d,\"wall_s\":%.3f,\"samples\":%zu,"
+	    "\"lag_max_ms\":%.1f,\"lag_p99_ms\":%.1f,\"lag_p50_ms\":%.3f,\"end_lag_ms\":%.1f,"
+	    "\"gaps\":%llu,\"gap_messages\":%llu,\"rerequests\":%llu,\"rerequested_messages\":%llu,"
+	    "\"rerequest_timeouts\":%llu,\"recovered\":%llu,\"holes_extended\":%llu,"
+	    "\"gaps_unrecovered\":%llu,\"unrecovered\":%llu,\"queue_overflows\":%llu,"
+	    "\"queued_packets\":%llu,\"consumer_error\":%d}\n",
+	    backend, rate, messages, drop, server, delay_ms, seed, queue, rps, done,
+	    (double)(t1 - t0) / 1e9, g_n, (double)maxlag / 1e6, (double)p99 / 1e6,
+	    (double)p50 / 1e6, (double)end_lag / 1e6, (unsigned long long)s.gaps,
+	    (unsigned long long)s.gap_messages, (unsigned long long)s.rerequests,
+	    (unsigned long long)s.rerequested_messages, (unsigned long long)s.rerequest_timeouts,
+	    (unsigned long long)s.recovered_messages, (unsigned long long)s.holes_extended,
+	    (unsigned long long)s.gaps_unrecovered, (unsigned long long)s.messages_unrecovered,
+	    (unsigned long long)s.queue_overflows, (unsigned long long)s.queued_packets,
+	    g_cons_err);
 	free(lag);
 	free(g_recs);
 	fp_cleanup(g_feed, cfg.ring.name, day);
