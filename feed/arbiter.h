@@ -12,19 +12,24 @@
  *     tracked on its own (a sorted table of missing ranges): each waits for the other line
  *     (wait_ms with every socket drained, or until every line has moved wait_packets packets
  *     past it), then gets its own re-requests (unicast, at most max_count messages each,
- *     neighbouring holes within max_count in one request), each retried after timeout_ms up
- *     to `retries` times; up to max_in_flight requests are outstanding at once, at most
- *     max_requests_per_s (a credit of time kept up to max_in_flight requests: a tick sends
- *     as many as the time since the last ones pays for). Queued packets are delivered in order as
- * soon as what precedes them is filled or given up;
- *   - every hole has a deadline: (retries + 1) x timeout_ms after its first request, which
- *     goes out wait_ms after the hole opened unless max_in_flight or the rate limit hold it
- *     back (the server's answers are not thrown away because we throttle ourselves). At its
- *     deadline (or earlier: no server, retries exhausted) it is handed to the `gap`
- *     callback (a gap marker, books flagged stale), counted, and everything complete behind
- *     it is delivered at once; so no data waits longer than the deadline of the hole before
- *     it. A full queue gives up the oldest hole first, counted the same way plus
- *     queue_overflows: that bounds the worst case when requests are throttled.
+ *     for what is missing only: never joined with a neighbour, never covering what was
+ *     received), retried after timeout_ms up to `retries` times; up to max_in_flight
+ *     requests are outstanding at once, at most max_requests_per_s (a credit of time kept
+ *     up to max_in_flight requests: a tick sends as many as the time since the last ones
+ *     pays for). A request gives its slot back at timeout_ms, but its range is not asked
+ *     for again before the server's answer delay (learned from its answers, at least
+ *     timeout_ms, at most (retries + 1) x timeout_ms). Queued packets are delivered in
+ *     order as soon as what precedes them is filled or given up;
+ *   - every hole has a deadline: wait_ms + (retries + 1) x timeout_ms after it opened,
+ *     however long it waited for a request slot, so the lag's bound holds whatever the
+ *     number of holes. Answers filling part of it push the deadline to (retries + 1) x
+ *     timeout_ms after the answer, and a request for its start that is pending while
+ *     answers arrive is waited for; neither beyond UF_ARB_HARD_CAP (twice the deadline)
+ *     from its opening. At its deadline (or earlier: no server, retries exhausted) it is
+ *     handed to the `gap` callback (a gap marker, books flagged stale), counted, and
+ *     everything complete behind it is delivered at once; so no data waits longer than the
+ *     deadline of the hole before it. A full queue gives up the oldest hole first, counted
+ *     the same way plus queue_overflows.
  * Heartbeats and end of session reveal gaps at the tail.
  *
  * What the arbiter trusts (docs/feed.md, "What the arbiter trusts", states the same rules):
@@ -35,10 +40,11 @@
  *     line shows a packet within max_jump of it, or its own line continues it with
  *     jump_confirm packets in a row (each starting where the previous ended), or the stream
  *     catches up with it. A packet of its line that does not continue it drops it.
- *   - Heartbeats: one announcing beyond `high` (within max_jump) opens no gap until another
- *     live line's heartbeat announces at least as far (believed up to where both did), or
- *     its own line repeats it jump_confirm times in a row, or the stream reaches it; any
- *     other packet of its line that leaves it beyond `high` drops it (heartbeats_*).
+ *   - Heartbeats and ends of session: one announcing beyond `high` (within max_jump) opens
+ *     no gap until another live line's heartbeat or end announces at least as far (believed
+ *     up to where both did), or its own line repeats it jump_confirm times in a row, or the
+ *     stream reaches it; any other packet of its line that leaves it beyond `high` drops it
+ *     (heartbeats_*, end_of_session_held).
  *   - End of session counts only when every live line announced it at the same sequence
  *     and no packet showed anything beyond it. A line is live when it sent a packet of the
  *     current session less than line_silent_ns (receive time) before the packet at hand.
