@@ -122,9 +122,13 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 	for (int l = 0; l < a->nlines; l++)
 		if ((unsigned)l != src && uf_arb_live(a, l, rx_ns) && a->cand_row[l] < need)
 			goto out_drop;
-	/* The old session is over: whatever it still missed is lost. */
-	if (a->expected < a->high) { /* a late joiner still at 1 loses what it held too */
-		uint64_t first = a->expected, n = a->high - a->expected;
+	/* The old session is over: whatever it still missed is lost, up to its end when every
+	 * live line announced one (a held end of session beyond `high`: flagged, not silent). */
+	uint64_t last = a->high;
+	if (a->eos_seen && a->eos_seq > last)
+		last = a->eos_seq;
+	if (a->expected < last) { /* a late joiner still at 1 loses what it held too */
+		uint64_t first = a->expected, n = last - a->expected;
 		uf_stat_add(&a->st->gaps_unrecovered, 1);
 		uf_stat_add(&a->st->messages_unrecovered, n);
 		a->cb.gap(a->cb.ctx, first, n);

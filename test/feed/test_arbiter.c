@@ -1502,6 +1502,22 @@ static void test_arb_forged_end_of_session_ahead_costs_nothing(void **s)
 	assert_int_equal(e->st.end_of_session, 1);
 	assert_int_equal(e->st.heartbeats_confirmed, 1);
 	env_free(e);
+
+	/* One live line whose only end of session announces a lost tail, then the next day:
+	 * the end is held (one line, not repeated), and the tail is reported when the day is
+	 * replaced, not lost silently. */
+	e = env_fake(1, 64);
+	pkt(e, 1, 3, 0);
+	ctl(e, 10, 1, 0); /* 4..9 lost */
+	assert_false(uf_arb_gap_open(&e->a));
+	assert_int_equal(e->st.end_of_session_held, 1);
+	pkt_sess(e, "S2", 1, 2, 0);
+	assert_int_equal(e->r.sessions, 1);
+	assert_int_equal(e->r.ngaps, 1);
+	assert_int_equal(e->r.gap_first[0], 4);
+	assert_int_equal(e->r.gap_count[0], 6);
+	assert_int_equal(e->st.messages_unrecovered, 6);
+	env_free(e);
 }
 
 static void test_lat_hist_quantiles_bound_the_true_value(void **s)
