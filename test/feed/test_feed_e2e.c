@@ -450,6 +450,33 @@ static void test_feed_dead_holes_hold_later_data_only_until_their_deadline(void 
 	assert_true(max >= (deadline_ms - c.cfg.recovery.wait_ms) * 1000000ull); /* it did wait */
 }
 
+/* Issue 23 item 6: 20 % loss on each line and a server that never answers: holes open faster
+ * than requests may go (8 in flight, 50 ms each, 6 tries a hole), and a hole's deadline used
+ * to start only at its first request, so the lag grew with the backlog (9.45 s on a longer
+ * day). Each hole is now given up wait + 6 x 50 ms after it opened, however many are
+ * queued: no message waits longer than that (plus the loaded box's 200 ms). */
+static void test_feed_many_dead_holes_keep_the_deadline(void **state)
+{
+	struct ft_case c = {0};
+	ft_start(&c, 17, 1); /* a request server is configured, but nobody answers */
+	ft_replay(&c, 17, 0, "--drop-a", "0.2", "--drop-b", "0.2", NULL);
+	assert_int_equal(ft_wait_done(&c), 0);
+	size_t gaps = 0;
+	uint64_t max = ft_max_pub_delay(c.cfg.ring.name, &gaps);
+	ft_finish(&c);
+	uint64_t deadline_ms = c.cfg.recovery.wait_ms +
+	                       (uint64_t)(c.cfg.recovery.retries + 1) * c.cfg.recovery.timeout_ms;
+	fprintf(stderr,
+	        "largest publish delay %.1f ms (hole deadline %llu ms), %zu holes given up\n",
+	        max / 1e6, (unsigned long long)deadline_ms, gaps);
+	assert_true(gaps >= 20); /* many more than the requests can serve in time */
+	assert_int_equal(c.st.gaps_unrecovered, gaps);
+	assert_int_equal(c.st.messages + c.st.messages_unrecovered, g_ref_msgs);
+	assert_int_equal(c.st.end_of_session, 1);
+	assert_true(c.st.rerequests_in_flight_full > 0); /* requests were throttled */
+	assert_true(max <= (deadline_ms + 200) * 1000000ull);
+}
+
 static void test_feed_duplicates_and_reordering_change_nothing(void **state)
 {
 	struct ft_case c = {0};
@@ -1619,6 +1646,7 @@ int main(void)
 		cmocka_unit_test(test_feed_loss_on_both_lines_recovers_by_rerequest),
 		cmocka_unit_test(test_feed_dead_server_flags_gap_and_keeps_running),
 		cmocka_unit_test(test_feed_dead_holes_hold_later_data_only_until_their_deadline),
+		cmocka_unit_test(test_feed_many_dead_holes_keep_the_deadline),
 		cmocka_unit_test(test_feed_duplicates_and_reordering_change_nothing),
 		cmocka_unit_test(test_feed_symbol_filter_publishes_only_wanted_and_reloads_live),
 		cmocka_unit_test(test_feed_new_session_starts_the_books_over),
