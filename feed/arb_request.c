@@ -180,9 +180,6 @@ static void uf_arb_reap(struct uf_arb *a, uint64_t now_ns)
 	}
 }
 
-/* 1 when the hole at `expected` is over: its deadline passed (its life from its opening,
- * pushed back while answers fill it or are due), or (no server) its wait ended, or its last try
- * timed out. */
 /* Hole `h` reached its deadline while the server is answering (an answer filled a hole less
  * than a hole's life ago) and a request for its start is pending: its answer is due, so its
  * deadline moves to when that request will have waited uf_arb_retry_ns, never past the hard
@@ -207,6 +204,9 @@ static int uf_arb_answer_due(struct uf_arb *a, struct uf_arb_hole *h, uint64_t n
 	return 1;
 }
 
+/* 1 when the hole at `expected` is over: its deadline passed (its life from its opening,
+ * pushed back while answers fill it or are due), or (no server) its wait ended, or its last try
+ * timed out. */
 static int uf_arb_head_dead(struct uf_arb *a, uint64_t now_ns, int drained)
 {
 	struct uf_arb_hole *h = &a->holes[a->h0];

@@ -137,14 +137,14 @@ struct uf_arb_quar {
 /* One missing range [first, end) of the stream: nothing of it was received. Holes are kept
  * sorted and disjoint; everything in [expected, high) not in a hole is queued. */
 struct uf_arb_hole {
-	uint64_t first, end;                  /* missing range */
-	uint64_t opened_ns;                   /* when it was detected (monotonic) */
-	uint64_t deadline_ns;                 /* given up then: opened + the hole's life (wait +
-	                                       * (retries + 1) x timeout), pushed back by answers
-	                                       * filling part of it, never past opened +
-	                                       * UF_ARB_HARD_CAP(life): the lag's bound */
-	uint32_t tries;                       /* requests sent for it (since answers last came) */
-	uint32_t asked;                       /* 1 once a request covered part of it */
+	uint64_t first, end;  /* missing range */
+	uint64_t opened_ns;   /* when it was detected (monotonic) */
+	uint64_t deadline_ns; /* given up then: opened + the hole's life (wait +
+	                       * (retries + 1) x timeout), pushed back by answers
+	                       * filling part of it, never past opened +
+	                       * UF_ARB_HARD_CAP(life): the lag's bound */
+	uint32_t tries;       /* requests for its start (since it moved or answers came) */
+	uint32_t asked;       /* 1 once a request covered part of it */
 	uint32_t line_pkts[UF_CFG_MAX_LINES]; /* per line: packets beyond it before a request */
 };
 

@@ -56,7 +56,7 @@
 	X(holes_expired, "holes given up at their deadline (wait + (retries + 1) x timeout after " \
 	                 "they opened, later only while answers filled them)")                     \
 	X(holes_extended, "hole deadlines pushed back because re-request answers filled part of "  \
-	                  "them (never past twice the deadline)")                                  \
+	                  "them or were due (never past twice the deadline)")                      \
 	X(rerequested_messages, "messages asked for in re-requests (compare with gap_messages: "   \
 	                        "only what is missing is asked for)")                              \
 	X(rerequests_in_flight_full,                                                               \
