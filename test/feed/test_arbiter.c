@@ -1411,6 +1411,58 @@ static void test_arb_slow_server_is_not_asked_twice_once_its_delay_is_known(void
 	env_free(e);
 }
 
+/* Issue 23 item 6: a hole that waited for a request slot is asked for late, and with a slow
+ * server its answer comes after its deadline. While the server is answering (an answer came
+ * less than a hole's life ago) and its request is pending, the hole waits for that answer
+ * (up to twice its deadline) instead of being given up just before it arrives. */
+static void test_arb_hole_whose_answer_is_due_waits_for_it(void **s)
+{
+	struct env *e = env_fake(1, 64);
+	e->a.min_interval_ns = 0;
+	e->a.max_in_flight = 1; /* hole B waits for hole A's slot */
+	struct {
+		uint64_t seq, due;
+		uint16_t cnt;
+	} ans[32];
+	int nans = 0;
+	uint64_t asked_b_at = 0;
+	pkt(e, 1, 1, 0);
+	pkt(e, 1, 1, 1);
+	for (uint64_t ms = 1; ms <= 80; ms++) {
+		g_fake_ns = 1000 * MS + ms * MS;
+		if (ms == 1) { /* 2 lost everywhere: hole A, deadline 33 */
+			pkt(e, 3, 1, 0);
+			pkt(e, 3, 1, 1);
+		}
+		if (ms == 10) { /* 4 lost everywhere: hole B, deadline 42 */
+			pkt(e, 5, 1, 0);
+			pkt(e, 5, 1, 1);
+		}
+		for (int i = 0; i < nans; i++)
+			if (ans[i].due == ms)
+				pkt(e, ans[i].seq, ans[i].cnt, UF_ARB_SRC_RECOVERY);
+		at_ms(e, ms);
+		if (ms == 42 || ms == 52)
+			assert_int_equal(e->r.ngaps, 0); /* B's answer is due: it waits */
+		uint64_t seq;
+		uint16_t cnt;
+		while (read_request(e, &seq, &cnt)) {
+			assert_true(nans < 32);
+			ans[nans].seq = seq;
+			ans[nans].cnt = cnt;
+			ans[nans++].due = ms + 25; /* the server, 25 ms late */
+			if (seq == 4 && !asked_b_at)
+				asked_b_at = ms;
+		}
+	}
+	assert_int_equal(asked_b_at, 28); /* when A's answer freed the slot */
+	assert_int_equal(e->r.ngaps, 0);  /* B answered at 53, after its deadline (42) */
+	assert_true(e->st.holes_extended >= 1);
+	assert_int_equal(e->st.recovered_messages, 2);
+	assert_in_order(&e->r, 1, 5);
+	env_free(e);
+}
+
 /* Issue 23 item 6: a range in flight is not asked for again before its timeout, and a retry
  * asks only for what is still missing: a line's late copy of the hole's middle splits the
  * retry around it. Requested messages = missing messages per try. */
@@ -1587,6 +1639,7 @@ int main(void)
 	    cmocka_unit_test(test_arb_hole_whose_answers_arrive_outlives_its_deadline),
 	    cmocka_unit_test(test_arb_retry_asks_only_for_what_is_still_missing),
 	    cmocka_unit_test(test_arb_slow_server_is_not_asked_twice_once_its_delay_is_known),
+	    cmocka_unit_test(test_arb_hole_whose_answer_is_due_waits_for_it),
 	    cmocka_unit_test(test_arb_forged_end_of_session_ahead_costs_nothing),
 	    cmocka_unit_test(test_lat_hist_quantiles_bound_the_true_value),
 	};
