@@ -173,6 +173,108 @@ void uf_snap_buf_sort(struct uf_snap_buf *b)
 
 /* ---- the merge state machine (feed thread) ---- */
 
+static const char *const uf_snap_why_names[UF_SNAP_WHY_COUNT] = {
+    "none", "timeout", "server_done", "buffer_full", "lead", "lag", "session", "hold", "client"};
+
+const char *uf_snap_why_name(unsigned why)
+{
+	return why < UF_SNAP_WHY_COUNT ? uf_snap_why_names[why] : "?";
+}
+
+/* The sequence after the highest message the lines have shown: the arbiter's (its quarantine
+ * holds jumps no other line confirmed) or this attempt's buffer. 0 when none yet. */
+static uint64_t uf_snap_shown(const struct uf_snapshot *s)
+{
+	uint64_t v = 0;
+	if (s->arb->have_session)
+		v = s->arb->high > s->arb->expected ? s->arb->high : s->arb->expected;
+	if (s->buf.n && s->buf.hi > v)
+		v = s->buf.hi;
+	return v;
+}
+
+/* The session the lines carry now (this attempt's buffer first: the lines may have moved to
+ * a new session while the snapshot loads), NULL when no line has shown one. */
+static const char *uf_snap_live_session(const struct uf_snapshot *s)
+{
+	if (s->buf.have_session)
+		return s->buf.session;
+	return s->arb->have_session ? s->arb->session : NULL;
+}
+
+/* A callback does not accept what the server said: counted by kind, logged with the claim,
+ * the connection dropped; the step fails the attempt (books stale, retry after back-off). */
+static void uf_snap_refuse(struct uf_snapshot *s, enum uf_snap_why why, uint8_t packet,
+                           uint64_t claim, uint64_t shown, const char *what)
+{
+	uint64_t *c = why == UF_SNAP_WHY_LEAD  ? &s->st->snapshot_refused_lead
+	              : why == UF_SNAP_WHY_LAG ? &s->st->snapshot_refused_lag
+	                                       : &s->st->snapshot_refused_session;
+	uf_stat_add(c, 1);
+	uf_store_relaxed_u64(&s->st->snapshot_last_claim, claim);
+	uf_store_relaxed_u64(&s->st->snapshot_last_shown, shown);
+	uf_feed_log_warn("feed %s: snapshot refused (%s): %s", s->name, uf_snap_why_name(why),
+	                 what);
+	s->refuse = why;
+	uf_soup_client_refuse(s->cl, -EPROTO, packet, uf_now_mono_ns());
+}
+
+/* Login Accepted: the server's session must be the live one (when a line has shown one). */
+static int uf_snap_check_login(struct uf_snapshot *s, const struct uf_soup_client_event *ev)
+{
+	const char *live = uf_snap_live_session(s);
+	char what[128];
+	if (live && memcmp(live, ev->session, UF_FRAME_SESSION_LEN) != 0) {
+		snprintf(what, sizeof(what),
+		         "Login Accepted for session '%.10s', the lines carry '%.10s'", ev->session,
+		         live);
+		uf_snap_refuse(s, UF_SNAP_WHY_SESSION, 'A', 0, 0, what);
+		return -1;
+	}
+	memcpy(s->login_session, ev->session, UF_FRAME_SESSION_LEN);
+	s->shown_login = uf_snap_shown(s);
+	return 0;
+}
+
+/* End of Snapshot N is a claim: "the books are those of messages 1 .. N-1". The lines say
+ * how far the day has gone. N may lead them by max_lead (the server's feed may be ahead of
+ * the multicast) and lag what they showed at login by max_lead; beyond either the load is
+ * refused: a lead would skip messages unseen (never re-requested), a lag would apply twice
+ * what the snapshot already holds. Within the bounds, what the snapshot skipped or repeats
+ * meets the books' own checks (unknown or duplicate orders flag the book stale). */
+static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
+{
+	uint64_t shown = uf_snap_shown(s);
+	const char *live = uf_snap_live_session(s);
+	char what[192];
+	if (live && memcmp(live, s->login_session, UF_FRAME_SESSION_LEN) != 0) {
+		snprintf(what, sizeof(what), "snapshot of session '%.10s', the lines carry '%.10s'",
+		         s->login_session, live);
+		uf_snap_refuse(s, UF_SNAP_WHY_SESSION, 'G', n, shown, what);
+		return -1;
+	}
+	if (n > shown && n - shown > s->max_lead) {
+		snprintf(
+		    what, sizeof(what),
+		    "End of Snapshot %llu leads the lines (next %llu) by more than max_lead %llu",
+		    (unsigned long long)n, (unsigned long long)shown,
+		    (unsigned long long)s->max_lead);
+		uf_snap_refuse(s, UF_SNAP_WHY_LEAD, 'G', n, shown, what);
+		return -1;
+	}
+	if (n == 0 || (s->shown_login > n && s->shown_login - n > s->max_lead)) {
+		snprintf(
+		    what, sizeof(what),
+		    "End of Snapshot %llu is older than the lines at login (next %llu) by more "
+		    "than max_lead %llu",
+		    (unsigned long long)n, (unsigned long long)s->shown_login,
+		    (unsigned long long)s->max_lead);
+		uf_snap_refuse(s, UF_SNAP_WHY_LAG, 'G', n, s->shown_login, what);
+		return -1;
+	}
+	return 0;
+}
+
 /* THE ONE PLACE where consumers are told that the books restart from nothing (a snapshot
  * follows): one UF_REC_RESET record (reason UF_RESET_SNAPSHOT) and the emptied image, in the
  * same publish step, exactly as a new session does it (pipeline.c, uf_feed_publish_reset). */
@@ -204,19 +306,33 @@ static void uf_snap_on_event(void *ctx, const struct uf_soup_client_event *ev)
 	struct uf_snapshot *s = ctx;
 	switch (ev->kind) {
 	case UF_SOUP_EV_LOGIN_ACCEPTED:
+		if (uf_snap_check_login(s, ev) < 0)
+			break; /* refused before the books were touched */
 		/* Every login is a fresh snapshot: what a broken connection delivered goes. */
 		uf_snap_emit_reset(s);
 		s->touched = 1;
 		s->msgs = 0;
 		break;
 	case UF_SOUP_EV_END_OF_SNAPSHOT:
+		if (uf_snap_check_end(s, ev->seq) < 0)
+			break;
 		s->ended = 1;
 		s->end_seq = ev->seq;
 		break;
-	case UF_SOUP_EV_DISCONNECTED:
-		uf_feed_log_debug("feed %s: snapshot server: connection lost (%s), retrying",
-		                  s->name, strerror(-ev->err));
+	case UF_SOUP_EV_DISCONNECTED: {
+		/* Why, for the log and /status: which refusal, which packet (issue 23 item 3). */
+		char pk[48] = "";
+		uf_stat_add(&s->st->snapshot_connections_lost, 1);
+		uf_store_relaxed_u64(&s->st->snapshot_last_disconnect,
+		                     UF_SNAP_DISC(ev->err, ev->refusal, ev->packet));
+		if (ev->packet >= 0x20 && ev->packet < 0x7f)
+			snprintf(pk, sizeof(pk), ", at a '%c' packet", ev->packet);
+		uf_feed_log_warn("feed %s: snapshot server: connection lost (%s%s%s%s)%s", s->name,
+		                 strerror(-ev->err), ev->refusal ? ", refused: " : "",
+		                 ev->refusal ? uf_soup_err_name(ev->refusal - 1u) : "", pk,
+		                 s->refuse ? "" : "; retrying after the back-off");
 		break;
+	}
 	default: /* rejected, end of session, logged out: the client says DONE */
 		break;
 	}
@@ -254,6 +370,7 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 	int rc = uf_soup_client_create(&s->p, &cb, &s->cl);
 	if (rc < 0) {
 		uf_stat_add(&s->st->snapshot_failures, 1);
+		uf_store_relaxed_u64(&s->st->snapshot_last_failure, UF_SNAP_WHY_CLIENT);
 		s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
 		return;
 	}
@@ -263,27 +380,30 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 	s->started_ns = now;
 	s->deadline_ns = now + s->timeout_ns;
 	s->touched = s->ended = s->overflow = 0;
+	s->refuse = UF_SNAP_WHY_NONE;
+	s->shown_login = 0;
 	s->msgs = 0;
 	uf_snap_buf_clear(&s->buf);
 	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 1);
 }
 
-static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, const char *why)
+static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why why)
 {
 	uf_snap_client_close(s);
 	s->step->flush(s->step->owner);
 	uf_stat_add(&s->st->snapshot_failures, 1);
+	uf_store_relaxed_u64(&s->st->snapshot_last_failure, why);
 	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 0);
-	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", s->name, why,
-	                 s->retry_ms);
+	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", s->name,
+	                 uf_snap_why_name(why), s->retry_ms);
 	if (s->touched) {
-		/* A partial snapshot is in the books: empty them again. What the arbiter had
-		 * delivered before is gone with them: say so (GAP, every book stale). */
+		/* A partial or refused snapshot is in the books: empty them again. What the
+		 * arbiter had delivered before is gone with them: say so (GAP, every book
+		 * stale). */
 		uf_snap_emit_reset(s);
-		if (s->arb->have_session && s->arb->expected > 1) {
+		if (s->arb->have_session && s->arb->expected > 1)
 			s->step->gap(s->step->owner, 1, s->arb->expected - 1);
-			s->want = 1; /* the books are known wrong: try again after the back-off */
-		}
+		s->want = 1; /* the books are known wrong: try again after the back-off */
 	}
 	/* The stream goes on without a snapshot: recovery (or give-up) as if none existed. */
 	s->state = UF_SNAP_IDLE;
@@ -326,6 +446,27 @@ int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, u
 	if (s->state == UF_SNAP_WAIT_LIVE) {
 		if (src >= (unsigned)s->nlines)
 			return 1; /* an answer to a request made before the snapshot: void */
+		/* The first live packet confirms (or not) what the snapshot claimed. */
+		uint64_t shown = pkt->seq + (pkt->kind == UF_FRAME_DATA ? pkt->count : 0);
+		enum uf_snap_why why = UF_SNAP_WHY_NONE;
+		if (memcmp(pkt->session, s->login_session, UF_FRAME_SESSION_LEN) != 0) {
+			why = UF_SNAP_WHY_SESSION;
+			uf_stat_add(&s->st->snapshot_refused_session, 1);
+		} else if (s->end_seq > shown && s->end_seq - shown > s->max_lead) {
+			why = UF_SNAP_WHY_LEAD;
+			uf_stat_add(&s->st->snapshot_refused_lead, 1);
+		}
+		if (why) {
+			uf_store_relaxed_u64(&s->st->snapshot_last_claim, s->end_seq);
+			uf_store_relaxed_u64(&s->st->snapshot_last_shown, shown);
+			uf_feed_log_warn("feed %s: snapshot refused (%s) by the first live packet "
+			                 "(session '%.10s', next %llu; snapshot '%.10s', %llu)",
+			                 s->name, uf_snap_why_name(why), pkt->session,
+			                 (unsigned long long)shown, s->login_session,
+			                 (unsigned long long)s->end_seq);
+			uf_snap_fail(s, uf_now_mono_ns(), why); /* state IDLE: on to the arbiter */
+			return 0;
+		}
 		s->state = UF_SNAP_IDLE;
 		uf_arb_resync(s->arb, pkt->session, s->end_seq);
 		return 0;
@@ -351,12 +492,20 @@ void uf_feed_snapshot_step(struct uf_snapshot *s)
 		enum uf_soup_client_state st = uf_soup_client_poll(s->cl, now);
 		if (s->ended)
 			uf_snap_merge(s, now);
+		else if (s->refuse)
+			uf_snap_fail(s, now, s->refuse);
 		else if (s->overflow)
-			uf_snap_fail(s, now, "live buffer full");
+			uf_snap_fail(s, now, UF_SNAP_WHY_BUFFER_FULL);
 		else if (st == UF_SOUP_CL_DONE)
-			uf_snap_fail(s, now, "the server ended the session or refused the login");
+			uf_snap_fail(s, now, UF_SNAP_WHY_DONE);
 		else if (now >= s->deadline_ns)
-			uf_snap_fail(s, now, "timed out");
+			uf_snap_fail(s, now, UF_SNAP_WHY_TIMEOUT);
+		else if (st != UF_SOUP_CL_ACTIVE && now - s->started_ns >= s->max_hold_ns) {
+			/* No working login after max_hold_ms (the server refuses, closes, does not
+			 * answer): the live data held goes on now, not after timeout_ms. */
+			uf_stat_add(&s->st->snapshot_hold_expired, 1);
+			uf_snap_fail(s, now, UF_SNAP_WHY_HOLD);
+		}
 		return;
 	}
 	if (s->state != UF_SNAP_IDLE || now < s->retry_ns)
@@ -419,6 +568,8 @@ int uf_feed_snapshot_init(struct uf_snapshot *s, const struct uf_feed_config *cf
 	s->timeout_ns = (uint64_t)t * 1000000u;
 	s->max_gap_messages = cfg->snapshot.max_gap_messages;
 	s->max_gap_age_ns = (uint64_t)cfg->snapshot.max_gap_age_ms * 1000000u;
+	s->max_lead = cfg->snapshot.max_lead;
+	s->max_hold_ns = (uint64_t)cfg->snapshot.max_hold_ms * 1000000u;
 	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
 	int rc = uf_snap_buf_init(&s->buf, cfg->snapshot.buffer_packets, cfg->buffers.size);
 	if (rc < 0)
