@@ -174,7 +174,8 @@ void uf_snap_buf_sort(struct uf_snap_buf *b)
 /* ---- the merge state machine (feed thread) ---- */
 
 static const char *const uf_snap_why_names[UF_SNAP_WHY_COUNT] = {
-    "none", "timeout", "server_done", "buffer_full", "lead", "lag", "session", "hold", "client"};
+    "none", "timeout", "server_done", "buffer_full", "lead",
+    "lag",  "session", "hold",        "client",      "orders"};
 
 const char *uf_snap_why_name(unsigned why)
 {
@@ -207,9 +208,10 @@ static const char *uf_snap_live_session(const struct uf_snapshot *s)
 static void uf_snap_refuse(struct uf_snapshot *s, enum uf_snap_why why, uint8_t packet,
                            uint64_t claim, uint64_t shown, const char *what)
 {
-	uint64_t *c = why == UF_SNAP_WHY_LEAD  ? &s->st->snapshot_refused_lead
-	              : why == UF_SNAP_WHY_LAG ? &s->st->snapshot_refused_lag
-	                                       : &s->st->snapshot_refused_session;
+	uint64_t *c = why == UF_SNAP_WHY_LEAD     ? &s->st->snapshot_refused_lead
+	              : why == UF_SNAP_WHY_LAG    ? &s->st->snapshot_refused_lag
+	              : why == UF_SNAP_WHY_ORDERS ? &s->st->snapshot_refused_orders
+	                                          : &s->st->snapshot_refused_session;
 	uf_stat_add(c, 1);
 	uf_store_relaxed_u64(&s->st->snapshot_last_claim, claim);
 	uf_store_relaxed_u64(&s->st->snapshot_last_shown, shown);
@@ -236,12 +238,149 @@ static int uf_snap_check_login(struct uf_snapshot *s, const struct uf_soup_clien
 	return 0;
 }
 
+struct uf_snap_ref {
+	uint64_t ref; /* order reference */
+	uint64_t seq; /* the live message that named it */
+};
+
+static int uf_snap_ref_find(const struct uf_snap_ref *v, uint32_t n, uint64_t ref)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i].ref == ref)
+			return 1;
+	return 0;
+}
+
+static int uf_snap_ref_drop(struct uf_snap_ref *v, uint32_t *n, uint64_t ref)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (v[i].ref == ref) {
+			v[i] = v[--*n];
+			return 1;
+		}
+	return 0;
+}
+
+/* What the walk of uf_snap_check_orders keeps. */
+struct uf_snap_walk {
+	struct uf_snap_ref pend[UF_SNAP_CHECK_REFS];  /* added before N, nothing named since */
+	struct uf_snap_ref added[UF_SNAP_CHECK_REFS]; /* added from N on (live only) */
+	uint32_t np, na;                              /* entries in each */
+	int after_ok; /* the walk from N on has no hole and follows every order added */
+};
+
+/* One order named by live message `seq`: NULL when consistent with the snapshot, else the
+ * contradiction (a format taking the order reference). */
+static const char *uf_snap_judge(struct uf_snapshot *s, struct uf_snap_walk *w, uint64_t seq,
+                                 uint64_t n, uint64_t ref, uint8_t op)
+{
+	int held = s->proto->order_held(s->step, ref);
+	if (seq < n) { /* the snapshot holds its effect */
+		uf_snap_ref_drop(w->pend, &w->np, ref);
+		if (op == UF_PROTO_REF_REMOVE && held)
+			return "ends order %llu, which the snapshot holds";
+		if (op == UF_PROTO_REF_ADD && w->np < UF_SNAP_CHECK_REFS)
+			w->pend[w->np++] = (struct uf_snap_ref){ref, seq};
+		return NULL;
+	}
+	if (!w->after_ok) /* from N on: the snapshot does not hold its effect */
+		return NULL;
+	if (op == UF_PROTO_REF_ADD) {
+		if (held)
+			return "adds order %llu, which the snapshot holds already";
+		if (w->na < UF_SNAP_CHECK_REFS)
+			w->added[w->na++] = (struct uf_snap_ref){ref, seq};
+		else
+			w->after_ok = 0; /* no room: a later change of it would look wrong */
+		return NULL;
+	}
+	if (!held && !uf_snap_ref_find(w->added, w->na, ref))
+		return "changes order %llu, which the snapshot does not hold";
+	if (op == UF_PROTO_REF_REMOVE)
+		uf_snap_ref_drop(w->added, &w->na, ref);
+	return NULL;
+}
+
+/* The orders of the snapshot just loaded against the live messages buffered meanwhile,
+ * walked in sequence order. Before N (the snapshot says it holds their effect): an order a
+ * message ended must be absent, an order a message added (and nothing later before N named)
+ * present. From N on (not in the snapshot): an added order must be absent, a changed or
+ * ended one present (or added since N). Only what the walk saw without a hole counts (a
+ * hole may hold what explains anything), and from N on it stops judging once
+ * UF_SNAP_CHECK_REFS orders were added. An honest snapshot passes whatever the lines did;
+ * an End of Snapshot off by a few messages fails when one of them adds, deletes or replaces
+ * an order (a partial execution or cancel cannot be told). Returns 0, or -1 with what[]
+ * naming the message and the order. Cold: once per End of Snapshot, O(buffer x refs). */
+static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
+{
+	const struct uf_proto *pr = s->proto;
+	struct uf_snap_buf *b = &s->buf;
+	struct uf_snap_walk *w;
+	uint64_t next = 0;
+	int rc = 0;
+	if (!pr->order_refs || !pr->order_held || b->n == 0)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return 0; /* unchecked, as without the hooks */
+	w->after_ok = 1;
+	uf_snap_buf_sort(b);
+	for (uint32_t i = 0; i < b->n && rc == 0; i++) {
+		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
+		struct uf_frame f;
+		struct uf_frame_iter it;
+		struct uf_frame_msg m;
+		if (pr->framing->open(&f, p->data, p->len) != UF_FRAME_DATA)
+			continue;
+		pr->framing->iter_init(&it, &f);
+		while (rc == 0 && pr->framing->iter_next(&it, &m)) {
+			if (next && m.seq < next)
+				continue; /* a copy of what the walk saw */
+			uint64_t from = next ? next : m.seq;
+			if (m.seq > from && from < n)
+				w->np = 0; /* a hole before N: the adds before it are unknowable */
+			if ((m.seq > from || !next) && m.seq > n)
+				w->after_ok = 0; /* a hole at or after N */
+			next = m.seq + 1;
+			uint64_t refs[2];
+			uint8_t ops[2];
+			int k = pr->order_refs(m.msg, m.len, refs, ops);
+			for (int j = 0; j < k && j < 2 && rc == 0; j++) {
+				const char *bad = uf_snap_judge(s, w, m.seq, n, refs[j], ops[j]);
+				if (bad) {
+					int o = snprintf(
+					    what, wlen, "live message %llu (End of Snapshot %llu) ",
+					    (unsigned long long)m.seq, (unsigned long long)n);
+					if (o > 0 && (size_t)o < wlen)
+						snprintf(what + o, wlen - (size_t)o, bad,
+						         (unsigned long long)refs[j]);
+					rc = -1;
+				}
+			}
+		}
+	}
+	for (uint32_t i = 0; i < w->np && rc == 0; i++)
+		if (!pr->order_held(s->step, w->pend[i].ref)) {
+			snprintf(
+			    what, wlen,
+			    "live message %llu (End of Snapshot %llu) adds order %llu, which the "
+			    "snapshot does not hold",
+			    (unsigned long long)w->pend[i].seq, (unsigned long long)n,
+			    (unsigned long long)w->pend[i].ref);
+			rc = -1;
+		}
+	free(w);
+	return rc;
+}
+
 /* End of Snapshot N is a claim: "the books are those of messages 1 .. N-1". The lines say
  * how far the day has gone. N may lead them by max_lead (the server's feed may be ahead of
  * the multicast) and lag what they showed at login by max_lead; beyond either the load is
  * refused: a lead would skip messages unseen (never re-requested), a lag would apply twice
- * what the snapshot already holds. Within the bounds, what the snapshot skipped or repeats
- * meets the books' own checks (unknown or duplicate orders flag the book stale). */
+ * what the snapshot already holds. Within the bounds the live messages buffered meanwhile
+ * are checked against the snapshot's orders (uf_snap_check_orders); what an End of Snapshot
+ * off by a message or two could still skip or repeat (a partial execution) meets the books'
+ * own checks later (an unknown or over-executed order flags its book stale). */
 static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
 {
 	uint64_t shown = uf_snap_shown(s);
@@ -270,6 +409,10 @@ static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
 		    (unsigned long long)n, (unsigned long long)s->shown_login,
 		    (unsigned long long)s->max_lead);
 		uf_snap_refuse(s, UF_SNAP_WHY_LAG, 'G', n, s->shown_login, what);
+		return -1;
+	}
+	if (uf_snap_check_orders(s, n, what, sizeof(what)) < 0) {
+		uf_snap_refuse(s, UF_SNAP_WHY_ORDERS, 'G', n, shown, what);
 		return -1;
 	}
 	return 0;

@@ -43,6 +43,7 @@
 #include "feed/soup_client.h"
 
 #define UF_SNAP_HOLES        64   /* holes below the highest buffered sequence tracked */
+#define UF_SNAP_CHECK_REFS   256  /* orders the End of Snapshot check follows at once */
 #define UF_SNAP_RETRY_MIN_MS 1000 /* first retry after a failure */
 #define UF_SNAP_RETRY_MAX_MS 30000
 
@@ -115,6 +116,7 @@ enum uf_snap_why {
 	UF_SNAP_WHY_SESSION,     /* the server's session is not the live lines' one: refused */
 	UF_SNAP_WHY_HOLD,        /* max_hold_ms without a working login: live data released */
 	UF_SNAP_WHY_CLIENT,      /* the client could not be created */
+	UF_SNAP_WHY_ORDERS,      /* the buffered live messages contradict the snapshot's orders */
 	UF_SNAP_WHY_COUNT,
 };
 

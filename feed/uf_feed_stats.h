@@ -142,6 +142,9 @@
 	                        "lines showed at login by more than snapshot.max_lead")            \
 	X(snapshot_refused_session, "snapshot logins or loads refused: the server's session is "   \
 	                            "not the live lines' session")                                 \
+	X(snapshot_refused_orders,                                                                 \
+	  "snapshot loads refused: a buffered live message contradicts "                           \
+	  "the snapshot's orders (ends one it holds, adds one it lacks...)")                       \
 	X(snapshot_hold_expired, "snapshot attempts given up after snapshot.max_hold_ms without "  \
 	                         "a working login (the live data held is released)")               \
 	X(snapshot_connections_lost, "snapshot server connections lost or dropped during "         \
