@@ -374,31 +374,27 @@ static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, s
 }
 
 /* End of Snapshot N is a claim: "the books are those of messages 1 .. N-1". The lines say
- * how far the day has gone. N may lead them by max_lead (the server's feed may be ahead of
- * the multicast) and lag what they showed at login by max_lead; beyond either the load is
- * refused: a lead would skip messages unseen (never re-requested), a lag would apply twice
- * what the snapshot already holds. Within the bounds the live messages buffered meanwhile
- * are checked against the snapshot's orders (uf_snap_check_orders); what an End of Snapshot
- * off by a message or two could still skip or repeat (a partial execution) meets the books'
- * own checks later (an unknown or over-executed order flags its book stale). */
+ * how far the day has gone, and the claim is judged against them twice:
+ *   - when 'G' arrives (uf_snap_check_end): the snapshot must be of the session the lines
+ *     carry, and N must not lag what they had shown at login by more than max_lead (it
+ *     would apply twice what the snapshot holds);
+ *   - before the merge (uf_snap_confirm): N must not lead what they have shown by more than
+ *     max_lead (it would skip messages never seen, never re-requested). The lines may be
+ *     behind only because the feed was busy applying the snapshot, so the merge waits for
+ *     them up to max_hold_ms (live data is held meanwhile, /ready says so) and then refuses.
+ *     Then the live messages buffered meanwhile are checked against the snapshot's orders
+ *     (uf_snap_check_orders): a lie the lines overtook is caught there.
+ * What an End of Snapshot off by a message or two could still skip or repeat (a partial
+ * execution) meets the books' own checks later (an unknown or over-executed order flags its
+ * book stale). */
 static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
 {
-	uint64_t shown = uf_snap_shown(s);
 	const char *live = uf_snap_live_session(s);
 	char what[192];
 	if (live && memcmp(live, s->login_session, UF_FRAME_SESSION_LEN) != 0) {
 		snprintf(what, sizeof(what), "snapshot of session '%.10s', the lines carry '%.10s'",
 		         s->login_session, live);
-		uf_snap_refuse(s, UF_SNAP_WHY_SESSION, 'G', n, shown, what);
-		return -1;
-	}
-	if (n > shown && n - shown > s->max_lead) {
-		snprintf(
-		    what, sizeof(what),
-		    "End of Snapshot %llu leads the lines (next %llu) by more than max_lead %llu",
-		    (unsigned long long)n, (unsigned long long)shown,
-		    (unsigned long long)s->max_lead);
-		uf_snap_refuse(s, UF_SNAP_WHY_LEAD, 'G', n, shown, what);
+		uf_snap_refuse(s, UF_SNAP_WHY_SESSION, 'G', n, uf_snap_shown(s), what);
 		return -1;
 	}
 	if (n == 0 || (s->shown_login > n && s->shown_login - n > s->max_lead)) {
@@ -411,11 +407,33 @@ static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
 		uf_snap_refuse(s, UF_SNAP_WHY_LAG, 'G', n, s->shown_login, what);
 		return -1;
 	}
+	return 0;
+}
+
+/* See uf_snap_check_end. Returns 1 confirmed (merge), 0 not yet (the lines are behind and
+ * max_hold_ms since 'G' has not passed, the buffer has room), -1 refused (s->refuse set, counted,
+ * logged). */
+static int uf_snap_confirm(struct uf_snapshot *s, uint64_t now)
+{
+	uint64_t n = s->end_seq, shown = uf_snap_shown(s);
+	char what[192];
+	if (n > shown && n - shown > s->max_lead) {
+		if (now - s->ended_ns < s->max_hold_ns && !s->overflow)
+			return 0; /* (a full buffer cannot wait: judged now) */
+		snprintf(what, sizeof(what),
+		         "End of Snapshot %llu leads the lines (next %llu) by more than max_lead "
+		         "%llu after %llu ms",
+		         (unsigned long long)n, (unsigned long long)shown,
+		         (unsigned long long)s->max_lead,
+		         (unsigned long long)((now - s->ended_ns) / 1000000u));
+		uf_snap_refuse(s, UF_SNAP_WHY_LEAD, 'G', n, shown, what);
+		return -1;
+	}
 	if (uf_snap_check_orders(s, n, what, sizeof(what)) < 0) {
 		uf_snap_refuse(s, UF_SNAP_WHY_ORDERS, 'G', n, shown, what);
 		return -1;
 	}
-	return 0;
+	return 1;
 }
 
 /* THE ONE PLACE where consumers are told that the books restart from nothing (a snapshot
@@ -461,6 +479,7 @@ static void uf_snap_on_event(void *ctx, const struct uf_soup_client_event *ev)
 			break;
 		s->ended = 1;
 		s->end_seq = ev->seq;
+		s->ended_ns = uf_now_mono_ns();
 		break;
 	case UF_SOUP_EV_DISCONNECTED: {
 		/* Why, for the log and /status: which refusal, which packet (issue 23 item 3). */
@@ -633,11 +652,15 @@ void uf_feed_snapshot_step(struct uf_snapshot *s)
 	uint64_t now = uf_now_mono_ns();
 	if (s->state == UF_SNAP_LOADING) {
 		enum uf_soup_client_state st = uf_soup_client_poll(s->cl, now);
-		if (s->ended)
-			uf_snap_merge(s, now);
-		else if (s->refuse)
+		if (s->refuse)
 			uf_snap_fail(s, now, s->refuse);
-		else if (s->overflow)
+		else if (s->ended) { /* the client is done: the lines must confirm the claim */
+			int c = uf_snap_confirm(s, now);
+			if (c > 0)
+				uf_snap_merge(s, now);
+			else if (c < 0)
+				uf_snap_fail(s, now, s->refuse);
+		} else if (s->overflow)
 			uf_snap_fail(s, now, UF_SNAP_WHY_BUFFER_FULL);
 		else if (st == UF_SOUP_CL_DONE)
 			uf_snap_fail(s, now, UF_SNAP_WHY_DONE);

@@ -163,8 +163,9 @@ struct uf_snapshot {
 	uint64_t shown_login;           /* what the lines showed at the last Login Accepted */
 	char login_session[UF_FRAME_SESSION_LEN]; /* that login's session */
 	uint64_t end_seq;                         /* End of Snapshot: next real-time sequence */
-	uint64_t msgs;                            /* messages of this attempt's current login */
-	struct uf_snap_buf buf;                   /* live packets while LOADING */
+	uint64_t ended_ns;      /* when it came: the lines must confirm it within max_hold_ms */
+	uint64_t msgs;          /* messages of this attempt's current login */
+	struct uf_snap_buf buf; /* live packets while LOADING */
 	/* What the loader works with (linked by uf_feed_snapshot_init; the feed owns them). */
 	struct uf_pub_step *step;     /* the publish step: snapshot messages are applied into it,
 	                               * its hooks flush, publish a gap, void the books */
