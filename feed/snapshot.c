@@ -304,13 +304,13 @@ static const char *uf_snap_judge(struct uf_snapshot *s, struct uf_snap_walk *w, 
 /* The orders of the snapshot just loaded against the live messages buffered meanwhile,
  * walked in sequence order. Before N (the snapshot says it holds their effect): an order a
  * message ended must be absent, an order a message added (and nothing later before N named)
- * present. From N on (not in the snapshot): an added order must be absent, a changed or
- * ended one present (or added since N). Only what the walk saw without a hole counts (a
- * hole may hold what explains anything), and from N on it stops judging once
- * UF_SNAP_CHECK_REFS orders were added. An honest snapshot passes whatever the lines did;
- * an End of Snapshot off by a few messages fails when one of them adds, deletes or replaces
- * an order (a partial execution or cancel cannot be told). Returns 0, or -1 with what[]
- * naming the message and the order. Cold: once per End of Snapshot, O(buffer x refs). */
+ * present when the walk reached N. From N on (not in the snapshot): an added order must be absent,
+ * a changed or ended one present (or added since N). Only what the walk saw without a hole counts
+ * (a hole may hold what explains anything), and from N on it stops judging once UF_SNAP_CHECK_REFS
+ * orders were added. An honest snapshot passes whatever the lines did; an End of Snapshot off by a
+ * few messages fails when one of them adds, deletes or replaces an order (a partial execution or
+ * cancel cannot be told). Returns 0, or -1 with what[] naming the message and the order. Cold: once
+ * per End of Snapshot, O(buffer x refs). */
 static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
 {
 	const struct uf_proto *pr = s->proto;
@@ -359,6 +359,8 @@ static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, s
 			}
 		}
 	}
+	if (next < n)
+		w->np = 0; /* the walk stops short of N: what it did not see may end them */
 	for (uint32_t i = 0; i < w->np && rc == 0; i++)
 		if (!pr->order_held(s->step, w->pend[i].ref)) {
 			snprintf(
@@ -378,11 +380,11 @@ static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, s
  *   - when 'G' arrives (uf_snap_check_end): the snapshot must be of the session the lines
  *     carry, and N must not lag what they had shown at login by more than max_lead (it
  *     would apply twice what the snapshot holds);
- *   - before the merge (uf_snap_confirm): N must not lead what they have shown by more than
- *     max_lead (it would skip messages never seen, never re-requested). The lines may be
- *     behind only because the feed was busy applying the snapshot, so the merge waits for
- *     them up to max_hold_ms (live data is held meanwhile, /ready says so) and then refuses.
- *     Then the live messages buffered meanwhile are checked against the snapshot's orders
+ *   - before the merge (uf_snap_confirm): the merge waits, up to max_hold_ms (live data is
+ *     held meanwhile, /ready says so), for the lines to show N (they may be behind only
+ *     because the feed was busy applying the snapshot); then N must not lead what they
+ *     showed by more than max_lead (it would skip messages never seen, never re-requested),
+ *     and the live messages buffered meanwhile must agree with the snapshot's orders
  *     (uf_snap_check_orders): a lie the lines overtook is caught there.
  * What an End of Snapshot off by a message or two could still skip or repeat (a partial
  * execution) meets the books' own checks later (an unknown or over-executed order flags its
@@ -410,22 +412,25 @@ static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
 	return 0;
 }
 
-/* See uf_snap_check_end. Returns 1 confirmed (merge), 0 not yet (the lines are behind and
+/* See uf_snap_check_end. Returns 1 confirmed (merge), 0 not yet (the lines have not shown N,
  * max_hold_ms since 'G' has not passed, the buffer has room), -1 refused (s->refuse set, counted,
  * logged). */
 static int uf_snap_confirm(struct uf_snapshot *s, uint64_t now)
 {
 	uint64_t n = s->end_seq, shown = uf_snap_shown(s);
 	char what[192];
+	/* Wait (bounded) for the lines to show N: then every claim the orders check can judge
+	 * is judged. Nothing to wait for before the day's first packet (N within max_lead). */
+	int quiet = shown == 0 && n <= s->max_lead;
+	uint64_t waited = now > s->ended_ns ? now - s->ended_ns : 0; /* 'G' came in this poll */
+	if (n > shown && !quiet && waited < s->max_hold_ns && !s->overflow)
+		return 0; /* (a full buffer cannot wait: judged now) */
 	if (n > shown && n - shown > s->max_lead) {
-		if (now - s->ended_ns < s->max_hold_ns && !s->overflow)
-			return 0; /* (a full buffer cannot wait: judged now) */
 		snprintf(what, sizeof(what),
 		         "End of Snapshot %llu leads the lines (next %llu) by more than max_lead "
 		         "%llu after %llu ms",
 		         (unsigned long long)n, (unsigned long long)shown,
-		         (unsigned long long)s->max_lead,
-		         (unsigned long long)((now - s->ended_ns) / 1000000u));
+		         (unsigned long long)s->max_lead, (unsigned long long)(waited / 1000000u));
 		uf_snap_refuse(s, UF_SNAP_WHY_LEAD, 'G', n, shown, what);
 		return -1;
 	}
