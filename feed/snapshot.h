@@ -14,12 +14,16 @@
  *       LOADING: line packets go to the buffer, not the arbiter; the client is polled
  *         Login Accepted: fresh books (the reset consumers see, one marked place below),
  *           then every snapshot message applied through the publisher (records + image)
- *         End of Snapshot N: uf_arb_resync(session, N), then the buffer replayed in
+ *         End of Snapshot N, once the lines confirm it (same session, N neither older
+ *           than they showed at login nor ahead of what they show by more than max_lead,
+ *           the buffered live messages agreeing with the snapshot's orders; else refused:
+ *           a failure, below): uf_arb_resync(session, N), then the buffer replayed in
  *           sequence order through the arbiter: packets wholly below N dropped, a straddling
  *           one applied from message N, later ones in order, holes recovered as usual
  *           --> IDLE (or WAIT_LIVE when no live packet has shown the session yet: the first
  *           one then resyncs)
- *         timeout, rejected, buffer full: failure (counted); books touched by this attempt
+ *         timeout, no working login within max_hold_ms, rejected, buffer full, a claim
+ *           refused: failure (counted, why kept for /status); books touched by this attempt
  *           are emptied and flagged stale (GAP record), the buffer goes to the arbiter as
  *           it is (recovery as without a snapshot), a new attempt after a back-off --> IDLE
  *
