@@ -47,13 +47,13 @@ function(uf_add_test)
                        LABELS "${labels}")
 endfunction()
 
-# uf_add_fuzz_test(NAME <name> SOURCES <files...> [SECONDS <s>])
+# uf_add_fuzz_test(NAME <name> SOURCES <files...> [SECONDS <s>] [SEEDS <dir>])
 # (only with -DUF_FUZZ=ON and clang) builds a libFuzzer target with ASan+UBSan, the code under
 # test compiled into it so libFuzzer sees its coverage, and registers a bounded run (label
 # "fuzz"): any crash, leak or sanitizer report fails the test. New inputs go to a corpus in
-# the build tree; the committed seeds in <test dir>/fuzz-seeds are only read.
+# the build tree; the committed seeds in <test dir>/fuzz-seeds (or SEEDS) are only read.
 function(uf_add_fuzz_test)
-  cmake_parse_arguments(F "" "NAME;SECONDS" "SOURCES" ${ARGN})
+  cmake_parse_arguments(F "" "NAME;SECONDS;SEEDS" "SOURCES" ${ARGN})
   if(NOT UF_FUZZ)
     return()
   endif()
@@ -62,6 +62,9 @@ function(uf_add_fuzz_test)
   endif()
   if(NOT F_SECONDS)
     set(F_SECONDS 20)
+  endif()
+  if(NOT F_SEEDS)
+    set(F_SEEDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz-seeds)
   endif()
   set(flags -fsanitize=fuzzer,address,undefined)
   add_executable(${F_NAME} ${F_SOURCES})
@@ -74,7 +77,7 @@ function(uf_add_fuzz_test)
   file(MAKE_DIRECTORY ${corpus})
   add_test(NAME ${F_NAME}
            COMMAND ${F_NAME} -max_total_time=${F_SECONDS} -rss_limit_mb=1024 -timeout=10
-                   -print_final_stats=1 ${corpus} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz-seeds)
+                   -print_final_stats=1 ${corpus} ${F_SEEDS})
   math(EXPR budget "${F_SECONDS} * 3")
   set_tests_properties(${F_NAME} PROPERTIES LABELS fuzz TIMEOUT ${budget})
 endfunction()

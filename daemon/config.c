@@ -305,11 +305,12 @@ static int parse_lines(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
  * to re-request loads the state of the day from (feed/snapshot.h). Needs no "recovery". */
 static int parse_snapshot(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {
-	    "server",           "username",       "password",   "session",        "on_start",
-	    "max_gap_messages", "max_gap_age_ms", "timeout_ms", "buffer_packets", NULL};
+	static const char *const keys[] = {"server",         "username",    "password",
+	                                   "session",        "on_start",    "max_gap_messages",
+	                                   "max_gap_age_ms", "timeout_ms",  "buffer_packets",
+	                                   "max_lead",       "max_hold_ms", NULL};
 	json_t *js;
-	int64_t gap;
+	int64_t gap, lead;
 	int r;
 
 	if ((r = uf_cj_obj(c, feed, "snapshot", &js)) || !js)
@@ -334,9 +335,27 @@ static int parse_snapshot(struct uf_cj *c, json_t *feed, struct uf_feed_config *
 	    (r = uf_cj_u32(c, js, "timeout_ms", 1, 3600000, UF_CFG_DEFAULT_SNAPSHOT_TIMEOUT_MS,
 	                   &f->snapshot.timeout_ms)) ||
 	    (r = uf_cj_u32(c, js, "buffer_packets", 1, 1 << 24,
-	                   UF_CFG_DEFAULT_SNAPSHOT_BUFFER_PACKETS, &f->snapshot.buffer_packets)))
+	                   UF_CFG_DEFAULT_SNAPSHOT_BUFFER_PACKETS, &f->snapshot.buffer_packets)) ||
+	    (r = uf_cj_int(c, js, "max_lead", 1, 1000000000, UF_CFG_DEFAULT_SNAPSHOT_MAX_LEAD,
+	                   &lead)) ||
+	    (r = uf_cj_u32(c, js, "max_hold_ms", 1, 3600000, UF_CFG_DEFAULT_SNAPSHOT_MAX_HOLD_MS,
+	                   &f->snapshot.max_hold_ms)))
 		goto out;
 	f->snapshot.max_gap_messages = (uint64_t)gap;
+	f->snapshot.max_lead = (uint64_t)lead;
+	/* The live data an attempt holds without a working login: bounded by the attempt. Left
+	 * out, the default shrinks to a shorter timeout_ms; given, it must fit. */
+	if (f->snapshot.max_hold_ms > f->snapshot.timeout_ms) {
+		if (json_object_get(js, "max_hold_ms")) {
+			r = uf_cj_fail(
+			    c, "max_hold_ms",
+			    "%u is above timeout_ms (%u): the live data an attempt holds "
+			    "is bounded by the attempt",
+			    f->snapshot.max_hold_ms, f->snapshot.timeout_ms);
+			goto out;
+		}
+		f->snapshot.max_hold_ms = f->snapshot.timeout_ms;
+	}
 	/* SoupBinTCP login fields are printable ASCII, space padded: no room for anything else. */
 	const char *const fields[] = {"username", "password", "session"};
 	const char *const vals[] = {f->snapshot.username, f->snapshot.password,
@@ -969,7 +988,8 @@ int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
 	    !UF_SAME_STR(snapshot.username) || !UF_SAME_STR(snapshot.password) ||
 	    !UF_SAME_STR(snapshot.session) || !UF_SAME(snapshot.on_start) ||
 	    !UF_SAME(snapshot.max_gap_messages) || !UF_SAME(snapshot.max_gap_age_ms) ||
-	    !UF_SAME(snapshot.timeout_ms) || !UF_SAME(snapshot.buffer_packets))
+	    !UF_SAME(snapshot.timeout_ms) || !UF_SAME(snapshot.buffer_packets) ||
+	    !UF_SAME(snapshot.max_lead) || !UF_SAME(snapshot.max_hold_ms))
 		return 0;
 	if (!UF_SAME(arbitration.max_jump) || !UF_SAME(arbitration.jump_confirm) ||
 	    !UF_SAME(arbitration.session_confirm) || !UF_SAME(arbitration.line_silent_ms))

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode/uf_soup.h"
+#include "feed/snapshot.h"
+
 #define DECODE_PREFIX "decode_"
 
 static const char *const state_names[] = {"starting", "running", "stopping", "stopped", "failed"};
@@ -111,6 +114,37 @@ static json_t *ring_json(const struct uf_status_ring *r, uint64_t now_ns)
 
 static const char *session_label(const struct uf_status_feed *f, char *buf, size_t len);
 
+/* Why the snapshot path last failed, by name (issue 23 item 3): the failed attempt's reason,
+ * the last lost connection (its errno, the refused packet's kind and type letter), and the
+ * last End of Snapshot refused against what the lines had shown. Nulls for what never was. */
+static json_t *snapshot_json(const struct uf_feed_stats *st)
+{
+	json_t *o = json_object(), *d = json_object();
+	uint64_t v = st->snapshot_last_disconnect;
+	unsigned refusal = UF_SNAP_DISC_REFUSAL(v), packet = UF_SNAP_DISC_PACKET(v);
+	int err = UF_SNAP_DISC_ERRNO(v);
+	char pk[2] = {(char)packet, 0};
+
+	json_object_set_new(o, "last_failure",
+	                    st->snapshot_last_failure
+	                        ? json_string(uf_snap_why_name((unsigned)st->snapshot_last_failure))
+	                        : json_null());
+	json_object_set_new(d, "errno", err ? json_integer(err) : json_null());
+	json_object_set_new(d, "refused",
+	                    refusal && refusal <= UF_SOUP_NERR
+	                        ? json_string(uf_soup_err_name(refusal - 1))
+	                        : json_null());
+	json_object_set_new(d, "packet",
+	                    packet > ' ' && packet < 0x7f ? json_string(pk) : json_null());
+	json_object_set_new(o, "last_disconnect", d);
+	json_object_set_new(o, "last_claim",
+	                    st->snapshot_last_claim
+	                        ? json_integer((json_int_t)st->snapshot_last_claim)
+	                        : json_null());
+	json_object_set_new(o, "last_shown", json_integer((json_int_t)st->snapshot_last_shown));
+	return o;
+}
+
 static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 {
 	json_t *o = json_object(), *dec = json_object(), *lines = json_array();
@@ -158,6 +192,7 @@ static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 	json_object_set_new(o, "session_ended", json_boolean(f->stats.session_ended));
 	json_object_set_new(o, "recovering", json_boolean(f->stats.recovering));
 	json_object_set_new(o, "books_stale", json_integer((json_int_t)f->stats.books_stale));
+	json_object_set_new(o, "snapshot", snapshot_json(&f->stats));
 	if (f->ring.present)
 		json_object_set_new(o, "ring", ring_json(&f->ring, now_ns));
 	return o;

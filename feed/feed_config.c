@@ -38,6 +38,10 @@ void uf_feed_config_resolve(struct uf_feed_config *cfg)
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->snapshot.timeout_ms, UF_FEED_DEFAULT_SNAPSHOT_TIMEOUT_MS);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->snapshot.buffer_packets,
 	                         UF_FEED_DEFAULT_SNAPSHOT_BUFFER_PACKETS);
+	UF_FEED_CFG_ZERO_DEFAULT(cfg->snapshot.max_lead, UF_FEED_DEFAULT_SNAPSHOT_MAX_LEAD);
+	UF_FEED_CFG_ZERO_DEFAULT(cfg->snapshot.max_hold_ms, UF_FEED_DEFAULT_SNAPSHOT_MAX_HOLD_MS);
+	if (cfg->snapshot.max_hold_ms > cfg->snapshot.timeout_ms) /* the attempt bounds it too */
+		cfg->snapshot.max_hold_ms = cfg->snapshot.timeout_ms;
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->ring.capacity, ro.capacity);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->ring.mode, ro.mode);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->book.depth, ro.depth);

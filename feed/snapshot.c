@@ -173,6 +173,274 @@ void uf_snap_buf_sort(struct uf_snap_buf *b)
 
 /* ---- the merge state machine (feed thread) ---- */
 
+static const char *const uf_snap_why_names[UF_SNAP_WHY_COUNT] = {
+    "none", "timeout", "server_done", "buffer_full", "lead",
+    "lag",  "session", "hold",        "client",      "orders"};
+
+const char *uf_snap_why_name(unsigned why)
+{
+	return why < UF_SNAP_WHY_COUNT ? uf_snap_why_names[why] : "?";
+}
+
+/* The sequence after the highest message the lines have shown: the arbiter's (its quarantine
+ * holds jumps no other line confirmed) or this attempt's buffer. 0 when none yet. */
+static uint64_t uf_snap_shown(const struct uf_snapshot *s)
+{
+	uint64_t v = 0;
+	if (s->arb->have_session)
+		v = s->arb->high > s->arb->expected ? s->arb->high : s->arb->expected;
+	if (s->buf.n && s->buf.hi > v)
+		v = s->buf.hi;
+	return v;
+}
+
+/* The session the lines carry now (this attempt's buffer first: the lines may have moved to
+ * a new session while the snapshot loads), NULL when no line has shown one. */
+static const char *uf_snap_live_session(const struct uf_snapshot *s)
+{
+	if (s->buf.have_session)
+		return s->buf.session;
+	return s->arb->have_session ? s->arb->session : NULL;
+}
+
+/* A callback does not accept what the server said: counted by kind, logged with the claim,
+ * the connection dropped; the step fails the attempt (books stale, retry after back-off). */
+static void uf_snap_refuse(struct uf_snapshot *s, enum uf_snap_why why, uint8_t packet,
+                           uint64_t claim, uint64_t shown, const char *what)
+{
+	uint64_t *c = why == UF_SNAP_WHY_LEAD     ? &s->st->snapshot_refused_lead
+	              : why == UF_SNAP_WHY_LAG    ? &s->st->snapshot_refused_lag
+	              : why == UF_SNAP_WHY_ORDERS ? &s->st->snapshot_refused_orders
+	                                          : &s->st->snapshot_refused_session;
+	uf_stat_add(c, 1);
+	uf_store_relaxed_u64(&s->st->snapshot_last_claim, claim);
+	uf_store_relaxed_u64(&s->st->snapshot_last_shown, shown);
+	uf_feed_log_warn("feed %s: snapshot refused (%s): %s", s->name, uf_snap_why_name(why),
+	                 what);
+	s->refuse = why;
+	uf_soup_client_refuse(s->cl, -EPROTO, packet, uf_now_mono_ns());
+}
+
+/* Login Accepted: the server's session must be the live one (when a line has shown one). */
+static int uf_snap_check_login(struct uf_snapshot *s, const struct uf_soup_client_event *ev)
+{
+	const char *live = uf_snap_live_session(s);
+	char what[128];
+	if (live && memcmp(live, ev->session, UF_FRAME_SESSION_LEN) != 0) {
+		snprintf(what, sizeof(what),
+		         "Login Accepted for session '%.10s', the lines carry '%.10s'", ev->session,
+		         live);
+		uf_snap_refuse(s, UF_SNAP_WHY_SESSION, 'A', 0, 0, what);
+		return -1;
+	}
+	memcpy(s->login_session, ev->session, UF_FRAME_SESSION_LEN);
+	s->shown_login = uf_snap_shown(s);
+	return 0;
+}
+
+struct uf_snap_ref {
+	uint64_t ref; /* order reference */
+	uint64_t seq; /* the live message that named it */
+};
+
+static int uf_snap_ref_find(const struct uf_snap_ref *v, uint32_t n, uint64_t ref)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i].ref == ref)
+			return 1;
+	return 0;
+}
+
+static int uf_snap_ref_drop(struct uf_snap_ref *v, uint32_t *n, uint64_t ref)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (v[i].ref == ref) {
+			v[i] = v[--*n];
+			return 1;
+		}
+	return 0;
+}
+
+/* What the walk of uf_snap_check_orders keeps. */
+struct uf_snap_walk {
+	struct uf_snap_ref pend[UF_SNAP_CHECK_REFS];  /* added before N, nothing named since */
+	struct uf_snap_ref added[UF_SNAP_CHECK_REFS]; /* added from N on (live only) */
+	uint32_t np, na;                              /* entries in each */
+	int after_ok; /* the walk from N on has no hole and follows every order added */
+};
+
+/* One order named by live message `seq`: NULL when consistent with the snapshot, else the
+ * contradiction (a format taking the order reference). */
+static const char *uf_snap_judge(struct uf_snapshot *s, struct uf_snap_walk *w, uint64_t seq,
+                                 uint64_t n, uint64_t ref, uint8_t op)
+{
+	int held = s->proto->order_held(s->step, ref);
+	if (seq < n) { /* the snapshot holds its effect */
+		uf_snap_ref_drop(w->pend, &w->np, ref);
+		if (op == UF_PROTO_REF_REMOVE && held)
+			return "ends order %llu, which the snapshot holds";
+		if (op == UF_PROTO_REF_ADD && w->np < UF_SNAP_CHECK_REFS)
+			w->pend[w->np++] = (struct uf_snap_ref){ref, seq};
+		return NULL;
+	}
+	if (!w->after_ok) /* from N on: the snapshot does not hold its effect */
+		return NULL;
+	if (op == UF_PROTO_REF_ADD) {
+		if (held)
+			return "adds order %llu, which the snapshot holds already";
+		if (w->na < UF_SNAP_CHECK_REFS)
+			w->added[w->na++] = (struct uf_snap_ref){ref, seq};
+		else
+			w->after_ok = 0; /* no room: a later change of it would look wrong */
+		return NULL;
+	}
+	if (!held && !uf_snap_ref_find(w->added, w->na, ref))
+		return "changes order %llu, which the snapshot does not hold";
+	if (op == UF_PROTO_REF_REMOVE)
+		uf_snap_ref_drop(w->added, &w->na, ref);
+	return NULL;
+}
+
+/* The orders of the snapshot just loaded against the live messages buffered meanwhile,
+ * walked in sequence order. Before N (the snapshot says it holds their effect): an order a
+ * message ended must be absent, an order a message added (and nothing later before N named)
+ * present when the walk reached N. From N on (not in the snapshot): an added order must be absent,
+ * a changed or ended one present (or added since N). Only what the walk saw without a hole counts
+ * (a hole may hold what explains anything), and from N on it stops judging once UF_SNAP_CHECK_REFS
+ * orders were added. An honest snapshot passes whatever the lines did; an End of Snapshot off by a
+ * few messages fails when one of them adds, deletes or replaces an order (a partial execution or
+ * cancel cannot be told). Returns 0, or -1 with what[] naming the message and the order. Cold: once
+ * per End of Snapshot, O(buffer x refs). */
+static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
+{
+	const struct uf_proto *pr = s->proto;
+	struct uf_snap_buf *b = &s->buf;
+	struct uf_snap_walk *w;
+	uint64_t next = 0;
+	int rc = 0;
+	if (!pr->order_refs || !pr->order_held || b->n == 0)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return 0; /* unchecked, as without the hooks */
+	w->after_ok = 1;
+	uf_snap_buf_sort(b);
+	for (uint32_t i = 0; i < b->n && rc == 0; i++) {
+		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
+		struct uf_frame f;
+		struct uf_frame_iter it;
+		struct uf_frame_msg m;
+		if (pr->framing->open(&f, p->data, p->len) != UF_FRAME_DATA)
+			continue;
+		pr->framing->iter_init(&it, &f);
+		while (rc == 0 && pr->framing->iter_next(&it, &m)) {
+			if (next && m.seq < next)
+				continue; /* a copy of what the walk saw */
+			uint64_t from = next ? next : m.seq;
+			if (m.seq > from && from < n)
+				w->np = 0; /* a hole before N: the adds before it are unknowable */
+			if ((m.seq > from || !next) && m.seq > n)
+				w->after_ok = 0; /* a hole at or after N */
+			next = m.seq + 1;
+			uint64_t refs[2];
+			uint8_t ops[2];
+			int k = pr->order_refs(m.msg, m.len, refs, ops);
+			for (int j = 0; j < k && j < 2 && rc == 0; j++) {
+				const char *bad = uf_snap_judge(s, w, m.seq, n, refs[j], ops[j]);
+				if (bad) {
+					int o = snprintf(
+					    what, wlen, "live message %llu (End of Snapshot %llu) ",
+					    (unsigned long long)m.seq, (unsigned long long)n);
+					if (o > 0 && (size_t)o < wlen)
+						snprintf(what + o, wlen - (size_t)o, bad,
+						         (unsigned long long)refs[j]);
+					rc = -1;
+				}
+			}
+		}
+	}
+	if (next < n)
+		w->np = 0; /* the walk stops short of N: what it did not see may end them */
+	for (uint32_t i = 0; i < w->np && rc == 0; i++)
+		if (!pr->order_held(s->step, w->pend[i].ref)) {
+			snprintf(
+			    what, wlen,
+			    "live message %llu (End of Snapshot %llu) adds order %llu, which the "
+			    "snapshot does not hold",
+			    (unsigned long long)w->pend[i].seq, (unsigned long long)n,
+			    (unsigned long long)w->pend[i].ref);
+			rc = -1;
+		}
+	free(w);
+	return rc;
+}
+
+/* End of Snapshot N is a claim: "the books are those of messages 1 .. N-1". The lines say
+ * how far the day has gone, and the claim is judged against them twice:
+ *   - when 'G' arrives (uf_snap_check_end): the snapshot must be of the session the lines
+ *     carry, and N must not lag what they had shown at login by more than max_lead (it
+ *     would apply twice what the snapshot holds);
+ *   - before the merge (uf_snap_confirm): the merge waits, up to max_hold_ms (live data is
+ *     held meanwhile, /ready says so), for the lines to show N (they may be behind only
+ *     because the feed was busy applying the snapshot); then N must not lead what they
+ *     showed by more than max_lead (it would skip messages never seen, never re-requested),
+ *     and the live messages buffered meanwhile must agree with the snapshot's orders
+ *     (uf_snap_check_orders): a lie the lines overtook is caught there.
+ * What an End of Snapshot off by a message or two could still skip or repeat (a partial
+ * execution) meets the books' own checks later (an unknown or over-executed order flags its
+ * book stale). */
+static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
+{
+	const char *live = uf_snap_live_session(s);
+	char what[192];
+	if (live && memcmp(live, s->login_session, UF_FRAME_SESSION_LEN) != 0) {
+		snprintf(what, sizeof(what), "snapshot of session '%.10s', the lines carry '%.10s'",
+		         s->login_session, live);
+		uf_snap_refuse(s, UF_SNAP_WHY_SESSION, 'G', n, uf_snap_shown(s), what);
+		return -1;
+	}
+	if (n == 0 || (s->shown_login > n && s->shown_login - n > s->max_lead)) {
+		snprintf(
+		    what, sizeof(what),
+		    "End of Snapshot %llu is older than the lines at login (next %llu) by more "
+		    "than max_lead %llu",
+		    (unsigned long long)n, (unsigned long long)s->shown_login,
+		    (unsigned long long)s->max_lead);
+		uf_snap_refuse(s, UF_SNAP_WHY_LAG, 'G', n, s->shown_login, what);
+		return -1;
+	}
+	return 0;
+}
+
+/* See uf_snap_check_end. Returns 1 confirmed (merge), 0 not yet (the lines have not shown N,
+ * max_hold_ms since 'G' has not passed, the buffer has room), -1 refused (s->refuse set, counted,
+ * logged). */
+static int uf_snap_confirm(struct uf_snapshot *s, uint64_t now)
+{
+	uint64_t n = s->end_seq, shown = uf_snap_shown(s);
+	char what[192];
+	/* Wait (bounded) for the lines to show N: then every claim the orders check can judge
+	 * is judged. Nothing to wait for before the day's first packet (N within max_lead). */
+	int quiet = shown == 0 && n <= s->max_lead;
+	uint64_t waited = now > s->ended_ns ? now - s->ended_ns : 0; /* 'G' came in this poll */
+	if (n > shown && !quiet && waited < s->max_hold_ns && !s->overflow)
+		return 0; /* (a full buffer cannot wait: judged now) */
+	if (n > shown && n - shown > s->max_lead) {
+		snprintf(what, sizeof(what),
+		         "End of Snapshot %llu leads the lines (next %llu) by more than max_lead "
+		         "%llu after %llu ms",
+		         (unsigned long long)n, (unsigned long long)shown,
+		         (unsigned long long)s->max_lead, (unsigned long long)(waited / 1000000u));
+		uf_snap_refuse(s, UF_SNAP_WHY_LEAD, 'G', n, shown, what);
+		return -1;
+	}
+	if (uf_snap_check_orders(s, n, what, sizeof(what)) < 0) {
+		uf_snap_refuse(s, UF_SNAP_WHY_ORDERS, 'G', n, shown, what);
+		return -1;
+	}
+	return 1;
+}
+
 /* THE ONE PLACE where consumers are told that the books restart from nothing (a snapshot
  * follows): one UF_REC_RESET record (reason UF_RESET_SNAPSHOT) and the emptied image, in the
  * same publish step, exactly as a new session does it (pipeline.c, uf_feed_publish_reset). */
@@ -204,19 +472,34 @@ static void uf_snap_on_event(void *ctx, const struct uf_soup_client_event *ev)
 	struct uf_snapshot *s = ctx;
 	switch (ev->kind) {
 	case UF_SOUP_EV_LOGIN_ACCEPTED:
+		if (uf_snap_check_login(s, ev) < 0)
+			break; /* refused before the books were touched */
 		/* Every login is a fresh snapshot: what a broken connection delivered goes. */
 		uf_snap_emit_reset(s);
 		s->touched = 1;
 		s->msgs = 0;
 		break;
 	case UF_SOUP_EV_END_OF_SNAPSHOT:
+		if (uf_snap_check_end(s, ev->seq) < 0)
+			break;
 		s->ended = 1;
 		s->end_seq = ev->seq;
+		s->ended_ns = uf_now_mono_ns();
 		break;
-	case UF_SOUP_EV_DISCONNECTED:
-		uf_feed_log_debug("feed %s: snapshot server: connection lost (%s), retrying",
-		                  s->name, strerror(-ev->err));
+	case UF_SOUP_EV_DISCONNECTED: {
+		/* Why, for the log and /status: which refusal, which packet (issue 23 item 3). */
+		char pk[48] = "";
+		uf_stat_add(&s->st->snapshot_connections_lost, 1);
+		uf_store_relaxed_u64(&s->st->snapshot_last_disconnect,
+		                     UF_SNAP_DISC(ev->err, ev->refusal, ev->packet));
+		if (ev->packet >= 0x20 && ev->packet < 0x7f)
+			snprintf(pk, sizeof(pk), ", at a '%c' packet", ev->packet);
+		uf_feed_log_warn("feed %s: snapshot server: connection lost (%s%s%s%s)%s", s->name,
+		                 strerror(-ev->err), ev->refusal ? ", refused: " : "",
+		                 ev->refusal ? uf_soup_err_name(ev->refusal - 1u) : "", pk,
+		                 s->refuse ? "" : "; retrying after the back-off");
 		break;
+	}
 	default: /* rejected, end of session, logged out: the client says DONE */
 		break;
 	}
@@ -254,6 +537,7 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 	int rc = uf_soup_client_create(&s->p, &cb, &s->cl);
 	if (rc < 0) {
 		uf_stat_add(&s->st->snapshot_failures, 1);
+		uf_store_relaxed_u64(&s->st->snapshot_last_failure, UF_SNAP_WHY_CLIENT);
 		s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
 		return;
 	}
@@ -263,27 +547,30 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 	s->started_ns = now;
 	s->deadline_ns = now + s->timeout_ns;
 	s->touched = s->ended = s->overflow = 0;
+	s->refuse = UF_SNAP_WHY_NONE;
+	s->shown_login = 0;
 	s->msgs = 0;
 	uf_snap_buf_clear(&s->buf);
 	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 1);
 }
 
-static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, const char *why)
+static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why why)
 {
 	uf_snap_client_close(s);
 	s->step->flush(s->step->owner);
 	uf_stat_add(&s->st->snapshot_failures, 1);
+	uf_store_relaxed_u64(&s->st->snapshot_last_failure, why);
 	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 0);
-	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", s->name, why,
-	                 s->retry_ms);
+	uf_feed_log_warn("feed %s: snapshot failed (%s); next attempt in %u ms", s->name,
+	                 uf_snap_why_name(why), s->retry_ms);
 	if (s->touched) {
-		/* A partial snapshot is in the books: empty them again. What the arbiter had
-		 * delivered before is gone with them: say so (GAP, every book stale). */
+		/* A partial or refused snapshot is in the books: empty them again. What the
+		 * arbiter had delivered before is gone with them: say so (GAP, every book
+		 * stale). */
 		uf_snap_emit_reset(s);
-		if (s->arb->have_session && s->arb->expected > 1) {
+		if (s->arb->have_session && s->arb->expected > 1)
 			s->step->gap(s->step->owner, 1, s->arb->expected - 1);
-			s->want = 1; /* the books are known wrong: try again after the back-off */
-		}
+		s->want = 1; /* the books are known wrong: try again after the back-off */
 	}
 	/* The stream goes on without a snapshot: recovery (or give-up) as if none existed. */
 	s->state = UF_SNAP_IDLE;
@@ -326,6 +613,27 @@ int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, u
 	if (s->state == UF_SNAP_WAIT_LIVE) {
 		if (src >= (unsigned)s->nlines)
 			return 1; /* an answer to a request made before the snapshot: void */
+		/* The first live packet confirms (or not) what the snapshot claimed. */
+		uint64_t shown = pkt->seq + (pkt->kind == UF_FRAME_DATA ? pkt->count : 0);
+		enum uf_snap_why why = UF_SNAP_WHY_NONE;
+		if (memcmp(pkt->session, s->login_session, UF_FRAME_SESSION_LEN) != 0) {
+			why = UF_SNAP_WHY_SESSION;
+			uf_stat_add(&s->st->snapshot_refused_session, 1);
+		} else if (s->end_seq > shown && s->end_seq - shown > s->max_lead) {
+			why = UF_SNAP_WHY_LEAD;
+			uf_stat_add(&s->st->snapshot_refused_lead, 1);
+		}
+		if (why) {
+			uf_store_relaxed_u64(&s->st->snapshot_last_claim, s->end_seq);
+			uf_store_relaxed_u64(&s->st->snapshot_last_shown, shown);
+			uf_feed_log_warn("feed %s: snapshot refused (%s) by the first live packet "
+			                 "(session '%.10s', next %llu; snapshot '%.10s', %llu)",
+			                 s->name, uf_snap_why_name(why), pkt->session,
+			                 (unsigned long long)shown, s->login_session,
+			                 (unsigned long long)s->end_seq);
+			uf_snap_fail(s, uf_now_mono_ns(), why); /* state IDLE: on to the arbiter */
+			return 0;
+		}
 		s->state = UF_SNAP_IDLE;
 		uf_arb_resync(s->arb, pkt->session, s->end_seq);
 		return 0;
@@ -349,14 +657,26 @@ void uf_feed_snapshot_step(struct uf_snapshot *s)
 	uint64_t now = uf_now_mono_ns();
 	if (s->state == UF_SNAP_LOADING) {
 		enum uf_soup_client_state st = uf_soup_client_poll(s->cl, now);
-		if (s->ended)
-			uf_snap_merge(s, now);
-		else if (s->overflow)
-			uf_snap_fail(s, now, "live buffer full");
+		if (s->refuse)
+			uf_snap_fail(s, now, s->refuse);
+		else if (s->ended) { /* the client is done: the lines must confirm the claim */
+			int c = uf_snap_confirm(s, now);
+			if (c > 0)
+				uf_snap_merge(s, now);
+			else if (c < 0)
+				uf_snap_fail(s, now, s->refuse);
+		} else if (s->overflow)
+			uf_snap_fail(s, now, UF_SNAP_WHY_BUFFER_FULL);
 		else if (st == UF_SOUP_CL_DONE)
-			uf_snap_fail(s, now, "the server ended the session or refused the login");
+			uf_snap_fail(s, now, UF_SNAP_WHY_DONE);
 		else if (now >= s->deadline_ns)
-			uf_snap_fail(s, now, "timed out");
+			uf_snap_fail(s, now, UF_SNAP_WHY_TIMEOUT);
+		else if (st != UF_SOUP_CL_ACTIVE && now - s->started_ns >= s->max_hold_ns) {
+			/* No working login after max_hold_ms (the server refuses, closes, does not
+			 * answer): the live data held goes on now, not after timeout_ms. */
+			uf_stat_add(&s->st->snapshot_hold_expired, 1);
+			uf_snap_fail(s, now, UF_SNAP_WHY_HOLD);
+		}
 		return;
 	}
 	if (s->state != UF_SNAP_IDLE || now < s->retry_ns)
@@ -419,6 +739,8 @@ int uf_feed_snapshot_init(struct uf_snapshot *s, const struct uf_feed_config *cf
 	s->timeout_ns = (uint64_t)t * 1000000u;
 	s->max_gap_messages = cfg->snapshot.max_gap_messages;
 	s->max_gap_age_ns = (uint64_t)cfg->snapshot.max_gap_age_ms * 1000000u;
+	s->max_lead = cfg->snapshot.max_lead;
+	s->max_hold_ns = (uint64_t)cfg->snapshot.max_hold_ms * 1000000u;
 	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
 	int rc = uf_snap_buf_init(&s->buf, cfg->snapshot.buffer_packets, cfg->buffers.size);
 	if (rc < 0)

@@ -14,12 +14,16 @@
  *       LOADING: line packets go to the buffer, not the arbiter; the client is polled
  *         Login Accepted: fresh books (the reset consumers see, one marked place below),
  *           then every snapshot message applied through the publisher (records + image)
- *         End of Snapshot N: uf_arb_resync(session, N), then the buffer replayed in
+ *         End of Snapshot N, once the lines confirm it (same session, N neither older
+ *           than they showed at login nor ahead of what they show by more than max_lead,
+ *           the buffered live messages agreeing with the snapshot's orders; else refused:
+ *           a failure, below): uf_arb_resync(session, N), then the buffer replayed in
  *           sequence order through the arbiter: packets wholly below N dropped, a straddling
  *           one applied from message N, later ones in order, holes recovered as usual
  *           --> IDLE (or WAIT_LIVE when no live packet has shown the session yet: the first
  *           one then resyncs)
- *         timeout, rejected, buffer full: failure (counted); books touched by this attempt
+ *         timeout, no working login within max_hold_ms, rejected, buffer full, a claim
+ *           refused: failure (counted, why kept for /status); books touched by this attempt
  *           are emptied and flagged stale (GAP record), the buffer goes to the arbiter as
  *           it is (recovery as without a snapshot), a new attempt after a back-off --> IDLE
  *
@@ -43,6 +47,7 @@
 #include "feed/soup_client.h"
 
 #define UF_SNAP_HOLES        64   /* holes below the highest buffered sequence tracked */
+#define UF_SNAP_CHECK_REFS   256  /* orders the End of Snapshot check follows at once */
 #define UF_SNAP_RETRY_MIN_MS 1000 /* first retry after a failure */
 #define UF_SNAP_RETRY_MAX_MS 30000
 
@@ -104,10 +109,38 @@ int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_frame *pkt, uint6
 /* Orders b->order[0..n) by sequence (ties: arrival order). Cold. */
 void uf_snap_buf_sort(struct uf_snap_buf *b);
 
+/* Why an attempt failed (struct uf_feed_stats.snapshot_last_failure; uf_snap_why_name). */
+enum uf_snap_why {
+	UF_SNAP_WHY_NONE = 0,
+	UF_SNAP_WHY_TIMEOUT,     /* no End of Snapshot within snapshot.timeout_ms */
+	UF_SNAP_WHY_DONE,        /* the server ended the session or refused the login ('A') */
+	UF_SNAP_WHY_BUFFER_FULL, /* the live buffer filled up */
+	UF_SNAP_WHY_LEAD,        /* End of Snapshot beyond the lines + max_lead: refused */
+	UF_SNAP_WHY_LAG,         /* End of Snapshot below the lines at login - max_lead: refused */
+	UF_SNAP_WHY_SESSION,     /* the server's session is not the live lines' one: refused */
+	UF_SNAP_WHY_HOLD,        /* max_hold_ms without a working login: live data released */
+	UF_SNAP_WHY_CLIENT,      /* the client could not be created */
+	UF_SNAP_WHY_ORDERS,      /* the buffered live messages contradict the snapshot's orders */
+	UF_SNAP_WHY_COUNT,
+};
+
+/* "timeout", "lead", ... ("?" out of range). */
+const char *uf_snap_why_name(unsigned why);
+
+/* struct uf_feed_stats.snapshot_last_disconnect: errno, the refused packet's kind and the
+ * type letter of the packet that ended the connection, in one gauge. */
+#define UF_SNAP_DISC(err, refusal, packet)                                                         \
+	((uint64_t)(uint32_t)(-(err)&0xffff) | (uint64_t)(refusal) << 16 | (uint64_t)(packet) << 24)
+#define UF_SNAP_DISC_ERRNO(v)   ((int)((v)&0xffff))
+#define UF_SNAP_DISC_REFUSAL(v) ((unsigned)(((v) >> 16) & 0xff)) /* 1 + enum uf_soup_err */
+#define UF_SNAP_DISC_PACKET(v)  ((unsigned)(((v) >> 24) & 0xff))
+
 enum uf_snap_state {
 	UF_SNAP_IDLE = 0,  /* no snapshot running */
 	UF_SNAP_LOADING,   /* client running, live packets buffered */
-	UF_SNAP_WAIT_LIVE, /* loaded; the next live packet names the session to resync */
+	UF_SNAP_WAIT_LIVE, /* loaded; the next live packet names the session to resync (and is
+	                    * checked: same session as the snapshot, End of Snapshot not beyond
+	                    * it by more than max_lead) */
 };
 
 /* The feed's snapshot state (inside struct uf_feed). */
@@ -128,9 +161,15 @@ struct uf_snapshot {
 	int ended;                      /* End of Snapshot seen */
 	int want;                       /* load one at the next retry time (books known wrong) */
 	int overflow;                   /* the live buffer was full: give the attempt up */
-	uint64_t end_seq;               /* End of Snapshot: next real-time sequence */
-	uint64_t msgs;                  /* messages of this attempt's current login */
-	struct uf_snap_buf buf;         /* live packets while LOADING */
+	enum uf_snap_why refuse;        /* a callback refused the load: fail the attempt so */
+	uint64_t max_lead;              /* snapshot.max_lead (messages) */
+	uint64_t max_hold_ns;           /* snapshot.max_hold_ms */
+	uint64_t shown_login;           /* what the lines showed at the last Login Accepted */
+	char login_session[UF_FRAME_SESSION_LEN]; /* that login's session */
+	uint64_t end_seq;                         /* End of Snapshot: next real-time sequence */
+	uint64_t ended_ns;      /* when it came: the lines must confirm it within max_hold_ms */
+	uint64_t msgs;          /* messages of this attempt's current login */
+	struct uf_snap_buf buf; /* live packets while LOADING */
 	/* What the loader works with (linked by uf_feed_snapshot_init; the feed owns them). */
 	struct uf_pub_step *step;     /* the publish step: snapshot messages are applied into it,
 	                               * its hooks flush, publish a gap, void the books */

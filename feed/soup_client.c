@@ -24,6 +24,7 @@ struct uf_soup_client {
 	uint64_t last_rx_ns;  /* last packet from the server */
 	uint64_t last_tx_ns;  /* last packet we sent */
 	uint64_t backoff_ms;  /* next back-off delay */
+	uint64_t login_ns;    /* when this connection logged in (0: not logged in) */
 	uint64_t want_seq;    /* sequence to request at the next login */
 	uint64_t next_seq;    /* sequence of the next sequenced message */
 	uint8_t tx[UF_SOUP_CL_TXBUF];
@@ -104,8 +105,13 @@ static void uf_soup_cl_event(struct uf_soup_client *c, struct uf_soup_client_eve
 		c->cb.on_event(c->cb.ctx, ev);
 }
 
-/* The connection is gone: report it and wait out the back-off (doubling up to the cap). */
-static void uf_soup_cl_lost(struct uf_soup_client *c, int err, uint64_t now)
+/* The connection is gone: report it (why: err, and the refused or out-of-place packet when
+ * one ended it) and wait out the back-off. The back-off doubles up to the cap across logins
+ * (an accepted login proves little: a server that accepts and then breaks would get a login
+ * storm); only a non-GLIMPSE session that stayed up backoff_max_ms was healthy enough to
+ * start again from the minimum. */
+static void uf_soup_cl_lost_pk(struct uf_soup_client *c, int err, uint8_t refusal, uint8_t packet,
+                               uint64_t now)
 {
 	int was_connected = c->state == UF_SOUP_CL_LOGIN_SENT || c->state == UF_SOUP_CL_ACTIVE;
 	uf_soup_cl_close(c);
@@ -113,12 +119,24 @@ static void uf_soup_cl_lost(struct uf_soup_client *c, int err, uint64_t now)
 		c->st.disconnects++;
 	else
 		c->st.connect_failures++;
+	if (!c->p.glimpse && c->login_ns && now - c->login_ns >= c->p.backoff_max_ms * MS)
+		c->backoff_ms = c->p.backoff_min_ms;
+	c->login_ns = 0;
 	c->state = UF_SOUP_CL_BACKOFF;
 	c->deadline_ns = now + c->backoff_ms * MS;
 	c->backoff_ms =
 	    c->backoff_ms * 2 > c->p.backoff_max_ms ? c->p.backoff_max_ms : c->backoff_ms * 2;
-	struct uf_soup_client_event ev = {.kind = UF_SOUP_EV_DISCONNECTED, .err = err};
+	c->st.last_err = err;
+	c->st.last_refusal = refusal;
+	c->st.last_packet = packet;
+	struct uf_soup_client_event ev = {
+	    .kind = UF_SOUP_EV_DISCONNECTED, .err = err, .refusal = refusal, .packet = packet};
 	uf_soup_cl_event(c, &ev);
+}
+
+static void uf_soup_cl_lost(struct uf_soup_client *c, int err, uint64_t now)
+{
+	uf_soup_cl_lost_pk(c, err, 0, 0, now);
 }
 
 static void uf_soup_cl_done(struct uf_soup_client *c)
@@ -188,13 +206,14 @@ static int uf_soup_cl_packet(struct uf_soup_client *c, const struct uf_soup_pack
 		case 'A':
 			c->st.logins++;
 			c->state = UF_SOUP_CL_ACTIVE;
-			c->backoff_ms = c->p.backoff_min_ms; /* the server is back: fast retries */
+			c->login_ns = now ? now : 1;
 			c->next_seq = pk->u.accepted.seq;
 			ev.kind = UF_SOUP_EV_LOGIN_ACCEPTED;
 			ev.seq = pk->u.accepted.seq;
 			memcpy(ev.session, pk->u.accepted.session, UF_SOUP_SESSION_LEN);
 			uf_soup_cl_event(c, &ev);
-			return 0;
+			/* the callback may have refused it (uf_soup_client_refuse) */
+			return c->state == UF_SOUP_CL_ACTIVE ? 0 : -1;
 		case 'J':
 			c->st.rejects++;
 			ev.kind = UF_SOUP_EV_LOGIN_REJECTED;
@@ -214,7 +233,8 @@ static int uf_soup_cl_packet(struct uf_soup_client *c, const struct uf_soup_pack
 			return 0;
 		default: /* S or Z before the login answer: the server is broken */
 			c->rx.c.errors[UF_SOUP_ERR_WRONG_DIRECTION]++;
-			uf_soup_cl_lost(c, -EPROTO, now);
+			uf_soup_cl_lost_pk(c, -EPROTO, 1 + UF_SOUP_ERR_WRONG_DIRECTION, pk->type,
+			                   now);
 			return -1;
 		}
 	}
@@ -228,14 +248,16 @@ static int uf_soup_cl_packet(struct uf_soup_client *c, const struct uf_soup_pack
 			int g = uf_glimpse_end_of_snapshot(pk->payload, pk->payload_len, &rt);
 			if (g < 0) {
 				c->st.bad_snapshot_end++;
-				uf_soup_cl_lost(c, -EBADMSG, now);
+				uf_soup_cl_lost_pk(c, -EBADMSG, 1 + UF_SOUP_ERR_BAD_SNAPSHOT_END,
+				                   'G', now);
 				return -1;
 			}
 			if (g == 1) {
 				c->st.snapshots++;
 				ev.kind = UF_SOUP_EV_END_OF_SNAPSHOT;
 				ev.seq = rt;
-				uf_soup_cl_event(c, &ev);
+				uf_soup_cl_event(c,
+				                 &ev); /* may refuse it (uf_soup_client_refuse) */
 				if (c->state == UF_SOUP_CL_ACTIVE)
 					uf_soup_client_logout(c);
 				return -1;
@@ -259,7 +281,7 @@ static int uf_soup_cl_packet(struct uf_soup_client *c, const struct uf_soup_pack
 		return 0;
 	default: /* a second Login Accepted/Rejected */
 		c->rx.c.errors[UF_SOUP_ERR_WRONG_DIRECTION]++;
-		uf_soup_cl_lost(c, -EPROTO, now);
+		uf_soup_cl_lost_pk(c, -EPROTO, 1 + UF_SOUP_ERR_WRONG_DIRECTION, pk->type, now);
 		return -1;
 	}
 }
@@ -272,7 +294,11 @@ static void uf_soup_cl_read(struct uf_soup_client *c, uint64_t now)
 		ssize_t got = recv(c->fd, w, room, MSG_DONTWAIT);
 		if (got == 0) {
 			int trunc = uf_soup_stream_end(&c->rx);
-			uf_soup_cl_lost(c, trunc < 0 ? -EBADMSG : -ECONNRESET, now);
+			uint8_t t = c->rx.tail - c->rx.head >= 3 ? c->rx.buf[c->rx.head + 2] : 0;
+			if (trunc < 0)
+				uf_soup_cl_lost_pk(c, -EBADMSG, 1 + UF_SOUP_ERR_TRUNCATED, t, now);
+			else
+				uf_soup_cl_lost(c, -ECONNRESET, now);
 			return;
 		}
 		if (got < 0) {
@@ -286,8 +312,9 @@ static void uf_soup_cl_read(struct uf_soup_client *c, uint64_t now)
 		while ((rc = uf_soup_stream_next(&c->rx, &pk)) == 1)
 			if (uf_soup_cl_packet(c, &pk, now) < 0)
 				return;
-		if (rc < 0) {
-			uf_soup_cl_lost(c, -EBADMSG, now);
+		if (rc < 0) { /* the stream stopped at the refused packet: name its type */
+			uint8_t t = c->rx.tail - c->rx.head >= 3 ? c->rx.buf[c->rx.head + 2] : 0;
+			uf_soup_cl_lost_pk(c, -EBADMSG, (uint8_t)(1 + c->rx.last_err), t, now);
 			return;
 		}
 	}
@@ -386,6 +413,14 @@ int uf_soup_client_pollfd(const struct uf_soup_client *c, struct pollfd *pfd, ui
 	if (c->tx_off < c->tx_len)
 		pfd->events |= POLLOUT;
 	return due > now ? (int)((due - now + MS - 1) / MS) : 0;
+}
+
+void uf_soup_client_refuse(struct uf_soup_client *c, int err, uint8_t packet, uint64_t now)
+{
+	if (c->state != UF_SOUP_CL_LOGIN_SENT && c->state != UF_SOUP_CL_ACTIVE)
+		return;
+	c->st.refused++;
+	uf_soup_cl_lost_pk(c, err, 0, packet, now);
 }
 
 void uf_soup_client_logout(struct uf_soup_client *c)

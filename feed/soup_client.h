@@ -12,10 +12,10 @@
  *
  * The caller drives it: uf_soup_client_poll(now) does every piece of work that is due
  * (non-blocking connect, login, reads, client heartbeats, timeouts, reconnect after a back-off
- * that doubles from backoff_min_ms to backoff_max_ms and returns to the minimum after a
- * login), calling back for each sequenced message and each event. uf_soup_client_pollfd()
- * says which fd/events to wait for and for how long, so a caller can sleep in poll() or
- * epoll, or busy-poll. uf_soup_client_run() is that loop, for tools and tests.
+ * that doubles from backoff_min_ms to backoff_max_ms), calling back for each sequenced message and
+ * each event. uf_soup_client_pollfd() says which fd/events to wait for and for how long, so a
+ * caller can sleep in poll() or epoll, or busy-poll. uf_soup_client_run() is that loop, for tools
+ * and tests.
  *
  * Snapshot use (GLIMPSE): params.glimpse = 1, seq = 1, resume = 0. Every LOGIN_ACCEPTED event
  * starts a fresh snapshot: drop whatever a previous, broken connection delivered. Messages
@@ -52,10 +52,13 @@ enum uf_soup_client_ev {
 };
 
 struct uf_soup_client_event {
-	uint8_t kind;                      /* enum uf_soup_client_ev */
-	uint8_t reason;                    /* LOGIN_REJECTED: reject code */
-	int err;                           /* DISCONNECTED: why, -errno */
-	uint64_t seq;                      /* see enum uf_soup_client_ev */
+	uint8_t kind;    /* enum uf_soup_client_ev */
+	uint8_t reason;  /* LOGIN_REJECTED: reject code */
+	int err;         /* DISCONNECTED: why, -errno */
+	uint8_t refusal; /* DISCONNECTED: 1 + enum uf_soup_err when a packet was refused, else 0 */
+	uint8_t packet;  /* DISCONNECTED: type letter of the packet that ended it (refused, out
+	                  * of place, bad 'G'), 0 when none did (close, timeout, refused connect) */
+	uint64_t seq;    /* see enum uf_soup_client_ev */
 	char session[UF_SOUP_SESSION_LEN]; /* LOGIN_ACCEPTED: space padded, not terminated */
 };
 
@@ -80,7 +83,13 @@ struct uf_soup_client_params {
 	uint32_t server_timeout_ms;  /* nothing from the server this long = dead; default 15000 */
 	uint32_t heartbeat_ms;       /* client heartbeat after this much silence; default 1000 */
 	uint32_t backoff_min_ms;     /* first reconnect delay; default 100 */
-	uint32_t backoff_max_ms;     /* cap of the doubling delay; default 5000 */
+	uint32_t backoff_max_ms;     /* cap of the doubling delay; default 5000. The delay keeps
+	                              * doubling across logins: an accepted login does not reset
+	                              * it (a server that accepts and then closes or sends garbage
+	                              * would otherwise get a login every backoff_min_ms, issue 23
+	                              * item 3). Outside GLIMPSE mode a session that stayed logged
+	                              * in for backoff_max_ms or more was healthy: its loss
+	                              * reconnects after backoff_min_ms again. */
 	uint32_t max_packet;         /* longest packet accepted (wire bytes); default 4096 */
 	uint8_t resume;              /* 1: a reconnect asks for the next sequence not yet received;
 	                              * 0: for params.seq again (GLIMPSE: a new snapshot); default 0 */
@@ -101,6 +110,12 @@ struct uf_soup_client_stats {
 	uint64_t messages;            /* sequenced messages delivered (End of Snapshot excluded) */
 	uint64_t snapshots;           /* End of Snapshot messages seen */
 	uint64_t bad_snapshot_end;    /* 'G' messages that did not parse (connection dropped) */
+	uint64_t refused;             /* connections dropped by uf_soup_client_refuse (the caller
+	                               * did not accept what the server said) */
+	int32_t last_err;             /* why the last connection ended, -errno (0: none yet) */
+	uint8_t last_refusal;         /* its refused packet: 1 + enum uf_soup_err, 0 none */
+	uint8_t last_packet;          /* its packet's type letter, 0 none (see the event) */
+	uint8_t pad[2];               /* 0 */
 	struct uf_soup_counters soup; /* packets by type, refusals by kind */
 };
 
@@ -128,6 +143,13 @@ int uf_soup_client_pollfd(const struct uf_soup_client *c, struct pollfd *pfd, ui
 
 /* Sends a Logout Request (best effort) and closes: DONE, with a LOGGED_OUT event. */
 void uf_soup_client_logout(struct uf_soup_client *c);
+
+/* The caller refuses what the server said (a Login Accepted for another session, an End of
+ * Snapshot the caller cannot confirm): counted in `refused`, the connection is dropped and,
+ * like any loss, a DISCONNECTED event with `err` reports it; the client then waits out its
+ * back-off (which keeps doubling) before it connects again. May be called from a callback;
+ * the rest of that read is discarded. Nothing happens when not connected. */
+void uf_soup_client_refuse(struct uf_soup_client *c, int err, uint8_t packet, uint64_t now_ns);
 
 /* Sends an unsequenced data packet. Returns 0, -ENOTCONN when not ACTIVE, -EAGAIN when the
  * socket would block (nothing sent), -EINVAL when too long. */

@@ -80,6 +80,13 @@ struct uf_feed_config {
 		                            * default 1000 */
 		uint32_t timeout_ms; /* one attempt, connect to End of Snapshot; default 10000 */
 		uint32_t buffer_packets; /* live packets buffered while loading, default 65536 */
+		uint64_t max_lead;       /* End of Snapshot may claim at most this many messages
+		                          * beyond what the lines showed (and at least what they
+		                          * showed at login less this many), else the load is
+		                          * refused; 0 = default 2000 */
+		uint32_t max_hold_ms;    /* live data is held at most this long by an attempt that
+		                          * has no working login (connecting, refused, closed,
+		                          * silent); 0 = default 2000 (at most timeout_ms) */
 	} snapshot;
 	struct {
 		uint64_t max_jump;     /* messages a line may jump ahead unconfirmed; 0 = default */
@@ -138,6 +145,8 @@ struct uf_feed_config {
 #define UF_FEED_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS   1000
 #define UF_FEED_DEFAULT_SNAPSHOT_TIMEOUT_MS       10000
 #define UF_FEED_DEFAULT_SNAPSHOT_BUFFER_PACKETS   65536
+#define UF_FEED_DEFAULT_SNAPSHOT_MAX_LEAD         2000
+#define UF_FEED_DEFAULT_SNAPSHOT_MAX_HOLD_MS      2000
 #define UF_FEED_DEFAULT_BUFFERS_COUNT             4096
 #define UF_FEED_DEFAULT_BUFFERS_SIZE              2048
 #define UF_FEED_STAGE_EVERY_DEFAULT               16 /* stage_timing_every */

@@ -144,6 +144,19 @@
 	X(snapshot_buffered_packets, "live packets buffered while snapshots loaded (one copy per " \
 	                             "sequence)")                                                  \
 	X(snapshot_in_progress, "gauge: 1 while a snapshot loads (live packets are buffered)")     \
+	X(snapshot_refused_lead, "snapshot loads refused: End of Snapshot beyond what the lines "  \
+	                         "showed by more than snapshot.max_lead (books stale, retried)")   \
+	X(snapshot_refused_lag, "snapshot loads refused: End of Snapshot older than what the "     \
+	                        "lines showed at login by more than snapshot.max_lead")            \
+	X(snapshot_refused_session, "snapshot logins or loads refused: the server's session is "   \
+	                            "not the live lines' session")                                 \
+	X(snapshot_refused_orders,                                                                 \
+	  "snapshot loads refused: a buffered live message contradicts "                           \
+	  "the snapshot's orders (ends one it holds, adds one it lacks...)")                       \
+	X(snapshot_hold_expired, "snapshot attempts given up after snapshot.max_hold_ms without "  \
+	                         "a working login (the live data held is released)")               \
+	X(snapshot_connections_lost, "snapshot server connections lost or dropped during "         \
+	                             "attempts (why: /status snapshot.last_disconnect, the log)")  \
 	UF_ARB_COUNTERS(X)
 
 #define UF_LAT_SUB_BITS 3 /* 8 sub-buckets per power of two */
@@ -218,6 +231,13 @@ struct uf_feed_stats {
 	uint64_t session_start_ns; /* CLOCK_REALTIME when the current session was first seen */
 	uint64_t session_gen;      /* seqlock of `session`: odd while the feed thread writes it */
 	char session[16];          /* current MoldUDP64 session, NUL-terminated, "" before any */
+	/* Why the snapshot path last failed (names: feed/snapshot.h, shown in /status). */
+	uint64_t snapshot_last_failure;    /* enum uf_snap_why of the last failed attempt, 0 none */
+	uint64_t snapshot_last_disconnect; /* the last lost snapshot connection: errno | refused
+	                                    * packet (1 + enum uf_soup_err) << 16 | its type
+	                                    * letter << 24 (UF_SNAP_DISC_* in feed/snapshot.h) */
+	uint64_t snapshot_last_claim;      /* End of Snapshot number of the last refused load */
+	uint64_t snapshot_last_shown;      /* what the lines showed then (sequence after it) */
 };
 
 #undef UF_STAT_FIELD

@@ -12,6 +12,7 @@
 #include "common/uf_endian.h"
 #include "decode/uf_decode.h"
 #include "publish/proto_itch50.h"
+#include "publish/publisher.h"
 
 /* One packet's decoded messages and their decode results (the entry's per-feed state). */
 struct uf_itch50_state {
@@ -139,6 +140,48 @@ static int uf_itch50_snapshot_msg(struct uf_pub_step *s, const uint8_t *msg, siz
 	return 0;
 }
 
+/* What a live message does to orders, for the snapshot loader's check of End of Snapshot
+ * against the lines (uf_proto.h). Cold. */
+static int uf_itch50_order_refs(const uint8_t *msg, size_t len, uint64_t refs[2], uint8_t ops[2])
+{
+	struct uf_itch_msg m;
+	if (uf_itch_decode(msg, len, &m) != 0)
+		return 0;
+	switch (m.type) {
+	case 'A':
+	case 'F':
+		refs[0] = m.u.add.order_ref;
+		ops[0] = UF_PROTO_REF_ADD;
+		return 1;
+	case 'D':
+		refs[0] = m.u.del.order_ref;
+		ops[0] = UF_PROTO_REF_REMOVE;
+		return 1;
+	case 'U':
+		refs[0] = m.u.replace.orig_ref;
+		ops[0] = UF_PROTO_REF_REMOVE;
+		refs[1] = m.u.replace.new_ref;
+		ops[1] = UF_PROTO_REF_ADD;
+		return 2;
+	case 'E':
+	case 'C':
+		refs[0] = m.u.exec.order_ref;
+		ops[0] = UF_PROTO_REF_TOUCH;
+		return 1;
+	case 'X':
+		refs[0] = m.u.cancel.order_ref;
+		ops[0] = UF_PROTO_REF_TOUCH;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int uf_itch50_order_held(const struct uf_pub_step *s, uint64_t ref)
+{
+	return uf_orders_find(&s->pub->orders, ref) != NULL;
+}
+
 const struct uf_proto uf_proto_itch50_moldudp64 = {
     .name = "itch50-moldudp64",
     .framing = &uf_mold_framing,
@@ -146,4 +189,6 @@ const struct uf_proto uf_proto_itch50_moldudp64 = {
     .state_size = sizeof(struct uf_itch50_state),
     .apply = uf_itch50_apply,
     .snapshot_msg = uf_itch50_snapshot_msg,
+    .order_refs = uf_itch50_order_refs,
+    .order_held = uf_itch50_order_held,
 };

@@ -46,6 +46,21 @@ struct uf_proto {
 	 * (feed_seq 0, no receive time) to s. Returns 0, or -(1 + enum uf_step_err) when it did
 	 * not decode (counted by the caller). Cold. */
 	int (*snapshot_msg)(struct uf_pub_step *s, const uint8_t *msg, size_t len);
+	/* Optional (NULL: a snapshot's orders are not checked against the live lines). The
+	 * orders one live message creates (UF_PROTO_REF_ADD), ends (REMOVE: a delete, the old
+	 * side of a replace) or changes (TOUCH: executions, cancels): up to two in refs/ops,
+	 * returns how many (0: none, or it did not decode). Cold: the snapshot loader checks the
+	 * End of Snapshot claim with them (feed/snapshot.c). */
+	int (*order_refs)(const uint8_t *msg, size_t len, uint64_t refs[2], uint8_t ops[2]);
+	/* Optional, with order_refs: 1 when the books of s hold order `ref`, else 0. Cold. */
+	int (*order_held)(const struct uf_pub_step *s, uint64_t ref);
+};
+
+/* struct uf_proto order_refs ops. */
+enum uf_proto_ref_op {
+	UF_PROTO_REF_ADD = 1, /* the message creates the order */
+	UF_PROTO_REF_REMOVE,  /* it ends it (whatever its shares) */
+	UF_PROTO_REF_TOUCH,   /* it changes it (may end it: a full execution) */
 };
 
 /* The entry named `name` (NULL or "": UF_PROTO_DEFAULT), or NULL when there is none. Cold. */

@@ -65,7 +65,8 @@ static void assert_numbers(const char *const *keys, const int64_t *got, size_t n
 /* snapshot.*: the numeric tunables (the session is checked apart). */
 #define SNAPSHOT_NUMBERS(X)                                                                        \
 	X(snapshot.on_start) X(snapshot.max_gap_messages) X(snapshot.max_gap_age_ms)                \
-	X(snapshot.timeout_ms) X(snapshot.buffer_packets)
+	X(snapshot.timeout_ms) X(snapshot.buffer_packets) X(snapshot.max_lead)                      \
+	X(snapshot.max_hold_ms)
 /* clang-format on */
 #define NWANT(a)     (a), sizeof(a) / sizeof((a)[0])
 #define KEY_NAME(k)  #k,
@@ -320,7 +321,8 @@ static void test_config_symbols_file_must_be_a_nonempty_regular_file(void **stat
 	X(snapshot.enabled ^= 1) X(snapshot.server.sin_port ^= 1) X(snapshot.username[0] = 'z')    \
 	X(snapshot.password[0] = 'z') X(snapshot.session[0] = 'z') X(snapshot.on_start ^= 1)      \
 	X(snapshot.max_gap_messages++) X(snapshot.max_gap_age_ms++) X(snapshot.timeout_ms++)      \
-	X(snapshot.buffer_packets++) X(arbitration.max_jump++) X(arbitration.jump_confirm++)       \
+	X(snapshot.buffer_packets++) X(snapshot.max_lead++) X(snapshot.max_hold_ms++)              \
+	X(arbitration.max_jump++) X(arbitration.jump_confirm++)       \
 	X(arbitration.session_confirm++) X(arbitration.line_silent_ms++) X(ring.name[0] = 'z')    \
 	X(ring.capacity *= 2) X(ring.mode = 0640) X(ring.has_gid ^= 1) X(ring.gid++)              \
 	X(book.depth++) X(book.max_orders++) X(book.max_instruments++) X(buffers.count *= 2)      \
@@ -536,7 +538,7 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	assert_endpoint(&f->snapshot.server, "10.1.2.3", 4000);
 	assert_string_equal(f->snapshot.username, "u1");
 	assert_string_equal(f->snapshot.password, "pw");
-	static const int64_t snapD[] = {1, 50000, 1000, 10000, 65536};
+	static const int64_t snapD[] = {1, 50000, 1000, 10000, 65536, 2000, 2000};
 	assert_snapshot(f, "", NWANT(snapD));
 	uf_config_free(&cfg);
 	assert_int_equal(
@@ -544,13 +546,27 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	        FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"abcdef\","
 	             "\"password\":\"0123456789\",\"session\":\"SESS000001\",\"on_start\":false,"
 	             "\"max_gap_messages\":0,\"max_gap_age_ms\":250,\"timeout_ms\":3000,"
-	             "\"buffer_packets\":1024}"),
+	             "\"buffer_packets\":1024,\"max_lead\":500,\"max_hold_ms\":700}"),
 	        &cfg, err, sizeof(err)),
 	    0);
 	f = &cfg.feeds[0];
-	static const int64_t snapW[] = {0, 0, 250, 3000, 1024};
+	static const int64_t snapW[] = {0, 0, 250, 3000, 1024, 500, 700};
 	assert_snapshot(f, "SESS000001", NWANT(snapW));
 	uf_config_free(&cfg);
+	/* left out, the hold shrinks to a shorter attempt; given, it must fit in it */
+	assert_int_equal(uf_config_load_string(
+	                     FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"u\","
+	                          "\"password\":\"p\",\"timeout_ms\":300}"),
+	                     &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.feeds[0].snapshot.max_hold_ms, 300);
+	uf_config_free(&cfg);
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"u\","
+	                  "\"password\":\"p\",\"timeout_ms\":3000,\"max_hold_ms\":5000}"),
+	             "feeds[0].snapshot.max_hold_ms: 5000 is above timeout_ms (3000)");
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"u\","
+	                  "\"password\":\"p\",\"max_lead\":0}"),
+	             "feeds[0].snapshot.max_lead: 0 is out of range");
 	expect_error(FEED("\"snapshot\":{\"username\":\"u\",\"password\":\"p\"}"),
 	             "feeds[0].snapshot.server: missing required key");
 	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"password\":\"p\"}"),

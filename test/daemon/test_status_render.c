@@ -2,6 +2,7 @@
  * the X-macro lists gets its own value, so a counter that is dropped, renamed or mixed up
  * with another fails by name; escaping, absent rings, clamped feed counts and /health's
  * codes are forced by the snapshot, not hoped for. */
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <setjmp.h>
@@ -14,6 +15,8 @@
 #include <cmocka.h>
 
 #include "daemon/status_render.h"
+#include "decode/uf_soup.h"
+#include "feed/snapshot.h"
 #include "test/common/uf_test_json.h"
 #include "test/daemon/status_fixture.h"
 
@@ -77,6 +80,11 @@ static void test_status_render_json_every_counter(void **state)
 {
 	(void)state;
 	struct uf_status_snapshot *s = make_snapshot();
+	s->feeds[0].stats.snapshot_last_failure = UF_SNAP_WHY_LEAD;
+	s->feeds[0].stats.snapshot_last_disconnect =
+	    UF_SNAP_DISC(-EBADMSG, 1 + UF_SOUP_ERR_BAD_NUMBER, 'A');
+	s->feeds[0].stats.snapshot_last_claim = 1000009000;
+	s->feeds[0].stats.snapshot_last_shown = 9500;
 	char *text = uf_status_render_json(s);
 	assert_non_null(text);
 	json_error_t e;
@@ -124,6 +132,20 @@ static void test_status_render_json_every_counter(void **state)
 	assert_null(json_object_get(
 	    json_array_get(json_object_get(json_object_get(f0, "ring"), "consumers"), 1),
 	    "idle_ms")); /* never seen: no age */
+	/* why the snapshot path last failed, by name */
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(f0, "snapshot"), "last_failure")),
+	    "lead");
+	json_t *ld = json_object_get(json_object_get(f0, "snapshot"), "last_disconnect");
+	assert_int_equal(json_integer_value(json_object_get(ld, "errno")), EBADMSG);
+	assert_string_equal(json_string_value(json_object_get(ld, "refused")), "bad_number");
+	assert_string_equal(json_string_value(json_object_get(ld, "packet")), "A");
+	assert_int_equal(uf_test_json_int(root, "feeds/0/snapshot/last_claim"), 1000009000);
+	assert_int_equal(uf_test_json_int(root, "feeds/0/snapshot/last_shown"), 9500);
+	json_t *s1 = json_object_get(f1, "snapshot"); /* never failed: nulls */
+	assert_true(json_is_null(json_object_get(s1, "last_failure")));
+	assert_true(
+	    json_is_null(json_object_get(json_object_get(s1, "last_disconnect"), "refused")));
 	assert_int_equal(uf_test_json_int(root, "reloads"), 9);
 	assert_int_equal(uf_test_json_int(root, "time_ns"), (json_int_t)NOW_NS);
 	assert_true(json_real_value(json_object_get(root, "uptime_s")) == 10.0);

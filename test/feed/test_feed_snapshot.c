@@ -30,50 +30,10 @@
 #include "ft_books.h"
 #include "snap_state.h"
 
-#ifndef FT_BACKEND
-#error "FT_BACKEND must name the receive back end under test"
-#endif
-
-#define TS_MESSAGES 20000
-#define TS_SYMBOLS  16
-#define TS_DEPTH    10
-#define TS_PER_PKT  7 /* messages per live packet: packet edges fall across the snapshot's */
-#define TS_SESSION  "SNAPTEST01"
-#define TS_WAIT_MS  20000
-
-static char g_day[256];
-static char *g_ref_books;
-static uint8_t *g_file;       /* the day file, in memory */
-static const uint8_t **g_msg; /* message i (1-based) */
-static uint16_t *g_len;       /* its length */
-static uint64_t g_n;          /* messages in the day */
-
-static uint64_t ts_now_ms(void)
-{
-	return uf_now_mono_ns() / 1000000u;
-}
-
-static void ts_nap(void)
-{
-	struct timespec ts = {0, 2000000};
-	nanosleep(&ts, NULL);
-}
-
-/* Waits (bounded) until *counter >= want. Returns 0, or -1 on time out. */
-static int ts_wait_ge(const uint64_t *counter, uint64_t want, int ms)
-{
-	uint64_t end = ts_now_ms() + (uint64_t)ms;
-	while (uf_load_relaxed_u64(counter) < want) {
-		if (ts_now_ms() > end) {
-			fprintf(stderr, "waited %d ms: counter %llu < %llu\n", ms,
-			        (unsigned long long)uf_load_relaxed_u64(counter),
-			        (unsigned long long)want);
-			return -1;
-		}
-		ts_nap();
-	}
-	return 0;
-}
+#define TS_TAG       "ts"
+#define TS_OCTET     78
+#define TS_PORT_BASE 45000
+#include "ts_snap_harness.h"
 
 /* ---- a GLIMPSE server that holds its End of Snapshot until released ---- */
 
@@ -88,18 +48,6 @@ struct ts_glimpse {
 	pthread_t thr;
 	int rc; /* 0 ok */
 };
-
-static int ts_write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 static int ts_emit(void *ctx, const uint8_t *msg, size_t len)
 {
@@ -181,22 +129,6 @@ out:
 	return NULL;
 }
 
-/* A TCP socket bound to an ephemeral port of 127.0.0.1; listening when `listen_too`. */
-static int ts_tcp_bound(uint16_t *port, int listen_too)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	socklen_t al = sizeof(a);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-	if (listen_too)
-		assert_int_equal(listen(fd, 4), 0);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
 static void ts_glimpse_start(struct ts_glimpse *g, uint64_t end_seq)
 {
 	memset(g, 0, sizeof(*g));
@@ -214,148 +146,6 @@ static void ts_glimpse_stop(struct ts_glimpse *g)
 		close(g->lfd);
 }
 
-/* ---- the feed in this process, and live packets sent by the test ---- */
-
-struct ts_case {
-	struct uf_feed_config cfg;
-	struct uf_feed *feed;
-	pthread_t thr;
-	volatile int stop;
-	int run_rc;
-	int tx;                        /* multicast sender */
-	struct sockaddr_in to[2];      /* line groups */
-	const struct uf_feed_stats *s; /* live counters */
-};
-
-static void *ts_feed_thread(void *arg)
-{
-	struct ts_case *c = arg;
-	c->run_rc = uf_feed_run(c->feed, &c->stop);
-	if (c->run_rc < 0)
-		fprintf(stderr, "uf_feed_run: %s\n", uf_feed_error(c->feed));
-	return NULL;
-}
-
-static void ts_config(struct uf_feed_config *cfg, int sc, uint16_t snap_port)
-{
-	ft_config_lines(cfg, "ts", FT_BACKEND, sc, 78, 45000, TS_DEPTH);
-	cfg->recovery.enabled = 0; /* the snapshot is the only way to the state of the day */
-	cfg->recovery.wait_ms = 20;
-	cfg->recovery.queue_packets = 16384;
-	cfg->snapshot.enabled = 1;
-	cfg->snapshot.server.sin_family = AF_INET;
-	cfg->snapshot.server.sin_port = htons(snap_port);
-	inet_pton(AF_INET, "127.0.0.1", &cfg->snapshot.server.sin_addr);
-	strcpy(cfg->snapshot.username, "replay");
-	strcpy(cfg->snapshot.password, "replay");
-	cfg->snapshot.on_start = 1;
-	cfg->snapshot.timeout_ms = 10000;
-	cfg->snapshot.buffer_packets = 8192;
-}
-
-static void ts_create(struct ts_case *c)
-{
-	char err[256];
-	if (uf_feed_create(&c->cfg, &c->feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
-	c->s = uf_feed_stats(c->feed);
-	struct in_addr lo;
-	inet_pton(AF_INET, "127.0.0.1", &lo);
-	c->tx = uf_mcast_open_tx(lo, 1, err, sizeof(err));
-	if (c->tx < 0)
-		fail_msg("sender: %s", err);
-	for (int l = 0; l < 2; l++) {
-		c->to[l].sin_family = AF_INET;
-		c->to[l].sin_addr = c->cfg.lines[l].group;
-		c->to[l].sin_port = htons(c->cfg.lines[l].port);
-	}
-}
-
-static void ts_run(struct ts_case *c)
-{
-	c->stop = 0;
-	assert_int_equal(pthread_create(&c->thr, NULL, ts_feed_thread, c), 0);
-}
-
-static void ts_end(struct ts_case *c)
-{
-	c->stop = 1;
-	pthread_join(c->thr, NULL);
-	assert_int_equal(c->run_rc, 0);
-	close(c->tx);
-	uf_feed_destroy(c->feed);
-	char p[300];
-	snprintf(p, sizeof(p), "%s/uf.%s", ft_use_ring_dir(), c->cfg.ring.name);
-	ft_rm_dir(p);
-}
-
-/* Sends one MoldUDP64 packet on line l: messages [seq, seq + count) of the day, or a
- * heartbeat (count 0) / end of session (0xFFFF) announcing seq. */
-static void ts_send(struct ts_case *c, int l, uint64_t seq, uint16_t count)
-{
-	uint8_t pkt[2048];
-	memcpy(pkt, TS_SESSION, 10);
-	uf_put_be64(pkt + 10, seq);
-	uf_put_be16(pkt + 18, count);
-	size_t off = 20;
-	for (uint64_t s = seq; count != 0xFFFF && s < seq + count; s++) {
-		uf_put_be16(pkt + off, g_len[s]);
-		memcpy(pkt + off + 2, g_msg[s], g_len[s]);
-		off += 2u + g_len[s];
-	}
-	assert_int_equal(sendto(c->tx, pkt, off, 0, (struct sockaddr *)&c->to[l], sizeof(c->to[l])),
-	                 (ssize_t)off);
-}
-
-/* Sends [from, to) in TS_PER_PKT packets on the lines in `mask` (bit 0 A, bit 1 B), the
- * last packet shorter; returns the packets sent per line. */
-static unsigned ts_send_range(struct ts_case *c, unsigned mask, uint64_t from, uint64_t to)
-{
-	unsigned n = 0;
-	for (uint64_t s = from; s < to; s += TS_PER_PKT) {
-		uint16_t k = (uint16_t)(to - s < TS_PER_PKT ? to - s : TS_PER_PKT);
-		for (int l = 0; l < 2; l++)
-			if (mask & (1u << l))
-				ts_send(c, l, s, k);
-		n++;
-		if (n % 64 == 0) { /* let a busy 2-CPU box read: never more than a socket holds */
-			struct timespec ts = {0, 200000};
-			nanosleep(&ts, NULL);
-		}
-	}
-	return n;
-}
-
-static void ts_send_end(struct ts_case *c)
-{
-	ts_send(c, 0, g_n + 1, 0xFFFF);
-	ts_send(c, 1, g_n + 1, 0xFFFF);
-}
-
-/* Both lines send `from`..the day's last message, then the End of Session, which the feed
- * must reach (bounded). */
-static void ts_send_rest(struct ts_case *c, uint64_t from)
-{
-	ts_send_range(c, 3, from, g_n + 1);
-	ts_send_end(c);
-	assert_int_equal(ts_wait_ge(&c->s->end_of_session, 1, TS_WAIT_MS), 0);
-}
-
-/* Both lines send 1..3000, all applied (bounded). */
-static void ts_live_to_3000(struct ts_case *c)
-{
-	ts_send_range(c, 3, 1, 3001);
-	assert_int_equal(ts_wait_ge(&c->s->messages, 3000, TS_WAIT_MS), 0);
-}
-
-/* A feed of the case's config, running, with 1..3000 applied. */
-static void ts_start_live_to_3000(struct ts_case *c)
-{
-	ts_create(c);
-	ts_run(c);
-	ts_live_to_3000(c);
-}
-
 /* Waits (bounded) until the snapshot server sent its body, which must not be empty. */
 static void ts_wait_body(struct ts_glimpse *g)
 {
@@ -363,18 +153,6 @@ static void ts_wait_body(struct ts_glimpse *g)
 	while (g->body < 0 && ts_now_ms() < end)
 		ts_nap();
 	assert_true(g->body > 0);
-}
-
-static void ts_expect_books(const char *ring)
-{
-	int stale = -1;
-	char *got = ft_ring_books(ring, &stale);
-	if (strcmp(got, g_ref_books) != 0) {
-		fprintf(stderr, "feed:\n%.1200s\nfile:\n%.1200s\n", got, g_ref_books);
-		fail_msg("books differ from the file's");
-	}
-	assert_int_equal(stale, 0);
-	free(got);
 }
 
 /* ---- the merge, forced ---- */
@@ -869,51 +647,6 @@ static int ts_case_teardown(void **s)
 		ft_wait(g_daemon, 5000);
 	}
 	g_daemon = 0;
-	return 0;
-}
-
-static int ts_setup(void **state)
-{
-	if (!ft_use_ring_dir())
-		return -1;
-	if (ft_gen_day(g_day, sizeof(g_day), TS_MESSAGES, TS_SYMBOLS, 11) < 0)
-		return -1;
-	struct uf_record *recs;
-	size_t nrecs;
-	if (ft_reference(g_day, TS_DEPTH, &g_ref_books, &recs, &nrecs, &g_n) < 0)
-		return -1;
-	free(recs);
-	struct uf_reader rd;
-	if (uf_reader_open(&rd, g_day, NULL) < 0)
-		return -1;
-	g_msg = calloc(g_n + 2, sizeof(*g_msg));
-	g_len = calloc(g_n + 2, sizeof(*g_len));
-	size_t total = 0;
-	struct uf_reader_msg m;
-	uint64_t i = 0;
-	while (uf_reader_next(&rd, &m) == 1)
-		total += m.len;
-	g_file = malloc(total);
-	uf_reader_rewind(&rd);
-	total = 0;
-	while (uf_reader_next(&rd, &m) == 1 && i < g_n) {
-		memcpy(g_file + total, m.msg, m.len);
-		g_msg[++i] = g_file + total;
-		g_len[i] = m.len;
-		total += m.len;
-	}
-	uf_reader_close(&rd);
-	return i == g_n ? 0 : -1;
-}
-
-static int ts_teardown(void **state)
-{
-	free(g_ref_books);
-	free(g_file);
-	free(g_msg);
-	free(g_len);
-	ft_rm_dir(ft_use_ring_dir());
-	uf_test_rm_tree(ft_tmpdir());
 	return 0;
 }
 
