@@ -69,13 +69,18 @@ struct uf_nats_msg {
 
 _Static_assert(sizeof(struct uf_nats_msg) == 64, "message header is 64 bytes on the wire");
 
+/* uf_nats_commit.flags: the bridge stored CLOSED at `position` (written after the CLOSED
+ * message, with js_from naming it): a remote consumer believes a CLOSED only when the commit
+ * entry says so, since anyone who may publish on the record subject could send one. */
+#define UF_NATS_COMMIT_CLOSED 0x01u
+
 /* Key "commit": every book entry of `generation` in the bucket reflects every record <
  * `position`; a consumer reads the stream from stream sequence `js_from` (whose first record
  * is at or before `position`) and applies records >= max(position, entry stamp). */
 struct uf_nats_commit {
 	uint16_t magic;           /* UF_NATS_COMMIT_MAGIC */
 	uint8_t version;          /* UF_NATS_VERSION */
-	uint8_t pad0;             /* zero */
+	uint8_t flags;            /* UF_NATS_COMMIT_*: was a zero pad, so older readers ignore it */
 	uint32_t depth;           /* source image levels per side */
 	uint64_t generation;      /* source ring generation */
 	uint64_t position;        /* see above */

@@ -409,6 +409,217 @@ static void test_forged_messages_on_the_record_subject_are_dropped(void **state)
 	case_end(&k);
 }
 
+/* Publishes one message on the record subject of ring `ring` as a second NATS client: header
+ * `h`, `nrec` records (each a LEVEL of instrument 1 at a price no book holds), and a
+ * Nats-Msg-Id of the bridge's form unless `msgid` says otherwise ("" = no header). */
+static void forge_one(natsConnection *nc, const char *ring, const struct uf_nats_msg *h,
+                      uint32_t nrec, const char *msgid)
+{
+	unsigned char buf[sizeof(struct uf_nats_msg) + 4 * sizeof(struct uf_record)];
+	char subj[128], id[UF_NATS_MSG_ID_MAX];
+	natsMsg *m = NULL;
+
+	assert_true(nrec <= 4);
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, h, sizeof(*h));
+	for (uint32_t i = 0; i < nrec; i++) {
+		struct uf_record r;
+		memset(&r, 0, sizeof(r));
+		r.kind = UF_REC_LEVEL;
+		r.instrument = 1;
+		r.price = 999999999;
+		r.shares = 4242;
+		memcpy(buf + sizeof(*h) + i * sizeof(r), &r, sizeof(r));
+	}
+	snprintf(subj, sizeof(subj), "uf.%s.seq", ring);
+	snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h->generation, (unsigned)h->kind,
+	         h->first_seq, (unsigned)h->count);
+	assert_int_equal(natsMsg_Create(&m, subj, NULL, (const char *)buf,
+	                                (int)(sizeof(*h) + nrec * sizeof(struct uf_record))),
+	                 NATS_OK);
+	if (!msgid || msgid[0])
+		assert_int_equal(natsMsgHeader_Set(m, "Nats-Msg-Id", msgid ? msgid : id), NATS_OK);
+	assert_int_equal(natsConnection_PublishMsg(nc, m), NATS_OK);
+	natsMsg_Destroy(m);
+}
+
+static struct uf_nats_msg forge_header(uint64_t generation, uint8_t kind, uint64_t first,
+                                       uint64_t aux, uint32_t count)
+{
+	struct uf_nats_msg h;
+
+	memset(&h, 0, sizeof(h));
+	h.magic = UF_NATS_MAGIC;
+	h.version = UF_NATS_VERSION;
+	h.kind = kind;
+	h.count = count;
+	h.generation = generation;
+	h.first_seq = first;
+	h.aux = aux;
+	return h;
+}
+
+/* Waits (bounded) until the remote handle has dropped `want` messages. */
+static void wait_forged(uf_consumer_t *c, uint32_t want)
+{
+	struct uf_consumer_info info;
+
+	for (uint64_t end = bt_now_ms() + 20000;; bt_sleep_ms(20)) {
+		uf_consumer_get_info(c, &info);
+		if (info.forged >= want)
+			break;
+		if (bt_now_ms() > end)
+			fail_msg("remote consumer dropped %u forged messages, not %u", info.forged,
+			         want);
+	}
+	assert_int_equal(info.forged, want);
+}
+
+struct forge_run {
+	struct bt_case *k;
+	uf_consumer_t *c;
+};
+
+/* Mid-stream, as a second client: DATA at 2^40, a CLOSED at the consumer's tail, and a
+ * replay of records the consumer already has (a genuine stored DATA message cut one record
+ * short, so JetStream's de-duplication does not hide it). */
+static void forge_mid_stream(void *arg)
+{
+	struct forge_run *x = arg;
+	struct uf_consumer_info info;
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	char stream[64];
+	int replayed = 0;
+
+	uf_consumer_get_info(x->c, &info);
+	snprintf(stream, sizeof(stream), "UF_%s", x->k->ring);
+	assert_int_equal(natsConnection_ConnectTo(&nc, x->k->ns.urls), NATS_OK);
+	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	for (uint64_t seq = 1; seq < 50 && !replayed; seq++) {
+		natsMsg *m = NULL;
+		struct uf_nats_msg h;
+		if (js_GetMsg(&m, js, stream, seq, NULL, NULL) != NATS_OK)
+			continue;
+		memcpy(&h, natsMsg_GetData(m), sizeof(h));
+		if (h.kind == UF_NATS_DATA && h.count >= 2 && h.first_seq + h.count < info.tail) {
+			char subj[128], id[UF_NATS_MSG_ID_MAX];
+			natsMsg *r = NULL;
+			h.count--;
+			snprintf(subj, sizeof(subj), "uf.%s.seq", x->k->ring);
+			snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h.generation,
+			         (unsigned)h.kind, h.first_seq, (unsigned)h.count);
+			assert_int_equal(
+			    natsMsg_Create(&r, subj, NULL, natsMsg_GetData(m),
+			                   (int)(sizeof(h) + h.count * sizeof(struct uf_record))),
+			    NATS_OK);
+			memcpy((char *)natsMsg_GetData(r), &h, sizeof(h));
+			assert_int_equal(natsMsgHeader_Set(r, "Nats-Msg-Id", id), NATS_OK);
+			assert_int_equal(natsConnection_PublishMsg(nc, r), NATS_OK);
+			natsMsg_Destroy(r);
+			replayed = 1;
+		}
+		natsMsg_Destroy(m);
+	}
+	assert_true(replayed);
+	{
+		struct uf_nats_msg d =
+		    forge_header(info.generation, UF_NATS_DATA, 1ull << 40, 0, 1);
+		struct uf_nats_msg cl =
+		    forge_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
+		forge_one(nc, x->k->ring, &d, 1, NULL);
+		forge_one(nc, x->k->ring, &cl, 0, NULL);
+	}
+	assert_int_equal(natsConnection_Flush(nc), NATS_OK);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+}
+
+/* Forged messages in the bridge's own form (ids naming their content), by a second NATS
+ * client: before the day plays, a CLOSED exactly at the consumer's tail, a LAP to 2^40, a
+ * RESET of another generation, a DATA continuing the tail with a wrong id and one without
+ * an id; mid-stream a DATA at 2^40, a CLOSED at the tail and a replay of records already
+ * received. The remote consumer (and uf-tail --nats following it) drops and counts exactly
+ * those 8, is not closed before the real end, receives every genuine record once and ends
+ * with the books uf-decode computes (issue 23 item 12). */
+static void test_forged_bridge_form_messages_are_refused_and_counted(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 17);
+	struct uf_consumer_info info;
+	struct drain d = {0};
+	struct forge_run x;
+	natsConnection *nc = NULL;
+	char *feed, *ref, *tail_err, tail_out[300], tail_errp[310];
+	const char *tail_argv[] = {"uf-tail", "--nats", NULL, "--ring", NULL, "--json", NULL};
+	pid_t tail;
+	uf_consumer_t *c;
+
+	case_begin(&k, "forgeid", 1);
+	ref = decode_books(day);
+	case_start(&k, day, "8000", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	tail_argv[2] = k.ns.urls;
+	tail_argv[4] = k.ring;
+	snprintf(tail_out, sizeof(tail_out), "%s/forgeid.tail", bt_dir);
+	snprintf(tail_errp, sizeof(tail_errp), "%s.err", tail_out);
+	tail = bt_spawn(bt_bin("uf-tail"), (char *const *)tail_argv, tail_out);
+	bt_sleep_ms(1500); /* uf-tail attached (a later attach would only miss forgeries) */
+	uf_consumer_get_info(c, &info);
+	d.next = info.tail;
+	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
+	{
+		struct uf_nats_msg cl =
+		    forge_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
+		struct uf_nats_msg lap =
+		    forge_header(info.generation, UF_NATS_LAP, info.tail, 1ull << 40, 0);
+		struct uf_nats_msg rs = forge_header(info.generation + 1, UF_NATS_RESET, 0, 0, 0);
+		struct uf_nats_msg dt =
+		    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, 1);
+		forge_one(nc, k.ring, &cl, 0, NULL);
+		forge_one(nc, k.ring, &lap, 0, NULL);
+		forge_one(nc, k.ring, &rs, 0, NULL);
+		forge_one(nc, k.ring, &dt, 1, "not-the-bridge");
+		forge_one(nc, k.ring, &dt, 1, "");
+	}
+	assert_int_equal(natsConnection_Flush(nc), NATS_OK);
+	natsConnection_Destroy(nc);
+	wait_forged(c, 5);
+	assert_int_equal(uf_consumer_read(c, (struct uf_record[1]){0}, 1, NULL), -EAGAIN);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.closed, 0);
+	assert_int_equal(info.generation, bt_json_num(uf_test_slurp(k.status), "generation"));
+
+	x.k = &k;
+	x.c = c;
+	case_go(&k);
+	drain(c, &d, 10000, forge_mid_stream, &x);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.forged, 8);
+	assert_int_equal(info.closed, 1);
+	expect_local_and_remote_books(&k, c, ref);
+	/* uf-tail --nats was not ended by the forged CLOSEDs: it printed every record and said
+	 * what it dropped */
+	assert_int_equal(bt_wait(tail, 60000), 0);
+	{
+		char *out = uf_test_slurp(tail_out);
+		uint64_t lines = 0;
+		for (const char *p = out; *p; p++)
+			lines += *p == '\n';
+		assert_int_equal(lines, bt_json_num(feed, "records"));
+		free(out);
+	}
+	tail_err = uf_test_slurp(tail_errp);
+	assert_non_null(strstr(tail_err, "stream messages dropped so far"));
+	uf_consumer_detach(c);
+	free(tail_err);
+	free(feed);
+	free(ref);
+	case_end(&k);
+}
+
 static void kill_first_node(void *arg)
 {
 	struct bt_case *k = arg;
@@ -1202,6 +1413,8 @@ int main(void)
 	    cmocka_unit_test_teardown(test_remote_books_equal_local_books_on_a_day_with_loss,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_forged_messages_on_the_record_subject_are_dropped,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_forged_bridge_form_messages_are_refused_and_counted,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
 	                              case_teardown),

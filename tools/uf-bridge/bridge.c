@@ -379,7 +379,10 @@ static int flush_books(struct bridge *b, int all)
 	cm.depth = b->info.depth;
 	cm.generation = b->info.generation;
 	cm.position = b->pos;
-	cm.js_from = b->st.js_last + 1;
+	/* once closed, the entry names the CLOSED message itself: a consumer attaching then
+	 * reads it and finds the close confirmed here */
+	cm.flags = b->st.closed ? UF_NATS_COMMIT_CLOSED : 0;
+	cm.js_from = b->st.closed ? b->st.js_last : b->st.js_last + 1;
 	cm.capacity = b->info.capacity;
 	cm.max_instruments = b->info.max_instruments;
 	cm.created_ns = b->info.created_ns;
@@ -614,6 +617,10 @@ static int loop(struct bridge *b)
 				if (rc == 0)
 					rc = publish(b, UF_NATS_CLOSED, b->pos, 0, NULL, 0);
 				b->st.closed = 1;
+				/* the commit entry confirms the close (uf_nats_wire.h): consumers
+				 * believe no CLOSED without it */
+				while (rc == 0 && (rc = flush_books(b, 0)) == -EAGAIN)
+					nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
 				uf_bridge_log("ring closed by the producer at %" PRIu64 "%s",
 				              b->pos,
 				              b->cfg->exit_on_close ? "; exiting"
