@@ -21,6 +21,7 @@
 #include "common/uf_err.h"
 #include "common/uf_time.h"
 #include "ring/book_each.h"
+#include "ring/nats/nats_auth.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/nats_security.h"
 #include "ring/nats/nats_stream.h"
@@ -46,6 +47,7 @@ struct uf_nats_consumer {
 	char urls[1024];                /* server list */
 	struct uf_nats_names nm;        /* subjects and bucket */
 	struct uf_consumer_options opt; /* as given */
+	struct uf_nats_key key;         /* shared key ($UF_NATS_KEY_FILE, $UF_NATS_KEY), or none */
 	natsOptions *opts;              /* connection options */
 	natsConnection *nc;             /* connection */
 	jsCtx *js;                      /* JetStream context */
@@ -168,6 +170,7 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 	kvWatcher *w = NULL;
 	kvWatchOptions wo;
 	natsStatus s;
+	long vlen;
 	int rc = 0;
 
 	s = kvStore_Get(&e, n->kv, "commit");
@@ -176,10 +179,17 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 		           n->nm.bucket, natsStatus_GetText(s));
 		return s == NATS_NOT_FOUND ? -ENOENT : -EIO;
 	}
-	if (kvEntry_ValueLen(e) != (int)sizeof(*cm)) {
+	vlen =
+	    uf_nats_mac_check(&n->key, "kv:commit", kvEntry_Value(e), (size_t)kvEntry_ValueLen(e));
+	if (vlen != (long)sizeof(*cm)) {
 		kvEntry_Destroy(e);
-		uf_err_set(err, errlen, "ring %s: commit entry has the wrong size", n->ring);
-		return -EPROTO;
+		uf_err_set(err, errlen,
+		           vlen == -EBADMSG
+		               ? "ring %s: commit entry not authenticated by the shared "
+		                 "key (a different key, or not the bridge's)"
+		               : "ring %s: commit entry has the wrong size",
+		           n->ring);
+		return vlen == -EBADMSG ? -EBADMSG : -EPROTO;
 	}
 	memcpy(cm, kvEntry_Value(e), sizeof(*cm));
 	kvEntry_Destroy(e);
@@ -204,9 +214,15 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 		if (s != NATS_OK || !e)
 			break; /* NULL: every entry present at the start was delivered */
 		if (kvEntry_Key(e)[0] == 'i') {
-			int r = uf_nats_books_decode(bk, kvEntry_Value(e),
-			                             (size_t)kvEntry_ValueLen(e), min_from);
-			if (r == -ENOMEM || r == -EPROTO)
+			char dom[64];
+			int r;
+			snprintf(dom, sizeof(dom), "kv:%s", kvEntry_Key(e));
+			vlen = uf_nats_mac_check(&n->key, dom, kvEntry_Value(e),
+			                         (size_t)kvEntry_ValueLen(e));
+			r = vlen < 0 ? -EBADMSG
+			             : uf_nats_books_decode(bk, kvEntry_Value(e), (size_t)vlen,
+			                                    min_from);
+			if (r == -ENOMEM || r == -EPROTO || r == -EBADMSG)
 				rc = r;
 		}
 		kvEntry_Destroy(e);
@@ -222,6 +238,10 @@ static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 		if (rc == -EPROTO)
 			uf_err_set(err, errlen, "ring %s: a book entry is not wire version %u",
 			           n->ring, UF_NATS_VERSION);
+		if (rc == -EBADMSG) /* a book we cannot believe: no image rather than a wrong one */
+			uf_err_set(err, errlen,
+			           "ring %s: a book entry is not authenticated by the shared key",
+			           n->ring);
 		uf_nats_books_free(bk);
 	}
 	return rc;
@@ -266,7 +286,8 @@ static int read_commit(struct uf_nats_consumer *n, struct uf_nats_commit *cm)
 
 	if (s != NATS_OK)
 		return s == NATS_NOT_FOUND ? -ENOENT : -EIO;
-	if (kvEntry_ValueLen(e) != (int)sizeof(*cm)) {
+	if (uf_nats_mac_check(&n->key, "kv:commit", kvEntry_Value(e),
+	                      (size_t)kvEntry_ValueLen(e)) != (long)sizeof(*cm)) {
 		kvEntry_Destroy(e);
 		return -EPROTO;
 	}
@@ -293,6 +314,22 @@ static int hook_stream_dropped(void *arg, uint64_t sseq)
 	return dropped;
 }
 
+/* 1 when JetStream says the bucket's stream does not exist (deleted: no retry brings it
+ * back), 0 when it does or cannot say (a leader election: retry). */
+static int bucket_gone(struct uf_nats_consumer *n)
+{
+	char stream[80];
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s;
+
+	snprintf(stream, sizeof(stream), "KV_%s", n->nm.bucket);
+	s = js_GetStreamInfo(&si, n->js, stream, NULL, &jerr);
+	if (s == NATS_OK)
+		jsStreamInfo_Destroy(si);
+	return s != NATS_OK && jerr == JSStreamNotFoundErr;
+}
+
 static int hook_load(void *arg, struct uf_nats_books *bk, struct uf_nats_commit *cm,
                      uint64_t min_from)
 {
@@ -307,6 +344,12 @@ static int hook_load(void *arg, struct uf_nats_books *bk, struct uf_nats_commit 
 		if (rc != -EIO || uf_now_mono_ns() >= deadline ||
 		    __atomic_load_n(&n->quit, __ATOMIC_ACQUIRE))
 			break;
+		if (bucket_gone(n)) {
+			rc = -ENOENT;
+			snprintf(err, sizeof(err), "ring %s: bucket %s was deleted", n->ring,
+			         n->nm.bucket);
+			break;
+		}
 		nanosleep(&(struct timespec){0, 200000000L}, NULL);
 	}
 	if (rc < 0 && bk)
@@ -445,6 +488,7 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 	if (rc < 0)
 		return rc;
 	n->st.ring = n->ring;
+	n->st.key = &n->key;
 	uf_nats_stream_begin(&n->st);
 	n->pos = n->st.tail;
 	while ((rc = subscribe(n, err, errlen)) == -EIO && uf_now_mono_ns() < deadline)
@@ -509,6 +553,8 @@ static int nats_attach(const char *name, const struct uf_consumer_options *opt,
 	n->opt.dir = NULL;
 	n->opt.tag = NULL; /* not kept: the caller's string */
 	rc = parse_name(n, name, err, errlen);
+	if (rc == 0)
+		rc = uf_nats_key_load(&n->key, NULL, err, errlen);
 	if (rc < 0)
 		goto out_free;
 	n->st.buf = malloc((size_t)NC_CAPACITY * sizeof(*n->st.buf));

@@ -166,6 +166,24 @@ static void on_closed(struct uf_nats_stream *s, const struct uf_nats_stream_hook
 	s->js_believed = sseq ? sseq : s->js_believed;
 }
 
+/* The bridge's id for a message is `want`, or `want` then ":r" and 16 hex digits when
+ * another publisher had taken `want` first (uf_nats_wire.h). */
+static int id_names(const char *msgid, const char *want)
+{
+	size_t n = strlen(want);
+
+	if (!msgid || strncmp(msgid, want, n) != 0)
+		return 0;
+	if (msgid[n] == '\0')
+		return 1;
+	if (msgid[n] != ':' || msgid[n + 1] != 'r' || strlen(msgid + n + 2) != 16)
+		return 0;
+	for (const char *p = msgid + n + 2; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return 0;
+	return 1;
+}
+
 int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *hk,
                           const void *data, size_t len, const char *msgid, uint64_t sseq)
 {
@@ -178,6 +196,14 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 		if (sseq < s->js_next)
 			return 0; /* delivered twice (the ordered consumer was re-created): seen */
 		s->js_next = sseq + 1;
+	}
+	if (s->key && s->key->len) {
+		long plen = uf_nats_mac_check(s->key, "seq", data, len);
+		if (plen < 0) {
+			refuse(s, NULL, sseq, "not authenticated by the shared key");
+			return 0;
+		}
+		len = (size_t)plen;
 	}
 	if (len < sizeof(h)) {
 		refuse(s, NULL, sseq, "too short for a bridge message");
@@ -195,7 +221,7 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 	 * missing or names something else was not published by the bridge */
 	snprintf(want, sizeof(want), "%llu:%u:%llu:%u", (unsigned long long)h.generation,
 	         (unsigned)h.kind, (unsigned long long)h.first_seq, (unsigned)h.count);
-	if (!msgid || strcmp(msgid, want) != 0) {
+	if (!id_names(msgid, want)) {
 		refuse(s, &h, sseq, "its Nats-Msg-Id does not name its content");
 		return 0;
 	}

@@ -5,6 +5,8 @@
  * (the receiver thread of consumer_nats.c, the fuzzer and the unit tests).
  *
  * The rules (each refusal counted in `forged`):
+ * - with a shared key set, a message must end with a valid HMAC (nats_auth.h): nothing else
+ *   is looked at;
  * - a message must be the bridge's form: magic, version, length, and a Nats-Msg-Id naming
  *   its content;
  * - DATA continues the records received; records already held are a replay (refused) except
@@ -17,7 +19,7 @@
  *   generation only when the commit entry has left this generation;
  * - CLOSED only exactly at the records received and once the commit entry says the bridge
  *   closed the generation there.
- * What cannot be told apart without the optional shared key: a forger who predicts the next
+ * What cannot be told apart without the shared key: a forger who predicts the next
  * records (DATA at exactly the tail) or who can also write the bucket. */
 #ifndef UF_NATS_STREAM_H
 #define UF_NATS_STREAM_H
@@ -25,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ring/nats/nats_auth.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/uf_nats_wire.h"
 
@@ -55,12 +58,14 @@ struct uf_nats_stream_hooks {
 };
 
 struct uf_nats_stream {
-	const char *ring;      /* for log lines */
-	struct uf_record *buf; /* records, slot = seq & mask (owned by the consumer) */
-	uint64_t *seqs;        /* sequence held by each slot (owned by the consumer) */
-	uint64_t mask;         /* slots - 1 */
-	uint64_t base;         /* oldest sequence stored since attach */
-	uint64_t tail;         /* next ring sequence expected */
+	const char *ring;              /* for log lines */
+	const struct uf_nats_key *key; /* shared key (NULL or len 0: none): every message must end
+	                                * with its MAC (nats_auth.h) */
+	struct uf_record *buf;         /* records, slot = seq & mask (owned by the consumer) */
+	uint64_t *seqs;                /* sequence held by each slot (owned by the consumer) */
+	uint64_t mask;                 /* slots - 1 */
+	uint64_t base;                 /* oldest sequence stored since attach */
+	uint64_t tail;                 /* next ring sequence expected */
 	struct uf_nats_jump jumps[UF_NATS_JUMPS]; /* skipped ranges, oldest first */
 	uint32_t njumps;                          /* entries in jumps */
 	struct uf_nats_books books;               /* image at `tail` */

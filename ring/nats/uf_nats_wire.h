@@ -19,7 +19,11 @@
  *
  * Exactly-once: a message's Nats-Msg-Id is "<generation>:<kind>:<first_seq>:<count>", so a bridge
  * that re-publishes after losing a NATS node (it does not know whether the first try was
- * stored) is de-duplicated by JetStream inside the stream's duplicate window. The bridge
+ * stored) is de-duplicated by JetStream inside the stream's duplicate window. Ids are
+ * predictable, so another publisher can store something under the next one first and have
+ * JetStream drop the bridge's message as a duplicate: when the bridge is told "duplicate" and
+ * the stored message is not its own, it publishes again as "<id>:r<16 hex digits>" (random),
+ * which consumers accept as the same id. The bridge
  * publishes one message at a time and waits for its acknowledgement, so the stream order is
  * the ring order. */
 #ifndef UF_NATS_WIRE_H
@@ -130,7 +134,7 @@ struct uf_nats_book {
 
 _Static_assert(sizeof(struct uf_nats_book) % 8 == 0, "book entry is 8-byte aligned");
 
-#define UF_NATS_MSG_ID_MAX 64
+#define UF_NATS_MSG_ID_MAX 96 /* "<generation>:<kind>:<first_seq>:<count>[:r<16 hex>]" */
 
 /* NATS names of ring `ring`: '.' (a subject separator, not allowed in stream names) becomes
  * '_', so rings "a.b" and "a_b" must not share a NATS account. */

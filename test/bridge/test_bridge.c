@@ -13,6 +13,7 @@
 #include <nats/nats.h>
 
 #include "bridge_test_util.h"
+#include "ring/nats/nats_auth.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/uf_nats_wire.h"
 
@@ -30,6 +31,7 @@ struct bt_case {
 static char g_ring_dir[128];
 static int g_per_symbol;       /* the next bridge gets --per-symbol */
 static const char *g_ack_wait; /* the next bridge gets --ack-wait this, if not NULL */
+static const char *g_key_file; /* the next bridge gets --key-file this, if not NULL */
 
 static void case_begin(struct bt_case *k, const char *tag, int servers)
 {
@@ -99,6 +101,10 @@ static void case_bridge_tls(struct bt_case *k, const char *urls, const char *rep
 	if (g_ack_wait) {
 		argv[n++] = "--ack-wait";
 		argv[n++] = (char *)g_ack_wait;
+	}
+	if (g_key_file) {
+		argv[n++] = "--key-file";
+		argv[n++] = (char *)g_key_file;
 	}
 	if (tls_ca) {
 		argv[n++] = "--tls-ca";
@@ -412,10 +418,11 @@ static void test_forged_messages_on_the_record_subject_are_dropped(void **state)
 /* Publishes one message on the record subject of ring `ring` as a second NATS client: header
  * `h`, `nrec` records (each a LEVEL of instrument 1 at a price no book holds), and a
  * Nats-Msg-Id of the bridge's form unless `msgid` says otherwise ("" = no header). */
-static void forge_one(natsConnection *nc, const char *ring, const struct uf_nats_msg *h,
-                      uint32_t nrec, const char *msgid)
+static void forge_one_mac(natsConnection *nc, const char *ring, const struct uf_nats_msg *h,
+                          uint32_t nrec, const char *msgid, int junk_mac)
 {
-	unsigned char buf[sizeof(struct uf_nats_msg) + 4 * sizeof(struct uf_record)];
+	unsigned char
+	    buf[sizeof(struct uf_nats_msg) + 4 * sizeof(struct uf_record) + UF_NATS_MAC_LEN];
 	char subj[128], id[UF_NATS_MSG_ID_MAX];
 	natsMsg *m = NULL;
 
@@ -434,13 +441,22 @@ static void forge_one(natsConnection *nc, const char *ring, const struct uf_nats
 	snprintf(subj, sizeof(subj), "uf.%s.seq", ring);
 	snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h->generation, (unsigned)h->kind,
 	         h->first_seq, (unsigned)h->count);
+	if (junk_mac) /* a MAC made without the key */
+		memset(buf + sizeof(*h) + nrec * sizeof(struct uf_record), 0x5a, UF_NATS_MAC_LEN);
 	assert_int_equal(natsMsg_Create(&m, subj, NULL, (const char *)buf,
-	                                (int)(sizeof(*h) + nrec * sizeof(struct uf_record))),
+	                                (int)(sizeof(*h) + nrec * sizeof(struct uf_record) +
+	                                      (junk_mac ? UF_NATS_MAC_LEN : 0))),
 	                 NATS_OK);
 	if (!msgid || msgid[0])
 		assert_int_equal(natsMsgHeader_Set(m, "Nats-Msg-Id", msgid ? msgid : id), NATS_OK);
 	assert_int_equal(natsConnection_PublishMsg(nc, m), NATS_OK);
 	natsMsg_Destroy(m);
+}
+
+static void forge_one(natsConnection *nc, const char *ring, const struct uf_nats_msg *h,
+                      uint32_t nrec, const char *msgid)
+{
+	forge_one_mac(nc, ring, h, nrec, msgid, 0);
 }
 
 static struct uf_nats_msg forge_header(uint64_t generation, uint8_t kind, uint64_t first,
@@ -617,6 +633,158 @@ static void test_forged_bridge_form_messages_are_refused_and_counted(void **stat
 	free(tail_err);
 	free(feed);
 	free(ref);
+	case_end(&k);
+}
+
+static void write_key(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fprintf(f, "%s\n", key);
+	fclose(f);
+}
+
+/* Attaching `ring` with the environment as it is must fail (the shared key does not match). */
+static void expect_attach_refused(const char *urls, const char *ring, const char *why)
+{
+	struct uf_consumer_options co;
+	uf_consumer_t *c = NULL;
+	char name[400], err[512] = "";
+
+	uf_consumer_options_init(&co);
+	snprintf(name, sizeof(name), "%s/%s", urls, ring);
+	assert_true(uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0);
+	assert_null(c);
+	assert_non_null(strstr(err, why));
+}
+
+/* With a shared key on the bridge and the consumer, a second client that knows the bridge's
+ * message form but not the key publishes a DATA continuing exactly at the consumer's tail
+ * with a fake level (the one forgery the stream checks alone cannot refuse), the same with a
+ * MAC made without the key, and a CLOSED at the tail: all three are dropped and counted,
+ * the books end as uf-decode computes. The forged DATA also takes the id the bridge's first
+ * message would have (ids are predictable): JetStream drops the bridge's as a duplicate
+ * until the bridge sees the stored message is not its own and publishes it again under a
+ * random suffix, so every record still arrives. A consumer with a wrong key, or none, cannot
+ * attach: it believes nothing (issue 23 item 12). */
+static void test_shared_key_forger_cannot_change_a_remote_book(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(20000, 30, 19);
+	char key[300], wrong[300], *feed, *ref;
+	struct uf_consumer_info info;
+	struct drain d = {0};
+	natsConnection *nc = NULL;
+	uf_consumer_t *c;
+
+	snprintf(key, sizeof(key), "%s/fanout.key", bt_dir);
+	snprintf(wrong, sizeof(wrong), "%s/wrong.key", bt_dir);
+	write_key(key, "4f1c0a7d9e2b5c8a1f3e6d9c2b5a8e1d");
+	write_key(wrong, "4f1c0a7d9e2b5c8a1f3e6d9c2b5a8e1e");
+	g_key_file = key;
+	case_begin(&k, "key", 1);
+	ref = decode_books(day);
+	case_start(&k, day, "8000", "0", k.ns.urls, "1");
+	g_key_file = NULL;
+	unsetenv("UF_NATS_KEY");
+	unsetenv("UF_NATS_KEY_FILE");
+	expect_attach_refused(k.ns.urls, k.ring, "commit entry has the wrong size");
+	setenv("UF_NATS_KEY_FILE", wrong, 1);
+	expect_attach_refused(k.ns.urls, k.ring, "not authenticated by the shared key");
+	setenv("UF_NATS_KEY", "short", 1); /* ignored: the file comes first */
+	setenv("UF_NATS_KEY_FILE", key, 1);
+	c = remote_attach(k.ns.urls, k.ring);
+	unsetenv("UF_NATS_KEY");
+	uf_consumer_get_info(c, &info);
+	d.next = info.tail;
+	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
+	{
+		struct uf_nats_msg dt =
+		    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, 1);
+		struct uf_nats_msg cl =
+		    forge_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
+		struct uf_nats_msg dt2 =
+		    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, 2);
+		forge_one(nc, k.ring, &dt, 1, NULL);
+		/* another id: JetStream would drop a second message with the first one's */
+		forge_one_mac(nc, k.ring, &dt2, 2, NULL, 1);
+		forge_one_mac(nc, k.ring, &cl, 0, NULL, 1);
+	}
+	assert_int_equal(natsConnection_Flush(nc), NATS_OK);
+	natsConnection_Destroy(nc);
+	wait_forged(c, 3);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.tail, d.next); /* the fake level was not taken */
+	assert_int_equal(info.closed, 0);
+	case_go(&k);
+	drain(c, &d, 0, NULL, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.forged, 3);
+	expect_local_and_remote_books(&k, c, ref);
+	{ /* uf-tail --nats, with the key file from the environment it inherits */
+		char *rt = remote_books(&k, k.ns.urls);
+		assert_string_equal(rt, ref);
+		free(rt);
+	}
+	uf_consumer_detach(c);
+	unsetenv("UF_NATS_KEY_FILE");
+	free(feed);
+	free(ref);
+	case_end(&k);
+}
+
+/* The bucket is deleted (an operator, a purge) and then the stream says the bridge was lapped:
+ * the books can no longer be loaded, so the remote consumer gives up instead of going on
+ * with books it cannot repair: uf_consumer_read returns -EIO, the handle reports the
+ * producer not alive (issue 23 item 17: `failed` was never set). */
+static void test_remote_consumer_gives_up_when_the_bucket_is_gone(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(2000, 10, 23);
+	struct uf_consumer_info info;
+	struct uf_record rec;
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	char bucket[64];
+	uf_consumer_t *c;
+	int rc = 0;
+
+	case_begin(&k, "gone", 1);
+	case_start(&k, day, "0", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.producer_alive, 1);
+	kill(k.bridge, SIGKILL); /* it would write the bucket again */
+	bt_wait(k.bridge, 5000);
+	snprintf(bucket, sizeof(bucket), "UF_%s_books", k.ring);
+	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
+	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	assert_int_equal(js_DeleteKeyValue(js, bucket), NATS_OK);
+	{
+		struct uf_nats_msg lap =
+		    forge_header(info.generation, UF_NATS_LAP, info.tail, info.tail + 5, 0);
+		forge_one(nc, k.ring, &lap, 0, NULL);
+	}
+	assert_int_equal(natsConnection_Flush(nc), NATS_OK);
+	for (uint64_t end = bt_now_ms() + 30000; bt_now_ms() < end;) {
+		rc = uf_consumer_read(c, &rec, 1, NULL);
+		if (rc != -EAGAIN)
+			break;
+		uf_consumer_wait(c, 100000000);
+	}
+	assert_int_equal(rc, -EIO);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.producer_alive, 0);
+	assert_int_equal(info.forged, 0); /* not a forgery: the consumer could not tell */
+	assert_int_equal(uf_consumer_wait(c, 1000000000), 0); /* nothing more to wait for */
+	uf_consumer_detach(c);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	case_go(&k);
+	bt_wait(k.feed, 60000);
 	case_end(&k);
 }
 
@@ -1357,6 +1525,9 @@ static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void
 static int case_teardown(void **state)
 {
 	bt_kill_all();
+	g_key_file = NULL; /* a failed case must not leave its key to the next */
+	unsetenv("UF_NATS_KEY");
+	unsetenv("UF_NATS_KEY_FILE");
 	return 0;
 }
 
@@ -1415,6 +1586,10 @@ int main(void)
 	    cmocka_unit_test_teardown(test_forged_messages_on_the_record_subject_are_dropped,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_forged_bridge_form_messages_are_refused_and_counted,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_shared_key_forger_cannot_change_a_remote_book,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_remote_consumer_gives_up_when_the_bucket_is_gone,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
 	                              case_teardown),

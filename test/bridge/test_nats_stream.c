@@ -90,9 +90,19 @@ static void test_messages_not_in_the_bridge_form_are_refused(void **state)
 	assert_int_equal(deliver(&s, &hk, 8, GEN, UF_NATS_SYMBOL, 0, 0, 1), 0);
 	assert_int_equal(s.forged, 8);
 	assert_int_equal(s.tail, 0);
-	assert_int_equal(deliver(&s, &hk, 9, GEN, UF_NATS_DATA, 0, 0, 2), 0); /* the genuine one */
+	/* the bridge's id with a malformed retry suffix, then with a good one */
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, 0, 0, 2);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, "7:1:0:2:r0123", 9), 0);
+	assert_int_equal(
+	    uf_nats_stream_on_msg(&s, &hk, g_buf, len, "7:1:0:2:x0123456789abcdef", 10), 0);
+	assert_int_equal(s.forged, 10);
+	assert_int_equal(s.tail, 0);
+	assert_int_equal(
+	    uf_nats_stream_on_msg(&s, &hk, g_buf, len, "7:1:0:2:r0123456789abcdef", 11), 0);
 	assert_int_equal(s.tail, 2);
-	assert_int_equal(s.forged, 8);
+	assert_int_equal(deliver(&s, &hk, 12, GEN, UF_NATS_DATA, 2, 0, 2), 0); /* plain id */
+	assert_int_equal(s.tail, 4);
+	assert_int_equal(s.forged, 10);
 	fake_end(&s);
 }
 
@@ -225,6 +235,46 @@ static void test_unreadable_bucket_sets_failed_and_stops_the_receiver(void **sta
 	fake_end(&s);
 }
 
+/* With a shared key, a message is looked at only when its trailer is the HMAC of its
+ * content under that key. */
+static void test_shared_key_refuses_what_it_did_not_sign(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+	struct uf_nats_key key, other;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(setenv("UF_NATS_KEY", "0123456789abcdef0123", 1), 0);
+	assert_int_equal(uf_nats_key_load(&key, NULL, NULL, 0), 0);
+	assert_int_equal(setenv("UF_NATS_KEY", "0123456789abcdef0124", 1), 0);
+	assert_int_equal(uf_nats_key_load(&other, NULL, NULL, 0), 0);
+	assert_int_equal(setenv("UF_NATS_KEY", "short", 1), 0);
+	assert_int_equal(uf_nats_key_load(&other, NULL, NULL, 0), -EINVAL);
+	assert_int_equal(setenv("UF_NATS_KEY", "0123456789abcdef0124", 1), 0);
+	assert_int_equal(uf_nats_key_load(&other, NULL, NULL, 0), 0);
+	unsetenv("UF_NATS_KEY");
+	world(&w, 0, 1);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	s.key = &key;
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, 0, 0, 2);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, g_id, 1), 0); /* unsigned */
+	assert_int_equal(uf_nats_mac(&other, "seq", g_buf, len, g_buf + len), 0);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 2), 0);
+	assert_int_equal(uf_nats_mac(&key, "sym", g_buf, len, g_buf + len), 0); /* other domain */
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 3), 0);
+	assert_int_equal(s.forged, 3);
+	assert_int_equal(s.tail, 0);
+	assert_int_equal(uf_nats_mac(&key, "seq", g_buf, len, g_buf + len), 0);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 4), 0);
+	assert_int_equal(s.tail, 2);
+	g_buf[sizeof(struct uf_nats_msg) + 16] ^= 1; /* one bit of a record */
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 5), 0);
+	assert_int_equal(s.forged, 4);
+	fake_end(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +284,7 @@ int main(void)
 	    cmocka_unit_test(test_lap_and_reset_need_the_commit_entry),
 	    cmocka_unit_test(test_closed_only_at_the_tail_and_confirmed_by_the_commit_entry),
 	    cmocka_unit_test(test_unreadable_bucket_sets_failed_and_stops_the_receiver),
+	    cmocka_unit_test(test_shared_key_refuses_what_it_did_not_sign),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
