@@ -9,8 +9,9 @@
  * Each message: 1 control byte (bit 0 a header of the bridge's form, bit 1 a matching
  * Nats-Msg-Id, bit 2 the stream lost messages, bit 3 the commit says closed, bit 4 the
  * bucket fails, bit 5 the commit moves to the message's resume point, bits 6-7 stream
- * sequence step), 1 byte kind, 1 byte record count (0..7), 1 byte first-sequence mode, then
- * 8 bytes of sequence, then the records' bytes as they come. */
+ * sequence step), 1 byte kind, 1 byte record count (0..7), 1 byte first-sequence mode (bits
+ * 0-1; bit 4 a shared key set, bit 5 the message signed with it, bit 6 with another key),
+ * then 8 bytes of sequence, then the records' bytes as they come. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,9 @@ static void check(const struct uf_nats_stream *s, uint64_t tail_before)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static unsigned char msg[sizeof(struct uf_nats_msg) + 8 * sizeof(struct uf_record)];
+	static unsigned char
+	    msg[sizeof(struct uf_nats_msg) + 8 * sizeof(struct uf_record) + UF_NATS_MAC_LEN];
+	static struct uf_nats_key key = {.len = 20}, other = {.len = 20};
 	struct fake_world w;
 	struct uf_nats_stream s;
 	struct uf_nats_stream_hooks hk;
@@ -55,6 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	w.cm.max_instruments = 8;
 	if (fake_begin(&s, &hk, &w) < 0)
 		abort();
+	memset(key.k, 0x11, key.len);
+	memset(other.k, 0x22, other.len);
 	while (size - off >= 12) {
 		const uint8_t *p = data + off;
 		uint8_t ctl = p[0], kind = p[1] % 7;
@@ -99,14 +104,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			w.cm.position = kind == UF_NATS_LAP ? first + (v >> 48) : first;
 		if ((ctl & 0xc0) == 0xc0)
 			w.cm.generation = GEN + 1;
-		int rc = uf_nats_stream_on_msg(&s, &hk, msg,
-		                               have == count * sizeof(struct uf_record)
-		                                   ? len
-		                                   : sizeof(struct uf_nats_msg) + have,
-		                               (ctl & 2) ? id : "x", sseq);
+		if (have != count * sizeof(struct uf_record))
+			len = sizeof(struct uf_nats_msg) + have;
+		s.key = (p[3] & 0x10) ? &key : NULL;
+		if (p[3] & 0x60) {
+			if (uf_nats_mac((p[3] & 0x20) ? &key : &other, "seq", msg, len, msg + len) <
+			    0)
+				abort();
+			len += UF_NATS_MAC_LEN;
+		}
+		int rc = uf_nats_stream_on_msg(&s, &hk, msg, len, (ctl & 2) ? id : "x", sseq);
 		check(&s, before);
 		if (s.forged != forged && (s.tail != before || s.closed != closed))
 			abort(); /* a refused message changed the stream */
+		if (s.key && !(p[3] & 0x20) && (s.tail != before || s.closed != closed))
+			abort(); /* with the key, only what it signed moves the stream */
 		if (rc == 1)
 			break;
 		sseq++;
