@@ -7,6 +7,7 @@
  * away, a mutex costs nothing next to it, and it keeps the image and the records consistent
  * (a snapshot is stamped with the receiver's position: every record below is in it). */
 #include "ring/nats/consumer_nats.h"
+#include "ring/nats/consumer_nats_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,67 +22,7 @@
 #include "common/uf_err.h"
 #include "common/uf_time.h"
 #include "ring/book_each.h"
-#include "ring/nats/nats_auth.h"
-#include "ring/nats/nats_book.h"
 #include "ring/nats/nats_security.h"
-#include "ring/nats/nats_stream.h"
-#include "ring/nats/uf_nats_wire.h"
-#include "ring/uf_ring_layout.h"
-
-#define NC_CAPACITY   (1u << 18)     /* records buffered for the application (16 MiB) */
-#define NC_FETCH_MS   100            /* receiver wait slice */
-#define NC_CATCHUP_NS 20000000000ull /* attach reads the stream up to its end this long */
-/* Attach retries JetStream requests that time out this long. After a node is lost, a new
- * consumer (the bucket's watcher, the stream's subscription) can be placed on the dead peer
- * for a while and never answer: short attempts, each a new consumer, get through sooner
- * than one long wait. */
-#define NC_ATTACH_NS 60000000000ull
-/* A CLOSED is believed once the commit entry says closed; the bridge writes it right after
- * the CLOSED is stored, so a genuine one is confirmed within a round trip or two. */
-#define NC_CLOSE_CONFIRM_NS 3000000000ull
-
-struct uf_nats_consumer {
-	struct uf_consumer handle; /* ops = &uf_consumer_nats_ops; first member */
-	/* set at attach */
-	char ring[UF_RING_NAME_MAX];    /* ring name on the bridge's host */
-	char urls[1024];                /* server list */
-	struct uf_nats_names nm;        /* subjects and bucket */
-	struct uf_consumer_options opt; /* as given */
-	struct uf_nats_key key;         /* shared key ($UF_NATS_KEY_FILE, $UF_NATS_KEY), or none */
-	natsOptions *opts;              /* connection options */
-	natsConnection *nc;             /* connection */
-	jsCtx *js;                      /* JetStream context */
-	kvStore *kv;                    /* the books bucket */
-	natsSubscription *sub;          /* ordered consumer on the stream */
-	pthread_t thr;                  /* receiver */
-	int thr_started;                /* 1 while thr runs */
-	int quit;                       /* asks the receiver to stop (atomic accesses) */
-	/* guarded by mu */
-	pthread_mutex_t mu;            /* guards everything below */
-	pthread_cond_t cv;             /* signalled on every change */
-	struct uf_nats_stream st;      /* records, books and what the stream is believed to be:
-	                                * changed by the receiver only (nats_stream.h) */
-	uint64_t pos;                  /* next sequence the application reads */
-	uint64_t received, lost, laps; /* as uf_consumer_info */
-	struct uf_consumer_lap lap;    /* last lap */
-};
-
-_Static_assert(sizeof(struct uf_consumer_info) == 96 &&
-                   offsetof(struct uf_consumer_info, forged) == 92,
-               "forged took the info's tail padding: its size and layout stay those of ABI 1");
-_Static_assert(offsetof(struct uf_nats_consumer, handle) == 0,
-               "a uf_consumer_t * is cast to the NATS state: the handle comes first");
-
-/* The handle of this back end is its state (consumer_backend.h). */
-static inline struct uf_nats_consumer *nats_of(struct uf_consumer *c)
-{
-	return (struct uf_nats_consumer *)c;
-}
-
-static inline const struct uf_nats_consumer *nats_of_const(const struct uf_consumer *c)
-{
-	return (const struct uf_nats_consumer *)c;
-}
 
 /* "nats://h1:4222,nats://h2:4222/RING" -> urls, ring. */
 static int parse_name(struct uf_nats_consumer *n, const char *name, char *err, size_t errlen)
@@ -160,93 +101,6 @@ static int nats_open(struct uf_nats_consumer *n, char *err, size_t errlen)
 	return 0;
 }
 
-/* Reads the commit entry, then every book entry of its generation, into `bk` (initialised
- * here). Records below max(entry stamp, commit position, min_from) will not be applied
- * again. Cold: one watch of the whole bucket. */
-static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
-                      struct uf_nats_commit *cm, uint64_t min_from, char *err, size_t errlen)
-{
-	kvEntry *e = NULL;
-	kvWatcher *w = NULL;
-	kvWatchOptions wo;
-	natsStatus s;
-	long vlen;
-	int rc = 0;
-
-	s = kvStore_Get(&e, n->kv, "commit");
-	if (s != NATS_OK) {
-		uf_err_set(err, errlen, "ring %s: bucket %s has no commit entry yet: %s", n->ring,
-		           n->nm.bucket, natsStatus_GetText(s));
-		return s == NATS_NOT_FOUND ? -ENOENT : -EIO;
-	}
-	vlen =
-	    uf_nats_mac_check(&n->key, "kv:commit", kvEntry_Value(e), (size_t)kvEntry_ValueLen(e));
-	if (vlen != (long)sizeof(*cm)) {
-		kvEntry_Destroy(e);
-		uf_err_set(err, errlen,
-		           vlen == -EBADMSG
-		               ? "ring %s: commit entry not authenticated by the shared "
-		                 "key (a different key, or not the bridge's)"
-		               : "ring %s: commit entry has the wrong size",
-		           n->ring);
-		return vlen == -EBADMSG ? -EBADMSG : -EPROTO;
-	}
-	memcpy(cm, kvEntry_Value(e), sizeof(*cm));
-	kvEntry_Destroy(e);
-	if (cm->magic != UF_NATS_COMMIT_MAGIC || cm->version != UF_NATS_VERSION ||
-	    cm->depth > UF_BOOK_MAX_DEPTH || cm->max_instruments > (1u << 24)) {
-		uf_err_set(err, errlen, "ring %s: commit entry is not wire version %u", n->ring,
-		           UF_NATS_VERSION);
-		return -EPROTO;
-	}
-	if (min_from < cm->position)
-		min_from = cm->position;
-	if (uf_nats_books_init(bk, cm->max_instruments, cm->generation) < 0)
-		return -ENOMEM;
-	kvWatchOptions_Init(&wo);
-	wo.IgnoreDeletes = true;
-	s = kvStore_WatchAll(&w, n->kv, &wo);
-	if (s != NATS_OK)
-		w = NULL; /* not made: nothing of it is ours to destroy */
-	while (s == NATS_OK) {
-		e = NULL;
-		s = kvWatcher_Next(&e, w, 3000); /* see NC_ATTACH_NS */
-		if (s != NATS_OK || !e)
-			break; /* NULL: every entry present at the start was delivered */
-		if (kvEntry_Key(e)[0] == 'i') {
-			char dom[64];
-			int r;
-			snprintf(dom, sizeof(dom), "kv:%s", kvEntry_Key(e));
-			vlen = uf_nats_mac_check(&n->key, dom, kvEntry_Value(e),
-			                         (size_t)kvEntry_ValueLen(e));
-			r = vlen < 0 ? -EBADMSG
-			             : uf_nats_books_decode(bk, kvEntry_Value(e), (size_t)vlen,
-			                                    min_from);
-			if (r == -ENOMEM || r == -EPROTO || r == -EBADMSG)
-				rc = r;
-		}
-		kvEntry_Destroy(e);
-	}
-	if (w)
-		kvWatcher_Destroy(w);
-	if (s != NATS_OK) {
-		uf_err_set(err, errlen, "ring %s: reading bucket %s: %s", n->ring, n->nm.bucket,
-		           natsStatus_GetText(s));
-		rc = -EIO;
-	}
-	if (rc < 0) {
-		if (rc == -EPROTO)
-			uf_err_set(err, errlen, "ring %s: a book entry is not wire version %u",
-			           n->ring, UF_NATS_VERSION);
-		if (rc == -EBADMSG) /* a book we cannot believe: no image rather than a wrong one */
-			uf_err_set(err, errlen,
-			           "ring %s: a book entry is not authenticated by the shared key",
-			           n->ring);
-		uf_nats_books_free(bk);
-	}
-	return rc;
-}
-
 static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 {
 	natsSubscription *sub = NULL;
@@ -275,113 +129,6 @@ static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- the receiver's checks against JetStream and the bucket (nats_stream.h hooks; called
- * with mu held, released while on the network) ---- */
-
-/* Reads the commit entry only. Returns 0, -ENOENT, -EIO, -EPROTO. */
-static int read_commit(struct uf_nats_consumer *n, struct uf_nats_commit *cm)
-{
-	kvEntry *e = NULL;
-	natsStatus s = kvStore_Get(&e, n->kv, "commit");
-
-	if (s != NATS_OK)
-		return s == NATS_NOT_FOUND ? -ENOENT : -EIO;
-	if (uf_nats_mac_check(&n->key, "kv:commit", kvEntry_Value(e),
-	                      (size_t)kvEntry_ValueLen(e)) != (long)sizeof(*cm)) {
-		kvEntry_Destroy(e);
-		return -EPROTO;
-	}
-	memcpy(cm, kvEntry_Value(e), sizeof(*cm));
-	kvEntry_Destroy(e);
-	return cm->magic == UF_NATS_COMMIT_MAGIC && cm->version == UF_NATS_VERSION ? 0 : -EPROTO;
-}
-
-static int hook_stream_dropped(void *arg, uint64_t sseq)
-{
-	struct uf_nats_consumer *n = arg;
-	int dropped = 0;
-
-	pthread_mutex_unlock(&n->mu);
-	for (int attempt = 0; attempt < 3; attempt++) { /* a leader election: try again */
-		jsStreamInfo *si = NULL;
-		if (js_GetStreamInfo(&si, n->js, n->nm.stream, NULL, NULL) == NATS_OK) {
-			dropped = si->State.FirstSeq > sseq;
-			jsStreamInfo_Destroy(si);
-			break;
-		}
-	}
-	pthread_mutex_lock(&n->mu);
-	return dropped;
-}
-
-/* 1 when JetStream says the bucket's stream does not exist (deleted: no retry brings it
- * back), 0 when it does or cannot say (a leader election: retry). */
-static int bucket_gone(struct uf_nats_consumer *n)
-{
-	char stream[80];
-	jsStreamInfo *si = NULL;
-	jsErrCode jerr = 0;
-	natsStatus s;
-
-	snprintf(stream, sizeof(stream), "KV_%s", n->nm.bucket);
-	s = js_GetStreamInfo(&si, n->js, stream, NULL, &jerr);
-	if (s == NATS_OK)
-		jsStreamInfo_Destroy(si);
-	return s != NATS_OK && jerr == JSStreamNotFoundErr;
-}
-
-static int hook_load(void *arg, struct uf_nats_books *bk, struct uf_nats_commit *cm,
-                     uint64_t min_from)
-{
-	struct uf_nats_consumer *n = arg;
-	uint64_t deadline = uf_now_mono_ns() + NC_ATTACH_NS;
-	char err[256];
-	int rc;
-
-	pthread_mutex_unlock(&n->mu);
-	for (;;) {
-		rc = bk ? load_books(n, bk, cm, min_from, err, sizeof(err)) : read_commit(n, cm);
-		if (rc != -EIO || uf_now_mono_ns() >= deadline ||
-		    __atomic_load_n(&n->quit, __ATOMIC_ACQUIRE))
-			break;
-		if (bucket_gone(n)) {
-			rc = -ENOENT;
-			snprintf(err, sizeof(err), "ring %s: bucket %s was deleted", n->ring,
-			         n->nm.bucket);
-			break;
-		}
-		nanosleep(&(struct timespec){0, 200000000L}, NULL);
-	}
-	if (rc < 0 && bk)
-		fprintf(stderr, "ufconsumer: %s\n", err);
-	pthread_mutex_lock(&n->mu);
-	return rc;
-}
-
-static int hook_close_confirmed(void *arg, uint64_t generation, uint64_t seq)
-{
-	struct uf_nats_consumer *n = arg;
-	uint64_t deadline = uf_now_mono_ns() + NC_CLOSE_CONFIRM_NS;
-	int ok = 0;
-
-	pthread_mutex_unlock(&n->mu);
-	while (!__atomic_load_n(&n->quit, __ATOMIC_ACQUIRE)) {
-		struct uf_nats_commit cm;
-		int rc = read_commit(n, &cm);
-		if (rc == 0 && (cm.generation != generation || cm.position > seq))
-			break; /* the bridge went on past this close */
-		if (rc == 0 && (cm.flags & UF_NATS_COMMIT_CLOSED) && cm.position == seq) {
-			ok = 1;
-			break;
-		}
-		if (uf_now_mono_ns() >= deadline)
-			break;
-		nanosleep(&(struct timespec){0, 20000000L}, NULL);
-	}
-	pthread_mutex_lock(&n->mu);
-	return ok;
-}
-
 /* Reads one message (at most `wait_ms`). Returns 1 with a message handled, 0 on timeout,
  * 2 when the receiver must stop, -1 on a lost subscription. */
 static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
@@ -404,12 +151,8 @@ static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
 	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &msgid) != NATS_OK)
 		msgid = NULL;
 	{
-		const struct uf_nats_stream_hooks hk = {
-		    .stream_dropped = hook_stream_dropped,
-		    .load = hook_load,
-		    .close_confirmed = hook_close_confirmed,
-		    .arg = n,
-		};
+		struct uf_nats_stream_hooks hk;
+		uf_nats_bucket_hooks(n, &hk);
 		pthread_mutex_lock(&n->mu);
 		if (uf_nats_stream_on_msg(&n->st, &hk, natsMsg_GetData(m),
 		                          (size_t)natsMsg_GetDataLength(m), msgid, sseq) == 1)
@@ -482,7 +225,7 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 	/* JetStream requests can time out while a cluster re-elects leaders after losing a
 	 * node: retried for a while (NC_ATTACH_NS) before giving up */
 	deadline = uf_now_mono_ns() + NC_ATTACH_NS;
-	while ((rc = load_books(n, &n->st.books, &n->st.cm, 0, err, errlen)) == -EIO &&
+	while ((rc = uf_nats_load_books(n, &n->st.books, &n->st.cm, 0, err, errlen)) == -EIO &&
 	       uf_now_mono_ns() < deadline)
 		nanosleep(&(struct timespec){0, 200000000L}, NULL);
 	if (rc < 0)
