@@ -140,8 +140,15 @@ static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
 	uint64_t sseq = 0;
 	int rc = 1;
 
-	if (s == NATS_TIMEOUT)
+	if (s == NATS_TIMEOUT) { /* idle: a close waiting for the commit entry may settle */
+		struct uf_nats_stream_hooks hk;
+		uf_nats_bucket_hooks(n, &hk);
+		pthread_mutex_lock(&n->mu);
+		if (uf_nats_stream_idle(&n->st, &hk))
+			pthread_cond_broadcast(&n->cv);
+		pthread_mutex_unlock(&n->mu);
 		return 0;
+	}
 	if (s != NATS_OK)
 		return s == NATS_SLOW_CONSUMER || s == NATS_MISSED_HEARTBEAT ? 0 : -1;
 	if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {

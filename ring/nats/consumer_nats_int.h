@@ -25,9 +25,6 @@
  * for a while and never answer: short attempts, each a new consumer, get through sooner
  * than one long wait. */
 #define NC_ATTACH_NS 60000000000ull
-/* A CLOSED is believed once the commit entry says closed; the bridge writes it right after
- * the CLOSED is stored, so a genuine one is confirmed within a round trip or two. */
-#define NC_CLOSE_CONFIRM_NS 3000000000ull
 
 struct uf_nats_consumer {
 	struct uf_consumer handle; /* ops = &uf_consumer_nats_ops; first member */

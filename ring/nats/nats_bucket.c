@@ -180,25 +180,17 @@ static int hook_load(void *arg, struct uf_nats_books *bk, struct uf_nats_commit 
 static int hook_close_confirmed(void *arg, uint64_t generation, uint64_t seq)
 {
 	struct uf_nats_consumer *n = arg;
-	uint64_t deadline = uf_now_mono_ns() + NC_CLOSE_CONFIRM_NS;
-	int ok = 0;
+	struct uf_nats_commit cm;
+	int rc;
 
 	pthread_mutex_unlock(&n->mu);
-	while (!__atomic_load_n(&n->quit, __ATOMIC_ACQUIRE)) {
-		struct uf_nats_commit cm;
-		int rc = read_commit(n, &cm);
-		if (rc == 0 && (cm.generation != generation || cm.position > seq))
-			break; /* the bridge went on past this close */
-		if (rc == 0 && (cm.flags & UF_NATS_COMMIT_CLOSED) && cm.position == seq) {
-			ok = 1;
-			break;
-		}
-		if (uf_now_mono_ns() >= deadline)
-			break;
-		nanosleep(&(struct timespec){0, 20000000L}, NULL);
-	}
+	rc = read_commit(n, &cm);
 	pthread_mutex_lock(&n->mu);
-	return ok;
+	if (rc < 0)
+		return 0; /* cannot tell now: asked again */
+	if (cm.generation != generation || cm.position > seq)
+		return -1;
+	return (cm.flags & UF_NATS_COMMIT_CLOSED) && cm.position == seq;
 }
 
 void uf_nats_bucket_hooks(struct uf_nats_consumer *n, struct uf_nats_stream_hooks *hk)

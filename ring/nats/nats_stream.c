@@ -11,7 +11,8 @@ void uf_nats_stream_begin(struct uf_nats_stream *s)
 	s->js_next = s->cm.js_from ? s->cm.js_from : 1;
 	s->js_believed = s->js_next - 1;
 	s->njumps = 0;
-	s->refused_close = 0;
+	s->close_pending = 0;
+	s->close_pending_n = 0;
 	s->overlap = 1; /* the stream from js_from starts at or before the commit's position */
 	s->closed = s->stale = s->failed = 0;
 }
@@ -30,6 +31,17 @@ static void refuse(struct uf_nats_stream *s, const struct uf_nats_msg *h, uint64
 		    s->ring, (unsigned long long)sseq, h ? (unsigned)h->kind : 0u,
 		    h ? (unsigned long long)h->first_seq : 0ull, why,
 		    (unsigned long long)s->forged);
+}
+
+/* The pending CLOSED was no end (records follow it, or the bridge's commit went past it). */
+static void pending_close_refused(struct uf_nats_stream *s, const char *why)
+{
+	struct uf_nats_msg h = {.kind = UF_NATS_CLOSED, .first_seq = s->close_pending - 1};
+
+	for (uint32_t i = 0; i < s->close_pending_n; i++)
+		refuse(s, &h, 0, why);
+	s->close_pending = 0;
+	s->close_pending_n = 0;
 }
 
 static void add_jump(struct uf_nats_stream *s, uint64_t from, uint64_t to)
@@ -95,10 +107,16 @@ static int on_data(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *
 	}
 	if (h->first_seq > s->tail) {
 		/* the bridge says a lap with a LAP message first; records skipped without one are
-		 * believed only when the stream itself lost messages after the last believed */
+		 * believed only when the stream itself lost messages after the last believed, or
+		 * when the bridge's commit entry is already past them (the delivery skipped
+		 * messages the bridge stored: as before, a lap with books from the bucket) */
 		if (!hk->stream_dropped(hk->arg, s->js_believed + 1)) {
-			refuse(s, h, sseq, "it skips records the stream still holds");
-			return 0;
+			struct uf_nats_commit cm;
+			if (hk->load(hk->arg, NULL, &cm, 0) != 0 ||
+			    cm.generation != s->cm.generation || cm.position < h->first_seq) {
+				refuse(s, h, sseq, "it skips records the stream still holds");
+				return 0;
+			}
 		}
 		if (reload(s, hk, h->first_seq, 0) < 0) {
 			if (!s->failed)
@@ -106,6 +124,8 @@ static int on_data(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *
 			return s->failed;
 		}
 	}
+	if (s->close_pending)
+		pending_close_refused(s, "records follow the close");
 	for (uint64_t q = s->tail; q < end; q++) {
 		struct uf_record r; /* the message buffer need not be 8-byte aligned: copied out */
 		memcpy(&r, recs + (size_t)(q - h->first_seq) * sizeof(r), sizeof(r));
@@ -138,6 +158,8 @@ static int on_skip(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *
 	}
 	if (rc < 0)
 		return 1;
+	if (s->close_pending)
+		pending_close_refused(s, "the stream went on after the close");
 	s->closed = 0;
 	s->overlap = h->kind == UF_NATS_RESET;
 	s->js_believed = sseq ? sseq : s->js_believed;
@@ -156,14 +178,39 @@ static void on_closed(struct uf_nats_stream *s, const struct uf_nats_stream_hook
 	}
 	if (s->closed)
 		return;
-	if (s->refused_close == s->tail + 1 ||
-	    !hk->close_confirmed(hk->arg, s->cm.generation, s->tail)) {
-		s->refused_close = s->tail + 1;
-		refuse(s, h, sseq, "the bucket's commit entry does not say closed");
+	switch (hk->close_confirmed(hk->arg, s->cm.generation, s->tail)) {
+	case 1:
+		s->closed = 1;
+		s->close_pending = 0;
+		s->close_pending_n = 0;
+		s->js_believed = sseq ? sseq : s->js_believed;
+		return;
+	case 0: /* the commit entry comes right after: settled later (uf_nats_stream_idle) */
+		s->close_pending = s->tail + 1;
+		s->close_pending_n++;
+		return;
+	default:
+		refuse(s, h, sseq, "the bucket's commit entry is past the close");
 		return;
 	}
-	s->closed = 1;
-	s->js_believed = sseq ? sseq : s->js_believed;
+}
+
+int uf_nats_stream_idle(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *hk)
+{
+	if (!s->close_pending || s->closed || s->failed || s->stale)
+		return 0;
+	switch (hk->close_confirmed(hk->arg, s->cm.generation, s->close_pending - 1)) {
+	case 1:
+		s->closed = 1;
+		s->close_pending = 0;
+		s->close_pending_n = 0;
+		return 1;
+	case 0:
+		return 0;
+	default:
+		pending_close_refused(s, "the bucket's commit entry is past the close");
+		return 1;
+	}
 }
 
 /* The bridge's id for a message is `want`, or `want` then ":r" and 16 hex digits when
@@ -192,6 +239,7 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 
 	if (s->failed || s->stale)
 		return 1;
+	(void)uf_nats_stream_idle(s, hk); /* a pending close first: it came before this */
 	if (sseq) {
 		if (sseq < s->js_next)
 			return 0; /* delivered twice (the ordered consumer was re-created): seen */

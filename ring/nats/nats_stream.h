@@ -12,13 +12,15 @@
  * - DATA continues the records received; records already held are a replay (refused) except
  *   right after attach or a bridge restart, when the bridge re-sends what it had;
  * - DATA that skips records is believed only when JetStream itself no longer holds a stream
- *   message after the last one believed (its retention removed it): otherwise the records
- *   in between would have come first;
+ *   message after the last one believed (its retention removed it), or when the bucket's
+ *   commit entry is already at or past its first record (the delivery skipped messages the
+ *   bridge stored); otherwise the records in between would have come first;
  * - LAP and RESET that move forward are believed only when the bucket's commit entry, which
  *   the bridge writes before either, is at or past the resume point; a RESET of another
  *   generation only when the commit entry has left this generation;
  * - CLOSED only exactly at the records received and once the commit entry says the bridge
- *   closed the generation there.
+ *   closed the generation there (checked at once, then while the stream is idle and before
+ *   each message: a close is pending meanwhile, refused when records follow it).
  * What cannot be told apart without the shared key: a forger who predicts the next
  * records (DATA at exactly the tail) or who can also write the bucket. */
 #ifndef UF_NATS_STREAM_H
@@ -51,8 +53,9 @@ struct uf_nats_stream_hooks {
 	 * hook's: an error here makes the consumer give up) */
 	int (*load)(void *arg, struct uf_nats_books *bk, struct uf_nats_commit *cm,
 	            uint64_t min_from);
-	/* 1 when the commit entry says, within a bounded wait, that the bridge closed
-	 * `generation` at `seq` (UF_NATS_COMMIT_CLOSED), 0 otherwise */
+	/* Reads the commit entry once (no wait): 1 when it says the bridge closed `generation`
+	 * at `seq` (UF_NATS_COMMIT_CLOSED), -1 when it shows the bridge went on (another
+	 * generation, or a position past `seq`), 0 when it does not say yet */
 	int (*close_confirmed)(void *arg, uint64_t generation, uint64_t seq);
 	void *arg; /* passed to each */
 };
@@ -70,16 +73,18 @@ struct uf_nats_stream {
 	uint32_t njumps;                          /* entries in jumps */
 	struct uf_nats_books books;               /* image at `tail` */
 	struct uf_nats_commit cm;                 /* commit entry read at attach */
-	uint64_t js_next;       /* next stream sequence expected (redeliveries below it) */
-	uint64_t js_believed;   /* stream sequence of the last message believed */
-	uint64_t refused_close; /* 1 + the tail at which a CLOSED was not confirmed: a repeat
-	                         * there is refused without waiting again */
-	uint64_t forged;        /* messages refused: they do not continue the stream */
-	int overlap;            /* records below tail are expected (attach, bridge restart) */
-	int closed;             /* the producer closed the ring at `tail` */
-	int stale;              /* a new generation follows `tail` */
-	int failed;             /* the bucket could not be read when the stream needed it: the
-	                         * books can no longer be kept right; the receiver stops */
+	uint64_t js_next;         /* next stream sequence expected (redeliveries below it) */
+	uint64_t js_believed;     /* stream sequence of the last message believed */
+	uint64_t close_pending;   /* 1 + the tail at which CLOSED came before the commit entry
+	                           * confirmed it (the bridge writes it right after), 0 none */
+	uint32_t close_pending_n; /* CLOSED messages waiting there: counted as forged when
+	                           * records or a commit entry past them show it was no end */
+	uint64_t forged;          /* messages refused: they do not continue the stream */
+	int overlap;              /* records below tail are expected (attach, bridge restart) */
+	int closed;               /* the producer closed the ring at `tail` */
+	int stale;                /* a new generation follows `tail` */
+	int failed;               /* the bucket could not be read when the stream needed it: the
+	                           * books can no longer be kept right; the receiver stops */
 };
 
 /* Starts at the commit entry s->cm (and s->books loaded at it): records from its position,
@@ -91,5 +96,9 @@ void uf_nats_stream_begin(struct uf_nats_stream *s);
  * receiver must stop (a new generation, or failed). */
 int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *hk,
                           const void *data, size_t len, const char *msgid, uint64_t sseq);
+
+/* The stream is idle (no message for a while): settles a pending CLOSED against the commit
+ * entry. Returns 1 when the state changed (closed, or the close refused), else 0. */
+int uf_nats_stream_idle(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *hk);
 
 #endif /* UF_NATS_STREAM_H */

@@ -47,8 +47,9 @@ static inline int fake_close_confirmed(void *arg, uint64_t generation, uint64_t 
 {
 	struct fake_world *w = arg;
 	w->closes++;
-	return w->cm.generation == generation && (w->cm.flags & UF_NATS_COMMIT_CLOSED) &&
-	       w->cm.position == seq;
+	if (w->cm.generation != generation || w->cm.position > seq)
+		return -1;
+	return (w->cm.flags & UF_NATS_COMMIT_CLOSED) && w->cm.position == seq;
 }
 
 /* A stream state at commit `w->cm` (generation, position, js_from set by the caller) with
