@@ -667,13 +667,13 @@ static void expect_attach_refused(const char *urls, const char *ring, const char
 
 /* With a shared key on the bridge and the consumer, a second client that knows the bridge's
  * message form but not the key publishes a DATA continuing exactly at the consumer's tail
- * with a fake level (the one forgery the stream checks alone cannot refuse), the same with a
- * MAC made without the key, and a CLOSED at the tail: all three are dropped and counted,
- * the books end as uf-decode computes. The forged DATA also takes the id the bridge's first
- * message would have (ids are predictable): JetStream drops the bridge's as a duplicate
- * until the bridge sees the stored message is not its own and publishes it again under a
- * random suffix, so every record still arrives. A consumer with a wrong key, or none, cannot
- * attach: it believes nothing (issue 23 item 12). */
+ * with a fake level (the one forgery the stream checks alone cannot refuse), unsigned or
+ * with a MAC made without the key, under each id the bridge's next message can have, and a
+ * CLOSED at the tail: all are dropped and counted, the books end as uf-decode computes. The
+ * forged DATA takes the id the bridge's first message has (ids are predictable): JetStream
+ * drops the bridge's as a duplicate until the bridge sees the stored message is not its own
+ * and publishes it again under a random suffix, so every record still arrives. A consumer with a
+ * wrong key, or none, cannot attach: it believes nothing (issue 23 item 12). */
 static void test_shared_key_forger_cannot_change_a_remote_book(void **state)
 {
 	struct bt_case k;
@@ -706,29 +706,49 @@ static void test_shared_key_forger_cannot_change_a_remote_book(void **state)
 	d.next = info.tail;
 	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
 	{
-		struct uf_nats_msg dt =
-		    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, 1);
 		struct uf_nats_msg cl =
 		    forge_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
-		struct uf_nats_msg dt2 =
-		    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, 2);
-		forge_one(nc, k.ring, &dt, 1, NULL);
-		/* another id: JetStream would drop a second message with the first one's */
-		forge_one_mac(nc, k.ring, &dt2, 2, NULL, 1);
+		/* DATA at the tail under every id the bridge's first message can have (1 to 64
+		 * records: it takes what the ring holds when it wakes), unsigned or with a MAC
+		 * made without the key */
+		for (uint32_t n = 1; n <= 64; n++) {
+			struct uf_nats_msg dt =
+			    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, n);
+			forge_one_mac(nc, k.ring, &dt, n < 4 ? n : 4, NULL, (int)(n & 1));
+		}
 		forge_one_mac(nc, k.ring, &cl, 0, NULL, 1);
 	}
 	assert_int_equal(natsConnection_Flush(nc), NATS_OK);
 	natsConnection_Destroy(nc);
-	wait_forged(c, 3);
+	wait_forged(c, 65);
 	uf_consumer_get_info(c, &info);
-	assert_int_equal(info.tail, d.next); /* the fake level was not taken */
+	assert_int_equal(info.tail, d.next); /* no fake level was taken */
 	assert_int_equal(info.closed, 0);
 	case_go(&k);
 	drain(c, &d, 0, NULL, NULL);
 	feed = case_finish(&k);
 	assert_int_equal(d.received, bt_json_num(feed, "records"));
 	uf_consumer_get_info(c, &info);
-	assert_int_equal(info.forged, 3);
+	assert_int_equal(info.forged, 65);
+	{ /* the bridge saw its first message's id taken and said so */
+		char prefix[64], path[400], *log = NULL;
+		struct dirent *e;
+		DIR *dir = opendir(bt_dir);
+		assert_non_null(dir);
+		snprintf(prefix, sizeof(prefix), "%s.bridge.", k.ring);
+		while ((e = readdir(dir)) != NULL && !log) {
+			size_t n = strlen(e->d_name);
+			if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || n < 4 ||
+			    strcmp(e->d_name + n - 4, ".err") != 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", bt_dir, e->d_name);
+			log = uf_test_slurp(path);
+		}
+		closedir(dir);
+		assert_non_null(log);
+		assert_non_null(strstr(log, "message id taken by another publisher"));
+		free(log);
+	}
 	expect_local_and_remote_books(&k, c, ref);
 	{ /* uf-tail --nats, with the key file from the environment it inherits */
 		char *rt = remote_books(&k, k.ns.urls);
