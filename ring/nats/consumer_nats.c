@@ -129,53 +129,16 @@ static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 	return 0;
 }
 
-/* The stream checks asked for the messages after the last one believed again (a DATA
- * skipped records the stream still holds: the delivery may have skipped them). A new
- * subscription from there replaces the current one once it is made (at most once per
- * NC_RESYNC_NS: a forger cannot make the receiver do nothing else). */
-static void resync(struct uf_nats_consumer *n)
-{
-	natsSubscription *old = n->sub;
-	uint64_t now = uf_now_mono_ns(), from, keep;
-	char err[256];
-
-	if (!n->st.resync_from || now - n->last_resync_ns < NC_RESYNC_NS)
-		return;
-	n->last_resync_ns = now;
-	pthread_mutex_lock(&n->mu);
-	from = n->st.resync_from;
-	keep = n->st.js_next;
-	n->st.js_next = from;
-	pthread_mutex_unlock(&n->mu);
-	n->sub = NULL;
-	if (subscribe(n, err, sizeof(err)) < 0) { /* the old one goes on; again later */
-		if (n->sub)
-			natsSubscription_Destroy(n->sub);
-		n->sub = old;
-		pthread_mutex_lock(&n->mu);
-		n->st.js_next = keep;
-		pthread_mutex_unlock(&n->mu);
-		return;
-	}
-	natsSubscription_Destroy(old);
-	pthread_mutex_lock(&n->mu);
-	n->st.resync_from = 0;
-	pthread_mutex_unlock(&n->mu);
-}
-
 /* Reads one message (at most `wait_ms`). Returns 1 with a message handled, 0 on timeout,
  * 2 when the receiver must stop, -1 on a lost subscription. */
 static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
 {
 	natsMsg *m = NULL;
 	jsMsgMetaData *meta = NULL;
-	natsStatus s;
+	natsStatus s = natsSubscription_NextMsg(&m, n->sub, wait_ms);
 	const char *msgid = NULL;
 	uint64_t sseq = 0;
 	int rc = 1;
-
-	resync(n);
-	s = natsSubscription_NextMsg(&m, n->sub, wait_ms);
 
 	if (s == NATS_TIMEOUT) { /* idle: a close waiting for the commit entry may settle */
 		struct uf_nats_stream_hooks hk;

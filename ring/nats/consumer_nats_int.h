@@ -25,7 +25,6 @@
  * for a while and never answer: short attempts, each a new consumer, get through sooner
  * than one long wait. */
 #define NC_ATTACH_NS 60000000000ull
-#define NC_RESYNC_NS 1000000000ull /* at most one re-subscription a second (nats_stream.h) */
 
 struct uf_nats_consumer {
 	struct uf_consumer handle; /* ops = &uf_consumer_nats_ops; first member */
@@ -42,7 +41,6 @@ struct uf_nats_consumer {
 	natsSubscription *sub;          /* ordered consumer on the stream */
 	pthread_t thr;                  /* receiver */
 	int thr_started;                /* 1 while thr runs */
-	uint64_t last_resync_ns;        /* last re-subscription asked by the checks (monotonic) */
 	int quit;                       /* asks the receiver to stop (atomic accesses) */
 	/* guarded by mu */
 	pthread_mutex_t mu;            /* guards everything below */

@@ -13,9 +13,6 @@ void uf_nats_stream_begin(struct uf_nats_stream *s)
 	s->njumps = 0;
 	s->close_pending = 0;
 	s->close_pending_n = 0;
-	s->close_pending_sseq = 0;
-	s->resync_from = s->resync_upto = 0;
-	s->nrefused = 0;
 	s->overlap = 1; /* the stream from js_from starts at or before the commit's position */
 	s->closed = s->stale = s->failed = 0;
 }
@@ -25,12 +22,6 @@ void uf_nats_stream_begin(struct uf_nats_stream *s)
 static void refuse(struct uf_nats_stream *s, const struct uf_nats_msg *h, uint64_t sseq,
                    const char *why)
 {
-	if (sseq) { /* delivered again after a resync: counted once */
-		for (uint32_t i = 0; i < 16 && i < s->nrefused; i++)
-			if (s->refused[i] == sseq)
-				return;
-		s->refused[s->nrefused++ % 16] = sseq;
-	}
 	s->forged++;
 	if (s->forged <= 8 || s->forged % 1000 == 0)
 		fprintf(
@@ -124,10 +115,6 @@ static int on_data(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *
 			if (hk->load(hk->arg, NULL, &cm, 0) != 0 ||
 			    cm.generation != s->cm.generation || cm.position < h->first_seq) {
 				refuse(s, h, sseq, "it skips records the stream still holds");
-				if (sseq > s->resync_upto) { /* unless the delivery skipped them */
-					s->resync_from = s->js_believed + 1;
-					s->resync_upto = sseq;
-				}
 				return 0;
 			}
 		}
@@ -199,10 +186,8 @@ static void on_closed(struct uf_nats_stream *s, const struct uf_nats_stream_hook
 		s->js_believed = sseq ? sseq : s->js_believed;
 		return;
 	case 0: /* the commit entry comes right after: settled later (uf_nats_stream_idle) */
-		if (s->close_pending != s->tail + 1 || !sseq || sseq > s->close_pending_sseq)
-			s->close_pending_n++; /* not the same one delivered again */
 		s->close_pending = s->tail + 1;
-		s->close_pending_sseq = sseq;
+		s->close_pending_n++;
 		return;
 	default:
 		refuse(s, h, sseq, "the bucket's commit entry is past the close");

@@ -14,8 +14,7 @@
  * - DATA that skips records is believed only when JetStream itself no longer holds a stream
  *   message after the last one believed (its retention removed it), or when the bucket's
  *   commit entry is already at or past its first record (the delivery skipped messages the
- *   bridge stored); otherwise the records in between would have come first: refused, and
- *   the receiver asked to read again after the last message believed (resync_from);
+ *   bridge stored); otherwise the records in between would have come first;
  * - LAP and RESET that move forward are believed only when the bucket's commit entry, which
  *   the bridge writes before either, is at or past the resume point; a RESET of another
  *   generation only when the commit entry has left this generation;
@@ -74,27 +73,18 @@ struct uf_nats_stream {
 	uint32_t njumps;                          /* entries in jumps */
 	struct uf_nats_books books;               /* image at `tail` */
 	struct uf_nats_commit cm;                 /* commit entry read at attach */
-	uint64_t js_next;            /* next stream sequence expected (redeliveries below it) */
-	uint64_t js_believed;        /* stream sequence of the last message believed */
-	uint64_t resync_from;        /* set when a DATA skipped records the stream still holds: the
-	                              * receiver subscribes again from this stream sequence (the
-	                              * delivery may have skipped them), then clears it */
-	uint64_t resync_upto;        /* stream sequence of the message that asked for the last
-	                              * resync: one at or below it asks for none (no loop) */
-	uint64_t refused[16];        /* stream sequences refused lately: one delivered again after a
-	                              * resync is not counted twice */
-	uint32_t nrefused;           /* entries written to refused (ring) */
-	uint64_t close_pending;      /* 1 + the tail at which CLOSED came before the commit entry
-	                              * confirmed it (the bridge writes it right after), 0 none */
-	uint64_t close_pending_sseq; /* stream sequence of the last CLOSED pending there */
-	uint32_t close_pending_n;    /* CLOSED messages waiting there: counted as forged when
-	                              * records or a commit entry past them show it was no end */
-	uint64_t forged;             /* messages refused: they do not continue the stream */
-	int overlap;                 /* records below tail are expected (attach, bridge restart) */
-	int closed;                  /* the producer closed the ring at `tail` */
-	int stale;                   /* a new generation follows `tail` */
-	int failed;                  /* the bucket could not be read when the stream needed it: the
-	                              * books can no longer be kept right; the receiver stops */
+	uint64_t js_next;         /* next stream sequence expected (redeliveries below it) */
+	uint64_t js_believed;     /* stream sequence of the last message believed */
+	uint64_t close_pending;   /* 1 + the tail at which CLOSED came before the commit entry
+	                           * confirmed it (the bridge writes it right after), 0 none */
+	uint32_t close_pending_n; /* CLOSED messages waiting there: counted as forged when
+	                           * records or a commit entry past them show it was no end */
+	uint64_t forged;          /* messages refused: they do not continue the stream */
+	int overlap;              /* records below tail are expected (attach, bridge restart) */
+	int closed;               /* the producer closed the ring at `tail` */
+	int stale;                /* a new generation follows `tail` */
+	int failed;               /* the bucket could not be read when the stream needed it: the
+	                           * books can no longer be kept right; the receiver stops */
 };
 
 /* Starts at the commit entry s->cm (and s->books loaded at it): records from its position,
