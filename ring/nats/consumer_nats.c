@@ -336,6 +336,7 @@ static int nats_attach(const char *name, const struct uf_consumer_options *opt,
 out_free:
 	free(n->st.buf);
 	free(n->st.seqs);
+	explicit_bzero(&n->key, sizeof(n->key));
 	free(n);
 	return rc;
 }
@@ -349,6 +350,7 @@ static void nats_detach(struct uf_consumer *h)
 	pthread_cond_destroy(&n->cv);
 	free(n->st.buf);
 	free(n->st.seqs);
+	explicit_bzero(&n->key, sizeof(n->key)); /* the shared key does not outlive the handle */
 	free(n);
 }
 
