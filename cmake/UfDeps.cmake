@@ -68,6 +68,12 @@ if(UF_NATS)
     message(FATAL_ERROR "UF_NATS=ON but libnats not found: apt-get install libnats-dev "
                         "(or run tools/setup.sh), or configure with -DUF_NATS=OFF")
   endif()
+  # the fan-out's optional shared key (HMAC-SHA256, ring/nats/nats_auth.h)
+  pkg_check_modules(CRYPTO QUIET IMPORTED_TARGET GLOBAL libcrypto)
+  if(NOT CRYPTO_FOUND)
+    message(FATAL_ERROR "UF_NATS=ON but libcrypto not found: apt-get install libssl-dev "
+                        "(or run tools/setup.sh), or configure with -DUF_NATS=OFF")
+  endif()
   find_program(NATS_SERVER nats-server)
   if(NOT NATS_SERVER)
     message(FATAL_ERROR "UF_NATS=ON: the tests need nats-server: apt-get install nats-server "

@@ -101,6 +101,11 @@ struct uf_consumer_info {
 	                           * closing; a restart then shows as -ESTALE). Needs a shared
 	                           * pid namespace */
 	int hugepages;            /* 0 small pages, 1 transparent huge pages advised, 2 hugetlbfs */
+	uint32_t forged;          /* NATS handle: stream messages dropped because they do not
+	                           * continue the stream uf-bridge wrote (published by another
+	                           * client, replayed, or unauthenticated with a shared key set);
+	                           * saturates. 0 on a local ring. Added in the struct's former tail
+	                           * padding: size and every offset unchanged (ABI 1) */
 };
 
 struct uf_book_status {

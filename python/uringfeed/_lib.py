@@ -82,7 +82,8 @@ class ConsumerInfo(ctypes.Structure):
                 ("received", u64), ("lost", u64), ("laps", u64), ("created_ns", u64),
                 ("producer_pid", i32), ("numa_node", i32), ("depth", u32),
                 ("max_instruments", u32), ("closed", ctypes.c_int),
-                ("producer_alive", ctypes.c_int), ("hugepages", ctypes.c_int)]
+                ("producer_alive", ctypes.c_int), ("hugepages", ctypes.c_int),
+                ("forged", u32)]  # in the C struct's former tail padding: size unchanged
 
 
 class BuilderStats(ctypes.Structure):

@@ -7,6 +7,7 @@
  * away, a mutex costs nothing next to it, and it keeps the image and the records consistent
  * (a snapshot is stamped with the receiver's position: every record below is in it). */
 #include "ring/nats/consumer_nats.h"
+#include "ring/nats/consumer_nats_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,76 +22,7 @@
 #include "common/uf_err.h"
 #include "common/uf_time.h"
 #include "ring/book_each.h"
-#include "ring/nats/nats_book.h"
 #include "ring/nats/nats_security.h"
-#include "ring/nats/uf_nats_wire.h"
-#include "ring/uf_ring_layout.h"
-
-#define NC_CAPACITY   (1u << 18)     /* records buffered for the application (16 MiB) */
-#define NC_JUMPS      64             /* sequence ranges the stream skipped, kept for the reader */
-#define NC_FETCH_MS   100            /* receiver wait slice */
-#define NC_CATCHUP_NS 20000000000ull /* attach reads the stream up to its end this long */
-/* Attach retries JetStream requests that time out this long. After a node is lost, a new
- * consumer (the bucket's watcher, the stream's subscription) can be placed on the dead peer
- * for a while and never answer: short attempts, each a new consumer, get through sooner
- * than one long wait. */
-#define NC_ATTACH_NS 60000000000ull
-
-struct nc_jump {
-	uint64_t from; /* first sequence that will never come */
-	uint64_t to;   /* sequence of the next record that does */
-};
-
-struct uf_nats_consumer {
-	struct uf_consumer handle; /* ops = &uf_consumer_nats_ops; first member */
-	/* set at attach */
-	char ring[UF_RING_NAME_MAX];    /* ring name on the bridge's host */
-	char urls[1024];                /* server list */
-	struct uf_nats_names nm;        /* subjects and bucket */
-	struct uf_consumer_options opt; /* as given */
-	natsOptions *opts;              /* connection options */
-	natsConnection *nc;             /* connection */
-	jsCtx *js;                      /* JetStream context */
-	kvStore *kv;                    /* the books bucket */
-	natsSubscription *sub;          /* ordered consumer on the stream */
-	pthread_t thr;                  /* receiver */
-	int thr_started;                /* 1 while thr runs */
-	int quit;                       /* asks the receiver to stop (atomic accesses) */
-	/* guarded by mu */
-	pthread_mutex_t mu;             /* guards everything below */
-	pthread_cond_t cv;              /* signalled on every change */
-	struct uf_record *buf;          /* records, slot = seq & mask */
-	uint64_t *seqs;                 /* sequence held by each slot */
-	uint64_t mask;                  /* NC_CAPACITY - 1 */
-	uint64_t base;                  /* oldest sequence ever stored since attach */
-	uint64_t tail;                  /* next sequence expected from the stream */
-	uint64_t pos;                   /* next sequence the application reads */
-	struct nc_jump jumps[NC_JUMPS]; /* skipped ranges, oldest first */
-	uint32_t njumps;                /* entries in jumps */
-	struct uf_nats_books books;     /* image at `tail` */
-	struct uf_nats_commit cm;       /* the commit entry read at attach */
-	uint64_t js_next;               /* next stream sequence expected */
-	uint64_t forged;                /* messages dropped: they do not continue the stream */
-	uint64_t received, lost, laps;  /* as uf_consumer_info */
-	struct uf_consumer_lap lap;     /* last lap */
-	int closed;                     /* the producer closed the ring at `tail` */
-	int stale;                      /* a new generation follows `tail` */
-	int failed;                     /* the receiver hit an error it cannot repair */
-};
-
-_Static_assert(offsetof(struct uf_nats_consumer, handle) == 0,
-               "a uf_consumer_t * is cast to the NATS state: the handle comes first");
-
-/* The handle of this back end is its state (consumer_backend.h). */
-static inline struct uf_nats_consumer *nats_of(struct uf_consumer *c)
-{
-	return (struct uf_nats_consumer *)c;
-}
-
-static inline const struct uf_nats_consumer *nats_of_const(const struct uf_consumer *c)
-{
-	return (const struct uf_nats_consumer *)c;
-}
 
 /* "nats://h1:4222,nats://h2:4222/RING" -> urls, ring. */
 static int parse_name(struct uf_nats_consumer *n, const char *name, char *err, size_t errlen)
@@ -169,75 +101,6 @@ static int nats_open(struct uf_nats_consumer *n, char *err, size_t errlen)
 	return 0;
 }
 
-/* Reads the commit entry, then every book entry of its generation, into `bk` (initialised
- * here). Records below max(entry stamp, commit position, min_from) will not be applied
- * again. Cold: one watch of the whole bucket. */
-static int load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
-                      struct uf_nats_commit *cm, uint64_t min_from, char *err, size_t errlen)
-{
-	kvEntry *e = NULL;
-	kvWatcher *w = NULL;
-	kvWatchOptions wo;
-	natsStatus s;
-	int rc = 0;
-
-	s = kvStore_Get(&e, n->kv, "commit");
-	if (s != NATS_OK) {
-		uf_err_set(err, errlen, "ring %s: bucket %s has no commit entry yet: %s", n->ring,
-		           n->nm.bucket, natsStatus_GetText(s));
-		return s == NATS_NOT_FOUND ? -ENOENT : -EIO;
-	}
-	if (kvEntry_ValueLen(e) != (int)sizeof(*cm)) {
-		kvEntry_Destroy(e);
-		uf_err_set(err, errlen, "ring %s: commit entry has the wrong size", n->ring);
-		return -EPROTO;
-	}
-	memcpy(cm, kvEntry_Value(e), sizeof(*cm));
-	kvEntry_Destroy(e);
-	if (cm->magic != UF_NATS_COMMIT_MAGIC || cm->version != UF_NATS_VERSION ||
-	    cm->depth > UF_BOOK_MAX_DEPTH || cm->max_instruments > (1u << 24)) {
-		uf_err_set(err, errlen, "ring %s: commit entry is not wire version %u", n->ring,
-		           UF_NATS_VERSION);
-		return -EPROTO;
-	}
-	if (min_from < cm->position)
-		min_from = cm->position;
-	if (uf_nats_books_init(bk, cm->max_instruments, cm->generation) < 0)
-		return -ENOMEM;
-	kvWatchOptions_Init(&wo);
-	wo.IgnoreDeletes = true;
-	s = kvStore_WatchAll(&w, n->kv, &wo);
-	if (s != NATS_OK)
-		w = NULL; /* not made: nothing of it is ours to destroy */
-	while (s == NATS_OK) {
-		e = NULL;
-		s = kvWatcher_Next(&e, w, 3000); /* see NC_ATTACH_NS */
-		if (s != NATS_OK || !e)
-			break; /* NULL: every entry present at the start was delivered */
-		if (kvEntry_Key(e)[0] == 'i') {
-			int r = uf_nats_books_decode(bk, kvEntry_Value(e),
-			                             (size_t)kvEntry_ValueLen(e), min_from);
-			if (r == -ENOMEM || r == -EPROTO)
-				rc = r;
-		}
-		kvEntry_Destroy(e);
-	}
-	if (w)
-		kvWatcher_Destroy(w);
-	if (s != NATS_OK) {
-		uf_err_set(err, errlen, "ring %s: reading bucket %s: %s", n->ring, n->nm.bucket,
-		           natsStatus_GetText(s));
-		rc = -EIO;
-	}
-	if (rc < 0) {
-		if (rc == -EPROTO)
-			uf_err_set(err, errlen, "ring %s: a book entry is not wire version %u",
-			           n->ring, UF_NATS_VERSION);
-		uf_nats_books_free(bk);
-	}
-	return rc;
-}
-
 static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 {
 	natsSubscription *sub = NULL;
@@ -249,7 +112,7 @@ static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 	so.Stream = n->nm.stream;
 	so.Ordered = true; /* in order, no acks; the library re-creates it after a failover */
 	so.Config.DeliverPolicy = js_DeliverByStartSequence;
-	so.Config.OptStartSeq = n->js_next ? n->js_next : 1;
+	so.Config.OptStartSeq = n->st.js_next ? n->st.js_next : 1;
 	/* only a subscription that was made is kept: after a failure the library may have
 	 * freed what it wrote to its out-pointer */
 	s = js_SubscribeSync(&sub, n->js, n->nm.subject, NULL, &so, &jerr);
@@ -266,147 +129,6 @@ static int subscribe(struct uf_nats_consumer *n, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- the receiver (mu held unless said otherwise) ---- */
-
-static void add_jump(struct uf_nats_consumer *n, uint64_t from, uint64_t to)
-{
-	if (n->njumps == NC_JUMPS) { /* the oldest is far behind any reader: forget it */
-		memmove(&n->jumps[0], &n->jumps[1], (NC_JUMPS - 1) * sizeof(n->jumps[0]));
-		n->njumps--;
-	}
-	n->jumps[n->njumps].from = from;
-	n->jumps[n->njumps].to = to;
-	n->njumps++;
-	n->tail = to;
-}
-
-/* Replaces the books with the bucket's (after the bridge re-snapshotted, or the stream
- * lost records): called WITHOUT mu, swaps under it. */
-static int reload(struct uf_nats_consumer *n, uint64_t from, uint64_t resume)
-{
-	struct uf_nats_books nb;
-	struct uf_nats_commit cm;
-	char err[256];
-	int rc = load_books(n, &nb, &cm, resume, err, sizeof(err));
-
-	pthread_mutex_lock(&n->mu);
-	if (rc == 0) {
-		uf_nats_books_free(&n->books);
-		n->books = nb;
-	}
-	if (resume > n->tail)
-		add_jump(n, from < n->tail ? n->tail : from, resume);
-	pthread_mutex_unlock(&n->mu);
-	if (rc < 0)
-		fprintf(stderr, "ufconsumer: %s\n", err);
-	return rc;
-}
-
-static void store(struct uf_nats_consumer *n, const struct uf_record *r, uint64_t seq)
-{
-	uint64_t slot = seq & n->mask;
-
-	n->buf[slot] = *r;
-	n->seqs[slot] = seq;
-	(void)uf_nats_books_apply(&n->books, r, seq);
-	n->tail = seq + 1;
-}
-
-/* Counts and logs a message that does not continue the stream the bridge wrote; the
- * genuine stream goes on (the first few are logged, then every 1000th). */
-static void drop_forged(struct uf_nats_consumer *n, const struct uf_nats_msg *h, uint64_t sseq,
-                        const char *why)
-{
-	n->forged++;
-	if (n->forged <= 8 || n->forged % 1000 == 0)
-		fprintf(
-		    stderr,
-		    "ufconsumer: ring %s: dropped stream message %llu (kind %u, first %llu): %s "
-		    "(%llu dropped so far)\n",
-		    n->ring, (unsigned long long)sseq, (unsigned)h->kind,
-		    (unsigned long long)h->first_seq, why, (unsigned long long)n->forged);
-}
-
-/* One stream message (`msgid` its Nats-Msg-Id header or NULL, `sseq` its JetStream stream
- * sequence). Returns 0, or 1 when the receiver must stop (new generation). */
-static int on_message(struct uf_nats_consumer *n, const char *data, int len, const char *msgid,
-                      uint64_t sseq)
-{
-	struct uf_nats_msg h;
-	const char *recs; /* the message buffer need not be 8-byte aligned: copied out */
-	char want[UF_NATS_MSG_ID_MAX];
-	int rc = 0;
-
-	if (len < (int)sizeof(h))
-		return 0;
-	memcpy(&h, data, sizeof(h));
-	if (h.magic != UF_NATS_MAGIC || h.version != UF_NATS_VERSION ||
-	    (size_t)len != sizeof(h) + (size_t)h.count * sizeof(struct uf_record))
-		return 0; /* not ours: the subject is the bridge's alone */
-	recs = data + sizeof(h);
-	/* the bridge names every message by its content (uf_nats_wire.h): a message whose id is
-	 * missing or names something else was not published by the bridge */
-	snprintf(want, sizeof(want), "%llu:%u:%llu:%u", (unsigned long long)h.generation,
-	         (unsigned)h.kind, (unsigned long long)h.first_seq, (unsigned)h.count);
-	pthread_mutex_lock(&n->mu);
-	if (!msgid || strcmp(msgid, want) != 0) {
-		drop_forged(n, &h, sseq, "its Nats-Msg-Id does not name its content");
-		goto out;
-	}
-	if (h.generation != n->cm.generation) {
-		if (h.kind == UF_NATS_RESET) { /* the producer restarted: reattach */
-			n->stale = 1;
-			rc = 1;
-		}
-		goto out; /* records of another generation (an older one before our commit) */
-	}
-	switch (h.kind) {
-	case UF_NATS_DATA: {
-		uint64_t s = h.first_seq;
-		for (uint32_t i = 0; i < h.count; i++, s++) {
-			if (s < n->tail)
-				continue;  /* already have it (overlap after a bridge restart) */
-			if (s > n->tail) { /* the stream skipped records: the bucket has books */
-				uint64_t from = n->tail;
-				pthread_mutex_unlock(&n->mu);
-				(void)reload(n, from, s);
-				pthread_mutex_lock(&n->mu);
-			}
-			{
-				struct uf_record r;
-				memcpy(&r, recs + (size_t)i * sizeof(r), sizeof(r));
-				store(n, &r, s);
-			}
-		}
-		break;
-	}
-	case UF_NATS_LAP:
-	case UF_NATS_RESET: {
-		uint64_t resume = h.kind == UF_NATS_LAP ? h.aux : h.first_seq;
-		if (resume > n->tail) {
-			uint64_t from = n->tail;
-			pthread_mutex_unlock(&n->mu);
-			(void)reload(n, from, resume);
-			pthread_mutex_lock(&n->mu);
-		}
-		n->closed = 0;
-		break;
-	}
-	case UF_NATS_CLOSED:
-		/* the bridge publishes CLOSED after the last record, in stream order: a close
-		 * anywhere but at the end of what we hold does not continue the stream */
-		if (h.first_seq == n->tail)
-			n->closed = 1;
-		else if (h.first_seq > n->tail)
-			drop_forged(n, &h, sseq, "a close beyond the records received");
-		break;
-	}
-out:
-	pthread_cond_broadcast(&n->cv);
-	pthread_mutex_unlock(&n->mu);
-	return rc;
-}
-
 /* Reads one message (at most `wait_ms`). Returns 1 with a message handled, 0 on timeout,
  * 2 when the receiver must stop, -1 on a lost subscription. */
 static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
@@ -418,23 +140,33 @@ static int receive_one(struct uf_nats_consumer *n, int64_t wait_ms)
 	uint64_t sseq = 0;
 	int rc = 1;
 
-	if (s == NATS_TIMEOUT)
+	if (s == NATS_TIMEOUT) { /* idle: a close waiting for the commit entry may settle */
+		struct uf_nats_stream_hooks hk;
+		uf_nats_bucket_hooks(n, &hk);
+		pthread_mutex_lock(&n->mu);
+		if (uf_nats_stream_idle(&n->st, &hk))
+			pthread_cond_broadcast(&n->cv);
+		pthread_mutex_unlock(&n->mu);
 		return 0;
+	}
 	if (s != NATS_OK)
 		return s == NATS_SLOW_CONSUMER || s == NATS_MISSED_HEARTBEAT ? 0 : -1;
 	if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
 		sseq = meta->Sequence.Stream;
 		jsMsgMetaData_Destroy(meta);
-		if (sseq < n->js_next) { /* delivered twice (a consumer re-created): seen */
-			natsMsg_Destroy(m);
-			return 1;
-		}
-		n->js_next = sseq + 1;
 	}
 	if (natsMsgHeader_Get(m, "Nats-Msg-Id", &msgid) != NATS_OK)
 		msgid = NULL;
-	if (on_message(n, natsMsg_GetData(m), natsMsg_GetDataLength(m), msgid, sseq) == 1)
-		rc = 2;
+	{
+		struct uf_nats_stream_hooks hk;
+		uf_nats_bucket_hooks(n, &hk);
+		pthread_mutex_lock(&n->mu);
+		if (uf_nats_stream_on_msg(&n->st, &hk, natsMsg_GetData(m),
+		                          (size_t)natsMsg_GetDataLength(m), msgid, sseq) == 1)
+			rc = 2;
+		pthread_cond_broadcast(&n->cv);
+		pthread_mutex_unlock(&n->mu);
+	}
 	natsMsg_Destroy(m);
 	return rc;
 }
@@ -483,7 +215,7 @@ static void teardown(struct uf_nats_consumer *n)
 	n->js = NULL;
 	n->nc = NULL;
 	n->opts = NULL;
-	uf_nats_books_free(&n->books);
+	uf_nats_books_free(&n->st.books);
 	n->quit = 0;
 }
 
@@ -500,15 +232,15 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 	/* JetStream requests can time out while a cluster re-elects leaders after losing a
 	 * node: retried for a while (NC_ATTACH_NS) before giving up */
 	deadline = uf_now_mono_ns() + NC_ATTACH_NS;
-	while ((rc = load_books(n, &n->books, &n->cm, 0, err, errlen)) == -EIO &&
+	while ((rc = uf_nats_load_books(n, &n->st.books, &n->st.cm, 0, err, errlen)) == -EIO &&
 	       uf_now_mono_ns() < deadline)
 		nanosleep(&(struct timespec){0, 200000000L}, NULL);
 	if (rc < 0)
 		return rc;
-	n->base = n->tail = n->pos = n->cm.position;
-	n->js_next = n->cm.js_from;
-	n->njumps = 0;
-	n->closed = n->stale = n->failed = 0;
+	n->st.ring = n->ring;
+	n->st.key = &n->key;
+	uf_nats_stream_begin(&n->st);
+	n->pos = n->st.tail;
 	while ((rc = subscribe(n, err, errlen)) == -EIO && uf_now_mono_ns() < deadline)
 		nanosleep(&(struct timespec){0, 200000000L}, NULL);
 	if (rc < 0)
@@ -520,17 +252,17 @@ static int start(struct uf_nats_consumer *n, char *err, size_t errlen)
 		jsStreamInfo_Destroy(si);
 	}
 	deadline = uf_now_mono_ns() + NC_CATCHUP_NS;
-	while (n->js_next <= last && uf_now_mono_ns() < deadline) {
+	while (n->st.js_next <= last && uf_now_mono_ns() < deadline) {
 		if (receive_one(n, 200) == 2)
 			break;
 	}
-	if (n->js_next <= last)
+	if (n->st.js_next <= last)
 		fprintf(stderr,
 		        "ufconsumer: ring %s: still %llu stream messages behind after the attach "
 		        "catch-up; continuing in the background\n",
-		        n->ring, (unsigned long long)(last - n->js_next + 1));
+		        n->ring, (unsigned long long)(last - n->st.js_next + 1));
 	pthread_mutex_lock(&n->mu);
-	n->pos = n->opt.start == UF_CONSUMER_START_OLDEST ? n->base : n->tail;
+	n->pos = n->opt.start == UF_CONSUMER_START_OLDEST ? n->st.base : n->st.tail;
 	pthread_mutex_unlock(&n->mu);
 	if (pthread_create(&n->thr, NULL, receiver, n) != 0) {
 		uf_err_set(err, errlen, "ring %s: cannot start the receiver thread", n->ring);
@@ -571,17 +303,19 @@ static int nats_attach(const char *name, const struct uf_consumer_options *opt,
 	n->opt.dir = NULL;
 	n->opt.tag = NULL; /* not kept: the caller's string */
 	rc = parse_name(n, name, err, errlen);
+	if (rc == 0)
+		rc = uf_nats_key_load(&n->key, NULL, err, errlen);
 	if (rc < 0)
 		goto out_free;
-	n->buf = malloc((size_t)NC_CAPACITY * sizeof(*n->buf));
-	n->seqs = malloc((size_t)NC_CAPACITY * sizeof(*n->seqs));
-	if (!n->buf || !n->seqs) {
+	n->st.buf = malloc((size_t)NC_CAPACITY * sizeof(*n->st.buf));
+	n->st.seqs = malloc((size_t)NC_CAPACITY * sizeof(*n->st.seqs));
+	if (!n->st.buf || !n->st.seqs) {
 		uf_err_set(err, errlen, "%s: out of memory", name);
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	memset(n->seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->seqs));
-	n->mask = NC_CAPACITY - 1;
+	memset(n->st.seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->st.seqs));
+	n->st.mask = NC_CAPACITY - 1;
 	pthread_mutex_init(&n->mu, NULL);
 	rc = cond_init_monotonic(&n->cv);
 	if (rc < 0) {
@@ -600,8 +334,9 @@ static int nats_attach(const char *name, const struct uf_consumer_options *opt,
 	return 0;
 
 out_free:
-	free(n->buf);
-	free(n->seqs);
+	free(n->st.buf);
+	free(n->st.seqs);
+	explicit_bzero(&n->key, sizeof(n->key));
 	free(n);
 	return rc;
 }
@@ -613,8 +348,9 @@ static void nats_detach(struct uf_consumer *h)
 	teardown(n);
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->cv);
-	free(n->buf);
-	free(n->seqs);
+	free(n->st.buf);
+	free(n->st.seqs);
+	explicit_bzero(&n->key, sizeof(n->key)); /* the shared key does not outlive the handle */
 	free(n);
 }
 
@@ -623,8 +359,9 @@ static int nats_reattach(struct uf_consumer *h, char *err, size_t errlen)
 	struct uf_nats_consumer *n = nats_of(h);
 
 	teardown(n);
-	memset(n->seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->seqs));
+	memset(n->st.seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->st.seqs));
 	n->received = n->lost = n->laps = 0;
+	n->st.forged = 0;
 	memset(&n->lap, 0, sizeof(n->lap));
 	return start(n, err, errlen);
 }
@@ -650,27 +387,30 @@ static int nats_read(struct uf_consumer *h, struct uf_record *recs, size_t max, 
 
 	pthread_mutex_lock(&n->mu);
 	p = n->pos;
-	if (p >= n->tail) {
-		rc = n->stale ? -ESTALE : n->closed ? -EPIPE : -EAGAIN;
+	if (p >= n->st.tail) {
+		rc = n->st.stale    ? -ESTALE
+		     : n->st.closed ? -EPIPE
+		     : n->st.failed ? -EIO /* the receiver gave up (it said why on stderr) */
+		                    : -EAGAIN;
 		goto out;
 	}
-	if (n->tail - p > NC_CAPACITY) { /* this application fell a buffer behind */
-		rc = lapped(n, uf_ring_resume_seq(n->tail, NC_CAPACITY));
+	if (n->st.tail - p > NC_CAPACITY) { /* this application fell a buffer behind */
+		rc = lapped(n, uf_ring_resume_seq(n->st.tail, NC_CAPACITY));
 		goto out;
 	}
-	for (uint32_t i = 0; i < n->njumps; i++) {
-		if (p >= n->jumps[i].from && p < n->jumps[i].to) {
-			rc = lapped(n, n->jumps[i].to); /* the stream never had these */
+	for (uint32_t i = 0; i < n->st.njumps; i++) {
+		if (p >= n->st.jumps[i].from && p < n->st.jumps[i].to) {
+			rc = lapped(n, n->st.jumps[i].to); /* the stream never had these */
 			goto out;
 		}
 	}
-	while (cnt < max && p + cnt < n->tail && n->seqs[(p + cnt) & n->mask] == p + cnt) {
-		recs[cnt] = n->buf[(p + cnt) & n->mask];
+	while (cnt < max && p + cnt < n->st.tail && n->st.seqs[(p + cnt) & n->st.mask] == p + cnt) {
+		recs[cnt] = n->st.buf[(p + cnt) & n->st.mask];
 		cnt++;
 	}
 	if (cnt == 0) { /* a hole older than the jumps kept: skip to what we have */
 		uint64_t q = p;
-		while (q < n->tail && n->seqs[q & n->mask] != q)
+		while (q < n->st.tail && n->st.seqs[q & n->st.mask] != q)
 			q++;
 		rc = lapped(n, q);
 		goto out;
@@ -698,7 +438,7 @@ static int nats_wait(struct uf_consumer *h, int64_t timeout_ns)
 		ts.tv_nsec = (long)(t % 1000000000ull);
 	}
 	pthread_mutex_lock(&n->mu);
-	while (n->pos >= n->tail && !n->closed && !n->stale) {
+	while (n->pos >= n->st.tail && !n->st.closed && !n->st.stale && !n->st.failed) {
 		int r = timeout_ns < 0 ? pthread_cond_wait(&n->cv, &n->mu)
 		                       : pthread_cond_timedwait(&n->cv, &n->mu, &ts);
 		if (r == ETIMEDOUT) {
@@ -722,10 +462,10 @@ static int nats_seek(struct uf_consumer *h, uint64_t seq)
 	int rc = 0;
 
 	pthread_mutex_lock(&n->mu);
-	oldest = n->tail > NC_CAPACITY ? n->tail - NC_CAPACITY : 0;
-	if (oldest < n->base)
-		oldest = n->base;
-	if (seq > n->tail || seq < oldest)
+	oldest = n->st.tail > NC_CAPACITY ? n->st.tail - NC_CAPACITY : 0;
+	if (oldest < n->st.base)
+		oldest = n->st.base;
+	if (seq > n->st.tail || seq < oldest)
 		rc = -ERANGE;
 	else
 		n->pos = seq;
@@ -740,21 +480,22 @@ static void nats_get_info(const struct uf_consumer *h, struct uf_consumer_info *
 
 	memset(info, 0, sizeof(*info));
 	pthread_mutex_lock(&m->mu);
-	info->generation = n->cm.generation;
+	info->generation = n->st.cm.generation;
 	info->capacity = NC_CAPACITY;
 	info->position = n->pos;
-	info->tail = n->tail;
+	info->tail = n->st.tail;
 	info->received = n->received;
 	info->lost = n->lost;
 	info->laps = n->laps;
-	info->created_ns = n->cm.created_ns;
+	info->created_ns = n->st.cm.created_ns;
 	info->producer_pid = 0; /* on another host */
 	info->numa_node = -1;
-	info->depth = n->cm.depth;
-	info->max_instruments = n->cm.max_instruments;
-	info->closed = n->closed;
-	info->producer_alive =
-	    !n->closed && natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED;
+	info->depth = n->st.cm.depth;
+	info->max_instruments = n->st.cm.max_instruments;
+	info->closed = n->st.closed;
+	info->producer_alive = !n->st.closed && !n->st.failed &&
+	                       natsConnection_Status(n->nc) == NATS_CONN_STATUS_CONNECTED;
+	info->forged = n->st.forged > UINT32_MAX ? UINT32_MAX : (uint32_t)n->st.forged;
 	info->hugepages = 0;
 	pthread_mutex_unlock(&m->mu);
 }
@@ -765,7 +506,7 @@ static int nats_snapshot(struct uf_consumer *h, uint32_t id, struct uf_book_snap
 	int rc;
 
 	pthread_mutex_lock(&n->mu);
-	rc = uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, snap);
+	rc = uf_nats_books_snapshot(&n->st.books, id, n->st.cm.depth, n->st.tail, snap);
 	pthread_mutex_unlock(&n->mu);
 	return rc;
 }
@@ -777,8 +518,9 @@ static int get_book(void *src, uint32_t id, struct uf_book_snapshot *s)
 	int rc;
 
 	pthread_mutex_lock(&n->mu);
-	rc = id < n->books.max ? uf_nats_books_snapshot(&n->books, id, n->cm.depth, n->tail, s)
-	                       : -ENOENT;
+	rc = id < n->st.books.max
+	         ? uf_nats_books_snapshot(&n->st.books, id, n->st.cm.depth, n->st.tail, s)
+	         : -ENOENT;
 	pthread_mutex_unlock(&n->mu);
 	return rc;
 }
@@ -791,7 +533,7 @@ static uint64_t nats_image_seq(const struct uf_consumer *h)
 	uint64_t seq;
 
 	pthread_mutex_lock(&m->mu);
-	seq = m->tail;
+	seq = m->st.tail;
 	pthread_mutex_unlock(&m->mu);
 	return seq;
 }
@@ -803,7 +545,7 @@ static int nats_snapshot_all(struct uf_consumer *h,
 	uint32_t max;
 
 	pthread_mutex_lock(&n->mu);
-	max = n->books.max;
+	max = n->st.books.max;
 	pthread_mutex_unlock(&n->mu);
 	return uf_book_each(max, get_book, n, fn, arg);
 }
@@ -814,7 +556,7 @@ static int nats_lookup(struct uf_consumer *h, const char *symbol, uint32_t *id)
 	int rc;
 
 	pthread_mutex_lock(&n->mu);
-	rc = uf_nats_books_lookup(&n->books, symbol, id);
+	rc = uf_nats_books_lookup(&n->st.books, symbol, id);
 	pthread_mutex_unlock(&n->mu);
 	return rc;
 }

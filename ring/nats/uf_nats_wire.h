@@ -19,7 +19,11 @@
  *
  * Exactly-once: a message's Nats-Msg-Id is "<generation>:<kind>:<first_seq>:<count>", so a bridge
  * that re-publishes after losing a NATS node (it does not know whether the first try was
- * stored) is de-duplicated by JetStream inside the stream's duplicate window. The bridge
+ * stored) is de-duplicated by JetStream inside the stream's duplicate window. Ids are
+ * predictable, so another publisher can store something under the next one first and have
+ * JetStream drop the bridge's message as a duplicate: when the bridge is told "duplicate" and
+ * the stored message is not its own, it publishes again as "<id>:r<16 hex digits>" (random),
+ * which consumers accept as the same id. The bridge
  * publishes one message at a time and waits for its acknowledgement, so the stream order is
  * the ring order. */
 #ifndef UF_NATS_WIRE_H
@@ -69,13 +73,18 @@ struct uf_nats_msg {
 
 _Static_assert(sizeof(struct uf_nats_msg) == 64, "message header is 64 bytes on the wire");
 
+/* uf_nats_commit.flags: the bridge stored CLOSED at `position` (written after the CLOSED
+ * message, with js_from naming it): a remote consumer believes a CLOSED only when the commit
+ * entry says so, since anyone who may publish on the record subject could send one. */
+#define UF_NATS_COMMIT_CLOSED 0x01u
+
 /* Key "commit": every book entry of `generation` in the bucket reflects every record <
  * `position`; a consumer reads the stream from stream sequence `js_from` (whose first record
  * is at or before `position`) and applies records >= max(position, entry stamp). */
 struct uf_nats_commit {
 	uint16_t magic;           /* UF_NATS_COMMIT_MAGIC */
 	uint8_t version;          /* UF_NATS_VERSION */
-	uint8_t pad0;             /* zero */
+	uint8_t flags;            /* UF_NATS_COMMIT_*: was a zero pad, so older readers ignore it */
 	uint32_t depth;           /* source image levels per side */
 	uint64_t generation;      /* source ring generation */
 	uint64_t position;        /* see above */
@@ -125,7 +134,7 @@ struct uf_nats_book {
 
 _Static_assert(sizeof(struct uf_nats_book) % 8 == 0, "book entry is 8-byte aligned");
 
-#define UF_NATS_MSG_ID_MAX 64
+#define UF_NATS_MSG_ID_MAX 96 /* "<generation>:<kind>:<first_seq>:<count>[:r<16 hex>]" */
 
 /* NATS names of ring `ring`: '.' (a subject separator, not allowed in stream names) becomes
  * '_', so rings "a.b" and "a_b" must not share a NATS account. */

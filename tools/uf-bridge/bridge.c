@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
 
 #include "common/uf_time.h"
+#include "ring/nats/nats_auth.h"
 #include "ring/nats/nats_book.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/ufconsumer.h"
@@ -52,7 +54,20 @@ struct bridge {
 	int kv_pending;                     /* books changed since the last flush */
 	int live;                           /* first RESET stored: status may be written */
 	struct uf_bridge_status st;         /* counters */
+	struct uf_nats_key key;             /* shared key, or none (len 0) */
 };
+
+/* With a shared key, appends the MAC of data[0, len) under `domain` at data + len (room for
+ * UF_NATS_MAC_LEN more bytes is the caller's); returns the new length, or len with no key,
+ * or -EIO. */
+static long sign(const struct bridge *b, const char *domain, void *data, size_t len)
+{
+	if (b->key.len == 0)
+		return (long)len;
+	if (uf_nats_mac(&b->key, domain, data, len, (unsigned char *)data + len) < 0)
+		return -EIO;
+	return (long)(len + UF_NATS_MAC_LEN);
+}
 
 /* ---- NATS setup ---- */
 
@@ -143,6 +158,32 @@ static int nats_setup(struct bridge *b)
 
 /* ---- publishing ---- */
 
+/* JetStream answered "duplicate" for message id `id`: is the message it holds under that id
+ * ours (an earlier attempt of ours, or of a bridge before a restart), or did another
+ * publisher take the id first? Compares what does not change between attempts (header but
+ * publish time and read position, records) and, with a shared key, its MAC. Returns 1 ours,
+ * 0 not ours, -1 cannot tell (then it is taken as ours: the old behaviour). */
+static int stored_is_ours(struct bridge *b, uint64_t sseq, const char *mine, size_t len)
+{
+	natsMsg *m = NULL;
+	const char *got;
+	int glen, rc;
+
+	if (js_GetMsg(&m, b->cn.js, b->nm.stream, sseq, NULL, NULL) != NATS_OK)
+		return -1;
+	got = natsMsg_GetData(m);
+	glen = natsMsg_GetDataLength(m);
+	rc = glen == (int)len && got &&
+	     memcmp(got, mine, offsetof(struct uf_nats_msg, pub_ns)) == 0 &&
+	     memcmp(got + offsetof(struct uf_nats_msg, depth),
+	            mine + offsetof(struct uf_nats_msg, depth),
+	            len - offsetof(struct uf_nats_msg, depth) -
+	                (b->key.len ? UF_NATS_MAC_LEN : 0)) == 0 &&
+	     uf_nats_mac_check(&b->key, "seq", got, (size_t)glen) >= 0;
+	natsMsg_Destroy(m);
+	return rc;
+}
+
 /* Publishes one stream message and waits for JetStream to store it, retrying with the same
  * message id (de-duplicated by the server) until it is acknowledged. -EINTR when stopped. */
 static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
@@ -150,7 +191,7 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 {
 	struct uf_nats_msg h;
 	char id[UF_NATS_MSG_ID_MAX];
-	size_t len = sizeof(h) + (size_t)n * sizeof(*recs);
+	size_t len = sizeof(h) + (size_t)n * sizeof(*recs), base;
 
 	memset(&h, 0, sizeof(h));
 	h.magic = UF_NATS_MAGIC;
@@ -167,6 +208,7 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 	 * cuts its messages elsewhere; an id of first alone would make JetStream drop a new,
 	 * longer message as a "duplicate" of an old one and lose its tail */
 	snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h.generation, kind, first, n);
+	base = strlen(id);
 	for (uint32_t attempt = 0;; attempt++) {
 		jsPubOptions po;
 		jsPubAck *pa = NULL;
@@ -177,21 +219,44 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 
 		if (*b->stop)
 			return -EINTR;
+		long slen;
 		h.ring_tail = b->pos; /* read so far: the ring's tail costs a /proc read */
 		h.pub_ns = uf_now_realtime_ns();
 		memcpy(b->msg, &h, sizeof(h));
 		if (n)
 			memcpy(b->msg + sizeof(h), recs, (size_t)n * sizeof(*recs));
+		slen = sign(b, "seq", b->msg, len);
+		if (slen < 0) {
+			uf_bridge_log("publish %s: cannot sign it (libcrypto)", id);
+			return -EIO;
+		}
 		jsPubOptions_Init(&po);
 		po.MsgId = id;
 		po.MaxWait = b->cfg->ack_wait_ms;
 		t0 = uf_now_mono_ns();
-		s = natsMsg_Create(&m, b->nm.subject, NULL, b->msg, (int)len);
+		s = natsMsg_Create(&m, b->nm.subject, NULL, b->msg, (int)slen);
 		if (s == NATS_OK)
 			s = js_PublishMsg(&pa, b->cn.js, m, &po, &jerr);
 		natsMsg_Destroy(m);
 		if (ack_outcome(b, s) < 0)
 			return -EIO;
+		if (s == NATS_OK && pa->Duplicate &&
+		    stored_is_ours(b, pa->Sequence, b->msg, (size_t)slen) == 0) {
+			/* another publisher stored a message under our id first (ids are
+			 * predictable): JetStream dropped ours. Again under the id with a random
+			 * suffix (uf_nats_wire.h), kept for the retries of this message */
+			uint64_t r;
+			if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+				r = uf_now_mono_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+			snprintf(id + base, sizeof(id) - base, ":r%016" PRIx64, r);
+			uf_bridge_log(
+			    "message id taken by another publisher (stream message %" PRIu64
+			    "); publishing again as %s",
+			    pa->Sequence, id);
+			jsPubAck_Destroy(pa);
+			b->st.retries++;
+			continue;
+		}
 		if (s == NATS_OK) {
 			uint64_t dt = uf_now_mono_ns() - t0, now = uf_now_realtime_ns();
 			/* the stream now holds every record before this */
@@ -295,6 +360,14 @@ static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, u
 		memcpy(b->sym_msg + sizeof(h), b->sym_recs, (size_t)k * sizeof(struct uf_record));
 		memcpy(b->sym_msg + sizeof(h) + (size_t)k * sizeof(struct uf_record), b->sym_seqs,
 		       (size_t)k * sizeof(uint64_t));
+		if (b->key.len) { /* signed as "sym" (cannot fail but for libcrypto itself) */
+			long sl = sign(b, "sym", b->sym_msg, len);
+			if (sl < 0) {
+				__atomic_add_fetch(&b->cn.sym_failed, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			len = (size_t)sl;
+		}
 		symbol_token(b, id, tok);
 		snprintf(subj, sizeof(subj), "%s.%s", b->nm.per_sym, tok);
 		snprintf(msgid, sizeof(msgid), "%" PRIu64 ":%u:%" PRIu64 ":%u:%u", h.generation,
@@ -335,6 +408,8 @@ static int flush_records(struct bridge *b)
 static int flush_books(struct bridge *b, int all)
 {
 	struct uf_nats_commit cm;
+	unsigned char cmbuf[sizeof(cm) + UF_NATS_MAC_LEN];
+	long cmlen;
 	const uint32_t *dirty;
 	uint32_t n = 0;
 	char subj[128];
@@ -352,8 +427,25 @@ static int flush_books(struct bridge *b, int all)
 	}
 	for (uint32_t i = 0; i < n && s == NATS_OK; i++) {
 		int len = uf_nats_books_encode(&b->books, b->ids[i], b->pos, &b->kvbuf, &b->kvcap);
+		char dom[32];
 		if (len < 0)
 			continue;
+		if (b->key
+		        .len) { /* signed as "kv:<key>": an entry is valid under its own key only */
+			long sl;
+			if (b->kvcap < (size_t)len + UF_NATS_MAC_LEN) {
+				void *p = realloc(b->kvbuf, (size_t)len + UF_NATS_MAC_LEN);
+				if (!p)
+					continue;
+				b->kvbuf = p;
+				b->kvcap = (size_t)len + UF_NATS_MAC_LEN;
+			}
+			snprintf(dom, sizeof(dom), "kv:i%u", b->ids[i]);
+			sl = sign(b, dom, b->kvbuf, (size_t)len);
+			if (sl < 0)
+				continue;
+			len = (int)sl;
+		}
 		snprintf(subj, sizeof(subj), "$KV.%s.i%u", b->nm.bucket, b->ids[i]);
 		b->cn.js_async = 1;
 		s = js_PublishAsync(b->cn.js, subj, b->kvbuf, len, NULL);
@@ -379,14 +471,21 @@ static int flush_books(struct bridge *b, int all)
 	cm.depth = b->info.depth;
 	cm.generation = b->info.generation;
 	cm.position = b->pos;
-	cm.js_from = b->st.js_last + 1;
+	/* once closed, the entry names the CLOSED message itself: a consumer attaching then
+	 * reads it and finds the close confirmed here */
+	cm.flags = b->st.closed ? UF_NATS_COMMIT_CLOSED : 0;
+	cm.js_from = b->st.closed ? b->st.js_last : b->st.js_last + 1;
 	cm.capacity = b->info.capacity;
 	cm.max_instruments = b->info.max_instruments;
 	cm.created_ns = b->info.created_ns;
 	snprintf(subj, sizeof(subj), "$KV.%s.commit", b->nm.bucket);
+	memcpy(cmbuf, &cm, sizeof(cm));
+	cmlen = sign(b, "kv:commit", cmbuf, sizeof(cm));
+	if (cmlen < 0)
+		return -EIO;
 	for (uint32_t attempt = 0; !*b->stop; attempt++) {
 		jsPubAck *pa = NULL;
-		s = js_Publish(&pa, b->cn.js, subj, &cm, (int)sizeof(cm), &po, NULL);
+		s = js_Publish(&pa, b->cn.js, subj, cmbuf, (int)cmlen, &po, NULL);
 		jsPubAck_Destroy(pa);
 		if (ack_outcome(b, s) < 0)
 			return -EIO;
@@ -614,6 +713,10 @@ static int loop(struct bridge *b)
 				if (rc == 0)
 					rc = publish(b, UF_NATS_CLOSED, b->pos, 0, NULL, 0);
 				b->st.closed = 1;
+				/* the commit entry confirms the close (uf_nats_wire.h): consumers
+				 * believe no CLOSED without it */
+				while (rc == 0 && (rc = flush_books(b, 0)) == -EAGAIN)
+					nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
 				uf_bridge_log("ring closed by the producer at %" PRIu64 "%s",
 				              b->pos,
 				              b->cfg->exit_on_close ? "; exiting"
@@ -656,14 +759,16 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 	snprintf(b.st.ring, sizeof(b.st.ring), "%s", cfg->ring);
 	uf_nats_names_make(cfg->ring, &b.nm);
 	b.recs = calloc(cfg->batch, sizeof(*b.recs));
-	b.msg = malloc(sizeof(struct uf_nats_msg) + (size_t)cfg->batch * sizeof(struct uf_record));
+	b.msg = malloc(sizeof(struct uf_nats_msg) + (size_t)cfg->batch * sizeof(struct uf_record) +
+	               UF_NATS_MAC_LEN);
 	if (cfg->per_symbol) {
 		b.sym_recs = calloc(cfg->batch, sizeof(*b.sym_recs));
 		b.sym_seqs = calloc(cfg->batch, sizeof(*b.sym_seqs));
 		b.sym_done = calloc(cfg->batch, 1);
 		b.sym_msg =
 		    malloc(sizeof(struct uf_nats_msg) +
-		           (size_t)cfg->batch * (sizeof(struct uf_record) + sizeof(uint64_t)));
+		           (size_t)cfg->batch * (sizeof(struct uf_record) + sizeof(uint64_t)) +
+		           UF_NATS_MAC_LEN);
 		if (!b.sym_recs || !b.sym_seqs || !b.sym_done || !b.sym_msg) {
 			free(b.recs); /* reported below */
 			b.recs = NULL;
@@ -672,6 +777,15 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 	if (!b.recs || !b.msg) {
 		uf_bridge_log("out of memory");
 		goto out;
+	}
+	{
+		char err[300];
+		if (uf_nats_key_load(&b.key, cfg->key_file, err, sizeof(err)) < 0) {
+			uf_bridge_log("%s", err);
+			goto out;
+		}
+		if (b.key.len)
+			uf_bridge_log("signing every message with the shared key (HMAC-SHA256)");
 	}
 	if (uf_bridge_conn_open(&b.cn, cfg) < 0 || nats_setup(&b) < 0 || attach_ring(&b) < 0)
 		goto out;

@@ -38,6 +38,8 @@ struct uf_bridge_config {
 	char tls_ca[256];           /* CA file: TLS on, server verified, "" = plain */
 	char tls_cert[256];         /* client certificate (mutual TLS), "" = none */
 	char tls_key[256];          /* its key */
+	char key_file[256];         /* shared key that signs every message (ring/nats/nats_auth.h);
+	                             * "" = $UF_NATS_KEY_FILE, else $UF_NATS_KEY, else none */
 };
 
 /* What the bridge reports (a snapshot of its counters). */

@@ -51,16 +51,16 @@ static int get_int(json_t *o, const char *key, int64_t *dst, int64_t lo, int64_t
 
 int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *err, size_t errlen)
 {
-	static const char *known[] = {"ring",        "nats",
-	                              "replicas",    "memory",
-	                              "max_age_s",   "max_bytes",
-	                              "batch",       "kv_interval_ms",
-	                              "ack_wait_ms", "stats_interval_ms",
-	                              "status_file", "exit_on_close",
-	                              "dir",         "creds",
-	                              "tls_ca",      "tls_cert",
-	                              "tls_key",     "per_symbol",
-	                              "ack_timeouts"};
+	static const char *known[] = {"ring",         "nats",
+	                              "replicas",     "memory",
+	                              "max_age_s",    "max_bytes",
+	                              "batch",        "kv_interval_ms",
+	                              "ack_wait_ms",  "stats_interval_ms",
+	                              "status_file",  "exit_on_close",
+	                              "dir",          "creds",
+	                              "tls_ca",       "tls_cert",
+	                              "tls_key",      "per_symbol",
+	                              "ack_timeouts", "key_file"};
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je), *v;
 	const char *key;
@@ -96,7 +96,8 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	    get_str(o, "creds", cfg->creds, sizeof(cfg->creds), err, errlen) < 0 ||
 	    get_str(o, "tls_ca", cfg->tls_ca, sizeof(cfg->tls_ca), err, errlen) < 0 ||
 	    get_str(o, "tls_cert", cfg->tls_cert, sizeof(cfg->tls_cert), err, errlen) < 0 ||
-	    get_str(o, "tls_key", cfg->tls_key, sizeof(cfg->tls_key), err, errlen) < 0)
+	    get_str(o, "tls_key", cfg->tls_key, sizeof(cfg->tls_key), err, errlen) < 0 ||
+	    get_str(o, "key_file", cfg->key_file, sizeof(cfg->key_file), err, errlen) < 0)
 		goto out;
 #define INT_KEY(k, field, lo, hi)                                                                  \
 	do {                                                                                       \

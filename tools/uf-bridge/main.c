@@ -43,7 +43,9 @@ static void usage(FILE *f)
 	       "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
 	       "  --creds FILE         NATS user credentials (JWT + seed)\n"
 	       "  --tls-ca FILE        TLS: verify the servers against these CAs\n"
-	       "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n");
+	       "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n"
+	       "  --key-file FILE      shared key: sign every message (HMAC-SHA256); default\n"
+	       "                       $UF_NATS_KEY_FILE, else $UF_NATS_KEY, else unsigned\n");
 }
 
 int main(int argc, char **argv)
@@ -68,6 +70,7 @@ int main(int argc, char **argv)
 	                                   {"tls-ca", required_argument, 0, 'A'},
 	                                   {"tls-cert", required_argument, 0, 'E'},
 	                                   {"tls-key", required_argument, 0, 'K'},
+	                                   {"key-file", required_argument, 0, 'y'},
 	                                   {"help", no_argument, 0, 'h'},
 	                                   {0, 0, 0, 0}};
 	struct uf_bridge_config cfg;
@@ -173,6 +176,9 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s", optarg);
+			break;
+		case 'y':
+			snprintf(cfg.key_file, sizeof(cfg.key_file), "%s", optarg);
 			break;
 		case 'h':
 			usage(stdout);

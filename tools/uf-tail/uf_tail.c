@@ -169,6 +169,7 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 {
 	static uint64_t next_alive_check;
 	static int dead_reported;
+	static uint32_t forged_reported;
 	struct uf_consumer_lap lap;
 	char err[512];
 
@@ -215,6 +216,12 @@ static int next_event(uf_consumer_t *c, struct uf_record *rec, uint64_t *seq, ui
 				        "ring; waiting for a restart\n",
 				        info.producer_pid);
 			dead_reported = !info.producer_alive;
+			if (info.forged > forged_reported) /* NATS: someone else publishes there */
+				fprintf(stderr,
+				        "uf-tail: %u stream messages dropped so far: they do not "
+				        "continue the stream uf-bridge wrote\n",
+				        info.forged);
+			forged_reported = info.forged;
 			next_alive_check = now + 1000000000ull;
 		}
 		/* short slices so Ctrl-C and --timeout are noticed promptly */
@@ -440,12 +447,13 @@ static int run_info(uf_consumer_t *c, const char *name)
 	struct uf_consumer_info i;
 
 	uf_consumer_get_info(c, &i);
-	printf(
-	    "{\"ring\":\"%s\",\"generation\":%" PRIu64 ",\"capacity\":%" PRIu64 ",\"tail\":%" PRIu64
-	    ",\"closed\":%d,\"producer_pid\":%d,\"producer_alive\":%d,\"numa_node\":%d"
-	    ",\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u,\"created_ns\":%" PRIu64 "}\n",
-	    name, i.generation, i.capacity, i.tail, i.closed, i.producer_pid, i.producer_alive,
-	    i.numa_node, i.hugepages, i.depth, i.max_instruments, i.created_ns);
+	printf("{\"ring\":\"%s\",\"generation\":%" PRIu64 ",\"capacity\":%" PRIu64
+	       ",\"tail\":%" PRIu64
+	       ",\"closed\":%d,\"producer_pid\":%d,\"producer_alive\":%d,\"numa_node\":%d"
+	       ",\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u,\"created_ns\":%" PRIu64
+	       ",\"forged\":%u}\n",
+	       name, i.generation, i.capacity, i.tail, i.closed, i.producer_pid, i.producer_alive,
+	       i.numa_node, i.hugepages, i.depth, i.max_instruments, i.created_ns, i.forged);
 	return 0;
 }
 

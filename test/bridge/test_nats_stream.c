@@ -1,0 +1,311 @@
+/* What a remote consumer believes of the bridge's stream (ring/nats/nats_stream.c), against a
+ * fake stream and bucket (nats_stream_fake.h): every rule of nats_stream.h, one by one, with
+ * messages in the bridge's own form as a second NATS client could publish them, and the
+ * receiver giving up (`failed`) when the bucket cannot be read. No server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "nats_stream_fake.h"
+
+#define GEN 7
+
+static unsigned char g_buf[sizeof(struct uf_nats_msg) + 8 * sizeof(struct uf_record)];
+static char g_id[UF_NATS_MSG_ID_MAX];
+
+/* Delivers one message in the bridge's form at stream sequence `sseq`. */
+static int deliver(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *hk, uint64_t sseq,
+                   uint64_t gen, uint8_t kind, uint64_t first, uint64_t aux, uint32_t count)
+{
+	size_t len = fake_msg(g_buf, g_id, gen, kind, first, aux, count);
+	return uf_nats_stream_on_msg(s, hk, g_buf, len, g_id, sseq);
+}
+
+static void world(struct fake_world *w, uint64_t position, uint64_t js_from)
+{
+	memset(w, 0, sizeof(*w));
+	w->first_sseq = 1;
+	w->max = 4;
+	w->cm.magic = UF_NATS_COMMIT_MAGIC;
+	w->cm.version = UF_NATS_VERSION;
+	w->cm.generation = GEN;
+	w->cm.position = position;
+	w->cm.js_from = js_from;
+	w->cm.max_instruments = 4;
+}
+
+static void test_continuing_data_is_applied_and_replays_are_refused(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+	struct uf_book_snapshot snap;
+
+	(void)state;
+	world(&w, 100, 10);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	/* right after attach the stream re-sends records below the commit's position: silent */
+	assert_int_equal(deliver(&s, &hk, 10, GEN, UF_NATS_DATA, 96, 0, 4), 0);
+	assert_int_equal(s.forged, 0);
+	assert_int_equal(deliver(&s, &hk, 11, GEN, UF_NATS_DATA, 98, 0, 4), 0);
+	assert_int_equal(s.tail, 102);
+	assert_int_equal(s.seqs[100 & s.mask], 100);
+	assert_int_equal(s.seqs[101 & s.mask], 101);
+	assert_int_equal(uf_nats_books_snapshot(&s.books, 1, 10, s.tail, &snap), 0);
+	assert_int_equal(snap.bid[0].shares, 102); /* the last LEVEL (seq 101) */
+	/* now a replay of records already held is not the bridge's */
+	assert_int_equal(deliver(&s, &hk, 12, GEN, UF_NATS_DATA, 98, 0, 3), 0);
+	assert_int_equal(s.forged, 1);
+	/* a redelivery (stream sequence already seen) is not counted */
+	assert_int_equal(deliver(&s, &hk, 11, GEN, UF_NATS_DATA, 98, 0, 4), 0);
+	assert_int_equal(s.forged, 1);
+	assert_int_equal(s.tail, 102);
+	assert_int_equal(w.loads + w.drops + w.closes, 0);
+	fake_end(&s);
+}
+
+static void test_messages_not_in_the_bridge_form_are_refused(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+	size_t len;
+
+	(void)state;
+	world(&w, 0, 1);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, 0, 0, 2);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, NULL, 1), 0);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, "7:1:0:3", 2), 0);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len - 1, g_id, 3), 0);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, 10, g_id, 4), 0);
+	g_buf[0] ^= 1; /* magic */
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, g_id, 5), 0);
+	/* a first sequence whose records would wrap around */
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, UINT64_MAX - 1, 0, 2);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, g_id, 6), 0);
+	/* records of another generation, a per-symbol message on the record subject */
+	assert_int_equal(deliver(&s, &hk, 7, GEN + 1, UF_NATS_DATA, 0, 0, 1), 0);
+	assert_int_equal(deliver(&s, &hk, 8, GEN, UF_NATS_SYMBOL, 0, 0, 1), 0);
+	assert_int_equal(s.forged, 8);
+	assert_int_equal(s.tail, 0);
+	/* the bridge's id with a malformed retry suffix, then with a good one */
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, 0, 0, 2);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, "7:1:0:2:r0123", 9), 0);
+	assert_int_equal(
+	    uf_nats_stream_on_msg(&s, &hk, g_buf, len, "7:1:0:2:x0123456789abcdef", 10), 0);
+	assert_int_equal(s.forged, 10);
+	assert_int_equal(s.tail, 0);
+	assert_int_equal(
+	    uf_nats_stream_on_msg(&s, &hk, g_buf, len, "7:1:0:2:r0123456789abcdef", 11), 0);
+	assert_int_equal(s.tail, 2);
+	assert_int_equal(deliver(&s, &hk, 12, GEN, UF_NATS_DATA, 2, 0, 2), 0); /* plain id */
+	assert_int_equal(s.tail, 4);
+	assert_int_equal(s.forged, 10);
+	fake_end(&s);
+}
+
+static void test_skipped_records_are_believed_only_when_the_stream_lost_messages(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+
+	(void)state;
+	world(&w, 0, 1);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	assert_int_equal(deliver(&s, &hk, 1, GEN, UF_NATS_DATA, 0, 0, 2), 0);
+	/* DATA at 2^40 while the stream still holds everything after message 1 */
+	assert_int_equal(deliver(&s, &hk, 2, GEN, UF_NATS_DATA, 1ull << 40, 0, 1), 0);
+	assert_int_equal(s.forged, 1);
+	assert_int_equal(s.tail, 2);
+	assert_int_equal(w.loads, 1); /* the commit entry, at 0, was asked */
+	/* the genuine stream goes on */
+	assert_int_equal(deliver(&s, &hk, 3, GEN, UF_NATS_DATA, 2, 0, 2), 0);
+	assert_int_equal(s.tail, 4);
+	/* the delivery skipped messages the bridge stored (its commit entry is past them): a
+	 * lap, books from the bucket, as before these checks */
+	w.cm.position = 30;
+	assert_int_equal(deliver(&s, &hk, 4, GEN, UF_NATS_DATA, 31, 0, 2), 0);
+	assert_int_equal(s.forged, 2); /* 31 > 30: not that one */
+	assert_int_equal(deliver(&s, &hk, 5, GEN, UF_NATS_DATA, 20, 0, 2), 0);
+	assert_int_equal(s.forged, 2);
+	assert_int_equal(s.tail, 22);
+	assert_int_equal(s.njumps, 1);
+	assert_int_equal(s.jumps[0].from, 4);
+	assert_int_equal(s.jumps[0].to, 20);
+	/* retention removed messages 6..9: records 22..49 are gone, the bucket has books */
+	w.first_sseq = 10;
+	w.cm.position = 60;
+	w.loads = 0;
+	assert_int_equal(deliver(&s, &hk, 10, GEN, UF_NATS_DATA, 50, 0, 2), 0);
+	assert_int_equal(s.forged, 2);
+	assert_int_equal(w.loads, 1); /* the books only: the stream's own loss is enough */
+	assert_int_equal(s.tail, 52);
+	assert_int_equal(s.njumps, 2);
+	assert_int_equal(s.jumps[1].from, 22);
+	assert_int_equal(s.jumps[1].to, 50);
+	fake_end(&s);
+}
+
+static void test_lap_and_reset_need_the_commit_entry(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+
+	(void)state;
+	world(&w, 0, 1);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	assert_int_equal(deliver(&s, &hk, 1, GEN, UF_NATS_DATA, 0, 0, 2), 0);
+	/* a LAP to 2^40: the commit entry is still at 0 */
+	assert_int_equal(deliver(&s, &hk, 2, GEN, UF_NATS_LAP, 2, 1ull << 40, 0), 0);
+	assert_int_equal(s.forged, 1);
+	assert_int_equal(s.tail, 2);
+	/* a lap behind what we hold */
+	assert_int_equal(deliver(&s, &hk, 3, GEN, UF_NATS_LAP, 0, 1, 0), 0);
+	assert_int_equal(s.forged, 2);
+	/* a RESET of another generation while the commit entry is still ours */
+	assert_int_equal(deliver(&s, &hk, 4, GEN + 1, UF_NATS_RESET, 0, 0, 0), 0);
+	assert_int_equal(s.forged, 3);
+	assert_int_equal(s.stale, 0);
+	/* the bridge's own LAP: it wrote every book and the commit at the resume point first */
+	w.cm.position = 40;
+	assert_int_equal(deliver(&s, &hk, 5, GEN, UF_NATS_LAP, 2, 40, 0), 0);
+	assert_int_equal(s.forged, 3);
+	assert_int_equal(s.tail, 40);
+	assert_int_equal(s.jumps[0].from, 2);
+	assert_int_equal(s.jumps[0].to, 40);
+	/* a restarted bridge re-sends from the ring's oldest record: not a replay */
+	assert_int_equal(deliver(&s, &hk, 6, GEN, UF_NATS_RESET, 30, 0, 0), 0);
+	assert_int_equal(deliver(&s, &hk, 7, GEN, UF_NATS_DATA, 30, 0, 4), 0);
+	assert_int_equal(deliver(&s, &hk, 8, GEN, UF_NATS_DATA, 34, 0, 8), 0);
+	assert_int_equal(s.forged, 3);
+	assert_int_equal(s.tail, 42);
+	/* the producer restarted: the bridge wrote the new generation's commit first */
+	w.cm.generation = GEN + 1;
+	assert_int_equal(deliver(&s, &hk, 9, GEN + 1, UF_NATS_RESET, 0, 0, 0), 1);
+	assert_int_equal(s.stale, 1);
+	fake_end(&s);
+}
+
+static void test_closed_only_at_the_tail_and_confirmed_by_the_commit_entry(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+
+	(void)state;
+	world(&w, 0, 1);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	assert_int_equal(deliver(&s, &hk, 1, GEN, UF_NATS_DATA, 0, 0, 4), 0);
+	assert_int_equal(deliver(&s, &hk, 2, GEN, UF_NATS_CLOSED, 9, 0, 0), 0); /* ahead */
+	assert_int_equal(deliver(&s, &hk, 3, GEN, UF_NATS_CLOSED, 2, 0, 0), 0); /* behind */
+	assert_int_equal(w.closes, 0);
+	assert_int_equal(s.forged, 2);
+	/* exactly at the tail, but the commit entry does not say closed (yet): pending, twice */
+	w.cm.position = 4;
+	assert_int_equal(deliver(&s, &hk, 4, GEN, UF_NATS_CLOSED, 4, 0, 0), 0);
+	assert_int_equal(deliver(&s, &hk, 5, GEN, UF_NATS_CLOSED, 4, 0, 0), 0);
+	assert_int_equal(uf_nats_stream_idle(&s, &hk), 0);
+	assert_int_equal(s.closed, 0);
+	assert_int_equal(s.forged, 2);
+	/* records follow: neither was an end */
+	assert_int_equal(deliver(&s, &hk, 6, GEN, UF_NATS_DATA, 4, 0, 2), 0);
+	assert_int_equal(s.forged, 4);
+	assert_int_equal(s.tail, 6);
+	/* a close the bridge's commit entry has gone past */
+	w.cm.position = 7;
+	assert_int_equal(deliver(&s, &hk, 7, GEN, UF_NATS_CLOSED, 6, 0, 0), 0);
+	assert_int_equal(s.forged, 5);
+	assert_int_equal(deliver(&s, &hk, 8, GEN, UF_NATS_DATA, 6, 0, 1), 0);
+	/* the real end: CLOSED arrives before the commit entry that confirms it */
+	assert_int_equal(deliver(&s, &hk, 9, GEN, UF_NATS_CLOSED, 7, 0, 0), 0);
+	assert_int_equal(s.closed, 0);
+	w.cm.flags = UF_NATS_COMMIT_CLOSED;
+	assert_int_equal(uf_nats_stream_idle(&s, &hk), 1);
+	assert_int_equal(s.closed, 1);
+	assert_int_equal(s.forged, 5);
+	assert_int_equal(uf_nats_stream_idle(&s, &hk), 0);
+	fake_end(&s);
+}
+
+/* The bucket cannot be read when a believed lap needs it: the books can no longer be kept
+ * right, so the receiver gives up (failed) and stops, whatever comes next. */
+static void test_unreadable_bucket_sets_failed_and_stops_the_receiver(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+
+	(void)state;
+	world(&w, 0, 1);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	assert_int_equal(deliver(&s, &hk, 1, GEN, UF_NATS_DATA, 0, 0, 2), 0);
+	assert_int_equal(s.failed, 0);
+	w.first_sseq = 5; /* messages 2..4 were removed: the gap is real */
+	w.load_rc = -EIO;
+	assert_int_equal(deliver(&s, &hk, 5, GEN, UF_NATS_DATA, 10, 0, 2), 1);
+	assert_int_equal(s.failed, 1);
+	assert_int_equal(s.tail, 2);
+	assert_int_equal(s.forged, 0);
+	w.load_rc = 0;
+	assert_int_equal(deliver(&s, &hk, 6, GEN, UF_NATS_DATA, 12, 0, 2), 1);
+	assert_int_equal(s.tail, 2);
+	fake_end(&s);
+}
+
+/* With a shared key, a message is looked at only when its trailer is the HMAC of its
+ * content under that key. */
+static void test_shared_key_refuses_what_it_did_not_sign(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+	struct uf_nats_key key, other;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(setenv("UF_NATS_KEY", "0123456789abcdef0123", 1), 0);
+	assert_int_equal(uf_nats_key_load(&key, NULL, NULL, 0), 0);
+	assert_int_equal(setenv("UF_NATS_KEY", "0123456789abcdef0124", 1), 0);
+	assert_int_equal(uf_nats_key_load(&other, NULL, NULL, 0), 0);
+	assert_int_equal(setenv("UF_NATS_KEY", "short", 1), 0);
+	assert_int_equal(uf_nats_key_load(&other, NULL, NULL, 0), -EINVAL);
+	assert_int_equal(setenv("UF_NATS_KEY", "0123456789abcdef0124", 1), 0);
+	assert_int_equal(uf_nats_key_load(&other, NULL, NULL, 0), 0);
+	unsetenv("UF_NATS_KEY");
+	world(&w, 0, 1);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	s.key = &key;
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, 0, 0, 2);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, g_id, 1), 0); /* unsigned */
+	assert_int_equal(uf_nats_mac(&other, "seq", g_buf, len, g_buf + len), 0);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 2), 0);
+	assert_int_equal(uf_nats_mac(&key, "sym", g_buf, len, g_buf + len), 0); /* other domain */
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 3), 0);
+	assert_int_equal(s.forged, 3);
+	assert_int_equal(s.tail, 0);
+	assert_int_equal(uf_nats_mac(&key, "seq", g_buf, len, g_buf + len), 0);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 4), 0);
+	assert_int_equal(s.tail, 2);
+	g_buf[sizeof(struct uf_nats_msg) + 16] ^= 1; /* one bit of a record */
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len + UF_NATS_MAC_LEN, g_id, 5), 0);
+	assert_int_equal(s.forged, 4);
+	fake_end(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_continuing_data_is_applied_and_replays_are_refused),
+	    cmocka_unit_test(test_messages_not_in_the_bridge_form_are_refused),
+	    cmocka_unit_test(test_skipped_records_are_believed_only_when_the_stream_lost_messages),
+	    cmocka_unit_test(test_lap_and_reset_need_the_commit_entry),
+	    cmocka_unit_test(test_closed_only_at_the_tail_and_confirmed_by_the_commit_entry),
+	    cmocka_unit_test(test_unreadable_bucket_sets_failed_and_stops_the_receiver),
+	    cmocka_unit_test(test_shared_key_refuses_what_it_did_not_sign),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
