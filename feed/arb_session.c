@@ -82,6 +82,8 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	memset(a->line_eos, 0, sizeof(a->line_eos));
 	memset(a->line_seen, 0, sizeof(a->line_seen));
 	memset(a->cand_row, 0, sizeof(a->cand_row));
+	memset(a->restart_row, 0, sizeof(a->restart_row));
+	a->stream_sent = 0;
 	memset(a->hb_claim, 0, sizeof(a->hb_claim));
 	memset(a->hb_row, 0, sizeof(a->hb_row));
 	memset(a->reqs, 0, sizeof(a->reqs));
@@ -140,6 +142,44 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 out_drop:
 	uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return 0;
+}
+
+/* A packet of the current session at sequence 1 whose framing says it starts the stream over
+ * (`restart`, decode/uf_frame.h). Returns 0 when it is handled like any packet of the
+ * (possibly new) current stream, -1 when it starts a newer stream that not every live line
+ * corroborated yet (dropped, counted as wrong_session). Cold: sequence 1 only. */
+int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
+{
+	uint64_t sent = 0;
+	if (!a->framing->restart(pkt, &sent))
+		return 0;
+	if (a->high <= 1 || sent <= a->stream_sent) {
+		/* the current stream's own start (nothing past it yet), or a late copy of it */
+		if (a->high <= 1 && sent > a->stream_sent)
+			a->stream_sent = sent;
+		return 0;
+	}
+	a->restart_row[src] = 1;
+	for (int l = 0; l < a->nlines; l++)
+		if (!a->restart_row[l] && ((unsigned)l == src || uf_arb_live(a, l, rx_ns)))
+			goto out_drop;
+	/* The old stream is over: whatever it still missed is lost. */
+	if (a->expected < a->high) {
+		uint64_t first = a->expected, n = a->high - a->expected;
+		uf_stat_add(&a->st->gaps_unrecovered, 1);
+		uf_stat_add(&a->st->messages_unrecovered, n);
+		a->cb.gap(a->cb.ctx, first, n);
+	}
+	uf_arb_queue_clear(a);
+	if (a->cb.new_session)
+		a->cb.new_session(a->cb.ctx, pkt->session);
+	uf_arb_session_start(a, pkt->session);
+	a->stream_sent = sent;
+	return 0;
+
+out_drop:
+	uf_stat_add(&a->st->lines[src].wrong_session, 1);
+	return -1;
 }
 
 /* ---- quarantine of jumps nothing corroborates yet ---- */
