@@ -97,6 +97,16 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	uf_stat_add(&a->st->sessions, 1);
 }
 
+/* A session starts with packet `pkt`: when its framing says the packet starts the stream
+ * (restart), its send time is the stream's start, so a copy of it is not taken for a newer
+ * stream (uf_arb_restart). */
+static void uf_arb_stream_mark(struct uf_arb *a, const struct uf_frame *pkt)
+{
+	uint64_t sent = 0;
+	if (a->framing->restart && pkt->seq == 1 && a->framing->restart(pkt, &sent))
+		a->stream_sent = sent;
+}
+
 /* A line packet of another session than the current one: the first session, a candidate
  * for the next one, or the previous one. Returns 1 when the packet belongs to the (new)
  * current session. Cold: the current session's packets never come here. */
@@ -104,6 +114,7 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 {
 	if (!a->have_session) {
 		uf_arb_session_start(a, pkt->session); /* nothing to protect yet */
+		uf_arb_stream_mark(a, pkt);
 		return 1;
 	}
 	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_FRAME_SESSION_LEN))
@@ -137,6 +148,7 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 	if (a->cb.new_session)
 		a->cb.new_session(a->cb.ctx, pkt->session);
 	uf_arb_session_start(a, pkt->session);
+	uf_arb_stream_mark(a, pkt);
 	return 1;
 
 out_drop:
