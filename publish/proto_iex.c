@@ -17,6 +17,8 @@ struct uf_iex_state {
 	struct uf_nyday day; /* cached local day: epoch ns -> ns since midnight */
 };
 
+#define UF_IEX_MIC "IEXG    " /* the venue's ISO 10383 code, as UF_STATUS_VENUE carries it */
+
 /* ---- the framings: IEX-TP of one message protocol, plus the stream restart rule ---- */
 
 /* 1 when an opened segment at sequence 1 starts its stream over (stream offset 0), with its
@@ -222,6 +224,27 @@ static void uf_iex_error(struct uf_pub_step *s, int rc, const struct uf_frame_ms
 	                  inst, b->seq, rx_ns);
 }
 
+/* The message at `seq` (epoch time `ts`) is the first of another New York day: caches the
+ * day and publishes it (UF_STATUS_VENUE, market-wide, an event of its own) before the
+ * message's records. Cold: about once a day. */
+static UF_COLD void uf_iex_new_day(struct uf_pub_step *s, struct uf_iex_state *st, uint64_t ts,
+                                   uint64_t seq, uint64_t rx_ns)
+{
+	uf_nyday_set(&st->day, ts);
+	uf_step_room(s, UF_REC_MAX_PER_MSG);
+	struct uf_venue_msg m = {.seq = seq, .rx_ts = rx_ns, .exch_ts = ts - st->day.start_ns};
+	struct uf_record *r = s->recs + s->nrec;
+	uint64_t mic;
+	memcpy(&mic, UF_IEX_MIC, 8);
+	if (uf_venue_begin(s->pub, &m, UF_REC_MAX_PER_MSG) != 0 ||
+	    uf_venue_record(s->pub, &m, 1, UF_REC_STATUS, 0, (int64_t)mic, st->day.date,
+	                    UF_STATUS_VENUE, mic, r) != 1)
+		return;
+	r->flags |= UF_RECF_LAST;
+	uf_pub_account(s->pub, 0, 1); /* a record, no message of its own */
+	s->nrec++;
+}
+
 /* Applies messages [f->seq + skip, f->seq + f->count) of an opened segment of `proto`. */
 static void uf_iex_apply(uint16_t proto, struct uf_pub_step *s, void *state,
                          const struct uf_frame *f, uint32_t skip, uint64_t rx_ns)
@@ -241,6 +264,9 @@ static void uf_iex_apply(uint16_t proto, struct uf_pub_step *s, void *state,
 			uf_iex_error(s, rc, &b, rx_ns);
 			continue;
 		}
+		uint64_t ts = im.timestamp > 0 ? (uint64_t)im.timestamp : 0;
+		if (UF_UNLIKELY(ts && ts - st->day.start_ns >= st->day.end_ns - st->day.start_ns))
+			uf_iex_new_day(s, st, ts, b.seq, rx_ns);
 		uf_step_room(s, UF_REC_MAX_PER_MSG);
 		s->nrec +=
 		    (size_t)uf_iex_apply_msg(s->pub, st, &im, b.seq, rx_ns, s->recs + s->nrec);

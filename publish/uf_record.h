@@ -12,8 +12,9 @@
  *   exch_ts  exchange timestamp: ns since local midnight (America/New_York) of the venue's
  *            trading day, for every venue. ITCH sends exactly that; IEX sends ns since the
  *            epoch, converted (common/uf_nyday.h: EST/EDT by the US rule since 2007; a day
- *            on which the clocks change runs to 23 or 25 h). Absolute time = the ring's
- *            trading date (its header, docs/consumers.md) at local midnight + exch_ts.
+ *            on which the clocks change runs to 23 or 25 h). Absolute time = New York midnight
+ *            of the trading date + exch_ts: the date is in the UF_STATUS_VENUE status of
+ *            instrument 0 where the venue sends it (IEX), else the consumer's own.
  *   rx_ts    kernel receive timestamp, ns since the epoch (CLOCK_REALTIME); 0 when the source
  *            had none (offline files).
  *   publish  rx_ts + pub_delta_ns: a full publish timestamp did not fit the line.
@@ -255,6 +256,15 @@ enum uf_status_code {
 	                                 * collar, ref = auction type letter ('O','C','I','H','V')
 	                                 * | extension number << 8 | scheduled time (s since
 	                                 * local midnight) << 32 */
+	UF_STATUS_VENUE = 20,           /* market-wide (instrument 0), before the first record of
+	                                 * each trading day: shares = the trading date as
+	                                 * YYYYMMDD, the New York date exch_ts counts from (0 =
+	                                 * not known); price and ref = the venue's MIC (ISO
+	                                 * 10383: 8 bytes space padded as symbols, "IEXG", read
+	                                 * by memcpy; in price too because the image keeps a
+	                                 * status's price and shares, so a late consumer has
+	                                 * both). ITCH does not carry its date: Nasdaq rings
+	                                 * have none (their exch_ts means the same) */
 };
 
 struct uf_record {

@@ -162,6 +162,15 @@ static void fi_books(struct fi *t, const struct uf_level *bids, size_t nb,
 		usleep(1000);
 	assert_true(uf_consumer_image_seq(c2) > t->last_seq);
 	assert_int_equal(uf_book_builder_sync(ib, c2), 0);
+	/* a late consumer finds the venue and its trading date in the image (instrument 0) */
+	struct uf_book_snapshot snap;
+	assert_int_equal(uf_consumer_snapshot(c2, 0, &snap), 0);
+	int venue = 0;
+	for (uint32_t i = 0; i < snap.nstatus; i++)
+		venue |= snap.status[i].code == UF_STATUS_VENUE &&
+		         snap.status[i].shares == 20170425 &&
+		         !memcmp(&snap.status[i].price, "IEXG    ", 8);
+	assert_true(venue);
 	uf_consumer_detach(c2);
 	uf_book_builder_t *b[2] = {rb, ib};
 	for (int k = 0; k < 2; k++) {
@@ -205,16 +214,20 @@ static void run_deep(enum uf_backend be)
 	fi_send(t, 0, &s3); /* A lost 4: a hole */
 	fi_send(t, 1, &s2); /* B fills it */
 	fi_send(t, 1, &s3);
-	fi_read(t, 6);
-	assert_int_equal(t->recs[0].kind, UF_REC_STATUS);
-	assert_int_equal(t->recs[0].aux, UF_STATUS_SYSTEM);
-	assert_int_equal(t->recs[1].kind, UF_REC_INSTRUMENT);
-	assert_int_equal(t->recs[1].instrument, 1);
-	assert_int_equal(t->recs[1].shares, 100);
-	fi_level(&t->recs[2], 'B', 250000, 300, 3, UF_RECF_BBO | UF_RECF_LAST);
-	fi_level(&t->recs[3], 'S', 250100, 200, 4, UF_RECF_BBO | UF_RECF_LAST); /* from B */
-	fi_level(&t->recs[4], 'B', 250000, 0, 5, UF_RECF_BBO); /* the event goes on */
-	fi_level(&t->recs[5], 'B', 249900, 100, 6, UF_RECF_BBO | UF_RECF_LAST);
+	fi_read(t, 7);
+	assert_int_equal(t->recs[0].kind, UF_REC_STATUS); /* the venue and its trading date */
+	assert_int_equal(t->recs[0].aux, UF_STATUS_VENUE);
+	assert_int_equal(t->recs[0].shares, 20170425);
+	assert_memory_equal(&t->recs[0].ref, "IEXG    ", 8);
+	assert_int_equal(t->recs[1].kind, UF_REC_STATUS);
+	assert_int_equal(t->recs[1].aux, UF_STATUS_SYSTEM);
+	assert_int_equal(t->recs[2].kind, UF_REC_INSTRUMENT);
+	assert_int_equal(t->recs[2].instrument, 1);
+	assert_int_equal(t->recs[2].shares, 100);
+	fi_level(&t->recs[3], 'B', 250000, 300, 3, UF_RECF_BBO | UF_RECF_LAST);
+	fi_level(&t->recs[4], 'S', 250100, 200, 4, UF_RECF_BBO | UF_RECF_LAST); /* from B */
+	fi_level(&t->recs[5], 'B', 250000, 0, 5, UF_RECF_BBO); /* the event goes on */
+	fi_level(&t->recs[6], 'B', 249900, 100, 6, UF_RECF_BBO | UF_RECF_LAST);
 	const struct uf_level b1[] = {{249900, 100, 0, 0}}, a1[] = {{250100, 200, 0, 0}};
 	fi_books(t, b1, 1, a1, 1, 0);
 
@@ -224,11 +237,11 @@ static void run_deep(enum uf_backend be)
 	ti_seg_add(&s4, m, ti_level(m, 'S', 1, "ZIEXT", 300, 250200, TI_TS));
 	fi_send(t, 0, &s4);
 	fi_send(t, 1, &s4);
-	fi_read(t, 8);
-	assert_int_equal(t->recs[6].kind, UF_REC_GAP);
-	assert_int_equal(t->recs[6].feed_seq, 7);
-	assert_int_equal(t->recs[6].shares, 1);
-	fi_level(&t->recs[7], 'S', 250200, 300, 8, UF_RECF_STALE | UF_RECF_LAST);
+	fi_read(t, 9);
+	assert_int_equal(t->recs[7].kind, UF_REC_GAP);
+	assert_int_equal(t->recs[7].feed_seq, 7);
+	assert_int_equal(t->recs[7].shares, 1);
+	fi_level(&t->recs[8], 'S', 250200, 300, 8, UF_RECF_STALE | UF_RECF_LAST);
 	const struct uf_level a2[] = {{250100, 200, 0, 0}, {250200, 300, 0, 0}};
 	fi_books(t, b1, 1, a2, 2, UF_BOOKF_STALE);
 
@@ -243,8 +256,8 @@ static void run_deep(enum uf_backend be)
 	ti_seg_add(&s5, m, ti_level(m, 'S', 1, "ZIEXT", 10, 100100, TI_TS));
 	fi_send(t, 0, &s5);
 	fi_send(t, 1, &s5);
-	fi_read(t, 12);
-	const struct uf_record *r = &t->recs[8];
+	fi_read(t, 13);
+	const struct uf_record *r = &t->recs[9];
 	assert_int_equal(r[0].kind, UF_REC_RESET);
 	assert_int_equal(r[0].shares, UF_RESET_NEW_SESSION);
 	assert_memory_equal(&r[0].ref, "42      ", 8);
@@ -305,12 +318,12 @@ static void test_iex_tops_live_level_one_book(void **st)
 	ti_seg_add(&s, m, ti_quote(m, "ZIEXT", 400, 249900, 250100, 700, TI_TS));
 	fi_send(t, 0, &s);
 	fi_send(t, 1, &s);
-	fi_read(t, 5);
-	assert_int_equal(t->recs[0].kind, UF_REC_INSTRUMENT);
-	fi_level(&t->recs[1], 'B', 250000, 500, 2, UF_RECF_BBO);
-	fi_level(&t->recs[2], 'S', 250100, 700, 2, UF_RECF_BBO | UF_RECF_LAST);
-	fi_level(&t->recs[3], 'B', 250000, 0, 3, UF_RECF_BBO);
-	fi_level(&t->recs[4], 'B', 249900, 400, 3, UF_RECF_BBO | UF_RECF_LAST);
+	fi_read(t, 6);
+	assert_int_equal(t->recs[1].kind, UF_REC_INSTRUMENT);
+	fi_level(&t->recs[2], 'B', 250000, 500, 2, UF_RECF_BBO);
+	fi_level(&t->recs[3], 'S', 250100, 700, 2, UF_RECF_BBO | UF_RECF_LAST);
+	fi_level(&t->recs[4], 'B', 250000, 0, 3, UF_RECF_BBO);
+	fi_level(&t->recs[5], 'B', 249900, 400, 3, UF_RECF_BBO | UF_RECF_LAST);
 	const struct uf_level b[] = {{249900, 400, 0, 0}}, a[] = {{250100, 700, 0, 0}};
 	fi_books(t, b, 1, a, 1, 0);
 	fi_stop(t);

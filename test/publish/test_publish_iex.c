@@ -167,8 +167,12 @@ static void test_deep_levels_build_the_book_and_the_event_flag_is_last(void **st
 	ti_seg_add(&s, m, ti_level(m, 'S', 1, "ZIEXT", 150, 250100, TI_TS)); /* completes */
 	ti_seg_add(&s, m, ti_level(m, 'B', 1, "AAPL", 100, 1430000, TI_TS)); /* first sight */
 	size_t i = px_apply(x, &s);
-	assert_int_equal(x->n - i, 8);
-	const struct uf_record *r = &x->all[i];
+	assert_int_equal(x->n - i, 9);
+	/* the first message of a New York day: its date and the venue first */
+	check(&x->all[i], UF_REC_STATUS, 0, 0, (int64_t)sym_ref("IEXG"), 20170425, UF_STATUS_VENUE,
+	      sym_ref("IEXG"), 1);
+	assert_int_equal(x->all[i].flags, UF_RECF_LAST);
+	const struct uf_record *r = &x->all[i + 1];
 	check(&r[0], UF_REC_STATUS, 0, 0, 0, 'Q', UF_STATUS_SYSTEM, 0, 1);
 	assert_int_equal(r[0].flags, UF_RECF_LAST);
 	assert_int_equal(r[0].exch_ts, TI_TS_LOCAL);
@@ -259,7 +263,7 @@ static void test_deep_bad_messages_are_counted_and_flag_their_book(void **st)
 	ti_seg_add(&s, m, 29); /* a price level one byte short: AAA's */
 	ti_seg_add(&s, m, ti_level(m, 'B', 1, "BBB", 10, 100, TI_TS));
 	ti_seg_add(&s, m, ti_level(m, 'B', 1, "BBB", 10, 100, TI_TS) - 1);
-	size_t i = px_apply(x, &s);
+	size_t i = px_apply(x, &s) + 1; /* after the day's UF_STATUS_VENUE */
 	const struct uf_record *r = &x->all[i];
 	assert_int_equal(x->n - i, 6);
 	check(&r[2], UF_REC_STALE, 1, 0, 0, 0, UF_STALE_DECODE, 0, 2);
@@ -315,7 +319,7 @@ static void test_tops_quotes_make_a_level_one_book(void **st)
 	ti_head(m, 'I', 'C', TI_TS, "SPY");
 	ti_seg_add(&s, m, 18);
 	ti_seg_add(&s, m, ti_level(m, 'B', 1, "SPY", 10, 100, TI_TS)); /* DEEP's, not TOPS' */
-	size_t i = px_apply(x, &s);
+	size_t i = px_apply(x, &s) + 1; /* after the day's UF_STATUS_VENUE */
 	const struct uf_record *r = &x->all[i];
 	assert_int_equal(x->n - i, 9);
 	check(&r[0], UF_REC_INSTRUMENT, 1, 0, 0, 0, 0, sym_ref("SPY"), 1);
