@@ -266,6 +266,12 @@ static void test_iex_reader_corrupt_or_truncated_gzip_is_refused(void **s)
 	gz[gl - 5] ^= 0xff;                       /* the trailer's length: CRC/size check */
 	expect_gzip_refused(gz, gl, "corrupt gzip");
 	gz[gl - 5] ^= 0xff;
+	/* A valid gzip of nothing is an empty input, refused as such (and holds no memory). */
+	size_t el = gzip_member(b.d, 0, gz + gl, sizeof(gz) - gl);
+	struct uf_reader e;
+	assert_int_equal(uf_reader_open_mem(&e, gz + gl, el, NULL), -ENODATA);
+	assert_non_null(strstr(e.err, "nothing"));
+	assert_null(e.inflated);
 	gz[12] ^= 0xff; /* inside the deflate data */
 	struct uf_reader r;
 	assert_true(uf_reader_open_mem(&r, gz, gl, NULL) < 0);
