@@ -8,8 +8,13 @@
 
 #include "common/uf_err.h"
 
-/* First guess at the inflated size: the last member's ISIZE trailer (size mod 2^32), or
- * 4x the input, whichever is larger; the buffer doubles when the guess is short. */
+/* Deflate never expands more than ~1032:1: no input inflates past this many bytes per
+ * compressed byte, so a trailer claiming more is a lie, not a size to allocate. */
+#define DEFLATE_MAX_RATIO 1032
+
+/* First guess at the inflated size: the last member's ISIZE trailer (size mod 2^32) plus a
+ * spare byte (Z_STREAM_END is seen before the buffer fills), or 4x the input, whichever is
+ * larger, but never past what the input could inflate to; the buffer doubles when short. */
 static size_t first_guess(const uint8_t *buf, size_t len)
 {
 	size_t g = len * 4;
@@ -18,8 +23,9 @@ static size_t first_guess(const uint8_t *buf, size_t len)
 		size_t isize =
 		    (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
 		if (isize + 1 > g)
-			g = isize +
-			    1; /* one spare byte: Z_STREAM_END seen before the buffer fills */
+			g = isize + 1;
+		if (g > len * DEFLATE_MAX_RATIO)
+			g = len * DEFLATE_MAX_RATIO;
 	}
 	return g < 4096 ? 4096 : g;
 }

@@ -179,7 +179,14 @@ int uf_reader_open_mem(struct uf_reader *r, const uint8_t *buf, size_t len,
 	r->base = buf;
 	r->size = len;
 	int rc = inflate_if_gzip(r);
-	return rc < 0 ? rc : recognise(r);
+	if (rc == 0)
+		rc = recognise(r);
+	if (rc < 0) { /* a failed open holds nothing: callers need not close it */
+		free(r->inflated);
+		r->inflated = NULL;
+		r->base = NULL;
+	}
+	return rc;
 }
 
 int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_counters *c)

@@ -47,6 +47,11 @@ int uf_input_for_each_fns(const char *const *paths, int npaths, struct uf_decode
  * (0 = all); a daily input then fails to open (it has no ports). */
 void uf_input_set_udp_port(uint16_t port);
 
+/* What the UDP payloads of pcap inputs read by uf_input_for_each are: "auto" (the first
+ * payload decides, the default), "mold" (MoldUDP64), "iex-deep" or "iex-tops" (IEX-TP of
+ * that protocol only). Returns 0, or -EINVAL for another name (nothing changed). */
+int uf_input_set_payload(const char *name);
+
 /* A whole input re-packed as MoldUDP64 datagrams in memory, laid out like a receive buffer
  * pool: one packet per fixed-size slot (what an io_uring provided-buffer ring hands out). */
 struct uf_input_packets {

@@ -1,4 +1,5 @@
-/* uf-decode print FILE [--limit N]: one JSON line per message, every field named as in
+/* uf-decode print FILE [--limit N] [--payload KIND]: one JSON line per message, every field named
+ * as in
  * ../shared/ITCH50-MOLDUDP64.md (snake_case), prices as integers in the feed's units,
  * character fields as strings with trailing spaces trimmed. Messages that did not decode
  * get a line with "error" naming the counter they went to. IEX DEEP/TOPS messages likewise,
@@ -359,6 +360,14 @@ int uf_decode_cmd_print(int argc, char **argv)
 			}
 			if (p.limit == 0)
 				return UF_EXIT_OK;
+		} else if (!strcmp(argv[i], "--payload") && i + 1 < argc) {
+			if (uf_input_set_payload(argv[++i]) < 0) {
+				fprintf(stderr,
+				        "uf-decode print: --payload wants auto, mold, iex-deep or "
+				        "iex-tops, got %s\n",
+				        argv[i]);
+				return UF_EXIT_USAGE;
+			}
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "uf-decode print: unknown option %s\n", argv[i]);
 			return UF_EXIT_USAGE;
@@ -370,7 +379,7 @@ int uf_decode_cmd_print(int argc, char **argv)
 		}
 	}
 	if (!file) {
-		fprintf(stderr, "usage: uf-decode print FILE [--limit N]\n");
+		fprintf(stderr, "usage: uf-decode print FILE [--limit N] [--payload KIND]\n");
 		return UF_EXIT_USAGE;
 	}
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
