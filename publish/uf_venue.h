@@ -46,14 +46,18 @@ struct uf_venue_msg {
 	uint64_t rx_ts;   /* kernel receive time, ns since the epoch (0: none) */
 	uint64_t exch_ts; /* exchange time as the record contract says (ns since the venue's
 	                   * local midnight) */
-	uint32_t delta;   /* pub_delta_ns, set by uf_venue_begin */
+	uint32_t delta;   /* pub_delta_ns: uf_venue_delta(rx_ts), read once per packet */
 	uint32_t inst;    /* the message's book, set by uf_venue_symbol (UF_INSTRUMENT_ALL: none
 	                   * could be given) */
 };
 
-/* Starts a message: fills m->delta (reads CLOCK_REALTIME, vDSO, when rx_ts != 0) and m->inst
- * (UF_INSTRUMENT_ALL). Returns 0, or -ENOBUFS when cap < UF_REC_MAX_PER_MSG (the caller
- * makes room first: uf_step_room). */
+/* pub_delta_ns of records received at rx_ts, now (one CLOCK_REALTIME read, vDSO; 0 without a
+ * receive time): read once per packet, not per message. */
+uint32_t uf_venue_delta(uint64_t rx_ts);
+
+/* Starts a message (seq, rx_ts, exch_ts and delta set by the caller): sets m->inst to
+ * UF_INSTRUMENT_ALL. Returns 0, or -ENOBUFS when cap < UF_REC_MAX_PER_MSG (the caller makes
+ * room first: uf_step_room). */
 int uf_venue_begin(struct uf_publisher *p, struct uf_venue_msg *m, size_t cap);
 
 /* The instrument id of symbol `sym` (8 bytes, space padded as on the wire) into m->inst:

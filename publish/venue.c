@@ -21,9 +21,13 @@ int uf_venue_begin(struct uf_publisher *p, struct uf_venue_msg *m, size_t cap)
 	(void)p;
 	if (UF_UNLIKELY(cap < UF_REC_MAX_PER_MSG))
 		return -ENOBUFS;
-	m->delta = uf_pub_delta(m->rx_ts);
 	m->inst = UF_INSTRUMENT_ALL;
 	return 0;
+}
+
+uint32_t uf_venue_delta(uint64_t rx_ts)
+{
+	return uf_pub_delta(rx_ts);
 }
 
 int uf_venue_symbol(struct uf_publisher *p, struct uf_venue_msg *m, const char sym[8], int announce,
