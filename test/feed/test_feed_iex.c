@@ -247,6 +247,10 @@ static void run_deep(enum uf_backend be)
 
 	/* The publisher restarts: the stream starts over at 1, offset 0, sent later. Line A
 	 * alone is not believed; with B it is a new stream: RESET, then 1 on empty books. */
+	struct ti_seg hb; /* both lines live now, however long the gap took on this host */
+	ti_seg_begin(&hb, UF_IEXTP_PROTO_DEEP, FI_SESSION, 900, 9, TI_TS + 599 * FI_SEC);
+	fi_send(t, 0, &hb);
+	fi_send(t, 1, &hb);
 	ti_seg_begin(&r1, UF_IEXTP_PROTO_DEEP, FI_SESSION, 0, 1, TI_TS + 600 * FI_SEC);
 	ti_seg_add(&r1, m, ti_system(m, 'O', TI_TS));
 	ti_seg_add(&r1, m, ti_level(m, 'B', 1, "ZIEXT", 500, 100000, TI_TS));
