@@ -101,6 +101,7 @@ uint64_t uf_decode_counters_foreach_iex_error(const struct uf_decode_counters *c
 	}
 	total += emit(fn, ctx, "iex_unknown_type", &c->iex_unknown_type);
 	total += emit(fn, ctx, "iex_empty_message", &c->iex_empty);
+	total += emit(fn, ctx, "iex_offset_mismatch", &c->iex_offset_mismatch);
 	return total;
 }
 

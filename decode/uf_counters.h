@@ -15,7 +15,8 @@
  * when filtering) are not errors: they are counted apart as `skipped` (non_ipv4, non_udp,
  * other_port), uf_decode_counters_foreach_skipped().
  * IEX DEEP/TOPS message errors have their own list (uf_decode_counters_foreach_iex_error):
- *   iex:   iex_bad_length_<type> (e.g. iex_bad_length_Q), iex_unknown_type, iex_empty_message
+ *   iex:   iex_bad_length_<type> (e.g. iex_bad_length_Q), iex_unknown_type, iex_empty_message,
+ *          iex_offset_mismatch
  * and uf_decode_counters_errors() sums both lists. */
 #ifndef UF_COUNTERS_H
 #define UF_COUNTERS_H
@@ -88,6 +89,9 @@ struct uf_decode_counters {
 	uint64_t iex_bad_len[UF_IEX_NTYPES]; /* length does not match type, by type */
 	uint64_t iex_unknown_type;           /* type the protocol does not define: skipped */
 	uint64_t iex_empty;                  /* zero-length message block */
+	uint64_t iex_offset_mismatch;        /* readers: a segment's stream offset disagrees with
+	                                      * the segments before it (a lying header; its
+	                                      * messages are still delivered) */
 };
 
 /* Single-writer increment that a monitoring thread may read concurrently. */
@@ -110,8 +114,9 @@ uint64_t uf_decode_counters_foreach_skipped(const struct uf_decode_counters *c, 
 void uf_decode_counters_foreach_stat(const struct uf_decode_counters *c, uf_counter_fn fn,
                                      void *ctx);
 
-/* Every IEX message error name (iex_bad_length_<letter> for the 14 types, iex_unknown_type,
- * iex_empty_message) with its count, zero counts included; returns their total. Cold. */
+/* Every IEX error name (iex_bad_length_<letter> for the 14 types, iex_unknown_type,
+ * iex_empty_message, iex_offset_mismatch) with its count, zero counts included; returns their
+ * total. Cold. */
 uint64_t uf_decode_counters_foreach_iex_error(const struct uf_decode_counters *c, uf_counter_fn fn,
                                               void *ctx);
 

@@ -10,13 +10,13 @@
 #include "decode/uf_le.h"
 
 /* Wire length by type byte, 0 = neither protocol defines it. */
-static const uint8_t len_tab[256] = {
+const uint8_t uf_iex_len_tab[256] = {
     ['S'] = 10, ['D'] = 31, ['H'] = 22, ['I'] = 18, ['O'] = 18, ['P'] = 19, ['E'] = 18,
     ['8'] = 30, ['5'] = 30, ['Q'] = 42, ['T'] = 38, ['X'] = 26, ['B'] = 38, ['A'] = 80,
 };
 
 /* 1 + index into UF_IEX_TYPES, 0 = unknown. */
-static const uint8_t idx1_tab[256] = {
+const uint8_t uf_iex_idx1_tab[256] = {
     ['S'] = 1, ['D'] = 2, ['H'] = 3,  ['I'] = 4,  ['O'] = 5,  ['P'] = 6,  ['E'] = 7,
     ['8'] = 8, ['5'] = 9, ['Q'] = 10, ['T'] = 11, ['X'] = 12, ['B'] = 13, ['A'] = 14,
 };
@@ -25,17 +25,17 @@ _Static_assert(sizeof(UF_IEX_TYPES) - 1 == UF_IEX_NTYPES, "one letter per type")
 
 size_t uf_iex_msg_len(uint8_t type)
 {
-	return len_tab[type];
+	return uf_iex_len_tab[type];
 }
 
 int uf_iex_type_index(uint8_t type)
 {
-	return (int)idx1_tab[type] - 1;
+	return (int)uf_iex_idx1_tab[type] - 1;
 }
 
 int uf_iex_type_in_proto(uint8_t type, uint16_t proto)
 {
-	if (!len_tab[type])
+	if (!uf_iex_len_tab[type])
 		return 0;
 	switch (proto) {
 	case UF_IEXTP_PROTO_DEEP:
@@ -85,101 +85,12 @@ const char *uf_iex_type_name(uint8_t type)
 
 int uf_iex_decode(const uint8_t *p, size_t len, struct uf_iex_msg *m)
 {
-	if (UF_UNLIKELY(len == 0)) {
-		m->type = 0;
-		m->len = 0;
-		m->raw = p;
-		return -EBADMSG;
-	}
-	uint8_t t = p[0];
-	m->type = t;
-	m->len = (uint16_t)len;
-	m->raw = p;
-	size_t want = len_tab[t];
-	if (UF_UNLIKELY(want == 0))
-		return -ENOMSG;
-	if (UF_UNLIKELY(want != len))
-		return -EBADMSG;
-	/* Every type is at least 10 bytes: type, code, timestamp. */
-	m->code = p[1];
-	m->timestamp = uf_le64s(p + 2);
-	if (t == UF_IEX_SYSTEM_EVENT)
-		memset(m->symbol, 0, sizeof(m->symbol));
-	else
-		memcpy(m->symbol, p + 10, sizeof(m->symbol)); /* every other type is >= 18 */
-	switch (t) {
-	case UF_IEX_PRICE_LEVEL_BUY:
-	case UF_IEX_PRICE_LEVEL_SELL:
-		m->u.level.flags = p[1];
-		m->u.level.side = t == UF_IEX_PRICE_LEVEL_BUY ? 'B' : 'S';
-		m->u.level.size = uf_le32(p + 18);
-		m->u.level.price = uf_le64s(p + 22);
-		break;
-	case UF_IEX_TRADE_REPORT:
-	case UF_IEX_TRADE_BREAK:
-		m->u.trade.flags = p[1];
-		m->u.trade.size = uf_le32(p + 18);
-		m->u.trade.price = uf_le64s(p + 22);
-		m->u.trade.trade_id = uf_le64(p + 30);
-		break;
-	case UF_IEX_QUOTE_UPDATE:
-		m->u.quote.flags = p[1];
-		m->u.quote.bid_size = uf_le32(p + 18);
-		m->u.quote.bid_price = uf_le64s(p + 22);
-		m->u.quote.ask_price = uf_le64s(p + 30);
-		m->u.quote.ask_size = uf_le32(p + 38);
-		break;
-	case UF_IEX_SYSTEM_EVENT:
-		m->u.sys.event = p[1];
-		break;
-	case UF_IEX_SECURITY_DIRECTORY:
-		m->u.dir.flags = p[1];
-		m->u.dir.round_lot_size = uf_le32(p + 18);
-		m->u.dir.adjusted_poc = uf_le64s(p + 22);
-		m->u.dir.luld_tier = p[30];
-		break;
-	case UF_IEX_TRADING_STATUS:
-		m->u.trading_status.status = p[1];
-		memcpy(m->u.trading_status.reason, p + 18, 4);
-		break;
-	case UF_IEX_RETAIL_LIQUIDITY:
-		m->u.retail.indicator = p[1];
-		break;
-	case UF_IEX_OPERATIONAL_HALT:
-		m->u.op_halt.status = p[1];
-		break;
-	case UF_IEX_SHORT_SALE_TEST:
-		m->u.ssr.status = p[1];
-		m->u.ssr.detail = p[18];
-		break;
-	case UF_IEX_SECURITY_EVENT:
-		m->u.sec_event.event = p[1];
-		break;
-	case UF_IEX_OFFICIAL_PRICE:
-		m->u.official.price_type = p[1];
-		m->u.official.price = uf_le64s(p + 18);
-		break;
-	case UF_IEX_AUCTION_INFO:
-		m->u.auction.auction_type = p[1];
-		m->u.auction.paired_shares = uf_le32(p + 18);
-		m->u.auction.reference_price = uf_le64s(p + 22);
-		m->u.auction.indicative_price = uf_le64s(p + 30);
-		m->u.auction.imbalance_shares = uf_le32(p + 38);
-		m->u.auction.imbalance_side = p[42];
-		m->u.auction.extension = p[43];
-		m->u.auction.scheduled_time = uf_le32(p + 44);
-		m->u.auction.book_clearing_price = uf_le64s(p + 48);
-		m->u.auction.collar_reference = uf_le64s(p + 56);
-		m->u.auction.lower_collar = uf_le64s(p + 64);
-		m->u.auction.upper_collar = uf_le64s(p + 72);
-		break;
-	}
-	return t;
+	return uf_iex_decode_inline(p, len, m);
 }
 
 int uf_iex_decode_proto(uint16_t proto, const uint8_t *p, size_t len, struct uf_iex_msg *m)
 {
-	if (proto && len && len_tab[p[0]] && !uf_iex_type_in_proto(p[0], proto)) {
+	if (proto && len && uf_iex_len_tab[p[0]] && !uf_iex_type_in_proto(p[0], proto)) {
 		m->type = p[0];
 		m->len = (uint16_t)len;
 		m->raw = p;
@@ -195,11 +106,11 @@ int uf_iex_decode_counted(uint16_t proto, const uint8_t *p, size_t len, struct u
 	if (UF_LIKELY(rc > 0)) {
 		UF_DC_ADD(c->messages, 1);
 		UF_DC_ADD(c->bytes, len);
-		UF_DC_ADD(c->iex_by_type[idx1_tab[rc] - 1], 1);
+		UF_DC_ADD(c->iex_by_type[uf_iex_idx1_tab[rc] - 1], 1);
 	} else if (len == 0) {
 		UF_DC_ADD(c->iex_empty, 1);
 	} else if (rc == -EBADMSG) {
-		UF_DC_ADD(c->iex_bad_len[idx1_tab[p[0]] - 1], 1);
+		UF_DC_ADD(c->iex_bad_len[uf_iex_idx1_tab[p[0]] - 1], 1);
 	} else {
 		UF_DC_ADD(c->iex_unknown_type, 1);
 	}

@@ -167,4 +167,12 @@ int uf_iex_decode_counted(uint16_t proto, const uint8_t *m, size_t len, struct u
 /* Name of a message type for tools ("price_level_buy"...), "unknown" otherwise. */
 const char *uf_iex_type_name(uint8_t type);
 
+/* ---- hot-path inline form ---- */
+
+extern const uint8_t uf_iex_len_tab[256];  /* wire length by type byte, 0 = unknown */
+extern const uint8_t uf_iex_idx1_tab[256]; /* 1 + index into UF_IEX_TYPES, 0 = unknown */
+
+/* uf_iex_decode's body, inline (decode/uf_iex_inline.h): same contract, no call. */
+#include "decode/uf_iex_inline.h"
+
 #endif /* UF_IEX_H */

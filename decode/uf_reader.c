@@ -421,22 +421,44 @@ int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t 
 	return next_record(r, payload, len, ts_ns);
 }
 
+/* IEX-TP: the stream offset a segment claims against the bytes seen before it. A segment
+ * that follows the last one without a gap must start where it ended; after a gap, not
+ * before it. `start`: the segment starts tracking (first, new session, restart). */
+static void track_offset(struct uf_reader *r, const struct uf_frame *pkt, int start)
+{
+	int64_t off = uf_iextp_stream_offset(pkt);
+	int64_t end = off + (int64_t)(pkt->len - UF_IEXTP_HDR_LEN);
+	if (!start) {
+		if (pkt->seq < r->next_seq)
+			return; /* an old segment: nothing to check it against */
+		if (pkt->seq == r->next_seq ? off != r->next_offset : off < r->next_offset)
+			UF_DC_ADD(r->c->iex_offset_mismatch, 1);
+	}
+	r->next_offset = end;
+}
+
 /* Gap tracking across the packets of one capture: a forward jump within a session. An
  * IEX-TP stream that starts again (sequence 1 at stream offset 0) in the same session is a
  * restart, counted once, and tracking starts over from it. */
 static void track_seq(struct uf_reader *r, const struct uf_frame *pkt)
 {
+	int iex = r->payload == UF_PAYLOAD_IEXTP;
 	if (!r->have_seq || memcmp(r->session, pkt->session, UF_MOLD_SESSION_LEN) != 0) {
 		memcpy(r->session, pkt->session, UF_MOLD_SESSION_LEN);
 		r->have_seq = 1;
 		r->next_seq = uf_mold_next_seq(pkt);
+		if (iex)
+			track_offset(r, pkt, 1);
 		return;
 	}
-	if (r->payload == UF_PAYLOAD_IEXTP && r->next_seq > 1 && uf_iextp_is_stream_start(pkt)) {
+	if (iex && r->next_seq > 1 && uf_iextp_is_stream_start(pkt)) {
 		UF_DC_ADD(r->c->iex_stream_restarts, 1);
 		r->next_seq = uf_frame_next_seq(pkt);
+		track_offset(r, pkt, 1);
 		return;
 	}
+	if (iex)
+		track_offset(r, pkt, 0);
 	if (pkt->seq > r->next_seq)
 		UF_DC_ADD(r->c->gaps, 1);
 	uint64_t n = uf_mold_next_seq(pkt);

@@ -21,7 +21,9 @@
  * skipped, not as errors. Framing errors of frames that claim to be UDP and malformed packets are
  * counted in the caller's uf_decode_counters and skipped; forward jumps in sequence numbers between
  * packets of one session are counted in `gaps`, and an IEX-TP stream that starts again at
- * sequence 1 and stream offset 0 in the same session in iex_stream_restarts. The messages are not
+ * sequence 1 and stream offset 0 in the same session in iex_stream_restarts; an IEX-TP segment
+ * whose stream offset disagrees with the bytes before it (no gap between them, yet not where the
+ * last one ended; or after a gap, before it) in iex_offset_mismatch. The messages are not
  * decoded here: callers decode with uf_decode_msg_counted() (ITCH, proto 0) or
  * uf_iex_decode_counted() (IEX, proto = the message protocol id).
  *
@@ -70,6 +72,7 @@ struct uf_reader {
 	int have_seq;                      /* next_seq is meaningful */
 	int payload;                       /* enum uf_reader_payload (AUTO until decided) */
 	uint16_t iex_proto;                /* IEX-TP: message protocol id kept (0 = any known) */
+	int64_t next_offset;               /* IEX-TP: stream offset expected next (session) */
 	uint8_t *inflated;                 /* gzip input: the inflated file (base), malloc'd */
 	struct uf_decode_counters *c;      /* caller's counters (never NULL after open) */
 	struct uf_decode_counters own;     /* used when the caller passes NULL: `c` may point

@@ -316,7 +316,7 @@ static void test_iex_counters_have_stable_names(void **s)
 	c.iex_packets = 7;
 	struct names nm = {0};
 	assert_int_equal(uf_decode_counters_foreach_iex_error(&c, name_cb, &nm), 6);
-	assert_int_equal(nm.n, UF_IEX_NTYPES + 2);
+	assert_int_equal(nm.n, UF_IEX_NTYPES + 3);
 	assert_int_equal(nm.bad_q, 3);
 	assert_int_equal(nm.unknown, 2);
 	assert_int_equal(nm.empty, 1);

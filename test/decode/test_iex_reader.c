@@ -184,6 +184,7 @@ static void check_deep(const struct got *g, const struct uf_decode_counters *c)
 	assert_int_equal(c->iex_stream_restarts, 1); /* counted once, not per heartbeat */
 	assert_int_equal(c->gaps, 1);
 	assert_int_equal(c->mold_err[UF_MOLD_ERR_WRONG_PROTOCOL_ID], 1);
+	assert_int_equal(c->iex_offset_mismatch, 0); /* every offset agrees, across the restart */
 	assert_int_equal(c->messages, 9);
 	assert_int_equal(c->iex_by_type[uf_iex_type_index('T')], 7);
 	assert_int_equal(c->iex_by_type[uf_iex_type_index('S')], 2);
@@ -380,6 +381,32 @@ static void test_iex_reader_gzip_file_and_gzip_mold_capture(void **s)
 	unlink(path);
 }
 
+/* Stream offsets are checked against the bytes before them: a contiguous segment must start
+ * where the last ended, one after a gap not before it. Its messages still come out. */
+static void test_iex_reader_stream_offset_that_lies_is_counted(void **s)
+{
+	static struct buf b;
+	uint8_t p[1500];
+	pcap_global(&b);
+	pcap_udp(&b, 1, p, seg(p, UF_IEXTP_PROTO_DEEP, 1, 0, 2, 0), 0);    /* ends at 80 */
+	pcap_udp(&b, 2, p, seg(p, UF_IEXTP_PROTO_DEEP, 3, 81, 1, 0), 0);   /* says 81: lies */
+	pcap_udp(&b, 3, p, seg(p, UF_IEXTP_PROTO_DEEP, 4, 121, 1, 0), 0);  /* from its end: ok */
+	pcap_udp(&b, 4, p, seg(p, UF_IEXTP_PROTO_DEEP, 9, 100, 1, 0), 0);  /* gap, yet back */
+	pcap_udp(&b, 5, p, seg(p, UF_IEXTP_PROTO_DEEP, 10, 140, 0, 0), 0); /* heartbeat: ok */
+	pcap_udp(&b, 6, p, seg(p, UF_IEXTP_PROTO_DEEP, 2, 40, 1, 0), 0);   /* old: not checked */
+	struct uf_reader r;
+	struct uf_decode_counters c;
+	struct got g;
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(uf_reader_open_mem(&r, b.d, b.n, &c), 0);
+	read_all(&r, &c, &g);
+	assert_int_equal(g.n, 6);
+	assert_int_equal(c.iex_offset_mismatch, 2);
+	assert_int_equal(c.gaps, 1);
+	assert_int_equal(uf_decode_counters_errors(&c), 2);
+	uf_reader_close(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +416,7 @@ int main(void)
 	    cmocka_unit_test(test_iex_reader_truncated_last_record_is_counted),
 	    cmocka_unit_test(test_iex_reader_payload_option_overrides_detection),
 	    cmocka_unit_test(test_iex_reader_gzip_file_and_gzip_mold_capture),
+	    cmocka_unit_test(test_iex_reader_stream_offset_that_lies_is_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
