@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -307,6 +308,133 @@ static void test_venue_directory_and_statuses_fill_the_instrument_view(void **st
 	uf_publish_destroy(t.p);
 }
 
+/* ---- random updates against a model ---- */
+
+#define RM_PX 32 /* price points per side: 1000 .. 1031 */
+
+struct rm_book {
+	uint64_t lv[2][RM_PX]; /* shares by side and price point, 0 = none */
+};
+
+static uint64_t rm_rng(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* Best level of a side as (price point + 1) << 32 | shares (0: empty side). */
+static uint64_t rm_best(const struct rm_book *b, int side)
+{
+	for (int k = 0; k < RM_PX; k++) {
+		int i = side ? k : RM_PX - 1 - k; /* bids: highest first; asks: lowest */
+		if (b->lv[side][i])
+			return (uint64_t)(i + 1) << 32 | b->lv[side][i];
+	}
+	return 0;
+}
+
+/* Level updates (7 symbols) and quotes (3 symbols) in random order, with deletes of unknown
+ * levels, bad prices and 3 symbols beyond the id table: the publisher's books equal a model,
+ * the books rebuilt from the records equal them too, UF_RECF_BBO is set exactly when the
+ * side's best changed, and every refusal is counted as the model expects. */
+static void test_venue_random_updates_match_a_model_and_bbo_is_exact(void **st)
+{
+	(void)st;
+	static struct rm_book model[16], rebuilt[16]; /* by symbol; rebuilt: by id */
+	memset(model, 0, sizeof(model));
+	memset(rebuilt, 0, sizeof(rebuilt));
+	struct vt t;
+	vt_init(&t, 11); /* ids 1..10: symbols 10..12 find the table full */
+	uint64_t x = 0x9E3779B97F4A7C15ull, unknown = 0, bad = 0, full = 0;
+	char sym[13][8];
+	for (int i = 0; i < 13; i++)
+		snprintf(sym[i], sizeof(sym[i]), "%c%d", i >= 10 ? 'X' : i >= 7 ? 'Q' : 'L', i);
+	for (int si = 0; si < 10; si++) { /* a directory first: ids 1..10 go to these */
+		struct uf_venue_msg m;
+		vt_begin(&t, &m, sym[si], 0);
+		t.n += uf_venue_directory(t.p, &m, 100, 0, 0, 0, t.out);
+		vt_end(&t, &m, UF_VENUE_EV_ONE);
+		assert_int_equal(t.out[0].instrument, (uint32_t)si + 1);
+	}
+	for (int n = 0; n < 20000; n++) {
+		int si = (int)(rm_rng(&x) % 13);
+		struct rm_book *mb = &model[si];
+		int known = uf_publish_lookup(t.p, sym[si]) >= 0;
+		if (si >= 10) {
+			full += !known;
+		}
+		if (si < 7 || si >= 10) { /* a price level update */
+			int side = (int)(rm_rng(&x) % 2);
+			int pi = (int)(rm_rng(&x) % RM_PX);
+			uint64_t sh = rm_rng(&x) % 3 == 0 ? 0 : 1 + rm_rng(&x) % 500;
+			int64_t price = 1000 + pi;
+			if (rm_rng(&x) % 97 == 0) {
+				price = -5; /* refused */
+				bad += si < 10;
+			} else if (si < 10) {
+				unknown += sh == 0 && mb->lv[side][pi] == 0;
+				mb->lv[side][pi] = sh;
+			}
+			vt_level(&t, sym[si], side ? 'S' : 'B', price, sh, UF_VENUE_EV_ONE);
+		} else { /* a quote: one level a side */
+			int64_t px[2];
+			uint64_t sz[2];
+			for (int side = 0; side < 2; side++) {
+				px[side] = 1000 + (int64_t)(rm_rng(&x) % RM_PX);
+				sz[side] = rm_rng(&x) % 4 == 0 ? 0 : 1 + rm_rng(&x) % 500;
+				memset(mb->lv[side], 0, sizeof(mb->lv[side]));
+				if (sz[side])
+					mb->lv[side][px[side] - 1000] = sz[side];
+			}
+			vt_quote(&t, sym[si], px[0], sz[0], px[1], sz[1]);
+		}
+		for (int k = 0; k < t.n; k++) {
+			const struct uf_record *r = &t.out[k];
+			if (r->kind != UF_REC_LEVEL)
+				continue;
+			assert_true(r->instrument >= 1 && r->instrument <= 10);
+			struct rm_book *rb = &rebuilt[r->instrument];
+			int side = r->side == 'S';
+			uint64_t before = rm_best(rb, side);
+			rb->lv[side][r->price - 1000] = r->shares;
+			uint64_t after = rm_best(rb, side);
+			assert_int_equal(!!(r->flags & UF_RECF_BBO), before != after);
+		}
+		if (t.n > 0) /* every message here is an event of its own */
+			assert_true(t.out[t.n - 1].flags & UF_RECF_LAST);
+	}
+	for (int si = 0; si < 10; si++) {
+		int id = uf_publish_lookup(t.p, sym[si]);
+		assert_true(id >= 1);
+		for (int side = 0; side < 2; side++) {
+			struct uf_level lv[RM_PX];
+			int n = uf_publish_top(t.p, (uint32_t)id, side ? UF_SIDE_ASK : UF_SIDE_BID,
+			                       lv, RM_PX);
+			int k = 0;
+			for (int j = 0; j < RM_PX; j++) {
+				int i = side ? j : RM_PX - 1 - j;
+				assert_int_equal(rebuilt[id].lv[side][i], model[si].lv[side][i]);
+				if (!model[si].lv[side][i])
+					continue;
+				assert_true(k < n);
+				assert_int_equal(lv[k].price, 1000 + i);
+				assert_int_equal(lv[k].shares, model[si].lv[side][i]);
+				k++;
+			}
+			assert_int_equal(k, n);
+		}
+	}
+	struct uf_publish_stats ps;
+	uf_publish_stats(t.p, &ps);
+	assert_int_equal(ps.errors[UF_PUB_ERR_UNKNOWN_LEVEL], unknown);
+	assert_int_equal(ps.errors[UF_PUB_ERR_BAD_PRICE], bad);
+	assert_int_equal(ps.errors[UF_PUB_ERR_IDS_FULL], full);
+	assert_true(unknown > 100 && bad > 10 && full > 1000);
+	uf_publish_destroy(t.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,6 +444,7 @@ int main(void)
 	    cmocka_unit_test(test_venue_last_marks_the_completed_event),
 	    cmocka_unit_test(test_venue_quote_keeps_one_level_per_side),
 	    cmocka_unit_test(test_venue_directory_and_statuses_fill_the_instrument_view),
+	    cmocka_unit_test(test_venue_random_updates_match_a_model_and_bbo_is_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
