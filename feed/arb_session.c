@@ -83,6 +83,7 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	memset(a->line_seen, 0, sizeof(a->line_seen));
 	memset(a->cand_row, 0, sizeof(a->cand_row));
 	memset(a->restart_row, 0, sizeof(a->restart_row));
+	a->restart_any = 0;
 	a->stream_sent = 0;
 	memset(a->hb_claim, 0, sizeof(a->hb_claim));
 	memset(a->hb_row, 0, sizeof(a->hb_row));
@@ -163,18 +164,38 @@ out_drop:
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
 	uint64_t sent = 0;
-	if (!a->framing->restart(pkt, &sent))
-		return 0;
+	if (pkt->seq != 1 || !a->framing->restart(pkt, &sent)) {
+		/* A line holding a newer start that goes on with it (each packet where the one
+		 * before ended) corroborates it itself after jump_confirm packets, as a jump is
+		 * (the other line may have lost every start it sent); until then its packets are
+		 * the new stream's, not the old one's: held back. */
+		if (!a->restart_row[src])
+			return 0;
+		if (pkt->seq != a->restart_next[src])
+			return 0;
+		a->restart_next[src] = uf_frame_next_seq(pkt);
+		if (pkt->kind != UF_FRAME_DATA || ++a->restart_cnt[src] < a->p.jump_confirm)
+			goto out_drop;
+		sent = a->restart_sent[src];
+		goto out_start;
+	}
 	if (a->high <= 1 || sent <= a->stream_sent) {
 		/* the current stream's own start (nothing past it yet), or a late copy of it */
 		if (a->high <= 1 && sent > a->stream_sent)
 			a->stream_sent = sent;
 		return 0;
 	}
-	a->restart_row[src] = 1;
+	if (!a->restart_row[src] || sent != a->restart_sent[src]) {
+		a->restart_row[src] = 1;
+		a->restart_sent[src] = sent;
+		a->restart_cnt[src] = pkt->kind == UF_FRAME_DATA;
+		a->restart_any = 1;
+	}
+	a->restart_next[src] = uf_frame_next_seq(pkt);
 	for (int l = 0; l < a->nlines; l++)
 		if (!a->restart_row[l] && ((unsigned)l == src || uf_arb_live(a, l, rx_ns)))
 			goto out_drop;
+out_start:
 	/* The old stream is over: whatever it still missed is lost. */
 	if (a->expected < a->high) {
 		uint64_t first = a->expected, n = a->high - a->expected;

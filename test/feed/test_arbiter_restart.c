@@ -167,12 +167,42 @@ static void test_restart_needs_every_live_line(void **st)
 	rs_free(r);
 }
 
+/* The other line lost every start it sent: the line that has one corroborates it by going on
+ * with it (jump_confirm data packets in a row, held back meanwhile); the held messages are a
+ * hole the other line's copies fill. */
+static void test_restart_confirmed_by_its_line_going_on(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A: the new stream's 1-2, B lost its copy */
+	rs_seg(r, 3, 2, 20, 601, 0, 2);
+	rs_seg(r, 5, 2, 40, 602, 0, 2);
+	assert_int_equal(r->sessions, 0); /* 3 data packets in a row: not yet */
+	assert_int_equal(r->n, 5);
+	rs_seg(r, 7, 2, 60, 603, 0, 2); /* the 4th (jump_confirm): a new stream */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->st.lines[0].wrong_session, 3);
+	assert_int_equal(r->n, 5);      /* 7-8 wait for 1-6 */
+	rs_seg(r, 3, 4, 20, 601, 1, 2); /* B's copies fill the hole */
+	assert_int_equal(r->n, 5);
+	rs_seg(r, 1, 2, 0, 600, 1, 2); /* B's start: the current stream's own now */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->n, 13);
+	for (size_t i = 5; i < 13; i++)
+		assert_int_equal(r->delivered[i], i - 4);
+	assert_int_equal(r->gaps, 0);
+	rs_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_restart_on_one_line_starts_a_new_stream),
 	    cmocka_unit_test(test_restart_gives_up_what_the_old_stream_missed),
 	    cmocka_unit_test(test_restart_needs_every_live_line),
+	    cmocka_unit_test(test_restart_confirmed_by_its_line_going_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
