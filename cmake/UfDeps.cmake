@@ -18,6 +18,7 @@ endfunction()
 uf_require_pkg(URING liburing liburing-dev)
 uf_require_pkg(JANSSON jansson libjansson-dev)
 uf_require_pkg(CMOCKA cmocka libcmocka-dev)
+uf_require_pkg(ZLIB zlib zlib1g-dev) # decode/: gzip'd captures read directly
 
 # libnuma ships no .pc file on Debian 12: find header and library directly.
 find_path(NUMA_INCLUDE_DIR numa.h)

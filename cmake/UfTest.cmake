@@ -72,6 +72,7 @@ function(uf_add_fuzz_test)
   target_compile_options(${F_NAME} PRIVATE ${flags} -fno-sanitize-recover=all
                          -fno-omit-frame-pointer)
   target_link_options(${F_NAME} PRIVATE ${flags})
+  target_link_libraries(${F_NAME} PRIVATE PkgConfig::ZLIB) # UF_DECODE_SRCS' gzip reader
   set_target_properties(${F_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test-bin)
   set(corpus ${CMAKE_CURRENT_BINARY_DIR}/${F_NAME}-corpus)
   file(MAKE_DIRECTORY ${corpus})

@@ -691,6 +691,17 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 		uf_log_warn("%s: %s: cpu and sqpoll_cpu are both %d: two busy-polling threads will "
 		            "share one CPU",
 		            c->file, c->path, f->cpu);
+	/* What the venue's protocol does not offer is refused here, as uf_feed_create would. */
+	const struct uf_proto *proto = uf_proto_find(f->protocol);
+	json_t *jrec = json_object_get(jf, "recovery");
+	if (jrec && json_object_get(jrec, "server") && !proto->framing->request_build)
+		return uf_cj_fail(c, "recovery.server",
+		                  "protocol \"%s\" has no re-request service (holes wait for the "
+		                  "other line, then become gaps: docs/feed.md)",
+		                  f->protocol);
+	if (json_object_get(jf, "snapshot") && !proto->snapshot_msg)
+		return uf_cj_fail(c, "snapshot", "protocol \"%s\" has no snapshot service",
+		                  f->protocol);
 	if ((r = parse_lines(c, jf, f)) || (r = parse_recovery(c, jf, f)) ||
 	    (r = parse_snapshot(c, jf, f)) || (r = parse_arbitration(c, jf, f)) ||
 	    (r = parse_ring(c, jf, f)) || (r = parse_book(c, jf, f)) ||

@@ -200,6 +200,7 @@ static int fill_status(void *arg, struct uf_status_snapshot *snap)
 		struct uf_status_feed *f = &snap->feeds[i];
 
 		snprintf(f->name, sizeof(f->name), "%s", s->cfg->name);
+		snprintf(f->protocol, sizeof(f->protocol), "%.23s", s->cfg->protocol);
 		f->state = (enum uf_status_state)uf_load_relaxed_u32(&s->state);
 		if (!s->feed) {
 			const char *bn = uf_backend_name(s->cfg->backend);

@@ -10,6 +10,10 @@ static const char *const mold_names[UF_MOLD_NERR] = {
     [UF_MOLD_ERR_COUNT_MISMATCH] = "count_mismatch",
     [UF_MOLD_ERR_TRAILING_BYTES] = "trailing_bytes",
     [UF_MOLD_ERR_BAD_END_OF_SESSION] = "bad_end_of_session",
+    [UF_MOLD_ERR_BAD_VERSION] = "bad_version",
+    [UF_MOLD_ERR_WRONG_PROTOCOL_ID] = "wrong_protocol_id",
+    [UF_MOLD_ERR_PAYLOAD_PAST_DATAGRAM] = "payload_length_past_datagram",
+    [UF_MOLD_ERR_BAD_SEQUENCE] = "bad_sequence",
 };
 
 static const char *const file_names[UF_FILE_NERR] = {
@@ -86,9 +90,37 @@ void uf_decode_counters_foreach_stat(const struct uf_decode_counters *c, uf_coun
 	}
 }
 
+uint64_t uf_decode_counters_foreach_iex_error(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                              void *ctx)
+{
+	uint64_t total = 0;
+	char name[32];
+	for (int i = 0; i < UF_IEX_NTYPES; i++) {
+		snprintf(name, sizeof(name), "iex_bad_length_%c", UF_IEX_TYPES[i]);
+		total += emit(fn, ctx, name, &c->iex_bad_len[i]);
+	}
+	total += emit(fn, ctx, "iex_unknown_type", &c->iex_unknown_type);
+	total += emit(fn, ctx, "iex_empty_message", &c->iex_empty);
+	total += emit(fn, ctx, "iex_offset_mismatch", &c->iex_offset_mismatch);
+	return total;
+}
+
+void uf_decode_counters_foreach_iex_stat(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                         void *ctx)
+{
+	char name[24];
+	emit(fn, ctx, "iex_packets", &c->iex_packets);
+	emit(fn, ctx, "iex_stream_restarts", &c->iex_stream_restarts);
+	for (int i = 0; i < UF_IEX_NTYPES; i++) {
+		snprintf(name, sizeof(name), "iex_type_%c", UF_IEX_TYPES[i]);
+		emit(fn, ctx, name, &c->iex_by_type[i]);
+	}
+}
+
 uint64_t uf_decode_counters_errors(const struct uf_decode_counters *c)
 {
-	return uf_decode_counters_foreach_error(c, NULL, NULL);
+	return uf_decode_counters_foreach_error(c, NULL, NULL) +
+	       uf_decode_counters_foreach_iex_error(c, NULL, NULL);
 }
 
 void uf_decode_counters_add(struct uf_decode_counters *dst, const struct uf_decode_counters *src)

@@ -6,13 +6,18 @@
  * feed runs, without a lock). Names come from uf_decode_counters_foreach(), the one place
  * that spells them, so `uf-decode stats` and the daemon's status endpoint print the same keys:
  *   mold:  truncated_header, block_length_truncated, block_overruns_packet, count_mismatch,
- *          trailing_bytes, bad_end_of_session
+ *          trailing_bytes, bad_end_of_session, and for IEX-TP also bad_version,
+ *          wrong_protocol_id, payload_length_past_datagram, bad_sequence
  *   itch:  bad_length_<type> (one per type, e.g. bad_length_A), unknown_type, empty_message
  *   files: truncated_record, truncated_file, ip_fragment, bad_ip_header, bad_udp_length,
  *          unresolvable_length
  * Frames of a capture that are not MoldUDP64 at all (ARP, IGMP, IPv6, TCP, other UDP ports
  * when filtering) are not errors: they are counted apart as `skipped` (non_ipv4, non_udp,
- * other_port), uf_decode_counters_foreach_skipped(). */
+ * other_port), uf_decode_counters_foreach_skipped().
+ * IEX DEEP/TOPS message errors have their own list (uf_decode_counters_foreach_iex_error):
+ *   iex:   iex_bad_length_<type> (e.g. iex_bad_length_Q), iex_unknown_type, iex_empty_message,
+ *          iex_offset_mismatch
+ * and uf_decode_counters_errors() sums both lists. */
 #ifndef UF_COUNTERS_H
 #define UF_COUNTERS_H
 
@@ -20,9 +25,11 @@
 #include <stdint.h>
 
 #include "common/uf_atomic.h"
+#include "decode/uf_iex.h"
 #include "decode/uf_itch50.h"
 
-/* MoldUDP64 packet errors; a packet with any of these is dropped whole. */
+/* Packet framing errors (MoldUDP64, IEX-TP: struct uf_frame's err); a packet with any of
+ * these is dropped whole. */
 enum uf_mold_err {
 	UF_MOLD_ERR_TRUNCATED_HEADER = 0,   /* fewer than 20 bytes */
 	UF_MOLD_ERR_BLOCK_LENGTH_TRUNCATED, /* a block's 2-byte length runs past the packet */
@@ -30,6 +37,11 @@ enum uf_mold_err {
 	UF_MOLD_ERR_COUNT_MISMATCH,         /* fewer blocks than the header's count */
 	UF_MOLD_ERR_TRAILING_BYTES,         /* bytes left after `count` blocks */
 	UF_MOLD_ERR_BAD_END_OF_SESSION,     /* end of session (0xFFFF) carrying bytes */
+	/* Framings with more header than MoldUDP64 (IEX-TP, decode/uf_iextp.h): */
+	UF_MOLD_ERR_BAD_VERSION,           /* header version is not one the framing speaks */
+	UF_MOLD_ERR_WRONG_PROTOCOL_ID,     /* message protocol id not the one expected */
+	UF_MOLD_ERR_PAYLOAD_PAST_DATAGRAM, /* header's payload length runs past the datagram */
+	UF_MOLD_ERR_BAD_SEQUENCE,          /* first sequence < 1, or the last one overflows */
 	UF_MOLD_NERR
 };
 
@@ -68,6 +80,18 @@ struct uf_decode_counters {
 	uint64_t itch_empty;                   /* zero-length message block */
 	uint64_t file_err[UF_FILE_NERR];       /* offline reader framing errors, by kind */
 	uint64_t skipped[UF_SKIP_N];           /* frames that are not MoldUDP64: not errors */
+	/* IEX (decode/uf_iextp.h, decode/uf_iex.h): packets, heartbeats, messages, bytes, gaps
+	 * and framing errors (mold_err) are counted above, shared with MoldUDP64/ITCH. */
+	uint64_t iex_packets;                /* IEX-TP segments seen (valid or not) */
+	uint64_t iex_stream_restarts;        /* sequence back at 1, stream offset 0, in the same
+	                                      * session: a new stream, not duplicates */
+	uint64_t iex_by_type[UF_IEX_NTYPES]; /* decoded messages per type, UF_IEX_TYPES order */
+	uint64_t iex_bad_len[UF_IEX_NTYPES]; /* length does not match type, by type */
+	uint64_t iex_unknown_type;           /* type the protocol does not define: skipped */
+	uint64_t iex_empty;                  /* zero-length message block */
+	uint64_t iex_offset_mismatch;        /* readers: a segment's stream offset disagrees with
+	                                      * the segments before it (a lying header; its
+	                                      * messages are still delivered) */
 };
 
 /* Single-writer increment that a monitoring thread may read concurrently. */
@@ -90,7 +114,18 @@ uint64_t uf_decode_counters_foreach_skipped(const struct uf_decode_counters *c, 
 void uf_decode_counters_foreach_stat(const struct uf_decode_counters *c, uf_counter_fn fn,
                                      void *ctx);
 
-/* Sum of every error counter (what `uf-decode` exits 1 on). Cold. */
+/* Every IEX error name (iex_bad_length_<letter> for the 14 types, iex_unknown_type,
+ * iex_empty_message, iex_offset_mismatch) with its count, zero counts included; returns their
+ * total. Cold. */
+uint64_t uf_decode_counters_foreach_iex_error(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                              void *ctx);
+
+/* Every IEX traffic counter with its name: iex_packets, iex_stream_restarts, then
+ * iex_type_<letter> for each of the 14 types. Cold. */
+void uf_decode_counters_foreach_iex_stat(const struct uf_decode_counters *c, uf_counter_fn fn,
+                                         void *ctx);
+
+/* Sum of every error counter, both lists (what `uf-decode` exits 1 on). Cold. */
 uint64_t uf_decode_counters_errors(const struct uf_decode_counters *c);
 
 /* dst += src, field by field (merging per-file or per-thread counters). Cold. */

@@ -7,6 +7,8 @@
  *   uf_batch.h    batch decode of received packets with a prefetch distance
  *   uf_reader.h   offline inputs (daily files, pcap) through the same MoldUDP64 parser
  *   uf_soup.h     SoupBinTCP 3.00 packets and stream parser, GLIMPSE 5.0 End of Snapshot
+ *   uf_iextp.h    IEX-TP 1.25 segments: header, block iterator, framings, builder
+ *   uf_iex.h      IEX DEEP 1.0 / TOPS 1.6 typed views, uf_iex_decode
  *
  * Typical feed-thread use:
  *   struct uf_frame pkt; struct uf_frame_iter it; struct uf_frame_msg b;
@@ -27,5 +29,7 @@
 #include "decode/uf_batch.h"
 #include "decode/uf_reader.h"
 #include "decode/uf_soup.h"
+#include "decode/uf_iextp.h"
+#include "decode/uf_iex.h"
 
 #endif /* UF_DECODE_H */

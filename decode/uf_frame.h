@@ -82,6 +82,12 @@ struct uf_framing {
 	/* Optional, the server side of request_build (replayer, tests): parses a re-request into
 	 * f (session, seq, count). Returns 0 or -EBADMSG. */
 	int (*request_parse)(struct uf_frame *f, const uint8_t *buf, size_t len);
+	/* Optional (NULL: a session's sequence never starts over). 1 when an opened frame at
+	 * sequence 1 starts its session's stream over (IEX-TP: stream offset 0, seen after a
+	 * publisher restart inside one session id), with *sent_ns = when the venue sent it: one
+	 * sent after the current stream's start is a new stream (the arbiter voids the books,
+	 * feed/arbiter.h), an older one a late copy. Called only for frames at sequence 1. */
+	int (*restart)(const struct uf_frame *f, uint64_t *sent_ns);
 };
 
 #define UF_FRAME_PREFETCH_DEFAULT   8  /* datagrams ahead: best of 1-16 in docs/decode.md */

@@ -1,15 +1,18 @@
-/* Offline inputs: recognise the file, walk pcap framing down to MoldUDP64, or walk the
- * daily format; every message leaves through the same MoldUDP64 iterator the feed uses. */
+/* Offline inputs: recognise the file (inflating a gzip'd one first), walk pcap framing down
+ * to MoldUDP64 or IEX-TP, or walk the daily format; every message leaves through the same
+ * framing iterator the feed uses. */
 #include "decode/uf_reader.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/uf_err.h"
+#include "decode/uf_gzip.h"
 
 #define PCAP_GLOBAL_LEN     24
 #define PCAP_RECORD_LEN     16
@@ -136,6 +139,32 @@ static int recognise(struct uf_reader *r)
 	return -EPROTONOSUPPORT;
 }
 
+/* A gzip'd input is inflated into memory once; r->base/size then describe the inflated
+ * bytes (a mapping of the compressed file is released). 0, or -errno with r->err set. */
+static int inflate_if_gzip(struct uf_reader *r)
+{
+	if (!uf_gzip_is(r->base, r->size))
+		return 0;
+	uint8_t *out;
+	size_t n;
+	int rc = uf_gzip_inflate(r->base, r->size, &out, &n, r->err, sizeof(r->err));
+	if (rc == -ENOMEM)
+		uf_err_set(r->err, sizeof(r->err), "out of memory inflating gzip input");
+	if (rc < 0)
+		return rc;
+	if (r->mapped)
+		munmap((void *)r->base, r->size);
+	r->mapped = 0;
+	r->inflated = out;
+	r->base = out;
+	r->size = n;
+	if (n == 0) {
+		uf_err_set(r->err, sizeof(r->err), "gzip input inflates to nothing");
+		return -ENODATA;
+	}
+	return 0;
+}
+
 static void init(struct uf_reader *r, struct uf_decode_counters *c)
 {
 	memset(r, 0, sizeof(*r));
@@ -149,7 +178,15 @@ int uf_reader_open_mem(struct uf_reader *r, const uint8_t *buf, size_t len,
 	init(r, c);
 	r->base = buf;
 	r->size = len;
-	return recognise(r);
+	int rc = inflate_if_gzip(r);
+	if (rc == 0)
+		rc = recognise(r);
+	if (rc < 0) { /* a failed open holds nothing: callers need not close it */
+		free(r->inflated);
+		r->inflated = NULL;
+		r->base = NULL;
+	}
+	return rc;
 }
 
 int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_counters *c)
@@ -190,7 +227,9 @@ int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_count
 	madvise(m, r->size, MADV_SEQUENTIAL);
 	r->base = m;
 	r->mapped = 1;
-	rc = recognise(r);
+	rc = inflate_if_gzip(r);
+	if (rc == 0)
+		rc = recognise(r);
 	if (rc < 0) {
 		char why[sizeof(r->err)];
 		memcpy(why, r->err, sizeof(why));
@@ -199,7 +238,10 @@ int uf_reader_open(struct uf_reader *r, const char *path, struct uf_decode_count
 	}
 	return 0;
 out_unmap:
-	munmap(m, r->size);
+	if (r->mapped)
+		munmap(m, r->size);
+	free(r->inflated);
+	r->inflated = NULL;
 	r->mapped = 0;
 	r->base = NULL;
 out_close:
@@ -212,6 +254,8 @@ void uf_reader_close(struct uf_reader *r)
 {
 	if (r->mapped)
 		munmap((void *)r->base, r->size);
+	free(r->inflated);
+	r->inflated = NULL;
 	if (r->fd >= 0)
 		close(r->fd);
 	r->mapped = 0;
@@ -224,6 +268,17 @@ int uf_reader_set_udp_port(struct uf_reader *r, uint16_t port)
 	if (r->format != UF_INPUT_PCAP)
 		return -EINVAL;
 	r->udp_port = port;
+	return 0;
+}
+
+int uf_reader_set_payload(struct uf_reader *r, int payload, uint16_t iex_proto)
+{
+	if (r->format != UF_INPUT_PCAP ||
+	    (payload != UF_PAYLOAD_AUTO && payload != UF_PAYLOAD_MOLD &&
+	     payload != UF_PAYLOAD_IEXTP))
+		return -EINVAL;
+	r->payload = payload;
+	r->iex_proto = iex_proto;
 	return 0;
 }
 
@@ -366,15 +421,44 @@ int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t 
 	return next_record(r, payload, len, ts_ns);
 }
 
-/* Gap tracking across the packets of one capture: a forward jump within a session. */
+/* IEX-TP: the stream offset a segment claims against the bytes seen before it. A segment
+ * that follows the last one without a gap must start where it ended; after a gap, not
+ * before it. `start`: the segment starts tracking (first, new session, restart). */
+static void track_offset(struct uf_reader *r, const struct uf_frame *pkt, int start)
+{
+	int64_t off = uf_iextp_stream_offset(pkt);
+	int64_t end = off + (int64_t)(pkt->len - UF_IEXTP_HDR_LEN);
+	if (!start) {
+		if (pkt->seq < r->next_seq)
+			return; /* an old segment: nothing to check it against */
+		if (pkt->seq == r->next_seq ? off != r->next_offset : off < r->next_offset)
+			UF_DC_ADD(r->c->iex_offset_mismatch, 1);
+	}
+	r->next_offset = end;
+}
+
+/* Gap tracking across the packets of one capture: a forward jump within a session. An
+ * IEX-TP stream that starts again (sequence 1 at stream offset 0) in the same session is a
+ * restart, counted once, and tracking starts over from it. */
 static void track_seq(struct uf_reader *r, const struct uf_frame *pkt)
 {
+	int iex = r->payload == UF_PAYLOAD_IEXTP;
 	if (!r->have_seq || memcmp(r->session, pkt->session, UF_MOLD_SESSION_LEN) != 0) {
 		memcpy(r->session, pkt->session, UF_MOLD_SESSION_LEN);
 		r->have_seq = 1;
 		r->next_seq = uf_mold_next_seq(pkt);
+		if (iex)
+			track_offset(r, pkt, 1);
 		return;
 	}
+	if (iex && r->next_seq > 1 && uf_iextp_is_stream_start(pkt)) {
+		UF_DC_ADD(r->c->iex_stream_restarts, 1);
+		r->next_seq = uf_frame_next_seq(pkt);
+		track_offset(r, pkt, 1);
+		return;
+	}
+	if (iex)
+		track_offset(r, pkt, 0);
 	if (pkt->seq > r->next_seq)
 		UF_DC_ADD(r->c->gaps, 1);
 	uint64_t n = uf_mold_next_seq(pkt);
@@ -382,15 +466,37 @@ static void track_seq(struct uf_reader *r, const struct uf_frame *pkt)
 		r->next_seq = n;
 }
 
+/* 1 when a UDP payload looks like IEX-TP: version 1 and a known message protocol id (a
+ * MoldUDP64 session is ASCII, so its first byte is never 1). */
+static int looks_iextp(const uint8_t *pl, size_t len)
+{
+	return len >= UF_IEXTP_HDR_LEN && pl[0] == UF_IEXTP_VERSION &&
+	       uf_iextp_proto_known(uf_le16(pl + 2));
+}
+
+/* Opens one UDP payload with the capture's framing (decided on the first payload). */
+static int open_payload(struct uf_reader *r, const uint8_t *pl, size_t len)
+{
+	if (r->payload == UF_PAYLOAD_AUTO)
+		r->payload = looks_iextp(pl, len) ? UF_PAYLOAD_IEXTP : UF_PAYLOAD_MOLD;
+	if (r->payload == UF_PAYLOAD_MOLD)
+		return uf_mold_open_counted(&r->pkt, pl, len, r->c);
+	if (!r->iex_proto && len >= 4 && uf_iextp_proto_known(uf_le16(pl + 2)))
+		r->iex_proto = uf_le16(pl + 2); /* a capture is one protocol: keep the first */
+	return uf_iextp_open_counted(&r->pkt, pl, len, r->iex_proto, r->c);
+}
+
 static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
 {
 	for (;;) {
 		struct uf_frame_msg b;
-		if (r->in_packet && uf_mold_next(&r->it, &b)) {
+		if (r->in_packet && (r->payload == UF_PAYLOAD_IEXTP ? uf_iextp_next(&r->it, &b)
+		                                                    : uf_mold_next(&r->it, &b))) {
 			m->seq = b.seq;
 			m->msg = b.msg;
 			m->len = b.len;
 			m->ts_ns = r->pcap_ts_ns;
+			m->proto = r->payload == UF_PAYLOAD_IEXTP ? r->iex_proto : 0;
 			return 1;
 		}
 		r->in_packet = 0;
@@ -398,12 +504,15 @@ static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
 		size_t len;
 		if (!next_record(r, &pl, &len, &r->pcap_ts_ns))
 			return 0;
-		int k = uf_mold_open_counted(&r->pkt, pl, len, r->c);
+		int k = open_payload(r, pl, len);
 		if (k < 0)
 			continue;
 		track_seq(r, &r->pkt);
-		if (k == UF_MOLD_DATA) {
-			uf_mold_iter_init(&r->it, &r->pkt);
+		if (k == UF_FRAME_DATA) {
+			if (r->payload == UF_PAYLOAD_IEXTP)
+				uf_iextp_iter_init(&r->it, &r->pkt);
+			else
+				uf_mold_iter_init(&r->it, &r->pkt);
 			r->in_packet = 1;
 		}
 	}
@@ -444,6 +553,7 @@ static int next_daily(struct uf_reader *r, struct uf_reader_msg *m)
 	m->msg = p + 2;
 	m->len = (uint16_t)len;
 	m->ts_ns = 0;
+	m->proto = 0;
 	r->off += 2 + len;
 	return 1;
 }

@@ -1,23 +1,34 @@
-/* Offline inputs: Nasdaq daily-format ITCH files and classic pcap captures of MoldUDP64.
+/* Offline inputs: Nasdaq daily-format ITCH files and classic pcap captures of MoldUDP64 or
+ * IEX-TP, plain or gzip'd.
  *
  * uf_reader_open() maps the file read-only and recognises its format:
+ *   - gzip (1f 8b): inflated into memory once (decode/uf_gzip.h), then recognised as below;
  *   - classic pcap, microsecond (a1b2c3d4) or nanosecond (a1b23c4d) magic, either byte
  *     order; link type Ethernet (1) with or without 802.1Q/802.1ad tags, or Linux cooked
  *     (113); IPv4; UDP; the UDP payload is a MoldUDP64 datagram and goes through
- *     uf_mold_open(), the same parser the live feed uses;
+ *     uf_mold_open(), the same parser the live feed uses, or an IEX-TP segment (DEEP or
+ *     TOPS) through uf_iextp_open_proto(). Which one is decided by the first UDP payload
+ *     (IEX-TP version 1 and a known message protocol id, else MoldUDP64) unless
+ *     uf_reader_set_payload() chose; an IEX capture also keeps the protocol id it started
+ *     with, and a segment of another protocol is wrong_protocol_id;
  *   - the daily format (u16 big-endian length + message, repeated); a zero length prefix
  *     means "the length of this type" (seen in real files) and is resolved from the type;
- *   - anything else (pcapng, gzip, other link types, random bytes) is refused with a message
+ *   - anything else (pcapng, other link types, random bytes) is refused with a message
  *     in r->err saying what the file is and what to do.
- * uf_reader_next() then yields every message as (sequence, pointer, length): MoldUDP64
- * sequence numbers for pcap, the 1-based message ordinal for daily files. Frames that are
- * not MoldUDP64 (not IPv4, not UDP, another UDP port when filtering) are counted as skipped,
- * not as errors. Framing errors of frames that claim to be UDP and malformed packets are counted in
- * the caller's uf_decode_counters and skipped; forward jumps in MoldUDP64 sequence numbers between
- * packets of one session are counted in `gaps`. The messages are not decoded here: callers decode
- * with uf_decode_msg_counted().
+ * uf_reader_next() then yields every message as (sequence, pointer, length, protocol):
+ * MoldUDP64 or IEX-TP sequence numbers for pcap, the 1-based message ordinal for daily files.
+ * Frames that are not the feed (not IPv4, not UDP, another UDP port when filtering) are counted as
+ * skipped, not as errors. Framing errors of frames that claim to be UDP and malformed packets are
+ * counted in the caller's uf_decode_counters and skipped; forward jumps in sequence numbers between
+ * packets of one session are counted in `gaps`, and an IEX-TP stream that starts again at
+ * sequence 1 and stream offset 0 in the same session in iex_stream_restarts; an IEX-TP segment
+ * whose stream offset disagrees with the bytes before it (no gap between them, yet not where the
+ * last one ended; or after a gap, before it) in iex_offset_mismatch. The messages are not
+ * decoded here: callers decode with uf_decode_msg_counted() (ITCH, proto 0) or
+ * uf_iex_decode_counted() (IEX, proto = the message protocol id).
  *
- * Cold path: may log into r->err; allocation-free after open (the file is mmapped). */
+ * Cold path: may log into r->err; allocation-free after open (the file is mmapped, or
+ * inflated once). */
 #ifndef UF_READER_H
 #define UF_READER_H
 
@@ -25,11 +36,19 @@
 #include <stdint.h>
 
 #include "decode/uf_counters.h"
+#include "decode/uf_iextp.h"
 #include "decode/uf_mold.h"
 
 enum uf_input_format {
 	UF_INPUT_DAILY = 1, /* Nasdaq daily-file format */
-	UF_INPUT_PCAP = 2,  /* classic pcap of MoldUDP64 over UDP/IPv4 */
+	UF_INPUT_PCAP = 2,  /* classic pcap of MoldUDP64 or IEX-TP over UDP/IPv4 */
+};
+
+/* What a pcap's UDP payloads are (uf_reader_set_payload). */
+enum uf_reader_payload {
+	UF_PAYLOAD_AUTO = 0,  /* decided by the first UDP payload (the default) */
+	UF_PAYLOAD_MOLD = 1,  /* MoldUDP64 (ITCH 5.0 messages) */
+	UF_PAYLOAD_IEXTP = 2, /* IEX-TP (DEEP or TOPS messages) */
 };
 
 struct uf_reader {
@@ -51,6 +70,10 @@ struct uf_reader {
 	char session[UF_MOLD_SESSION_LEN]; /* session of the last data packet (gap tracking) */
 	uint64_t next_seq;                 /* sequence expected next in that session */
 	int have_seq;                      /* next_seq is meaningful */
+	int payload;                       /* enum uf_reader_payload (AUTO until decided) */
+	uint16_t iex_proto;                /* IEX-TP: message protocol id kept (0 = any known) */
+	int64_t next_offset;               /* IEX-TP: stream offset expected next (session) */
+	uint8_t *inflated;                 /* gzip input: the inflated file (base), malloc'd */
 	struct uf_decode_counters *c;      /* caller's counters (never NULL after open) */
 	struct uf_decode_counters own;     /* used when the caller passes NULL: `c` may point
 	                                    * here, so an open reader is never copied */
@@ -63,6 +86,7 @@ struct uf_reader_msg {
 	const uint8_t *msg; /* message bytes, inside the mapping */
 	uint16_t len;       /* message length (zero prefixes already resolved) */
 	uint64_t ts_ns;     /* pcap capture time (ns since the epoch), 0 for daily files */
+	uint16_t proto;     /* 0: ITCH 5.0; else the IEX-TP message protocol id (DEEP, TOPS) */
 };
 
 /* Opens and recognises `path`. Returns 0, or -errno with r->err set (-ENOENT and friends
@@ -89,10 +113,15 @@ int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t 
  * file (it has no ports). Call after open, before reading. */
 int uf_reader_set_udp_port(struct uf_reader *r, uint16_t port);
 
+/* pcap only: says what the UDP payloads are instead of detecting it, and for IEX-TP which
+ * message protocol id to keep (UF_IEXTP_PROTO_DEEP / _TOPS; 0 = the first one seen). Returns
+ * 0, or -EINVAL on a daily file or an unknown payload kind. Call after open, before reading. */
+int uf_reader_set_payload(struct uf_reader *r, int payload, uint16_t iex_proto);
+
 /* Rewinds to the first message (counters are not reset). */
 void uf_reader_rewind(struct uf_reader *r);
 
-/* Unmaps and closes. Safe on a reader whose open failed. */
+/* Unmaps (frees an inflated gzip input) and closes. Safe on a reader whose open failed. */
 void uf_reader_close(struct uf_reader *r);
 
 /* "daily" / "pcap". */

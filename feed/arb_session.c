@@ -82,6 +82,9 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	memset(a->line_eos, 0, sizeof(a->line_eos));
 	memset(a->line_seen, 0, sizeof(a->line_seen));
 	memset(a->cand_row, 0, sizeof(a->cand_row));
+	memset(a->restart_row, 0, sizeof(a->restart_row));
+	a->restart_any = 0;
+	a->stream_sent = 0;
 	memset(a->hb_claim, 0, sizeof(a->hb_claim));
 	memset(a->hb_row, 0, sizeof(a->hb_row));
 	memset(a->reqs, 0, sizeof(a->reqs));
@@ -95,6 +98,16 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	uf_stat_add(&a->st->sessions, 1);
 }
 
+/* A session starts with packet `pkt`: when its framing says the packet starts the stream
+ * (restart), its send time is the stream's start, so a copy of it is not taken for a newer
+ * stream (uf_arb_restart). */
+static void uf_arb_stream_mark(struct uf_arb *a, const struct uf_frame *pkt)
+{
+	uint64_t sent = 0;
+	if (a->framing->restart && pkt->seq == 1 && a->framing->restart(pkt, &sent))
+		a->stream_sent = sent;
+}
+
 /* A line packet of another session than the current one: the first session, a candidate
  * for the next one, or the previous one. Returns 1 when the packet belongs to the (new)
  * current session. Cold: the current session's packets never come here. */
@@ -102,6 +115,7 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 {
 	if (!a->have_session) {
 		uf_arb_session_start(a, pkt->session); /* nothing to protect yet */
+		uf_arb_stream_mark(a, pkt);
 		return 1;
 	}
 	if (a->have_prev && !memcmp(pkt->session, a->prev_session, UF_FRAME_SESSION_LEN))
@@ -139,11 +153,70 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 	if (a->cb.new_session)
 		a->cb.new_session(a->cb.ctx, pkt->session);
 	uf_arb_session_start(a, pkt->session);
+	uf_arb_stream_mark(a, pkt);
 	return 1;
 
 out_drop:
 	uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return 0;
+}
+
+/* A packet of the current session at sequence 1 whose framing says it starts the stream over
+ * (`restart`, decode/uf_frame.h). Returns 0 when it is handled like any packet of the
+ * (possibly new) current stream, -1 when it starts a newer stream that not every live line
+ * corroborated yet (dropped, counted as wrong_session). Cold: sequence 1 only. */
+int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
+{
+	uint64_t sent = 0;
+	if (pkt->seq != 1 || !a->framing->restart(pkt, &sent)) {
+		/* A line holding a newer start that goes on with it (each packet where the one
+		 * before ended) corroborates it itself after jump_confirm packets, as a jump is
+		 * (the other line may have lost every start it sent); until then its packets are
+		 * the new stream's, not the old one's: held back. */
+		if (!a->restart_row[src])
+			return 0;
+		if (pkt->seq != a->restart_next[src])
+			return 0;
+		a->restart_next[src] = uf_frame_next_seq(pkt);
+		if (pkt->kind != UF_FRAME_DATA || ++a->restart_cnt[src] < a->p.jump_confirm)
+			goto out_drop;
+		sent = a->restart_sent[src];
+		goto out_start;
+	}
+	if (a->high <= 1 || sent <= a->stream_sent) {
+		/* the current stream's own start (nothing past it yet), or a late copy of it */
+		if (a->high <= 1 && sent > a->stream_sent)
+			a->stream_sent = sent;
+		return 0;
+	}
+	if (!a->restart_row[src] || sent != a->restart_sent[src]) {
+		a->restart_row[src] = 1;
+		a->restart_sent[src] = sent;
+		a->restart_cnt[src] = pkt->kind == UF_FRAME_DATA;
+		a->restart_any = 1;
+	}
+	a->restart_next[src] = uf_frame_next_seq(pkt);
+	for (int l = 0; l < a->nlines; l++)
+		if (!a->restart_row[l] && ((unsigned)l == src || uf_arb_live(a, l, rx_ns)))
+			goto out_drop;
+out_start:
+	/* The old stream is over: whatever it still missed is lost. */
+	if (a->expected < a->high) {
+		uint64_t first = a->expected, n = a->high - a->expected;
+		uf_stat_add(&a->st->gaps_unrecovered, 1);
+		uf_stat_add(&a->st->messages_unrecovered, n);
+		a->cb.gap(a->cb.ctx, first, n);
+	}
+	uf_arb_queue_clear(a);
+	if (a->cb.new_session)
+		a->cb.new_session(a->cb.ctx, pkt->session);
+	uf_arb_session_start(a, pkt->session);
+	a->stream_sent = sent;
+	return 0;
+
+out_drop:
+	uf_stat_add(&a->st->lines[src].wrong_session, 1);
+	return -1;
 }
 
 /* ---- quarantine of jumps nothing corroborates yet ---- */

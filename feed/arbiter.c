@@ -375,6 +375,9 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		return;
 	}
 	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_FRAME_SESSION_LEN))) {
+		if (UF_UNLIKELY((pkt->seq == 1 && a->framing->restart) || a->restart_any) &&
+		    uf_arb_restart(a, pkt, rx_ns, src) < 0)
+			return; /* a new stream not corroborated yet */
 		if (UF_LIKELY(pkt->kind != UF_FRAME_END))
 			a->cand_row[src] = 0; /* the current session goes on on this line */
 	} else if (!uf_arb_other_session(a, pkt, rx_ns, src)) {

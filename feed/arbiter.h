@@ -54,6 +54,14 @@
  *     never showed anything past sequence 1), session_confirm otherwise. The very first
  *     session is taken at once. The new session starts at sequence 1 (its packets dropped
  *     while confirming are recovered like any gap); the previous one is then dropped.
+ *   - A stream starting over inside the session (a framing's `restart`: IEX-TP sequence 1
+ *     at stream offset 0 after a publisher restart) replaces the current stream when it
+ *     was sent after the current stream's start and every live line (and the line that
+ *     carries it) showed such a start, or its line went on with it for jump_confirm data
+ *     packets in a row (the other line may have lost every start); a copy sent earlier is a
+ *     duplicate. Until then the new stream's packets of that line are held back (dropped,
+ *     counted as wrong_session) and recovered like any gap after. It is handled as a new session of
+ * the same name: what the old stream still missed is a gap, then a RESET record voids the books.
  *   - Re-request answers (src UF_ARB_SRC_RECOVERY, already checked to come from the
  *     server's address by the feed) are accepted only when they are data of the current
  *     session lying inside one of the last UF_ARB_REQ_HISTORY ranges requested (at least
@@ -198,6 +206,14 @@ struct uf_arb {
 	int have_prev;                           /* prev_session is set */
 	char cand_session[UF_FRAME_SESSION_LEN]; /* another session seen while ours runs */
 	uint32_t cand_row[UF_CFG_MAX_LINES];     /* its packets in a row, per line */
+	uint64_t stream_sent;                    /* venue send time of the current stream's
+	                                          * start (framing restart, 0 = none) */
+	uint8_t restart_row[UF_CFG_MAX_LINES];   /* per line: showed a start of a newer stream
+	                                          * than the current one */
+	int restart_any;                         /* some restart_row is set */
+	uint64_t restart_sent[UF_CFG_MAX_LINES]; /* per line: that start's send time */
+	uint64_t restart_next[UF_CFG_MAX_LINES]; /* per line: the new stream's next sequence */
+	uint32_t restart_cnt[UF_CFG_MAX_LINES];  /* per line: its data packets in a row */
 	uint64_t delivered;                  /* messages delivered or given up in this session */
 	int eos_seen;                        /* end of session corroborated (every live line) */
 	int any_eos;                         /* some line_eos is set */

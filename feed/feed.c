@@ -164,10 +164,11 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 		rc = -EPROTONOSUPPORT;
 		goto out_free;
 	}
-	if (f->proto->book != UF_BOOK_ORDERS) {
+	/* Both book kinds live in the one publisher (order books: publish.c; price-level
+	 * and level-1 books: publish/uf_venue.h) and write the same records. */
+	if (f->proto->book != UF_BOOK_ORDERS && f->proto->book != UF_BOOK_LEVELS) {
 		uf_err_set(err, errlen,
-		           "feed %s: protocol %s feeds a book kind the engine has not "
-		           "got yet",
+		           "feed %s: protocol %s feeds a book kind the engine has not got",
 		           cfg->name, f->proto->name);
 		rc = -EPROTONOSUPPORT;
 		goto out_free;

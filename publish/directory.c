@@ -226,7 +226,12 @@ int uf_publish_lookup(const struct uf_publisher *p, const char *symbol)
 		return -ENOENT;
 	char pad[UF_SYMBOL_LEN];
 	uf_symbol_pad(pad, symbol);
-	uint64_t key = uf_pub_sym_key(pad);
+	return uf_pub_sym_find(p, pad);
+}
+
+int uf_pub_sym_find(const struct uf_publisher *p, const char sym[8])
+{
+	uint64_t key = uf_pub_sym_key(sym);
 	uint32_t i = uf_pub_sym_home(p, key);
 	for (uint32_t n = 0; n <= p->sym_mask; n++) {
 		uint32_t v = p->sym_slots[i];

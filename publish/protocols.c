@@ -3,12 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "publish/proto_iex.h"
 #include "publish/proto_itch50.h"
 #include "publish/uf_proto.h"
 
 /* Built-in entries; the first is UF_PROTO_DEFAULT. */
 static const struct uf_proto *const uf_proto_builtin[] = {
     &uf_proto_itch50_moldudp64,
+    &uf_proto_iex_deep,
+    &uf_proto_iex_tops,
 };
 #define UF_PROTO_NBUILTIN (sizeof(uf_proto_builtin) / sizeof(uf_proto_builtin[0]))
 _Static_assert(UF_PROTO_NBUILTIN <= UF_PROTO_MAX, "the table holds the built-in entries");

@@ -56,6 +56,7 @@ UF_COLD int uf_publish_create(const struct uf_publish_params *pp, struct uf_publ
 	p->prefetch = pp->prefetch;
 	p->flags = pp->flags;
 	p->numa_node = pp->numa_node;
+	p->next_id = 1; /* uf_venue_symbol: id 0 stays the market's */
 
 	rc = uf_orders_init(&p->orders, pp->max_orders, pp->numa_node);
 	if (rc)
@@ -124,6 +125,7 @@ UF_COLD void uf_publish_reset(struct uf_publisher *p)
 	}
 	p->all_stale = 0;
 	p->doubt = 0;
+	p->ev_open = 0;
 	uf_store_relaxed_u64(&p->st.stale_books, 0);
 	uf_store_relaxed_u64(&p->st.live_orders, 0);
 	uf_store_relaxed_u64(&p->st.live_levels, 0);
@@ -135,11 +137,6 @@ void uf_publish_set_prefetch(struct uf_publisher *p, uint32_t distance)
 }
 
 /* ---- the hot path ---------------------------------------------------------------------- */
-
-static inline uint16_t uf_pub_stale(const struct uf_book *b)
-{
-	return b->stale ? UF_RECF_STALE : 0;
-}
 
 /* Writes the LEVEL record for node `lvl` of `b` after a change; removes the level first when
  * it has no orders left. Returns records written (1). */
@@ -391,16 +388,6 @@ static inline __attribute__((always_inline)) int uf_pub_apply_one(struct uf_publ
 	}
 }
 
-static inline uint32_t uf_pub_delta(uint64_t rx_ts)
-{
-	if (rx_ts == 0)
-		return 0;
-	uint64_t now = uf_now_realtime_ns();
-	if (now <= rx_ts)
-		return 0;
-	return now - rx_ts > UINT32_MAX ? UINT32_MAX : (uint32_t)(now - rx_ts);
-}
-
 /* Puts book `inst` (UF_INSTRUMENT_ALL: every book) in doubt and writes its UF_REC_STALE
  * record (without UF_RECF_LAST) when that changes anything. Returns records written (0/1). */
 static UF_COLD void uf_pub_all_stale(struct uf_publisher *p);
@@ -424,13 +411,14 @@ static int uf_pub_stale_out(struct uf_publisher *p, uint32_t inst, uint32_t reas
 }
 
 /* The doubt a message's errors raised (uf_pub_doubt), as its last record. Cold. */
-static UF_COLD __attribute__((noinline)) int
+UF_COLD __attribute__((noinline)) int
 uf_pub_doubt_out(struct uf_publisher *p, const struct uf_pub_ctx *c, struct uf_record *r)
 {
-	uint32_t reason =
-	    p->doubt_kind == UF_PUB_ERR_ORDERS_FULL || p->doubt_kind == UF_PUB_ERR_LEVELS_FULL
-	        ? UF_STALE_TABLE_FULL
-	        : UF_STALE_INTEGRITY;
+	uint32_t reason = p->doubt_kind == UF_PUB_ERR_ORDERS_FULL ||
+	                          p->doubt_kind == UF_PUB_ERR_LEVELS_FULL ||
+	                          p->doubt_kind == UF_PUB_ERR_IDS_FULL
+	                      ? UF_STALE_TABLE_FULL
+	                      : UF_STALE_INTEGRITY;
 	p->doubt = 0;
 	return uf_pub_stale_out(p, p->doubt_inst, reason, p->doubt_kind, c, r);
 }
@@ -443,19 +431,6 @@ static inline void uf_pub_done(struct uf_publisher *p, const struct uf_itch_msg 
 		r[k - 1].flags |= UF_RECF_LAST;
 	p->last_seq = seq;
 	p->last_ts = m->timestamp;
-}
-
-static inline void uf_pub_account(struct uf_publisher *p, uint64_t msgs, uint64_t recs)
-{
-	uf_pub_count(&p->st.messages, msgs);
-	uf_pub_count(&p->st.records, recs);
-	uint64_t lo = p->orders.count, ll = p->lv.live;
-	uf_store_relaxed_u64(&p->st.live_orders, lo);
-	uf_store_relaxed_u64(&p->st.live_levels, ll);
-	if (lo > p->st.peak_orders)
-		uf_store_relaxed_u64(&p->st.peak_orders, lo);
-	if (ll > p->st.peak_levels)
-		uf_store_relaxed_u64(&p->st.peak_levels, ll);
 }
 
 UF_HOT int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m, uint64_t feed_seq,
@@ -604,6 +579,7 @@ UF_COLD int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t 
 	if (cap < 1)
 		return -ENOBUFS;
 	uf_pub_all_stale(p);
+	p->ev_open = 0; /* the GAP record carries UF_RECF_LAST: no event spans it */
 	struct uf_pub_ctx c = {first_seq, 0, p->last_ts, 0};
 	uf_pub_rec(out, &c, UF_REC_GAP, UF_SIDE_NONE, UF_RECF_LAST | UF_RECF_STALE, 0, 0, count, 0,
 	           0);
@@ -743,6 +719,9 @@ const char *uf_publish_err_name(unsigned kind)
 	    [UF_PUB_ERR_BAD_SIDE] = "bad_side",
 	    [UF_PUB_ERR_LOCATE_MISMATCH] = "locate_mismatch",
 	    [UF_PUB_ERR_UNKNOWN_TYPE] = "unknown_type",
+	    [UF_PUB_ERR_BAD_PRICE] = "bad_price",
+	    [UF_PUB_ERR_UNKNOWN_LEVEL] = "unknown_level",
+	    [UF_PUB_ERR_IDS_FULL] = "instrument_ids_full",
 	};
 	return kind < UF_PUB_NERR ? names[kind] : NULL;
 }

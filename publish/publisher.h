@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "common/uf_atomic.h"
+#include "common/uf_time.h"
 #include "publish/levels.h"
 #include "publish/orders.h"
 #include "publish/uf_publish.h"
@@ -29,6 +30,10 @@ struct uf_publisher {
 	uint32_t doubt_inst;            /* that book */
 	uint32_t doubt_kind;            /* its enum uf_pub_err */
 	uint32_t all_stale;             /* 1: every book is stale (gap or doubt of all) */
+	uint32_t ev_open;               /* 1: a venue's event is in progress (uf_venue.h: its
+	                                 * records wait for the one that completes it to carry
+	                                 * UF_RECF_LAST); a gap or a reset closes it */
+	uint32_t next_id;               /* next instrument id uf_venue_symbol assigns (from 1) */
 	size_t books_bytes;             /* mapping sizes, for freeing */
 	size_t inst_bytes;
 	size_t sym_bytes;
@@ -54,13 +59,14 @@ static inline void uf_pub_error(struct uf_publisher *p, enum uf_pub_err kind)
 	uf_pub_count(&p->st.errors_total, 1);
 }
 
-/* An integrity or table error that left book `inst` missing or clipping a change: counted,
- * and the book is put in doubt once the message is applied (UF_REC_STALE, publish.c). The
- * first doubt of a message wins (a message touches one book). */
+/* An integrity or table error that left book `inst` (UF_INSTRUMENT_ALL: some book no id
+ * names) missing or clipping a change: counted, and the book is put in doubt once the message
+ * is applied (UF_REC_STALE, publish.c). The first doubt of a message wins (a message touches
+ * one book). */
 static inline void uf_pub_doubt(struct uf_publisher *p, enum uf_pub_err kind, uint32_t inst)
 {
 	uf_pub_error(p, kind);
-	if (inst < p->max_instruments && !p->doubt) {
+	if ((inst < p->max_instruments || inst == UF_INSTRUMENT_ALL) && !p->doubt) {
 		p->doubt = 1;
 		p->doubt_inst = inst;
 		p->doubt_kind = (uint32_t)kind;
@@ -84,6 +90,45 @@ static inline void uf_pub_rec(struct uf_record *r, const struct uf_pub_ctx *c, u
 	r->rx_ts = c->rx_ts;
 	r->feed_seq = c->seq;
 }
+
+static inline uint16_t uf_pub_stale(const struct uf_book *b)
+{
+	return b->stale ? UF_RECF_STALE : 0;
+}
+
+/* pub_delta_ns for records received at rx_ts: one CLOCK_REALTIME read (vDSO), 0 without a
+ * receive time. */
+static inline uint32_t uf_pub_delta(uint64_t rx_ts)
+{
+	if (rx_ts == 0)
+		return 0;
+	uint64_t now = uf_now_realtime_ns();
+	if (now <= rx_ts)
+		return 0;
+	return now - rx_ts > UINT32_MAX ? UINT32_MAX : (uint32_t)(now - rx_ts);
+}
+
+/* The doubt a message's errors raised (uf_pub_doubt), as its last record (without
+ * UF_RECF_LAST). Returns the records written (0/1). Cold. publish.c. */
+int uf_pub_doubt_out(struct uf_publisher *p, const struct uf_pub_ctx *c, struct uf_record *r);
+
+/* Counts msgs messages and recs records, and the live tables' sizes. */
+static inline void uf_pub_account(struct uf_publisher *p, uint64_t msgs, uint64_t recs)
+{
+	uf_pub_count(&p->st.messages, msgs);
+	uf_pub_count(&p->st.records, recs);
+	uint64_t lo = p->orders.count, ll = p->lv.live;
+	uf_store_relaxed_u64(&p->st.live_orders, lo);
+	uf_store_relaxed_u64(&p->st.live_levels, ll);
+	if (lo > p->st.peak_orders)
+		uf_store_relaxed_u64(&p->st.peak_orders, lo);
+	if (ll > p->st.peak_levels)
+		uf_store_relaxed_u64(&p->st.peak_levels, ll);
+}
+
+/* The instrument named by the 8 symbol bytes `sym` (space padded), or -ENOENT. One hash
+ * probe. directory.c. */
+int uf_pub_sym_find(const struct uf_publisher *p, const char sym[8]);
 
 /* Directory and status messages (S R H Y L V W K J h I N O): updates the directory and
  * writes their records (without UF_RECF_LAST). Returns the records written. directory.c. */

@@ -29,7 +29,8 @@
 
 /* Integrity errors, counted by kind; names from uf_publish_err_name(). Those that leave a
  * book missing an order or a change (UNKNOWN_REF, OVER_EXEC, OVER_CANCEL, DUP_REF,
- * ORDERS_FULL, LEVELS_FULL, BAD_SIDE) also put that book in doubt: a UF_REC_STALE record
+ * ORDERS_FULL, LEVELS_FULL, BAD_SIDE, BAD_PRICE, UNKNOWN_LEVEL, IDS_FULL) also put that book
+ * (every book for IDS_FULL) in doubt: a UF_REC_STALE record
  * after the message's records, UF_RECF_STALE on the book from then on. LOCATE_MISMATCH is
  * applied consistently to the order's book, BAD_INSTRUMENT has no book, UNKNOWN_TYPE changes
  * none: counted only. */
@@ -45,6 +46,12 @@ enum uf_pub_err {
 	UF_PUB_ERR_LOCATE_MISMATCH, /* E C X D U whose locate is not the order's (applied to
 	                             * the order's instrument, which the book trusts) */
 	UF_PUB_ERR_UNKNOWN_TYPE,    /* a message type the book does not know: ignored */
+	UF_PUB_ERR_BAD_PRICE,       /* a venue's price level outside 0 .. UINT32_MAX
+	                             * (uf_venue.h): refused, its book in doubt */
+	UF_PUB_ERR_UNKNOWN_LEVEL,   /* a venue removing a price level the book has not got
+	                             * (uf_venue.h): its book in doubt */
+	UF_PUB_ERR_IDS_FULL,        /* a new symbol found every instrument id taken
+	                             * (uf_venue.h): its messages ignored, every book in doubt */
 	UF_PUB_NERR
 };
 

@@ -9,28 +9,47 @@
  *            The one exception is UF_STATUS_MWCB_LEVELS, which keeps the wire's 8 decimals
  *            (said again there).
  *   shares   unsigned 64-bit.
- *   exch_ts  exchange timestamp, ns since midnight (ITCH).
+ *   exch_ts  exchange timestamp: ns since local midnight (America/New_York) of the venue's
+ *            trading day, for every venue. ITCH sends exactly that; IEX sends ns since the
+ *            epoch, converted (common/uf_nyday.h: EST/EDT by the US rule since 2007; a day
+ *            on which the clocks change runs to 23 or 25 h). Absolute time = New York midnight
+ *            of the trading date + exch_ts: the date is in the UF_STATUS_VENUE status of
+ *            instrument 0 where the venue sends it (IEX), else the consumer's own.
  *   rx_ts    kernel receive timestamp, ns since the epoch (CLOCK_REALTIME); 0 when the source
  *            had none (offline files).
  *   publish  rx_ts + pub_delta_ns: a full publish timestamp did not fit the line.
- *   feed_seq MoldUDP64 sequence number of the exchange message that caused the record (for
- *            offline files: the message's 1-based position in the file).
+ *   feed_seq the venue's sequence number of the exchange message that caused the record
+ *            (MoldUDP64, IEX-TP; for offline files: the message's 1-based position in the
+ *            file). A venue stream that starts over (a new session, an IEX-TP restart) is
+ *            announced by a UF_REC_RESET record first.
  *
  * Events. One exchange message produces 0 to UF_REC_MAX_PER_MSG records, all with the same
- * feed_seq, exch_ts and rx_ts; the last of them carries UF_RECF_LAST. A consumer that applies
- * a book only at UF_RECF_LAST never sees a half-applied event (e.g. the two halves of a
- * replace). Messages that change nothing a consumer can see, or that the book rejected as
- * integrity errors, produce no record.
+ * feed_seq, exch_ts and rx_ts. UF_RECF_LAST means "the venue's event is complete": it is on
+ * the last record of a message that completes one. On ITCH every message is an event of its
+ * own, so the last record of each carries it; IEX DEEP marks the price level updates of an
+ * event still in progress (event flag 0): their records, and any record inside such an
+ * event (a trade), carry no LAST until the update that completes it (a GAP or RESET ends an
+ * event too). A consumer that applies a book only at UF_RECF_LAST never sees a half-applied
+ * event (the two halves of a replace, a DEEP book in transition). Messages that change
+ * nothing a consumer can see, or that the book rejected as integrity errors, produce no
+ * record (a DEEP price level update always does: it may be the one completing an event).
+ *
+ * Venues. Records mean the same whatever the venue: letters are ITCH's where a venue has
+ * the same notion (IEX's are translated, listed at each kind and code), and a consumer
+ * needs no venue-specific code. IEX has no locate codes: instrument ids are assigned per
+ * symbol on first sight from 1 up (stable for the session, a reset keeps them), announced by
+ * a UF_REC_INSTRUMENT record before the first record of that book; 0 is the market.
  *
  * Record kinds, the ITCH messages that produce them, and what their fields mean
  * (fields not named are 0):
  *
- *   UF_REC_LEVEL          (A F E C X D U) a price level changed: `price` and `side` name the
- *                         level, `shares` and `orders` are its NEW totals (both 0: the level
- *                         is gone). UF_RECF_BBO exactly when the best level of `side`
- *                         (its price, shares or orders) differs after this record from
- *                         before it. Applying LEVEL records in order reproduces the
- *                         full-depth book.
+ *   UF_REC_LEVEL          (A F E C X D U; IEX 8 5 Q) a price level changed: `price` and
+ *                         `side` name the level, `shares` and `orders` are its NEW totals
+ *                         (both 0: the level is gone; `orders` is 0 where the venue does not
+ *                         say: IEX DEEP sets a level's shares, 0 = gone; a TOPS quote keeps
+ *                         one level per side, removing the old best when its price moves).
+ * UF_RECF_BBO exactly when the best level of `side` (its price, shares or orders) differs after
+ * this record from before it. Applying LEVEL records in order reproduces the full-depth book.
  *   UF_REC_ORDER_ADD      (A F U) market-by-order: order `ref` added on `side` with `shares` at
  *                         `price`. `aux` = the 4 MPID attribution bytes of an `F` (as a
  *                         little-endian u32 of the wire bytes; 0 for `A` and `U`).
@@ -44,23 +63,24 @@
  *                         A replace (`U`) is ORDER_DELETE of the old reference, then
  *                         ORDER_ADD of the new one, both with UF_RECF_REPLACE; the new order
  *                         loses time priority.
- *   UF_REC_TRADE          (E C P Q B) a trade: `price`, `shares`, `ref` = match number,
- *                         `side` = side of the resting order (E, C, P) or 0 (Q, B);
- *                         `aux` = UF_TRADE_* source in bits 0-7, the cross type letter of a `Q`
- *                         in bits 8-15, UF_TRADE_NONPRINTABLE when the exchange marked it
+ *   UF_REC_TRADE          (E C P Q B; IEX T B) a trade: `price`, `shares`, `ref` = match
+ *                         number (IEX: trade id), `side` = side of the resting order (E, C,
+ *                         P) or 0 (Q, B, IEX); `aux` = UF_TRADE_* source in bits 0-7, the
+ *                         cross type letter of a `Q` (IEX: the sale condition flags byte) in
+ *                         bits 8-15, UF_TRADE_NONPRINTABLE when the exchange marked it
  *                         non-printable (`C` with printable 'N': do not count it in volume).
- *                         UF_TRADE_BROKEN (`B`): the trade with match number `ref` was broken;
- *                         `price` and `shares` are 0.
+ *                         UF_TRADE_BROKEN (`B`, IEX `B`): the trade with match number `ref`
+ *                         was broken; `price` and `shares` are 0.
  *                         Volume and last trade: a TRADE record moves them exactly when
  *                         uf_rec_trade_prints() says so: printable, not a break, shares > 0
  *                         (a `Q` with 0 shares is a cross that did not happen). A break
  *                         moves neither (the record does not carry the broken shares). The
  *                         producer's book image and instrument view follow this rule, and a
  *                         new session (UF_REC_RESET) starts both at 0.
- *   UF_REC_STATUS         (S H Y L V W K J h I N O) instrument or market status: `aux` =
- *                         UF_STATUS_* code; `price`, `shares`, `ref` as listed at each code.
- *                         Market-wide statuses have `instrument` = the message's locate
- *                         (0 on Nasdaq).
+ *   UF_REC_STATUS         (S H Y L V W K J h I N O; IEX S H O P E I X A) instrument or
+ *                         market status: `aux` = UF_STATUS_* code; `price`, `shares`, `ref`
+ *                         as listed at each code. Market-wide statuses have `instrument` =
+ *                         the message's locate (0 on Nasdaq and IEX).
  *   UF_REC_GAP            the feed lost sequence numbers [`feed_seq`, `feed_seq + shares`)
  *                         and could not recover them. Every book may be wrong from here on:
  *                         UF_RECF_STALE is set on every later record of every instrument
@@ -72,14 +92,19 @@
  *                         `feed_seq` = the last sequence applied to that book, so the stream
  *                         continues at feed_seq + 1. BEGIN's `shares` = number of LEVEL
  *                         records that follow; END carries UF_RECF_LAST.
- *   UF_REC_INSTRUMENT     (R) directory entry: `instrument` = id, `ref` = the 8 symbol bytes
- *                         (space padded, memcpy into char[8]), `shares` = round lot size,
- *                         `aux` = market category letter, `price` = financial status letter.
+ *   UF_REC_INSTRUMENT     (R; IEX D) directory entry: `instrument` = id, `ref` = the 8
+ *                         symbol bytes (space padded, memcpy into char[8]), `shares` = round
+ *                         lot size, `aux` = market category letter, `price` = financial
+ *                         status letter (0 where the venue has none: IEX). A venue without
+ *                         locates also announces an id on first sight of its symbol with
+ *                         an INSTRUMENT record whose other fields are 0.
  *   UF_REC_RESET          every book is void from here on: empty every book (levels, orders),
  *                         clear every STALE doubt, and start volume and last trade over; keep
  *                         the directory (INSTRUMENT) and statuses. `shares` = UF_RESET_* reason
- *                         (UF_RESET_NEW_SESSION: the feed started another MoldUDP64 session,
- *                         a new day; UF_RESET_SNAPSHOT: the books are rebuilt from a GLIMPSE
+ *                         (UF_RESET_NEW_SESSION: the feed started another session, a new
+ *                         day, or the venue's stream started over inside its session (IEX-TP
+ *                         sequence 1 at stream offset 0 after a publisher restart: same
+ *                         session bytes); UF_RESET_SNAPSHOT: the books are rebuilt from a GLIMPSE
  *                         snapshot whose records follow); `ref` = the session's first 8 name
  *                         bytes and `aux` its last 2 (little-endian u16 of the wire bytes);
  *                         `feed_seq` = 1 for a new session (its first sequence), 0 for a
@@ -160,7 +185,7 @@ enum uf_rec_side {
 };
 
 enum uf_rec_flags {
-	UF_RECF_LAST = 1u << 0,     /* last record produced by one exchange message */
+	UF_RECF_LAST = 1u << 0,     /* the venue's event is complete (see "Events" above) */
 	UF_RECF_BBO = 1u << 1,      /* best bid or offer changed with this record */
 	UF_RECF_SNAPSHOT = 1u << 2, /* part of a snapshot, not a live change */
 	UF_RECF_STALE = 1u << 3,    /* book possibly wrong: an unrecovered gap came before */
@@ -174,6 +199,10 @@ enum uf_trade_source {
 	UF_TRADE_NON_CROSS = 3,  /* `P`: execution against a non-displayed order */
 	UF_TRADE_CROSS = 4,      /* `Q`: opening/closing/IPO/halt cross; bits 8-15 = cross type */
 	UF_TRADE_BROKEN = 5,     /* `B`: trade `ref` broken (price and shares 0) */
+	UF_TRADE_REPORT = 6,     /* IEX `T`: a trade the venue reports without the resting side;
+	                          * bits 8-15 = its sale condition flags (0x80 intermarket sweep,
+	                          * 0x40 extended hours, 0x20 odd lot, 0x10 trade-through
+	                          * exempt, 0x08 single-price cross) */
 };
 #define UF_TRADE_NONPRINTABLE (1u << 16) /* `C` marked non-printable: not volume */
 
@@ -207,13 +236,42 @@ enum uf_status_code {
 	                              * ('N','Y') */
 	UF_STATUS_DLCR_COLLARS = 14, /* `O` part 2: price = lower collar, shares = upper collar,
 	                              * ref = minimum price | maximum price << 32 */
+	/* Appended for IEX (letters as listed; the codes above serve IEX too, translated:
+	 * S: shares = ITCH event code, IEX 'R' start of regular hours as 'Q'; H: shares = 'H'
+	 * halted, 'O' order acceptance period (IEX), 'P' paused, 'T' trading, ref = the 4 reason
+	 * bytes; O: UF_STATUS_OP_HALT shares 'H' halted on the venue / 'T' not, ref 0; P:
+	 * UF_STATUS_REG_SHO shares '0' not in effect, '1' in effect, '2' continued, ref = IEX
+	 * detail letter; I: UF_STATUS_RPI shares 'B' buy, 'S' sell, 'A' both, 'N' none) */
+	UF_STATUS_SECURITY_EVENT = 15,  /* IEX `E`: shares = 'O' opening process complete, 'C'
+	                                 * closing process complete */
+	UF_STATUS_OFFICIAL_PRICE = 16,  /* IEX `X`: price = official price, shares = 'Q' opening,
+	                                 * 'M' closing */
+	UF_STATUS_AUCTION = 17,         /* IEX `A` part 1: price = reference price, shares =
+	                                 * imbalance shares, ref = paired shares, side = 'B'/'S'
+	                                 * for a buy/sell imbalance else 0 */
+	UF_STATUS_AUCTION_PRICES = 18,  /* IEX `A` part 2: price = indicative clearing price,
+	                                 * shares = auction book clearing price, ref = collar
+	                                 * reference price (prices, 4 decimals; negative as 0) */
+	UF_STATUS_AUCTION_COLLARS = 19, /* IEX `A` part 3: price = lower collar, shares = upper
+	                                 * collar, ref = auction type letter ('O','C','I','H','V')
+	                                 * | extension number << 8 | scheduled time (s since
+	                                 * local midnight) << 32 */
+	UF_STATUS_VENUE = 20,           /* market-wide (instrument 0), before the first record of
+	                                 * each trading day: shares = the trading date as
+	                                 * YYYYMMDD, the New York date exch_ts counts from (0 =
+	                                 * not known); price and ref = the venue's MIC (ISO
+	                                 * 10383: 8 bytes space padded as symbols, "IEXG", read
+	                                 * by memcpy; in price too because the image keeps a
+	                                 * status's price and shares, so a late consumer has
+	                                 * both). ITCH does not carry its date: Nasdaq rings
+	                                 * have none (their exch_ts means the same) */
 };
 
 struct uf_record {
 	uint8_t kind;        /* enum uf_rec_kind */
 	uint8_t side;        /* enum uf_rec_side */
 	uint16_t flags;      /* enum uf_rec_flags */
-	uint32_t instrument; /* instrument id (ITCH stock locate) */
+	uint32_t instrument; /* instrument id (ITCH stock locate; IEX: per symbol, see above) */
 	int64_t price;       /* UF_PRICE_DECIMALS implied decimals */
 	uint64_t shares;     /* see kind */
 	union {
@@ -223,9 +281,9 @@ struct uf_record {
 	uint32_t pub_delta_ns; /* publish time minus rx_ts in ns (saturates at UINT32_MAX;
 	                        * 0 when rx_ts is 0): the handler's own latency */
 	uint64_t ref;          /* order reference, match number, or symbol bytes */
-	uint64_t exch_ts;      /* exchange timestamp, ns since midnight (ITCH) */
+	uint64_t exch_ts;      /* exchange timestamp, ns since New York midnight (see Units) */
 	uint64_t rx_ts;        /* kernel receive timestamp, ns since the epoch (CLOCK_REALTIME) */
-	uint64_t feed_seq;     /* MoldUDP64 sequence number of the source message */
+	uint64_t feed_seq;     /* the venue's sequence number of the source message */
 };
 
 /* 1 when TRADE record `r` moves volume and last trade (see UF_REC_TRADE): printable, not a

@@ -202,6 +202,11 @@ static void test_cli_version_help_and_good_configs_exit_0(void **state)
 	           "line A 239.1.1.1:30001 on 127.0.0.1, line B 239.1.1.2:30002 on 127.0.0.1, "
 	           "recovery 127.0.0.1:30100, snapshot 127.0.0.1:30200 (on start), "
 	           "ring nasdaq (1048576 records, mode 0600)"));
+	run(&r, "--check-config", UF_SOURCE_DIR "/configs/two-venues.json", NULL, NULL);
+	if (r.status != 0)
+		fail_msg("configs/two-venues.json refused: %s", r.err);
+	assert_non_null(strstr(r.out, "two-venues.json: valid: 2 feeds"));
+	assert_non_null(strstr(r.out, "feed iex: iex-deep, epoll"));
 	run(&r, "--check-config", UF_SOURCE_DIR "/configs/nasdaq-production.json",
 	    "--no-host-checks", NULL);
 	if (r.status != 0)

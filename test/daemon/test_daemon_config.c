@@ -375,6 +375,22 @@ static void expect_error(const char *json, const char *want)
 	"}"
 #define LINES(l) "{\"feeds\":[{\"name\":\"n\",\"lines\":[" l "]}]}"
 
+/* One daemon, two venues: a Nasdaq feed and an IEX feed, each its own ring. */
+static void test_config_two_venues_in_one_daemon(void **state)
+{
+	(void)state;
+	struct uf_config cfg;
+	char err[512];
+	const char *json =
+	    "{\"feeds\":[{\"name\":\"nasdaq\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":5}]},"
+	    "{\"name\":\"iex\",\"protocol\":\"iex-deep\",\"ring\":{\"name\":\"iex\"},"
+	    "\"lines\":[{\"group\":\"233.215.21.4\",\"port\":10378}]}]}";
+	assert_int_equal(uf_config_load_string(json, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nfeeds, 2);
+	assert_string_equal(cfg.feeds[0].protocol, "itch50-moldudp64");
+	assert_string_equal(cfg.feeds[1].protocol, "iex-deep");
+}
+
 static void test_config_semantic_errors_name_key_path_and_value(void **state)
 {
 	expect_error(FEED("\"ring\":{\"capcity\":1024}"),
@@ -403,6 +419,11 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	expect_error(FEED("\"backend\":\"uring\""), "feeds[0].backend: \"uring\" is not one of");
 	expect_error(FEED("\"protocol\":\"pitch\""),
 	             "feeds[0].protocol: \"pitch\" is not supported");
+	/* the IEX protocols are known, and what they do not offer is refused with the key */
+	expect_error(FEED("\"protocol\":\"iex-deep\",\"recovery\":{\"server\":\"10.0.0.1:5\"}"),
+	             "feeds[0].recovery.server: protocol \"iex-deep\" has no re-request service");
+	expect_error(FEED("\"protocol\":\"iex-tops\",\"snapshot\":{\"server\":\"10.0.0.1:5\"}"),
+	             "feeds[0].snapshot: protocol \"iex-tops\" has no snapshot service");
 	expect_error(FEED("\"backend\":\"epoll\",\"sqpoll_cpu\":0"),
 	             "feeds[0].sqpoll_cpu: 0 is set but backend \"epoll\" has no SQ poll thread");
 	expect_error(FEED("\"recovery\":{\"server\":\"10.1.2.3:4567\",\"max_in_flight\":65}"),
@@ -733,6 +754,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config_minimal_file_gets_documented_defaults),
+	    cmocka_unit_test(test_config_two_venues_in_one_daemon),
 	    cmocka_unit_test(test_config_left_out_keys_are_the_engines_defaults),
 	    cmocka_unit_test(test_config_every_key_parses_to_its_value),
 	    cmocka_unit_test(test_config_symbols_file_is_read_relative_to_the_config),

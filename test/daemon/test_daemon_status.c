@@ -51,6 +51,8 @@ static int fill(void *arg, struct uf_status_snapshot *s)
 		struct uf_status_feed *f = &s->feeds[i];
 		snprintf(f->name, sizeof(f->name), i ? "beta" : "alpha");
 		snprintf(f->backend, sizeof(f->backend), i ? "epoll" : "io_uring");
+		snprintf(f->protocol, sizeof(f->protocol), "%s",
+		         i ? "iex-tops" : "itch50-moldudp64");
 		f->state = i && !fx->all_running ? UF_STATUS_FAILED : UF_STATUS_RUNNING;
 		if (f->state == UF_STATUS_FAILED)
 			snprintf(f->error, sizeof(f->error), "bind: \"quoted\" \\ error");
@@ -513,6 +515,7 @@ static void test_status_json_carries_the_counters_the_feeds_wrote(void **state)
 	assert_string_equal(json_string_value(json_object_get(a, "name")), "alpha");
 	assert_string_equal(json_string_value(json_object_get(a, "state")), "running");
 	assert_string_equal(json_string_value(json_object_get(a, "backend")), "io_uring");
+	assert_string_equal(json_string_value(json_object_get(a, "protocol")), "itch50-moldudp64");
 	assert_string_equal(json_string_value(json_object_get(
 	                        json_array_get(json_object_get(a, "lines"), 1), "name")),
 	                    "B");

@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct uf_itch_msg m;
 		uint64_t guard = 0;
 		while (uf_reader_next(&r, &rm) > 0 && guard++ < 1000000) {
-			if (rm.msg < buf || rm.msg + rm.len > buf + size)
+			/* r.base is buf, or the inflated copy of a gzip input */
+			if (rm.msg < r.base || rm.msg + rm.len > r.base + r.size)
 				abort();
 			uf_decode_msg_counted(rm.msg, rm.len, &m, r.c);
 		}

@@ -250,7 +250,8 @@ static void test_proto_table_finds_builtin_and_registered_entries(void **st)
 	bad.apply = NULL;
 	assert_int_equal(uf_proto_register(&bad), -EINVAL);
 	char names[200];
-	assert_string_equal(uf_proto_names(names, sizeof(names)), "\"itch50-moldudp64\", \"toy\"");
+	assert_string_equal(uf_proto_names(names, sizeof(names)),
+	                    "\"itch50-moldudp64\", \"iex-deep\", \"iex-tops\", \"toy\"");
 }
 
 /* The built-in entry's framing, used only through the table: open, walk, re-request. */
@@ -457,7 +458,7 @@ static void test_proto_feed_refuses_what_the_protocol_cannot_do(void **st)
 	ft_config_lines(&cfg, "tq", UF_BACKEND_EPOLL, 1, 97, 47700, 5);
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "nasdaq-smoke-signals");
 	assert_int_equal(uf_feed_create(&cfg, &f, err, sizeof(err)), -EPROTONOSUPPORT);
-	assert_non_null(strstr(err, "\"itch50-moldudp64\", \"toy\""));
+	assert_non_null(strstr(err, "\"itch50-moldudp64\", \"iex-deep\", \"iex-tops\", \"toy\""));
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "toy");
 	cfg.snapshot.enabled = 1;
 	assert_true(uf_feed_create(&cfg, &f, err, sizeof(err)) < 0);

@@ -473,9 +473,13 @@ static void test_garbage_messages_never_crash_and_match_the_model(void **state)
 	rc_compare(c, p);
 	struct uf_publish_stats st;
 	uf_publish_stats(p, &st);
+	/* every kind ITCH messages can raise was exercised (BAD_PRICE, UNKNOWN_LEVEL and
+	 * IDS_FULL belong to the venue API, publish/uf_venue.h: test_publish_venue) */
 	for (unsigned k = 0; k < UF_PUB_NERR; k++)
-		if (k != UF_PUB_ERR_LEVELS_FULL && k != UF_PUB_ERR_ORDERS_FULL)
-			assert_true(st.errors[k] > 0); /* every kind was exercised */
+		if (k != UF_PUB_ERR_LEVELS_FULL && k != UF_PUB_ERR_ORDERS_FULL &&
+		    k != UF_PUB_ERR_BAD_PRICE && k != UF_PUB_ERR_UNKNOWN_LEVEL &&
+		    k != UF_PUB_ERR_IDS_FULL)
+			assert_true(st.errors[k] > 0);
 	rc_free(c);
 	ref_free(r);
 	free(c);

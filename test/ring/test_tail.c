@@ -159,6 +159,31 @@ static void test_tail_prints_records_and_ends_cleanly(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+/* --info names the venue and its trading date when the image's market entry (instrument 0)
+ * holds a UF_STATUS_VENUE (an IEX ring), and says it does not know them otherwise. */
+static void test_tail_info_shows_the_venue_and_trading_date(void **state)
+{
+	char name[64], args[256], out[4096];
+	struct uf_ring *r;
+	(void)state;
+
+	test_ring_name(name, sizeof(name), "venue");
+	r = make_ring(name);
+	snprintf(args, sizeof(args), "--ring %s --info", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"venue\":\"\",\"trading_date\":0}"));
+	int64_t mic;
+	memcpy(&mic, "IEXG    ", 8);
+	assert_int_equal(uf_ring_image_begin(r, 0), 0);
+	assert_int_equal(uf_ring_image_set_status(r, 0, UF_STATUS_VENUE, mic, 20170425, 1, 0), 0);
+	uf_ring_image_end(r, 0);
+	uf_ring_image_commit(r);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"venue\":\"IEXG\",\"trading_date\":20170425}"));
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
 static void test_tail_ends_cleanly_on_ctrl_c(void **state)
 {
 	char name[64], path[600];
@@ -212,6 +237,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tail_books_prints_uf_decode_format_sorted_by_symbol),
 	    cmocka_unit_test(test_tail_prints_records_and_ends_cleanly),
+	    cmocka_unit_test(test_tail_info_shows_the_venue_and_trading_date),
 	    cmocka_unit_test(test_tail_ends_cleanly_on_ctrl_c),
 	    cmocka_unit_test(test_tail_reports_errors),
 	};

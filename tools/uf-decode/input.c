@@ -1,6 +1,7 @@
 /* uf-decode: shared input loading and iteration (see input.h). */
 #include "input.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,60 @@ void uf_input_set_udp_port(uint16_t port)
 	g_udp_port = port;
 }
 
+static int g_payload;        /* --payload: enum uf_reader_payload, AUTO by default */
+static uint16_t g_iex_proto; /* --payload iex-*: the IEX-TP protocol kept */
+
+int uf_input_set_payload(const char *name)
+{
+	static const struct {
+		const char *name;
+		int payload;
+		uint16_t proto;
+	} kinds[] = {{"auto", UF_PAYLOAD_AUTO, 0},
+	             {"mold", UF_PAYLOAD_MOLD, 0},
+	             {"iex-deep", UF_PAYLOAD_IEXTP, UF_IEXTP_PROTO_DEEP},
+	             {"iex-tops", UF_PAYLOAD_IEXTP, UF_IEXTP_PROTO_TOPS}};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (!strcmp(name, kinds[i].name)) {
+			g_payload = kinds[i].payload;
+			g_iex_proto = kinds[i].proto;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_counters *c,
                       uf_input_msg_fn fn, uf_input_bad_fn bad, void *ctx)
+{
+	const struct uf_input_fns fns = {.itch = fn, .bad = bad};
+	return uf_input_for_each_fns(paths, npaths, c, &fns, ctx);
+}
+
+/* One message of either venue: decoded, counted, handed to the matching callback. */
+static int dispatch(const struct uf_reader_msg *rm, struct uf_decode_counters *c,
+                    const struct uf_input_fns *fns, void *ctx)
+{
+	if (rm->proto) {
+		struct uf_iex_msg m;
+		int rc = uf_iex_decode_counted(rm->proto, rm->msg, rm->len, &m, c);
+		if (rc > 0)
+			return fns->iex ? fns->iex(ctx, rm->seq, rm->proto, &m) : 0;
+		return fns->bad_iex ? fns->bad_iex(ctx, rm->seq, rm->msg, rm->len, rc) : 0;
+	}
+	struct uf_itch_msg m;
+	int rc = uf_decode_msg_counted(rm->msg, rm->len, &m, c);
+	if (rc == 0)
+		return fns->itch ? fns->itch(ctx, rm->seq, &m) : 0;
+	return fns->bad ? fns->bad(ctx, rm->seq, rm->msg, rm->len, rc) : 0;
+}
+
+int uf_input_for_each_fns(const char *const *paths, int npaths, struct uf_decode_counters *c,
+                          const struct uf_input_fns *fns, void *ctx)
 {
 	for (int i = 0; i < npaths; i++) {
 		struct uf_reader r;
 		struct uf_reader_msg rm;
-		struct uf_itch_msg m;
 		if (uf_reader_open(&r, paths[i], c) < 0) {
 			fprintf(stderr, "uf-decode: %s\n", r.err);
 			uf_reader_close(&r);
@@ -34,14 +82,15 @@ int uf_input_for_each(const char *const *paths, int npaths, struct uf_decode_cou
 			uf_reader_close(&r);
 			return UF_EXIT_USAGE;
 		}
-		int stop = 0;
-		while (!stop && uf_reader_next(&r, &rm) > 0) {
-			int rc = uf_decode_msg_counted(rm.msg, rm.len, &m, c);
-			if (rc == 0)
-				stop = fn ? fn(ctx, rm.seq, &m) : 0;
-			else if (bad)
-				stop = bad(ctx, rm.seq, rm.msg, rm.len, rc);
+		if (g_payload && uf_reader_set_payload(&r, g_payload, g_iex_proto) < 0) {
+			fprintf(stderr, "uf-decode: %s: --payload: a %s file has no UDP payloads\n",
+			        paths[i], uf_reader_format_name(r.format));
+			uf_reader_close(&r);
+			return UF_EXIT_USAGE;
 		}
+		int stop = 0;
+		while (!stop && uf_reader_next(&r, &rm) > 0)
+			stop = dispatch(&rm, c, fns, ctx);
 		uf_reader_close(&r);
 		if (stop)
 			break;
@@ -81,6 +130,13 @@ int uf_input_load_packets(const char *path, size_t mtu_payload, struct uf_input_
 	uint64_t seq = 1;
 	int open_pkt = 0;
 	while (uf_reader_next(&r, &rm) > 0) {
+		if (rm.proto) { /* the bench passes decode ITCH 5.0 */
+			fprintf(stderr,
+			        "uf-decode: %s: IEX-TP input: the decode benchmark reads ITCH 5.0 "
+			        "only\n",
+			        path);
+			goto out_free;
+		}
 		for (;;) {
 			if (!open_pkt) {
 				if (n == cap) {
@@ -215,6 +271,7 @@ void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c)
 		collect(&types, name, c->by_type[i]);
 	}
 	uf_decode_counters_foreach_error(c, collect, &errs);
+	uf_decode_counters_foreach_iex_error(c, collect, &errs);
 	uf_decode_counters_foreach_skipped(c, collect, &skipped);
 	fprintf(f, "{\"packets\":%llu,\"messages\":%llu,\"types\":", (unsigned long long)c->packets,
 	        (unsigned long long)c->messages);
@@ -223,6 +280,17 @@ void uf_input_print_stats_json(FILE *f, const struct uf_decode_counters *c)
 	print_obj(f, &errs);
 	fprintf(f, ",\"gaps\":%llu,\"skipped\":", (unsigned long long)c->gaps);
 	print_obj(f, &skipped);
+	if (c->iex_packets) { /* IEX-TP was read: its own section, ITCH output unchanged */
+		struct kvs iex = {.n = 0};
+		for (int i = 0; i < UF_IEX_NTYPES; i++) {
+			char name[2] = {UF_IEX_TYPES[i], 0};
+			collect(&iex, name, c->iex_by_type[i]);
+		}
+		fprintf(f, ",\"iex_packets\":%llu,\"iex_stream_restarts\":%llu,\"iex_types\":",
+		        (unsigned long long)c->iex_packets,
+		        (unsigned long long)c->iex_stream_restarts);
+		print_obj(f, &iex);
+	}
 	fputs("}\n", f);
 }
 

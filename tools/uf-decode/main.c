@@ -13,8 +13,10 @@ struct subcommand {
 
 static const struct subcommand commands[] = {
     {"stats", uf_decode_cmd_stats,
-     "stats [--port N] FILE... counts as one JSON object (--port: pcap UDP port filter)"},
-    {"print", uf_decode_cmd_print, "print FILE [--limit N]   one JSON line per message"},
+     "stats [--port N] [--payload KIND] FILE... counts as one JSON object (--port: pcap UDP "
+     "port filter; --payload: auto, mold, iex-deep, iex-tops)"},
+    {"print", uf_decode_cmd_print,
+     "print FILE [--limit N] [--payload KIND]   one JSON line per message"},
     {"bench", uf_decode_cmd_bench,
      "bench FILE [--reps N] [--prefetch D] [--batch B]   decode throughput vs byte reading"},
 /* ---- publish/ subcommands plug in here ---- */
@@ -28,9 +30,11 @@ static void usage(FILE *f)
 	fprintf(f, "usage: uf-decode SUBCOMMAND ...\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  uf-decode %s\n", commands[i].usage);
-	fprintf(f, "inputs: Nasdaq daily-format ITCH 5.0 files, or classic pcap (us/ns) of "
-	           "Ethernet[/802.1Q]/IPv4/UDP/MoldUDP64\n"
-	           "exit status: 0 ok, 1 the input had errors, 2 bad usage or unreadable input\n");
+	fprintf(f,
+	        "inputs: Nasdaq daily-format ITCH 5.0 files, or classic pcap (us/ns) of "
+	        "Ethernet[/802.1Q]/IPv4/UDP/MoldUDP64 (ITCH 5.0) or IEX-TP (DEEP 1.0, TOPS 1.6);\n"
+	        "        any of them may be gzip'd\n"
+	        "exit status: 0 ok, 1 the input had errors, 2 bad usage or unreadable input\n");
 }
 
 int main(int argc, char **argv)

@@ -1,7 +1,10 @@
-/* uf-decode print FILE [--limit N]: one JSON line per message, every field named as in
+/* uf-decode print FILE [--limit N] [--payload KIND]: one JSON line per message, every field named
+ * as in
  * ../shared/ITCH50-MOLDUDP64.md (snake_case), prices as integers in the feed's units,
  * character fields as strings with trailing spaces trimmed. Messages that did not decode
- * get a line with "error" naming the counter they went to. */
+ * get a line with "error" naming the counter they went to. IEX DEEP/TOPS messages likewise,
+ * fields named as in the IEX specifications (snake_case), with "protocol" ("deep"/"tops"),
+ * prices as signed integers with 4 implied decimals, flag bytes as numbers. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +211,123 @@ static int on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 	return p->limit && ++p->printed >= p->limit;
 }
 
+static void js(FILE *f, const char *key, int64_t v)
+{
+	fprintf(f, ",\"%s\":%lld", key, (long long)v);
+}
+
+static void print_iex_fields(FILE *f, const struct uf_iex_msg *m)
+{
+	switch (m->type) {
+	case UF_IEX_SYSTEM_EVENT:
+		jchr(f, "system_event", m->u.sys.event);
+		break;
+	case UF_IEX_SECURITY_DIRECTORY:
+		ju(f, "flags", m->u.dir.flags);
+		ju(f, "round_lot_size", m->u.dir.round_lot_size);
+		js(f, "adjusted_poc_price", m->u.dir.adjusted_poc);
+		ju(f, "luld_tier", m->u.dir.luld_tier);
+		break;
+	case UF_IEX_TRADING_STATUS:
+		jchr(f, "trading_status", m->u.trading_status.status);
+		jstr(f, "reason", m->u.trading_status.reason, 4);
+		break;
+	case UF_IEX_RETAIL_LIQUIDITY:
+		jchr(f, "retail_liquidity_indicator", m->u.retail.indicator);
+		break;
+	case UF_IEX_OPERATIONAL_HALT:
+		jchr(f, "operational_halt_status", m->u.op_halt.status);
+		break;
+	case UF_IEX_SHORT_SALE_TEST:
+		ju(f, "short_sale_price_test_status", m->u.ssr.status);
+		jchr(f, "detail", m->u.ssr.detail);
+		break;
+	case UF_IEX_SECURITY_EVENT:
+		jchr(f, "security_event", m->u.sec_event.event);
+		break;
+	case UF_IEX_PRICE_LEVEL_BUY:
+	case UF_IEX_PRICE_LEVEL_SELL:
+		ju(f, "event_flags", m->u.level.flags);
+		jchr(f, "side", m->u.level.side);
+		ju(f, "size", m->u.level.size);
+		js(f, "price", m->u.level.price);
+		break;
+	case UF_IEX_QUOTE_UPDATE:
+		ju(f, "flags", m->u.quote.flags);
+		ju(f, "bid_size", m->u.quote.bid_size);
+		js(f, "bid_price", m->u.quote.bid_price);
+		js(f, "ask_price", m->u.quote.ask_price);
+		ju(f, "ask_size", m->u.quote.ask_size);
+		break;
+	case UF_IEX_TRADE_REPORT:
+	case UF_IEX_TRADE_BREAK:
+		ju(f, "sale_condition_flags", m->u.trade.flags);
+		ju(f, "size", m->u.trade.size);
+		js(f, "price", m->u.trade.price);
+		ju(f, "trade_id", m->u.trade.trade_id);
+		break;
+	case UF_IEX_OFFICIAL_PRICE:
+		jchr(f, "price_type", m->u.official.price_type);
+		js(f, "official_price", m->u.official.price);
+		break;
+	case UF_IEX_AUCTION_INFO:
+		jchr(f, "auction_type", m->u.auction.auction_type);
+		ju(f, "paired_shares", m->u.auction.paired_shares);
+		js(f, "reference_price", m->u.auction.reference_price);
+		js(f, "indicative_clearing_price", m->u.auction.indicative_price);
+		ju(f, "imbalance_shares", m->u.auction.imbalance_shares);
+		jchr(f, "imbalance_side", m->u.auction.imbalance_side);
+		ju(f, "extension_number", m->u.auction.extension);
+		ju(f, "scheduled_auction_time", m->u.auction.scheduled_time);
+		js(f, "auction_book_clearing_price", m->u.auction.book_clearing_price);
+		js(f, "collar_reference_price", m->u.auction.collar_reference);
+		js(f, "lower_auction_collar", m->u.auction.lower_collar);
+		js(f, "upper_auction_collar", m->u.auction.upper_collar);
+		break;
+	}
+}
+
+static const char *iex_proto_name(uint16_t proto)
+{
+	return proto == UF_IEXTP_PROTO_DEEP   ? "deep"
+	       : proto == UF_IEXTP_PROTO_TOPS ? "tops"
+	                                      : "iex";
+}
+
+static int on_iex(void *ctx, uint64_t seq, uint16_t proto, const struct uf_iex_msg *m)
+{
+	struct print_ctx *p = ctx;
+	FILE *f = p->f;
+	fprintf(f, "{\"seq\":%llu,\"protocol\":\"%s\"", (unsigned long long)seq,
+	        iex_proto_name(proto));
+	jchr(f, "type", m->type);
+	fprintf(f, ",\"name\":\"%s\"", uf_iex_type_name(m->type));
+	js(f, "timestamp", m->timestamp);
+	if (m->type != UF_IEX_SYSTEM_EVENT)
+		jstr(f, "symbol", m->symbol, 8);
+	print_iex_fields(f, m);
+	fputs("}\n", f);
+	return p->limit && ++p->printed >= p->limit;
+}
+
+static int on_bad_iex(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int rc)
+{
+	struct print_ctx *p = ctx;
+	char err[32];
+	if (len == 0)
+		snprintf(err, sizeof(err), "iex_empty_message");
+	else if (rc == -ENOMSG)
+		snprintf(err, sizeof(err), "iex_unknown_type");
+	else
+		snprintf(err, sizeof(err), "iex_bad_length_%c", msg[0]);
+	fprintf(p->f, "{\"seq\":%llu,\"error\":\"%s\",\"length\":%zu", (unsigned long long)seq, err,
+	        len);
+	if (len)
+		fprintf(p->f, ",\"type_byte\":%u", msg[0]);
+	fputs("}\n", p->f);
+	return p->limit && ++p->printed >= p->limit;
+}
+
 static int on_bad(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int rc)
 {
 	struct print_ctx *p = ctx;
@@ -240,6 +360,14 @@ int uf_decode_cmd_print(int argc, char **argv)
 			}
 			if (p.limit == 0)
 				return UF_EXIT_OK;
+		} else if (!strcmp(argv[i], "--payload") && i + 1 < argc) {
+			if (uf_input_set_payload(argv[++i]) < 0) {
+				fprintf(stderr,
+				        "uf-decode print: --payload wants auto, mold, iex-deep or "
+				        "iex-tops, got %s\n",
+				        argv[i]);
+				return UF_EXIT_USAGE;
+			}
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "uf-decode print: unknown option %s\n", argv[i]);
 			return UF_EXIT_USAGE;
@@ -251,13 +379,15 @@ int uf_decode_cmd_print(int argc, char **argv)
 		}
 	}
 	if (!file) {
-		fprintf(stderr, "usage: uf-decode print FILE [--limit N]\n");
+		fprintf(stderr, "usage: uf-decode print FILE [--limit N] [--payload KIND]\n");
 		return UF_EXIT_USAGE;
 	}
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	struct uf_decode_counters c;
 	memset(&c, 0, sizeof(c));
-	int rc = uf_input_for_each((const char *const *)&file, 1, &c, on_msg, on_bad, &p);
+	const struct uf_input_fns fns = {
+	    .itch = on_msg, .iex = on_iex, .bad = on_bad, .bad_iex = on_bad_iex};
+	int rc = uf_input_for_each_fns((const char *const *)&file, 1, &c, &fns, &p);
 	if (fflush(stdout) != 0)
 		return UF_EXIT_USAGE;
 	if (rc != UF_EXIT_OK)

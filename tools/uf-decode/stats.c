@@ -1,6 +1,6 @@
-/* uf-decode stats [--port N] FILE...: one JSON object of counts over all files. Frames of a
- * capture that are not MoldUDP64 (ARP, IGMP, TCP, other ports with --port) are counted under
- * "skipped", not "errors": only what was MoldUDP64 and failed makes the exit status 1. */
+/* uf-decode stats [--port N] [--payload KIND] FILE...: one JSON object of counts over all files.
+ * Frames of a capture that are not MoldUDP64 (ARP, IGMP, TCP, other ports with --port) are counted
+ * under "skipped", not "errors": only what was MoldUDP64 and failed makes the exit status 1. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +11,10 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: uf-decode stats [--port N] FILE...\n"
-	                "  --port N  pcap: only UDP datagrams to destination port N (1-65535)\n");
+	fprintf(stderr, "usage: uf-decode stats [--port N] [--payload KIND] FILE...\n"
+	                "  --port N  pcap: only UDP datagrams to destination port N (1-65535)\n"
+	                "  --payload KIND  pcap: auto (default: the first payload decides), mold,\n"
+	                "                  iex-deep or iex-tops (IEX-TP of that protocol only)\n");
 }
 
 int uf_decode_cmd_stats(int argc, char **argv)
@@ -24,6 +26,15 @@ int uf_decode_cmd_stats(int argc, char **argv)
 		if (!strcmp(argv[i], "--port")) {
 			if (i + 1 >= argc || uf_parse_u64(argv[i + 1], 1, 65535, &port) < 0) {
 				fprintf(stderr, "uf-decode stats: --port wants 1..65535, got %s\n",
+				        i + 1 < argc ? argv[i + 1] : "nothing");
+				return UF_EXIT_USAGE;
+			}
+			i++;
+		} else if (!strcmp(argv[i], "--payload")) {
+			if (i + 1 >= argc || uf_input_set_payload(argv[i + 1]) < 0) {
+				fprintf(stderr,
+				        "uf-decode stats: --payload wants auto, mold, iex-deep or "
+				        "iex-tops, got %s\n",
 				        i + 1 < argc ? argv[i + 1] : "nothing");
 				return UF_EXIT_USAGE;
 			}

@@ -60,7 +60,7 @@ static void usage(FILE *f)
 	        "  --depth N         levels per side for --books (default: all in the image)\n"
 	        "  --top SYMS        live top-of-book view of comma-separated symbols\n"
 	        "  --interval MS     --top refresh period (default 250)\n"
-	        "  --info            print ring facts (generation, capacity, tail, ...)\n"
+	        "  --info            print ring facts (generation, capacity, tail, venue, ...)\n"
 	        "  --dir DIR         shm directory (default $UF_RING_DIR or /dev/shm)\n"
 	        "  --nats URLS       read the ring from NATS (uf-bridge), URLS = nats://h:p,...\n"
 	        "Ends on ring close, --count, --timeout or Ctrl-C (exit 0).\n");
@@ -442,18 +442,46 @@ static int run_top(const struct tail_opts *o, uf_consumer_t *c, uint64_t deadlin
 	return rc;
 }
 
+/* The venue's MIC and trading date from the market's UF_STATUS_VENUE (instrument 0 of the
+ * image), when the venue sends them (publish/uf_record.h): "" and 0 otherwise. */
+static void ring_venue(uf_consumer_t *c, char mic[9], uint64_t *date)
+{
+	static struct uf_book_snapshot s; /* large: not on the stack */
+	int rc = -EBUSY;
+
+	mic[0] = '\0';
+	*date = 0;
+	for (int tries = 0; rc == -EBUSY && tries < 100; tries++)
+		rc = uf_consumer_snapshot(c, 0, &s);
+	if (rc != 0)
+		return;
+	for (uint32_t k = 0; k < s.nstatus && k < UF_BOOK_MAX_STATUS; k++) {
+		if (s.status[k].code != UF_STATUS_VENUE)
+			continue;
+		memcpy(mic, &s.status[k].price, 8);
+		mic[8] = '\0';
+		for (int j = 7; j >= 0 && (mic[j] == ' ' || mic[j] == '\0'); j--)
+			mic[j] = '\0';
+		*date = s.status[k].shares;
+	}
+}
+
 static int run_info(uf_consumer_t *c, const char *name)
 {
 	struct uf_consumer_info i;
+	char mic[9];
+	uint64_t date;
 
 	uf_consumer_get_info(c, &i);
+	ring_venue(c, mic, &date);
 	printf("{\"ring\":\"%s\",\"generation\":%" PRIu64 ",\"capacity\":%" PRIu64
-	       ",\"tail\":%" PRIu64
-	       ",\"closed\":%d,\"producer_pid\":%d,\"producer_alive\":%d,\"numa_node\":%d"
-	       ",\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u,\"created_ns\":%" PRIu64
-	       ",\"forged\":%u}\n",
+	       ",\"tail\":%" PRIu64 ",\"closed\":%d,\"producer_pid\":%d,\"producer_alive\":%d"
+	       ",\"numa_node\":%d,\"hugepages\":%d,\"depth\":%u,\"max_instruments\":%u"
+	       ",\"created_ns\":%" PRIu64 ",\"forged\":%u,\"venue\":",
 	       name, i.generation, i.capacity, i.tail, i.closed, i.producer_pid, i.producer_alive,
 	       i.numa_node, i.hugepages, i.depth, i.max_instruments, i.created_ns, i.forged);
+	json_str(stdout, mic);
+	printf(",\"trading_date\":%" PRIu64 "}\n", date);
 	return 0;
 }
 
