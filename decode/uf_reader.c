@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/uf_err.h"
+#include "decode/uf_pcapng.h"
 
 #define PCAP_GLOBAL_LEN     24
 #define PCAP_RECORD_LEN     16
@@ -105,12 +106,8 @@ static int recognise(struct uf_reader *r)
 			r->off = PCAP_GLOBAL_LEN;
 			return 0;
 		}
-		if (b[0] == 0x0a && b[1] == 0x0d && b[2] == 0x0d && b[3] == 0x0a) {
-			uf_err_set(
-			    r->err, sizeof(r->err),
-			    "pcapng is not supported: convert it with `editcap -F pcap IN OUT`");
-			return -EPROTONOSUPPORT;
-		}
+		if (uf_pcapng_is(b, r->size))
+			return uf_pcapng_reader_open(r); /* decode/uf_pcapng.c */
 	}
 	if (r->size >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
 		uf_err_set(r->err, sizeof(r->err),
@@ -210,6 +207,7 @@ out_close:
 
 void uf_reader_close(struct uf_reader *r)
 {
+	uf_pcapng_reader_close(r);
 	if (r->mapped)
 		munmap((void *)r->base, r->size);
 	if (r->fd >= 0)
@@ -233,10 +231,21 @@ void uf_reader_rewind(struct uf_reader *r)
 	r->in_packet = 0;
 	r->ordinal = 0;
 	r->have_seq = 0;
+	if (r->png)
+		uf_pcapng_reader_rewind(r);
 }
+
+static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, size_t origlen,
+                         const uint8_t **pl, size_t *pllen);
 
 /* Strips link, IPv4 and UDP headers from one captured frame. 1 with the UDP payload, or 0
  * with the reason counted. */
+int uf_reader_frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen,
+                            const uint8_t **pl, size_t *pllen)
+{
+	return frame_payload(r, f, caplen, caplen, pl, pllen);
+}
+
 static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, size_t origlen,
                          const uint8_t **pl, size_t *pllen)
 {
@@ -335,6 +344,8 @@ truncated:
 /* Next pcap record's UDP payload: 1, or 0 at the end (a truncated tail is counted). */
 static int next_record(struct uf_reader *r, const uint8_t **pl, size_t *pllen, uint64_t *ts)
 {
+	if (r->png)
+		return uf_pcapng_reader_record(r, pl, pllen, ts);
 	while (r->off < r->size) {
 		if (r->size - r->off < PCAP_RECORD_LEN) {
 			UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_RECORD], 1);
@@ -387,6 +398,8 @@ static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
 	for (;;) {
 		struct uf_frame_msg b;
 		if (r->in_packet && uf_mold_next(&r->it, &b)) {
+			if (b.seq < r->png_skip_below)
+				continue; /* pcapng: delivered by an earlier copy */
 			m->seq = b.seq;
 			m->msg = b.msg;
 			m->len = b.len;
@@ -398,7 +411,9 @@ static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
 		size_t len;
 		if (!next_record(r, &pl, &len, &r->pcap_ts_ns))
 			return 0;
-		int k = uf_mold_open_counted(&r->pkt, pl, len, r->c);
+		/* pcapng: counted when indexed (once per datagram), not again here */
+		int k = uf_mold_open_counted(&r->pkt, pl, len,
+		                             r->png ? uf_pcapng_reader_scratch(r) : r->c);
 		if (k < 0)
 			continue;
 		track_seq(r, &r->pkt);

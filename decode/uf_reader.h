@@ -7,7 +7,10 @@
  *     uf_mold_open(), the same parser the live feed uses;
  *   - the daily format (u16 big-endian length + message, repeated); a zero length prefix
  *     means "the length of this type" (seen in real files) and is resolved from the type;
- *   - anything else (pcapng, gzip, other link types, random bytes) is refused with a message
+ *   - pcapng (decode/uf_pcapng.h, e.g. uringfeed's own captures): the same, per interface
+ *     link type; its datagrams are yielded de-duplicated in sequence order (both lines and
+ *     re-request answers of a capture give the arbitrated stream once);
+ *   - anything else (gzip, other link types, random bytes) is refused with a message
  *     in r->err saying what the file is and what to do.
  * uf_reader_next() then yields every message as (sequence, pointer, length): MoldUDP64
  * sequence numbers for pcap, the 1-based message ordinal for daily files. Frames that are
@@ -54,6 +57,8 @@ struct uf_reader {
 	struct uf_decode_counters *c;      /* caller's counters (never NULL after open) */
 	struct uf_decode_counters own;     /* used when the caller passes NULL: `c` may point
 	                                    * here, so an open reader is never copied */
+	struct uf_pcapng_reader *png;      /* pcapng input (decode/uf_pcapng.h), else NULL */
+	uint64_t png_skip_below;           /* pcapng: messages below this were delivered */
 	char err[256];                     /* why open/next failed, for the user */
 };
 
@@ -88,6 +93,11 @@ int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t 
  * other ports are counted in skipped[UF_SKIP_OTHER_PORT]. Returns 0, or -EINVAL on a daily
  * file (it has no ports). Call after open, before reading. */
 int uf_reader_set_udp_port(struct uf_reader *r, uint16_t port);
+
+/* The link, IPv4 and UDP framing of one captured frame of link type r->linktype: 1 with the
+ * UDP payload, or 0 with the reason counted (skipped kinds or file errors). */
+int uf_reader_frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen,
+                            const uint8_t **pl, size_t *pllen);
 
 /* Rewinds to the first message (counters are not reset). */
 void uf_reader_rewind(struct uf_reader *r);
