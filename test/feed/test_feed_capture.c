@@ -1,0 +1,507 @@
+/* The capture (feed/capture.h, decode/uf_pcapng.h): the pcapng blocks it writes, its writer
+ * under a full disk, a removed directory and a read-only one (small tmpfs mounts made here:
+ * root is needed and a test without it fails), and end to end: a feed on loopback with
+ * capture on gets a generated day from uf-replay with 5 % loss on each line and re-requests
+ * served; the capture, de-duplicated by sequence, holds every message of the day once;
+ * `uf-decode books` of the capture equals `uf-decode books` of the day file; tshark reads it
+ * as Ethernet/IPv4/UDP on the lines' groups and ports. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/mount.h>
+#include <cmocka.h>
+
+#include "common/uf_endian.h"
+#include "decode/uf_decode.h"
+#include "decode/uf_pcapng.h"
+#include "feed/capture.h"
+#include "feed/uf_feed.h"
+#include "ring/uf_ring.h"
+#include "feed_test_util.h"
+
+#define TC_MESSAGES 40000
+#define TC_RATE     "100000"
+#define TC_DONE_MS  40000
+
+static char g_day[256];
+static uint64_t g_day_msgs;
+
+/* ---- pcapng blocks ---- */
+
+static void test_pcapng_epb_reads_back_with_valid_headers(void **s)
+{
+	(void)s;
+	static uint8_t buf[8192];
+	size_t n = uf_pcapng_shb(buf, sizeof(buf), "uringfeed", "test");
+	assert_true(n > 0 && n % 4 == 0);
+	size_t k = uf_pcapng_idb(buf + n, sizeof(buf) - n, "A 239.1.2.3:26400", "line A");
+	assert_true(k > 0 && k % 4 == 0);
+	n += k;
+	uint8_t payload[37];
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7 + 1);
+	struct uf_pcapng_udp a;
+	inet_pton(AF_INET, "10.9.8.7", &a.src_addr);
+	inet_pton(AF_INET, "239.1.2.3", &a.dst_addr);
+	a.src_port = htons(5555);
+	a.dst_port = htons(26400);
+	uint64_t ts = 1733300000123456789ull;
+	size_t e = uf_pcapng_epb_udp(buf + n, 0, ts, &a, payload, sizeof(payload));
+	assert_int_equal(e, uf_pcapng_epb_size(sizeof(payload)));
+	assert_int_equal(e % 4, 0);
+	n += e;
+
+	struct uf_pcapng p;
+	char err[128];
+	assert_int_equal(uf_pcapng_open(&p, buf, n, err, sizeof(err)), 0);
+	struct uf_pcapng_rec r;
+	assert_int_equal(uf_pcapng_next(&p, &r), 1);
+	assert_int_equal(r.iface, 0);
+	assert_true(r.ts_ns == ts); /* if_tsresol 9: exact */
+	assert_int_equal(r.caplen, 42 + sizeof(payload));
+	const struct uf_pcapng_if *f = uf_pcapng_iface(&p, 0);
+	assert_non_null(f);
+	assert_string_equal(f->name, "A 239.1.2.3:26400");
+	assert_string_equal(f->desc, "line A");
+	const uint8_t *fr = r.frame;
+	static const uint8_t mac[] = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+	assert_memory_equal(fr, mac, 6);
+	assert_int_equal(uf_be16(fr + 12), 0x0800);
+	const uint8_t *ip = fr + 14;
+	uint32_t sum = 0;
+	for (int i = 0; i < 20; i += 2)
+		sum += uf_be16(ip + i);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	assert_int_equal(sum, 0xffff); /* header checksum valid */
+	assert_int_equal(uf_be16(ip + 2), 20 + 8 + sizeof(payload));
+	assert_memory_equal(ip + 12, &a.src_addr, 4);
+	assert_memory_equal(ip + 16, &a.dst_addr, 4);
+	assert_int_equal(uf_be16(ip + 20), 5555);
+	assert_int_equal(uf_be16(ip + 22), 26400);
+	assert_int_equal(uf_be16(ip + 24), 8 + sizeof(payload));
+	assert_memory_equal(ip + 28, payload, sizeof(payload));
+	assert_int_equal(uf_pcapng_next(&p, &r), 0);
+	assert_int_equal(p.torn, 0);
+	/* a block cut short (a crash mid-write) ends the walk and is counted */
+	assert_int_equal(uf_pcapng_open(&p, buf, n - 5, err, sizeof(err)), 0);
+	assert_int_equal(uf_pcapng_next(&p, &r), 0);
+	assert_int_equal(p.torn, 1);
+}
+
+/* ---- the writer under faults ---- */
+
+static void tc_mount_tmpfs(const char *dir, const char *opts)
+{
+	mkdir(dir, 0755);
+	if (mount("tmpfs", dir, "tmpfs", 0, opts) < 0)
+		fail_msg("mount tmpfs on %s (%s): %s (the capture fault tests need root)", dir,
+		         opts, strerror(errno));
+}
+
+static void tc_params(struct uf_capture_params *p, const char *dir)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->feed, sizeof(p->feed), "tc");
+	snprintf(p->dir, sizeof(p->dir), "%s", dir);
+	p->rotate_bytes = 1u << 20;
+	p->buffer_bytes = 4u << 20;
+	p->nif = 2;
+	for (int i = 0; i < 2; i++) {
+		snprintf(p->ifs[i].name, sizeof(p->ifs[i].name), "%c 239.1.1.%d:4000%d", 'A' + i, i,
+		         i);
+		inet_pton(AF_INET, i ? "239.1.1.1" : "239.1.1.0", &p->ifs[i].dst_addr);
+		p->ifs[i].dst_port = htons((uint16_t)(40000 + i));
+	}
+}
+
+/* Feeds datagrams until `done` says so (bounded); returns the datagrams fed. */
+static uint64_t tc_feed_until(struct uf_capture *c, struct uf_feed_stats *st,
+                              int (*done)(const struct uf_feed_stats *), uint64_t max_ms)
+{
+	static uint8_t dg[1200];
+	uint64_t end = uf_now_mono_ns() + max_ms * 1000000ull, n = 0;
+	while (!done(st) && uf_now_mono_ns() < end) {
+		for (int i = 0; i < 64; i++, n++) {
+			memcpy(dg, &n, sizeof(n));
+			uf_capture_datagram(c, (unsigned)(n & 1), dg, sizeof(dg), 0, 0x0100007f,
+			                    htons(999));
+		}
+		uf_capture_flush(c);
+		struct timespec ts = {0, 200000};
+		nanosleep(&ts, NULL);
+	}
+	return n;
+}
+
+static int tc_disk_full(const struct uf_feed_stats *st)
+{
+	return uf_load_relaxed_u64(&st->capture_dropped_disk_full) > 0;
+}
+static int tc_never(const struct uf_feed_stats *st)
+{
+	(void)st;
+	return 0;
+}
+static int tc_written(const struct uf_feed_stats *st)
+{
+	return uf_load_relaxed_u64(&st->capture_packets_written) > 0;
+}
+static int tc_no_dir(const struct uf_feed_stats *st)
+{
+	return uf_load_relaxed_u64(&st->capture_dropped_no_dir) > 0;
+}
+static int tc_read_only(const struct uf_feed_stats *st)
+{
+	return uf_load_relaxed_u64(&st->capture_dropped_read_only) > 0;
+}
+
+/* Every file of `dir` walks as whole pcapng blocks; returns the packets in them. */
+static uint64_t tc_walk_dir(const char *dir, int *files)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	uint64_t pk = 0;
+	*files = 0;
+	while ((e = readdir(d))) {
+		if (!strstr(e->d_name, ".pcapng"))
+			continue;
+		char path[600];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		int fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		struct stat sb;
+		fstat(fd, &sb);
+		uint8_t *m = malloc((size_t)sb.st_size + 1);
+		assert_int_equal(read(fd, m, (size_t)sb.st_size), sb.st_size);
+		close(fd);
+		struct uf_pcapng p;
+		char err[128];
+		assert_int_equal(uf_pcapng_open(&p, m, (size_t)sb.st_size, err, sizeof(err)), 0);
+		struct uf_pcapng_rec r;
+		while (uf_pcapng_next(&p, &r) == 1)
+			pk++;
+		assert_int_equal(p.torn, 0); /* cut back to whole blocks after each error */
+		free(m);
+		(*files)++;
+	}
+	closedir(d);
+	return pk;
+}
+
+static void test_capture_full_disk_counts_drops_and_keeps_whole_files(void **s)
+{
+	(void)s;
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/full", ft_tmpdir());
+	tc_mount_tmpfs(dir, "size=3m");
+	struct uf_capture_params p;
+	tc_params(&p, dir);
+	struct uf_feed_stats *st = calloc(1, sizeof(*st));
+	struct uf_capture *c = calloc(1, sizeof(*c));
+	char err[256];
+	assert_int_equal(uf_capture_open(c, &p, st, err, sizeof(err)), 0);
+	tc_feed_until(c, st, tc_disk_full, 20000);
+	uf_capture_close(c);
+	assert_true(st->capture_dropped_disk_full > 0);
+	assert_true(st->capture_packets_written > 0);
+	/* every datagram is either written or counted, by one reason */
+	assert_int_equal(st->capture_packets, st->capture_packets_written +
+	                                          st->capture_dropped_disk_full +
+	                                          st->capture_dropped_io_error);
+	int files;
+	assert_int_equal(tc_walk_dir(dir, &files), st->capture_packets_written);
+	assert_true(files >= 2); /* rotation at 1 MiB */
+	umount2(dir, MNT_DETACH);
+	rmdir(dir);
+	free(c);
+	free(st);
+}
+
+static void test_capture_directory_removed_or_read_only_is_counted(void **s)
+{
+	(void)s;
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/gone", ft_tmpdir());
+	mkdir(dir, 0755);
+	struct uf_capture_params p;
+	tc_params(&p, dir);
+	p.rotate_bytes = 64u << 20;
+	struct uf_feed_stats *st = calloc(1, sizeof(*st));
+	struct uf_capture *c = calloc(1, sizeof(*c));
+	char err[256];
+	assert_int_equal(uf_capture_open(c, &p, st, err, sizeof(err)), 0);
+	/* written first, then the directory goes away under the writer */
+	tc_feed_until(c, st, tc_written, 20000);
+	uint64_t before = st->capture_packets_written;
+	assert_true(before > 0);
+	ft_rm_dir(dir);
+	tc_feed_until(c, st, tc_no_dir, 20000);
+	assert_true(st->capture_dropped_no_dir > 0);
+	/* now it is back, but read-only */
+	tc_mount_tmpfs(dir, "size=1m");
+	assert_int_equal(mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
+	tc_feed_until(c, st, tc_read_only, 20000);
+	assert_true(st->capture_dropped_read_only > 0);
+	/* and writable again: capture resumes by itself */
+	assert_int_equal(mount(NULL, dir, NULL, MS_REMOUNT, "size=8m"), 0);
+	uint64_t w = st->capture_packets_written;
+	uint64_t end = uf_now_mono_ns() + 20000000000ull;
+	while (uf_load_relaxed_u64(&st->capture_packets_written) == w && uf_now_mono_ns() < end)
+		tc_feed_until(c, st, tc_never, 10);
+	assert_true(st->capture_packets_written > w);
+	uf_capture_close(c);
+	assert_int_equal(st->capture_packets,
+	                 st->capture_packets_written + st->capture_dropped_no_dir +
+	                     st->capture_dropped_read_only + st->capture_dropped_disk_full +
+	                     st->capture_dropped_io_error);
+	umount2(dir, MNT_DETACH);
+	ft_rm_dir(dir);
+	free(c);
+	free(st);
+}
+
+/* ---- end to end ---- */
+
+struct tc_feed {
+	struct uf_feed *feed;
+	volatile int stop;
+	int rc;
+};
+
+static void *tc_feed_thread(void *arg)
+{
+	struct tc_feed *t = arg;
+	t->rc = uf_feed_run(t->feed, &t->stop);
+	return NULL;
+}
+
+static char *tc_slurp_cmd(const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *b = malloc(cap);
+	size_t k;
+	while ((k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (n + 1 == cap)
+			b = realloc(b, cap *= 2);
+	}
+	b[n] = '\0';
+	int rc = pclose(f);
+	if (rc != 0) {
+		fprintf(stderr, "%s: exit %d\n", cmd, rc);
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
+{
+	(void)s;
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/cap", ft_tmpdir());
+	mkdir(dir, 0755);
+	struct uf_feed_config cfg;
+	ft_config_lines(&cfg, "tc", UF_BACKEND_EPOLL, 0, 78, 43000, 10);
+	cfg.recovery.enabled = 1;
+	cfg.recovery.server.sin_family = AF_INET;
+	cfg.recovery.server.sin_port = htons(43005 + 100 * UF_BACKEND_EPOLL);
+	inet_pton(AF_INET, "127.0.0.1", &cfg.recovery.server.sin_addr);
+	cfg.recovery.wait_ms = 20;
+	cfg.recovery.queue_packets = 16384;
+	cfg.capture.enabled = 1;
+	snprintf(cfg.capture.dir, sizeof(cfg.capture.dir), "%.200s", dir);
+	cfg.capture.rotate_mb = 1; /* several files: the readers take them in order */
+	cfg.capture.buffer_mb = 8;
+	struct tc_feed t = {0};
+	char err[256];
+	if (uf_feed_create(&cfg, &t.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	pthread_t thr;
+	assert_int_equal(pthread_create(&thr, NULL, tc_feed_thread, &t), 0);
+
+	char a[64], b[64], port[16], ga[INET_ADDRSTRLEN], gb[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &cfg.lines[0].group, ga, sizeof(ga));
+	inet_ntop(AF_INET, &cfg.lines[1].group, gb, sizeof(gb));
+	snprintf(a, sizeof(a), "%s:%u", ga, cfg.lines[0].port);
+	snprintf(b, sizeof(b), "%s:%u", gb, cfg.lines[1].port);
+	snprintf(port, sizeof(port), "%u", ntohs(cfg.recovery.server.sin_port));
+	char *argv[] = {
+	    "uf-replay", "--in",        g_day,       "--a",      a,       "--b",
+	    b,           "--interface", "127.0.0.1", "--rate",   TC_RATE, "--seed",
+	    "7",         "--drop-a",    "0.05",      "--drop-b", "0.05",  "--serve-rerequests",
+	    port,        "--linger",    "20",        NULL};
+	char out[300];
+	snprintf(out, sizeof(out), "%s/replay.json", ft_tmpdir());
+	pid_t rp = ft_spawn(argv, out);
+	assert_true(rp > 0);
+	const struct uf_feed_stats *st = uf_feed_stats(t.feed);
+	uint64_t end = uf_now_mono_ns() + (uint64_t)TC_DONE_MS * 1000000ull;
+	while (uf_now_mono_ns() < end && !(uf_load_relaxed_u64(&st->end_of_session) >= 1 &&
+	                                   uf_load_relaxed_u64(&st->messages) +
+	                                           uf_load_relaxed_u64(&st->messages_unrecovered) >=
+	                                       g_day_msgs)) {
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	t.stop = 1;
+	pthread_join(thr, NULL);
+	kill(rp, SIGTERM);
+	ft_wait(rp, 10000);
+	struct uf_feed_stats fs;
+	uf_feed_stats_read(st, &fs);
+	uf_feed_destroy(t.feed); /* the writer writes what was handed over, then stops */
+	uf_ring_unlink(cfg.ring.name, NULL);
+	assert_int_equal(t.rc, 0);
+	assert_int_equal(fs.messages, g_day_msgs);
+	assert_true(fs.rerequests > 0); /* both lines lost some: answers are in the capture */
+	assert_int_equal(fs.capture_dropped_writer_behind + fs.capture_dropped_disk_full +
+	                     fs.capture_dropped_io_error,
+	                 0);
+	/* every datagram the feed took, duplicates included, is in the capture */
+	assert_int_equal(fs.capture_packets, fs.packets);
+
+	/* The files, oldest first (names sort by time). Raw walk: de-duplicate by sequence. */
+	struct dirent **names;
+	int nf = scandir(dir, &names, NULL, alphasort);
+	assert_true(nf > 2);
+	uint8_t *seen = calloc(g_day_msgs + 2, 1);
+	uint64_t captured = 0, files = 0, rereq_pk = 0;
+	char list[8192] = "";
+	for (int i = 0; i < nf; i++) {
+		if (!strstr(names[i]->d_name, ".pcapng"))
+			continue;
+		char path[600];
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		strncat(list, " ", sizeof(list) - strlen(list) - 1);
+		strncat(list, path, sizeof(list) - strlen(list) - 1);
+		files++;
+		struct uf_reader r;
+		struct uf_decode_counters dc = {0};
+		assert_int_equal(uf_reader_open(&r, path, &dc), 0);
+		struct uf_pcapng p;
+		char e2[128];
+		assert_int_equal(uf_pcapng_open(&p, r.base, r.size, e2, sizeof(e2)), 0);
+		struct uf_pcapng_rec rec;
+		while (uf_pcapng_next(&p, &rec) == 1) {
+			captured++;
+			const uint8_t *pl;
+			size_t len;
+			r.linktype = uf_pcapng_iface(&p, rec.iface)->linktype;
+			assert_int_equal(
+			    uf_reader_frame_payload(&r, rec.frame, rec.caplen, &pl, &len), 1);
+			if (rec.iface == 2)
+				rereq_pk++;
+			struct uf_frame pkt;
+			if (uf_mold_open(&pkt, pl, len) != UF_MOLD_DATA)
+				continue;
+			for (uint64_t q = pkt.seq; q < pkt.seq + pkt.count && q <= g_day_msgs; q++)
+				seen[q] = 1;
+		}
+		assert_int_equal(p.torn, 0);
+		assert_non_null(uf_pcapng_iface(&p, 2));
+		assert_non_null(strstr(uf_pcapng_iface(&p, 0)->name, ga));
+		uf_reader_close(&r);
+		free(names[i]);
+	}
+	free(names);
+	assert_true(files >= 2);
+	assert_int_equal(captured, fs.capture_packets);
+	assert_true(rereq_pk > 0);
+	uint64_t missing = 0;
+	for (uint64_t q = 1; q <= g_day_msgs; q++)
+		missing += !seen[q];
+	assert_int_equal(missing, 0);
+	free(seen);
+
+	/* uf-decode books of the capture (all files) equals uf-decode books of the day */
+	char cmd[9000];
+	snprintf(cmd, sizeof(cmd), "%s/uf-decode books %s", ft_bin_dir(), g_day);
+	char *ref = tc_slurp_cmd(cmd);
+	assert_non_null(ref);
+	assert_true(strlen(ref) > 100);
+	char *got = NULL;
+	/* one file at a time would restart the books: cat the files into one capture */
+	char all[400];
+	snprintf(all, sizeof(all), "%s/all.pcapng", ft_tmpdir());
+	snprintf(cmd, sizeof(cmd), "cat%s > %s", list, all);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s/uf-decode books %s", ft_bin_dir(), all);
+	got = tc_slurp_cmd(cmd);
+	assert_non_null(got);
+	assert_string_equal(got, ref);
+	free(ref);
+	free(got);
+	snprintf(cmd, sizeof(cmd), "%s/uf-decode stats %s", ft_bin_dir(), all);
+	got = tc_slurp_cmd(cmd);
+	assert_non_null(got);
+	char want[64];
+	snprintf(want, sizeof(want), "\"messages\":%llu", (unsigned long long)g_day_msgs);
+	if (!strstr(got, want))
+		fail_msg("uf-decode stats of the capture: %s (wanted %s)", got, want);
+	free(got);
+
+	/* tshark (tools/setup.sh installs it) reads it as the wire: UDP to the lines' ports */
+	if (system("command -v tshark >/dev/null 2>&1") != 0)
+		fail_msg("tshark is not installed: run tools/setup.sh");
+	snprintf(cmd, sizeof(cmd),
+	         "tshark -n -r %s -T fields -e frame.interface_name -e ip.dst -e udp.dstport "
+	         "-e _ws.expert.severity 2>/dev/null | sort | uniq -c",
+	         all);
+	got = tc_slurp_cmd(cmd);
+	assert_non_null(got);
+	fprintf(stderr, "tshark:\n%s", got);
+	char line_a[128];
+	snprintf(line_a, sizeof(line_a), "%s\t%u", ga, cfg.lines[0].port);
+	assert_non_null(strstr(got, line_a));
+	assert_null(strstr(got, "\t8388608")); /* no error-level expert info (bad checksum) */
+	free(got);
+	snprintf(cmd, sizeof(cmd), "tshark -n -r %s 2>/dev/null | wc -l", all);
+	got = tc_slurp_cmd(cmd);
+	assert_non_null(got);
+	assert_int_equal(strtoull(got, NULL, 10), captured);
+	free(got);
+	ft_rm_dir(dir);
+	unlink(all);
+}
+
+static int tc_setup(void **s)
+{
+	(void)s;
+	if (!ft_use_ring_dir() || !ft_tmpdir())
+		return -1;
+	if (ft_gen_day(g_day, sizeof(g_day), TC_MESSAGES, 20, 5) < 0)
+		return -1;
+	struct uf_reader r;
+	if (uf_reader_open(&r, g_day, NULL) < 0)
+		return -1;
+	struct uf_reader_msg m;
+	while (uf_reader_next(&r, &m) == 1)
+		g_day_msgs++;
+	uf_reader_close(&r);
+	return 0;
+}
+
+static int tc_teardown(void **s)
+{
+	(void)s;
+	ft_rm_dir(ft_tmpdir());
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pcapng_epb_reads_back_with_valid_headers),
+	    cmocka_unit_test(test_capture_full_disk_counts_drops_and_keeps_whole_files),
+	    cmocka_unit_test(test_capture_directory_removed_or_read_only_is_counted),
+	    cmocka_unit_test(test_capture_of_a_lossy_day_holds_every_message_once),
+	};
+	return cmocka_run_group_tests(tests, tc_setup, tc_teardown);
+}
