@@ -334,6 +334,7 @@ static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, s
 	}
 	*pl = udp + 8;
 	*pllen = ulen - 8;
+	r->frame_ip = ip;
 	return 1;
 truncated:
 	(void)origlen;

@@ -59,6 +59,7 @@ struct uf_reader {
 	                                    * here, so an open reader is never copied */
 	struct uf_pcapng_reader *png;      /* pcapng input (decode/uf_pcapng.h), else NULL */
 	uint64_t png_skip_below;           /* pcapng: messages below this were delivered */
+	const uint8_t *frame_ip;           /* IPv4 header of the last frame with a payload */
 	char err[256];                     /* why open/next failed, for the user */
 };
 
@@ -95,7 +96,8 @@ int uf_reader_next_payload(struct uf_reader *r, const uint8_t **payload, size_t 
 int uf_reader_set_udp_port(struct uf_reader *r, uint16_t port);
 
 /* The link, IPv4 and UDP framing of one captured frame of link type r->linktype: 1 with the
- * UDP payload, or 0 with the reason counted (skipped kinds or file errors). */
+ * UDP payload (its IPv4 header in r->frame_ip, its UDP header 8 bytes before it), or 0 with
+ * the reason counted (skipped kinds or file errors). */
 int uf_reader_frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen,
                             const uint8_t **pl, size_t *pllen);
 

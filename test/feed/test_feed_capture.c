@@ -19,6 +19,7 @@
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
 #include "feed_test_util.h"
+#include "ft_books.h"
 
 #define TC_MESSAGES 40000
 #define TC_RATE     "100000"
@@ -301,44 +302,20 @@ static char *tc_slurp_cmd(const char *cmd)
 	return b;
 }
 
-static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
+/* Runs a feed of `cfg` against uf-replay `argv` until every message of the day is accounted
+ * for and the session ended (bounded); then its books (uf-decode books format, from the ring)
+ * into *books when asked, its counters into *fs, and tears it down (the capture's writer
+ * writes what it was handed, then stops). Returns uf_feed_run's result. */
+static int tc_run(struct uf_feed_config *cfg, char **argv, struct uf_feed_stats *fs, char **books)
 {
-	(void)s;
-	char dir[300];
-	snprintf(dir, sizeof(dir), "%s/cap", ft_tmpdir());
-	mkdir(dir, 0755);
-	struct uf_feed_config cfg;
-	ft_config_lines(&cfg, "tc", UF_BACKEND_EPOLL, 0, 78, 43000, 10);
-	cfg.recovery.enabled = 1;
-	cfg.recovery.server.sin_family = AF_INET;
-	cfg.recovery.server.sin_port = htons(43005 + 100 * UF_BACKEND_EPOLL);
-	inet_pton(AF_INET, "127.0.0.1", &cfg.recovery.server.sin_addr);
-	cfg.recovery.wait_ms = 20;
-	cfg.recovery.queue_packets = 16384;
-	cfg.capture.enabled = 1;
-	snprintf(cfg.capture.dir, sizeof(cfg.capture.dir), "%.200s", dir);
-	cfg.capture.rotate_mb = 1; /* several files: the readers take them in order */
-	cfg.capture.buffer_mb = 8;
 	struct tc_feed t = {0};
 	char err[256];
-	if (uf_feed_create(&cfg, &t.feed, err, sizeof(err)) < 0)
+	if (uf_feed_create(cfg, &t.feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
 	pthread_t thr;
 	assert_int_equal(pthread_create(&thr, NULL, tc_feed_thread, &t), 0);
-
-	char a[64], b[64], port[16], ga[INET_ADDRSTRLEN], gb[INET_ADDRSTRLEN];
-	inet_ntop(AF_INET, &cfg.lines[0].group, ga, sizeof(ga));
-	inet_ntop(AF_INET, &cfg.lines[1].group, gb, sizeof(gb));
-	snprintf(a, sizeof(a), "%s:%u", ga, cfg.lines[0].port);
-	snprintf(b, sizeof(b), "%s:%u", gb, cfg.lines[1].port);
-	snprintf(port, sizeof(port), "%u", ntohs(cfg.recovery.server.sin_port));
-	char *argv[] = {
-	    "uf-replay", "--in",        g_day,       "--a",      a,       "--b",
-	    b,           "--interface", "127.0.0.1", "--rate",   TC_RATE, "--seed",
-	    "7",         "--drop-a",    "0.05",      "--drop-b", "0.05",  "--serve-rerequests",
-	    port,        "--linger",    "20",        NULL};
 	char out[300];
-	snprintf(out, sizeof(out), "%s/replay.json", ft_tmpdir());
+	snprintf(out, sizeof(out), "%s/replay-%s.json", ft_tmpdir(), cfg->name);
 	pid_t rp = ft_spawn(argv, out);
 	assert_true(rp > 0);
 	const struct uf_feed_stats *st = uf_feed_stats(t.feed);
@@ -354,11 +331,97 @@ static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
 	pthread_join(thr, NULL);
 	kill(rp, SIGTERM);
 	ft_wait(rp, 10000);
+	uf_feed_stats_read(st, fs);
+	if (books) {
+		int stale = 0;
+		*books = ft_ring_books(cfg->ring.name, &stale);
+		if (stale)
+			fprintf(stderr,
+			        "%d stale books: messages %llu gaps %llu unrecovered %llu/%llu "
+			        "integrity %llu A %llu B %llu quarantined %llu\n",
+			        stale, (unsigned long long)fs->messages,
+			        (unsigned long long)fs->gaps,
+			        (unsigned long long)fs->gaps_unrecovered,
+			        (unsigned long long)fs->messages_unrecovered,
+			        (unsigned long long)fs->book_integrity_errors,
+			        (unsigned long long)fs->lines[0].packets,
+			        (unsigned long long)fs->lines[1].packets,
+			        (unsigned long long)fs->quarantined);
+		assert_int_equal(stale, 0);
+	}
+	uf_feed_destroy(t.feed);
+	uf_ring_unlink(cfg->ring.name, NULL);
+	return t.rc;
+}
+
+/* Feed `sc` of this test on loopback, capture into `dir` when given. */
+static void tc_config(struct uf_feed_config *cfg, int sc, const char *dir)
+{
+	ft_config_lines(cfg, "tc", UF_BACKEND_EPOLL, sc, 78, 43000, 10);
+	cfg->recovery.enabled = 1;
+	cfg->recovery.server.sin_family = AF_INET;
+	cfg->recovery.server.sin_port = htons((uint16_t)(43005 + 100 * UF_BACKEND_EPOLL + 10 * sc));
+	inet_pton(AF_INET, "127.0.0.1", &cfg->recovery.server.sin_addr);
+	cfg->recovery.wait_ms = 20;
+	cfg->recovery.queue_packets = 16384;
+	if (dir) {
+		cfg->capture.enabled = 1;
+		snprintf(cfg->capture.dir, sizeof(cfg->capture.dir), "%.200s", dir);
+		cfg->capture.rotate_mb = 1; /* several files: the readers take them in order */
+		cfg->capture.buffer_mb = 8;
+	}
+}
+
+static void tc_line_arg(const struct uf_feed_config *cfg, int l, char *out, size_t len)
+{
+	char g[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &cfg->lines[l].group, g, sizeof(g));
+	snprintf(out, len, "%s:%u", g, cfg->lines[l].port);
+}
+
+/* The capture files of `dir`, oldest first, concatenated into `all` (one capture: the books
+ * of a day span its files). Returns the number of files. */
+static int tc_concat(const char *dir, const char *all)
+{
+	struct dirent **names;
+	int nf = scandir(dir, &names, NULL, alphasort), files = 0;
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "cat");
+	for (int i = 0; i < nf; i++) {
+		if (strstr(names[i]->d_name, ".pcapng")) {
+			size_t l = strlen(cmd);
+			snprintf(cmd + l, sizeof(cmd) - l, " %s/%s", dir, names[i]->d_name);
+			files++;
+		}
+		free(names[i]);
+	}
+	free(names);
+	size_t l = strlen(cmd);
+	snprintf(cmd + l, sizeof(cmd) - l, " > %s", all);
+	assert_int_equal(system(cmd), 0);
+	return files;
+}
+
+static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
+{
+	(void)s;
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/cap", ft_tmpdir());
+	mkdir(dir, 0755);
+	struct uf_feed_config cfg;
+	tc_config(&cfg, 0, dir);
+	char a[64], b[64], port[16], ga[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &cfg.lines[0].group, ga, sizeof(ga));
+	tc_line_arg(&cfg, 0, a, sizeof(a));
+	tc_line_arg(&cfg, 1, b, sizeof(b));
+	snprintf(port, sizeof(port), "%u", ntohs(cfg.recovery.server.sin_port));
+	char *argv[] = {
+	    "uf-replay", "--in",        g_day,       "--a",      a,       "--b",
+	    b,           "--interface", "127.0.0.1", "--rate",   TC_RATE, "--seed",
+	    "7",         "--drop-a",    "0.05",      "--drop-b", "0.05",  "--serve-rerequests",
+	    port,        "--linger",    "20",        NULL};
 	struct uf_feed_stats fs;
-	uf_feed_stats_read(st, &fs);
-	uf_feed_destroy(t.feed); /* the writer writes what was handed over, then stops */
-	uf_ring_unlink(cfg.ring.name, NULL);
-	assert_int_equal(t.rc, 0);
+	assert_int_equal(tc_run(&cfg, argv, &fs, NULL), 0);
 	assert_int_equal(fs.messages, g_day_msgs);
 	assert_true(fs.rerequests > 0); /* both lines lost some: answers are in the capture */
 	assert_int_equal(fs.capture_dropped_writer_behind + fs.capture_dropped_disk_full +
@@ -373,14 +436,11 @@ static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
 	assert_true(nf > 2);
 	uint8_t *seen = calloc(g_day_msgs + 2, 1);
 	uint64_t captured = 0, files = 0, rereq_pk = 0;
-	char list[8192] = "";
 	for (int i = 0; i < nf; i++) {
 		if (!strstr(names[i]->d_name, ".pcapng"))
 			continue;
 		char path[600];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-		strncat(list, " ", sizeof(list) - strlen(list) - 1);
-		strncat(list, path, sizeof(list) - strlen(list) - 1);
 		files++;
 		struct uf_reader r;
 		struct uf_decode_counters dc = {0};
@@ -430,8 +490,7 @@ static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
 	/* one file at a time would restart the books: cat the files into one capture */
 	char all[400];
 	snprintf(all, sizeof(all), "%s/all.pcapng", ft_tmpdir());
-	snprintf(cmd, sizeof(cmd), "cat%s > %s", list, all);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tc_concat(dir, all), files);
 	snprintf(cmd, sizeof(cmd), "%s/uf-decode books %s", ft_bin_dir(), all);
 	got = tc_slurp_cmd(cmd);
 	assert_non_null(got);
@@ -471,6 +530,79 @@ static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
 	unlink(all);
 }
 
+/* A capture replayed by uf-replay as captured: a second feed gets exactly the captured
+ * datagrams on each line (counts per line equal the capture's per interface), and with
+ * the loss on one line only, ends with the day's books. */
+static void test_capture_replays_as_captured_into_another_feed(void **s)
+{
+	(void)s;
+	char dir[300], all[400];
+	snprintf(dir, sizeof(dir), "%s/cap1", ft_tmpdir());
+	snprintf(all, sizeof(all), "%s/cap1.pcapng", ft_tmpdir());
+	mkdir(dir, 0755);
+	struct uf_feed_config cfg;
+	tc_config(&cfg, 1, dir);
+	char a[64], b[64];
+	tc_line_arg(&cfg, 0, a, sizeof(a));
+	tc_line_arg(&cfg, 1, b, sizeof(b));
+	char *argv[] = {"uf-replay", "--in",        g_day,       "--a",    a,       "--b",
+	                b,           "--interface", "127.0.0.1", "--rate", TC_RATE, "--seed",
+	                "9",         "--drop-a",    "0.05",      NULL};
+	struct uf_feed_stats fs;
+	assert_int_equal(tc_run(&cfg, argv, &fs, NULL), 0);
+	assert_int_equal(fs.messages, g_day_msgs);
+	assert_true(tc_concat(dir, all) >= 1);
+
+	/* what the capture holds per interface */
+	struct uf_reader r;
+	assert_int_equal(uf_reader_open(&r, all, NULL), 0);
+	struct uf_pcapng p;
+	char err[128];
+	assert_int_equal(uf_pcapng_open(&p, r.base, r.size, err, sizeof(err)), 0);
+	struct uf_pcapng_rec rec;
+	uint64_t per_if[4] = {0};
+	uint64_t t_first = 0, t_last = 0;
+	while (uf_pcapng_next(&p, &rec) == 1) {
+		per_if[rec.iface & 3]++;
+		if (!t_first)
+			t_first = rec.ts_ns;
+		t_last = rec.ts_ns;
+	}
+	uf_reader_close(&r);
+	assert_true(per_if[0] > 0 && per_if[1] > per_if[0]); /* A lost 5 % */
+
+	/* replay it into feed 2 at twice the captured speed, to feed 2's own groups */
+	struct uf_feed_config cfg2;
+	tc_config(&cfg2, 2, NULL);
+	cfg2.recovery.enabled = 0;   /* nothing to ask: B holds what A lost */
+	cfg2.recovery.wait_ms = 500; /* ... and the loaded host may hold B back */
+	cfg2.recovery.wait_packets = 100000;
+	tc_line_arg(&cfg2, 0, a, sizeof(a));
+	tc_line_arg(&cfg2, 1, b, sizeof(b));
+	char *argv2[] = {"uf-replay", "--in",        all,         "--a",     a,   "--b",
+	                 b,           "--interface", "127.0.0.1", "--speed", "2", NULL};
+	uint64_t t0 = uf_now_mono_ns();
+	char *books = NULL;
+	assert_int_equal(tc_run(&cfg2, argv2, &fs, &books), 0);
+	uint64_t took = uf_now_mono_ns() - t0;
+	assert_int_equal(fs.messages, g_day_msgs);
+	assert_int_equal(fs.gaps_unrecovered, 0);
+	assert_int_equal(fs.lines[0].packets, per_if[0]);
+	assert_int_equal(fs.lines[1].packets, per_if[1]);
+	/* the captured timing, halved: not faster than that */
+	assert_true(took >= (t_last - t_first) / 2);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "%s/uf-decode books --depth 10 %s", ft_bin_dir(), g_day);
+	char *ref = tc_slurp_cmd(cmd);
+	assert_non_null(ref);
+	assert_non_null(books);
+	assert_string_equal(books, ref);
+	free(ref);
+	free(books);
+	ft_rm_dir(dir);
+	unlink(all);
+}
+
 static int tc_setup(void **s)
 {
 	(void)s;
@@ -502,6 +634,7 @@ int main(void)
 	    cmocka_unit_test(test_capture_full_disk_counts_drops_and_keeps_whole_files),
 	    cmocka_unit_test(test_capture_directory_removed_or_read_only_is_counted),
 	    cmocka_unit_test(test_capture_of_a_lossy_day_holds_every_message_once),
+	    cmocka_unit_test(test_capture_replays_as_captured_into_another_feed),
 	};
 	return cmocka_run_group_tests(tests, tc_setup, tc_teardown);
 }
