@@ -497,6 +497,46 @@ static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
 	assert_string_equal(got, ref);
 	free(ref);
 	free(got);
+	/* the books at a point of the day: by sequence, and by exchange time */
+	uint64_t half = g_day_msgs / 2, ts_half = 0;
+	struct uf_reader dr;
+	assert_int_equal(uf_reader_open(&dr, g_day, NULL), 0);
+	struct uf_reader_msg dm;
+	for (uint64_t q = 0; q < half && uf_reader_next(&dr, &dm) == 1; q++) {
+		struct uf_itch_msg im;
+		if (q + 1 == half && uf_itch_decode(dm.msg, dm.len, &im) == 0)
+			ts_half = im.timestamp;
+	}
+	uf_reader_close(&dr);
+	assert_true(ts_half > 0);
+	char until[64];
+	for (int k = 0; k < 2; k++) {
+		if (k == 0)
+			snprintf(until, sizeof(until), "--until-seq %llu",
+			         (unsigned long long)half);
+		else
+			snprintf(until, sizeof(until), "--until-time %02llu:%02llu:%02llu.%09llu",
+			         (unsigned long long)(ts_half / 3600000000000ull),
+			         (unsigned long long)(ts_half / 60000000000ull % 60),
+			         (unsigned long long)(ts_half / 1000000000ull % 60),
+			         (unsigned long long)(ts_half % 1000000000ull));
+		snprintf(cmd, sizeof(cmd), "%s/uf-decode books %s %s", ft_bin_dir(), until, g_day);
+		ref = tc_slurp_cmd(cmd);
+		snprintf(cmd, sizeof(cmd), "%s/uf-decode books %s %s", ft_bin_dir(), until, all);
+		got = tc_slurp_cmd(cmd);
+		assert_non_null(ref);
+		assert_non_null(got);
+		assert_true(strlen(got) > 100);
+		assert_string_equal(got, ref);
+		free(got);
+		if (k == 0) {
+			snprintf(cmd, sizeof(cmd), "%s/uf-decode books %s", ft_bin_dir(), all);
+			got = tc_slurp_cmd(cmd);
+			assert_string_not_equal(got, ref); /* half a day is not the whole day */
+			free(got);
+		}
+		free(ref);
+	}
 	snprintf(cmd, sizeof(cmd), "%s/uf-decode stats %s", ft_bin_dir(), all);
 	got = tc_slurp_cmd(cmd);
 	assert_non_null(got);
