@@ -114,6 +114,8 @@ static uint16_t ip_checksum(const uint8_t *h)
 	return (uint16_t)~s;
 }
 
+static void put_eth_ip(uint8_t *e, const struct uf_pcapng_udp *a, uint8_t proto, uint32_t l4);
+
 size_t uf_pcapng_epb_udp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
                          const struct uf_pcapng_udp *a, const uint8_t *payload, uint32_t len)
 {
@@ -127,10 +129,24 @@ size_t uf_pcapng_epb_udp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
 	put32(out + 20, caplen);
 	put32(out + 24, caplen);
 	uint8_t *e = out + 28;
+	put_eth_ip(e, a, 17, 8 + len);
+	uint8_t *udp = e + 34;
+	memcpy(udp, &a->src_port, 2);
+	memcpy(udp + 2, &a->dst_port, 2);
+	uf_put_be16(udp + 4, (uint16_t)(8 + len));
+	uf_put_be16(udp + 6, 0); /* not computed */
+	memcpy(udp + 8, payload, len);
+	size_t pad = total - UF_PCAPNG_EPB_FIXED - caplen;
+	memset(udp + 8 + len, 0, pad);
+	put32(out + total - 4, (uint32_t)total);
+	return total;
+}
+
+/* Ethernet and IPv4 headers (protocol `proto`, `l4` bytes after them) into e[0..34). */
+static void put_eth_ip(uint8_t *e, const struct uf_pcapng_udp *a, uint8_t proto, uint32_t l4)
+{
 	const uint8_t *dst = (const uint8_t *)&a->dst_addr;
 	const uint8_t *src = (const uint8_t *)&a->src_addr;
-	/* Ethernet: the group's multicast MAC (01:00:5e + its low 23 bits) or, for unicast,
-	 * a locally administered one; the sender's likewise from its address. */
 	if ((dst[0] & 0xf0) == 0xe0) {
 		e[0] = 0x01, e[1] = 0x00, e[2] = 0x5e, e[3] = dst[1] & 0x7f, e[4] = dst[2],
 		e[5] = dst[3];
@@ -143,24 +159,44 @@ size_t uf_pcapng_epb_udp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
 	uint8_t *ip = e + 14;
 	ip[0] = 0x45;
 	ip[1] = 0;
-	uf_put_be16(ip + 2, (uint16_t)(20 + 8 + len));
-	uf_put_be16(ip + 4, 0);      /* identification */
-	uf_put_be16(ip + 6, 0x4000); /* don't fragment */
-	ip[8] = 64;                  /* TTL */
-	ip[9] = 17;                  /* UDP */
+	uf_put_be16(ip + 2, (uint16_t)(20 + l4));
+	uf_put_be16(ip + 4, 0);
+	uf_put_be16(ip + 6, 0x4000);
+	ip[8] = 64;
+	ip[9] = proto;
 	ip[10] = ip[11] = 0;
 	memcpy(ip + 12, src, 4);
 	memcpy(ip + 16, dst, 4);
-	uint16_t ck = ip_checksum(ip);
-	uf_put_be16(ip + 10, ck);
-	uint8_t *udp = ip + 20;
-	memcpy(udp, &a->src_port, 2);
-	memcpy(udp + 2, &a->dst_port, 2);
-	uf_put_be16(udp + 4, (uint16_t)(8 + len));
-	uf_put_be16(udp + 6, 0); /* not computed */
-	memcpy(udp + 8, payload, len);
-	size_t pad = total - UF_PCAPNG_EPB_FIXED - caplen;
-	memset(udp + 8 + len, 0, pad);
+	uf_put_be16(ip + 10, ip_checksum(ip));
+}
+
+size_t uf_pcapng_epb_tcp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
+                         const struct uf_pcapng_udp *a, uint32_t seq, const uint8_t *payload,
+                         uint32_t len)
+{
+	uint32_t caplen = UF_PCAPNG_TCP_HDRS + len;
+	size_t total = uf_pcapng_epb_tcp_size(len);
+	put32(out, UF_PCAPNG_BT_EPB);
+	put32(out + 4, (uint32_t)total);
+	put32(out + 8, iface);
+	put32(out + 12, (uint32_t)(ts_ns >> 32));
+	put32(out + 16, (uint32_t)ts_ns);
+	put32(out + 20, caplen);
+	put32(out + 24, caplen);
+	uint8_t *e = out + 28;
+	put_eth_ip(e, a, 6, 20 + len);
+	uint8_t *t = e + 34;
+	memcpy(t, &a->src_port, 2);
+	memcpy(t + 2, &a->dst_port, 2);
+	uf_put_be32(t + 4, seq);
+	uf_put_be32(t + 8, 1);      /* ack: the client's side is not recorded */
+	t[12] = 5 << 4;             /* 20-byte header */
+	t[13] = 0x18;               /* PSH | ACK */
+	uf_put_be16(t + 14, 65535); /* window */
+	uf_put_be16(t + 16, 0);     /* checksum: not computed */
+	uf_put_be16(t + 18, 0);
+	memcpy(t + 20, payload, len);
+	memset(t + 20 + len, 0, total - UF_PCAPNG_EPB_FIXED - caplen);
 	put32(out + total - 4, (uint32_t)total);
 	return total;
 }

@@ -63,6 +63,22 @@ size_t uf_pcapng_idb(uint8_t *out, size_t cap, const char *name, const char *des
 size_t uf_pcapng_epb_udp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
                          const struct uf_pcapng_udp *a, const uint8_t *payload, uint32_t len);
 
+#define UF_PCAPNG_TCP_HDRS 54 /* Ethernet 14 + IPv4 20 + TCP 20 */
+
+/* Bytes an EPB holding `len` bytes of a TCP stream takes (padded to 4 bytes). */
+static inline size_t uf_pcapng_epb_tcp_size(uint32_t len)
+{
+	return UF_PCAPNG_EPB_FIXED + ((UF_PCAPNG_TCP_HDRS + (size_t)len + 3) & ~(size_t)3);
+}
+
+/* Writes one EPB holding stream bytes payload[0..len) as a TCP segment (PSH|ACK, sequence
+ * `seq`, checksum 0) from/to `a` (ports and addresses as for UDP), valid IPv4 header. The
+ * capture records snapshot sessions (SoupBinTCP) this way: tshark follows them as a stream.
+ * `len` <= 65535 - 40. Returns the size written (uf_pcapng_epb_tcp_size(len)). */
+size_t uf_pcapng_epb_tcp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
+                         const struct uf_pcapng_udp *a, uint32_t seq, const uint8_t *payload,
+                         uint32_t len);
+
 /* ---- read side ---- */
 
 /* One interface of the current section. */

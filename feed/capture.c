@@ -119,6 +119,38 @@ void uf_capture_new_session(struct uf_capture *c)
 		c->pending_flags |= UF_CAPTURE_ROTATE;
 }
 
+void uf_capture_stream(struct uf_capture *c, unsigned iface, const uint8_t *data, size_t len)
+{
+	if (iface >= (unsigned)c->p.nif)
+		return;
+	const struct uf_capture_if *f = &c->p.ifs[iface];
+	struct uf_pcapng_udp a = {.src_addr = f->src_addr,
+	                          .dst_addr = f->dst_addr,
+	                          .src_port = f->src_port,
+	                          .dst_port = f->dst_port};
+	uint64_t now = uf_now_realtime_ns();
+	while (len) {
+		uint32_t n = len > UF_CAPTURE_TCP_SEG ? UF_CAPTURE_TCP_SEG : (uint32_t)len;
+		uint32_t need = (uint32_t)uf_pcapng_epb_tcp_size(n);
+		if ((c->cur < 0 || c->meta[c->cur].used + need > UF_CAPTURE_CHUNK) &&
+		    uf_capture_take_chunk(c, need) < 0) {
+			uf_stat_add(&c->st->capture_dropped_writer_behind, 1);
+		} else {
+			struct uf_capture_chunk *m = &c->meta[c->cur];
+			uint8_t *out = c->mem + (size_t)c->cur * UF_CAPTURE_CHUNK + m->used;
+			m->used += (uint32_t)uf_pcapng_epb_tcp(out, iface, now, &a,
+			                                       c->tcp_seq[iface], data, n);
+			m->packets++;
+			m->last_rx_ns = now;
+			uf_stat_add(&c->st->capture_packets, 1);
+			uf_stat_add(&c->st->capture_bytes, need);
+		}
+		c->tcp_seq[iface] += n; /* a dropped segment leaves its hole in the sequence */
+		data += n;
+		len -= n;
+	}
+}
+
 /* ---- writer thread ---- */
 
 size_t uf_capture_file_header(const struct uf_capture_params *p, uint8_t *out, size_t cap)
@@ -458,6 +490,8 @@ int uf_capture_open(struct uf_capture *c, const struct uf_capture_params *p,
 		goto out_free;
 	for (uint32_t i = 0; i < c->nchunks; i++)
 		q_push(&c->free, i);
+	for (int i = 0; i < UF_CAPTURE_MAX_IF; i++)
+		c->tcp_seq[i] = 1;
 	rc = -pthread_create(&c->thread, NULL, writer_main, c);
 	if (rc < 0)
 		goto out_free;

@@ -15,11 +15,11 @@
  *
  * Files: DIR/FEED-YYYYMMDDTHHMMSSZ-NNNN.pcapng, sorting by name is sorting by time. Each
  * starts with a Section Header and one Interface Description per source (see
- * uf_capture_params.ifs: the lines, then re-request answers) whose name and description carry
- * the line, group and port; timestamps are ns (if_tsresol 9), the kernel's receive time.
- * A file is closed when the next chunk would take it past rotate_bytes, and at a new
- * session (uf_capture_new_session). After each new file, the feed's files in DIR beyond
- * max_total_bytes are deleted, oldest first.
+ * uf_capture_params.ifs: the lines, then re-request answers, then the snapshot sessions'
+ * TCP data) whose name and description carry the line, group and port, or the server; timestamps
+ * are ns (if_tsresol 9), the kernel's receive time. A file is closed when the next chunk would take
+ * it past rotate_bytes, and at a new session (uf_capture_new_session). After each new file, the
+ * feed's files in DIR beyond max_total_bytes are deleted, oldest first.
  *
  * Writes are buffered (page cache), not O_DIRECT: docs/capture.md has the measurement. */
 #ifndef UF_CAPTURE_H
@@ -38,6 +38,7 @@
 #define UF_CAPTURE_CHUNK    (1u << 20) /* bytes per hand-over (one write) */
 #define UF_CAPTURE_NAME_MAX 96         /* interface name / description */
 #define UF_CAPTURE_ROTATE   1u         /* chunk flag: start a new file before writing it */
+#define UF_CAPTURE_TCP_SEG  16384      /* stream bytes per recorded TCP segment, at most */
 
 /* One capture interface (a source of datagrams). */
 struct uf_capture_if {
@@ -45,6 +46,8 @@ struct uf_capture_if {
 	char desc[UF_CAPTURE_NAME_MAX]; /* if_description: what it is */
 	uint32_t dst_addr;              /* destination written into each IPv4 header (net order) */
 	uint16_t dst_port;              /* destination UDP port (net order) */
+	uint16_t src_port;              /* stream interfaces (TCP): the server's port */
+	uint32_t src_addr;              /* ... and address (net order); datagrams carry their own */
 };
 
 struct uf_capture_params {
@@ -84,8 +87,9 @@ struct uf_capture {
 	struct uf_capture_q full;      /* feed -> writer */
 	struct uf_capture_q free;      /* writer -> feed */
 	/* feed thread */
-	int64_t cur;            /* chunk being filled, -1 = none */
-	uint32_t pending_flags; /* flags for the next chunk taken */
+	int64_t cur;                         /* chunk being filled, -1 = none */
+	uint32_t tcp_seq[UF_CAPTURE_MAX_IF]; /* stream interfaces: bytes so far (TCP sequence) */
+	uint32_t pending_flags;              /* flags for the next chunk taken */
 	/* writer thread */
 	pthread_t thread;       /* the writer */
 	int thread_up;          /* started */
@@ -146,6 +150,12 @@ static inline void uf_capture_datagram(struct uf_capture *c, unsigned iface, con
 	uf_stat_add(&c->st->capture_packets, 1);
 	uf_stat_add(&c->st->capture_bytes, need);
 }
+
+/* Feed thread: `len` bytes received on the stream interface `iface` (a snapshot session's
+ * TCP data), recorded now as TCP segments of at most UF_CAPTURE_TCP_SEG bytes continuing
+ * that interface's sequence. Same rules as a datagram: a full capture drops and counts. Cold
+ * (snapshot sessions only). */
+void uf_capture_stream(struct uf_capture *c, unsigned iface, const uint8_t *data, size_t len);
 
 /* Stops the writer after it wrote every chunk handed over, closes the file, frees all.
  * Safe on a zeroed struct. Control thread, after the feed thread stopped. */

@@ -92,8 +92,17 @@ uint64_t uf_feed_memory_estimate(const struct uf_feed_config *given)
 	return books + ring + bufs + queue + capture + sizeof(struct uf_feed);
 }
 
+/* Snapshot client tap (feed/soup_client.h): its TCP bytes into the capture's last interface.
+ * On the feed thread, which polls the snapshot client. */
+static void uf_feed_capture_tap(void *ctx, const uint8_t *p, size_t n)
+{
+	struct uf_feed *f = ctx;
+	uf_capture_stream(f->cap, (unsigned)f->cap->p.nif - 1, p, n);
+}
+
 /* The capture's interfaces: one per line (its group and port), then the re-request socket's
- * answers. Names and descriptions are what tshark shows per packet (frame.interface_name). */
+ * answers, then the snapshot server's TCP data. Names and descriptions are what tshark shows per
+ * packet (frame.interface_name). */
 static int uf_feed_capture_setup(struct uf_feed *f, char *err, size_t errlen)
 {
 	const struct uf_feed_config *cfg = &f->cfg;
@@ -130,6 +139,18 @@ static int uf_feed_capture_setup(struct uf_feed *f, char *err, size_t errlen)
 		ci->dst_addr = me.sin_addr.s_addr;
 		ci->dst_port = me.sin_port;
 	}
+	if (cfg->snapshot.enabled) {
+		char srv[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &cfg->snapshot.server.sin_addr, srv, sizeof(srv));
+		struct uf_capture_if *ci = &cp.ifs[cp.nif++];
+		snprintf(ci->name, sizeof(ci->name), "snapshot %s:%u", srv,
+		         ntohs(cfg->snapshot.server.sin_port));
+		snprintf(ci->desc, sizeof(ci->desc),
+		         "feed %s: SoupBinTCP/GLIMPSE snapshot sessions from %s:%u (server to us)",
+		         cfg->name, srv, ntohs(cfg->snapshot.server.sin_port));
+		ci->src_addr = cfg->snapshot.server.sin_addr.s_addr;
+		ci->src_port = cfg->snapshot.server.sin_port;
+	}
 	f->cap = calloc(1, sizeof(*f->cap));
 	if (!f->cap)
 		return uf_err_rc(err, errlen, -ENOMEM, "feed %s: capture", cfg->name);
@@ -139,6 +160,10 @@ static int uf_feed_capture_setup(struct uf_feed *f, char *err, size_t errlen)
 		free(f->cap);
 		f->cap = NULL;
 		return uf_err_rc(err, errlen, rc, "feed %s: %s", cfg->name, why);
+	}
+	if (cfg->snapshot.enabled) { /* the snapshot client records what it reads */
+		f->snap.p.tap = uf_feed_capture_tap;
+		f->snap.p.tap_ctx = f;
 	}
 	return 0;
 }

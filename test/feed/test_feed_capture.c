@@ -320,10 +320,15 @@ static int tc_run(struct uf_feed_config *cfg, char **argv, struct uf_feed_stats 
 	assert_true(rp > 0);
 	const struct uf_feed_stats *st = uf_feed_stats(t.feed);
 	uint64_t end = uf_now_mono_ns() + (uint64_t)TC_DONE_MS * 1000000ull;
-	while (uf_now_mono_ns() < end && !(uf_load_relaxed_u64(&st->end_of_session) >= 1 &&
-	                                   uf_load_relaxed_u64(&st->messages) +
-	                                           uf_load_relaxed_u64(&st->messages_unrecovered) >=
-	                                       g_day_msgs)) {
+	/* done: the end of session, and every message (or a snapshot loaded: its messages come
+	 * from the snapshot, not the stream) */
+	while (uf_now_mono_ns() < end &&
+	       !(uf_load_relaxed_u64(&st->end_of_session) >= 1 &&
+	         (uf_load_relaxed_u64(&st->messages) +
+	                  uf_load_relaxed_u64(&st->messages_unrecovered) >=
+	              g_day_msgs ||
+	          (uf_load_relaxed_u64(&st->snapshots_loaded) >= 1 &&
+	           !uf_load_relaxed_u64(&st->snapshot_in_progress))))) {
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
@@ -643,6 +648,82 @@ static void test_capture_replays_as_captured_into_another_feed(void **s)
 	unlink(all);
 }
 
+/* A snapshot session is recorded too, on its own interface, as the server's TCP data:
+ * tshark sees TCP from the server's port, and the stream starts with SoupBinTCP's Login
+ * Accepted. */
+static void test_capture_records_snapshot_sessions(void **s)
+{
+	(void)s;
+	char dir[300], all[400];
+	snprintf(dir, sizeof(dir), "%s/cap3", ft_tmpdir());
+	snprintf(all, sizeof(all), "%s/cap3.pcapng", ft_tmpdir());
+	mkdir(dir, 0755);
+	struct uf_feed_config cfg;
+	tc_config(&cfg, 3, dir);
+	uint16_t snap_port = (uint16_t)(43007 + 100 * UF_BACKEND_EPOLL + 30);
+	cfg.snapshot.enabled = 1;
+	cfg.snapshot.server.sin_family = AF_INET;
+	cfg.snapshot.server.sin_port = htons(snap_port);
+	inet_pton(AF_INET, "127.0.0.1", &cfg.snapshot.server.sin_addr);
+	strcpy(cfg.snapshot.username, "replay");
+	strcpy(cfg.snapshot.password, "replay");
+	cfg.snapshot.on_start = 1;
+	cfg.snapshot.timeout_ms = 10000;
+	cfg.snapshot.buffer_packets = 8192;
+	char a[64], b[64], port[16], sp[16];
+	tc_line_arg(&cfg, 0, a, sizeof(a));
+	tc_line_arg(&cfg, 1, b, sizeof(b));
+	snprintf(port, sizeof(port), "%u", ntohs(cfg.recovery.server.sin_port));
+	snprintf(sp, sizeof(sp), "%u", snap_port);
+	char *argv[] = {"uf-replay", "--in",
+	                g_day,       "--a",
+	                a,           "--b",
+	                b,           "--interface",
+	                "127.0.0.1", "--rate",
+	                TC_RATE,     "--serve-rerequests",
+	                port,        "--serve-snapshot",
+	                sp,          "--linger",
+	                "20",        NULL};
+	struct uf_feed_stats fs;
+	assert_int_equal(tc_run(&cfg, argv, &fs, NULL), 0);
+	assert_true(fs.snapshots_loaded >= 1);
+	assert_int_equal(fs.capture_dropped_writer_behind, 0);
+	assert_true(tc_concat(dir, all) >= 1);
+
+	struct uf_reader r;
+	assert_int_equal(uf_reader_open(&r, all, NULL), 0);
+	struct uf_pcapng p;
+	char err[128];
+	assert_int_equal(uf_pcapng_open(&p, r.base, r.size, err, sizeof(err)), 0);
+	struct uf_pcapng_rec rec;
+	uint64_t segs = 0;
+	int first_ok = -1;
+	while (uf_pcapng_next(&p, &rec) == 1) {
+		const struct uf_pcapng_if *f = uf_pcapng_iface(&p, rec.iface);
+		if (strncmp(f->name, "snapshot 127.0.0.1:", 19))
+			continue;
+		assert_true(rec.caplen > 54);
+		const uint8_t *tcp = rec.frame + 34;
+		assert_int_equal(rec.frame[23], 6); /* IPv4 protocol TCP */
+		assert_int_equal(uf_be16(tcp), snap_port);
+		if (first_ok < 0) /* SoupBinTCP: length, then 'A' = Login Accepted */
+			first_ok = rec.frame[54 + 2] == 'A';
+		segs++;
+	}
+	uf_reader_close(&r);
+	assert_true(segs >= 1);
+	assert_int_equal(first_ok, 1);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "tshark -n -r %s -Y tcp.srcport==%u 2>/dev/null | wc -l", all,
+	         snap_port);
+	char *got = tc_slurp_cmd(cmd);
+	assert_non_null(got);
+	assert_int_equal(strtoull(got, NULL, 10), segs);
+	free(got);
+	ft_rm_dir(dir);
+	unlink(all);
+}
+
 static int tc_setup(void **s)
 {
 	(void)s;
@@ -675,6 +756,7 @@ int main(void)
 	    cmocka_unit_test(test_capture_directory_removed_or_read_only_is_counted),
 	    cmocka_unit_test(test_capture_of_a_lossy_day_holds_every_message_once),
 	    cmocka_unit_test(test_capture_replays_as_captured_into_another_feed),
+	    cmocka_unit_test(test_capture_records_snapshot_sessions),
 	};
 	return cmocka_run_group_tests(tests, tc_setup, tc_teardown);
 }
