@@ -145,6 +145,7 @@ static int cb_replay(struct uf_feed_config *cfg, const char *day, const char *a,
 	out->cap_drops = s.capture_dropped_writer_behind + s.capture_dropped_disk_full +
 	                 s.capture_dropped_no_dir + s.capture_dropped_read_only +
 	                 s.capture_dropped_io_error + cb_pending(st);
+	out->cap_behind = s.capture_dropped_writer_behind;
 	out->cap_bytes = s.capture_bytes_written;
 	out->cap_pk = s.capture_packets_written;
 	if (want_latency)
@@ -163,12 +164,15 @@ static void cb_print(const struct cb_run *r, const char *phase)
 		p99 = cb_quantile(r->lat, r->nlat, 0.99);
 	}
 	printf("{\"phase\":\"%s\",\"capture\":%s,\"rate\":%.0f,\"messages\":%llu,\"lost\":%llu,"
-	       "\"wall_s\":%.3f,\"capture_drops\":%llu,\"capture_datagrams\":%llu,"
+	       "\"wall_s\":%.3f,\"achieved_msgs_per_s\":%.0f,\"capture_drops\":%llu,"
+	       "\"capture_drops_writer_behind\":%llu,\"capture_datagrams\":%llu,"
 	       "\"capture_bytes\":%llu,\"capture_bytes_per_msg\":%.2f,\"capture_mb_per_s\":%.1f,"
 	       "\"records\":%zu,\"pub_p50_ns\":%llu,\"pub_p99_ns\":%llu}\n",
 	       phase, r->capture ? "true" : "false", r->rate, (unsigned long long)r->messages,
-	       (unsigned long long)r->lost, r->wall, (unsigned long long)r->cap_drops,
-	       (unsigned long long)r->cap_pk, (unsigned long long)r->cap_bytes,
+	       (unsigned long long)r->lost, r->wall,
+	       r->wall > 0 ? (double)r->messages / r->wall : 0.0, (unsigned long long)r->cap_drops,
+	       (unsigned long long)r->cap_behind, (unsigned long long)r->cap_pk,
+	       (unsigned long long)r->cap_bytes,
 	       r->messages ? (double)r->cap_bytes / (double)r->messages : 0.0,
 	       r->wall > 0 ? (double)r->cap_bytes / r->wall / 1e6 : 0.0, r->nlat,
 	       (unsigned long long)p50, (unsigned long long)p99);
