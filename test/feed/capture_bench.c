@@ -29,16 +29,17 @@
 static volatile int g_stop;
 
 struct cb_run {
-	double rate;        /* messages/s asked */
-	int capture;        /* capture on */
-	uint64_t messages;  /* delivered */
-	uint64_t lost;      /* given up */
-	uint64_t cap_drops; /* capture drops, every reason */
-	uint64_t cap_bytes; /* pcapng bytes written */
-	uint64_t cap_pk;    /* datagrams written */
-	double wall;        /* replay seconds */
-	uint64_t *lat;      /* pub_delta_ns per message record */
-	size_t nlat;        /* entries */
+	double rate;         /* messages/s asked */
+	int capture;         /* capture on */
+	uint64_t messages;   /* delivered */
+	uint64_t lost;       /* given up */
+	uint64_t cap_drops;  /* capture drops, every reason */
+	uint64_t cap_behind; /* of which: writer behind (no free chunk) */
+	uint64_t cap_bytes;  /* pcapng bytes written */
+	uint64_t cap_pk;     /* datagrams written */
+	double wall;         /* replay seconds */
+	uint64_t *lat;       /* pub_delta_ns per message record */
+	size_t nlat;         /* entries */
 };
 
 static void *cb_thread(void *arg)
