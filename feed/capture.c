@@ -227,7 +227,6 @@ static void prune(struct uf_capture *c)
 	if (!d)
 		return;
 	char **names = NULL;
-	uint64_t *sizes = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t total = 0;
 	size_t plen = strlen(c->p.feed);
@@ -241,14 +240,11 @@ static void prune(struct uf_capture *c)
 		if (fstatat(dirfd(d), e->d_name, &sb, 0) < 0 || !S_ISREG(sb.st_mode))
 			continue;
 		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nn = realloc(names, cap * sizeof(*names));
-			uint64_t *ns = nn ? realloc(sizes, cap * sizeof(*sizes)) : NULL;
-			if (nn)
-				names = nn;
-			if (!ns)
+			char **nn = realloc(names, (cap ? cap * 2 : 64) * sizeof(*names));
+			if (!nn)
 				break;
-			sizes = ns;
+			names = nn;
+			cap = cap ? cap * 2 : 64;
 		}
 		names[n] = strdup(e->d_name);
 		if (!names[n])
@@ -256,7 +252,8 @@ static void prune(struct uf_capture *c)
 		total += (uint64_t)sb.st_size;
 		n++;
 	}
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
 	const char *cur = strrchr(c->path, '/');
 	cur = cur ? cur + 1 : c->path;
 	for (size_t i = 0; i < n && total > c->p.max_total_bytes; i++) {
@@ -271,7 +268,6 @@ static void prune(struct uf_capture *c)
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	free(sizes);
 	closedir(d);
 }
 

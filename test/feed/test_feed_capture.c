@@ -264,6 +264,61 @@ static void test_capture_directory_removed_or_read_only_is_counted(void **s)
 	free(st);
 }
 
+static int tc_deleted(const struct uf_feed_stats *st)
+{
+	return uf_load_relaxed_u64(&st->capture_files_deleted) >= 3;
+}
+
+/* Retention: after each new file the feed's oldest files go until the rest fit in
+ * max_total_bytes; other files in the folder are not touched. */
+static void test_capture_max_total_deletes_the_oldest_files(void **s)
+{
+	(void)s;
+	char dir[300], other[400];
+	snprintf(dir, sizeof(dir), "%s/keep", ft_tmpdir());
+	mkdir(dir, 0755);
+	snprintf(other, sizeof(other), "%s/other-20000101T000000Z-0000.pcapng", dir);
+	FILE *f = fopen(other, "w");
+	assert_non_null(f);
+	fputs("not ours", f);
+	fclose(f);
+	struct uf_capture_params p;
+	tc_params(&p, dir);
+	p.max_total_bytes = 3u << 20; /* three files of 1 MiB */
+	struct uf_feed_stats *st = calloc(1, sizeof(*st));
+	struct uf_capture *c = calloc(1, sizeof(*c));
+	char err[256];
+	assert_int_equal(uf_capture_open(c, &p, st, err, sizeof(err)), 0);
+	tc_feed_until(c, st, tc_deleted, 20000);
+	uf_capture_close(c);
+	assert_true(st->capture_files_deleted >= 3);
+	/* what is left: ours within the limit (plus the one being written when it was pruned),
+	 * the newest ones, and the stranger's file */
+	struct dirent **names;
+	int nf = scandir(dir, &names, NULL, alphasort);
+	uint64_t total = 0, ours = 0;
+	char oldest[300] = "";
+	for (int i = 0; i < nf; i++) {
+		char path[700];
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		struct stat sb;
+		if (!strncmp(names[i]->d_name, "tc-", 3) && stat(path, &sb) == 0) {
+			total += (uint64_t)sb.st_size;
+			if (!ours++)
+				snprintf(oldest, sizeof(oldest), "%s", names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	free(names);
+	assert_int_equal(ours, st->capture_files_opened - st->capture_files_deleted);
+	assert_true(total <= p.max_total_bytes + (1u << 20));
+	assert_null(strstr(oldest, "-0000.pcapng")); /* the first file went first */
+	assert_int_equal(access(other, F_OK), 0);
+	ft_rm_dir(dir);
+	free(c);
+	free(st);
+}
+
 /* ---- end to end ---- */
 
 struct tc_feed {
@@ -754,6 +809,7 @@ int main(void)
 	    cmocka_unit_test(test_pcapng_epb_reads_back_with_valid_headers),
 	    cmocka_unit_test(test_capture_full_disk_counts_drops_and_keeps_whole_files),
 	    cmocka_unit_test(test_capture_directory_removed_or_read_only_is_counted),
+	    cmocka_unit_test(test_capture_max_total_deletes_the_oldest_files),
 	    cmocka_unit_test(test_capture_of_a_lossy_day_holds_every_message_once),
 	    cmocka_unit_test(test_capture_replays_as_captured_into_another_feed),
 	    cmocka_unit_test(test_capture_records_snapshot_sessions),
