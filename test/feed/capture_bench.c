@@ -319,7 +319,7 @@ int main(int argc, char **argv)
 	       backend, dir, rate, rounds, (unsigned long long)q[0][0], (unsigned long long)q[1][0],
 	       q[0][0] ? 100.0 * ((double)q[1][0] - (double)q[0][0]) / (double)q[0][0] : 0.0,
 	       (unsigned long long)q[0][1], (unsigned long long)q[1][1], pool[0].nlat, pool[1].nlat,
-	       (unsigned long long)pool[1].cap_drops, ok, bad, best_mbps);
+	       (unsigned long long)pool[1].cap_drops, ok, bad, best_achieved, best_mbps);
 	free(pool[0].lat);
 	free(pool[1].lat);
 	if (steps > 0)
