@@ -323,7 +323,7 @@ static void read_idb(struct uf_pcapng *p, const uint8_t *body, size_t len)
 static uint64_t to_ns(const struct uf_pcapng_if *f, uint64_t units)
 {
 	unsigned __int128 ns = (unsigned __int128)units * 1000000000ull * f->ts_num / f->ts_den;
-	return (uint64_t)ns + (uint64_t)(f->ts_offset_s * 1000000000ll);
+	return (uint64_t)ns + (uint64_t)f->ts_offset_s * 1000000000ull; /* wraps, never UB */
 }
 
 int uf_pcapng_next(struct uf_pcapng *p, struct uf_pcapng_rec *rec)

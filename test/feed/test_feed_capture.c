@@ -89,6 +89,24 @@ static void test_pcapng_epb_reads_back_with_valid_headers(void **s)
 	assert_int_equal(uf_pcapng_open(&p, buf, n - 5, err, sizeof(err)), 0);
 	assert_int_equal(uf_pcapng_next(&p, &r), 0);
 	assert_int_equal(p.torn, 1);
+	/* every cut and every flipped byte: the walk ends, never reads past the buffer (ASan) */
+	for (size_t cut = 0; cut < n; cut++) {
+		uint8_t *copy = malloc(cut ? cut : 1);
+		memcpy(copy, buf, cut);
+		if (uf_pcapng_open(&p, copy, cut, err, sizeof(err)) == 0)
+			while (uf_pcapng_next(&p, &r) == 1)
+				assert_true(r.frame + r.caplen <= copy + cut);
+		free(copy);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *copy = malloc(n);
+		memcpy(copy, buf, n);
+		copy[i] ^= 0xa5;
+		if (uf_pcapng_open(&p, copy, n, err, sizeof(err)) == 0)
+			while (uf_pcapng_next(&p, &r) == 1)
+				assert_true(r.frame + r.caplen <= copy + n);
+		free(copy);
+	}
 }
 
 /* ---- the writer under faults ---- */
