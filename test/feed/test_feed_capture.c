@@ -515,8 +515,10 @@ static void test_capture_of_a_lossy_day_holds_every_message_once(void **s)
 	uint8_t *seen = calloc(g_day_msgs + 2, 1);
 	uint64_t captured = 0, files = 0, rereq_pk = 0;
 	for (int i = 0; i < nf; i++) {
-		if (!strstr(names[i]->d_name, ".pcapng"))
+		if (!strstr(names[i]->d_name, ".pcapng")) {
+			free(names[i]);
 			continue;
+		}
 		char path[600];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
 		files++;
