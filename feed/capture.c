@@ -110,6 +110,15 @@ void uf_capture_flush(struct uf_capture *c)
 		hand_over(c);
 }
 
+void uf_capture_flush_idle(struct uf_capture *c, uint64_t now_ns)
+{
+	if (c->cur < 0 || !c->meta[c->cur].used ||
+	    now_ns - c->idle_flush_ns < UF_CAPTURE_IDLE_FLUSH_NS)
+		return;
+	c->idle_flush_ns = now_ns;
+	hand_over(c);
+}
+
 void uf_capture_new_session(struct uf_capture *c)
 {
 	uf_capture_flush(c);

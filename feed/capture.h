@@ -34,11 +34,12 @@
 #include "decode/uf_pcapng.h"
 #include "feed/uf_feed_stats.h"
 
-#define UF_CAPTURE_MAX_IF   4          /* lines A, B, re-request answers, spare */
-#define UF_CAPTURE_CHUNK    (1u << 20) /* bytes per hand-over (one write) */
-#define UF_CAPTURE_NAME_MAX 96         /* interface name / description */
-#define UF_CAPTURE_ROTATE   1u         /* chunk flag: start a new file before writing it */
-#define UF_CAPTURE_TCP_SEG  16384      /* stream bytes per recorded TCP segment, at most */
+#define UF_CAPTURE_MAX_IF        4           /* lines A, B, re-request answers, spare */
+#define UF_CAPTURE_CHUNK         (1u << 20)  /* bytes per hand-over (one write) */
+#define UF_CAPTURE_NAME_MAX      96          /* interface name / description */
+#define UF_CAPTURE_ROTATE        1u          /* chunk flag: start a new file before writing it */
+#define UF_CAPTURE_TCP_SEG       16384       /* stream bytes per recorded TCP segment, at most */
+#define UF_CAPTURE_IDLE_FLUSH_NS 10000000ull /* idle hand-over of a partial chunk, at most */
 
 /* One capture interface (a source of datagrams). */
 struct uf_capture_if {
@@ -89,6 +90,7 @@ struct uf_capture {
 	/* feed thread */
 	int64_t cur;                         /* chunk being filled, -1 = none */
 	uint32_t tcp_seq[UF_CAPTURE_MAX_IF]; /* stream interfaces: bytes so far (TCP sequence) */
+	uint64_t idle_flush_ns;              /* last idle hand-over (monotonic) */
 	uint32_t pending_flags;              /* flags for the next chunk taken */
 	/* writer thread */
 	pthread_t thread;       /* the writer */
@@ -114,6 +116,11 @@ int uf_capture_open(struct uf_capture *c, const struct uf_capture_params *p,
 /* Feed thread: the current chunk, partly filled, goes to the writer now (idle moments, so a
  * quiet feed's datagrams reach the disk within the idle poll period, and before stopping). */
 void uf_capture_flush(struct uf_capture *c);
+
+/* Feed thread, idle path: uf_capture_flush at most once per UF_CAPTURE_IDLE_FLUSH_NS
+ * (`now_ns` monotonic), so a trickle of traffic does not turn into one tiny write per
+ * datagram: a quiet feed's datagrams reach the file within that much of going quiet. */
+void uf_capture_flush_idle(struct uf_capture *c, uint64_t now_ns);
 
 /* Feed thread: a new session began: the next datagrams go to a new file. Cold. */
 void uf_capture_new_session(struct uf_capture *c);

@@ -492,9 +492,9 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			if (UF_UNLIKELY(++f->idle_polls >= UF_FEED_IDLE_CLOCK_EVERY ||
 			                f->backend == UF_BACKEND_EPOLL)) {
 				f->idle_polls = 0;
-				if (f->cap)
-					uf_capture_flush(f->cap); /* quiet: what we have to disk */
 				uint64_t now = uf_now_mono_ns();
+				if (f->cap) /* quiet: what we have to disk (rate-limited) */
+					uf_capture_flush_idle(f->cap, now);
 				if (now - f->drops_read_ns >= UF_FEED_DROPS_POLL_NS) {
 					f->drops_read_ns = now;
 					uf_feed_read_kernel_drops(f);
