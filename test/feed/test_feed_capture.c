@@ -799,6 +799,113 @@ static void test_capture_records_snapshot_sessions(void **s)
 	unlink(all);
 }
 
+/* The sessions of the MoldUDP64 data packets in capture file `path`: bit 0 = `s1`, bit 1 =
+ * `s2`, and the session of its first data packet in *first (0 none, 1, 2). */
+static int tc_file_sessions(const char *path, const char *s1, const char *s2, int *first)
+{
+	struct uf_reader r;
+	assert_int_equal(uf_reader_open(&r, path, NULL), 0);
+	struct uf_pcapng p;
+	char err[128];
+	assert_int_equal(uf_pcapng_open(&p, r.base, r.size, err, sizeof(err)), 0);
+	struct uf_pcapng_rec rec;
+	int seen = 0;
+	*first = 0;
+	while (uf_pcapng_next(&p, &rec) == 1) {
+		const uint8_t *pl;
+		size_t len;
+		r.linktype = uf_pcapng_iface(&p, rec.iface)->linktype;
+		struct uf_frame pkt;
+		if (!uf_reader_frame_payload(&r, rec.frame, rec.caplen, &pl, &len) ||
+		    uf_mold_open(&pkt, pl, len) != UF_MOLD_DATA)
+			continue;
+		int k = !memcmp(pkt.session, s1, 10) ? 1 : !memcmp(pkt.session, s2, 10) ? 2 : 0;
+		if (!*first)
+			*first = k;
+		seen |= k;
+	}
+	uf_reader_close(&r);
+	return seen;
+}
+
+/* A new session starts a new file: the day after (--session S2) is not in the first day's
+ * file, though rotate_mb is far away. */
+static void test_capture_new_session_starts_a_new_file(void **s)
+{
+	(void)s;
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/cap4", ft_tmpdir());
+	mkdir(dir, 0755);
+	struct uf_feed_config cfg;
+	tc_config(&cfg, 4, dir);
+	cfg.capture.rotate_mb = 1024;
+	cfg.recovery.enabled = 0;
+	char a[64], b[64], day[300];
+	tc_line_arg(&cfg, 0, a, sizeof(a));
+	tc_line_arg(&cfg, 1, b, sizeof(b));
+	assert_int_equal(ft_gen_day(day, sizeof(day), 5000, 10, 6), 0);
+	struct tc_feed t = {0};
+	char err[256];
+	if (uf_feed_create(&cfg, &t.feed, err, sizeof(err)) < 0)
+		fail_msg("uf_feed_create: %s", err);
+	pthread_t thr;
+	assert_int_equal(pthread_create(&thr, NULL, tc_feed_thread, &t), 0);
+	const struct uf_feed_stats *st = uf_feed_stats(t.feed);
+	static const char *const sess[2] = {"DAYONE0001", "DAYTWO0002"};
+	for (int d = 0; d < 2; d++) {
+		char *argv[] = {"uf-replay",
+		                "--in",
+		                day,
+		                "--a",
+		                a,
+		                "--b",
+		                b,
+		                "--interface",
+		                "127.0.0.1",
+		                "--rate",
+		                "50000",
+		                "--session",
+		                (char *)sess[d],
+		                NULL};
+		pid_t rp = ft_spawn(argv, NULL);
+		assert_true(rp > 0);
+		assert_int_equal(ft_wait(rp, 30000), 0);
+		uint64_t end = uf_now_mono_ns() + 20000000000ull;
+		while (uf_load_relaxed_u64(&st->end_of_session) < (uint64_t)d + 1 &&
+		       uf_now_mono_ns() < end) {
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+		}
+		assert_int_equal(uf_load_relaxed_u64(&st->end_of_session), d + 1);
+	}
+	t.stop = 1;
+	pthread_join(thr, NULL);
+	struct uf_feed_stats fs;
+	uf_feed_stats_read(st, &fs);
+	uf_feed_destroy(t.feed);
+	uf_ring_unlink(cfg.ring.name, NULL);
+	assert_int_equal(fs.sessions, 2); /* (the writer opens the second file after this read) */
+
+	struct dirent **names;
+	int nf = scandir(dir, &names, NULL, alphasort), files = 0, firsts[2] = {0}, sets[2] = {0};
+	for (int i = 0; i < nf; i++) {
+		if (strstr(names[i]->d_name, ".pcapng") && files++ < 2) {
+			char path[600];
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+			sets[files - 1] =
+			    tc_file_sessions(path, sess[0], sess[1], &firsts[files - 1]);
+		}
+		free(names[i]);
+	}
+	free(names);
+	assert_int_equal(files, 2);
+	assert_int_equal(firsts[0], 1); /* day one's file starts with day one */
+	assert_int_equal(firsts[1], 2); /* the next file with day two */
+	assert_int_equal(sets[1], 2);   /* and holds nothing of day one */
+	unlink(day);
+	ft_rm_dir(dir);
+}
+
 static int tc_setup(void **s)
 {
 	(void)s;
@@ -833,6 +940,7 @@ int main(void)
 	    cmocka_unit_test(test_capture_of_a_lossy_day_holds_every_message_once),
 	    cmocka_unit_test(test_capture_replays_as_captured_into_another_feed),
 	    cmocka_unit_test(test_capture_records_snapshot_sessions),
+	    cmocka_unit_test(test_capture_new_session_starts_a_new_file),
 	};
 	return cmocka_run_group_tests(tests, tc_setup, tc_teardown);
 }
