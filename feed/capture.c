@@ -76,6 +76,15 @@ static uint32_t q_len(struct uf_capture_q *q)
 
 /* ---- feed thread ---- */
 
+/* Feed thread: the queued-bytes gauge (the feed owns it: it stays true while the writer is
+ * stuck in a write, which is when it matters). */
+static void queued_gauge(struct uf_capture *c)
+{
+	uint64_t q = (uint64_t)q_len(&c->full) * UF_CAPTURE_CHUNK;
+	if (q != c->st->capture_queued_bytes)
+		uf_store_relaxed_u64(&c->st->capture_queued_bytes, q);
+}
+
 /* Hands the current chunk over (if it has anything). */
 static void hand_over(struct uf_capture *c)
 {
@@ -86,6 +95,7 @@ static void hand_over(struct uf_capture *c)
 		return;                     /* empty: keep filling it */
 	q_push(&c->full, (uint32_t)c->cur); /* the meta written above travels with it */
 	c->cur = -1;
+	queued_gauge(c);
 }
 
 int uf_capture_take_chunk(struct uf_capture *c, uint32_t need)
@@ -112,6 +122,7 @@ void uf_capture_flush(struct uf_capture *c)
 
 void uf_capture_flush_idle(struct uf_capture *c, uint64_t now_ns)
 {
+	queued_gauge(c);
 	if (c->cur < 0 || !c->meta[c->cur].used ||
 	    now_ns - c->idle_flush_ns < UF_CAPTURE_IDLE_FLUSH_NS)
 		return;
@@ -453,8 +464,6 @@ static void *writer_main(void *arg)
 			check_file(c);
 			continue;
 		}
-		uf_store_relaxed_u64(&c->st->capture_queued_bytes,
-		                     (uint64_t)q_len(&c->full) * UF_CAPTURE_CHUNK);
 		if (rc < 0)
 			drop(c, &c->meta[idx], -rc, "io_uring");
 		else

@@ -54,8 +54,9 @@
 	X(rerequests_in_flight_full,                                                               \
 	  "times a hole waited for a request slot (max_in_flight outstanding)")
 
-/* The capture (feed/capture.h). The feed thread writes capture_packets, capture_bytes and
- * capture_dropped_writer_behind; the capture's writer thread writes the others (each counter
+/* The capture (feed/capture.h). The feed thread writes capture_packets, capture_bytes,
+ * capture_dropped_writer_behind and capture_queued_bytes; the capture's writer thread writes
+ * the others (each counter
  * still has exactly one writer, so relaxed stores stay untorn). Drops are datagrams. */
 #define UF_CAPTURE_COUNTERS(X)                                                                     \
 	X(capture_packets, "datagrams copied into the capture's buffers (every line, re-request "  \
