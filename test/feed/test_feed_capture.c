@@ -282,6 +282,52 @@ static void test_capture_directory_removed_or_read_only_is_counted(void **s)
 	free(st);
 }
 
+/* Writer behind: two chunks, each handed over with one datagram in it, so the writer needs
+ * one write per datagram while the producer needs ~100 ns: the free queue runs dry and the
+ * producer drops and counts, and never waits (the loop is timed). Every datagram offered
+ * is either taken or counted; what was taken is all written. */
+static void test_capture_writer_behind_drops_and_never_blocks(void **s)
+{
+	(void)s;
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/behind", ft_tmpdir());
+	mkdir(dir, 0755);
+	struct uf_capture_params p;
+	tc_params(&p, dir);
+	p.buffer_bytes = 2u << 20; /* the minimum: two chunks */
+	struct uf_feed_stats *st = calloc(1, sizeof(*st));
+	struct uf_capture *c = calloc(1, sizeof(*c));
+	char err[256];
+	assert_int_equal(uf_capture_open(c, &p, st, err, sizeof(err)), 0);
+	static uint8_t dg[100];
+	const uint64_t n = 20000;
+	uint64_t t0 = uf_now_mono_ns(), worst = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t a = uf_now_mono_ns();
+		uf_capture_datagram(c, 0, dg, sizeof(dg), 0, 0x0100007f, htons(999));
+		uf_capture_flush(c);
+		uint64_t d = uf_now_mono_ns() - a;
+		if (d > worst)
+			worst = d;
+	}
+	uint64_t took = uf_now_mono_ns() - t0;
+	uf_capture_close(c);
+	fprintf(stderr,
+	        "writer behind: %llu of %llu dropped, producer %llu ns in all, worst %llu ns\n",
+	        (unsigned long long)st->capture_dropped_writer_behind, (unsigned long long)n,
+	        (unsigned long long)took, (unsigned long long)worst);
+	assert_true(st->capture_dropped_writer_behind > 0);
+	assert_int_equal(st->capture_packets + st->capture_dropped_writer_behind, n);
+	assert_int_equal(st->capture_packets_written, st->capture_packets);
+	/* no wait: a loaded 2-CPU host may preempt the producer, but never for the writer */
+	assert_true(took < 2000000000ull);
+	int files;
+	assert_int_equal(tc_walk_dir(dir, &files), st->capture_packets_written);
+	ft_rm_dir(dir);
+	free(c);
+	free(st);
+}
+
 static int tc_deleted(const struct uf_feed_stats *st)
 {
 	return uf_load_relaxed_u64(&st->capture_files_deleted) >= 3;
@@ -937,6 +983,7 @@ int main(void)
 	    cmocka_unit_test(test_capture_full_disk_counts_drops_and_keeps_whole_files),
 	    cmocka_unit_test(test_capture_directory_removed_or_read_only_is_counted),
 	    cmocka_unit_test(test_capture_max_total_deletes_the_oldest_files),
+	    cmocka_unit_test(test_capture_writer_behind_drops_and_never_blocks),
 	    cmocka_unit_test(test_capture_of_a_lossy_day_holds_every_message_once),
 	    cmocka_unit_test(test_capture_replays_as_captured_into_another_feed),
 	    cmocka_unit_test(test_capture_records_snapshot_sessions),
