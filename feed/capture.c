@@ -232,6 +232,22 @@ static void drop(struct uf_capture *c, const struct uf_capture_chunk *m, int err
 	c->unlogged[w] = 0;
 }
 
+/* 1 when `name` is FEED-YYYYMMDDTHHMMSSZ-N...pcapng of this feed (not of a feed whose name
+ * merely starts with ours, "nasdaq" vs "nasdaq-bx"). */
+static int is_our_file(const char *name, size_t l, const char *feed, size_t plen)
+{
+	static const char pat[] = "-ddddddddTddddddZ-"; /* d: a digit */
+	size_t pl = sizeof(pat) - 1;
+	if (l < plen + pl + 7 || strncmp(name, feed, plen) || strcmp(name + l - 7, ".pcapng"))
+		return 0;
+	for (size_t i = 0; i < pl; i++) {
+		char ch = name[plen + i];
+		if (pat[i] == 'd' ? (ch < '0' || ch > '9') : ch != pat[i])
+			return 0;
+	}
+	return 1;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -253,8 +269,7 @@ static void prune(struct uf_capture *c)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
-		if (l <= plen + 8 || strncmp(e->d_name, c->p.feed, plen) ||
-		    e->d_name[plen] != '-' || strcmp(e->d_name + l - 7, ".pcapng"))
+		if (!is_our_file(e->d_name, l, c->p.feed, plen))
 			continue;
 		struct stat sb;
 		if (fstatat(dirfd(d), e->d_name, &sb, 0) < 0 || !S_ISREG(sb.st_mode))

@@ -341,7 +341,8 @@ static void test_capture_max_total_deletes_the_oldest_files(void **s)
 	char dir[300], other[400];
 	snprintf(dir, sizeof(dir), "%s/keep", ft_tmpdir());
 	mkdir(dir, 0755);
-	snprintf(other, sizeof(other), "%s/other-20000101T000000Z-0000.pcapng", dir);
+	/* another feed's file, named with ours as its prefix ("tc-bx"): not ours to delete */
+	snprintf(other, sizeof(other), "%s/tc-bx-20000101T000000Z-0000.pcapng", dir);
 	FILE *f = fopen(other, "w");
 	assert_non_null(f);
 	fputs("not ours", f);
@@ -366,7 +367,7 @@ static void test_capture_max_total_deletes_the_oldest_files(void **s)
 		char path[700];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
 		struct stat sb;
-		if (!strncmp(names[i]->d_name, "tc-", 3) && stat(path, &sb) == 0) {
+		if (!strncmp(names[i]->d_name, "tc-2", 4) && stat(path, &sb) == 0) {
 			total += (uint64_t)sb.st_size;
 			if (!ours++)
 				snprintf(oldest, sizeof(oldest), "%s", names[i]->d_name);
