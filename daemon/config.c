@@ -355,8 +355,9 @@ out:
 	return r;
 }
 
-/* "capture": every datagram of the feed into pcapng files (feed/capture.h). The folder must
- * exist and be writable now (host checks), so a typo fails --check-config, not the day. */
+/* "capture": every datagram of the feed into pcapng files (feed/capture.h). The folder (a
+ * relative one is taken from the config's folder, like symbols_file) must exist and be
+ * writable now (host checks), so a typo fails --check-config, not the day. */
 static int parse_capture(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {"dir", "rotate_mb", "max_total_gb", "buffer_mb", NULL};
@@ -396,6 +397,16 @@ static int parse_capture(struct uf_cj *c, json_t *feed, struct uf_feed_config *f
 			    gb, f->capture.rotate_mb);
 			goto out;
 		}
+	}
+	if (f->capture.dir[0] != '/' && c->dir[0]) { /* relative: to the config's folder */
+		char full[sizeof(f->capture.dir)];
+		int n = snprintf(full, sizeof(full), "%s/%s", c->dir, f->capture.dir);
+		if (n < 0 || (size_t)n >= sizeof(full)) {
+			r = uf_cj_fail(c, "dir", "\"%s\" in %s: path too long", f->capture.dir,
+			               c->dir);
+			goto out;
+		}
+		memcpy(f->capture.dir, full, sizeof(full));
 	}
 	if (!(c->flags & UF_CFG_NO_HOST_CHECKS)) {
 		struct stat sb;

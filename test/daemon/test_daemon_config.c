@@ -624,6 +624,23 @@ static void test_config_capture_keys_parse_and_refuse(void **state)
 	             "holds less than two files");
 	expect_error(FEED("\"capture\":{\"dir\":\"/tmp\",\"rotate\":1}"),
 	             "feeds[0].capture.rotate: unknown key");
+	/* a relative folder is the config's folder's, like symbols_file */
+	char cdir[] = "/tmp/uf-cfg-cap-XXXXXX", path[256], want[300];
+	assert_non_null(mkdtemp(cdir));
+	snprintf(path, sizeof(path), "%s/cap", cdir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(want, sizeof(want), "%s", path);
+	snprintf(path, sizeof(path), "%s/c.json", cdir);
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(FEED("\"capture\":{\"dir\":\"cap\"}"), fp);
+	fclose(fp);
+	assert_int_equal(uf_config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.feeds[0].capture.dir, want);
+	uf_config_free(&cfg);
+	unlink(path);
+	rmdir(want);
+	rmdir(cdir);
 	/* not writable: a read-only mount is refused even for root */
 	char ro[] = "/tmp/uf-cfg-ro.XXXXXX";
 	assert_non_null(mkdtemp(ro));
