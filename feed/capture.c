@@ -446,6 +446,23 @@ static void write_chunk(struct uf_capture *c, struct io_uring *ring, uint32_t id
 	}
 }
 
+/* The feed thread counts writer-behind drops but never logs: the writer says it for it,
+ * once, then at most once per UF_CAPTURE_LOG_NS with the count since. */
+static void log_behind(struct uf_capture *c)
+{
+	const int w = UF_CAPTURE_WRITER_BEHIND;
+	uint64_t n = uf_load_relaxed_u64(&c->st->capture_dropped_writer_behind);
+	uint64_t now = uf_now_mono_ns();
+	if (n == c->behind_seen || (c->logged_ns[w] && now - c->logged_ns[w] < UF_CAPTURE_LOG_NS))
+		return;
+	c->logged_ns[w] = now;
+	uf_feed_log_warn("feed %s: capture dropping (%s): %llu datagrams not captured since the "
+	                 "last warning (%llu MiB of buffer full); the feed goes on",
+	                 c->p.feed, why_names[w], (unsigned long long)(n - c->behind_seen),
+	                 (unsigned long long)(c->mem_len >> 20));
+	c->behind_seen = n;
+}
+
 static void *writer_main(void *arg)
 {
 	struct uf_capture *c = arg;
@@ -477,8 +494,10 @@ static void *writer_main(void *arg)
 			struct timespec ts = {0, UF_CAPTURE_IDLE_NS};
 			nanosleep(&ts, NULL);
 			check_file(c);
+			log_behind(c);
 			continue;
 		}
+		log_behind(c);
 		if (rc < 0)
 			drop(c, &c->meta[idx], -rc, "io_uring");
 		else

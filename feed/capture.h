@@ -105,6 +105,7 @@ struct uf_capture {
 	int open_err;           /* errno of that open (drops meanwhile count under it) */
 	uint64_t logged_ns[5];  /* last warning per drop reason */
 	uint64_t unlogged[5];   /* drops since that warning */
+	uint64_t behind_seen;   /* writer-behind drops already logged */
 };
 
 /* Sets up the chunks (touched now), the queues and the writer thread with its io_uring. The

@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <cmocka.h>
 
+#include "common/uf_atomic.h"
 #include "common/uf_endian.h"
 #include "decode/uf_decode.h"
 #include "decode/uf_pcapng.h"
@@ -286,9 +287,19 @@ static void test_capture_directory_removed_or_read_only_is_counted(void **s)
  * one write per datagram while the producer needs ~100 ns: the free queue runs dry and the
  * producer drops and counts, and never waits (the loop is timed). Every datagram offered
  * is either taken or counted; what was taken is all written. */
+static uint32_t g_behind_logged; /* "writer behind" warnings (the hook runs on the writer) */
+
+static void tc_log(void *ctx, int level, const char *line)
+{
+	(void)ctx;
+	if (level == UF_FEED_LOG_WARN && strstr(line, "capture dropping (writer behind)"))
+		uf_fetch_add_u32(&g_behind_logged, 1);
+}
+
 static void test_capture_writer_behind_drops_and_never_blocks(void **s)
 {
 	(void)s;
+	uf_feed_set_log(tc_log, NULL);
 	char dir[300];
 	snprintf(dir, sizeof(dir), "%s/behind", ft_tmpdir());
 	mkdir(dir, 0755);
@@ -311,7 +322,15 @@ static void test_capture_writer_behind_drops_and_never_blocks(void **s)
 			worst = d;
 	}
 	uint64_t took = uf_now_mono_ns() - t0;
+	/* the writer says it once (the feed thread never logs), not once per drop */
+	uint64_t end = uf_now_mono_ns() + 5000000000ull;
+	while (!uf_load_acquire_u32(&g_behind_logged) && uf_now_mono_ns() < end) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
 	uf_capture_close(c);
+	uf_feed_set_log(NULL, NULL);
+	assert_int_equal(uf_load_acquire_u32(&g_behind_logged), 1);
 	fprintf(stderr,
 	        "writer behind: %llu of %llu dropped, producer %llu ns in all, worst %llu ns\n",
 	        (unsigned long long)st->capture_dropped_writer_behind, (unsigned long long)n,
