@@ -374,6 +374,75 @@ out:
 	return r;
 }
 
+/* "capture": every datagram of the feed into pcapng files (feed/capture.h). The folder (a
+ * relative one is taken from the config's folder, like symbols_file) must exist and be
+ * writable now (host checks), so a typo fails --check-config, not the day. */
+static int parse_capture(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
+{
+	static const char *const keys[] = {"dir", "rotate_mb", "max_total_gb", "buffer_mb", NULL};
+	json_t *jc;
+	int r;
+
+	if ((r = uf_cj_obj(c, feed, "capture", &jc)) || !jc)
+		return r;
+	size_t save = uf_cj_push_key(c, "capture");
+	f->capture.enabled = 1;
+	if ((r = uf_cj_check_keys(c, jc, keys)) ||
+	    (r = uf_cj_str(c, jc, "dir", NULL, f->capture.dir, sizeof(f->capture.dir))) ||
+	    (r = uf_cj_u32(c, jc, "rotate_mb", 1, UF_CFG_CAPTURE_ROTATE_MB_MAX,
+	                   UF_FEED_DEFAULT_CAPTURE_ROTATE_MB, &f->capture.rotate_mb)) ||
+	    (r = uf_cj_u32(c, jc, "buffer_mb", UF_CFG_CAPTURE_BUFFER_MB_MIN,
+	                   UF_CFG_CAPTURE_BUFFER_MB_MAX, UF_FEED_DEFAULT_CAPTURE_BUFFER_MB,
+	                   &f->capture.buffer_mb)))
+		goto out;
+	json_t *jt = json_object_get(jc, "max_total_gb");
+	if (jt) {
+		char show[64];
+		double gb = json_is_number(jt) ? json_number_value(jt) : -1;
+		if (!json_is_number(jt) || !(gb >= 0) || gb > 1e6) {
+			r = uf_cj_fail(
+			    c, "max_total_gb",
+			    "%s is not a size in GiB (a number 0..1000000; 0 = no limit)",
+			    uf_cj_show(jt, show, sizeof(show)));
+			goto out;
+		}
+		f->capture.max_total_bytes = (uint64_t)(gb * (double)(1ull << 30));
+		uint64_t two = 2ull * ((uint64_t)f->capture.rotate_mb << 20);
+		if (gb > 0 && f->capture.max_total_bytes < two) {
+			r = uf_cj_fail(
+			    c, "max_total_gb",
+			    "%g GiB holds less than two files of rotate_mb %u MiB: raise "
+			    "it or lower rotate_mb",
+			    gb, f->capture.rotate_mb);
+			goto out;
+		}
+	}
+	if (f->capture.dir[0] != '/' && c->dir[0]) { /* relative: to the config's folder */
+		char full[sizeof(f->capture.dir)];
+		int n = snprintf(full, sizeof(full), "%s/%s", c->dir, f->capture.dir);
+		if (n < 0 || (size_t)n >= sizeof(full)) {
+			r = uf_cj_fail(c, "dir", "\"%s\" in %s: path too long", f->capture.dir,
+			               c->dir);
+			goto out;
+		}
+		memcpy(f->capture.dir, full, sizeof(full));
+	}
+	if (!(c->flags & UF_CFG_NO_HOST_CHECKS)) {
+		struct stat sb;
+		const char *d = f->capture.dir;
+		if (stat(d, &sb) < 0)
+			r = uf_cj_fail(c, "dir", "\"%s\": %s (create it first)", d,
+			               strerror(errno));
+		else if (!S_ISDIR(sb.st_mode))
+			r = uf_cj_fail(c, "dir", "\"%s\" is not a directory", d);
+		else if (access(d, W_OK | X_OK) < 0)
+			r = uf_cj_fail(c, "dir", "\"%s\" is not writable: %s", d, strerror(errno));
+	}
+out:
+	uf_cj_pop(c, save);
+	return r;
+}
+
 static int parse_recovery(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
 	static const char *const keys[] = {
@@ -622,25 +691,12 @@ out:
 
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"name",
-	                                   "protocol",
-	                                   "backend",
-	                                   "cpu",
-	                                   "sqpoll_cpu",
-	                                   "sqpoll_idle_ms",
-	                                   "numa_node",
-	                                   "lines",
-	                                   "recovery",
-	                                   "ring",
-	                                   "book",
-	                                   "buffers",
-	                                   "symbols",
-	                                   "symbols_file",
-	                                   "stage_timing",
-	                                   "stage_timing_every",
-	                                   "snapshot",
-	                                   "arbitration",
-	                                   NULL};
+	static const char *const keys[] = {
+	    "name",       "protocol",       "backend",      "cpu",
+	    "sqpoll_cpu", "sqpoll_idle_ms", "numa_node",    "lines",
+	    "recovery",   "ring",           "book",         "buffers",
+	    "symbols",    "symbols_file",   "stage_timing", "stage_timing_every",
+	    "snapshot",   "arbitration",    "capture",      NULL};
 	char backend[32];
 	int64_t node;
 	int timing;
@@ -705,7 +761,8 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	if ((r = parse_lines(c, jf, f)) || (r = parse_recovery(c, jf, f)) ||
 	    (r = parse_snapshot(c, jf, f)) || (r = parse_arbitration(c, jf, f)) ||
 	    (r = parse_ring(c, jf, f)) || (r = parse_book(c, jf, f)) ||
-	    (r = parse_buffers(c, jf, f)) || (r = parse_symbols(c, jf, f)))
+	    (r = parse_buffers(c, jf, f)) || (r = parse_capture(c, jf, f)) ||
+	    (r = parse_symbols(c, jf, f)))
 		return r;
 	return 0;
 }
@@ -1001,6 +1058,9 @@ int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
 	    !UF_SAME(snapshot.max_gap_messages) || !UF_SAME(snapshot.max_gap_age_ms) ||
 	    !UF_SAME(snapshot.timeout_ms) || !UF_SAME(snapshot.buffer_packets) ||
 	    !UF_SAME(snapshot.max_lead) || !UF_SAME(snapshot.max_hold_ms))
+		return 0;
+	if (!UF_SAME(capture.enabled) || !UF_SAME_STR(capture.dir) || !UF_SAME(capture.rotate_mb) ||
+	    !UF_SAME(capture.max_total_bytes) || !UF_SAME(capture.buffer_mb))
 		return 0;
 	if (!UF_SAME(arbitration.max_jump) || !UF_SAME(arbitration.jump_confirm) ||
 	    !UF_SAME(arbitration.session_confirm) || !UF_SAME(arbitration.line_silent_ms))

@@ -57,12 +57,43 @@ static int is_decode_error(const struct counter_def *d)
  * type (nanosecond sums as seconds, gauges as gauges), not as uringfeed_<name>_total. */
 static int is_not_a_count(const struct counter_def *d)
 {
-	static const char *const names[] = {"snapshot_duration_ns", "snapshot_last_duration_ns",
-	                                    "snapshot_in_progress"};
+	static const char *const names[] = {
+	    "snapshot_duration_ns",          "snapshot_last_duration_ns", "snapshot_in_progress",
+	    "capture_dropped_writer_behind", "capture_dropped_disk_full", "capture_dropped_no_dir",
+	    "capture_dropped_read_only",     "capture_dropped_io_error",  "capture_lag_ns",
+	    "capture_queued_bytes"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(d->name, names[i]))
 			return 1;
 	return 0;
+}
+
+/* Capture drops by reason (the label values of uringfeed_capture_dropped_total). */
+static const struct {
+	const char *reason;
+	size_t off;
+} capture_drops[] = {
+    {"writer_behind", offsetof(struct uf_feed_stats, capture_dropped_writer_behind)},
+    {"disk_full", offsetof(struct uf_feed_stats, capture_dropped_disk_full)},
+    {"no_dir", offsetof(struct uf_feed_stats, capture_dropped_no_dir)},
+    {"read_only", offsetof(struct uf_feed_stats, capture_dropped_read_only)},
+    {"io_error", offsetof(struct uf_feed_stats, capture_dropped_io_error)},
+};
+#define NCAPDROP (sizeof(capture_drops) / sizeof(capture_drops[0]))
+
+static uint64_t capture_drop(const struct uf_status_feed *f, size_t k)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)&f->stats + capture_drops[k].off, sizeof(v));
+	return v;
+}
+
+static uint64_t capture_drops_total(const struct uf_status_feed *f)
+{
+	uint64_t t = 0;
+	for (size_t k = 0; k < NCAPDROP; k++)
+		t += capture_drop(f, k);
+	return t;
 }
 
 static int feed_nlines(const struct uf_status_feed *f)
@@ -167,6 +198,8 @@ static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 			json_object_set_new(o, d->name, json_integer((json_int_t)v));
 		}
 	}
+	json_object_set_new(o, "capture_dropped_total",
+	                    json_integer((json_int_t)capture_drops_total(f)));
 	json_object_set_new(o, "decode_errors", dec);
 	json_object_set_new(o, "decode_errors_total", json_integer((json_int_t)dec_total));
 	for (int l = 0; l < feed_nlines(f); l++) {
@@ -443,6 +476,24 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 				          feed_counters[c].name + strlen(DECODE_PREFIX),
 				          counter_at(&snap->feeds[i].stats, &feed_counters[c]));
 
+	family(&b, "uringfeed_capture_dropped_total", "counter",
+	       "datagrams the capture did not write, by reason (writer_behind, disk_full, "
+	       "no_dir, read_only, io_error); the feed itself went on");
+	for (int i = 0; i < nf; i++)
+		for (size_t k = 0; k < NCAPDROP; k++)
+			tb_printf(&b,
+			          "uringfeed_capture_dropped_total{feed=\"%s\",reason=\"%s\"} "
+			          "%" PRIu64 "\n",
+			          esc(snap->feeds[i].name, fe, sizeof(fe)), capture_drops[k].reason,
+			          capture_drop(&snap->feeds[i], k));
+	feed_family(&b, snap, nf, "uringfeed_capture_lag_seconds", "gauge",
+	            "receive time of the newest datagram in the last capture write to that "
+	            "write's completion",
+	            offsetof(struct uf_feed_stats, capture_lag_ns), 1);
+	feed_family(&b, snap, nf, "uringfeed_capture_queued_bytes", "gauge",
+	            "capture bytes handed to the writer thread and not written yet",
+	            offsetof(struct uf_feed_stats, capture_queued_bytes), 0);
+
 	for (size_t c = 0; c < NLINEC; c++) {
 		const struct counter_def *d = &line_counters[c];
 		char name[96];
@@ -694,6 +745,19 @@ char *uf_status_render_ready(const struct uf_status_snapshot *snap, unsigned *co
 	if (!bad)
 		snprintf(out, len, "ready: %d feed%s\n", snap->nfeeds,
 		         snap->nfeeds == 1 ? "" : "s");
+	/* Capture drops do not make a feed unready (the feed is fine), but an operator reading
+	 * the body must see that the record of the day has holes. */
+	for (int i = 0; i < snap->nfeeds && i < UF_CFG_MAX_FEEDS; i++) {
+		const struct uf_status_feed *f = &snap->feeds[i];
+		uint64_t t = capture_drops_total(f);
+		if (!t)
+			continue;
+		reason(out, len, "feed %s: capture dropped %" PRIu64 " datagrams (", f->name, t);
+		for (size_t k = 0; k < NCAPDROP; k++)
+			reason(out, len, "%s%s %" PRIu64, k ? ", " : "", capture_drops[k].reason,
+			       capture_drop(f, k));
+		reason(out, len, "); the feed goes on\n");
+	}
 	*code = bad ? 503 : 200;
 	return out;
 }

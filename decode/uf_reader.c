@@ -13,6 +13,7 @@
 
 #include "common/uf_err.h"
 #include "decode/uf_gzip.h"
+#include "decode/uf_pcapng.h"
 
 #define PCAP_GLOBAL_LEN     24
 #define PCAP_RECORD_LEN     16
@@ -108,12 +109,8 @@ static int recognise(struct uf_reader *r)
 			r->off = PCAP_GLOBAL_LEN;
 			return 0;
 		}
-		if (b[0] == 0x0a && b[1] == 0x0d && b[2] == 0x0d && b[3] == 0x0a) {
-			uf_err_set(
-			    r->err, sizeof(r->err),
-			    "pcapng is not supported: convert it with `editcap -F pcap IN OUT`");
-			return -EPROTONOSUPPORT;
-		}
+		if (uf_pcapng_is(b, r->size))
+			return uf_pcapng_reader_open(r); /* decode/uf_pcapng.c */
 	}
 	if (r->size >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
 		uf_err_set(r->err, sizeof(r->err),
@@ -252,6 +249,7 @@ out_close:
 
 void uf_reader_close(struct uf_reader *r)
 {
+	uf_pcapng_reader_close(r);
 	if (r->mapped)
 		munmap((void *)r->base, r->size);
 	free(r->inflated);
@@ -288,10 +286,21 @@ void uf_reader_rewind(struct uf_reader *r)
 	r->in_packet = 0;
 	r->ordinal = 0;
 	r->have_seq = 0;
+	if (r->png)
+		uf_pcapng_reader_rewind(r);
 }
+
+static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, size_t origlen,
+                         const uint8_t **pl, size_t *pllen);
 
 /* Strips link, IPv4 and UDP headers from one captured frame. 1 with the UDP payload, or 0
  * with the reason counted. */
+int uf_reader_frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen,
+                            const uint8_t **pl, size_t *pllen)
+{
+	return frame_payload(r, f, caplen, caplen, pl, pllen);
+}
+
 static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, size_t origlen,
                          const uint8_t **pl, size_t *pllen)
 {
@@ -380,6 +389,7 @@ static int frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen, s
 	}
 	*pl = udp + 8;
 	*pllen = ulen - 8;
+	r->frame_ip = ip;
 	return 1;
 truncated:
 	(void)origlen;
@@ -390,6 +400,8 @@ truncated:
 /* Next pcap record's UDP payload: 1, or 0 at the end (a truncated tail is counted). */
 static int next_record(struct uf_reader *r, const uint8_t **pl, size_t *pllen, uint64_t *ts)
 {
+	if (r->png)
+		return uf_pcapng_reader_record(r, pl, pllen, ts);
 	while (r->off < r->size) {
 		if (r->size - r->off < PCAP_RECORD_LEN) {
 			UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_RECORD], 1);
@@ -475,15 +487,22 @@ static int looks_iextp(const uint8_t *pl, size_t len)
 }
 
 /* Opens one UDP payload with the capture's framing (decided on the first payload). */
+/* Where a datagram's framing errors are counted: pcapng counts them when it indexes the file
+ * (once per datagram), so the in-order pass counts into scratch, not again. */
+static struct uf_decode_counters *uf_reader_open_counters(struct uf_reader *r)
+{
+	return r->png ? uf_pcapng_reader_scratch(r) : r->c;
+}
+
 static int open_payload(struct uf_reader *r, const uint8_t *pl, size_t len)
 {
 	if (r->payload == UF_PAYLOAD_AUTO)
 		r->payload = looks_iextp(pl, len) ? UF_PAYLOAD_IEXTP : UF_PAYLOAD_MOLD;
 	if (r->payload == UF_PAYLOAD_MOLD)
-		return uf_mold_open_counted(&r->pkt, pl, len, r->c);
+		return uf_mold_open_counted(&r->pkt, pl, len, uf_reader_open_counters(r));
 	if (!r->iex_proto && len >= 4 && uf_iextp_proto_known(uf_le16(pl + 2)))
 		r->iex_proto = uf_le16(pl + 2); /* a capture is one protocol: keep the first */
-	return uf_iextp_open_counted(&r->pkt, pl, len, r->iex_proto, r->c);
+	return uf_iextp_open_counted(&r->pkt, pl, len, r->iex_proto, uf_reader_open_counters(r));
 }
 
 static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
@@ -492,6 +511,8 @@ static int next_pcap(struct uf_reader *r, struct uf_reader_msg *m)
 		struct uf_frame_msg b;
 		if (r->in_packet && (r->payload == UF_PAYLOAD_IEXTP ? uf_iextp_next(&r->it, &b)
 		                                                    : uf_mold_next(&r->it, &b))) {
+			if (b.seq < r->png_skip_below)
+				continue; /* pcapng: delivered by an earlier copy */
 			m->seq = b.seq;
 			m->msg = b.msg;
 			m->len = b.len;

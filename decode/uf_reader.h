@@ -13,7 +13,10 @@
  *     with, and a segment of another protocol is wrong_protocol_id;
  *   - the daily format (u16 big-endian length + message, repeated); a zero length prefix
  *     means "the length of this type" (seen in real files) and is resolved from the type;
- *   - anything else (pcapng, other link types, random bytes) is refused with a message
+ *   - pcapng (decode/uf_pcapng.h, e.g. uringfeed's own captures): the same, per interface
+ *     link type; its datagrams are yielded de-duplicated in sequence order (both lines and
+ *     re-request answers of a capture give the arbitrated stream once);
+ *   - anything else (other link types, random bytes) is refused with a message
  *     in r->err saying what the file is and what to do.
  * uf_reader_next() then yields every message as (sequence, pointer, length, protocol):
  * MoldUDP64 or IEX-TP sequence numbers for pcap, the 1-based message ordinal for daily files.
@@ -77,6 +80,9 @@ struct uf_reader {
 	struct uf_decode_counters *c;      /* caller's counters (never NULL after open) */
 	struct uf_decode_counters own;     /* used when the caller passes NULL: `c` may point
 	                                    * here, so an open reader is never copied */
+	struct uf_pcapng_reader *png;      /* pcapng input (decode/uf_pcapng.h), else NULL */
+	uint64_t png_skip_below;           /* pcapng: messages below this were delivered */
+	const uint8_t *frame_ip;           /* IPv4 header of the last frame with a payload */
 	char err[256];                     /* why open/next failed, for the user */
 };
 
@@ -117,6 +123,11 @@ int uf_reader_set_udp_port(struct uf_reader *r, uint16_t port);
  * message protocol id to keep (UF_IEXTP_PROTO_DEEP / _TOPS; 0 = the first one seen). Returns
  * 0, or -EINVAL on a daily file or an unknown payload kind. Call after open, before reading. */
 int uf_reader_set_payload(struct uf_reader *r, int payload, uint16_t iex_proto);
+/* The link, IPv4 and UDP framing of one captured frame of link type r->linktype: 1 with the
+ * UDP payload (its IPv4 header in r->frame_ip, its UDP header 8 bytes before it), or 0 with
+ * the reason counted (skipped kinds or file errors). */
+int uf_reader_frame_payload(struct uf_reader *r, const uint8_t *f, size_t caplen,
+                            const uint8_t **pl, size_t *pllen);
 
 /* Rewinds to the first message (counters are not reset). */
 void uf_reader_rewind(struct uf_reader *r);

@@ -3,6 +3,7 @@
  * design and figures. */
 #include "feed/uf_feed.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -87,7 +88,84 @@ uint64_t uf_feed_memory_estimate(const struct uf_feed_config *given)
 	uint64_t queue = cfg->recovery.enabled ? (uint64_t)cfg->recovery.queue_packets *
 	                                             (sizeof(struct uf_arb_slot) + 8)
 	                                       : 0;
-	return books + ring + bufs + queue + sizeof(struct uf_feed);
+	uint64_t capture = cfg->capture.enabled ? (uint64_t)cfg->capture.buffer_mb << 20 : 0;
+	return books + ring + bufs + queue + capture + sizeof(struct uf_feed);
+}
+
+/* Snapshot client tap (feed/soup_client.h): its TCP bytes into the capture's last interface.
+ * On the feed thread, which polls the snapshot client. */
+static void uf_feed_capture_tap(void *ctx, const uint8_t *p, size_t n)
+{
+	struct uf_feed *f = ctx;
+	uf_capture_stream(f->cap, (unsigned)f->cap->p.nif - 1, p, n);
+}
+
+/* The capture's interfaces: one per line (its group and port), then the re-request socket's
+ * answers, then the snapshot server's TCP data. Names and descriptions are what tshark shows per
+ * packet (frame.interface_name). */
+static int uf_feed_capture_setup(struct uf_feed *f, char *err, size_t errlen)
+{
+	const struct uf_feed_config *cfg = &f->cfg;
+	struct uf_capture_params cp;
+	memset(&cp, 0, sizeof(cp));
+	snprintf(cp.feed, sizeof(cp.feed), "%s", cfg->name);
+	snprintf(cp.dir, sizeof(cp.dir), "%s", cfg->capture.dir);
+	cp.rotate_bytes = (uint64_t)cfg->capture.rotate_mb << 20;
+	cp.max_total_bytes = cfg->capture.max_total_bytes;
+	cp.buffer_bytes = (uint64_t)cfg->capture.buffer_mb << 20;
+	for (int i = 0; i < cfg->nlines; i++) {
+		const struct uf_line_config *l = &cfg->lines[i];
+		char grp[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &l->group, grp, sizeof(grp));
+		struct uf_capture_if *ci = &cp.ifs[cp.nif++];
+		snprintf(ci->name, sizeof(ci->name), "%s %s:%u", l->name, grp, l->port);
+		snprintf(ci->desc, sizeof(ci->desc), "feed %s line %s: group %s port %u", cfg->name,
+		         l->name, grp, l->port);
+		ci->dst_addr = l->group.s_addr;
+		ci->dst_port = htons(l->port);
+	}
+	if (f->req_fd >= 0) {
+		char srv[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &cfg->recovery.server.sin_addr, srv, sizeof(srv));
+		struct uf_capture_if *ci = &cp.ifs[cp.nif++];
+		struct sockaddr_in me = {0};
+		socklen_t ml = sizeof(me);
+		(void)getsockname(f->req_fd, (struct sockaddr *)&me, &ml);
+		snprintf(ci->name, sizeof(ci->name), "rerequest %s:%u", srv,
+		         ntohs(cfg->recovery.server.sin_port));
+		snprintf(ci->desc, sizeof(ci->desc),
+		         "feed %s: MoldUDP64 re-request answers from %s:%u", cfg->name, srv,
+		         ntohs(cfg->recovery.server.sin_port));
+		ci->dst_addr = me.sin_addr.s_addr;
+		ci->dst_port = me.sin_port;
+	}
+	if (cfg->snapshot.enabled) {
+		char srv[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &cfg->snapshot.server.sin_addr, srv, sizeof(srv));
+		struct uf_capture_if *ci = &cp.ifs[cp.nif++];
+		snprintf(ci->name, sizeof(ci->name), "snapshot %s:%u", srv,
+		         ntohs(cfg->snapshot.server.sin_port));
+		snprintf(ci->desc, sizeof(ci->desc),
+		         "feed %s: SoupBinTCP/GLIMPSE snapshot sessions from %s:%u (server to us)",
+		         cfg->name, srv, ntohs(cfg->snapshot.server.sin_port));
+		ci->src_addr = cfg->snapshot.server.sin_addr.s_addr;
+		ci->src_port = cfg->snapshot.server.sin_port;
+	}
+	f->cap = calloc(1, sizeof(*f->cap));
+	if (!f->cap)
+		return uf_err_rc(err, errlen, -ENOMEM, "feed %s: capture", cfg->name);
+	char why[200];
+	int rc = uf_capture_open(f->cap, &cp, &f->stats, why, sizeof(why));
+	if (rc < 0) {
+		free(f->cap);
+		f->cap = NULL;
+		return uf_err_rc(err, errlen, rc, "feed %s: %s", cfg->name, why);
+	}
+	if (cfg->snapshot.enabled) { /* the snapshot client records what it reads */
+		f->snap.p.tap = uf_feed_capture_tap;
+		f->snap.p.tap_ctx = f;
+	}
+	return 0;
 }
 
 /* The arbiter's trust thresholds (0 = its default) and the lines' expected sources. */
@@ -278,6 +356,8 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 		          cfg->snapshot.buffer_packets);
 		goto out_arb;
 	}
+	if (cfg->capture.enabled && (rc = uf_feed_capture_setup(f, err, errlen)) < 0)
+		goto out_arb;
 	*out = f;
 	return 0;
 
@@ -302,6 +382,10 @@ void uf_feed_destroy(struct uf_feed *f)
 {
 	if (!f)
 		return;
+	if (f->cap) {
+		uf_capture_close(f->cap); /* writes what the feed handed over, then stops */
+		free(f->cap);
+	}
 	uf_feed_snapshot_fini(&f->snap);
 	uf_arb_fini(&f->arb);
 	uf_sink_close(&f->sink);

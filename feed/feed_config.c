@@ -50,6 +50,8 @@ void uf_feed_config_resolve(struct uf_feed_config *cfg)
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->buffers.count, UF_FEED_DEFAULT_BUFFERS_COUNT);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->buffers.size, UF_FEED_DEFAULT_BUFFERS_SIZE);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->stage_timing_every, UF_FEED_STAGE_EVERY_DEFAULT);
+	UF_FEED_CFG_ZERO_DEFAULT(cfg->capture.rotate_mb, UF_FEED_DEFAULT_CAPTURE_ROTATE_MB);
+	UF_FEED_CFG_ZERO_DEFAULT(cfg->capture.buffer_mb, UF_FEED_DEFAULT_CAPTURE_BUFFER_MB);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->arbitration.max_jump, ap.max_jump);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->arbitration.jump_confirm, ap.jump_confirm);
 	UF_FEED_CFG_ZERO_DEFAULT(cfg->arbitration.session_confirm, ap.session_confirm);

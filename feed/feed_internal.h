@@ -10,6 +10,7 @@
 #include "common/uf_compiler.h"
 #include "decode/uf_frame.h"
 #include "feed/arbiter.h"
+#include "feed/capture.h"
 #include "feed/filter.h"
 #include "feed/ingest.h"
 #include "feed/sink.h"
@@ -49,6 +50,7 @@ struct uf_feed {
 	uint64_t drops_read_ns;   /* when the sockets' drop totals were last read */
 	uint32_t idle_polls;      /* empty polls since the idle clock was last read */
 	struct uf_snapshot snap;  /* snapshot-then-stream (snapshot.h) */
+	struct uf_capture *cap;   /* every datagram to pcapng (capture.h), NULL when off */
 	UF_ALIGNED(UF_CACHELINE) struct uf_record recs[UF_FEED_RECS]; /* one packet's records */
 };
 

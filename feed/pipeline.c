@@ -258,8 +258,11 @@ static void uf_feed_gap(void *ctx, uint64_t first, uint64_t count)
 
 static void uf_feed_new_session(void *ctx, const char session[UF_FRAME_SESSION_LEN])
 {
+	struct uf_feed *f = ctx;
 	/* a new session is a new day: old books are void, and the stream says so (RESET) */
-	uf_feed_publish_reset(ctx, UF_RESET_NEW_SESSION, session, 1);
+	uf_feed_publish_reset(f, UF_RESET_NEW_SESSION, session, 1);
+	if (f->cap)
+		uf_capture_new_session(f->cap); /* a new day, a new file */
 }
 
 /* A datagram the framing refused, counted by what lied (the framing errors, uf_counters.h). */
@@ -490,6 +493,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			                f->backend == UF_BACKEND_EPOLL)) {
 				f->idle_polls = 0;
 				uint64_t now = uf_now_mono_ns();
+				if (f->cap) /* quiet: what we have to disk (rate-limited) */
+					uf_capture_flush_idle(f->cap, now);
 				if (now - f->drops_read_ns >= UF_FEED_DROPS_POLL_NS) {
 					f->drops_read_ns = now;
 					uf_feed_read_kernel_drops(f);
@@ -514,6 +519,14 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 					uf_feed_prefetch_pkt(&pkts[i + pf]);
 				uf_feed_packet(f, &pkts[i]);
 			}
+			/* Capture after the batch is published: the copy is not in any message's
+			 * wire-to-publish time. Every datagram, whatever the pipeline made of it.
+			 */
+			if (f->cap)
+				for (int i = 0; i < n; i++)
+					uf_capture_datagram(f->cap, pkts[i].src, pkts[i].data,
+					                    pkts[i].len, pkts[i].rx_ns,
+					                    pkts[i].from_addr, pkts[i].from_port);
 			uf_ingest_release(&f->ig, pkts, n);
 			uf_feed_sync_pub_stats(f);
 			uf_feed_sync_gauges(f);
@@ -541,6 +554,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	uf_feed_sync_pub_stats(f);
 	uf_feed_sync_gauges(f);
 	uf_feed_read_kernel_drops(f);
+	if (f->cap)
+		uf_capture_flush(f->cap);
 	uf_ingest_close(&f->ig);
 	return rc < 0 ? rc : 0;
 }

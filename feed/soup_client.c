@@ -306,6 +306,8 @@ static void uf_soup_cl_read(struct uf_soup_client *c, uint64_t now)
 				uf_soup_cl_lost(c, -errno, now);
 			return;
 		}
+		if (c->p.tap)
+			c->p.tap(c->p.tap_ctx, w, (size_t)got);
 		uf_soup_stream_commit(&c->rx, (size_t)got);
 		struct uf_soup_packet pk;
 		int rc;

@@ -95,6 +95,10 @@ struct uf_soup_client_params {
 	                              * 0: for params.seq again (GLIMPSE: a new snapshot); default 0 */
 	uint8_t glimpse; /* 1: recognise End of Snapshot, report it, log out; default 1 */
 	uint8_t pad[2];  /* 0 */
+	/* Every byte received from the server, as received (the feed's capture records snapshot
+	 * sessions with it, feed/capture.h); called on the polling thread. NULL = none. */
+	void (*tap)(void *ctx, const uint8_t *p, size_t n);
+	void *tap_ctx; /* its first argument */
 };
 
 struct uf_soup_client_stats {

@@ -18,16 +18,19 @@
 
 /* Limits the engine enforces. The daemon's configuration checks these same constants, so
  * `uringfeed --check-config` refuses whatever uf_feed_create()/uf_feed_run() would. */
-#define UF_CFG_BUFFERS_COUNT_MIN   64          /* a receive batch (UF_INGEST_BATCH) at least */
-#define UF_CFG_BUFFERS_COUNT_MAX   32768       /* io_uring provided buffer rings (power of two) */
-#define UF_CFG_BUFFERS_SIZE_MIN    256         /* bytes per receive buffer */
-#define UF_CFG_BUFFERS_SIZE_MAX    65536       /* the largest UDP datagram */
-#define UF_CFG_BOOK_DEPTH_MAX      64          /* image levels per side (sink, ring image) */
-#define UF_CFG_BOOK_MAX_ORDERS_MAX (1ll << 30) /* 16 GiB of order table: no venue is near */
-#define UF_CFG_BOOK_MAX_INSTR_MAX  65535       /* ITCH stock locates are 16 bits */
-#define UF_CFG_RING_CAPACITY_MIN   1024        /* records */
-#define UF_CFG_RING_CAPACITY_MAX   (1ll << 30) /* records: 64 GiB */
-#define UF_CFG_QUEUE_PACKETS_MAX   (1 << 24)   /* recovery queue slots */
+#define UF_CFG_BUFFERS_COUNT_MIN     64          /* a receive batch (UF_INGEST_BATCH) at least */
+#define UF_CFG_BUFFERS_COUNT_MAX     32768       /* io_uring provided buffer rings (power of two) */
+#define UF_CFG_BUFFERS_SIZE_MIN      256         /* bytes per receive buffer */
+#define UF_CFG_BUFFERS_SIZE_MAX      65536       /* the largest UDP datagram */
+#define UF_CFG_BOOK_DEPTH_MAX        64          /* image levels per side (sink, ring image) */
+#define UF_CFG_BOOK_MAX_ORDERS_MAX   (1ll << 30) /* 16 GiB of order table: no venue is near */
+#define UF_CFG_BOOK_MAX_INSTR_MAX    65535       /* ITCH stock locates are 16 bits */
+#define UF_CFG_RING_CAPACITY_MIN     1024        /* records */
+#define UF_CFG_RING_CAPACITY_MAX     (1ll << 30) /* records: 64 GiB */
+#define UF_CFG_QUEUE_PACKETS_MAX     (1 << 24)   /* recovery queue slots */
+#define UF_CFG_CAPTURE_ROTATE_MB_MAX (1 << 20)   /* 1 TiB files */
+#define UF_CFG_CAPTURE_BUFFER_MB_MIN 2           /* two chunks (feed/capture.h) at least */
+#define UF_CFG_CAPTURE_BUFFER_MB_MAX 16384       /* 16 GiB */
 
 enum uf_backend {
 	UF_BACKEND_IO_URING = 0,      /* "io_uring": SQPOLL, provided buffers, multishot recvmsg */
@@ -121,6 +124,16 @@ struct uf_feed_config {
 	                              * 0 (timing on) is the default */
 	uint32_t stage_timing_every; /* "stage_timing_every": time one packet in N for the
 	                              * stage histograms; 0 = UF_FEED_STAGE_EVERY_DEFAULT */
+	struct {
+		int enabled;              /* 1 when "capture.dir" is given (feed/capture.h) */
+		char dir[256];            /* folder the pcapng files go to (must exist, writable) */
+		uint32_t rotate_mb;       /* a file is closed past this size (MiB), default 1024 */
+		uint64_t max_total_bytes; /* the feed's files in `dir` are pruned, oldest first, to
+		                           * stay under this ("max_total_gb"); 0 = no limit */
+		uint32_t buffer_mb;       /* memory between the feed thread and the writer (MiB),
+		                           * default 64: how long a disk stall can last without a
+		                           * drop (~1 s at 60 MB/s) */
+	} capture;
 };
 
 /* The engine's defaults: the one place their values live. uf_feed_config_defaults() writes
@@ -150,6 +163,8 @@ struct uf_feed_config {
 #define UF_FEED_DEFAULT_BUFFERS_COUNT             4096
 #define UF_FEED_DEFAULT_BUFFERS_SIZE              2048
 #define UF_FEED_STAGE_EVERY_DEFAULT               16 /* stage_timing_every */
+#define UF_FEED_DEFAULT_CAPTURE_ROTATE_MB         1024
+#define UF_FEED_DEFAULT_CAPTURE_BUFFER_MB         64
 
 /* Fills `cfg` with every default above (and the ring's and books' own): zero everywhere
  * else (no name, no lines, recovery and snapshot off, no symbol filter). An embedder starts
@@ -162,10 +177,10 @@ void uf_feed_config_defaults(struct uf_feed_config *cfg);
 /* Replaces each field whose 0 is documented as "the default" (0 is no usable value there:
  * recovery.max_count, timeout_ms, queue_packets, max_requests_per_s, max_in_flight,
  * snapshot.timeout_ms, buffer_packets, ring.capacity and mode, book.*, buffers.*,
- * sqpoll_idle_ms, stage_timing_every, arbitration.*: the arbiter's uf_arb_params_default)
- * with its default; leaves every other field as it is.
- * uf_feed_create() and the engine's parts that take a config (uf_arb_init) apply it, so none of
- * them keeps a fallback value of its own. Cold. */
+ * sqpoll_idle_ms, stage_timing_every, capture.rotate_mb and buffer_mb, arbitration.*: the arbiter's
+ * uf_arb_params_default) with its default; leaves every other field as it is. uf_feed_create() and
+ * the engine's parts that take a config (uf_arb_init) apply it, so none of them keeps a fallback
+ * value of its own. Cold. */
 void uf_feed_config_resolve(struct uf_feed_config *cfg);
 
 #endif /* UF_FEED_CONFIG_H */

@@ -62,6 +62,30 @@
 	X(rerequests_in_flight_full,                                                               \
 	  "times a hole waited for a request slot (max_in_flight outstanding)")
 
+/* The capture (feed/capture.h). The feed thread writes capture_packets, capture_bytes,
+ * capture_dropped_writer_behind and capture_queued_bytes; the capture's writer thread writes
+ * the others (each counter
+ * still has exactly one writer, so relaxed stores stay untorn). Drops are datagrams. */
+#define UF_CAPTURE_COUNTERS(X)                                                                     \
+	X(capture_packets, "datagrams copied into the capture's buffers (every line, re-request "  \
+	                   "answers; duplicates and dropped ones too)")                            \
+	X(capture_bytes, "pcapng bytes those datagrams take (headers reconstructed)")              \
+	X(capture_packets_written, "captured datagrams written to pcapng files")                   \
+	X(capture_bytes_written, "bytes written to pcapng files (file headers included)")          \
+	X(capture_files_opened, "pcapng files started (size rotation, a new session, a restart "   \
+	                        "after an error)")                                                 \
+	X(capture_files_deleted, "old pcapng files deleted to stay under capture.max_total_gb")    \
+	X(capture_dropped_writer_behind, "datagrams not captured: every buffer was waiting for "   \
+	                                 "the writer (disk slower than the feed)")                 \
+	X(capture_dropped_disk_full, "datagrams not captured: the disk was full (ENOSPC, EDQUOT)") \
+	X(capture_dropped_no_dir, "datagrams not captured: the capture directory was gone")        \
+	X(capture_dropped_read_only, "datagrams not captured: the capture directory or its file "  \
+	                             "system was read-only or refused us (EROFS, EACCES, EPERM)")  \
+	X(capture_dropped_io_error, "datagrams not captured: any other write or open error")       \
+	X(capture_lag_ns, "gauge: receive time of the newest datagram written to its write's "     \
+	                  "completion (how far the file is behind the wire, ns)")                  \
+	X(capture_queued_bytes, "gauge: bytes handed to the writer and not yet written")
+
 #define UF_ARB_LINE_COUNTERS(X)                                                                    \
 	X(foreign_source, "datagrams on this line from another source than its configured one")
 
@@ -157,7 +181,8 @@
 	                         "a working login (the live data held is released)")               \
 	X(snapshot_connections_lost, "snapshot server connections lost or dropped during "         \
 	                             "attempts (why: /status snapshot.last_disconnect, the log)")  \
-	UF_ARB_COUNTERS(X)
+	UF_ARB_COUNTERS(X)                                                                         \
+	UF_CAPTURE_COUNTERS(X)
 
 #define UF_LAT_SUB_BITS 3 /* 8 sub-buckets per power of two */
 #define UF_LAT_SUB      (1u << UF_LAT_SUB_BITS)

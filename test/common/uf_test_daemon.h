@@ -191,6 +191,7 @@ struct uf_test_feed {
 	const char *name;    /* the feed's name */
 	unsigned capacity;   /* ring.capacity */
 	unsigned max_orders; /* book.max_orders */
+	const char *extra; /* more members of the feed object (",\"capture\":{...}"), NULL: none */
 	/* Set by uf_test_feed_unique(): */
 	int nlines;        /* 1 (line A) or 2 (A and B) */
 	char group[2][32]; /* the lines' groups */
@@ -227,10 +228,10 @@ static inline void uf_test_write_feed_config(const char *dir, const struct uf_te
 	snprintf(json, sizeof(json),
 	         "{%s,\"feeds\":[{\"name\":\"%s\",\"backend\":\"epoll\",\"cpu\":-1,"
 	         "\"lines\":[%s],\"ring\":{\"name\":\"%s\",\"capacity\":%u},"
-	         "\"book\":{\"max_orders\":%u}}]}",
+	         "\"book\":{\"max_orders\":%u}%s}]}",
 	         f->top ? f->top
 	                : "\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"journal\":\"never\"}",
-	         f->name, lines, f->ring, f->capacity, f->max_orders);
+	         f->name, lines, f->ring, f->capacity, f->max_orders, f->extra ? f->extra : "");
 	uf_test_write_file(dir, "uf.json", json);
 }
 

@@ -130,6 +130,10 @@ static const struct bad {
      ": feeds[0]: needs about "}, /* a 32 GiB order table: more than this host has free */
     {"{\"feeds\":[{" OKFEED ",\"ring\":{\"group\":\"uf-no-such-group-x\"}}]}",
      ": feeds[0].ring.group: group \"uf-no-such-group-x\" does not exist"},
+    /* a capture folder that is not there (issue 25) */
+    {"{\"feeds\":[{" OKFEED ",\"capture\":{\"dir\":\"/nonexistent/uf-cap\"}}]}",
+     ": feeds[0].capture.dir: \"/nonexistent/uf-cap\": No such file or directory (create it "
+     "first)"},
     {"", ":1:"}, /* empty file: syntax error with a position */
 };
 

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <setjmp.h>
@@ -326,7 +327,9 @@ static void test_config_symbols_file_must_be_a_nonempty_regular_file(void **stat
 	X(arbitration.session_confirm++) X(arbitration.line_silent_ms++) X(ring.name[0] = 'z')    \
 	X(ring.capacity *= 2) X(ring.mode = 0640) X(ring.has_gid ^= 1) X(ring.gid++)              \
 	X(book.depth++) X(book.max_orders++) X(book.max_instruments++) X(buffers.count *= 2)      \
-	X(buffers.size++) X(symbols_file[0] = 'z') X(no_stage_timing ^= 1) X(stage_timing_every++)
+	X(buffers.size++) X(symbols_file[0] = 'z') X(no_stage_timing ^= 1) X(stage_timing_every++) \
+	X(capture.enabled ^= 1) X(capture.dir[0] = 'z') X(capture.rotate_mb++)                    \
+	X(capture.max_total_bytes++) X(capture.buffer_mb++)
 /* clang-format on */
 #define FEED_CHANGE_CASE(stmt)                                                                     \
 	do {                                                                                       \
@@ -610,6 +613,85 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	expect_error(FEED("\"snapshot\":7"), "feeds[0].snapshot");
 }
 
+/* "capture": defaults, every key, and each refusal --check-config must give (the folder is
+ * checked on the host: missing, not a folder, bad numbers). */
+static void test_config_capture_keys_parse_and_refuse(void **state)
+{
+	struct uf_config cfg;
+	char err[512];
+	const struct uf_feed_config *f;
+	(void)state;
+
+	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.feeds[0].capture.enabled, 0);
+	uf_config_free(&cfg);
+	assert_int_equal(
+	    uf_config_load_string(FEED("\"capture\":{\"dir\":\"/tmp\"}"), &cfg, err, sizeof(err)),
+	    0);
+	f = &cfg.feeds[0];
+	assert_int_equal(f->capture.enabled, 1);
+	assert_string_equal(f->capture.dir, "/tmp");
+	assert_int_equal(f->capture.rotate_mb, UF_FEED_DEFAULT_CAPTURE_ROTATE_MB);
+	assert_int_equal(f->capture.buffer_mb, UF_FEED_DEFAULT_CAPTURE_BUFFER_MB);
+	assert_true(f->capture.max_total_bytes == 0);
+	uf_config_free(&cfg);
+	assert_int_equal(uf_config_load_string(FEED("\"capture\":{\"dir\":\"/tmp\",\"rotate_mb\":"
+	                                            "256,\"max_total_gb\":1.5,\"buffer_mb\":16}"),
+	                                       &cfg, err, sizeof(err)),
+	                 0);
+	f = &cfg.feeds[0];
+	assert_int_equal(f->capture.rotate_mb, 256);
+	assert_int_equal(f->capture.buffer_mb, 16);
+	assert_true(f->capture.max_total_bytes == 3ull << 29);
+	uf_config_free(&cfg);
+	expect_error(FEED("\"capture\":{\"rotate_mb\":5}"), "feeds[0].capture.dir: missing");
+	expect_error(FEED("\"capture\":{\"dir\":\"/nonexistent/uf-capture\"}"),
+	             "feeds[0].capture.dir: \"/nonexistent/uf-capture\": No such file");
+	expect_error(FEED("\"capture\":{\"dir\":\"/etc/hostname\"}"),
+	             "feeds[0].capture.dir: \"/etc/hostname\" is not a directory");
+	expect_error(FEED("\"capture\":{\"dir\":\"/tmp\",\"rotate_mb\":0}"),
+	             "feeds[0].capture.rotate_mb: 0 is out of range");
+	expect_error(FEED("\"capture\":{\"dir\":\"/tmp\",\"buffer_mb\":1}"),
+	             "feeds[0].capture.buffer_mb: 1 is out of range");
+	expect_error(FEED("\"capture\":{\"dir\":\"/tmp\",\"max_total_gb\":-1}"),
+	             "feeds[0].capture.max_total_gb: -1 is not a size");
+	expect_error(FEED("\"capture\":{\"dir\":\"/tmp\",\"max_total_gb\":\"10G\"}"),
+	             "feeds[0].capture.max_total_gb: \"10G\" is not a size");
+	expect_error(FEED("\"capture\":{\"dir\":\"/tmp\",\"rotate_mb\":1024,\"max_total_gb\":1}"),
+	             "holds less than two files");
+	expect_error(FEED("\"capture\":{\"dir\":\"/tmp\",\"rotate\":1}"),
+	             "feeds[0].capture.rotate: unknown key");
+	/* a relative folder is the config's folder's, like symbols_file */
+	char cdir[] = "/tmp/uf-cfg-cap-XXXXXX", path[256], want[300];
+	assert_non_null(mkdtemp(cdir));
+	snprintf(path, sizeof(path), "%s/cap", cdir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(want, sizeof(want), "%s", path);
+	snprintf(path, sizeof(path), "%s/c.json", cdir);
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(FEED("\"capture\":{\"dir\":\"cap\"}"), fp);
+	fclose(fp);
+	assert_int_equal(uf_config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.feeds[0].capture.dir, want);
+	uf_config_free(&cfg);
+	unlink(path);
+	rmdir(want);
+	rmdir(cdir);
+	/* not writable: a read-only mount is refused even for root */
+	char ro[] = "/tmp/uf-cfg-ro.XXXXXX";
+	assert_non_null(mkdtemp(ro));
+	if (mount("tmpfs", ro, "tmpfs", MS_RDONLY, "size=64k") == 0) {
+		char json[256];
+		snprintf(json, sizeof(json), FEED("\"capture\":{\"dir\":\"%s\"}"), ro);
+		expect_error(json, "is not writable: Read-only file system");
+		umount2(ro, MNT_DETACH);
+	} else {
+		fail_msg("mount a read-only tmpfs on %s: %s (needs root)", ro, strerror(errno));
+	}
+	rmdir(ro);
+}
+
 /* Sizes inside every range but larger than this host's memory are refused up front (they
  * would fail at start with ENOMEM), naming the feed and the keys. Forced: 2^30 orders (a
  * 32 GiB order table); a host with that much free memory cannot run this test and says so.
@@ -761,6 +843,7 @@ int main(void)
 	    cmocka_unit_test(test_config_symbols_file_must_be_a_nonempty_regular_file),
 	    cmocka_unit_test(test_config_reload_compares_every_field_and_no_padding),
 	    cmocka_unit_test(test_config_semantic_errors_name_key_path_and_value),
+	    cmocka_unit_test(test_config_capture_keys_parse_and_refuse),
 	    cmocka_unit_test(test_config_snapshot_keys_parse_and_refuse),
 
 	    cmocka_unit_test(test_config_refuses_sizes_beyond_the_hosts_memory),

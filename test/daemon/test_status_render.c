@@ -194,6 +194,17 @@ static void test_status_render_prometheus_every_counter(void **state)
 		snprintf(want, sizeof(want),                                                       \
 		         "uringfeed_snapshot_in_progress{feed=\"%s\"} %" PRIu64, fe[i],            \
 		         feed_val(i, k));                                                          \
+	else if (strncmp(#field, "capture_dropped_", 16) == 0)                                     \
+		snprintf(want, sizeof(want),                                                       \
+		         "uringfeed_capture_dropped_total{feed=\"%s\",reason=\"%s\"} %" PRIu64,    \
+		         fe[i], &(#field)[16], feed_val(i, k));                                    \
+	else if (!strcmp(#field, "capture_lag_ns"))                                                \
+		snprintf(want, sizeof(want), "uringfeed_capture_lag_seconds{feed=\"%s\"} %.9f",    \
+		         fe[i], (double)feed_val(i, k) / 1e9);                                     \
+	else if (!strcmp(#field, "capture_queued_bytes"))                                          \
+		snprintf(want, sizeof(want),                                                       \
+		         "uringfeed_capture_queued_bytes{feed=\"%s\"} %" PRIu64, fe[i],            \
+		         feed_val(i, k));                                                          \
 	else                                                                                       \
 		snprintf(want, sizeof(want), "uringfeed_%s_total{feed=\"%s\"} %" PRIu64, #field,   \
 		         fe[i], feed_val(i, k));                                                   \
@@ -326,6 +337,24 @@ static void test_status_ready_decides_from_the_snapshot(void **state)
 	expect_ready(s, 503, "feed nq: snapshot loading\n");
 	f->stats.snapshot_in_progress = 0;
 	expect_ready(s, 200, "ready: 1 feed\n");
+
+	/* Capture drops leave the feed ready (the feed is fine) but the body says so. */
+	f->stats.capture_dropped_disk_full = 40;
+	f->stats.capture_dropped_writer_behind = 2;
+	expect_ready(s, 200,
+	             "ready: 1 feed\n"
+	             "feed nq: capture dropped 42 datagrams (writer_behind 2, disk_full 40, "
+	             "no_dir 0, read_only 0, io_error 0); the feed goes on\n");
+	f->stats.books_stale = 1;
+	expect_ready(
+	    s, 503,
+	    "feed nq: 1 books stale (an unrecovered gap, a message that did not decode, a book "
+	    "integrity error or a full table; until a snapshot or the next session)\n"
+	    "feed nq: capture dropped 42 datagrams (writer_behind 2, disk_full 40, "
+	    "no_dir 0, read_only 0, io_error 0); the feed goes on\n");
+	f->stats.books_stale = 0;
+	f->stats.capture_dropped_disk_full = 0;
+	f->stats.capture_dropped_writer_behind = 0;
 
 	/* A feed that does not run is not ready, whatever its counters. */
 	f->state = UF_STATUS_FAILED;

@@ -3,8 +3,10 @@
  * symbol bytewise:
  *   {"symbol":"AAPL","bid":[[price,shares,orders],...],"ask":[[price,shares,orders],...]}
  * prices as integers in the feed's units (4 decimals), bids highest first, asks lowest
- * first, every level unless --depth N. Integrity errors (unknown references ...) are summed
- * up on stderr and make the exit status 1, like decode errors.
+ * first, every level unless --depth N; --until-seq N stops after sequence N and
+ * --until-time HH:MM:SS.fff after the last message stamped (ITCH exchange time) at or before
+ * it: the books as they were then (of a capture too: it reads in sequence order). Integrity errors
+ * (unknown references ...) are summed up on stderr and make the exit status 1, like decode errors.
  *
  * Also the decode+book rows of `uf-decode bench` (uf_decode_bench_books). Owned by publish/. */
 #include <errno.h>
@@ -33,10 +35,50 @@ static int books_num(const char *opt, const char *s, unsigned long long min, uns
 	return 0;
 }
 
-/* uf_input_for_each's message callback; `ctx` is a struct uf_books_apply. */
+/* Where `books` stops: the books as they were after a sequence or at an exchange time. */
+struct books_run {
+	struct uf_books_apply *x; /* the books */
+	uint64_t until_seq;       /* last sequence applied, 0 = the whole file */
+	uint64_t until_ts;        /* last ITCH timestamp applied (ns after midnight), 0 = all */
+	int have_until_ts;        /* --until-time given */
+	uint64_t applied;         /* messages applied */
+	uint64_t last_seq;        /* the last one's sequence */
+};
+
+/* uf_input_for_each's message callback; `ctx` is a struct books_run. Stops before the first
+ * message past --until-seq / --until-time (a capture yields sequence order: uf_reader). */
 static int books_on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 {
-	uf_books_apply_add(ctx, seq, m);
+	struct books_run *r = ctx;
+	if ((r->until_seq && seq > r->until_seq) ||
+	    (r->have_until_ts && m->timestamp > r->until_ts))
+		return 1;
+	uf_books_apply_add(r->x, seq, m);
+	r->applied++;
+	r->last_seq = seq;
+	return 0;
+}
+
+/* HH:MM:SS[.fraction] -> ns after midnight. 0 or -1. */
+static int books_parse_time(const char *s, uint64_t *ns)
+{
+	unsigned h, m, sec;
+	int used = 0;
+	if (sscanf(s, "%2u:%2u:%2u%n", &h, &m, &sec, &used) != 3 || h > 23 || m > 59 || sec > 60)
+		return -1;
+	uint64_t frac = 0, scale = 1000000000ull;
+	const char *p = s + used;
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9' && scale > 1; p++) {
+			scale /= 10;
+			frac += (uint64_t)(*p - '0') * scale;
+		}
+		if (p == s + used + 1)
+			return -1;
+	}
+	if (*p)
+		return -1;
+	*ns = ((uint64_t)h * 3600 + m * 60 + sec) * 1000000000ull + frac;
 	return 0;
 }
 
@@ -124,6 +166,7 @@ int uf_decode_cmd_books(int argc, char **argv)
 {
 	const char *file = NULL;
 	unsigned long long v, depth = 0;
+	struct books_run run = {0};
 	struct uf_publish_params pp;
 	uf_publish_params_default(&pp);
 	pp.max_instruments = UF_PUB_MAX_INSTRUMENTS; /* any locate a file may carry */
@@ -139,6 +182,19 @@ int uf_decode_cmd_books(int argc, char **argv)
 			if (books_num("--max-levels", argv[++i], 1, (1u << 30) - 1, &v))
 				return UF_EXIT_USAGE;
 			pp.max_levels = (uint32_t)v;
+		} else if (!strcmp(argv[i], "--until-seq") && i + 1 < argc) {
+			if (books_num("--until-seq", argv[++i], 1, UINT64_MAX - 1, &v))
+				return UF_EXIT_USAGE;
+			run.until_seq = v;
+		} else if (!strcmp(argv[i], "--until-time") && i + 1 < argc) {
+			if (books_parse_time(argv[++i], &run.until_ts) < 0) {
+				fprintf(stderr,
+				        "uf-decode books: --until-time wants HH:MM:SS[.fraction] "
+				        "(exchange time), got %s\n",
+				        argv[i]);
+				return UF_EXIT_USAGE;
+			}
+			run.have_until_ts = 1;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "uf-decode books: unknown option %s\n", argv[i]);
 			return UF_EXIT_USAGE;
@@ -151,7 +207,7 @@ int uf_decode_cmd_books(int argc, char **argv)
 	}
 	if (!file) {
 		fprintf(stderr, "usage: uf-decode books FILE [--depth N] [--max-orders N] "
-		                "[--max-levels N]\n");
+		                "[--max-levels N] [--until-seq N] [--until-time HH:MM:SS.fff]\n");
 		return UF_EXIT_USAGE;
 	}
 	struct uf_books_apply *x = calloc(1, sizeof(*x));
@@ -171,7 +227,11 @@ int uf_decode_cmd_books(int argc, char **argv)
 	struct uf_decode_counters c;
 	memset(&c, 0, sizeof(c));
 	const char *paths[1] = {file};
-	rc = uf_input_for_each(paths, 1, &c, books_on_msg, NULL, x);
+	run.x = x;
+	rc = uf_input_for_each(paths, 1, &c, books_on_msg, NULL, &run);
+	if (rc == UF_EXIT_OK && (run.until_seq || run.have_until_ts))
+		fprintf(stderr, "uf-decode books: %llu messages applied, up to sequence %llu\n",
+		        (unsigned long long)run.applied, (unsigned long long)run.last_seq);
 	if (rc == UF_EXIT_OK) {
 		uf_books_apply_flush(x);
 		if (books_print(stdout, x->p, (size_t)depth) < 0) {

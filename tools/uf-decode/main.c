@@ -21,7 +21,9 @@ static const struct subcommand commands[] = {
      "bench FILE [--reps N] [--prefetch D] [--batch B]   decode throughput vs byte reading"},
 /* ---- publish/ subcommands plug in here ---- */
 #ifdef UF_DECODE_HAVE_BOOKS
-    {"books", uf_decode_cmd_books, "books FILE [--depth N]   final books, one JSON line each"},
+    {"books", uf_decode_cmd_books,
+     "books FILE [--depth N] [--until-seq N | --until-time HH:MM:SS.fff]   books (at the end, "
+     "or after that sequence / exchange time), one JSON line each"},
 #endif
 };
 
@@ -33,7 +35,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "inputs: Nasdaq daily-format ITCH 5.0 files, or classic pcap (us/ns) of "
 	        "Ethernet[/802.1Q]/IPv4/UDP/MoldUDP64 (ITCH 5.0) or IEX-TP (DEEP 1.0, TOPS 1.6);\n"
-	        "        any of them may be gzip'd\n"
+	        "        any of them may be gzip'd; or pcapng (uringfeed captures): both lines and\n"
+	        "        re-request answers read once each, in sequence order\n"
 	        "exit status: 0 ok, 1 the input had errors, 2 bad usage or unreadable input\n");
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/uf_parse.h"
 #include "feed/mcast.h"
+#include "replay_capture.h"
 #include "replay_stream.h"
 
 static void usage(FILE *f)
@@ -46,6 +47,9 @@ static void usage(FILE *f)
 	    "burst k holds messages k x R x period + 1 onwards, and no packet spans two bursts.\n"
 	    "--serve-snapshot: SoupBinTCP/GLIMPSE snapshots of what was sent, on 127.0.0.1:PORT\n"
 	    "(0 = any; the port is printed on stderr), login replay/replay unless given.\n"
+	    "A pcapng FILE (a uringfeed capture) is replayed as captured instead: every datagram\n"
+	    "unchanged, to its captured group:port (interface 0 to --a, 1 to --b when given),\n"
+	    "at the captured timing / --speed or at --rate; unicast datagrams are skipped.\n"
 	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
@@ -247,11 +251,12 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			return 2;
 		}
 	}
-	if (optind < argc || !o->in || !o->lines[0]) {
+	if (optind < argc || !o->in || (!o->lines[0] && !rp_capture_is(o->in))) {
 		fprintf(stderr, "uf-replay: %s\n",
 		        optind < argc ? "unexpected argument" : "--in and --a are required");
 		usage(stderr);
 		return 2;
 	}
+	o->have_rate = have_rate;
 	return rp_opts_check(o, sess, have_rate);
 }

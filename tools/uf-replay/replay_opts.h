@@ -38,6 +38,8 @@ struct rp_opts {
 	size_t mtu;                        /* payload bytes per packet */
 	double rate;                       /* messages/s (0 = --speed) */
 	double speed;                      /* timestamp speed factor (0 = --rate) */
+	int have_rate;                     /* --rate was given (a capture replays at its own
+	                                    * timing otherwise, replay_capture.h) */
 	double burst;                /* --burst: bursts at this multiple of --rate (0 = steady) */
 	double burst_period;         /* --burst-period in seconds: one burst per period */
 	double dup, reorder;         /* probabilities, both lines */

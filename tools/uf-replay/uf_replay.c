@@ -8,6 +8,9 @@
  * must end with. Every random decision comes from a per-line generator seeded by --seed:
  * the same seed and file give the same faults.
  *
+ * A pcapng input (a capture) is replayed datagram by datagram as captured instead
+ * (replay_capture.c).
+ *
  * This file is main: options, sockets, the servers, the sender, the JSON summary. The parts:
  *   replay_opts.c       the command line;
  *   replay_stream.c     the messages and how they pack into packets;
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "feed/mcast.h"
+#include "replay_capture.h"
 #include "replay_opts.h"
 #include "replay_rerequest.h"
 #include "replay_send.h"
@@ -67,6 +71,23 @@ int main(int argc, char **argv)
 	rc = rp_opts_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
+	if (rp_capture_is(o.in)) { /* a capture: as it was received (replay_capture.h) */
+		if (o.serve_port || o.serve_snap) {
+			fprintf(stderr, "uf-replay: --serve-* do not apply to a pcapng capture\n");
+			return 2;
+		}
+		tx = uf_mcast_open_tx(o.ifaddr, 1, err, sizeof(err));
+		if (tx < 0) {
+			fprintf(stderr, "uf-replay: multicast sender on %s: %s\n", o.ifs, err);
+			return 1;
+		}
+		signal(SIGINT, rp_on_signal);
+		signal(SIGTERM, rp_on_signal);
+		(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+		rc = rp_capture_run(&o, tx);
+		close(tx);
+		return rc;
+	}
 	memcpy(st.session, o.session, sizeof(st.session));
 	st.mtu = o.mtu;
 	if (rp_stream_load(&st, o.in) < 0)
