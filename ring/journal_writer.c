@@ -587,9 +587,10 @@ static void check(struct uf_journal *j, uint64_t now_mono)
 			fault(j, -rc, "cannot open a file in");
 			return;
 		}
-		if (j->st.failing)
-			jlog(j, "journal %s: writing again to %s (the records missed are a hole)",
-			     j->r->name, j->path);
+	}
+	if (j->st.failing) { /* a file is open again (or only an fdatasync had failed) */
+		jlog(j, "journal %s: writing again to %s (the records missed are a hole)",
+		     j->r->name, j->path);
 		uf_store_relaxed_u32((uint32_t *)&j->st.failing, 0);
 	}
 }

@@ -27,8 +27,9 @@
  *
  * Back ends: a handle reads either a ring in shared memory on this host (a ring name) or the
  * same ring as uf-bridge republishes it on NATS ("nats://...", see uf_consumer_attach). Every
- * function below works on both, with the same records, sequences and meanings; none answers
- * -ENOTSUP today. A function a back end cannot serve must return -ENOTSUP (reason documented
+ * function below works on both, with the same records, sequences and meanings; the one
+ * -ENOTSUP is an attach with UF_CONSUMER_START_JOURNAL on NATS (the journal is files on the
+ * producer's host). A function a back end cannot serve must return -ENOTSUP (reason documented
  * at the function); test_consumer_api calls every exported function on both back ends.
  * Differences in what is reported: uf_consumer_info of a NATS handle has producer_pid 0,
  * numa_node -1, hugepages 0 (the producer is on another host), and its capacity is the
