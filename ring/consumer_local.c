@@ -612,9 +612,10 @@ UF_COLD int uf_consumer_local_behind(struct uf_consumer_local *c, struct uf_reco
 	}
 	if (rc == -EOVERFLOW && next > p) /* a hole the journal names: exactly those are lost */
 		return lose(c, p, next);
-	if (rc == 0) {
-		/* not written yet: the writer copies within milliseconds; wait for it a while,
-		 * then the records are lost like any lap */
+	if (rc == 0 || rc == -EBADMSG) {
+		/* not written yet (or the last entry of a file being written, caught half copied):
+		 * the writer copies within milliseconds; wait for it a while, then the records are
+		 * lost like any lap (a file torn for good: its writer is gone) */
 		uint64_t now = uf_now_mono_ns();
 		if (c->jwait_seq != p || c->jwait_since_ns == 0) {
 			c->jwait_seq = p;

@@ -619,6 +619,54 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 	assert_true(test_child_ok(st));
 }
 
+/* Writes an empty journal file of `ring`, day `day`, generation `gen` into jdir. */
+static void old_file(const char *ring, uint32_t day, uint64_t gen, char *path, size_t len)
+{
+	struct uf_journal_hdr h;
+	int fd;
+
+	assert_int_equal(uf_journal_file_name(path, len, jdir, ring, day, gen), 0);
+	uf_journal_hdr_init(&h, ring, gen, 0, day, uf_now_realtime_ns() - 86400000000000ull * 30);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0640);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
+	close(fd);
+}
+
+/* keep_days: files of this ring older than today - keep_days go at start (counted, logged);
+ * younger ones and other rings' files stay. */
+static void test_journal_keep_days_removes_only_old_files_of_the_ring(void **state)
+{
+	const uint64_t day_ns = 86400000000000ull, now = uf_now_realtime_ns();
+	char name[64], old1[UF_JOURNAL_PATH_MAX], old2[UF_JOURNAL_PATH_MAX];
+	char young[UF_JOURNAL_PATH_MAX], other[UF_JOURNAL_PATH_MAX];
+	struct uf_journal_options jo;
+	struct uf_journal_stats st;
+	struct uf_journal *j = NULL;
+	struct uf_ring *r;
+	char err[256] = "";
+
+	(void)state;
+	test_ring_name(name, sizeof(name), "jkeep");
+	old_file(name, uf_journal_day(now - 20 * day_ns), 11, old1, sizeof(old1));
+	old_file(name, uf_journal_day(now - 4 * day_ns), 12, old2, sizeof(old2));
+	old_file(name, uf_journal_day(now - 2 * day_ns), 13, young, sizeof(young));
+	old_file("someotherring", uf_journal_day(now - 20 * day_ns), 14, other, sizeof(other));
+	r = make_ring(name, 1024);
+	memset(&jo, 0, sizeof(jo));
+	jo.dir = jdir;
+	jo.keep_days = 3;
+	assert_int_equal(uf_journal_start(r, &jo, &j, err, sizeof(err)), 0);
+	uf_journal_get_stats(j, &st);
+	assert_int_equal(st.deleted_files, 2);
+	assert_int_equal(access(old1, F_OK), -1);
+	assert_int_equal(access(old2, F_OK), -1);
+	assert_int_equal(access(young, F_OK), 0);
+	assert_int_equal(access(other, F_OK), 0);
+	uf_journal_stop(j);
+	uf_ring_close(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +679,8 @@ int main(void)
 	                                    teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_journal_full_tmpfs_and_vanished_dir, setup_dir,
 	                                    teardown_dir),
+	    cmocka_unit_test_setup_teardown(
+	        test_journal_keep_days_removes_only_old_files_of_the_ring, setup_dir, teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
