@@ -571,9 +571,15 @@ static void check(struct uf_journal *j, uint64_t now_mono)
 	struct stat st;
 
 	j->next_check_ns = now_mono + CHECK_EVERY;
-	if (j->fd >= 0 && (fstat(j->fd, &st) < 0 || st.st_nlink == 0)) {
-		fault(j, ENOENT, "file removed:");
-		abandon_file(j);
+	if (j->fd >= 0) {
+		/* the file must still be where readers look: removed, or its directory removed
+		 * or renamed, and the writes would go nowhere anyone reads */
+		struct stat at;
+		if (fstat(j->fd, &st) < 0 || st.st_nlink == 0 || stat(j->path, &at) < 0 ||
+		    at.st_ino != st.st_ino || at.st_dev != st.st_dev) {
+			fault(j, ENOENT, "file no longer at its path:");
+			abandon_file(j);
+		}
 	}
 	if (j->fd >= 0 && uf_journal_day(now) != j->day) {
 		drain(j);

@@ -498,7 +498,7 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 		struct uf_journal_stats js;
 		struct uf_journal *j = NULL;
 		struct uf_ring *r;
-		char err[256] = "", sub[200];
+		char err[256] = "", sub[200], gone[200];
 		uint64_t t0, end;
 
 		CHILD_CHECK(unshare(CLONE_NEWNS) == 0);
@@ -511,8 +511,12 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 		CHILD_CHECK(uf_journal_start(r, &jo, &j, err, sizeof(err)) == -EROFS);
 		CHILD_CHECK(strstr(err, mnt) != NULL);
 		CHILD_CHECK(umount(mnt) == 0);
-		/* 256 KiB: about 3200 entries fit */
+		/* 256 KiB: about 3200 entries fit; the journal in a directory of it */
 		CHILD_CHECK(mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0755") == 0);
+		snprintf(sub, sizeof(sub), "%s/j", mnt);
+		snprintf(gone, sizeof(gone), "%s/gone", mnt);
+		CHILD_CHECK(mkdir(sub, 0755) == 0);
+		jo.dir = sub;
 		jo.idle_us = 50;
 		CHILD_CHECK(uf_journal_start(r, &jo, &j, err, sizeof(err)) == 0);
 		t0 = uf_now_mono_ns();
@@ -561,7 +565,7 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 			struct uf_journal_reader *jr = NULL;
 			struct uf_record recs[256];
 			uint64_t seq = 0, next = 0, holes = 0;
-			CHILD_CHECK(uf_journal_reader_open(mnt, name, uf_ring_generation(r), &jr) ==
+			CHILD_CHECK(uf_journal_reader_open(sub, name, uf_ring_generation(r), &jr) ==
 			            0);
 			while (seq < 20096) {
 				int n = uf_journal_reader_read(jr, seq, recs, 256, &next);
@@ -579,25 +583,13 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 			CHILD_CHECK(holes == js.hole_records);
 			uf_journal_reader_close(jr);
 		}
-		/* the directory disappears: counted once the writer looks (once a second) */
-		snprintf(sub, sizeof(sub), "%s", mnt);
+		/* the directory disappears (renamed away, atomically): counted once the writer
+		 * looks (once a second), the producer goes on; back again, the writer continues
+		 * the file after a hole for what it dropped */
 		{
-			uint64_t errs = js.write_errors;
-			DIR *d = opendir(sub);
-			struct dirent *de;
-			while (d && (de = readdir(d))) {
-				char p[512];
-				if (de->d_name[0] == '.')
-					continue;
-				snprintf(p, sizeof(p), "%s/%s", sub, de->d_name);
-				unlink(p);
-			}
-			if (d)
-				closedir(d);
-			/* detached while the writer holds its file open, then the mount point goes
-			 */
-			CHILD_CHECK(umount2(mnt, MNT_DETACH) == 0);
-			CHILD_CHECK(rmdir(mnt) == 0);
+			uint64_t errs = js.write_errors, holes = js.hole_records;
+			struct uf_record rec;
+			CHILD_CHECK(rename(sub, gone) == 0);
 			end = uf_now_mono_ns() + 10000000000ull;
 			do {
 				uf_journal_get_stats(j, &js);
@@ -605,10 +597,23 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 			} while (js.write_errors == errs && uf_now_mono_ns() < end);
 			CHILD_CHECK(js.write_errors > errs);
 			CHILD_CHECK(js.failing == 1);
-			/* and the producer still publishes */
-			struct uf_record rec;
-			day_rec(&rec, 20096);
+			CHILD_CHECK(js.last_error == ENOENT);
+			for (uint64_t s = 20096; s < 20196; s++) {
+				day_rec(&rec, s);
+				CHILD_CHECK(uf_ring_publish(r, &rec, 1) == 0);
+			}
+			CHILD_CHECK(rename(gone, sub) == 0);
+			end = uf_now_mono_ns() + 10000000000ull;
+			do {
+				uf_journal_get_stats(j, &js);
+				usleep(1000);
+			} while (js.failing && uf_now_mono_ns() < end);
+			CHILD_CHECK(js.failing == 0);
+			day_rec(&rec, 20196);
 			CHILD_CHECK(uf_ring_publish(r, &rec, 1) == 0);
+			CHILD_CHECK(uf_journal_sync(j, 5000000000ll) == 0);
+			uf_journal_get_stats(j, &js);
+			CHILD_CHECK(js.hole_records > holes); /* what it dropped, marked */
 		}
 		uf_journal_stop(j);
 		uf_ring_close(r);
