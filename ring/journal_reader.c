@@ -341,26 +341,26 @@ past_entry:
 	}
 past_end:
 	/* past the whole entries of file fi */
-	if (f->size > sizeof(struct uf_journal_hdr) + f->nent * sizeof(struct uf_journal_entry)) {
-		int rc = bad_entry(r, fi, f->nent, next); /* partial entry at the end */
-		if (rc != -EBADMSG || fi + 1 >= r->nfiles)
-			return rc;
-	}
 	if (fi + 1 >= r->nfiles) {
-		int before = r->nfiles;
-		scan(r); /* a new file (new day) may have started */
+		int before = r->nfiles, rc = 0;
+		if (f->size > sizeof(struct uf_journal_hdr) + f->nent * sizeof(struct uf_journal_entry)) {
+			rc = bad_entry(r, fi, f->nent, next); /* a partial entry at the end */
+			if (rc != -EBADMSG)
+				return rc; /* 0: still being written */
+		}
+		scan(r); /* a new file (a new day) may have started */
 		if (r->nfiles == before)
-			return 0;
-		fi = file_of(r, seq);
-		if (fi + 1 >= r->nfiles)
-			return 0;
+			return rc;
+		r->hint_file = -1;
+		return uf_journal_reader_read(r, seq, recs, max, next); /* with the new file */
 	}
 	if (r->files[fi + 1].first_seq > seq) {
 		r->st.holes++; /* a gap between files */
 		*next = r->files[fi + 1].first_seq;
 		return -EOVERFLOW;
 	}
-	return 0;
+	r->hint_file = -1; /* the next file starts at seq (a new day): read on there */
+	return uf_journal_reader_read(r, seq, recs, max, next);
 }
 
 uint64_t uf_journal_reader_end(struct uf_journal_reader *r)

@@ -375,6 +375,8 @@ static void reap_one(struct uf_journal *j, struct io_uring_cqe *cqe)
 
 	if (tag == FSYNC_TAG) {
 		j->fsync_inflight--;
+		if (cqe->res == -ECANCELED)
+			return; /* linked to a write that failed: that write is the fault */
 		if (cqe->res < 0)
 			fault(j, -cqe->res, "fdatasync");
 		else

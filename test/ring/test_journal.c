@@ -624,6 +624,65 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 	assert_true(test_child_ok(st));
 }
 
+/* A generation's journal in two files (a new day starts a new one at the next sequence): the
+ * reader runs from one into the next without a gap; a consumer from the start reads both. */
+static void test_journal_reads_on_across_files(void **state)
+{
+	char name[64], path[UF_JOURNAL_PATH_MAX], moved[UF_JOURNAL_PATH_MAX + 16], err[256] = "";
+	struct uf_journal_reader *jr = NULL;
+	struct uf_journal_reader_stats rs;
+	struct uf_consumer_options co;
+	struct uf_record recs[100];
+	uf_consumer_t *c = NULL;
+	uint64_t seq, next = 0;
+	struct uf_ring *r;
+	struct uf_journal *j;
+
+	(void)state;
+	test_ring_name(name, sizeof(name), "jfiles");
+	r = make_ring(name, 256);
+	j = start_writer(r, jdir, UF_JOURNAL_FSYNC_NONE);
+	publish_range(r, j, 0, 1000, 50);
+	assert_int_equal(uf_journal_sync(j, 5000000000ll), 0);
+	uf_journal_stop(j);
+	/* what a day change leaves: yesterday's file ends at 1000, today's starts there */
+	journal_path(r, path, sizeof(path));
+	snprintf(moved, sizeof(moved), "%s.day1.ufj", path);
+	assert_int_equal(rename(path, moved), 0);
+	j = start_writer(r, jdir, UF_JOURNAL_FSYNC_NONE);
+	publish_range(r, j, 1000, 2000, 50);
+	assert_int_equal(uf_journal_sync(j, 5000000000ll), 0);
+	uf_journal_stop(j);
+
+	assert_int_equal(uf_journal_reader_open(jdir, name, uf_ring_generation(r), &jr), 0);
+	for (seq = 0; seq < 2000;) {
+		int n = uf_journal_reader_read(jr, seq, recs, 100, &next);
+		if (n <= 0)
+			fail_msg("read at %llu: %d", (unsigned long long)seq, n);
+		for (int i = 0; i < n; i++)
+			assert_true(rec_is(&recs[i], seq + (uint64_t)i));
+		seq += (uint64_t)n;
+	}
+	uf_journal_reader_get_stats(jr, &rs);
+	assert_int_equal(rs.files, 2);
+	assert_int_equal(rs.holes + rs.corrupt + rs.torn, 0);
+	uf_journal_reader_close(jr);
+
+	uf_consumer_options_init(&co);
+	co.start = UF_CONSUMER_START_JOURNAL;
+	co.spin_ns = 0;
+	assert_int_equal(uf_consumer_attach(name, &co, &c, err, sizeof(err)), 0);
+	for (seq = 0; seq < 2000;) {
+		uint64_t first = 0;
+		int n = uf_consumer_read(c, recs, 100, &first);
+		assert_true(n > 0);
+		assert_int_equal(first, seq);
+		seq += (uint64_t)n;
+	}
+	uf_consumer_detach(c);
+	uf_ring_close(r);
+}
+
 /* Writes an empty journal file of `ring`, day `day`, generation `gen` into jdir. */
 static void old_file(const char *ring, uint32_t day, uint64_t gen, char *path, size_t len)
 {
@@ -686,6 +745,8 @@ int main(void)
 	                                    teardown_dir),
 	    cmocka_unit_test_setup_teardown(
 	        test_journal_keep_days_removes_only_old_files_of_the_ring, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_journal_reads_on_across_files, setup_dir,
+	                                    teardown_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
