@@ -343,7 +343,8 @@ past_end:
 	/* past the whole entries of file fi */
 	if (fi + 1 >= r->nfiles) {
 		int before = r->nfiles, rc = 0;
-		if (f->size > sizeof(struct uf_journal_hdr) + f->nent * sizeof(struct uf_journal_entry)) {
+		if (f->size >
+		    sizeof(struct uf_journal_hdr) + f->nent * sizeof(struct uf_journal_entry)) {
 			rc = bad_entry(r, fi, f->nent, next); /* a partial entry at the end */
 			if (rc != -EBADMSG)
 				return rc; /* 0: still being written */

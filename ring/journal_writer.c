@@ -350,12 +350,16 @@ static int write_pointer(struct uf_journal *j, char *err, size_t errlen)
 /* A write or open failed: stop writing until the next check, count, tell once. */
 static void fault(struct uf_journal *j, int err, const char *what)
 {
-	ST_ADD(j, write_errors, 1);
-	uf_store_relaxed_u32((uint32_t *)&j->st.last_error, (uint32_t)err);
 	uint64_t now = uf_now_mono_ns();
+	int was_failing = j->st.failing;
+
+	/* the state first, then the count: a reader that sees the count sees why */
+	uf_store_relaxed_u32((uint32_t *)&j->st.failing, 1);
+	uf_store_relaxed_u32((uint32_t *)&j->st.last_error, (uint32_t)err);
+	uf_store_release_u64(&j->st.write_errors, j->st.write_errors + 1);
 
 	/* once per fault, not once per retry: again only for another errno or after a minute */
-	if (!j->st.failing && (err != j->logged_err || now - j->logged_err_ns > 60000000000ull)) {
+	if (!was_failing && (err != j->logged_err || now - j->logged_err_ns > 60000000000ull)) {
 		j->logged_err = err;
 		j->logged_err_ns = now;
 		jlog(j,
@@ -363,7 +367,6 @@ static void fault(struct uf_journal *j, int err, const char *what)
 		     "again, then a hole entry marks them",
 		     j->r->name, what, j->path[0] ? j->path : j->dir, strerror(err));
 	}
-	uf_store_relaxed_u32((uint32_t *)&j->st.failing, 1);
 	j->skip_why = UF_JOURNAL_HOLE_WRITE;
 }
 
