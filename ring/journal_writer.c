@@ -13,6 +13,7 @@
 #include <liburing.h>
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ struct uf_journal {
 	char dir[UF_JOURNAL_PATH_MAX - 64]; /* journal directory */
 	pthread_t thread;                   /* the writer */
 	int started;                        /* thread runs */
+	sem_t ready;                        /* posted by the thread once its io_uring is set up */
+	int init_rc;                        /* that setup's result */
 	uint32_t stop;                      /* set by uf_journal_stop */
 	struct io_uring uring;              /* writes and fsyncs */
 	int fixed;                          /* 1: buffers registered (write_fixed) */
@@ -663,10 +666,34 @@ static uint64_t copy_from_ring(struct uf_journal *j, uint64_t tail, uint64_t now
 	return done;
 }
 
+/* The writer's io_uring, made on (and owned by) the writer thread: its task work (completions
+ * of the io-wq workers, the ring's teardown) then interrupts only this thread, never the
+ * process's other threads (a consumer's socket call in the same process would see EINTR). */
+static int uring_setup(struct uf_journal *j)
+{
+	struct iovec iov[NBUF];
+	int rc = io_uring_queue_init(4 * NBUF, &j->uring, 0);
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < NBUF; i++) {
+		iov[i].iov_base = j->bufs[i].e;
+		iov[i].iov_len = BUF_ENTRIES * sizeof(struct uf_journal_entry);
+	}
+	/* registered buffers spare a page pin per write; without (RLIMIT_MEMLOCK) plain writes */
+	j->fixed = io_uring_register_buffers(&j->uring, iov, NBUF) == 0;
+	return 0;
+}
+
 static void *writer_main(void *arg)
 {
 	struct uf_journal *j = arg;
 	uint64_t cap = j->r->mask + 1;
+
+	j->init_rc = uring_setup(j);
+	sem_post(&j->ready); /* uf_journal_start reads init_rc after this */
+	if (j->init_rc < 0)
+		return NULL;
 
 	for (;;) {
 		uint64_t now = uf_now_mono_ns();
@@ -715,6 +742,7 @@ static void *writer_main(void *arg)
 	if (j->fd >= 0 && j->opt.fsync != UF_JOURNAL_FSYNC_NONE && fdatasync(j->fd) == 0)
 		ST_ADD(j, fsyncs, 1);
 	ST_SET(j, position, j->pos);
+	io_uring_queue_exit(&j->uring); /* on the thread that owns it */
 	return NULL;
 }
 
@@ -723,7 +751,6 @@ static void *writer_main(void *arg)
 UF_COLD int uf_journal_start(struct uf_ring *r, const struct uf_journal_options *opt,
                              struct uf_journal **out, char *err, size_t errlen)
 {
-	struct iovec iov[NBUF];
 	struct uf_journal *j;
 	struct stat st;
 	char real[PATH_MAX];
@@ -776,24 +803,13 @@ UF_COLD int uf_journal_start(struct uf_ring *r, const struct uf_journal_options 
 		uf_err_set(err, errlen, "journal %s: out of memory", r->name);
 		goto out_free;
 	}
-	for (int i = 0; i < NBUF; i++) {
+	for (int i = 0; i < NBUF; i++)
 		j->bufs[i].e = (struct uf_journal_entry *)j->mem + (size_t)i * BUF_ENTRIES;
-		iov[i].iov_base = j->bufs[i].e;
-		iov[i].iov_len = BUF_ENTRIES * sizeof(struct uf_journal_entry);
-	}
-	rc = io_uring_queue_init(4 * NBUF, &j->uring, 0);
-	if (rc < 0) {
-		uf_err_set(err, errlen, "journal %s: io_uring_queue_init: %s", r->name,
-		           strerror(-rc));
-		goto out_mem;
-	}
-	/* registered buffers spare a page pin per write; without (RLIMIT_MEMLOCK) plain writes */
-	j->fixed = io_uring_register_buffers(&j->uring, iov, NBUF) == 0;
 	rc = open_file(j, uf_now_realtime_ns());
 	if (rc < 0) {
 		uf_err_set(err, errlen, "journal %s: cannot open %s: %s", r->name, j->path,
 		           strerror(-rc));
-		goto out_uring;
+		goto out_mem;
 	}
 	ST_SET(j, written_seq, j->file_end);
 	retention(j, uf_now_realtime_ns());
@@ -802,19 +818,32 @@ UF_COLD int uf_journal_start(struct uf_ring *r, const struct uf_journal_options 
 		goto out_file;
 	j->next_check_ns = uf_now_mono_ns() + CHECK_EVERY;
 	j->next_fsync_ns = uf_now_mono_ns() + (uint64_t)j->opt.interval_ms * 1000000ull;
+	if (sem_init(&j->ready, 0, 0) < 0) {
+		rc = -errno;
+		goto out_file;
+	}
 	rc = -pthread_create(&j->thread, NULL, writer_main, j);
 	if (rc < 0) {
 		uf_err_set(err, errlen, "journal %s: pthread_create: %s", r->name, strerror(-rc));
-		goto out_file;
+		goto out_sem;
+	}
+	while (sem_wait(&j->ready) < 0 && errno == EINTR)
+		;
+	if (j->init_rc < 0) {
+		rc = j->init_rc;
+		pthread_join(j->thread, NULL);
+		uf_err_set(err, errlen, "journal %s: io_uring_queue_init: %s", r->name,
+		           strerror(-rc));
+		goto out_sem;
 	}
 	j->started = 1;
 	*out = j;
 	return 0;
 
+out_sem:
+	sem_destroy(&j->ready);
 out_file:
 	close(j->fd);
-out_uring:
-	io_uring_queue_exit(&j->uring);
 out_mem:
 	free(j->mem);
 out_free:
@@ -828,25 +857,37 @@ UF_COLD void uf_journal_stop(struct uf_journal *j)
 		return;
 	uf_store_release_u32(&j->stop, 1);
 	if (j->started)
-		pthread_join(j->thread, NULL);
+		pthread_join(j->thread, NULL); /* it drained and closed its io_uring */
 	if (j->fd >= 0)
 		close(j->fd);
-	io_uring_queue_exit(&j->uring);
+	sem_destroy(&j->ready);
 	free(j->mem);
 	free(j);
 }
 
 void uf_journal_get_stats(const struct uf_journal *j, struct uf_journal_stats *st)
 {
-	const uint64_t *src = (const uint64_t *)&j->st;
-	uint64_t *dst = (uint64_t *)st;
-	size_t n64 = offsetof(struct uf_journal_stats, last_error) / sizeof(uint64_t);
+	const struct uf_journal_stats *w = &j->st;
 	uint64_t tail;
 
-	for (size_t i = 0; i < n64; i++)
-		dst[i] = uf_load_relaxed_u64(&src[i]);
-	st->last_error = (int32_t)uf_load_relaxed_u32((const uint32_t *)&j->st.last_error);
-	st->failing = (int32_t)uf_load_relaxed_u32((const uint32_t *)&j->st.failing);
+#define LOAD(f) st->f = uf_load_relaxed_u64(&w->f)
+	/* the count before the state it follows (fault(): state, then release of the count) */
+	st->write_errors = uf_load_acquire_u64(&w->write_errors);
+	LOAD(position);
+	LOAD(written_seq);
+	LOAD(records);
+	LOAD(bytes);
+	LOAD(files);
+	LOAD(holes);
+	LOAD(hole_records);
+	LOAD(laps);
+	LOAD(dropped);
+	LOAD(fsyncs);
+	LOAD(torn_cut);
+	LOAD(deleted_files);
+#undef LOAD
+	st->last_error = (int32_t)uf_load_relaxed_u32((const uint32_t *)&w->last_error);
+	st->failing = (int32_t)uf_load_relaxed_u32((const uint32_t *)&w->failing);
 	tail = ring_tail(j);
 	st->lag = tail > st->written_seq ? tail - st->written_seq : 0;
 }

@@ -215,7 +215,8 @@ static void test_journal_consumer_from_start_after_laps(void **state)
 
 	uf_consumer_options_init(&co);
 	co.start = UF_CONSUMER_START_JOURNAL;
-	assert_int_equal(uf_consumer_attach(name, &co, &c, err, sizeof(err)), 0);
+	if (uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
 	assert_int_equal(uf_book_builder_create(64, &want), 0);
 	assert_int_equal(uf_book_builder_create(64, &got), 0);
 	for (uint64_t s = 0; s < total; s++) {
@@ -286,7 +287,8 @@ static void test_journal_seek_anywhere(void **state)
 	j = start_writer(r, jdir, UF_JOURNAL_FSYNC_INTERVAL);
 	publish_range(r, j, early, total, 64);
 	assert_int_equal(uf_journal_sync(j, 5000000000ll), 0);
-	assert_int_equal(uf_consumer_attach(name, NULL, &c, err, sizeof(err)), 0);
+	if (uf_consumer_attach(name, NULL, &c, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
 	assert_int_equal(uf_consumer_seek(c, early - 1), -ENODATA);
 	assert_int_equal(uf_consumer_seek(c, 0), -ENODATA);
 	assert_int_equal(uf_consumer_seek(c, total + 1), -ERANGE);
@@ -445,7 +447,8 @@ static void test_journal_lapped_writer_records_a_hole(void **state)
 	uf_journal_get_stats(j, &st);
 	uf_consumer_options_init(&co);
 	co.start = UF_CONSUMER_START_JOURNAL;
-	assert_int_equal(uf_consumer_attach(name, &co, &c, err, sizeof(err)), 0);
+	if (uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
 	for (;;) {
 		uint64_t first = 0;
 		int n = uf_consumer_read(c, recs, 64, &first);
@@ -683,7 +686,8 @@ static void test_journal_reads_on_across_files(void **state)
 	uf_consumer_options_init(&co);
 	co.start = UF_CONSUMER_START_JOURNAL;
 	co.spin_ns = 0;
-	assert_int_equal(uf_consumer_attach(name, &co, &c, err, sizeof(err)), 0);
+	if (uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
 	for (seq = 0; seq < 2000;) {
 		uint64_t first = 0;
 		int n = uf_consumer_read(c, recs, 100, &first);
