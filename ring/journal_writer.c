@@ -41,6 +41,8 @@ struct jbuf {
 	struct uf_journal_entry *e; /* BUF_ENTRIES entries (registered with the ring) */
 	uint32_t n;                 /* entries filled */
 	uint32_t nrec;              /* of those, records (not holes) */
+	uint32_t nhole;             /* of those, holes: counted once written, like the records */
+	uint64_t hole_recs;         /* sequences those holes cover */
 	int state;                  /* enum buf_state */
 	int res;                    /* the write's result */
 	uint64_t off;               /* file offset it was written at */
@@ -413,6 +415,8 @@ static void advance_head(struct uf_journal *j)
 		struct jbuf *b = &j->bufs[j->head];
 		if (b->state == BUF_DONE && b->off < j->failed_off) {
 			ST_ADD(j, records, b->nrec);
+			ST_ADD(j, holes, b->nhole);
+			ST_ADD(j, hole_records, b->hole_recs);
 			ST_ADD(j, bytes, (uint64_t)b->n * sizeof(struct uf_journal_entry));
 			ST_SET(j, written_seq, b->end_seq);
 		} else if (b->state == BUF_DONE) { /* after a failed write: cut with it */
@@ -425,6 +429,8 @@ static void advance_head(struct uf_journal *j)
 		b->state = BUF_FREE;
 		b->n = 0;
 		b->nrec = 0;
+		b->nhole = 0;
+		b->hole_recs = 0;
 		j->head = (j->head + 1) % NBUF;
 	}
 }
@@ -460,6 +466,8 @@ static struct jbuf *fill_buf(struct uf_journal *j)
 	b->state = BUF_FILLING;
 	b->n = 0;
 	b->nrec = 0;
+	b->nhole = 0;
+	b->hole_recs = 0;
 	b->first_seq = j->file_end;
 	return b;
 }
@@ -522,8 +530,8 @@ static struct uf_journal_entry *append(struct uf_journal *j, uint64_t seq)
 		uint64_t count = seq - j->file_end;
 		uf_journal_entry_hole(&b->e[b->n++], j->file_end, count, j->skip_why,
 		                      uf_now_realtime_ns());
-		ST_ADD(j, holes, 1);
-		ST_ADD(j, hole_records, count);
+		b->nhole++; /* counted when written: a failed write makes it again later */
+		b->hole_recs += count;
 		j->file_end = seq;
 		if (b->n == BUF_ENTRIES) {
 			submit_fill(j);

@@ -53,7 +53,8 @@ struct uf_journal_stats {
 	uint64_t records;       /* records written */
 	uint64_t bytes;         /* bytes written (entries and headers) */
 	uint64_t files;         /* files created or continued */
-	uint64_t holes;         /* HOLE entries written (laps and write faults) */
+	uint64_t holes;         /* HOLE entries written (laps and write faults; counted when
+	                         * their write completed, so they match what readers meet) */
 	uint64_t hole_records;  /* sequences they cover */
 	uint64_t laps;          /* times the ring lapped the writer */
 	uint64_t write_errors;  /* writes or opens that failed (full, gone, read-only, ...) */

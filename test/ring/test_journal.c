@@ -502,6 +502,7 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 		struct uf_journal *j = NULL;
 		struct uf_ring *r;
 		char err[256] = "", sub[200], gone[200];
+		uint64_t nxt = 20032; /* the next record's sequence after the first 20032 */
 		uint64_t t0, end;
 
 		CHILD_CHECK(unshare(CLONE_NEWNS) == 0);
@@ -557,6 +558,17 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 		CHILD_CHECK(js.last_error == ENOSPC);
 		CHILD_CHECK(js.failing == 1);
 		CHILD_CHECK(js.dropped > 0);
+		/* it retries once a second and fails again (each retry writes a hole entry that
+		 * is cut with its failed write: counted only once it is on disk) */
+		end = uf_now_mono_ns() + 10000000000ull;
+		do { /* records keep coming: each retry has something to write */
+			struct uf_record rec;
+			day_rec(&rec, nxt++);
+			CHILD_CHECK(uf_ring_publish(r, &rec, 1) == 0);
+			uf_journal_get_stats(j, &js);
+			usleep(20000);
+		} while (js.write_errors < 3 && uf_now_mono_ns() < end);
+		CHILD_CHECK(js.write_errors >= 3);
 		/* space again: the writer resumes with a hole entry for what it dropped */
 		CHILD_CHECK(mount(NULL, mnt, NULL, MS_REMOUNT, "size=64m") == 0);
 		end = uf_now_mono_ns() + 10000000000ull;
@@ -568,8 +580,9 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 		{
 			struct uf_record recs[64];
 			for (int i = 0; i < 64; i++)
-				day_rec(&recs[i], 20032 + (uint64_t)i);
+				day_rec(&recs[i], nxt + (uint64_t)i);
 			CHILD_CHECK(uf_ring_publish(r, recs, 64) == 0);
+			nxt += 64;
 		}
 		CHILD_CHECK(uf_journal_sync(j, 5000000000ll) == 0);
 		uf_journal_get_stats(j, &js);
@@ -581,7 +594,7 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 			uint64_t seq = 0, next = 0, holes = 0;
 			CHILD_CHECK(uf_journal_reader_open(sub, name, uf_ring_generation(r), &jr) ==
 			            0);
-			while (seq < 20096) {
+			while (seq < nxt) {
 				int n = uf_journal_reader_read(jr, seq, recs, 256, &next);
 				if (n == -EOVERFLOW) {
 					CHILD_CHECK(next > seq);
@@ -613,8 +626,8 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 			CHILD_CHECK(js.write_errors > errs);
 			CHILD_CHECK(js.failing == 1);
 			CHILD_CHECK(js.last_error == ENOENT);
-			for (uint64_t s = 20096; s < 20196; s++) {
-				day_rec(&rec, s);
+			for (int k = 0; k < 100; k++) {
+				day_rec(&rec, nxt++);
 				CHILD_CHECK(uf_ring_publish(r, &rec, 1) == 0);
 			}
 			CHILD_CHECK(rename(gone, sub) == 0);
@@ -624,7 +637,7 @@ static void test_journal_full_tmpfs_and_vanished_dir(void **state)
 				usleep(1000);
 			} while (js.failing && uf_now_mono_ns() < end);
 			CHILD_CHECK(js.failing == 0);
-			day_rec(&rec, 20196);
+			day_rec(&rec, nxt++);
 			CHILD_CHECK(uf_ring_publish(r, &rec, 1) == 0);
 			CHILD_CHECK(uf_journal_sync(j, 5000000000ll) == 0);
 			uf_journal_get_stats(j, &js);
