@@ -32,6 +32,7 @@
 #include "feed/arbiter.h"
 #include "feed/uf_feed.h"
 #include "publish/uf_proto.h"
+#include "ring/journal_writer.h"
 
 /* CPU member: -1 (not pinned) or a CPU this process may run on (sched_getaffinity). */
 static int get_cpu(struct uf_cj *c, json_t *obj, const char *key, int *out)
@@ -584,9 +585,55 @@ static int parse_ring_group(struct uf_cj *c, json_t *jr, struct uf_feed_config *
 	return 0;
 }
 
+/* "ring.journal": {"dir", "fsync", "interval_ms", "keep_days"} (docs/journal.md). The
+ * directory must exist and be writable by this user (a host check). */
+static int parse_journal(struct uf_cj *c, json_t *jr, struct uf_feed_config *f)
+{
+	static const char *const keys[] = {"dir", "fsync", "interval_ms", "keep_days", NULL};
+	json_t *jj;
+	char fsync[16];
+	size_t save;
+	int r;
+
+	if ((r = uf_cj_obj(c, jr, "journal", &jj)) || !jj)
+		return r;
+	save = uf_cj_push_key(c, "journal");
+	if ((r = uf_cj_check_keys(c, jj, keys)) ||
+	    (r = uf_cj_str(c, jj, "dir", NULL, f->ring.journal.dir, sizeof(f->ring.journal.dir))) ||
+	    (r = uf_cj_str(c, jj, "fsync", "none", fsync, sizeof(fsync))) ||
+	    (r = uf_cj_u32(c, jj, "interval_ms", 1, 3600000, 1000, &f->ring.journal.interval_ms)) ||
+	    (r = uf_cj_u32(c, jj, "keep_days", 0, 3650, 0, &f->ring.journal.keep_days)))
+		goto out;
+	f->ring.journal.fsync = uf_journal_fsync_parse(fsync);
+	if (f->ring.journal.fsync < 0) {
+		r = uf_cj_fail(c, "fsync",
+		               "\"%s\" is not one of \"none\", \"interval\", \"every_batch\"",
+		               fsync);
+		goto out;
+	}
+	if (f->ring.journal.dir[0] != '/') {
+		r = uf_cj_fail(c, "dir", "\"%s\" is not an absolute path", f->ring.journal.dir);
+		goto out;
+	}
+	if (!(c->flags & UF_CFG_NO_HOST_CHECKS)) {
+		struct stat st;
+		errno = 0;
+		if (stat(f->ring.journal.dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			r = uf_cj_fail(c, "dir", "\"%s\" is not a directory on this host%s%s",
+			               f->ring.journal.dir, errno ? ": " : "",
+			               errno ? strerror(errno) : "");
+		else if (access(f->ring.journal.dir, W_OK) < 0)
+			r = uf_cj_fail(c, "dir", "\"%s\" is not writable by this user: %s",
+			               f->ring.journal.dir, strerror(errno));
+	}
+out:
+	uf_cj_pop(c, save);
+	return r;
+}
+
 static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"name", "capacity", "mode", "group", NULL};
+	static const char *const keys[] = {"name", "capacity", "mode", "group", "journal", NULL};
 	json_t *jr;
 	int64_t cap;
 	char mode[16], *end;
@@ -621,7 +668,9 @@ static int parse_ring(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 		    mode);
 		goto out;
 	}
-	r = parse_ring_group(c, jr, f);
+	if ((r = parse_ring_group(c, jr, f)))
+		goto out;
+	r = parse_journal(c, jr, f);
 out:
 	json_decref(jr);
 	uf_cj_pop(c, save);
@@ -1064,6 +1113,9 @@ int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
 		return 0;
 	if (!UF_SAME(arbitration.max_jump) || !UF_SAME(arbitration.jump_confirm) ||
 	    !UF_SAME(arbitration.session_confirm) || !UF_SAME(arbitration.line_silent_ms))
+		return 0;
+	if (!UF_SAME_STR(ring.journal.dir) || !UF_SAME(ring.journal.fsync) ||
+	    !UF_SAME(ring.journal.interval_ms) || !UF_SAME(ring.journal.keep_days))
 		return 0;
 	return UF_SAME_STR(ring.name) && UF_SAME(ring.capacity) && UF_SAME(ring.mode) &&
 	       UF_SAME(ring.has_gid) && UF_SAME(ring.gid) && UF_SAME(book.depth) &&

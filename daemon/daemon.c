@@ -155,6 +155,9 @@ static void fill_ring(struct feed_slot *s, struct uf_status_ring *out)
 	out->sequence = uf_load_acquire_u64(&r->hdr->tail);
 	out->generation = r->hdr->generation;
 	out->closed = uf_load_relaxed_u32(&r->hdr->state) == UF_RING_STATE_CLOSED;
+	out->journal_on = uf_feed_journal(s->feed) != NULL;
+	if (out->journal_on)
+		uf_journal_get_stats(uf_feed_journal(s->feed), &out->journal);
 	n = uf_ring_consumers(r, info, UF_STATUS_MAX_CONSUMERS);
 	out->nconsumers = n < 0 ? 0 : n;
 	for (int i = 0; i < out->nconsumers && i < UF_STATUS_MAX_CONSUMERS; i++) {

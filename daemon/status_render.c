@@ -140,6 +140,22 @@ static json_t *ring_json(const struct uf_status_ring *r, uint64_t now_ns)
 			json_array_append_new(cons, jc);
 	}
 	json_object_set_new(o, "consumers", cons);
+	if (r->journal_on) {
+		const struct uf_journal_stats *j = &r->journal;
+		json_t *jj = json_pack(
+		    "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s}", "position",
+		    (json_int_t)j->position, "written_seq", (json_int_t)j->written_seq, "lag",
+		    (json_int_t)j->lag, "records", (json_int_t)j->records, "bytes",
+		    (json_int_t)j->bytes, "files", (json_int_t)j->files, "holes",
+		    (json_int_t)j->holes, "hole_records", (json_int_t)j->hole_records, "laps",
+		    (json_int_t)j->laps, "write_errors", (json_int_t)j->write_errors, "dropped",
+		    (json_int_t)j->dropped, "fsyncs", (json_int_t)j->fsyncs, "torn_cut",
+		    (json_int_t)j->torn_cut, "deleted_files", (json_int_t)j->deleted_files,
+		    "failing", j->failing != 0, "last_error",
+		    j->last_error ? strerror(j->last_error) : "");
+		if (jj)
+			json_object_set_new(o, "journal", jj);
+	}
 	return o;
 }
 
@@ -602,6 +618,79 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 			tb_printf(&b, "%s{feed=\"%s\",ring=\"%s\"} %" PRIu64 "\n", ringm[m].name,
 			          esc(snap->feeds[i].name, fe, sizeof(fe)),
 			          esc(r->name, re, sizeof(re)), v);
+		}
+	}
+	/* Journal writers (docs/journal.md). */
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} jm[] = {
+	    {"uringfeed_journal_records_total", "counter", "records written to the ring's journal",
+	     offsetof(struct uf_journal_stats, records)},
+	    {"uringfeed_journal_bytes_total", "counter", "bytes written to the ring's journal",
+	     offsetof(struct uf_journal_stats, bytes)},
+	    {"uringfeed_journal_files_total", "counter", "journal files created or continued",
+	     offsetof(struct uf_journal_stats, files)},
+	    {"uringfeed_journal_lag_records", "gauge",
+	     "records published to the ring not yet written to the journal",
+	     offsetof(struct uf_journal_stats, lag)},
+	    {"uringfeed_journal_holes_total", "counter",
+	     "hole entries written (the writer was lapped or could not write)",
+	     offsetof(struct uf_journal_stats, holes)},
+	    {"uringfeed_journal_hole_records_total", "counter",
+	     "sequences the journal's hole entries cover (records not in the journal)",
+	     offsetof(struct uf_journal_stats, hole_records)},
+	    {"uringfeed_journal_laps_total", "counter", "times the ring lapped the journal writer",
+	     offsetof(struct uf_journal_stats, laps)},
+	    {"uringfeed_journal_write_errors_total", "counter",
+	     "journal writes or opens that failed (full, removed, read-only, I/O error)",
+	     offsetof(struct uf_journal_stats, write_errors)},
+	    {"uringfeed_journal_dropped_records_total", "counter",
+	     "records not written because the journal could not be written",
+	     offsetof(struct uf_journal_stats, dropped)},
+	    {"uringfeed_journal_fsyncs_total", "counter", "fdatasync calls completed",
+	     offsetof(struct uf_journal_stats, fsyncs)},
+	    {"uringfeed_journal_torn_cut_total", "counter",
+	     "entries of a torn journal tail cut at start (a crash mid-write)",
+	     offsetof(struct uf_journal_stats, torn_cut)},
+	    {"uringfeed_journal_deleted_files_total", "counter",
+	     "journal files removed by keep_days",
+	     offsetof(struct uf_journal_stats, deleted_files)},
+	};
+	for (size_t m = 0; m < sizeof(jm) / sizeof(jm[0]); m++) {
+		int any = 0;
+		for (int i = 0; i < nf; i++)
+			any |= snap->feeds[i].ring.present && snap->feeds[i].ring.journal_on;
+		if (!any)
+			break;
+		family(&b, jm[m].name, jm[m].type, jm[m].help);
+		for (int i = 0; i < nf; i++) {
+			const struct uf_status_ring *r = &snap->feeds[i].ring;
+			uint64_t v;
+			if (!r->present || !r->journal_on)
+				continue;
+			memcpy(&v, (const char *)&r->journal + jm[m].off, sizeof(v));
+			tb_printf(&b, "%s{feed=\"%s\",ring=\"%s\"} %" PRIu64 "\n", jm[m].name,
+			          esc(snap->feeds[i].name, fe, sizeof(fe)),
+			          esc(r->name, re, sizeof(re)), v);
+		}
+	}
+	{
+		int any = 0;
+		for (int i = 0; i < nf; i++)
+			any |= snap->feeds[i].ring.present && snap->feeds[i].ring.journal_on;
+		if (any)
+			family(
+			    &b, "uringfeed_journal_failing", "gauge",
+			    "1 while the journal writer cannot write (records are dropped, a hole "
+			    "entry follows)");
+		for (int i = 0; any && i < nf; i++) {
+			const struct uf_status_ring *r = &snap->feeds[i].ring;
+			if (!r->present || !r->journal_on)
+				continue;
+			tb_printf(&b, "uringfeed_journal_failing{feed=\"%s\",ring=\"%s\"} %d\n",
+			          esc(snap->feeds[i].name, fe, sizeof(fe)),
+			          esc(r->name, re, sizeof(re)), r->journal.failing != 0);
 		}
 	}
 	static const struct {

@@ -13,6 +13,7 @@
 
 #include "daemon/uf_config.h"
 #include "feed/uf_feed_stats.h"
+#include "ring/journal_writer.h"
 
 #define UF_STATUS_MAX_CONSUMERS 64
 
@@ -48,6 +49,8 @@ struct uf_status_ring {
 	int closed;                 /* 1 once marked closed for consumers */
 	int nconsumers;             /* registered consumers (may exceed the entries kept) */
 	struct uf_status_consumer consumers[UF_STATUS_MAX_CONSUMERS]; /* first entries */
+	int journal_on;                  /* 1 when ring.journal is configured and running */
+	struct uf_journal_stats journal; /* its writer's counters (docs/journal.md) */
 };
 
 /* One feed, as copied on the HTTP thread. */

@@ -44,6 +44,11 @@ struct uf_ring *uf_feed_ring(const struct uf_feed *f)
 	return f->sink.ring;
 }
 
+struct uf_journal *uf_feed_journal(const struct uf_feed *f)
+{
+	return f->sink.journal;
+}
+
 int uf_feed_set_symbols(struct uf_feed *f, const char (*symbols)[9], uint32_t n)
 {
 	return uf_filter_set(&f->filter, symbols, n);

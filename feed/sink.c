@@ -7,7 +7,9 @@
 
 #include "common/uf_compiler.h"
 #include "common/uf_err.h"
+#include "feed/feed_log.h"
 #include "publish/uf_publish.h"
+#include "ring/journal_writer.h"
 #include "ring/uf_ring.h"
 
 _Static_assert(UF_SINK_MAX_DEPTH <= UF_RING_MAX_DEPTH, "the ring's image holds the depth");
@@ -18,6 +20,13 @@ static inline void uf_sink_keep(int *first, int rc)
 {
 	if (UF_UNLIKELY(rc < 0) && *first == 0)
 		*first = rc;
+}
+
+/* The journal writer's faults and laps go to the engine's log (from the writer's thread). */
+static void uf_sink_journal_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	uf_feed_log_warn("%s", line);
 }
 
 int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_publisher *pub,
@@ -51,6 +60,21 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 	if (rc < 0) {
 		s->ring = NULL;
 		uf_sink_close(s);
+		return rc;
+	}
+	if (cfg->ring.journal.dir[0]) {
+		struct uf_journal_options jo;
+		memset(&jo, 0, sizeof(jo));
+		jo.dir = cfg->ring.journal.dir;
+		jo.fsync = cfg->ring.journal.fsync;
+		jo.interval_ms = cfg->ring.journal.interval_ms;
+		jo.keep_days = cfg->ring.journal.keep_days;
+		jo.log = uf_sink_journal_log;
+		rc = uf_journal_start(s->ring, &jo, &s->journal, err, errlen);
+		if (rc < 0) {
+			s->journal = NULL;
+			uf_sink_close(s);
+		}
 	}
 	return rc;
 }
@@ -60,6 +84,9 @@ void uf_sink_close(struct uf_sink *s)
 	if (s->ring) {
 		/* the image is complete before the ring says closed */
 		(void)uf_sink_image_flush(s);
+		/* the journal holds every record before the ring says closed */
+		uf_journal_stop(s->journal);
+		s->journal = NULL;
 		uf_ring_close(s->ring);
 	}
 	free(s->dirty);

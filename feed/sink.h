@@ -51,14 +51,17 @@
 
 struct uf_publisher;
 struct uf_ring;
+struct uf_journal;
 
 struct uf_sink {
-	struct uf_ring *ring;     /* shared-memory ring and book image (owned) */
-	struct uf_publisher *pub; /* books the image copies (not owned) */
-	uint32_t max_inst;        /* instrument ids 0..max_inst-1 (publisher's) */
-	uint32_t depth;           /* image levels per side */
-	uint32_t ndirty;          /* instruments whose image book is stale */
-	uint32_t *dirty;          /* their ids */
+	struct uf_ring *ring;       /* shared-memory ring and book image (owned) */
+	struct uf_journal *journal; /* day journal of the ring (owned), NULL when not configured:
+	                             * a thread of its own, the feed thread never calls it */
+	struct uf_publisher *pub;   /* books the image copies (not owned) */
+	uint32_t max_inst;          /* instrument ids 0..max_inst-1 (publisher's) */
+	uint32_t depth;             /* image levels per side */
+	uint32_t ndirty;            /* instruments whose image book is stale */
+	uint32_t *dirty;            /* their ids */
 	uint8_t *is_dirty;  /* per instrument: UF_SINK_DIRTY_* sides changed (0: not listed) */
 	uint64_t *dirty_rx; /* per instrument: receive time of its latest change */
 	int defer_image;    /* 1: books are copied by uf_sink_image_flush, not per step */

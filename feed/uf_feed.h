@@ -23,7 +23,9 @@
 #include "feed/uf_feed_config.h"
 #include "feed/uf_feed_stats.h"
 
-struct uf_feed; /* opaque */
+struct uf_feed;    /* opaque */
+struct uf_ring;    /* ring/uf_ring.h */
+struct uf_journal; /* ring/journal_writer.h */
 
 /* Creates a feed from `cfg` (copied; the caller may free it afterwards): opens and joins the
  * line sockets, opens the re-request socket, creates the books and the ring named
@@ -61,6 +63,10 @@ const char *uf_feed_backend_name(const struct uf_feed *feed);
 /* The feed's ring (producer handle), for monitoring: uf_ring_consumers(), the header's
  * tail and state. Valid until uf_feed_destroy(); never publish through it. */
 struct uf_ring *uf_feed_ring(const struct uf_feed *feed);
+
+/* The ring's day journal writer (ring/journal_writer.h: uf_journal_get_stats), NULL when
+ * ring.journal is not configured. For monitoring, like uf_feed_ring. */
+struct uf_journal *uf_feed_journal(const struct uf_feed *feed);
 
 /* Replaces the symbol filter (n == 0: every symbol), from any thread while the feed runs
  * (SIGHUP). The list is copied. Books are kept for every instrument whatever the filter, so

@@ -106,6 +106,14 @@ struct uf_feed_config {
 		uint32_t has_gid;           /* 1: `gid` owns the ring's directory and files
 		                             * ("ring.group"); 0: the creator's group (default) */
 		uint32_t gid;               /* that group */
+		struct {
+			char dir[200];        /* "ring.journal.dir": the day journal of every record
+			                       * (docs/journal.md); "" = no journal */
+			int fsync;            /* enum uf_journal_fsync ("none", "interval",
+			                       * "every_batch"), default none */
+			uint32_t interval_ms; /* fsync "interval" period, default 1000 */
+			uint32_t keep_days;   /* delete files older than this many days; 0 = keep */
+		} journal;
 	} ring;
 	struct {
 		uint32_t depth;           /* levels per side in the book image, default 10 */

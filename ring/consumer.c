@@ -189,6 +189,8 @@ UF_RING_VISIBLE const char *uf_consumer_strerror(int rc)
 		return "not found";
 	case -ENOTSUP:
 		return "not supported by this back end";
+	case -ENODATA:
+		return "before the journal's start (or no journal)";
 	default:
 		return strerror(-rc);
 	}

@@ -19,6 +19,8 @@
 #include "common/uf_symbol.h"
 #include "common/uf_time.h"
 #include "ring/book_each.h"
+#include "ring/journal_file.h"
+#include "ring/journal_reader.h"
 #include "ring/ring_verify.h"
 
 #define IDLE_RESTART_EVERY 65536u /* empty polls between restart checks (one stat()) */
@@ -27,6 +29,9 @@
 	                           * producer preempted mid-write holds the lock odd */
 #define SLEEP_SLICE_NS 50000000ll /* a sleeper re-checks close/restart at least this often */
 #define ATTACH_TRIES   50         /* data/table generation mismatch retries (restart race) */
+#define JOURNAL_GRACE_NS                                                                           \
+	2000000000ull /* a position neither ring nor journal holds waits this long for the         \
+	               * journal writer (it copies within milliseconds) before it is a lap */
 
 /* The handle of this back end is its state (consumer_backend.h). */
 static inline struct uf_consumer_local *local_of(struct uf_consumer *c)
@@ -336,6 +341,62 @@ static void unmap_all(struct uf_consumer_local *c)
 	c->hdr = NULL;
 }
 
+/* The journal directory of the ring: $UF_JOURNAL_DIR, else what the producer wrote in
+ * uf.NAME/journal (a file of the ring's owner that nobody else may write, like the data). */
+static int journal_dir(const struct uf_consumer_local *c, char *out, size_t len)
+{
+	const char *env = getenv("UF_JOURNAL_DIR");
+	char path[320];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (env && *env) {
+		if (snprintf(out, len, "%s", env) >= (int)len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (snprintf(path, sizeof(path), "%s/%s", c->dir_path, UF_JOURNAL_POINTER) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -ENODATA; /* the producer keeps no journal */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != c->owner ||
+	    (st.st_mode & 0022)) {
+		close(fd);
+		return -EPERM;
+	}
+	n = read(fd, out, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -ENODATA;
+	out[n] = 0;
+	out[strcspn(out, "\n")] = 0;
+	return out[0] == '/' ? 0 : -ENODATA;
+}
+
+/* Opens the journal of the mapped generation (once). -ENODATA when there is none. */
+static int journal_open(struct uf_consumer_local *c, char *err, size_t errlen)
+{
+	char dir[UF_JOURNAL_PATH_MAX];
+	int rc;
+
+	if (c->journal)
+		return 0;
+	rc = journal_dir(c, dir, sizeof(dir));
+	if (rc == 0)
+		rc = uf_journal_reader_open(dir, c->name, c->generation, &c->journal);
+	if (rc == -ENOENT)
+		rc = -ENODATA;
+	if (rc < 0)
+		uf_err_set(err, errlen,
+		           "ring %s: no journal to read from (%s): configure ring.journal in the "
+		           "producer, or set UF_JOURNAL_DIR",
+		           c->name, rc == -ENODATA ? "none for this generation" : strerror(-rc));
+	return rc;
+}
+
 static uint64_t start_position(const struct uf_consumer_local *c)
 {
 	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail);
@@ -344,6 +405,11 @@ static uint64_t start_position(const struct uf_consumer_local *c)
 	if (c->opt.start == UF_CONSUMER_START_OLDEST) {
 		uint64_t oldest = uf_ring_resume_seq(claim, c->capacity);
 		return oldest < tail ? oldest : tail;
+	}
+	if (c->opt.start == UF_CONSUMER_START_JOURNAL && c->journal) {
+		uint64_t first =
+		    uf_journal_reader_first(c->journal, uf_journal_day(uf_now_realtime_ns()));
+		return first < tail ? first : tail;
 	}
 	return tail;
 }
@@ -368,8 +434,17 @@ static int attach_maps(struct uf_consumer_local *c, char *err, size_t errlen)
 	}
 	if (rc < 0)
 		return rc;
+	if (c->opt.start == UF_CONSUMER_START_JOURNAL) {
+		rc = journal_open(c, err, errlen);
+		if (rc < 0) {
+			unmap_all(c);
+			return rc;
+		}
+	}
 	rc = claim_slot(c, err, errlen);
 	if (rc < 0) {
+		uf_journal_reader_close(c->journal);
+		c->journal = NULL;
 		unmap_all(c);
 		return rc;
 	}
@@ -428,6 +503,7 @@ static void local_detach(struct uf_consumer *h)
 	struct uf_consumer_local *c = local_of(h);
 
 	unmap_all(c);
+	uf_journal_reader_close(c->journal);
 	free(c);
 }
 
@@ -440,10 +516,12 @@ static int local_reattach(struct uf_consumer *h, char *err, size_t errlen)
 	fresh.hdr = NULL;
 	fresh.ct = NULL;
 	fresh.slot = NULL;
+	fresh.journal = NULL; /* the new generation's own, when it asks for one */
 	rc = attach_maps(&fresh, err, errlen);
 	if (rc < 0)
 		return rc;
 	unmap_all(c);
+	uf_journal_reader_close(c->journal);
 	fresh.received = 0;
 	fresh.lost = 0;
 	fresh.laps = 0;
@@ -485,6 +563,8 @@ UF_COLD int uf_consumer_local_empty(struct uf_consumer_local *c)
 	return -EAGAIN;
 }
 
+static int lose(struct uf_consumer_local *c, uint64_t from, uint64_t resume);
+
 UF_COLD int uf_consumer_local_lapped(struct uf_consumer_local *c, uint64_t from)
 {
 	uint64_t claim = uf_load_acquire_u64(&c->hdr->claim);
@@ -492,6 +572,12 @@ UF_COLD int uf_consumer_local_lapped(struct uf_consumer_local *c, uint64_t from)
 
 	if (resume <= from)
 		resume = from + 1; /* cannot happen with claim - from > capacity; stay monotonic */
+	return lose(c, from, resume);
+}
+
+/* Records [from, resume) are lost: the lap the caller reports as -EOVERFLOW. */
+static int lose(struct uf_consumer_local *c, uint64_t from, uint64_t resume)
+{
 	c->lap.from_seq = from;
 	c->lap.resume_seq = resume;
 	c->lap.lost = resume - from;
@@ -502,6 +588,44 @@ UF_COLD int uf_consumer_local_lapped(struct uf_consumer_local *c, uint64_t from)
 	uf_store_relaxed_u64(&c->slot->lost, c->lost);
 	uf_store_relaxed_u64(&c->slot->laps, c->laps);
 	return -EOVERFLOW;
+}
+
+UF_COLD int uf_consumer_local_behind(struct uf_consumer_local *c, struct uf_record *recs,
+                                     size_t max, uint64_t *first_seq)
+{
+	uint64_t p = c->pos, next = 0;
+	int rc;
+
+	if (!c->journal)
+		return uf_consumer_local_lapped(c, p);
+	rc = uf_journal_reader_read(c->journal, p, recs, max, &next);
+	if (rc > 0) {
+		if (first_seq)
+			*first_seq = p;
+		c->pos = p + (uint64_t)rc;
+		c->received += (uint64_t)rc;
+		c->idle = 0;
+		c->jwait_since_ns = 0;
+		uf_store_relaxed_u64(&c->slot->position, c->pos);
+		uf_store_relaxed_u64(&c->slot->received, c->received);
+		return rc;
+	}
+	if (rc == -EOVERFLOW && next > p) /* a hole the journal names: exactly those are lost */
+		return lose(c, p, next);
+	if (rc == 0 || rc == -EBADMSG) {
+		/* not written yet (or the last entry of a file being written, caught half copied):
+		 * the writer copies within milliseconds; wait for it a while, then the records are
+		 * lost like any lap (a file torn for good: its writer is gone) */
+		uint64_t now = uf_now_mono_ns();
+		if (c->jwait_seq != p || c->jwait_since_ns == 0) {
+			c->jwait_seq = p;
+			c->jwait_since_ns = now;
+		}
+		if (now - c->jwait_since_ns < JOURNAL_GRACE_NS)
+			return -EAGAIN;
+	}
+	c->jwait_since_ns = 0;
+	return uf_consumer_local_lapped(c, p); /* torn, unreadable, or never written */
 }
 
 /* Whether a read would return something other than -EAGAIN (cheap part). */
@@ -578,8 +702,15 @@ static int local_seek(struct uf_consumer *h, uint64_t seq)
 	uint64_t claim = uf_load_relaxed_u64(&c->hdr->claim);
 	uint64_t oldest = claim > c->capacity ? claim - c->capacity : 0;
 
-	if (seq > tail || seq < oldest)
+	if (seq > tail)
 		return -ERANGE;
+	if (seq < oldest) {
+		/* before the ring: the journal holds it, when the producer keeps one */
+		if (journal_open(c, NULL, 0) < 0)
+			return -ERANGE;
+		if (seq < uf_journal_reader_first(c->journal, 0))
+			return -ENODATA; /* before the journal's start: nobody holds it */
+	}
 	c->pos = seq;
 	uf_store_relaxed_u64(&c->slot->position, seq);
 	return 0;

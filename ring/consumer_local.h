@@ -23,6 +23,8 @@
 
 #define UF_CONSUMER_IDLE_SEEN_EVERY 4096u /* polls between last-seen stamps */
 
+struct uf_journal_reader;
+
 struct uf_consumer_local {
 	/* what the read path touches, together from a line-aligned start (72 bytes) */
 	struct uf_consumer handle;     /* ops = &uf_consumer_local_ops; first member */
@@ -59,6 +61,12 @@ struct uf_consumer_local {
 	char name[UF_RING_NAME_MAX];      /* ring name */
 	char dir_path[256];               /* <dir>/uf.<name> */
 	char data_path[300];              /* <dir>/uf.<name>/data */
+	/* the journal (ring/journal_reader.h): open for UF_CONSUMER_START_JOURNAL or after a
+	 * seek before the ring's oldest record; a position the ring no longer holds is then
+	 * read from it (uf_consumer_local_behind) instead of being lost to a lap */
+	struct uf_journal_reader *journal; /* NULL: none open */
+	uint64_t jwait_seq;                /* position the journal did not hold yet ... */
+	uint64_t jwait_since_ns;           /* ... since then (monotonic): the writer's grace */
 };
 
 _Static_assert(offsetof(struct uf_consumer_local, handle) == 0,
@@ -70,6 +78,12 @@ int uf_consumer_local_empty(struct uf_consumer_local *l);
 /* The reader was lapped at `from`: moves to the oldest safe record, records the lap.
  * Returns -EOVERFLOW. Cold. */
 int uf_consumer_local_lapped(struct uf_consumer_local *l, uint64_t from);
+
+/* The ring no longer holds l->pos: reads it from the journal when one is open (the records,
+ * or -EOVERFLOW for a hole in it, or -EAGAIN while its writer has not written it yet),
+ * else uf_consumer_local_lapped. Cold: a consumer behind the ring. */
+int uf_consumer_local_behind(struct uf_consumer_local *l, struct uf_record *recs, size_t max,
+                             uint64_t *first_seq);
 
 /* uf_consumer_read on the local ring (the contract is in ufconsumer.h). No allocation, no
  * syscall: copies slots, then re-reads the claim to know none was rewritten meanwhile. */
@@ -84,7 +98,7 @@ static inline int uf_consumer_local_read(struct uf_consumer *c, struct uf_record
 	if (UF_UNLIKELY(p >= tail))
 		return uf_consumer_local_empty(l);
 	if (UF_UNLIKELY(tail - p > l->capacity)) /* more than a ring behind */
-		return uf_consumer_local_lapped(l, p);
+		return uf_consumer_local_behind(l, recs, max, first_seq);
 	n = tail - p;
 	if (n > max)
 		n = max;
@@ -97,8 +111,8 @@ static inline int uf_consumer_local_read(struct uf_consumer *c, struct uf_record
 	}
 	uf_fence_acquire(); /* the copies complete before claim is re-read */
 	claim = uf_load_relaxed_u64(&l->hdr->claim);
-	if (UF_UNLIKELY(claim - p > l->capacity))
-		return uf_consumer_local_lapped(l, p); /* the oldest copied slot may be rewritten */
+	if (UF_UNLIKELY(claim - p > l->capacity)) /* the oldest copied slot may be rewritten */
+		return uf_consumer_local_behind(l, recs, max, first_seq);
 	if (first_seq)
 		*first_seq = p;
 	l->pos = p + n;

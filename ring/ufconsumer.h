@@ -18,13 +18,18 @@
  *   -EOVERFLOW lapped: see uf_consumer_last_lap(); the next call continues at resume_seq
  *   -EPIPE     the producer closed the ring and everything was read
  *   -ESTALE    the producer restarted (new generation): call uf_consumer_reattach()
+ * A consumer reading a journal (UF_CONSUMER_START_JOURNAL, or a seek before the ring) gets
+ * -EOVERFLOW for a hole the journal records (the journal writer was lapped or could not
+ * write), with the exact sequences lost in uf_consumer_last_lap(), and -EAGAIN for up to
+ * 2 s while the journal writer has not yet written a record the ring no longer holds.
  *
  * A handle is used by one thread at a time.
  *
  * Back ends: a handle reads either a ring in shared memory on this host (a ring name) or the
  * same ring as uf-bridge republishes it on NATS ("nats://...", see uf_consumer_attach). Every
- * function below works on both, with the same records, sequences and meanings; none answers
- * -ENOTSUP today. A function a back end cannot serve must return -ENOTSUP (reason documented
+ * function below works on both, with the same records, sequences and meanings; the one
+ * -ENOTSUP is an attach with UF_CONSUMER_START_JOURNAL on NATS (the journal is files on the
+ * producer's host). A function a back end cannot serve must return -ENOTSUP (reason documented
  * at the function); test_consumer_api calls every exported function on both back ends.
  * Differences in what is reported: uf_consumer_info of a NATS handle has producer_pid 0,
  * numa_node -1, hugepages 0 (the producer is on another host), and its capacity is the
@@ -65,6 +70,11 @@ typedef struct uf_consumer uf_consumer_t; /* opaque handle */
 enum uf_consumer_start {
 	UF_CONSUMER_START_LATEST = 0, /* first record read is the next one published */
 	UF_CONSUMER_START_OLDEST = 1, /* first record read is the oldest still safely in the ring */
+	UF_CONSUMER_START_JOURNAL = 2, /* first record read is the first of the day in the ring's
+	                                * journal (docs/journal.md): the consumer reads the journal,
+	                                * then the ring, with no gap and no duplicate. Attach fails
+	                                * with -ENODATA when the producer keeps no journal. Local
+	                                * rings only: a NATS handle returns -ENOTSUP */
 };
 
 struct uf_consumer_options {
@@ -189,8 +199,12 @@ int uf_consumer_wait(uf_consumer_t *c, int64_t timeout_ns);
 /* Details of the last -EOVERFLOW. */
 void uf_consumer_last_lap(const uf_consumer_t *c, struct uf_consumer_lap *lap);
 
-/* Moves the read position to `seq`, which must be in the ring: [oldest safe, tail].
- * Used after a snapshot to continue from its stamp. Returns 0 or -ERANGE. */
+/* Moves the read position to `seq`, which must be in the ring: [oldest safe, tail], or,
+ * when the producer keeps a journal (docs/journal.md), anywhere in it: the reads then come
+ * from the journal until they reach the ring (no gap, no duplicate). Used after a snapshot
+ * to continue from its stamp. Returns 0, -ERANGE (past the tail, or before the ring with no
+ * journal), -ENODATA (before the journal's first record: nobody holds it). A NATS handle
+ * seeks within what its stream keeps (-ERANGE beyond). */
 int uf_consumer_seek(uf_consumer_t *c, uint64_t seq);
 
 /* Facts about the attached ring. Cold: reads /proc for producer_alive. */

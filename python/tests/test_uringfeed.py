@@ -177,6 +177,51 @@ def test_books_command_escapes_symbols_as_uf_tail():
     assert cli.json_str(b'A"B\\C\x01\xff') == '"A\\"B\\\\C\\u0001\\u00ff"'
 
 
+def crc32c(data, crc=0):
+    """CRC32C as ring/journal_file.c computes it (table-free: the test's few entries)."""
+    crc ^= 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82f63b78 if crc & 1 else crc >> 1
+    return crc ^ 0xffffffff
+
+
+def write_journal(path, ring, generation, first_seq):
+    """A journal file of no entries (ring/journal_file.h: struct uf_journal_hdr)."""
+    import struct
+    import time
+    day = int(time.strftime("%Y%m%d", time.gmtime()))
+    hdr = struct.pack("<QIIIIII QQQ 32s 36s I", 0x4c4e524a46465546, 1, 128, 80, 64,
+                      1,  # UF_RECORD_VERSION
+                      day, generation, first_seq, time.time_ns(), ring.encode(), b"", 0)
+    assert len(hdr) == 128
+    hdr = hdr[:124] + struct.pack("<I", crc32c(hdr))
+    with open(path, "wb") as f:
+        f.write(hdr)
+
+
+def test_start_journal_without_a_journal_is_a_clear_error(ring):
+    with pytest.raises(uringfeed.UfError) as e:
+        uringfeed.Consumer(ring, start="journal")
+    assert e.value.rc == -61 and "journal" in str(e.value)  # -ENODATA
+    with pytest.raises(ValueError):
+        uringfeed.Consumer(ring, start="yesterday")
+
+
+def test_start_journal_reads_from_the_days_first_record(ring, tmp_path, monkeypatch):
+    with uringfeed.Consumer(ring, start="oldest") as c:
+        gen = c.info()["generation"]
+        want = [r.seq for r in c.records(timeout=0.5)]
+    write_journal(str(tmp_path / ("%s.x.ufj" % ring)), ring, gen, 0)
+    monkeypatch.setenv("UF_JOURNAL_DIR", str(tmp_path))
+    with uringfeed.Consumer(ring, start="journal") as c:
+        got = [r.seq for r in c.records(timeout=0.5)]
+        with pytest.raises(uringfeed.UfError):
+            c.seek(10 ** 12)  # past the tail
+    assert got == want == list(range(TOTAL_RECORDS))
+
+
 def test_missing_ring_is_an_error_with_a_reason():
     with pytest.raises(uringfeed.UfError) as e:
         uringfeed.Consumer("no-such-ring-%d" % os.getpid())

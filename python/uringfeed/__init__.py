@@ -141,14 +141,21 @@ def _raise_for(c, rc):
 
 
 class Consumer:
-    """An attachment to ring `name`. start: "latest" (next published) or "oldest"."""
+    """An attachment to ring `name`. start: "latest" (next published), "oldest" (the oldest
+    record the ring still holds) or "journal" (the day's first record, from the producer's
+    journal, then the ring with no gap: UF_CONSUMER_START_JOURNAL, docs/journal.md)."""
+
+    _STARTS = {"latest": _lib.START_LATEST, "oldest": _lib.START_OLDEST,
+               "journal": _lib.START_JOURNAL}
 
     def __init__(self, name, start="latest", tag="python", dir=None, spin_ns=20000):
         self._h = None  # close() is safe even when attach fails
         opt = _lib.ConsumerOptions()
         _lib.lib.uf_consumer_options_init(ctypes.byref(opt))
         opt.spin_ns = spin_ns
-        opt.start = _lib.START_OLDEST if start == "oldest" else _lib.START_LATEST
+        if start not in self._STARTS:
+            raise ValueError("start must be one of %s, not %r" % (sorted(self._STARTS), start))
+        opt.start = self._STARTS[start]
         self._tag = tag.encode()
         self._dir = dir.encode() if dir else None
         opt.tag = self._tag
@@ -248,6 +255,8 @@ class Consumer:
         return self._pump(lambda: self.read(max)[1], timeout, skip_laps)
 
     def seek(self, seq):
+        """Moves to `seq`: anywhere in the ring, or in the producer's journal when it keeps
+        one. UfError -ERANGE past the tail, -ENODATA before the journal's start."""
         rc = _lib.lib.uf_consumer_seek(self._h, seq)
         if rc < 0:
             raise UfError(rc, "seek")

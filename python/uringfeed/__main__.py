@@ -1,7 +1,8 @@
 """python3 -m uringfeed COMMAND --ring NAME ...
 
   books   [--depth N]            the book image as JSON lines, exactly as `uf-tail --books`
-  records [--count N] [--timeout S] [--oldest]   records as JSON lines
+  records [--count N] [--timeout S] [--oldest | --from-start]   records as JSON lines
+          (--from-start: the day from the producer's journal, then live)
 
 Exit 0, 1 on errors (message on stderr), 2 on bad usage.
 """
@@ -49,7 +50,8 @@ def cmd_books(a):
 
 def cmd_records(a):
     n = 0
-    with Consumer(a.ring, start="oldest" if a.oldest else "latest", tag="py-records",
+    start = "journal" if a.from_start else "oldest" if a.oldest else "latest"
+    with Consumer(a.ring, start=start, tag="py-records",
                   dir=a.dir) as c:
         for r in c.records(timeout=a.timeout):
             print(json.dumps({"seq": r.seq, "kind": KIND_NAMES.get(r.kind, "?"),
@@ -83,6 +85,7 @@ def main(argv=None):
     r.add_argument("--count", type=int, default=0)
     r.add_argument("--timeout", type=float, default=None)
     r.add_argument("--oldest", action="store_true")
+    r.add_argument("--from-start", action="store_true")
     r.add_argument("--dir")
     a = p.parse_args(argv)
     try:

@@ -291,9 +291,20 @@ static int cond_init_monotonic(pthread_cond_t *cv)
 static int nats_attach(const char *name, const struct uf_consumer_options *opt,
                        struct uf_consumer **out, char *err, size_t errlen)
 {
-	struct uf_nats_consumer *n = calloc(1, sizeof(*n));
+	struct uf_nats_consumer *n;
 	int rc;
 
+	if (opt->start == UF_CONSUMER_START_JOURNAL) {
+		/* the journal is files on the producer's host; the stream keeps what JetStream
+		 * retains (UF_CONSUMER_START_OLDEST reads it from its start) */
+		uf_err_set(
+		    err, errlen,
+		    "%s: UF_CONSUMER_START_JOURNAL reads the producer's journal files: local "
+		    "rings only (use UF_CONSUMER_START_OLDEST on NATS)",
+		    name);
+		return -ENOTSUP;
+	}
+	n = calloc(1, sizeof(*n));
 	if (!n) {
 		uf_err_set(err, errlen, "%s: out of memory", name);
 		return -ENOMEM;

@@ -275,6 +275,17 @@ static void open_attach(struct api_ctx *x, int be)
 	assert_true(strlen(err) > 10);
 	assert_true(c == (uf_consumer_t *)&err); /* untouched on failure */
 	assert_int_equal(uf_consumer_attach(NULL, NULL, &c, NULL, 0), -EINVAL);
+	{
+		/* UF_CONSUMER_START_JOURNAL: this producer keeps no journal (local: -ENODATA);
+		 * NATS cannot read the producer's files (-ENOTSUP). Both say why. */
+		struct uf_consumer_options co;
+		uf_consumer_options_init(&co);
+		co.start = UF_CONSUMER_START_JOURNAL;
+		err[0] = 0;
+		rc = uf_consumer_attach(be ? x->nats_name : x->ring, &co, &c, err, sizeof(err));
+		assert_int_equal(rc, be ? -ENOTSUP : -ENODATA);
+		assert_non_null(strstr(err, be ? "START_JOURNAL" : "journal"));
+	}
 	assert_non_null(x->h[be]); /* attached in the setup: START_OLDEST */
 }
 

@@ -19,6 +19,7 @@
 
 #include "daemon/log.h"
 #include "daemon/uf_config.h"
+#include "ring/journal_writer.h"
 
 #define MIN_FEED                                                                                   \
 	"{\"feeds\":[{\"name\":\"nasdaq\",\"lines\":[{\"group\":\"239.1.1.1\",\"port\":30001}]}]}"
@@ -326,6 +327,8 @@ static void test_config_symbols_file_must_be_a_nonempty_regular_file(void **stat
 	X(arbitration.max_jump++) X(arbitration.jump_confirm++)       \
 	X(arbitration.session_confirm++) X(arbitration.line_silent_ms++) X(ring.name[0] = 'z')    \
 	X(ring.capacity *= 2) X(ring.mode = 0640) X(ring.has_gid ^= 1) X(ring.gid++)              \
+	X(ring.journal.dir[0] = '/') X(ring.journal.fsync = 2) X(ring.journal.interval_ms++)      \
+	X(ring.journal.keep_days++)                                                               \
 	X(book.depth++) X(book.max_orders++) X(book.max_instruments++) X(buffers.count *= 2)      \
 	X(buffers.size++) X(symbols_file[0] = 'z') X(no_stage_timing ^= 1) X(stage_timing_every++) \
 	X(capture.enabled ^= 1) X(capture.dir[0] = 'z') X(capture.rotate_mb++)                    \
@@ -398,7 +401,7 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 {
 	expect_error(FEED("\"ring\":{\"capcity\":1024}"),
 	             "<string>: feeds[0].ring.capcity: unknown key (known keys here: name, "
-	             "capacity, mode, group)");
+	             "capacity, mode, group, journal)");
 	expect_error("{\"feeds\":[],\"stauts\":{}}", "<string>: stauts: unknown key");
 	expect_error(FEED("\"stage_timing_every\":0"),
 	             "feeds[0].stage_timing_every: 0 is out of range");
@@ -774,6 +777,39 @@ static void test_config_ring_group_resolves_to_its_gid(void **state)
 	uf_config_free(&cfg);
 }
 
+/* ring.journal (docs/journal.md): an existing writable absolute directory, an fsync mode by
+ * name, retention in days; each mistake named with its key path. */
+static void test_config_ring_journal_parses_and_refuses(void **state)
+{
+	struct uf_config cfg;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(uf_config_load_string(MIN_FEED, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.feeds[0].ring.journal.dir, ""); /* default: no journal */
+	uf_config_free(&cfg);
+	assert_int_equal(
+	    uf_config_load_string(FEED("\"ring\":{\"journal\":{\"dir\":\"/tmp\",\"fsync\":"
+	                               "\"every_batch\",\"keep_days\":5}}"),
+	                          &cfg, err, sizeof(err)),
+	    0);
+	assert_string_equal(cfg.feeds[0].ring.journal.dir, "/tmp");
+	assert_int_equal(cfg.feeds[0].ring.journal.fsync, UF_JOURNAL_FSYNC_BATCH);
+	assert_int_equal(cfg.feeds[0].ring.journal.keep_days, 5);
+	assert_int_equal(cfg.feeds[0].ring.journal.interval_ms, 1000);
+	uf_config_free(&cfg);
+	expect_error(FEED("\"ring\":{\"journal\":{\"fsync\":\"none\"}}"),
+	             "feeds[0].ring.journal.dir: missing required key");
+	expect_error(FEED("\"ring\":{\"journal\":{\"dir\":\"/tmp\",\"fsync\":\"always\"}}"),
+	             "feeds[0].ring.journal.fsync: \"always\" is not one of");
+	expect_error(FEED("\"ring\":{\"journal\":{\"dir\":\"/nonexistent-uf-journal\"}}"),
+	             "feeds[0].ring.journal.dir: \"/nonexistent-uf-journal\" is not a directory");
+	expect_error(FEED("\"ring\":{\"journal\":{\"dir\":\"rel/dir\"}}"),
+	             "feeds[0].ring.journal.dir: \"rel/dir\" is not an absolute path");
+	expect_error(FEED("\"ring\":{\"journal\":{\"dir\":\"/tmp\",\"keep\":1}}"),
+	             "feeds[0].ring.journal.keep");
+}
+
 static void test_config_syntax_errors_give_line_and_column(void **state)
 {
 	/* Line 3, after "port": a missing comma. */
@@ -848,6 +884,7 @@ int main(void)
 
 	    cmocka_unit_test(test_config_refuses_sizes_beyond_the_hosts_memory),
 	    cmocka_unit_test(test_config_ring_group_resolves_to_its_gid),
+	    cmocka_unit_test(test_config_ring_journal_parses_and_refuses),
 	    cmocka_unit_test(test_config_refuses_a_ring_larger_than_its_directory),
 	    cmocka_unit_test(test_config_syntax_errors_give_line_and_column),
 	    cmocka_unit_test(test_config_missing_file_is_an_errno_error),

@@ -73,6 +73,16 @@ static struct uf_status_snapshot *make_snapshot(void)
 	    .slot = 0, .pid = 100, .lag = 12, .lost = 0, .laps = 0, .tag = "uf-tail"};
 	r->consumers[1] = (struct uf_status_consumer){
 	    .slot = 1, .pid = 101, .lag = 0, .lost = 4096, .laps = 2, .tag = "risk"};
+	r->journal_on = 1; /* the ring's day journal (docs/journal.md) */
+	r->journal = (struct uf_journal_stats){.records = 555000,
+	                                       .bytes = 44400128,
+	                                       .files = 1,
+	                                       .lag = 555,
+	                                       .holes = 1,
+	                                       .hole_records = 300,
+	                                       .write_errors = 2,
+	                                       .dropped = 250,
+	                                       .failing = 1};
 	s->process = (struct uf_status_process){.present = 1,
 	                                        .cpu_seconds = 12.5,
 	                                        .resident_bytes = 123456789,
@@ -115,6 +125,15 @@ static void test_promtool_accepts_the_rendered_metrics_without_a_word(void **sta
 	    "pid=\"101\"} 2\n",
 	    "uringfeed_consumer_lag_records{feed=\"nasdaq\",ring=\"nasdaq\",consumer=\"uf-tail/0\","
 	    "pid=\"100\"} 12\n",
+	    "uringfeed_journal_records_total{feed=\"nasdaq\",ring=\"nasdaq\"} 555000\n",
+	    "uringfeed_journal_bytes_total{feed=\"nasdaq\",ring=\"nasdaq\"} 44400128\n",
+	    "uringfeed_journal_files_total{feed=\"nasdaq\",ring=\"nasdaq\"} 1\n",
+	    "uringfeed_journal_lag_records{feed=\"nasdaq\",ring=\"nasdaq\"} 555\n",
+	    "uringfeed_journal_holes_total{feed=\"nasdaq\",ring=\"nasdaq\"} 1\n",
+	    "uringfeed_journal_hole_records_total{feed=\"nasdaq\",ring=\"nasdaq\"} 300\n",
+	    "uringfeed_journal_write_errors_total{feed=\"nasdaq\",ring=\"nasdaq\"} 2\n",
+	    "uringfeed_journal_dropped_records_total{feed=\"nasdaq\",ring=\"nasdaq\"} 250\n",
+	    "uringfeed_journal_failing{feed=\"nasdaq\",ring=\"nasdaq\"} 1\n",
 	    "process_cpu_seconds_total 12.500\n",
 	    "process_resident_memory_bytes 123456789\n",
 	    "process_start_time_seconds 1764000000.250\n",

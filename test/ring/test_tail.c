@@ -1,5 +1,6 @@
 /* uf-tail against a ring this test produces: --books format (as `uf-decode books`), records,
  * clean ends (close, --count, --timeout), --top, errors. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test/common/uf_test_proc.h"
+#include "ring/journal_writer.h"
 #include "ring/uf_ring.h"
 #include "ring_test_util.h"
 
@@ -184,6 +186,62 @@ static void test_tail_info_shows_the_venue_and_trading_date(void **state)
 	uf_ring_unlink(name, NULL);
 }
 
+/* --from-start prints every record of the day from the ring's journal (the ring lapped 4
+ * times), each sequence once and in order, then the live ring; without a journal it says so. */
+static void test_tail_from_start_reads_the_journal_then_the_ring(void **state)
+{
+	char name[64], args[256], dir[64] = "/tmp/uf_tail_journal.XXXXXX", path[512];
+	static char out[4 << 20]; /* 5000 JSON lines */
+	struct uf_journal_options jo;
+	struct uf_journal *j = NULL;
+	struct uf_record recs[64];
+	struct uf_ring *r;
+	uint64_t want = 0;
+	char err[256] = "";
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	test_ring_name(name, sizeof(name), "jtail");
+	r = make_ring(name);
+	snprintf(args, sizeof(args), "--ring %s --from-start --count 1 --timeout 2", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 1); /* no journal: an error */
+	memset(&jo, 0, sizeof(jo));
+	jo.dir = dir;
+	jo.idle_us = 50;
+	assert_int_equal(uf_journal_start(r, &jo, &j, err, sizeof(err)), 0);
+	for (uint64_t s = 0; s < 5000; s += 50) {
+		for (int i = 0; i < 50; i++)
+			test_rec_make(&recs[i], s + (uint64_t)i);
+		assert_int_equal(uf_ring_publish(r, recs, 50), 0);
+		assert_int_equal(uf_journal_sync(j, 5000000000ll), 0); /* never lapped */
+	}
+	snprintf(args, sizeof(args), "--ring %s --from-start --json --count 5000", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	for (char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		char key[48];
+		int k = snprintf(key, sizeof(key), "{\"seq\":%llu,", (unsigned long long)want);
+		if (strncmp(p, key, (size_t)k) != 0)
+			fail_msg("line %llu: %.80s", (unsigned long long)want, p);
+		want++;
+	}
+	assert_int_equal(want, 5000);
+	uf_journal_stop(j);
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+	{ /* the journal's file(s), then the directory */
+		DIR *dd = opendir(dir);
+		struct dirent *de;
+		while (dd && (de = readdir(dd)))
+			if (de->d_name[0] != '.') {
+				snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+				unlink(path);
+			}
+		if (dd)
+			closedir(dd);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_tail_ends_cleanly_on_ctrl_c(void **state)
 {
 	char name[64], path[600];
@@ -238,6 +296,7 @@ int main(void)
 	    cmocka_unit_test(test_tail_books_prints_uf_decode_format_sorted_by_symbol),
 	    cmocka_unit_test(test_tail_prints_records_and_ends_cleanly),
 	    cmocka_unit_test(test_tail_info_shows_the_venue_and_trading_date),
+	    cmocka_unit_test(test_tail_from_start_reads_the_journal_then_the_ring),
 	    cmocka_unit_test(test_tail_ends_cleanly_on_ctrl_c),
 	    cmocka_unit_test(test_tail_reports_errors),
 	};

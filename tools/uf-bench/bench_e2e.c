@@ -74,53 +74,56 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: uf-bench e2e [--json] [--duration S] [--backends LIST] [--results DIR]\n"
-	        "                    [--rate MSG_PER_S] [--burst F] [--burst-period MS]\n"
-	        "                    [--max-rate MSG_PER_S] [--steps N] [--burst-steps N]\n"
-	        "                    [--consumers N]\n"
-	        "                    [--day FILE | --day-messages N] [--feed-cpu C] "
-	        "[--sqpoll-cpu C]\n"
-	        "                    [--consumer-cpu C] [--consumer-spin-us U] [--sender-cpu C]\n"
-	        "                    [--max-orders N]\n"
-	        "                    [--raw METHOD]\n"
-	        "                    [--bsize-steps N]\n"
-	        "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
-	        "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
-	        "  --backends LIST  io_uring (SQPOLL), io_uring_nosqpoll, recvmmsg, epoll "
-	        "(default all)\n"
-	        "  --results DIR    JSON, plot data and PNGs (default ./results)\n"
-	        "  --rate R         steady and burst mean rate (default 100000)\n"
-	        "  --burst F        burst factor of the bursty step (default 10)\n"
-	        "  --burst-period MS  one burst per period (default 100)\n"
-	        "  --max-rate R     rate search cap, mean rate (default 3200000)\n"
-	        "  --steps N        steady rate search replays (default 6, max %d)\n"
-	        "  --burst-steps N  burst rate search replays (default 4)\n"
-	        "  --bsize-steps N  largest-burst search: single bursts sent back to back, "
-	        "doubling\n"
-	        "                   from --rate x --burst-period messages (default 8, 0 = none)\n"
-	        "  --consumers N    consumer processes (default 1, max %d)\n"
-	        "  --day FILE       replay this daily-format ITCH file instead of a generated day\n"
-	        "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
-	        "  --sqpoll-cpu C   the SQPOLL thread's CPU (default 0)\n"
-	        "  --consumer-cpu C pin the consumer processes (default: not pinned)\n"
-	        "  --max-orders N   the daemon's book.max_orders (default 4000000): the order\n"
-	        "                   table's size, a latency knob (docs/profiling.md)\n"
-	        "  --consumer-spin-us U  consumers busy-poll U us before sleeping on the futex\n"
-	        "                   (default: the consumer library's; give it a CPU of its own)\n"
-	        "  --sender-cpu C   pin uf-replay (default: not pinned)\n"
-	        "  --raw METHOD     raw-receive baseline: same (default: each back end's own "
-	        "method),\n"
-	        "                   recvmsg-busy, recvmmsg-busy, epoll, io_uring, "
-	        "io_uring+SQPOLL\n"
-	        "  --bin-dir DIR    where uringfeed, uf-replay and uf-gen are (default: "
-	        "uf-bench's)\n"
-	        "  --json           JSON on stdout instead of the tables (always written to "
-	        "DIR/e2e.json)\n"
-	        "  --no-plot        no gnuplot PNGs;  --keep  keep the temp dir (configs, logs)\n"
-	        "Exit 0 when every back end ran (loss is a result, not a failure), 1 when one "
-	        "could not, 2 bad usage.\n",
-	        MAX_SEARCH, MAXC);
+	fprintf(
+	    f,
+	    "usage: uf-bench e2e [--json] [--duration S] [--backends LIST] [--results DIR]\n"
+	    "                    [--rate MSG_PER_S] [--burst F] [--burst-period MS]\n"
+	    "                    [--max-rate MSG_PER_S] [--steps N] [--burst-steps N]\n"
+	    "                    [--consumers N]\n"
+	    "                    [--day FILE | --day-messages N] [--feed-cpu C] "
+	    "[--sqpoll-cpu C]\n"
+	    "                    [--consumer-cpu C] [--consumer-spin-us U] [--sender-cpu C]\n"
+	    "                    [--max-orders N]\n"
+	    "                    [--raw METHOD]\n"
+	    "                    [--bsize-steps N]\n"
+	    "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
+	    "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
+	    "  --backends LIST  io_uring (SQPOLL), io_uring_nosqpoll, recvmmsg, epoll "
+	    "(default all),\n"
+	    "                   sqpoll+journal: io_uring+SQPOLL with ring.journal on (its cost:\n"
+	    "                   --backends sqpoll,sqpoll+journal)\n"
+	    "  --results DIR    JSON, plot data and PNGs (default ./results)\n"
+	    "  --rate R         steady and burst mean rate (default 100000)\n"
+	    "  --burst F        burst factor of the bursty step (default 10)\n"
+	    "  --burst-period MS  one burst per period (default 100)\n"
+	    "  --max-rate R     rate search cap, mean rate (default 3200000)\n"
+	    "  --steps N        steady rate search replays (default 6, max %d)\n"
+	    "  --burst-steps N  burst rate search replays (default 4)\n"
+	    "  --bsize-steps N  largest-burst search: single bursts sent back to back, "
+	    "doubling\n"
+	    "                   from --rate x --burst-period messages (default 8, 0 = none)\n"
+	    "  --consumers N    consumer processes (default 1, max %d)\n"
+	    "  --day FILE       replay this daily-format ITCH file instead of a generated day\n"
+	    "  --feed-cpu C     the feed thread's CPU (default 1, or 0 on one CPU)\n"
+	    "  --sqpoll-cpu C   the SQPOLL thread's CPU (default 0)\n"
+	    "  --consumer-cpu C pin the consumer processes (default: not pinned)\n"
+	    "  --max-orders N   the daemon's book.max_orders (default 4000000): the order\n"
+	    "                   table's size, a latency knob (docs/profiling.md)\n"
+	    "  --consumer-spin-us U  consumers busy-poll U us before sleeping on the futex\n"
+	    "                   (default: the consumer library's; give it a CPU of its own)\n"
+	    "  --sender-cpu C   pin uf-replay (default: not pinned)\n"
+	    "  --raw METHOD     raw-receive baseline: same (default: each back end's own "
+	    "method),\n"
+	    "                   recvmsg-busy, recvmmsg-busy, epoll, io_uring, "
+	    "io_uring+SQPOLL\n"
+	    "  --bin-dir DIR    where uringfeed, uf-replay and uf-gen are (default: "
+	    "uf-bench's)\n"
+	    "  --json           JSON on stdout instead of the tables (always written to "
+	    "DIR/e2e.json)\n"
+	    "  --no-plot        no gnuplot PNGs;  --keep  keep the temp dir (configs, logs)\n"
+	    "Exit 0 when every back end ran (loss is a result, not a failure), 1 when one "
+	    "could not, 2 bad usage.\n",
+	    MAX_SEARCH, MAXC);
 }
 
 static int make_bindir(struct e2e_opts *o)
@@ -198,7 +201,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                     .max_orders = 4000000,
 	                     .raw_kind = -1,
 	                     .bsize_steps = 8,
-	                     .mask = (1u << BE_COUNT) - 1,
+	                     .mask = BE_ALL_MASK,
 	                     .results = "results"};
 	struct beres rs[BE_COUNT];
 	struct machine m;

@@ -19,7 +19,18 @@ static const struct backend_name names[BE_COUNT] = {
     [BE_NOSQPOLL] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring", "nosqpoll"},
     [BE_RECVMMSG] = {UF_BACKEND_RECVMMSG, "recvmmsg-busy", NULL},
     [BE_EPOLL] = {UF_BACKEND_EPOLL, "epoll", NULL},
+    [BE_SQPOLL_JOURNAL] = {UF_BACKEND_IO_URING, "SQPOLL+journal", "sqpoll+journal"},
 };
+
+enum uf_backend e2e_backend_feed(enum backend be)
+{
+	return names[be].feed;
+}
+
+int e2e_backend_journal(enum backend be)
+{
+	return be == BE_SQPOLL_JOURNAL;
+}
 
 const char *e2e_backend_cfg(enum backend be)
 {
@@ -40,12 +51,12 @@ int e2e_backends_parse(char *s, uint32_t *mask)
 		int found = -1;
 		enum uf_backend fb;
 		if (!strcmp(tok, "all")) {
-			*mask |= (1u << BE_COUNT) - 1;
+			*mask |= BE_ALL_MASK;
 			continue;
 		}
 		int is_feed_name = uf_backend_parse(tok, &fb) == 0;
 		for (int be = 0; be < BE_COUNT && found < 0; be++)
-			if ((is_feed_name && names[be].feed == fb) ||
+			if ((is_feed_name && names[be].feed == fb && !e2e_backend_journal(be)) ||
 			    (names[be].alias && !strcmp(tok, names[be].alias)))
 				found = be;
 		if (found < 0)

@@ -43,6 +43,7 @@ enum raw_kind e2e_raw_for(enum backend be)
 {
 	switch (be) {
 	case BE_SQPOLL:
+	case BE_SQPOLL_JOURNAL:
 		return RAW_URING_SQPOLL;
 	case BE_NOSQPOLL:
 		return RAW_URING;

@@ -521,7 +521,8 @@ static void place_init(const struct e2e_opts *o, enum backend be, struct placeme
 
 	memset(p, 0, sizeof(*p));
 	p->r[PL_FEED].configured = o->feed_cpu;
-	p->r[PL_SQPOLL].configured = be == BE_SQPOLL ? o->sqpoll_cpu : -2;
+	p->r[PL_SQPOLL].configured =
+	    e2e_backend_feed(be) == UF_BACKEND_IO_URING ? o->sqpoll_cpu : -2;
 	p->r[PL_CONSUMER].configured = o->consumer_cpu;
 	p->r[PL_SENDER].configured = o->sender_cpu;
 	p->r[PL_RAW].configured = o->feed_cpu;

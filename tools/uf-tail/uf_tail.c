@@ -1,6 +1,7 @@
 /* uf-tail: attach to a uringfeed ring and show what flows through it.
  *
  *   uf-tail --ring NAME [--json] [--count N] [--timeout S] [--oldest]   records
+ *   uf-tail --ring NAME --from-start      every record of the day (journal), then live
  *   uf-tail --ring NAME --books [--depth N]                              book image (JSON lines)
  *   uf-tail --ring NAME --top AAPL,MSFT [--interval MS]                  live top of book
  *   uf-tail --ring NAME --info                                           ring facts
@@ -44,6 +45,7 @@ struct tail_opts {
 	int books;            /* print the book image and exit */
 	int info;             /* print ring facts and exit */
 	int oldest;           /* start at the oldest record in the ring */
+	int from_start;       /* start at the day's first record, from the ring's journal */
 	uint32_t depth;       /* --books levels per side, 0 = all the image has */
 	uint64_t count;       /* stop after this many records, 0 = no limit */
 	double timeout_s;     /* stop after this long, 0 = no limit */
@@ -56,6 +58,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: uf-tail --ring NAME [options]\n"
 	        "  (records)         [--json] [--oldest] [--count N] [--timeout S] [--spin-us N]\n"
+	        "  --from-start      every record of the day from the ring's journal, then live\n"
+	        "                    (docs/journal.md; the producer must have ring.journal)\n"
 	        "  --books           print the book image as JSON lines (as `uf-decode books`)\n"
 	        "  --depth N         levels per side for --books (default: all in the image)\n"
 	        "  --top SYMS        live top-of-book view of comma-separated symbols\n"
@@ -148,7 +152,9 @@ static int attach(const struct tail_opts *o, uf_consumer_t **c)
 
 	uf_consumer_options_init(&co);
 	co.spin_ns = o->spin_us * 1000;
-	co.start = o->oldest ? UF_CONSUMER_START_OLDEST : UF_CONSUMER_START_LATEST;
+	co.start = o->from_start ? UF_CONSUMER_START_JOURNAL
+	           : o->oldest   ? UF_CONSUMER_START_OLDEST
+	                         : UF_CONSUMER_START_LATEST;
 	co.tag = "uf-tail";
 	co.dir = o->dir;
 	if (o->nats) { /* libufconsumer names a remote ring "URLS/RING" */
@@ -487,21 +493,15 @@ static int run_info(uf_consumer_t *c, const char *name)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"ring", required_argument, 0, 'r'},
-	                                   {"json", no_argument, 0, 'j'},
-	                                   {"books", no_argument, 0, 'b'},
-	                                   {"depth", required_argument, 0, 'd'},
-	                                   {"top", required_argument, 0, 't'},
-	                                   {"count", required_argument, 0, 'n'},
-	                                   {"timeout", required_argument, 0, 'T'},
-	                                   {"oldest", no_argument, 0, 'o'},
-	                                   {"spin-us", required_argument, 0, 's'},
-	                                   {"interval", required_argument, 0, 'i'},
-	                                   {"dir", required_argument, 0, 'D'},
-	                                   {"info", no_argument, 0, 'I'},
-	                                   {"help", no_argument, 0, 'h'},
-	                                   {"nats", required_argument, 0, 'N'},
-	                                   {0, 0, 0, 0}};
+	static const struct option lo[] = {
+	    {"ring", required_argument, 0, 'r'},     {"json", no_argument, 0, 'j'},
+	    {"books", no_argument, 0, 'b'},          {"depth", required_argument, 0, 'd'},
+	    {"top", required_argument, 0, 't'},      {"count", required_argument, 0, 'n'},
+	    {"timeout", required_argument, 0, 'T'},  {"oldest", no_argument, 0, 'o'},
+	    {"from-start", no_argument, 0, 'F'},     {"spin-us", required_argument, 0, 's'},
+	    {"interval", required_argument, 0, 'i'}, {"dir", required_argument, 0, 'D'},
+	    {"info", no_argument, 0, 'I'},           {"help", no_argument, 0, 'h'},
+	    {"nats", required_argument, 0, 'N'},     {0, 0, 0, 0}};
 	struct tail_opts o = {.spin_us = 20, .interval_ms = 250};
 	struct symcache sc = {0};
 	struct sigaction sa;
@@ -538,6 +538,9 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			o.oldest = 1;
+			break;
+		case 'F':
+			o.from_start = 1;
 			break;
 		case 's':
 			if (uf_parse_u64(optarg, 0, UINT64_MAX, &o.spin_us) < 0)
