@@ -92,6 +92,8 @@ static void usage(FILE *f)
 	    "(default all),\n"
 	    "                   sqpoll+journal: io_uring+SQPOLL with ring.journal on (its cost:\n"
 	    "                   --backends sqpoll,sqpoll+journal)\n"
+	    "                   nosqpoll+record: io_uring with the pcapng capture and the\n"
+	    "                   journal on (--backends nosqpoll,nosqpoll+record)\n"
 	    "  --results DIR    JSON, plot data and PNGs (default ./results)\n"
 	    "  --rate R         steady and burst mean rate (default 100000)\n"
 	    "  --burst F        burst factor of the bursty step (default 10)\n"

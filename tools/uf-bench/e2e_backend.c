@@ -10,7 +10,10 @@ struct backend_name {
 	enum uf_backend feed; /* the engine's back end: its config name is uf_backend_name()'s */
 	const char *label;    /* tables, JSON "label", plot keys */
 	const char *alias;    /* also accepted by --backends, NULL: none */
+	unsigned record;      /* REC_* what the run's daemon also writes to disk */
 };
+
+enum { REC_JOURNAL = 1, REC_CAPTURE = 2 };
 
 /* uf-bench keeps its own order (the run and report order), labels and aliases; the names the
  * config takes come from the engine's one table (feed/backend.c). */
@@ -19,7 +22,9 @@ static const struct backend_name names[BE_COUNT] = {
     [BE_NOSQPOLL] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring", "nosqpoll"},
     [BE_RECVMMSG] = {UF_BACKEND_RECVMMSG, "recvmmsg-busy", NULL},
     [BE_EPOLL] = {UF_BACKEND_EPOLL, "epoll", NULL},
-    [BE_SQPOLL_JOURNAL] = {UF_BACKEND_IO_URING, "SQPOLL+journal", "sqpoll+journal"},
+    [BE_SQPOLL_JOURNAL] = {UF_BACKEND_IO_URING, "SQPOLL+journal", "sqpoll+journal", REC_JOURNAL},
+    [BE_NOSQPOLL_RECORD] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring+capture+journal",
+                            "nosqpoll+record", REC_JOURNAL | REC_CAPTURE},
 };
 
 enum uf_backend e2e_backend_feed(enum backend be)
@@ -29,7 +34,12 @@ enum uf_backend e2e_backend_feed(enum backend be)
 
 int e2e_backend_journal(enum backend be)
 {
-	return be == BE_SQPOLL_JOURNAL;
+	return (names[be].record & REC_JOURNAL) != 0;
+}
+
+int e2e_backend_capture(enum backend be)
+{
+	return (names[be].record & REC_CAPTURE) != 0;
 }
 
 const char *e2e_backend_cfg(enum backend be)
@@ -56,7 +66,7 @@ int e2e_backends_parse(char *s, uint32_t *mask)
 		}
 		int is_feed_name = uf_backend_parse(tok, &fb) == 0;
 		for (int be = 0; be < BE_COUNT && found < 0; be++)
-			if ((is_feed_name && names[be].feed == fb && !e2e_backend_journal(be)) ||
+			if ((is_feed_name && names[be].feed == fb && !names[be].record) ||
 			    (names[be].alias && !strcmp(tok, names[be].alias)))
 				found = be;
 		if (found < 0)

@@ -14,7 +14,7 @@
 static int write_config(struct run *r, const char *path)
 {
 	const struct e2e_opts *o = r->o;
-	char text[4096], sq[64] = "", journal[2200] = "";
+	char text[6600], sq[64] = "", journal[2200] = "", capture[2200] = "";
 
 	if (e2e_backend_feed(r->be) == UF_BACKEND_IO_URING)
 		snprintf(sq, sizeof(sq), ", \"sqpoll_cpu\": %d", o->sqpoll_cpu);
@@ -24,6 +24,13 @@ static int write_config(struct run *r, const char *path)
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 			return -errno;
 		snprintf(journal, sizeof(journal), ", \"journal\": { \"dir\": \"%s\" }", dir);
+	}
+	if (e2e_backend_capture(r->be)) { /* the same: pcapng files in the run's temp dir */
+		char dir[2100];
+		snprintf(dir, sizeof(dir), "%s/capture", o->tmp);
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		snprintf(capture, sizeof(capture), ",\n    \"capture\": { \"dir\": \"%s\" }", dir);
 	}
 	snprintf(text, sizeof(text),
 	         "{\n"
@@ -39,12 +46,12 @@ static int write_config(struct run *r, const char *path)
 	         "\"127.0.0.1\" } ],\n"
 	         "    \"recovery\": { \"server\": \"127.0.0.1:%u\" },\n"
 	         "    \"ring\": { \"name\": \"%s\", \"capacity\": 1048576%s },\n"
-	         "    \"book\": { \"depth\": 10, \"max_orders\": %llu }\n"
+	         "    \"book\": { \"depth\": 10, \"max_orders\": %llu }%s\n"
 	         "  } ]\n"
 	         "}\n",
 	         r->status_port, e2e_backend_cfg(r->be), o->feed_cpu, sq, r->group_a, r->port_a,
 	         r->group_b, r->port_b, r->port_rr, r->ring, journal,
-	         (unsigned long long)o->max_orders);
+	         (unsigned long long)o->max_orders, capture);
 	return e2e_write_file(path, text);
 }
 

@@ -27,9 +27,19 @@
 
 /* The receive back ends, in the order they run and are reported. Names: e2e_backend.c.
  * BE_SQPOLL_JOURNAL is BE_SQPOLL with the ring's day journal on (ring.journal, in the run's
- * temp dir): `--backends sqpoll,sqpoll+journal` measures the journal's cost in one run. Not
- * in "all" (the default). */
-enum backend { BE_SQPOLL, BE_NOSQPOLL, BE_RECVMMSG, BE_EPOLL, BE_SQPOLL_JOURNAL, BE_COUNT };
+ * temp dir): `--backends sqpoll,sqpoll+journal` measures the journal's cost in one run.
+ * BE_NOSQPOLL_RECORD is BE_NOSQPOLL with both the pcapng capture (feed "capture") and the
+ * journal on: `--backends nosqpoll,nosqpoll+record` (docs/capture.md). Neither is in "all"
+ * (the default). */
+enum backend {
+	BE_SQPOLL,
+	BE_NOSQPOLL,
+	BE_RECVMMSG,
+	BE_EPOLL,
+	BE_SQPOLL_JOURNAL,
+	BE_NOSQPOLL_RECORD,
+	BE_COUNT
+};
 #define BE_ALL_MASK ((1u << BE_SQPOLL_JOURNAL) - 1) /* "all": every receive back end once */
 
 /* The engine back end a run uses (BE_SQPOLL_JOURNAL: io_uring with SQPOLL). */
@@ -37,6 +47,9 @@ enum uf_backend e2e_backend_feed(enum backend be);
 
 /* 1 when the run's daemon keeps the ring's day journal (docs/journal.md). */
 int e2e_backend_journal(enum backend be);
+
+/* 1 when the run's daemon captures every datagram to pcapng (docs/capture.md). */
+int e2e_backend_capture(enum backend be);
 
 /* The name uringfeed's config "backend" key takes ("io_uring", ...); also the JSON "backend"
  * and the plot data file names. */

@@ -46,6 +46,7 @@ enum raw_kind e2e_raw_for(enum backend be)
 	case BE_SQPOLL_JOURNAL:
 		return RAW_URING_SQPOLL;
 	case BE_NOSQPOLL:
+	case BE_NOSQPOLL_RECORD:
 		return RAW_URING;
 	case BE_RECVMMSG:
 		return RAW_RECVMMSG;
