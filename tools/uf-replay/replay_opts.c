@@ -50,6 +50,9 @@ static void usage(FILE *f)
 	    "A pcapng FILE (a uringfeed capture) is replayed as captured instead: every datagram\n"
 	    "unchanged, to its captured group:port (interface 0 to --a, 1 to --b when given),\n"
 	    "at the captured timing / --speed or at --rate; unicast datagrams are skipped.\n"
+	    "An IEX-TP pcap[.gz] (DEEP, TOPS) is replayed as captured to --a and --b, each line\n"
+	    "through its faults (--drop-a/--drop-b, --dup, --reorder), at the captured timing /\n"
+	    "--speed or at --rate; IEX has no re-request or snapshot service (--serve-* refused).\n"
 	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
