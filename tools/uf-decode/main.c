@@ -32,12 +32,12 @@ static void usage(FILE *f)
 	fprintf(f, "usage: uf-decode SUBCOMMAND ...\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  uf-decode %s\n", commands[i].usage);
-	fprintf(f,
-	        "inputs: Nasdaq daily-format ITCH 5.0 files, or classic pcap (us/ns) of "
-	        "Ethernet[/802.1Q]/IPv4/UDP/MoldUDP64 (ITCH 5.0) or IEX-TP (DEEP 1.0, TOPS 1.6);\n"
-	        "        any of them may be gzip'd; or pcapng (uringfeed captures): both lines and\n"
-	        "        re-request answers read once each, in sequence order\n"
-	        "exit status: 0 ok, 1 the input had errors, 2 bad usage or unreadable input\n");
+	fprintf(
+	    f, "inputs: Nasdaq daily-format ITCH 5.0 files, or classic pcap (us/ns) of "
+	       "Ethernet[/802.1Q]/IPv4/UDP/MoldUDP64 (ITCH 5.0) or IEX-TP (DEEP 1.0, TOPS 1.6);\n"
+	       "        any of them may be gzip'd; or pcapng (uringfeed captures): both lines and\n"
+	       "        re-request answers read once each, in sequence order\n"
+	       "exit status: 0 ok, 1 the input had errors, 2 bad usage or unreadable input\n");
 }
 
 int main(int argc, char **argv)
