@@ -7,7 +7,7 @@
  *         every printed book equal to the model and the model holds no other level; exit 1
  *         (the truncated last record, the 8 deletes of levels never set).
  *   TOPS: per symbol the last quote; a printed level is a quoted side of size > 0, and every
- *         such side is printed. */
+ *         such side is printed; at the end of the capture and mid-way (--until-seq). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,7 +95,7 @@ static void set_level(const char *sym, uint8_t side, int64_t price, uint32_t siz
 }
 
 /* The model: reads the gzip'd classic pcap itself, walks each UDP payload's IEX-TP segment. */
-static void build_model(const char *file, int tops)
+static void build_model(const char *file, int tops, uint64_t until)
 {
 	memset(g_lv, 0, SLOTS * sizeof(*g_lv));
 	char path[8400];
@@ -129,7 +129,9 @@ static void build_model(const char *file, int tops)
 			memset(g_lv, 0, SLOTS * sizeof(*g_lv));
 		started = 1;
 		size_t p = 40;
-		for (uint16_t k = 0; k < count && p + 2 <= len; k++) {
+		int stop = 0;
+		for (uint16_t k = 0; k < count && p + 2 <= len && !stop; k++) {
+			stop = until && seq + k == until; /* --until-seq: this one is the last */
 			size_t ml = le(tp + p, 2);
 			const uint8_t *m = tp + p + 2;
 			p += 2 + ml;
@@ -148,6 +150,8 @@ static void build_model(const char *file, int tops)
 				slot(sym, 'S', 0)->qprice = (int64_t)le(m + 30, 8);
 			}
 		}
+		if (stop)
+			break;
 	}
 	gzclose(z);
 }
@@ -184,10 +188,12 @@ static int parse_side(const char **pp, const char *sym, uint8_t side, int tops, 
 
 /* Runs uf-decode books on `file`; every printed level is in the model; every model level of
  * size > 0 was printed. Returns uf-decode's exit status; *levels = levels printed. */
-static int compare(const char *file, int tops, uint64_t *levels)
+static int compare(const char *file, int tops, uint64_t until, uint64_t *levels)
 {
-	char cmd[12600];
-	snprintf(cmd, sizeof(cmd), "'%s' books '%s/%s' 2>/dev/null", g_bin, g_dir, file);
+	char cmd[12600], opt[64] = "";
+	if (until)
+		snprintf(opt, sizeof(opt), "--until-seq %llu", (unsigned long long)until);
+	snprintf(cmd, sizeof(cmd), "'%s' books %s '%s/%s' 2>/dev/null", g_bin, opt, g_dir, file);
 	FILE *f = popen(cmd, "r");
 	assert_non_null(f);
 	static char line[1 << 22];
@@ -220,11 +226,19 @@ static int compare(const char *file, int tops, uint64_t *levels)
 static void test_deep_books_equal_the_wire(void **s)
 {
 	(void)s;
-	build_model("iex-deep-1.0-20170425.pcap.gz", 0);
+	build_model("iex-deep-1.0-20170425.pcap.gz", 0, 0);
 	uint64_t levels;
 	/* exit 1: the truncated last record and the 8 deletes of levels never set */
-	assert_int_equal(compare("iex-deep-1.0-20170425.pcap.gz", 0, &levels), 1);
+	assert_int_equal(compare("iex-deep-1.0-20170425.pcap.gz", 0, 0, &levels), 1);
 	print_message("deep: %llu levels printed, all equal to the wire\n",
+	              (unsigned long long)levels);
+	assert_true(levels > 0);
+	/* mid-way: the books after the first message numbered 50000 (exit 0 or 1: an unknown
+	 * level delete may come before it) */
+	build_model("iex-deep-1.0-20170425.pcap.gz", 0, 50000);
+	int st = compare("iex-deep-1.0-20170425.pcap.gz", 0, 50000, &levels);
+	assert_true(st == 0 || st == 1);
+	print_message("deep --until-seq 50000: %llu levels printed, all equal\n",
 	              (unsigned long long)levels);
 	assert_true(levels > 0);
 }
@@ -232,15 +246,21 @@ static void test_deep_books_equal_the_wire(void **s)
 static void test_tops_books_are_the_last_quotes(void **s)
 {
 	(void)s;
-	build_model("iex-tops-1.6-20170710.pcap.gz", 1);
+	build_model("iex-tops-1.6-20170710.pcap.gz", 1, 0);
 	uint64_t quoted = 0;
 	for (uint32_t i = 0; i < SLOTS; i++)
 		quoted += g_lv[i].sym[0] != 0;
 	assert_true(quoted > 0); /* the model saw the quotes */
 	uint64_t levels;
-	assert_int_equal(compare("iex-tops-1.6-20170710.pcap.gz", 1, &levels), 0);
+	assert_int_equal(compare("iex-tops-1.6-20170710.pcap.gz", 1, 0, &levels), 0);
 	print_message("tops: %llu sides quoted, %llu levels printed\n", (unsigned long long)quoted,
 	              (unsigned long long)levels);
+	/* the day ends with every side empty: mid-day (--until-seq), quotes are open */
+	build_model("iex-tops-1.6-20170710.pcap.gz", 1, 40000);
+	assert_int_equal(compare("iex-tops-1.6-20170710.pcap.gz", 1, 40000, &levels), 0);
+	print_message("tops --until-seq 40000: %llu levels printed, all equal\n",
+	              (unsigned long long)levels);
+	assert_true(levels > 0);
 }
 
 int main(void)

@@ -231,14 +231,14 @@ int uf_decode_cmd_books(int argc, char **argv)
 	const char *paths[1] = {file};
 	run.x = x;
 	struct uf_books_iex_result iex;
-	int is_iex = uf_decode_books_iex(file, x->p, &c, &iex);
+	int is_iex = uf_decode_books_iex(file, x->p, &c, run.until_seq, &iex);
 	if (is_iex < 0) {
 		fprintf(stderr, "uf-decode books: out of memory\n");
 		rc = UF_EXIT_USAGE;
-	} else if (is_iex && (run.until_seq || run.have_until_ts)) {
+	} else if (is_iex && run.have_until_ts) {
 		fprintf(stderr,
-		        "uf-decode books: --until-seq / --until-time are for ITCH input; "
-		        "%s is IEX-TP\n",
+		        "uf-decode books: --until-time is for ITCH input (exchange time after "
+		        "midnight); %s is IEX-TP: use --until-seq\n",
 		        file);
 		rc = UF_EXIT_USAGE;
 	} else if (is_iex) {
@@ -251,7 +251,7 @@ int uf_decode_cmd_books(int argc, char **argv)
 	} else {
 		rc = uf_input_for_each(paths, 1, &c, books_on_msg, NULL, &run);
 	}
-	if (rc == UF_EXIT_OK && (run.until_seq || run.have_until_ts))
+	if (rc == UF_EXIT_OK && !is_iex && (run.until_seq || run.have_until_ts))
 		fprintf(stderr, "uf-decode books: %llu messages applied, up to sequence %llu\n",
 		        (unsigned long long)run.applied, (unsigned long long)run.last_seq);
 	if (rc == UF_EXIT_OK) {

@@ -3,7 +3,9 @@
  * uf_proto_find), so the offline books and a ring's books come from one set of rules.
  * A segment that starts its stream again inside the session (sequence 1, stream offset 0:
  * the real DEEP capture has eleven) voids every book first, as the feed's arbiter does
- * (a RESET): the books printed are those of the last stream, as a live consumer sees them. */
+ * (a RESET): the books printed are those of the last stream, as a live consumer sees them.
+ * --until-seq N stops after the first message numbered N in file order (the books then);
+ * --until-time is refused (ITCH exchange time only). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +53,7 @@ static const struct uf_proto *books_iex_entry(const uint8_t *pl, size_t len)
 }
 
 int uf_decode_books_iex(const char *file, struct uf_publisher *p, struct uf_decode_counters *c,
-                        struct uf_books_iex_result *res)
+                        uint64_t until_seq, struct uf_books_iex_result *res)
 {
 	memset(res, 0, sizeof(*res));
 	struct uf_reader rd;
@@ -103,8 +105,15 @@ int uf_decode_books_iex(const char *file, struct uf_publisher *p, struct uf_deco
 			res->restarts++;
 		}
 		started = 1;
+		int last = 0;
+		if (until_seq && f.seq <= until_seq && f.seq + f.count > until_seq) {
+			f.count = (uint32_t)(until_seq - f.seq + 1); /* up to message until_seq */
+			last = 1;
+		}
 		e->apply(&x->step, state, &f, 0, 0);
 		res->segments++;
+		if (last)
+			break;
 	} while (uf_reader_next_payload(&rd, &pl, &len, &ts) == 1);
 	res->msg_errors = x->msg_errors;
 	uf_reader_close(&rd);

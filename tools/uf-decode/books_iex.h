@@ -17,9 +17,11 @@ struct uf_books_iex_result {
 };
 
 /* Applies every data segment of `file` to `p` when the file is an IEX-TP capture (decided by
- * its first UDP payload). Returns 1 when it was (books built, *res filled), 0 when it is not
- * IEX-TP (nothing applied: the caller reads it as ITCH), -ENOMEM. Framing errors go to `c`. */
+ * its first UDP payload); with `until_seq` (0 = all) it stops once the first message numbered
+ * until_seq in file order was applied (--until-seq: the books as they were then). Returns 1 when it
+ * was (books built, *res filled), 0 when it is not IEX-TP (nothing applied: the caller reads it as
+ * ITCH), -ENOMEM. Framing errors go to `c`. */
 int uf_decode_books_iex(const char *file, struct uf_publisher *p, struct uf_decode_counters *c,
-                        struct uf_books_iex_result *res);
+                        uint64_t until_seq, struct uf_books_iex_result *res);
 
 #endif /* UF_DECODE_BOOKS_IEX_H */
