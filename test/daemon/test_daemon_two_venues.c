@@ -6,7 +6,9 @@
  * with `uf-decode books --depth 10` of the replayed input, symbol by symbol and level by
  * level: a book that differs must be flagged stale (assert: no unflagged difference); the
  * counts of books that differ and of books flagged are printed. The Nasdaq feed loses nothing
- * (its B line is whole): its books are all equal. /status names the three feeds, /metrics
+ * (its B line is whole): its books are all equal. TOPS is replayed up to message 40000
+ * (uf-replay --until-seq; the day ends with every side empty) and compared with
+ * `uf-decode books --until-seq` at the last message sent. /status names the three feeds, /metrics
  * passes promtool with a uringfeed_ready series per feed, /ready answers. */
 #include <errno.h>
 #include <setjmp.h>
@@ -66,11 +68,13 @@ struct ref {
 	size_t n;
 };
 
-static void ref_load(const char *input, struct ref *r)
+static void ref_load(const char *input, unsigned long long until, struct ref *r)
 {
-	char cmd[8400];
-	snprintf(cmd, sizeof(cmd), "'%s' books --depth %d '%s' 2>/dev/null",
-	         uf_test_bin("uf-decode"), DEPTH, input);
+	char cmd[8400], opt[48] = "";
+	if (until)
+		snprintf(opt, sizeof(opt), "--until-seq %llu", until);
+	snprintf(cmd, sizeof(cmd), "'%s' books --depth %d %s '%s' 2>/dev/null",
+	         uf_test_bin("uf-decode"), DEPTH, opt, input);
 	FILE *f = popen(cmd, "r");
 	assert_non_null(f);
 	static char line[8192];
@@ -202,8 +206,8 @@ static void wait_quiet(const char *ring)
 	uf_consumer_detach(c);
 }
 
-static pid_t replay(const char *in, const char *a, const char *b, const char *drop, const char *out,
-                    const char *errf)
+static pid_t replay(const char *in, const char *a, const char *b, const char *drop,
+                    const char *until, const char *out, const char *errf)
 {
 	const char *argv[] = {uf_test_bin("uf-replay"),
 	                      "--in",
@@ -222,6 +226,8 @@ static pid_t replay(const char *in, const char *a, const char *b, const char *dr
 	                      drop,
 	                      "--drop-b",
 	                      drop,
+	                      until ? "--until-seq" : NULL,
+	                      until,
 	                      NULL};
 	return uf_test_spawn(tmpdir, argv, out, errf, NULL, 0);
 }
@@ -261,9 +267,10 @@ static void test_two_venues_one_daemon_books_equal_or_flagged(void **state)
 	uint16_t port = uf_test_status_port(tmpdir);
 	uf_test_wait_log(tmpdir, "running;", 10000);
 
-	pid_t r0 = replay(day, ga[0], ga[1], NULL, "r0.out", "r0.err");
-	pid_t r1 = replay(g_deep, ga[2], ga[3], "0.05", "r1.out", "r1.err");
-	pid_t r2 = replay(g_tops, ga[4], ga[5], "0.05", "r2.out", "r2.err");
+	pid_t r0 = replay(day, ga[0], ga[1], NULL, NULL, "r0.out", "r0.err");
+	pid_t r1 = replay(g_deep, ga[2], ga[3], "0.05", NULL, "r1.out", "r1.err");
+	/* TOPS ends the day with every side empty: stopped mid-day, while quotes are open */
+	pid_t r2 = replay(g_tops, ga[4], ga[5], "0.05", "40000", "r2.out", "r2.err");
 	assert_int_equal(uf_test_wait_exit(r0, 60000, "uf-replay nasdaq"), 0);
 	assert_int_equal(uf_test_wait_exit(r1, 60000, "uf-replay deep"), 0);
 	assert_int_equal(uf_test_wait_exit(r2, 60000, "uf-replay tops"), 0);
@@ -276,18 +283,22 @@ static void test_two_venues_one_daemon_books_equal_or_flagged(void **state)
 		wait_quiet(ring[f]);
 
 	struct ref r;
-	ref_load(day, &r);
+	ref_load(day, 0, &r);
 	struct cmp c = compare_ring(ring[0], &r, "nasdaq");
 	assert_true(c.books > 0);
 	assert_int_equal(c.differ, 0); /* line B whole: every book equal */
 	free(r.v);
-	ref_load(g_deep, &r);
+	ref_load(g_deep, 0, &r);
 	c = compare_ring(ring[1], &r, "iex-deep (5% loss a line)");
 	assert_true(c.books > 0);
 	assert_int_equal(c.unflagged, 0);
 	free(r.v);
-	ref_load(g_tops, &r);
-	c = compare_ring(ring[2], &r, "iex-tops (5% loss a line)");
+	uf_test_read_file(tmpdir, "r2.out", out, sizeof(out));
+	const char *ls = strstr(out, "\"last_seq\":");
+	assert_non_null(ls);
+	ref_load(g_tops, strtoull(ls + 11, NULL, 10), &r); /* the books when the replay stopped */
+	c = compare_ring(ring[2], &r, "iex-tops (5% loss a line, up to message 40000)");
+	assert_true(c.books > 0);
 	assert_int_equal(c.unflagged, 0);
 	free(r.v);
 

@@ -200,7 +200,7 @@ int rp_capture_run_iextp(const struct rp_opts *o, int tx)
 	static struct rp_sender snd; /* the lines and their faults, as for MoldUDP64 */
 	rp_sender_init(&snd, o, NULL, tx);
 	double speed = o->have_rate ? 0 : (o->speed > 0 ? o->speed : 1.0);
-	uint64_t segs = 0, msgs = 0, restarts = 0, t0 = 0, ts0 = 0, last_ts = 0;
+	uint64_t segs = 0, msgs = 0, restarts = 0, t0 = 0, ts0 = 0, last_ts = 0, last_seq = 0;
 	int started = 0;
 	const uint8_t *pl;
 	size_t len;
@@ -228,6 +228,10 @@ int rp_capture_run_iextp(const struct rp_opts *o, int tx)
 				rp_line_send(&snd, &snd.line[i], pl, len, first, h.count);
 		segs++;
 		last_ts = ts;
+		if (h.count)
+			last_seq = first + h.count - 1;
+		if (o->until_seq && h.count && first <= o->until_seq && last_seq >= o->until_seq)
+			break; /* --until-seq: the segment holding it was the last */
 	}
 	for (int i = 0; i < 2; i++) { /* a packet a reorder still holds goes out last */
 		struct rp_line *l = &snd.line[i];
@@ -238,12 +242,13 @@ int rp_capture_run_iextp(const struct rp_opts *o, int tx)
 		}
 	}
 	const struct rp_line *a = &snd.line[0], *b = &snd.line[1];
-	printf("{\"mode\":\"iextp\",\"datagrams\":%llu,\"messages\":%llu,\"stream_restarts\":%llu,"
+	printf("{\"mode\":\"iextp\",\"datagrams\":%llu,\"messages\":%llu,\"last_seq\":%llu,"
+	       "\"stream_restarts\":%llu,"
 	       "\"captured_seconds\":%.6f,\"seconds\":%.3f,"
 	       "\"a\":{\"sent\":%llu,\"dropped\":%llu,\"duplicated\":%llu,\"reordered\":%llu},"
 	       "\"b\":{\"sent\":%llu,\"dropped\":%llu,\"duplicated\":%llu,\"reordered\":%llu}}\n",
-	       (unsigned long long)segs, (unsigned long long)msgs, (unsigned long long)restarts,
-	       last_ts > ts0 ? (double)(last_ts - ts0) / 1e9 : 0.0,
+	       (unsigned long long)segs, (unsigned long long)msgs, (unsigned long long)last_seq,
+	       (unsigned long long)restarts, last_ts > ts0 ? (double)(last_ts - ts0) / 1e9 : 0.0,
 	       t0 ? (double)(uf_now_mono_ns() - t0) / 1e9 : 0.0, (unsigned long long)a->sent,
 	       (unsigned long long)a->dropped, (unsigned long long)a->duplicated,
 	       (unsigned long long)a->reordered, (unsigned long long)b->sent,

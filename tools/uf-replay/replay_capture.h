@@ -31,7 +31,9 @@ int rp_capture_is_iextp(const char *path);
  * stream offset: the DEEP capture's restarts inside its session go out as they are) to --a
  * and, when given, --b, each line through its own faults (--drop-a/--drop-b, --dup,
  * --reorder, --seed) as MoldUDP64 lines; paced by the captured timestamps / --speed (default
- * real time) or --rate messages/s. IEX offers no re-request service: --serve-* refused.
+ * real time) or --rate messages/s; --until-seq N stops after the segment holding message N
+ * (the first such in file order; the summary's last_seq is that segment's last message).
+ * IEX offers no re-request service: --serve-* refused.
  * Prints a JSON summary. Returns the exit status (0, 2 unreadable input). */
 int rp_capture_run_iextp(const struct rp_opts *o, int tx);
 
