@@ -57,7 +57,10 @@ int uf_decode_books_iex(const char *file, struct uf_publisher *p, struct uf_deco
 {
 	memset(res, 0, sizeof(*res));
 	struct uf_reader rd;
-	if (uf_reader_open(&rd, file, c) != 0)
+	struct uf_decode_counters own; /* into *c only when the file is IEX-TP: an ITCH file is
+	                                * read again by the ITCH path, counted once there */
+	memset(&own, 0, sizeof(own));
+	if (uf_reader_open(&rd, file, &own) != 0)
 		return 0; /* the ITCH path opens it again and says why */
 	const uint8_t *pl;
 	size_t len;
@@ -117,6 +120,7 @@ int uf_decode_books_iex(const char *file, struct uf_publisher *p, struct uf_deco
 	} while (uf_reader_next_payload(&rd, &pl, &len, &ts) == 1);
 	res->msg_errors = x->msg_errors;
 	uf_reader_close(&rd);
+	*c = own;
 	free(state);
 	free(x);
 	return 1;
