@@ -6,7 +6,13 @@
 #   uf-tail shows a live top of book -> mid-day uringfeed is SIGKILLed and restarted: it loads
 #   the snapshot and continues with the lines, uf-tail re-attaches -> the status endpoint's
 #   summary -> the ring's books are compared with the file's -> SIGTERM, clean stop.
-#   About 15 s; Ctrl-C stops it early.
+# The same daemon runs a second venue: the "iex" feed of configs/two-venues.json (IEX DEEP over
+# IEX-TP, its own ring) is added to that config; after the restart uf-replay sends the real
+# DEEP capture ($UF_SHARED_DATA or ../shared/data, /iex, when present) with 2% loss on line A (IEX has no recovery
+# service: line B fills the holes), and the iex ring's books are compared with
+# `uf-decode books` of the capture as the Nasdaq ones are. Without the capture the IEX part
+# is skipped (the project has no IEX-TP generator) and the demo says so.
+#   About 20 s; Ctrl-C stops it early.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -30,13 +36,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "demo: interrupted"; exit 130' INT TERM
 
+config=configs/loopback.json
+deep=${UF_SHARED_DATA:-../shared/data}/iex/iex-deep-1.0-20170425.pcap.gz
+if [ -f "$deep" ]; then
+	config="$work/demo.json" # loopback.json + the iex feed of two-venues.json: one daemon
+	jq --slurpfile v configs/two-venues.json \
+		'.feeds += [$v[0].feeds[] | select(.name == "iex")]' configs/loopback.json >"$config"
+else
+	echo "demo: $deep absent: Nasdaq only (no IEX-TP generator in the project)"
+	deep=
+fi
+
 echo "demo: generating a day (200000 messages, 50 symbols)"
 $bin/uf-gen --out "$work/day.itch" --messages 200000 --symbols 50 --seed 1
 syms=$($bin/uf-decode books "$work/day.itch" --depth 1 | head -3 |
 	sed 's/.*"symbol":"\([^"]*\)".*/\1/' | paste -sd, -)
 
 start_feed() { # $1: log file; returns when the feed thread runs
-	$bin/uringfeed --config configs/loopback.json 2>"$1" &
+	$bin/uringfeed --config "$config" 2>"$1" &
 	feed=$!
 	for _ in $(seq 100); do # up to 10 s for the feed to start
 		grep -q 'running;' "$1" && return 0
@@ -53,7 +70,7 @@ $bin/uf-replay --in "$work/day.itch" --a 239.1.1.1:30001 --b 239.1.1.2:30002 \
 	>"$work/replay.json" 2>"$work/replay.err" &
 replay=$!
 
-echo "demo: starting uringfeed --config configs/loopback.json (log: $work/uringfeed.log)"
+echo "demo: starting uringfeed --config $config (log: $work/uringfeed.log)"
 start_feed "$work/uringfeed.log"
 
 echo "demo: live top of book for $syms"
@@ -73,6 +90,13 @@ done
 grep -h 'snapshot' "$work/uringfeed-2.log" | sed 's/^/demo:   /' || true
 wait "$replay"
 replay=
+if [ -n "$deep" ]; then
+	echo "demo: uf-replay sends the IEX DEEP capture (121314 segments) at 60000 msg/s to the"
+	echo "      iex feed (239.1.2.1:30011 / 239.1.2.2:30012), 2% loss on line A"
+	$bin/uf-replay --in "$deep" --a 239.1.2.1:30011 --b 239.1.2.2:30012 \
+		--interface 127.0.0.1 --rate 60000 --drop-a 0.02 --seed 1 >"$work/replay-iex.json"
+	sed 's/^/demo:   /' "$work/replay-iex.json"
+fi
 sleep 0.5
 kill -INT "$tail" 2>/dev/null || true # one last refresh, then the live view ends
 wait "$tail" 2>/dev/null || true
@@ -93,6 +117,18 @@ if cmp -s "$work/ring-books.jsonl" "$work/file-books.jsonl"; then
 else
 	echo "demo: BOOKS DIFFER:"
 	diff "$work/ring-books.jsonl" "$work/file-books.jsonl" | head -20
+fi
+
+if [ -n "$deep" ]; then
+	echo "demo: IEX books from the iex ring against the capture (uf-decode books), depth 10"
+	$bin/uf-tail --ring iex --books --depth 10 >"$work/ring-iex.jsonl"
+	$bin/uf-decode books "$deep" --depth 10 >"$work/file-iex.jsonl" 2>/dev/null || true
+	if cmp -s "$work/ring-iex.jsonl" "$work/file-iex.jsonl"; then
+		echo "demo: identical: $(wc -l <"$work/file-iex.jsonl") IEX books, every level and size"
+	else
+		echo "demo: IEX BOOKS DIFFER:"
+		diff "$work/ring-iex.jsonl" "$work/file-iex.jsonl" | head -20
+	fi
 fi
 
 echo

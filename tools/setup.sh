@@ -10,7 +10,7 @@ pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       liburing-dev libnuma-dev libjansson-dev libcmocka-dev zlib1g-dev
       libzmq3-dev libmicrohttpd-dev gnuplot-nox iproute2 procps libnats-dev libssl-dev nats-server curl strace
       python3 python3-pytest python3-numpy python3-setuptools python3-pip python3-venv prometheus
-      dpkg-dev tshark)
+      dpkg-dev tshark jq)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -18,6 +18,7 @@
 #include "bench.h"
 #include "common/uf_time.h"
 #include "bench_input.h"
+#include "iex_rows.h"
 #include "decode/uf_batch.h"
 #include "publish/uf_publish.h"
 #include "tools/uf-decode/books_apply.h"
@@ -142,6 +143,9 @@ int uf_bench_book(int argc, char **argv)
 		}
 	}
 	acc += x->acc;
+	struct uf_bench_iex iex; /* DEEP beside ITCH, same run */
+	uf_bench_iex_run(1, o.reps, &iex);
+	bad |= iex.bad;
 	{
 		double dec = (double)best[R_DECODE] / (double)in.nmsgs;
 		double off = (double)best[R_BOOK_OFF] / (double)in.nmsgs;
@@ -171,6 +175,16 @@ int uf_bench_book(int argc, char **argv)
 			    (double)recs / (double)in.nmsgs, "integrity_errors", (json_int_t)integ,
 			    "peak_orders", (json_int_t)peak_orders, "peak_levels",
 			    (json_int_t)peak_levels, "loadavg", uf_bench_loadavg(), "ok", !bad);
+			if (iex.have)
+				json_object_set_new(
+				    root, "iex_deep",
+				    json_pack("{s:s, s:I, s:I, s:f, s:f}", "input", iex.path,
+				              "messages", (json_int_t)iex.messages,
+				              "decode_best_ns", (json_int_t)iex.decode_ns,
+				              "decode_ns_per_msg",
+				              (double)iex.decode_ns / (double)iex.messages,
+				              "decode_book_ns_per_msg",
+				              (double)iex.book_ns / (double)iex.messages));
 			json_dumpf(root, stdout, JSON_COMPACT);
 			putchar('\n');
 			json_decref(root);
@@ -195,6 +209,7 @@ int uf_bench_book(int argc, char **argv)
 			       " levels, %" PRIu64 " integrity errors\n",
 			       off - dec, on - dec, on / off, (double)recs / (double)in.nmsgs,
 			       peak_orders, peak_levels, integ);
+			uf_bench_iex_print(&iex, stdout);
 			uf_bench_print_machine(acc);
 		}
 	}

@@ -1,4 +1,5 @@
-/* uf-bench decode: ITCH 5.0 over MoldUDP64 decode throughput beside its baseline, in one run.
+/* uf-bench decode: ITCH 5.0 over MoldUDP64 decode throughput beside its baseline, in one run,
+ * and the real IEX DEEP capture's decode beside it when present (iex_rows.h).
  *
  * Baseline: a pass that only reads every byte of the same packets (8 at a time) in the same
  * order: what touching the data costs before any decoding. Decode rows run the feed thread's
@@ -23,6 +24,7 @@
 #include "bench_input.h"
 #include "decode/uf_batch.h"
 #include "e2e.h"
+#include "iex_rows.h"
 
 int uf_bench_input_opts_parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *),
                               struct uf_bench_input_opts *o)
@@ -228,6 +230,9 @@ int uf_bench_decode(int argc, char **argv)
 			}
 		}
 	}
+	struct uf_bench_iex iex; /* DEEP beside ITCH, same run */
+	uf_bench_iex_run(0, o.reps, &iex);
+	bad |= iex.bad;
 	if (o.json) {
 		json_t *root =
 		    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "bench", "decode",
@@ -257,6 +262,14 @@ int uf_bench_decode(int argc, char **argv)
 			                                        (double)rows[l][ROW_OFF].best_ns));
 		}
 		json_object_set_new(root, "layouts", ls);
+		if (iex.have)
+			json_object_set_new(
+			    root, "iex_deep",
+			    json_pack("{s:s, s:I, s:I, s:I, s:f}", "input", iex.path, "messages",
+			              (json_int_t)iex.messages, "segments",
+			              (json_int_t)iex.segments, "decode_best_ns",
+			              (json_int_t)iex.decode_ns, "decode_ns_per_msg",
+			              (double)iex.decode_ns / (double)iex.messages));
 		json_object_set_new(root, "ok", json_boolean(!bad));
 		json_dumpf(root, stdout, JSON_COMPACT);
 		putchar('\n');
@@ -281,6 +294,7 @@ int uf_bench_decode(int argc, char **argv)
 		       "prefetch saves)\n",
 		       o.pf, (double)rows[0][ROW_ON].best_ns / (double)rows[0][ROW_OFF].best_ns,
 		       (double)rows[1][ROW_ON].best_ns / (double)rows[1][ROW_OFF].best_ns);
+		uf_bench_iex_print(&iex, stdout);
 		uf_bench_print_machine(acc);
 	}
 	if (bad)

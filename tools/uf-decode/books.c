@@ -1,4 +1,5 @@
-/* uf-decode books FILE [--depth N]: apply a whole file to the order books (publish/) and
+/* uf-decode books FILE [--depth N]: apply a whole file to the order books (publish/; IEX-TP
+ * captures through their protocol entry: books_iex.c) and
  * print the final books, one JSON line per instrument whose book is not empty, sorted by
  * symbol bytewise:
  *   {"symbol":"AAPL","bid":[[price,shares,orders],...],"ask":[[price,shares,orders],...]}
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 
 #include "books_apply.h"
+#include "books_iex.h"
 #include "cmd.h"
 #include "common/uf_parse.h"
 #include "common/uf_time.h"
@@ -228,8 +230,28 @@ int uf_decode_cmd_books(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	const char *paths[1] = {file};
 	run.x = x;
-	rc = uf_input_for_each(paths, 1, &c, books_on_msg, NULL, &run);
-	if (rc == UF_EXIT_OK && (run.until_seq || run.have_until_ts))
+	struct uf_books_iex_result iex;
+	int is_iex = uf_decode_books_iex(file, x->p, &c, run.until_seq, &iex);
+	if (is_iex < 0) {
+		fprintf(stderr, "uf-decode books: out of memory\n");
+		rc = UF_EXIT_USAGE;
+	} else if (is_iex && run.have_until_ts) {
+		fprintf(stderr,
+		        "uf-decode books: --until-time is for ITCH input (exchange time after "
+		        "midnight); %s is IEX-TP: use --until-seq\n",
+		        file);
+		rc = UF_EXIT_USAGE;
+	} else if (is_iex) {
+		fprintf(stderr,
+		        "uf-decode books: %s: %s, %llu segments, %llu stream restarts (books "
+		        "voided, as live)\n",
+		        file, iex.proto, (unsigned long long)iex.segments,
+		        (unsigned long long)iex.restarts);
+		rc = UF_EXIT_OK; /* messages that did not decode: the error summary below */
+	} else {
+		rc = uf_input_for_each(paths, 1, &c, books_on_msg, NULL, &run);
+	}
+	if (rc == UF_EXIT_OK && !is_iex && (run.until_seq || run.have_until_ts))
 		fprintf(stderr, "uf-decode books: %llu messages applied, up to sequence %llu\n",
 		        (unsigned long long)run.applied, (unsigned long long)run.last_seq);
 	if (rc == UF_EXIT_OK) {
@@ -242,7 +264,7 @@ int uf_decode_cmd_books(int argc, char **argv)
 	if (rc == UF_EXIT_OK) {
 		struct uf_publish_stats st;
 		uf_publish_stats(x->p, &st);
-		uint64_t derr = uf_decode_counters_errors(&c);
+		uint64_t derr = uf_decode_counters_errors(&c) + (is_iex > 0 ? iex.msg_errors : 0);
 		if (st.errors_total || derr) {
 			fprintf(stderr,
 			        "uf-decode books: %s: %llu decode errors, %llu book integrity "

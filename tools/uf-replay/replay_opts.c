@@ -50,6 +50,10 @@ static void usage(FILE *f)
 	    "A pcapng FILE (a uringfeed capture) is replayed as captured instead: every datagram\n"
 	    "unchanged, to its captured group:port (interface 0 to --a, 1 to --b when given),\n"
 	    "at the captured timing / --speed or at --rate; unicast datagrams are skipped.\n"
+	    "An IEX-TP pcap[.gz] (DEEP, TOPS) is replayed as captured to --a and --b, each line\n"
+	    "through its faults (--drop-a/--drop-b, --dup, --reorder), at the captured timing /\n"
+	    "--speed or at --rate; IEX has no re-request or snapshot service (--serve-* refused);\n"
+	    "--until-seq N stops after the segment holding message N (the summary's last_seq).\n"
 	    "Prints a JSON summary on stdout. Exit 0 ok, 1 send failure, 2 bad usage.\n",
 	    RP_DEFAULT_MTU, RP_DEFAULT_RATE);
 }
@@ -133,7 +137,8 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 		O_BURST,
 		O_BURST_PERIOD,
 		O_SNAP,
-		O_RR_DELAY
+		O_RR_DELAY,
+		O_UNTIL
 	};
 	static const struct option opts[] = {
 	    {"in", 1, 0, O_IN},
@@ -157,6 +162,7 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 	    {"burst-period", 1, 0, O_BURST_PERIOD},
 	    {"serve-snapshot", 1, 0, O_SNAP},
 	    {"rerequest-delay-ms", 1, 0, O_RR_DELAY},
+	    {"until-seq", 1, 0, O_UNTIL},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -237,6 +243,9 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 		case O_RR_DELAY:
 			bad = uf_parse_u64(optarg, 0, 60000, &v) < 0;
 			o->rerequest_delay_ms = (uint32_t)v;
+			break;
+		case O_UNTIL:
+			bad = uf_parse_u64(optarg, 1, UINT64_MAX - 1, &o->until_seq) < 0;
 			break;
 		case O_HELP:
 			usage(stdout);

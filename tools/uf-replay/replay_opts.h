@@ -50,6 +50,7 @@ struct rp_opts {
 	int verbose;                 /* progress on stderr */
 	int serve_snap;              /* --serve-snapshot given */
 	struct rp_snap_server_cfg snap; /* --serve-snapshot PORT[,USER,PASSWORD] */
+	uint64_t until_seq; /* --until-seq (IEX-TP captures): stop after the segment holding it */
 };
 
 /* Parses argv into `o`. Returns -1 when uf-replay should run, else the exit status (0 after

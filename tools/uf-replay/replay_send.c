@@ -95,9 +95,8 @@ static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
 	}
 }
 
-/* One data packet to one line, through the line's faults. */
-static void rp_line_send(struct rp_sender *s, struct rp_line *l, const uint8_t *buf, size_t len,
-                         uint64_t first, uint64_t count)
+void rp_line_send(struct rp_sender *s, struct rp_line *l, const uint8_t *buf, size_t len,
+                  uint64_t first, uint64_t count)
 {
 	int drop = rp_chance(&l->rng, l->drop->p) || rp_fault_hits_at(l->drop, first, count);
 	int dup = rp_chance(&l->rng, s->o->dup);

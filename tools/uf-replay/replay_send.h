@@ -47,6 +47,12 @@ void rp_sender_init(struct rp_sender *s, const struct rp_opts *o, struct rp_stre
 /* Adds a server to serve while waiting. Returns 0 or -ENOSPC. */
 int rp_sender_add_server(struct rp_sender *s, struct rp_server srv);
 
+/* One data packet (messages [first, first + count)) to one line, through the line's faults
+ * (drop by chance or --drop-X @seq, duplicate, reorder: a packet held back goes out after the
+ * next one). Also what the IEX-TP capture replay sends with (replay_capture.c). */
+void rp_line_send(struct rp_sender *s, struct rp_line *l, const uint8_t *buf, size_t len,
+                  uint64_t first, uint64_t count);
+
 /* Sends the whole stream (or until rp_stop), the end of session, and lingers. */
 void rp_sender_run(struct rp_sender *s);
 

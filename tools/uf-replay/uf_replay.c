@@ -9,7 +9,7 @@
  * the same seed and file give the same faults.
  *
  * A pcapng input (a capture) is replayed datagram by datagram as captured instead
- * (replay_capture.c).
+ * (replay_capture.c); so is a classic pcap(.gz) of IEX-TP, to both lines with their faults.
  *
  * This file is main: options, sockets, the servers, the sender, the JSON summary. The parts:
  *   replay_opts.c       the command line;
@@ -85,6 +85,24 @@ int main(int argc, char **argv)
 		signal(SIGTERM, rp_on_signal);
 		(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 		rc = rp_capture_run(&o, tx);
+		close(tx);
+		return rc;
+	}
+	if (rp_capture_is_iextp(o.in)) { /* IEX-TP: to both lines with faults (replay_capture.h) */
+		if (o.serve_port || o.serve_snap) {
+			fprintf(stderr, "uf-replay: IEX-TP has no re-request or snapshot service: "
+			                "--serve-* do not apply\n");
+			return 2;
+		}
+		tx = uf_mcast_open_tx(o.ifaddr, 1, err, sizeof(err));
+		if (tx < 0) {
+			fprintf(stderr, "uf-replay: multicast sender on %s: %s\n", o.ifs, err);
+			return 1;
+		}
+		signal(SIGINT, rp_on_signal);
+		signal(SIGTERM, rp_on_signal);
+		(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+		rc = rp_capture_run_iextp(&o, tx);
 		close(tx);
 		return rc;
 	}
