@@ -18,10 +18,10 @@ enum { REC_JOURNAL = 1, REC_CAPTURE = 2 };
 /* uf-bench keeps its own order (the run and report order), labels and aliases; the names the
  * config takes come from the engine's one table (feed/backend.c). */
 static const struct backend_name names[BE_COUNT] = {
-    [BE_SQPOLL] = {UF_BACKEND_IO_URING, "io_uring+SQPOLL", "sqpoll"},
-    [BE_NOSQPOLL] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring", "nosqpoll"},
-    [BE_RECVMMSG] = {UF_BACKEND_RECVMMSG, "recvmmsg-busy", NULL},
-    [BE_EPOLL] = {UF_BACKEND_EPOLL, "epoll", NULL},
+    [BE_SQPOLL] = {UF_BACKEND_IO_URING, "io_uring+SQPOLL", "sqpoll", 0},
+    [BE_NOSQPOLL] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring", "nosqpoll", 0},
+    [BE_RECVMMSG] = {UF_BACKEND_RECVMMSG, "recvmmsg-busy", NULL, 0},
+    [BE_EPOLL] = {UF_BACKEND_EPOLL, "epoll", NULL, 0},
     [BE_SQPOLL_JOURNAL] = {UF_BACKEND_IO_URING, "SQPOLL+journal", "sqpoll+journal", REC_JOURNAL},
     [BE_NOSQPOLL_RECORD] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring+capture+journal",
                             "nosqpoll+record", REC_JOURNAL | REC_CAPTURE},
