@@ -310,16 +310,18 @@ static int on_iex(void *ctx, uint64_t seq, uint16_t proto, const struct uf_iex_m
 	return p->limit && ++p->printed >= p->limit;
 }
 
-static int on_bad_iex(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int rc)
+/* One JSON error line for a message that did not decode; `prefix` names the venue's error
+ * kinds ("" for ITCH, "iex_" for IEX). */
+static int print_bad(struct print_ctx *p, const char *prefix, uint64_t seq, const uint8_t *msg,
+                     size_t len, int rc)
 {
-	struct print_ctx *p = ctx;
 	char err[32];
 	if (len == 0)
-		snprintf(err, sizeof(err), "iex_empty_message");
+		snprintf(err, sizeof(err), "%sempty_message", prefix);
 	else if (rc == -ENOMSG)
-		snprintf(err, sizeof(err), "iex_unknown_type");
+		snprintf(err, sizeof(err), "%sunknown_type", prefix);
 	else
-		snprintf(err, sizeof(err), "iex_bad_length_%c", msg[0]);
+		snprintf(err, sizeof(err), "%sbad_length_%c", prefix, msg[0]);
 	fprintf(p->f, "{\"seq\":%llu,\"error\":\"%s\",\"length\":%zu", (unsigned long long)seq, err,
 	        len);
 	if (len)
@@ -328,22 +330,14 @@ static int on_bad_iex(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, i
 	return p->limit && ++p->printed >= p->limit;
 }
 
+static int on_bad_iex(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int rc)
+{
+	return print_bad(ctx, "iex_", seq, msg, len, rc);
+}
+
 static int on_bad(void *ctx, uint64_t seq, const uint8_t *msg, size_t len, int rc)
 {
-	struct print_ctx *p = ctx;
-	char err[32];
-	if (len == 0)
-		snprintf(err, sizeof(err), "empty_message");
-	else if (rc == -ENOMSG)
-		snprintf(err, sizeof(err), "unknown_type");
-	else
-		snprintf(err, sizeof(err), "bad_length_%c", msg[0]);
-	fprintf(p->f, "{\"seq\":%llu,\"error\":\"%s\",\"length\":%zu", (unsigned long long)seq, err,
-	        len);
-	if (len)
-		fprintf(p->f, ",\"type_byte\":%u", msg[0]);
-	fputs("}\n", p->f);
-	return p->limit && ++p->printed >= p->limit;
+	return print_bad(ctx, "", seq, msg, len, rc);
 }
 
 int uf_decode_cmd_print(int argc, char **argv)
