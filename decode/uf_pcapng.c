@@ -493,7 +493,8 @@ int uf_pcapng_reader_open(struct uf_reader *r)
 	}
 	if (g->walk.torn)
 		UF_DC_ADD(r->c->file_err[UF_FILE_ERR_TRUNCATED_RECORD], g->walk.torn);
-	qsort(g->e, g->n, sizeof(*g->e), ent_cmp);
+	if (g->n) /* g->e is NULL for a file with no MoldUDP64 data packet */
+		qsort(g->e, g->n, sizeof(*g->e), ent_cmp);
 	uf_pcapng_reader_rewind(r);
 	return 0;
 nomem:

@@ -114,7 +114,8 @@ static int scan(struct uf_journal_reader *r)
 		r->st.files++;
 	}
 	closedir(d);
-	qsort(r->files, (size_t)r->nfiles, sizeof(r->files[0]), by_first_seq);
+	if (r->nfiles)
+		qsort(r->files, (size_t)r->nfiles, sizeof(r->files[0]), by_first_seq);
 	r->hint_file = -1;
 	return 0;
 }

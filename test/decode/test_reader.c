@@ -536,6 +536,36 @@ static void test_reader_refuses_other_formats_with_clear_message(void **s)
 	expect_refused(b.d, 10, "shorter than its 24-byte global header");
 }
 
+/* A pcapng file that holds no MoldUDP64 data packet leaves the reader's index empty: it must
+ * open (or be refused) and yield nothing, not sort a NULL index (the fuzzer found the second
+ * input below, a section header whose length field was mangled). */
+static void test_reader_pcapng_without_data_packets_yields_nothing(void **s)
+{
+	static const uint8_t shb_idb[] = {
+	    0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0,
+	    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1c, 0, 0, 0, /* SHB, 28 bytes */
+	    1, 0, 0, 0, 0x14, 0, 0, 0, 1, 0, 0, 0, 0, 0, 4, 0, 0x14, 0, 0, 0 /* IDB, Ethernet */
+	};
+	static const uint8_t mangled[] = {0x0a, 0x0d, 0x0d, 0x0a, 0xff, 0x01, 0xff, 0xfe, 0x4d, 0x3c,
+	                                  0x2b, 0x1a, 0x01, 0x00, 0xf2, 0xfe, 0xf5, 0x12, 0x00, 0xfa,
+	                                  0x08, 0xff, 0xf7, 0xff, 0x13, 0x2f, 0x89, 0xff};
+	const struct {
+		const uint8_t *d;
+		size_t n;
+	} in[] = {{shb_idb, sizeof(shb_idb)}, {mangled, sizeof(mangled)}};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct uf_reader r;
+		if (uf_reader_open_mem(&r, in[i].d, in[i].n, NULL) < 0) {
+			assert_true(r.err[0] != '\0'); /* refused, with a reason */
+			uf_reader_close(&r);
+			continue;
+		}
+		struct uf_reader_msg m;
+		assert_int_equal(uf_reader_next(&r, &m), 0);
+		uf_reader_close(&r);
+	}
+}
+
 static void test_reader_file_paths_errors_and_payloads(void **s)
 {
 	struct uf_reader r;
@@ -584,6 +614,7 @@ int main(void)
 	    cmocka_unit_test(test_reader_daily_zero_length_on_unknown_type_stops_loudly),
 	    cmocka_unit_test(test_reader_daily_wrong_prefix_is_a_bad_length_of_that_type),
 	    cmocka_unit_test(test_reader_refuses_other_formats_with_clear_message),
+	    cmocka_unit_test(test_reader_pcapng_without_data_packets_yields_nothing),
 	    cmocka_unit_test(test_reader_file_paths_errors_and_payloads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

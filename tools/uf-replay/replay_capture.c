@@ -108,7 +108,8 @@ int rp_capture_run(const struct rp_opts *o, int tx)
 		v[n] = (struct rp_cap_rec){.rec = rec, .order = n, .linktype = f->linktype};
 		n++;
 	}
-	qsort(v, n, sizeof(*v), rp_cap_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), rp_cap_cmp);
 	double speed = o->have_rate ? 0 : (o->speed > 0 ? o->speed : 1.0);
 	struct rp_cap_dst dst[RP_CAP_MAX_DST];
 	int nd = 0;
