@@ -192,6 +192,8 @@ struct uf_test_feed {
 	unsigned capacity;   /* ring.capacity */
 	unsigned max_orders; /* book.max_orders */
 	const char *extra; /* more members of the feed object (",\"capture\":{...}"), NULL: none */
+	const char *ring_extra; /* more members of the ring object (",\"journal\":{...}"), NULL:
+	                         * none */
 	/* Set by uf_test_feed_unique(): */
 	int nlines;        /* 1 (line A) or 2 (A and B) */
 	char group[2][32]; /* the lines' groups */
@@ -227,11 +229,12 @@ static inline void uf_test_write_feed_config(const char *dir, const struct uf_te
 		              i ? "," : "", 'A' + i, f->group[i], f->port[i]);
 	snprintf(json, sizeof(json),
 	         "{%s,\"feeds\":[{\"name\":\"%s\",\"backend\":\"epoll\",\"cpu\":-1,"
-	         "\"lines\":[%s],\"ring\":{\"name\":\"%s\",\"capacity\":%u},"
+	         "\"lines\":[%s],\"ring\":{\"name\":\"%s\",\"capacity\":%u%s},"
 	         "\"book\":{\"max_orders\":%u}%s}]}",
 	         f->top ? f->top
 	                : "\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"journal\":\"never\"}",
-	         f->name, lines, f->ring, f->capacity, f->max_orders, f->extra ? f->extra : "");
+	         f->name, lines, f->ring, f->capacity, f->ring_extra ? f->ring_extra : "",
+	         f->max_orders, f->extra ? f->extra : "");
 	uf_test_write_file(dir, "uf.json", json);
 }
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,6 +110,12 @@ static void test_rules_and_dashboard_use_exported_names(void **state)
 	uf_test_gen_day(tmpdir, day, "5000", "10", "7");
 	struct uf_test_feed feed = {.name = "names", .capacity = 65536, .max_orders = 100000};
 	uf_test_feed_unique(&feed, 2, 79, 45000, 400, "names");
+	/* a ring journal, so that its families (the journal alerts use them) are exported */
+	char jdir[128], jextra[192];
+	snprintf(jdir, sizeof(jdir), "%s/journal", tmpdir);
+	assert_int_equal(mkdir(jdir, 0755), 0);
+	snprintf(jextra, sizeof(jextra), ",\"journal\":{\"dir\":\"%s\"}", jdir);
+	feed.ring_extra = jextra;
 	uf_test_write_feed_config(tmpdir, &feed);
 
 	dpid = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
