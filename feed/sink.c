@@ -7,6 +7,7 @@
 
 #include "common/uf_compiler.h"
 #include "common/uf_err.h"
+#include "common/uf_time.h"
 #include "feed/feed_log.h"
 #include "publish/uf_publish.h"
 #include "ring/journal_writer.h"
@@ -56,6 +57,11 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 	opt.depth = cfg->book.depth;
 	opt.max_instruments = cfg->book.max_instruments;
 	const char *name = cfg->ring.name[0] ? cfg->ring.name : cfg->name;
+	/* a restart mid-day: the new generation continues the day's journal after its last
+	 * whole record, so the day is one sequence (docs/journal.md); unreadable: from 0 */
+	if (cfg->ring.journal.dir[0])
+		(void)uf_journal_resume_seq(cfg->ring.journal.dir, name, uf_now_realtime_ns(),
+		                            &opt.first_seq);
 	int rc = uf_ring_create(name, &opt, &s->ring, err, errlen);
 	if (rc < 0) {
 		s->ring = NULL;

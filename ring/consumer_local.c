@@ -191,6 +191,7 @@ static int map_data(struct uf_consumer_local *c, char *err, size_t errlen)
 	c->image = (const struct uf_image_hdr *)((const char *)p + h.image_off);
 	c->data_size = h.file_size;
 	c->capacity = h.capacity;
+	c->first_seq = h.first_seq;
 	c->mask = h.capacity - 1;
 	c->generation = h.generation;
 	c->depth = ih.depth;
@@ -404,6 +405,8 @@ static uint64_t start_position(const struct uf_consumer_local *c)
 
 	if (c->opt.start == UF_CONSUMER_START_OLDEST) {
 		uint64_t oldest = uf_ring_resume_seq(claim, c->capacity);
+		if (oldest < c->first_seq)
+			oldest = c->first_seq; /* before it: the journal's, not the ring's */
 		return oldest < tail ? oldest : tail;
 	}
 	if (c->opt.start == UF_CONSUMER_START_JOURNAL && c->journal) {
@@ -570,6 +573,8 @@ UF_COLD int uf_consumer_local_lapped(struct uf_consumer_local *c, uint64_t from)
 	uint64_t claim = uf_load_acquire_u64(&c->hdr->claim);
 	uint64_t resume = uf_ring_resume_seq(claim, c->capacity);
 
+	if (resume < c->first_seq)
+		resume = c->first_seq; /* the ring holds nothing before its first sequence */
 	if (resume <= from)
 		resume = from + 1; /* cannot happen with claim - from > capacity; stay monotonic */
 	return lose(c, from, resume);
@@ -701,6 +706,9 @@ static int local_seek(struct uf_consumer *h, uint64_t seq)
 	uint64_t tail = uf_load_acquire_u64(&c->hdr->tail);
 	uint64_t claim = uf_load_relaxed_u64(&c->hdr->claim);
 	uint64_t oldest = claim > c->capacity ? claim - c->capacity : 0;
+
+	if (oldest < c->first_seq)
+		oldest = c->first_seq; /* the slots never held what came before */
 
 	if (seq > tail)
 		return -ERANGE;

@@ -26,7 +26,7 @@
 struct uf_journal_reader;
 
 struct uf_consumer_local {
-	/* what the read path touches, together from a line-aligned start (72 bytes) */
+	/* what the read path touches, together from a line-aligned start (80 bytes) */
 	struct uf_consumer handle;     /* ops = &uf_consumer_local_ops; first member */
 	const struct uf_ring_hdr *hdr; /* data file, read-only */
 	const struct uf_record *slots; /* ring slots */
@@ -34,6 +34,10 @@ struct uf_consumer_local {
 	uint64_t pos;                  /* next sequence to read */
 	uint64_t mask;                 /* capacity - 1 */
 	uint64_t capacity;             /* records */
+	uint64_t first_seq;            /* the generation's first sequence (hdr->first_seq): the
+	                                * slots never held anything before it; a position before
+	                                * it is the journal's (a restarted producer continues
+	                                * the day's sequence) */
 	uint64_t received;             /* records returned */
 	uint32_t idle;                 /* consecutive empty polls */
 	uint32_t reads;                /* successful reads, for the last-seen stamp */
@@ -97,7 +101,7 @@ static inline int uf_consumer_local_read(struct uf_consumer *c, struct uf_record
 
 	if (UF_UNLIKELY(p >= tail))
 		return uf_consumer_local_empty(l);
-	if (UF_UNLIKELY(tail - p > l->capacity)) /* more than a ring behind */
+	if (UF_UNLIKELY(tail - p > l->capacity || p < l->first_seq)) /* not in the ring */
 		return uf_consumer_local_behind(l, recs, max, first_seq);
 	n = tail - p;
 	if (n > max)

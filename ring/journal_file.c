@@ -121,6 +121,13 @@ void uf_journal_hdr_init(struct uf_journal_hdr *h, const char *ring, uint64_t ge
 	h->crc = uf_journal_crc32c(0, h, sizeof(*h));
 }
 
+void uf_journal_hdr_link(struct uf_journal_hdr *h, uint64_t prev)
+{
+	h->prev_generation = prev;
+	h->crc = 0;
+	h->crc = uf_journal_crc32c(0, h, sizeof(*h));
+}
+
 const char *uf_journal_hdr_check(const struct uf_journal_hdr *h)
 {
 	struct uf_journal_hdr copy = *h;
@@ -137,6 +144,8 @@ const char *uf_journal_hdr_check(const struct uf_journal_hdr *h)
 		return "journal header checksum fails";
 	if (memchr(h->ring, 0, sizeof(h->ring)) == NULL)
 		return "journal header ring name not terminated";
+	if (h->prev_generation && h->prev_generation >= h->generation)
+		return "journal header continues a later generation";
 	return NULL;
 }
 

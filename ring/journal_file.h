@@ -6,6 +6,10 @@
  *   DIR/RING.YYYYMMDD.GENERATION.ufj
  *   [struct uf_journal_hdr: 128 bytes][struct uf_journal_entry: 80 bytes] x n
  *
+ * One sequence space per day: a producer restarted mid-day starts its new ring generation at
+ * the sequence after the day's last whole record, and its first file names the generation it
+ * continues (prev_generation), so the day's files form one chain of sequences.
+ *
  * Each entry carries its own sequence and a CRC32C over itself, so a reader needs nothing but
  * the file: a torn tail (a crash in the middle of a write: a partial entry, or whole entries
  * of zeros or old bytes) fails the CRC or the sequence order and is found by reading back
@@ -54,7 +58,11 @@ struct uf_journal_hdr {
 	uint64_t first_seq;          /* sequence the first entry starts at */
 	uint64_t created_ns;         /* CLOCK_REALTIME when the file was created */
 	char ring[UF_RING_NAME_MAX]; /* ring name, NUL-terminated */
-	uint8_t pad[36];             /* zero */
+	uint64_t prev_generation;    /* the generation whose journal this file continues (a
+	                              * restarted producer: its first_seq is the end of that
+	                              * generation's last whole record, the same day); 0: none.
+	                              * Readers walk these links to read the day across restarts */
+	uint8_t pad[28];             /* zero */
 	uint32_t crc;                /* CRC32C of the header with this field 0 */
 };
 
@@ -91,6 +99,9 @@ uint64_t uf_journal_entry_end(const struct uf_journal_entry *e);
 /* Fills a header for a new file (CRC included). */
 void uf_journal_hdr_init(struct uf_journal_hdr *h, const char *ring, uint64_t generation,
                          uint64_t first_seq, uint32_t day, uint64_t now_ns);
+
+/* Makes `h` (filled by uf_journal_hdr_init) continue generation `prev` (CRC updated). */
+void uf_journal_hdr_link(struct uf_journal_hdr *h, uint64_t prev);
 
 /* NULL when `h` is a journal header this build reads, else the reason. */
 const char *uf_journal_hdr_check(const struct uf_journal_hdr *h);

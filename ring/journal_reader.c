@@ -12,7 +12,8 @@
 
 #include "ring/journal_file.h"
 
-#define CHUNK 256 /* entries read per pread when reading on */
+#define CHUNK     256 /* entries read per pread when reading on */
+#define MAX_CHAIN 16  /* generations followed back through prev_generation links */
 
 struct jfile {
 	int fd;                         /* read-only */
@@ -21,6 +22,8 @@ struct jfile {
 	uint64_t size;                  /* bytes at the last look */
 	uint32_t day;                   /* its UTC day */
 	uint64_t created_ns;            /* from its header */
+	uint64_t generation;            /* from its header */
+	uint64_t prev_generation;       /* from its header: the generation it continues */
 	uint64_t torn_at;               /* entry index of a torn tail counted (UINT64_MAX none) */
 	char path[UF_JOURNAL_PATH_MAX]; /* for messages */
 };
@@ -29,6 +32,8 @@ struct uf_journal_reader {
 	char dir[UF_JOURNAL_PATH_MAX - 64]; /* journal directory */
 	char ring[UF_RING_NAME_MAX];        /* ring name */
 	uint64_t generation;                /* sequence space followed */
+	uint64_t gens[MAX_CHAIN];           /* it and the generations it continues (links) */
+	int ngens;                          /* gens[0] = generation */
 	int nfiles;                         /* files[0..nfiles), by first_seq */
 	struct jfile files[UF_JOURNAL_MAX_FILES];
 	/* where the next sequential read starts, to skip the search */
@@ -70,8 +75,35 @@ static int by_first_seq(const void *a, const void *b)
 	return x->created_ns < y->created_ns ? -1 : x->created_ns > y->created_ns;
 }
 
-/* Lists the files of the ring generation (again: a new day adds one). Keeps open ones. */
+static int followed(const struct uf_journal_reader *r, uint64_t gen)
+{
+	for (int i = 0; i < r->ngens; i++)
+		if (r->gens[i] == gen)
+			return 1;
+	return 0;
+}
+
+static int scan_once(struct uf_journal_reader *r);
+
+/* Lists the files of the ring generation and of the generations it continues (a producer
+ * restarted mid-day: the first file of a generation links to the one before), again when a
+ * new day adds one. Keeps open ones. */
 static int scan(struct uf_journal_reader *r)
+{
+	for (;;) {
+		int rc = scan_once(r);
+		if (rc < 0 || r->nfiles == 0)
+			return rc;
+		/* the chain goes back from the first file (lowest sequence) of what we follow */
+		uint64_t prev = r->files[0].prev_generation;
+		if (prev == 0 || followed(r, prev) || r->ngens == MAX_CHAIN ||
+		    prev >= r->files[0].generation)
+			return 0;
+		r->gens[r->ngens++] = prev;
+	}
+}
+
+static int scan_once(struct uf_journal_reader *r)
 {
 	struct dirent *de;
 	DIR *d = opendir(r->dir);
@@ -99,7 +131,7 @@ static int scan(struct uf_journal_reader *r)
 		if (fd < 0)
 			continue;
 		if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || uf_journal_hdr_check(&h) ||
-		    strcmp(h.ring, r->ring) != 0 || h.generation != r->generation) {
+		    strcmp(h.ring, r->ring) != 0 || !followed(r, h.generation)) {
 			close(fd);
 			continue;
 		}
@@ -108,6 +140,8 @@ static int scan(struct uf_journal_reader *r)
 		f->first_seq = h.first_seq;
 		f->day = h.day;
 		f->created_ns = h.created_ns;
+		f->generation = h.generation;
+		f->prev_generation = h.prev_generation;
 		f->torn_at = UINT64_MAX;
 		look(f);
 		r->nfiles++;
@@ -134,6 +168,8 @@ int uf_journal_reader_open(const char *dir, const char *ring, uint64_t generatio
 		return -ENAMETOOLONG;
 	}
 	r->generation = generation;
+	r->gens[0] = generation;
+	r->ngens = 1;
 	r->hint_file = -1;
 	rc = scan(r);
 	if (rc == 0 && r->nfiles == 0)

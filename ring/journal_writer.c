@@ -74,6 +74,8 @@ struct uf_journal {
 	uint64_t off;                       /* next write offset in it */
 	uint64_t file_end;                  /* sequence after its last appended entry */
 	uint64_t pos;                       /* next ring sequence to copy */
+	uint64_t prev_gen;                  /* generation the first new file continues (the
+	                                     * ring started at its end), 0 none */
 	uint32_t skip_why;                  /* enum uf_journal_hole_why of the last skip */
 	uint64_t failed_off;                /* lowest offset of a failed write (UINT64_MAX none) */
 	uint64_t failed_seq;                /* its first sequence */
@@ -213,6 +215,10 @@ static int open_file(struct uf_journal *j, uint64_t now_ns)
 			return -errno;
 		uf_journal_hdr_init(&h, j->r->name, uf_ring_generation(j->r), j->file_end, day,
 		                    now_ns);
+		if (j->prev_gen && j->file_end == j->r->hdr->first_seq)
+			uf_journal_hdr_link(&h,
+			                    j->prev_gen); /* the day goes on across the restart */
+		j->prev_gen = 0;                          /* only the first file links */
 		if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 			rc = errno ? -errno : -ENOSPC;
 			close(fd);
@@ -307,13 +313,72 @@ static void recover_newest(struct uf_journal *j)
 
 		if (fd < 0)
 			return;
-		if (read_hdr(fd, &h) == 0 && cut_tail(j, fd, &h, &valid, &end) == 0 &&
-		    h.generation == uf_ring_generation(j->r) && end <= ring_tail(j)) {
-			j->file_end = end; /* continue after its last whole record */
-			j->pos = end;
+		if (read_hdr(fd, &h) == 0 && cut_tail(j, fd, &h, &valid, &end) == 0) {
+			if (h.generation == uf_ring_generation(j->r) && end <= ring_tail(j)) {
+				j->file_end = end; /* continue after its last whole record */
+				j->pos = end;
+			} else if (h.generation < uf_ring_generation(j->r) && end > 0 &&
+			           end == j->r->hdr->first_seq) {
+				/* the restarted producer's ring goes on from this file's last whole
+				 * record (uf_journal_resume_seq): the new file links to it */
+				j->prev_gen = h.generation;
+				jlog(j,
+				     "journal %s: generation %llu continues the day of generation "
+				     "%llu "
+				     "at sequence %llu",
+				     h.ring, (unsigned long long)uf_ring_generation(j->r),
+				     (unsigned long long)h.generation, (unsigned long long)end);
+			}
 		}
 		close(fd);
 	}
+}
+
+UF_COLD int uf_journal_resume_seq(const char *dir, const char *ring, uint64_t now_ns, uint64_t *seq)
+{
+	char best[UF_JOURNAL_PATH_MAX] = "";
+	struct uf_journal_hdr h, bh;
+	uint64_t best_ns = 0, valid, end;
+	struct stat st;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int fd, rc;
+
+	*seq = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[UF_JOURNAL_PATH_MAX];
+		size_t len = strlen(de->d_name);
+
+		if (len <= strlen(UF_JOURNAL_SUFFIX) ||
+		    strcmp(de->d_name + len - strlen(UF_JOURNAL_SUFFIX), UF_JOURNAL_SUFFIX) != 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (read_hdr(fd, &h) == 0 && strcmp(h.ring, ring) == 0 && h.created_ns >= best_ns) {
+			best_ns = h.created_ns;
+			bh = h;
+			snprintf(best, sizeof(best), "%s", path);
+		}
+		close(fd);
+	}
+	closedir(d);
+	if (!best[0] || bh.day != uf_journal_day(now_ns))
+		return 0; /* no journal of today: the day starts at 0 */
+	fd = open(best, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	rc = fstat(fd, &st) < 0 ? -errno : 0;
+	if (rc == 0)
+		rc = uf_journal_file_tail(fd, (uint64_t)st.st_size, &bh, &valid, &end);
+	close(fd);
+	if (rc == 0)
+		*seq = end;
+	return rc;
 }
 
 /* Tells consumers where the journal is: uf.NAME/journal holds the directory. */

@@ -10,8 +10,10 @@
  * A file per ring generation and UTC day: DIR/RING.YYYYMMDD.GENERATION.ufj. At start the
  * writer cuts the torn tail of the ring's newest file (a crash mid-write: counted) and, when
  * that file is of the ring's current generation, continues it after its last whole record
- * (re-reading from the ring what is still there, a HOLE for the rest). It writes the journal
- * directory into the ring's directory (uf.NAME/journal) so consumers find it. */
+ * (re-reading from the ring what is still there, a HOLE for the rest); when it is of an
+ * earlier generation whose last whole record ends where the ring starts (a producer restarted
+ * mid-day with uf_journal_resume_seq), the new file links to it (prev_generation). It writes the
+ * journal directory into the ring's directory (uf.NAME/journal) so consumers find it. */
 #ifndef UF_JOURNAL_WRITER_H
 #define UF_JOURNAL_WRITER_H
 
@@ -73,6 +75,14 @@ struct uf_journal_stats {
  * Returns 0 or -errno with one line in `err`. */
 UF_COLD int uf_journal_start(struct uf_ring *r, const struct uf_journal_options *opt,
                              struct uf_journal **out, char *err, size_t errlen);
+
+/* Where a ring restarted today must start so that the day's journal in `dir` goes on without
+ * a gap or a repeat: the sequence after the last whole record of the ring's newest file when
+ * that file is of today's UTC day (of `now_ns`), else 0. Reads only (the torn tail is cut by
+ * uf_journal_start, which then links the new generation's file to that one). Call before
+ * uf_ring_create and pass it as uf_ring_options.first_seq. Returns 0 or -errno (*seq 0). */
+UF_COLD int uf_journal_resume_seq(const char *dir, const char *ring, uint64_t now_ns,
+                                  uint64_t *seq);
 
 /* Writes what the ring holds that the writer has not, waits for the writes (and an
  * fdatasync unless fsync is none), stops the thread, frees `j`. Call before the ring is

@@ -420,6 +420,10 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	r->hdr->hugepages = (uint32_t)huge;
 	r->hdr->capacity = opt.capacity;
 	r->hdr->generation = gen;
+	r->hdr->first_seq = opt.first_seq;
+	r->hdr->tail = opt.first_seq; /* nothing published yet: the slots are never read below */
+	r->hdr->claim = opt.first_seq;
+	r->tail = opt.first_seq;
 	r->hdr->created_ns = now;
 	r->hdr->ring_off = ring_off;
 	r->hdr->image_off = image_off;

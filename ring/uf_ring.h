@@ -47,6 +47,9 @@ struct uf_ring_options {
 	uint32_t max_instruments; /* book image entries; instrument ids are 0..max-1 */
 	const char *dir;          /* base directory holding the ring's private directory
 	                           * uf.NAME; NULL = $UF_RING_DIR or /dev/shm */
+	uint64_t first_seq;       /* sequence of the first record (0): a producer restarted
+	                           * mid-day continues the day's journal after its last whole
+	                           * record (uf_journal_resume_seq, docs/journal.md) */
 };
 
 /* A producer's other way to wake the ring's sleepers (uf_ring_set_waker): asked to make

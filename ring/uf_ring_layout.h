@@ -28,8 +28,9 @@
  * uf.NAME appears complete. A consumer still mapping the old data file notices that the name
  * now points at another inode (uf_consumer_next returns -ESTALE).
  *
- * Sequences: record number s (0, 1, 2, ... since this generation started) lives in slot
- * s & (capacity - 1). `tail` is the number of records published; `claim` is tail plus the
+ * Sequences: record number s (first_seq, first_seq + 1, ... since this generation started;
+ * first_seq is 0 unless the producer continues a day's journal, docs/journal.md) lives in
+ * slot s & (capacity - 1). `tail` is the number of records published; `claim` is tail plus the
  * records being written right now. A consumer that copied slot s checks afterwards that
  * claim - s <= capacity; otherwise the slot may have been overwritten during the copy and the
  * record is discarded as lapped (never returned torn).
@@ -76,7 +77,10 @@ struct uf_ring_hdr {
 	int32_t numa_node;       /* node the memory was bound to, -1 when not bound */
 	uint64_t producer_start; /* producer's /proc starttime: tells a dead producer from a
 	                          * reused pid */
-	uint8_t pad0[UF_FALSE_SHARING - 88];
+	uint64_t first_seq;      /* sequence of this generation's first record: the records
+	                          * before it are in the journal of the day (a restarted
+	                          * producer continues the day's sequence), never in the slots */
+	uint8_t pad0[UF_FALSE_SHARING - 96];
 
 	/* line 1: lifecycle, written at start and at close */
 	uint32_t state;              /* enum uf_ring_state */
