@@ -760,12 +760,124 @@ static void test_journal_keep_days_removes_only_old_files_of_the_ring(void **sta
 	uf_ring_close(r);
 }
 
+/* A producer restarted mid-day (issue 25): uf_journal_resume_seq gives the sequence after the
+ * day's last whole record (a torn one cut), the new ring generation starts there, its journal
+ * file links to the old one, and consumers of the new generation read the whole day as one
+ * sequence: from the journal (START_JOURNAL, seek) across both generations into the ring,
+ * while START_OLDEST never reads the new ring's empty slots below its first sequence. */
+static void test_journal_restart_continues_the_day(void **state)
+{
+	const uint64_t cap = 1024, first = 3000, more = 600;
+	char name[64], path[UF_JOURNAL_PATH_MAX], err[256];
+	struct uf_journal_hdr h;
+	struct uf_journal_stats st;
+	struct uf_consumer_options o;
+	struct uf_ring_options ro;
+	struct uf_record recs[256];
+	uint64_t gen_a, resume = 1, seq, fs;
+	struct uf_ring *r;
+	struct uf_journal *j;
+	uf_consumer_t *c;
+	struct stat sb;
+	int fd, n;
+
+	(void)state;
+	test_ring_name(name, sizeof(name), "jrst");
+	r = make_ring(name, cap);
+	gen_a = uf_ring_generation(r);
+	j = start_writer(r, jdir, UF_JOURNAL_FSYNC_NONE);
+	publish_range(r, j, 0, first, 100); /* laps the ring: the morning is only on disk */
+	assert_int_equal(uf_journal_sync(j, 5000000000ll), 0);
+	uf_journal_stop(j);
+	journal_path(r, path, sizeof(path));
+	uf_ring_close(r);
+	/* the producer dies in the middle of writing record first - 1 */
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(truncate(path, sb.st_size - 30), 0);
+
+	assert_int_equal(uf_journal_resume_seq(jdir, name, uf_now_realtime_ns(), &resume), 0);
+	assert_int_equal(resume, first - 1); /* after the last whole record */
+	{ /* a journal of another day does not carry over: a new day starts at 0 */
+		uint64_t other = 1;
+		assert_int_equal(uf_journal_resume_seq(
+		                     jdir, name, uf_now_realtime_ns() + 86400000000000ull, &other),
+		                 0);
+		assert_int_equal(other, 0);
+	}
+
+	uf_ring_options_init(&ro);
+	ro.capacity = cap;
+	ro.max_instruments = 64;
+	ro.numa_node = UF_RING_NUMA_NONE;
+	ro.hugepages = 0;
+	ro.first_seq = resume;
+	if (uf_ring_create(name, &ro, &r, err, sizeof(err)) < 0)
+		fail_msg("uf_ring_create: %s", err);
+	assert_true(uf_ring_generation(r) > gen_a);
+	assert_int_equal(uf_ring_tail(r), resume);
+	j = start_writer(r, jdir, UF_JOURNAL_FSYNC_NONE);
+	uf_journal_get_stats(j, &st);
+	assert_int_equal(st.torn_cut, 1);
+	journal_path(r, path, sizeof(path));
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	close(fd);
+	assert_null(uf_journal_hdr_check(&h));
+	assert_int_equal(h.prev_generation, gen_a); /* the link the readers follow */
+	assert_int_equal(h.first_seq, resume);
+	publish_range(r, j, resume, resume + 100, 100);
+
+	/* START_OLDEST: the new ring's first record, not its never-written slots before it */
+	uf_consumer_options_init(&o);
+	o.start = UF_CONSUMER_START_OLDEST;
+	if (uf_consumer_attach(name, &o, &c, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
+	fs = 0;
+	n = uf_consumer_read(c, recs, 1, &fs);
+	assert_int_equal(n, 1);
+	assert_int_equal(fs, resume);
+	assert_true(rec_is(&recs[0], resume));
+	/* seek before the ring: the first generation's journal */
+	assert_int_equal(uf_consumer_seek(c, 100), 0);
+	n = uf_consumer_read(c, recs, 1, &fs);
+	assert_int_equal(n, 1);
+	assert_int_equal(fs, 100);
+	assert_true(rec_is(&recs[0], 100));
+	uf_consumer_detach(c);
+
+	/* START_JOURNAL: 0 .. the live end, once each, across the two generations */
+	publish_range(r, j, resume + 100, resume + more, 100);
+	o.start = UF_CONSUMER_START_JOURNAL;
+	if (uf_consumer_attach(name, &o, &c, err, sizeof(err)) < 0)
+		fail_msg("attach: %s", err);
+	uint64_t deadline = uf_now_mono_ns() + 10000000000ull;
+	for (seq = 0; seq < resume + more && uf_now_mono_ns() < deadline;) {
+		n = uf_consumer_read(c, recs, 256, &fs);
+		if (n == -EAGAIN)
+			continue; /* the journal holds all of it (synced above): not expected */
+		if (n <= 0)
+			fail_msg("read at %llu: %d", (unsigned long long)seq, n);
+		assert_int_equal(fs, seq);
+		for (int i = 0; i < n; i++)
+			assert_true(rec_is(&recs[i], seq + (uint64_t)i));
+		seq += (uint64_t)n;
+	}
+	assert_int_equal(seq, resume + more);
+	assert_int_equal(uf_consumer_read(c, recs, 1, &fs), -EAGAIN);
+	uf_consumer_detach(c);
+	uf_journal_stop(j);
+	uf_ring_close(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_journal_consumer_from_start_after_laps, setup_dir,
 	                                    teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_journal_seek_anywhere, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_journal_restart_continues_the_day, setup_dir,
+	                                    teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_journal_torn_tail_and_restart, setup_dir,
 	                                    teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_journal_lapped_writer_records_a_hole, setup_dir,
