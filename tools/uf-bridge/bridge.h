@@ -24,6 +24,10 @@ struct uf_bridge_config {
 	int64_t max_age_s;          /* stream retention, seconds (0 = unlimited) */
 	int64_t max_bytes;          /* stream retention, bytes (-1 = unlimited) */
 	uint32_t batch;             /* most records per message (<= UF_NATS_MAX_RECORDS) */
+	uint32_t window;            /* stream messages in flight (sent, not yet acknowledged):
+	                             * 1 waits for each acknowledgement (one round trip per
+	                             * message); more keeps the link busy (tools/uf-bridge/
+	                             * bridge_pipe.h). --per-symbol forces 1 */
 	uint32_t kv_interval_ms;    /* book entries are written at most this often */
 	uint32_t stats_interval_ms; /* status line period on stderr, 0 = only at exit */
 	uint32_t ack_wait_ms;       /* publish acknowledgement timeout before a retry; also the
@@ -75,7 +79,8 @@ struct uf_bridge_status {
 	int closed;              /* 1 once the producer closed the ring */
 };
 
-/* Defaults: 1 replica, file storage, 1 day, 256 records a message, books every 100 ms. */
+/* Defaults: 1 replica, file storage, 1 day, 256 records a message, 32 messages in flight,
+ * books every 100 ms. */
 void uf_bridge_config_init(struct uf_bridge_config *cfg);
 
 /* Reads a JSON config file (keys as the long options: "ring", "nats", "replicas", ...).

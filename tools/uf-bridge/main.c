@@ -33,6 +33,8 @@ static void usage(FILE *f)
 	       "  --max-age S          stream retention in seconds (default 86400)\n"
 	       "  --max-bytes N        stream retention in bytes (default unlimited)\n"
 	       "  --batch N            most records per message (default 256, max 1024)\n"
+	       "  --window N           stream messages in flight, acknowledged in order (default\n"
+	       "                       32, max 1024; 1 = wait for each)\n"
 	       "  --kv-interval MS     book entries written at most this often (default 100)\n"
 	       "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
 	       "  --ack-timeouts N     leave a server after N timeouts in a row (default 2)\n"
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
 	                                   {"max-bytes", required_argument, 0, 'B'},
 	                                   {"batch", required_argument, 0, 'b'},
 	                                   {"kv-interval", required_argument, 0, 'k'},
+	                                   {"window", required_argument, 0, 'W'},
 	                                   {"ack-wait", required_argument, 0, 'w'},
 	                                   {"ack-timeouts", required_argument, 0, 'T'},
 	                                   {"stats", required_argument, 0, 's'},
@@ -132,6 +135,11 @@ int main(int argc, char **argv)
 			if (uf_parse_i64(optarg, 1, 1024, &v) < 0)
 				goto bad_value;
 			cfg.batch = (uint32_t)v;
+			break;
+		case 'W':
+			if (uf_parse_i64(optarg, 1, 1024, &v) < 0)
+				goto bad_value;
+			cfg.window = (uint32_t)v;
 			break;
 		case 'k':
 			if (uf_parse_i64(optarg, 1, 3600000, &v) < 0)
