@@ -613,6 +613,10 @@ static void write_status(struct bridge *b, int to_stderr)
 	b->st.sym_failed = __atomic_load_n(&b->cn.sym_failed, __ATOMIC_RELAXED);
 	b->st.ack_timeouts = b->cn.ack_timeouts;
 	b->st.failovers = b->cn.failovers;
+	b->st.in_flight = uf_bridge_pipe_inflight(&b->pipe);
+	b->st.window_full = b->pipe.full_waits;
+	b->st.resends = b->pipe.resends;
+	b->st.order_errors = b->pipe.order_errors;
 	uf_bridge_conn_url(&b->cn, b->st.server, sizeof(b->st.server));
 	b->st.connected = uf_bridge_conn_answering(&b->cn);
 	b->last_file_ns = uf_now_mono_ns();

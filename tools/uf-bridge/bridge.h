@@ -73,6 +73,13 @@ struct uf_bridge_status {
 	uint64_t pub_lag_ns_max; /* worst producer-publish to JetStream-ack delay of a record */
 	uint64_t sym_msgs;       /* per-symbol messages published (--per-symbol) */
 	uint64_t sym_failed;     /* per-symbol messages JetStream refused or never acknowledged */
+	uint64_t in_flight;      /* stream messages sent and not yet acknowledged (sampled) */
+	uint64_t window_full;    /* messages that waited for room in the window: the link, not
+	                          * the ring, was the limit */
+	uint64_t resends;        /* times the window was sent again from its first
+	                          * unacknowledged message (a timeout, a refusal, a failover) */
+	uint64_t order_errors;   /* acknowledgements whose stream sequence did not follow the
+	                          * previous one's: 0 (the expected-last-id header prevents it) */
 	char server[128];        /* URL of the server the bridge is connected to, "" if none */
 	int connected;           /* 1 while connected to a server that acknowledges: 0 from
 	                          * the first acknowledgement timeout until one comes again */

@@ -359,6 +359,8 @@ struct uf_bridge_slot *uf_bridge_pipe_room(struct uf_bridge_pipe *p, volatile si
                                            int *err)
 {
 	*err = 0;
+	if (uf_bridge_pipe_inflight(p) >= p->window)
+		p->full_waits++;
 	while (uf_bridge_pipe_inflight(p) >= p->window) {
 		if (*stop) {
 			*err = -EINTR;

@@ -88,6 +88,7 @@ struct uf_bridge_pipe {
 	uint64_t order_errors;         /* acknowledged stream sequences not increasing (none
 	                                * expected: the expectation header prevents them) */
 	uint64_t last_js_seq;          /* stream sequence of the last retired message */
+	uint64_t full_waits;           /* uf_bridge_pipe_room calls that found no room */
 };
 
 /* Allocates `window` slots of msg_max bytes. Returns 0 or -ENOMEM. */
