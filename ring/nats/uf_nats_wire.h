@@ -40,8 +40,11 @@
 #define UF_NATS_BOOK_MAGIC   0x4b42u /* "BK": key-value book entry */
 #define UF_NATS_COMMIT_MAGIC 0x4342u /* "BC": key-value commit entry */
 #define UF_NATS_VERSION      1
-#define UF_NATS_MAX_RECORDS  1024 /* records per message: 64 KiB + header */
-#define UF_NATS_STATUS       8    /* status codes kept per instrument */
+#define UF_NATS_VERSION_COMPACT                                                                    \
+	2 /* DATA only (uf-bridge --compact): the records follow in the compact form of            \
+	   * ring/nats/nats_codec.h, not as 64-byte records; consumers read both versions */
+#define UF_NATS_MAX_RECORDS 1024 /* records per message: 64 KiB + header */
+#define UF_NATS_STATUS      8    /* status codes kept per instrument */
 
 enum uf_nats_kind {
 	UF_NATS_DATA = 1,   /* `count` records, ring sequences first_seq .. first_seq+count-1 */
@@ -55,7 +58,9 @@ enum uf_nats_kind {
 	                     * consecutive), then `count` uint64 ring sequences, one per record */
 };
 
-/* Header of every stream message; `count` records of 64 bytes follow (DATA only). */
+/* Header of every stream message; `count` records of 64 bytes follow (DATA only), or with
+ * version UF_NATS_VERSION_COMPACT their compact form (nats_codec.h), which must decode to
+ * exactly `count` records filling the message. */
 struct uf_nats_msg {
 	uint16_t magic;           /* UF_NATS_MAGIC */
 	uint8_t version;          /* UF_NATS_VERSION */

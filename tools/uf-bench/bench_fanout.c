@@ -154,16 +154,22 @@ static void print_row(const char *label, struct side *s, uint64_t records, uint6
 
 int uf_bench_fanout(int argc, char **argv)
 {
-	static const struct option lo[] = {
-	    {"nats", required_argument, 0, 'n'},    {"records", required_argument, 0, 'r'},
-	    {"rate", required_argument, 0, 'R'},    {"seconds", required_argument, 0, 's'},
-	    {"servers", required_argument, 0, 'S'}, {"window", required_argument, 0, 'w'},
-	    {"batch", required_argument, 0, 'b'},   {"file", no_argument, 0, 'f'},
-	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+	static const struct option lo[] = {{"nats", required_argument, 0, 'n'},
+	                                   {"records", required_argument, 0, 'r'},
+	                                   {"rate", required_argument, 0, 'R'},
+	                                   {"seconds", required_argument, 0, 's'},
+	                                   {"servers", required_argument, 0, 'S'},
+	                                   {"window", required_argument, 0, 'w'},
+	                                   {"batch", required_argument, 0, 'b'},
+	                                   {"file", no_argument, 0, 'f'},
+	                                   {"compact", no_argument, 0, 'c'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
 	const char *urls = NULL;
 	uint64_t records = 200000, rate = 20000, seconds = 2, t0, end, nservers = 1;
 	const char *window = NULL, *batch = NULL; /* uf-bridge's defaults unless given */
 	int file_store = 0;                       /* --file: the stream on disk, not in memory */
+	int compact = 0;                          /* --compact: the bridge's compact records */
 	pid_t servers[3] = {-1, -1, -1};
 	char tmp[] = "/tmp/uf-bench-fanout.XXXXXX", urlbuf[128], ring[32], exe[PATH_MAX],
 	     bridge[PATH_MAX + 16], log[PATH_MAX];
@@ -207,10 +213,13 @@ int uf_bench_fanout(int argc, char **argv)
 		case 'f':
 			file_store = 1;
 			break;
+		case 'c':
+			compact = 1;
+			break;
 		case 'h':
 			printf("usage: uf-bench fanout [--nats URLS | --servers 1|3] [--records N "
 			       "(200000)] [--rate R (20000/s)] [--seconds S (2, latency phase)] "
-			       "[--window N] [--batch N] [--file]\n");
+			       "[--window N] [--batch N] [--file] [--compact]\n");
 			return 0;
 		default:
 			return 2;
@@ -313,6 +322,8 @@ int uf_bench_fanout(int argc, char **argv)
 		bargv[na++] = "--batch";
 		bargv[na++] = (char *)batch;
 	}
+	if (compact)
+		bargv[na++] = "--compact";
 	bargv[na] = NULL;
 	br = uf_bench_spawn(bargv, "/dev/null", log, -1);
 	memset(sides, 0, sizeof(sides));
@@ -372,11 +383,11 @@ int uf_bench_fanout(int argc, char **argv)
 	       uf_now_mono_ns() < end)
 		usleep(10000);
 	printf("uf-bench fanout: ring %s, NATS %s (%s storage, %d replica%s), bridge window %s, "
-	       "batch %s, latency %" PRIu64 " records at %" PRIu64 "/s, throughput %" PRIu64
+	       "batch %s%s, latency %" PRIu64 " records at %" PRIu64 "/s, throughput %" PRIu64
 	       " records\n",
 	       ring, urls, file_store ? "file" : "memory", nservers == 3 ? 3 : 1,
 	       nservers == 3 ? "s" : "", window ? window : "default", batch ? batch : "default",
-	       rate * seconds, rate, records);
+	       compact ? ", compact records" : "", rate * seconds, rate, records);
 	printf("%-18s %9s %12s %8s | %7s %9s %9s %9s %9s\n", "consumer", "records", "records/s",
 	       "lost", "samples", "p50 us", "p99 us", "p99.9 us", "max us");
 	print_row(sides[0].label, &sides[0], records, t0);

@@ -25,12 +25,14 @@
 #include "common/uf_time.h"
 #include "ring/nats/nats_auth.h"
 #include "ring/nats/nats_book.h"
+#include "ring/nats/nats_codec.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/ufconsumer.h"
 
-#define RETRY_SLEEP_NS 50000000L /* between publish retries while NATS is unreachable */
-#define IDLE_WAIT_NS   5000000LL /* ring wait slice: periodic work runs at least this often */
-#define PIPE_WAIT_NS   200000LL  /* the same while acknowledgements are due */
+#define RETRY_SLEEP_NS  50000000L /* between publish retries while NATS is unreachable */
+#define IDLE_WAIT_NS    5000000LL /* ring wait slice: periodic work runs at least this often */
+#define MSG_HEADER_ROOM 512 /* NATS headers of a stream message (ids: UF_NATS_MSG_ID_MAX each) */
+#define PIPE_WAIT_NS    200000LL /* the same while acknowledgements are due */
 
 struct bridge {
 	const struct uf_bridge_config *cfg; /* as given */
@@ -47,6 +49,7 @@ struct bridge {
 	struct uf_nats_books books;         /* full-depth books at `pos` */
 	uint64_t pos;                       /* next ring sequence to read */
 	struct uf_record *recs;             /* the message being built */
+	struct uf_record *dec;              /* --compact: a stored message's records decoded */
 	uint32_t nrecs;                     /* records in it */
 	uint64_t first;                     /* ring sequence of recs[0] */
 	void *kvbuf;                        /* encoded book entry */
@@ -123,14 +126,26 @@ static int nats_setup(struct bridge *b)
 		sc.MaxAge = b->cfg->max_age_s * 1000000000ll;
 		sc.MaxBytes = b->cfg->max_bytes;
 		sc.Duplicates = 120ll * 1000000000ll; /* the de-duplication window */
+		/* JetStream counts the headers (message id, expected last id) in the size too:
+		 * without room for them a full batch of 1024 records was refused for ever */
 		sc.MaxMsgSize = (int32_t)(sizeof(struct uf_nats_msg) +
-		                          UF_NATS_MAX_RECORDS * sizeof(struct uf_record));
+		                          UF_NATS_MAX_RECORDS * UF_NATS_COMPACT_MAX +
+		                          UF_NATS_MAC_LEN + MSG_HEADER_ROOM);
 		s = js_AddStream(&si, b->cn.js, &sc, NULL, &jerr);
 		if (s != NATS_OK && jerr == JSStreamNameExistErr) {
 			jsStreamInfo_Destroy(si);
 			si = NULL;
 			s = js_GetStreamInfo(&si, b->cn.js, b->nm.stream, NULL, &jerr);
 		}
+		if (s == NATS_OK && si->Config && si->Config->MaxMsgSize > 0 &&
+		    si->Config->MaxMsgSize < (int64_t)(sizeof(struct uf_nats_msg) +
+		                                       (size_t)b->cfg->batch * UF_NATS_COMPACT_MAX +
+		                                       UF_NATS_MAC_LEN + MSG_HEADER_ROOM))
+			uf_bridge_log(
+			    "stream %s (made by an older bridge) refuses messages over %d bytes: "
+			    "full messages of %u records may be refused (lower --batch, or "
+			    "raise the stream's max_msg_size)",
+			    b->nm.stream, (int)si->Config->MaxMsgSize, b->cfg->batch);
 		if (s == NATS_OK) {
 			b->st.js_last = si->State.LastSeq;
 			jsStreamInfo_Destroy(si);
@@ -199,6 +214,17 @@ static int on_stored(void *arg, struct uf_bridge_slot *sl)
 	const struct uf_record *recs =
 	    (const struct uf_record *)(sl->buf + sizeof(struct uf_nats_msg));
 	uint64_t dt, now;
+	struct uf_nats_msg h;
+
+	memcpy(&h, sl->buf, sizeof(h));
+	if (h.version == UF_NATS_VERSION_COMPACT) {
+		/* the records as they were (never fails on what uf_nats_compact_encode wrote) */
+		if (uf_nats_compact_decode((const unsigned char *)sl->buf + sizeof(h),
+		                           sl->len - sizeof(h) - (b->key.len ? UF_NATS_MAC_LEN : 0),
+		                           sl->n, b->dec) < 0)
+			uf_bridge_log("message %s: compact records do not decode", sl->id);
+		recs = b->dec;
+	}
 
 	if (sl->duplicate && stored_is_ours(b, sl->js_seq, sl->buf, sl->len) == 0) {
 		/* another publisher stored a message under our id first (ids are predictable):
@@ -291,9 +317,14 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 	 * longer message as a "duplicate" of an old one and lose its tail */
 	snprintf(sl->id, sizeof(sl->id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h.generation, kind, first,
 	         n);
-	memcpy(sl->buf, &h, sizeof(h));
-	if (n)
+	if (b->cfg->compact && kind == UF_NATS_DATA) {
+		h.version = UF_NATS_VERSION_COMPACT;
+		len = sizeof(h) +
+		      uf_nats_compact_encode(recs, n, (unsigned char *)sl->buf + sizeof(h));
+	} else if (n) {
 		memcpy(sl->buf + sizeof(h), recs, (size_t)n * sizeof(*recs));
+	}
+	memcpy(sl->buf, &h, sizeof(h));
 	slen = sign(b, "seq", sl->buf, len);
 	if (slen < 0) {
 		uf_bridge_log("publish %s: cannot sign it (libcrypto)", sl->id);
@@ -787,6 +818,11 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 	snprintf(b.st.ring, sizeof(b.st.ring), "%s", cfg->ring);
 	uf_nats_names_make(cfg->ring, &b.nm);
 	b.recs = calloc(cfg->batch, sizeof(*b.recs));
+	b.dec = calloc(cfg->batch, sizeof(*b.dec));
+	if (!b.dec) {
+		free(b.recs); /* reported below */
+		b.recs = NULL;
+	}
 	if (cfg->per_symbol) {
 		b.sym_recs = calloc(cfg->batch, sizeof(*b.sym_recs));
 		b.sym_seqs = calloc(cfg->batch, sizeof(*b.sym_seqs));
@@ -819,7 +855,7 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 		struct uf_bridge_pipe_ops ops = {on_stored, pipe_outcome, pipe_tick, &b};
 		uint32_t window = cfg->per_symbol ? 1 : cfg->window;
 		size_t msg_max = sizeof(struct uf_nats_msg) +
-		                 (size_t)cfg->batch * sizeof(struct uf_record) + UF_NATS_MAC_LEN;
+		                 (size_t)cfg->batch * UF_NATS_COMPACT_MAX + UF_NATS_MAC_LEN;
 		if (uf_bridge_pipe_init(&b.pipe, &b.cn, b.nm.stream, b.nm.subject, window, msg_max,
 		                        cfg->ack_wait_ms, &ops, &b.st.retries) < 0) {
 			uf_bridge_log("out of memory");
@@ -847,6 +883,7 @@ out:
 	uf_bridge_pipe_free(&b.pipe); /* its subscription before the connection */
 	uf_bridge_conn_close(&b.cn);
 	free(b.recs);
+	free(b.dec);
 	free(b.kvbuf);
 	free(b.ids);
 	free(b.sym_recs);

@@ -37,6 +37,9 @@ struct uf_bridge_config {
 	                             * keeps its TCP connection open and would hold it forever */
 	int exit_on_close;          /* exit 0 once the producer closed the ring */
 	int per_symbol;             /* also store uf.RING.rec.SYMBOL messages (per instrument) */
+	int compact;                /* DATA records in the compact form (ring/nats/nats_codec.h,
+	                             * wire version 2): about a third of the bytes; consumers
+	                             * built before it refuse such messages */
 	char status_file[256];      /* JSON status written here (atomically), "" = none */
 	char creds[256];            /* NATS user credentials file, "" = none */
 	char tls_ca[256];           /* CA file: TLS on, server verified, "" = plain */

@@ -62,7 +62,7 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	                              "tls_ca",       "tls_cert",
 	                              "tls_key",      "per_symbol",
 	                              "ack_timeouts", "key_file",
-	                              "window"};
+	                              "window",       "compact"};
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je), *v;
 	const char *key;
@@ -121,6 +121,9 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	v = json_object_get(o, "memory");
 	if (v)
 		cfg->memory = json_is_true(v);
+	v = json_object_get(o, "compact");
+	if (v)
+		cfg->compact = json_is_true(v);
 	v = json_object_get(o, "per_symbol");
 	if (v)
 		cfg->per_symbol = json_is_true(v);

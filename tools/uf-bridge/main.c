@@ -41,6 +41,8 @@ static void usage(FILE *f)
 	       "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
 	       "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
 	       "  --exit-on-close      exit once the producer closes the ring\n"
+	       "  --compact            DATA records in the compact form (wire version 2; remote\n"
+	       "                       consumers must be this version or newer)\n"
 	       "  --per-symbol         also store each instrument's records on uf.RING.rec.SYMBOL\n"
 	       "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
 	       "  --creds FILE         NATS user credentials (JWT + seed)\n"
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
 	                                   {"exit-on-close", no_argument, 0, 'x'},
 	                                   {"dir", required_argument, 0, 'D'},
 	                                   {"per-symbol", no_argument, 0, 'P'},
+	                                   {"compact", no_argument, 0, 'Z'},
 	                                   {"creds", required_argument, 0, 'C'},
 	                                   {"tls-ca", required_argument, 0, 'A'},
 	                                   {"tls-cert", required_argument, 0, 'E'},
@@ -163,6 +166,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			snprintf(cfg.status_file, sizeof(cfg.status_file), "%s", optarg);
+			break;
+		case 'Z':
+			cfg.compact = 1;
 			break;
 		case 'x':
 			cfg.exit_on_close = 1;
