@@ -34,6 +34,7 @@ static const char *g_ack_wait; /* the next bridge gets --ack-wait this, if not N
 static const char *g_key_file; /* the next bridge gets --key-file this, if not NULL */
 static const char *g_window;   /* the next bridge gets --window this, if not NULL */
 static const char *g_batch;    /* the next bridge gets --batch this, if not NULL */
+static int g_compact;          /* the next bridge gets --compact */
 
 static void case_begin(struct bt_case *k, const char *tag, int servers)
 {
@@ -116,6 +117,8 @@ static void case_bridge_tls(struct bt_case *k, const char *urls, const char *rep
 		argv[n++] = "--batch";
 		argv[n++] = (char *)g_batch;
 	}
+	if (g_compact)
+		argv[n++] = "--compact";
 	if (tls_ca) {
 		argv[n++] = "--tls-ca";
 		argv[n++] = (char *)tls_ca;
@@ -1253,8 +1256,9 @@ static void hash_batch(const struct uf_record *r, int n, uint64_t seq, void *arg
  * remote consumer are connected to is SIGKILLed: messages in flight are lost with the node,
  * the bridge sends its window again from the first unacknowledged one, and nothing may be
  * lost, doubled or reordered. The stream read back holds every record once in ring order;
- * the remote consumer's records are byte for byte the local ring's, in the same order. */
-static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state)
+ * the remote consumer's records are byte for byte the local ring's, in the same order.
+ * `compact`: the records cross in the compact form (wire version 2). */
+static void window_full_across_sigkill(int compact)
 {
 	struct bt_case k;
 	const char *day = bt_gen_day(60000, 30, 29);
@@ -1263,12 +1267,14 @@ static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state
 	uf_consumer_t *c, *lc;
 	char *feed, *st, urls12[200];
 
-	case_begin(&k, "win", 3);
+	case_begin(&k, compact ? "winc" : "win", 3);
 	g_window = "16";
 	g_batch = "32";
 	g_ack_wait = "500";
+	g_compact = compact;
 	case_start(&k, day, "0", "0", k.ns.urls, "3");
 	g_window = g_batch = g_ack_wait = NULL;
+	g_compact = 0;
 	c = remote_attach(k.ns.urls, k.ring);
 	case_go(&k);
 	remote.at_count = 20000;
@@ -1297,10 +1303,25 @@ static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state
 	assert_int_equal(bt_json_num(st, "order_errors"), 0);
 	assert_int_equal(bt_json_num(st, "laps"), 0);
 	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
+	if (compact) /* fewer bytes than the records: they did cross compact */
+		assert_true(bt_json_num(st, "bytes") <
+		            bt_json_num(st, "published") * (int64_t)sizeof(struct uf_record));
 	uf_consumer_detach(c);
 	free(st);
 	free(feed);
 	case_end(&k);
+}
+
+static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state)
+{
+	(void)state;
+	window_full_across_sigkill(0);
+}
+
+static void test_compact_records_across_sigkill_of_a_cluster_node(void **state)
+{
+	(void)state;
+	window_full_across_sigkill(1);
 }
 
 static struct bt_case *g_restart_case; /* for restart_bridge() */
@@ -1721,6 +1742,8 @@ int main(void)
 	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_async_window_full_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_compact_records_across_sigkill_of_a_cluster_node,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_bridge_fails_over_from_a_hung_cluster_node,
 	                              case_teardown),
