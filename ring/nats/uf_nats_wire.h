@@ -24,8 +24,10 @@
  * JetStream drop the bridge's message as a duplicate: when the bridge is told "duplicate" and
  * the stored message is not its own, it publishes again as "<id>:r<16 hex digits>" (random),
  * which consumers accept as the same id. The bridge
- * publishes one message at a time and waits for its acknowledgement, so the stream order is
- * the ring order. */
+ * keeps a window of messages in flight (tools/uf-bridge/bridge_pipe.h); each one sent while
+ * its predecessor is unacknowledged carries Nats-Expected-Last-Msg-Id = the predecessor's
+ * id, and what is not acknowledged is sent again in order, so the stream order is the ring
+ * order. */
 #ifndef UF_NATS_WIRE_H
 #define UF_NATS_WIRE_H
 
