@@ -19,8 +19,10 @@ size_t uf_nats_compact_encode(const struct uf_record *recs, uint32_t n, unsigned
 			uint64_t x = w[k] ^ prev[k];
 			unsigned nb = x ? (unsigned)(64 - __builtin_clzll(x) + 7) / 8 : 0;
 			counts[k / 2] |= (unsigned char)(nb << (4 * (k & 1)));
-			for (unsigned b = 0; b < nb; b++)
-				out[o++] = (unsigned char)(x >> (8 * b));
+			/* all 8 bytes written, nb kept: a record never writes past its own
+			 * UF_NATS_COMPACT_MAX bytes (4 + 7 words of at most 8 + these 8) */
+			memcpy(out + o, &x, sizeof(x));
+			o += nb;
 			prev[k] = w[k];
 		}
 	}
@@ -41,8 +43,14 @@ int uf_nats_compact_next(const unsigned char *in, size_t len, size_t *off, struc
 		uint64_t x = 0;
 		if (nb > 8 || len - p < nb)
 			return -1;
-		for (unsigned b = 0; b < nb; b++)
-			x |= (uint64_t)in[p + b] << (8 * b);
+		if (len - p >= sizeof(x)) { /* one load, the bytes past nb masked off */
+			memcpy(&x, in + p, sizeof(x));
+			if (nb < 8)
+				x &= (1ull << (8 * nb)) - 1;
+		} else {
+			for (unsigned b = 0; b < nb; b++)
+				x |= (uint64_t)in[p + b] << (8 * b);
+		}
 		w[k] ^= x;
 		p += nb;
 	}
