@@ -1,6 +1,8 @@
 /* What a remote consumer believes of the bridge's stream (see nats_stream.h). */
 #include "ring/nats/nats_stream.h"
 
+#include "ring/nats/nats_codec.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,7 +98,8 @@ static void store(struct uf_nats_stream *s, const struct uf_record *r, uint64_t 
 }
 
 static int on_data(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *hk,
-                   const struct uf_nats_msg *h, const char *recs, uint64_t sseq)
+                   const struct uf_nats_msg *h, const char *recs, size_t plen, int compact,
+                   uint64_t sseq)
 {
 	uint64_t end = h->first_seq + h->count;
 
@@ -126,10 +129,21 @@ static int on_data(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *
 	}
 	if (s->close_pending)
 		pending_close_refused(s, "records follow the close");
-	for (uint64_t q = s->tail; q < end; q++) {
-		struct uf_record r; /* the message buffer need not be 8-byte aligned: copied out */
-		memcpy(&r, recs + (size_t)(q - h->first_seq) * sizeof(r), sizeof(r));
-		store(s, &r, q);
+	if (compact) { /* checked to decode to exactly count records (on_msg) */
+		struct uf_record r;
+		size_t off = 0;
+		memset(&r, 0, sizeof(r));
+		for (uint64_t q = h->first_seq; q < end; q++)
+			if (uf_nats_compact_next((const unsigned char *)recs, plen, &off, &r) ==
+			        0 &&
+			    q >= s->tail)
+				store(s, &r, q);
+	} else {
+		for (uint64_t q = s->tail; q < end; q++) {
+			struct uf_record r; /* the buffer need not be 8-byte aligned: copied out */
+			memcpy(&r, recs + (size_t)(q - h->first_seq) * sizeof(r), sizeof(r));
+			store(s, &r, q);
+		}
 	}
 	s->overlap = 0;
 	s->js_believed = sseq ? sseq : s->js_believed;
@@ -236,6 +250,7 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 {
 	struct uf_nats_msg h;
 	char want[UF_NATS_MSG_ID_MAX];
+	int compact;
 
 	if (s->failed || s->stale)
 		return 1;
@@ -258,12 +273,27 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 		return 0;
 	}
 	memcpy(&h, data, sizeof(h));
-	if (h.magic != UF_NATS_MAGIC || h.version != UF_NATS_VERSION ||
+	compact = h.version == UF_NATS_VERSION_COMPACT && h.kind == UF_NATS_DATA;
+	if (h.magic != UF_NATS_MAGIC || (h.version != UF_NATS_VERSION && !compact) ||
 	    h.count > UF_NATS_MAX_RECORDS ||
-	    len != sizeof(h) + (size_t)h.count * sizeof(struct uf_record) ||
+	    (!compact && len != sizeof(h) + (size_t)h.count * sizeof(struct uf_record)) ||
 	    h.first_seq > UINT64_MAX - h.count) {
 		refuse(s, NULL, sseq, "not a bridge message of this wire version");
 		return 0;
+	}
+	if (compact) { /* decoded once to check it: a refused message changes nothing */
+		struct uf_record r;
+		size_t off = 0;
+		uint32_t i;
+		memset(&r, 0, sizeof(r));
+		for (i = 0; i < h.count; i++)
+			if (uf_nats_compact_next((const unsigned char *)data + sizeof(h),
+			                         len - sizeof(h), &off, &r) < 0)
+				break;
+		if (i < h.count || off != len - sizeof(h)) {
+			refuse(s, NULL, sseq, "its compact records do not decode to its count");
+			return 0;
+		}
 	}
 	/* the bridge names every message by its content (uf_nats_wire.h): a message whose id is
 	 * missing or names something else was not published by the bridge */
@@ -291,7 +321,8 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 	}
 	switch (h.kind) {
 	case UF_NATS_DATA:
-		return on_data(s, hk, &h, (const char *)data + sizeof(h), sseq);
+		return on_data(s, hk, &h, (const char *)data + sizeof(h), len - sizeof(h), compact,
+		               sseq);
 	case UF_NATS_LAP:
 	case UF_NATS_RESET:
 		if (h.count != 0) {

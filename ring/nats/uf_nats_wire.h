@@ -24,8 +24,10 @@
  * JetStream drop the bridge's message as a duplicate: when the bridge is told "duplicate" and
  * the stored message is not its own, it publishes again as "<id>:r<16 hex digits>" (random),
  * which consumers accept as the same id. The bridge
- * publishes one message at a time and waits for its acknowledgement, so the stream order is
- * the ring order. */
+ * keeps a window of messages in flight (tools/uf-bridge/bridge_pipe.h); each one sent while
+ * its predecessor is unacknowledged carries Nats-Expected-Last-Msg-Id = the predecessor's
+ * id, and what is not acknowledged is sent again in order, so the stream order is the ring
+ * order. */
 #ifndef UF_NATS_WIRE_H
 #define UF_NATS_WIRE_H
 
@@ -40,8 +42,11 @@
 #define UF_NATS_BOOK_MAGIC   0x4b42u /* "BK": key-value book entry */
 #define UF_NATS_COMMIT_MAGIC 0x4342u /* "BC": key-value commit entry */
 #define UF_NATS_VERSION      1
-#define UF_NATS_MAX_RECORDS  1024 /* records per message: 64 KiB + header */
-#define UF_NATS_STATUS       8    /* status codes kept per instrument */
+#define UF_NATS_VERSION_COMPACT                                                                    \
+	2 /* DATA only (uf-bridge --compact): the records follow in the compact form of            \
+	   * ring/nats/nats_codec.h, not as 64-byte records; consumers read both versions */
+#define UF_NATS_MAX_RECORDS 1024 /* records per message: 64 KiB + header */
+#define UF_NATS_STATUS      8    /* status codes kept per instrument */
 
 enum uf_nats_kind {
 	UF_NATS_DATA = 1,   /* `count` records, ring sequences first_seq .. first_seq+count-1 */
@@ -55,7 +60,9 @@ enum uf_nats_kind {
 	                     * consecutive), then `count` uint64 ring sequences, one per record */
 };
 
-/* Header of every stream message; `count` records of 64 bytes follow (DATA only). */
+/* Header of every stream message; `count` records of 64 bytes follow (DATA only), or with
+ * version UF_NATS_VERSION_COMPACT their compact form (nats_codec.h), which must decode to
+ * exactly `count` records filling the message. */
 struct uf_nats_msg {
 	uint16_t magic;           /* UF_NATS_MAGIC */
 	uint8_t version;          /* UF_NATS_VERSION */

@@ -10,13 +10,17 @@
  * Nats-Msg-Id, bit 2 the stream lost messages, bit 3 the commit says closed, bit 4 the
  * bucket fails, bit 5 the commit moves to the message's resume point, bits 6-7 stream
  * sequence step), 1 byte kind, 1 byte record count (0..7), 1 byte first-sequence mode (bits
- * 0-1; bit 4 a shared key set, bit 5 the message signed with it, bit 6 with another key),
- * then 8 bytes of sequence, then the records' bytes as they come. */
+ * 0-1; bit 2 the records sent in the compact form of wire version 2 (nats_codec.h), bit 3
+ * with the compact bytes then cut or lengthened by the sequence's bits 8-10; bit 4 a shared
+ * key set, bit 5 the message signed with it, bit 6 with another key), then 8 bytes of
+ * sequence, then the records' bytes as they come. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nats_stream_fake.h"
+#include "ring/nats/nats_codec.h"
 
 #define GEN 3
 
@@ -39,7 +43,7 @@ static void check(const struct uf_nats_stream *s, uint64_t tail_before)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static unsigned char
-	    msg[sizeof(struct uf_nats_msg) + 8 * sizeof(struct uf_record) + UF_NATS_MAC_LEN];
+	    msg[sizeof(struct uf_nats_msg) + 8 * UF_NATS_COMPACT_MAX + 8 + UF_NATS_MAC_LEN];
 	static struct uf_nats_key key = {.len = 20}, other = {.len = 20};
 	struct fake_world w;
 	struct uf_nats_stream s;
@@ -107,6 +111,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			w.cm.generation = GEN + 1;
 		if (have != count * sizeof(struct uf_record))
 			len = sizeof(struct uf_nats_msg) + have;
+		if (p[3] & 0x04) { /* version 2: the records as given, compact (junk header kept) */
+			struct uf_record recs[8];
+			size_t clen, cut = (size_t)((v >> 8) & 7);
+			memset(recs, 0, sizeof(recs));
+			memcpy(recs, msg + sizeof(struct uf_nats_msg), have);
+			clen =
+			    uf_nats_compact_encode(recs, count, msg + sizeof(struct uf_nats_msg));
+			if (p[3] & 0x08) { /* a compact payload that does not end where it should */
+				if (cut < 4) {
+					clen = clen > cut ? clen - cut : 0;
+				} else {
+					memset(msg + sizeof(struct uf_nats_msg) + clen,
+					       (int)(v >> 16), cut - 3);
+					clen += cut - 3;
+				}
+			}
+			if (ctl & 1)
+				msg[offsetof(struct uf_nats_msg, version)] =
+				    UF_NATS_VERSION_COMPACT;
+			len = sizeof(struct uf_nats_msg) + clen;
+		}
 		s.key = (p[3] & 0x10) ? &key : NULL;
 		if (p[3] & 0x60) {
 			if (uf_nats_mac((p[3] & 0x20) ? &key : &other, "seq", msg, len, msg + len) <

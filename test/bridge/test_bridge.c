@@ -32,6 +32,9 @@ static char g_ring_dir[128];
 static int g_per_symbol;       /* the next bridge gets --per-symbol */
 static const char *g_ack_wait; /* the next bridge gets --ack-wait this, if not NULL */
 static const char *g_key_file; /* the next bridge gets --key-file this, if not NULL */
+static const char *g_window;   /* the next bridge gets --window this, if not NULL */
+static const char *g_batch;    /* the next bridge gets --batch this, if not NULL */
+static int g_compact;          /* the next bridge gets --compact */
 
 static void case_begin(struct bt_case *k, const char *tag, int servers)
 {
@@ -80,7 +83,7 @@ static void case_bridge_tls(struct bt_case *k, const char *urls, const char *rep
                             int exit_on_close, const char *tls_ca)
 {
 	char out[300];
-	char *argv[24];
+	char *argv[32];
 	int n = 0;
 
 	argv[n++] = "uf-bridge";
@@ -106,6 +109,16 @@ static void case_bridge_tls(struct bt_case *k, const char *urls, const char *rep
 		argv[n++] = "--key-file";
 		argv[n++] = (char *)g_key_file;
 	}
+	if (g_window) {
+		argv[n++] = "--window";
+		argv[n++] = (char *)g_window;
+	}
+	if (g_batch) {
+		argv[n++] = "--batch";
+		argv[n++] = (char *)g_batch;
+	}
+	if (g_compact)
+		argv[n++] = "--compact";
 	if (tls_ca) {
 		argv[n++] = "--tls-ca";
 		argv[n++] = (char *)tls_ca;
@@ -1006,7 +1019,15 @@ static uint64_t stream_records_exactly_once(const struct bt_case *k, const char 
 	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
 	jsSubOptions_Init(&so);
 	so.Ordered = true;
-	assert_int_equal(js_SubscribeSync(&sub, js, subj, NULL, &so, NULL), NATS_OK);
+	/* right after a node was lost the cluster may still be electing leaders: the consumer
+	 * creation times out meanwhile (bounded: 60 s, as the remote consumer's attach) */
+	for (uint64_t end = bt_now_ms() + 60000;; bt_sleep_ms(200)) {
+		natsStatus s = js_SubscribeSync(&sub, js, subj, NULL, &so, NULL);
+		if (s == NATS_OK)
+			break;
+		assert_int_equal(s, NATS_TIMEOUT);
+		assert_true(bt_now_ms() < end);
+	}
 	for (;;) {
 		natsMsg *m = NULL;
 		struct uf_nats_msg h;
@@ -1200,6 +1221,107 @@ static void test_bridge_fails_over_from_a_hung_cluster_node(void **state)
 	free(feed);
 	free(ref);
 	case_end(&k);
+}
+
+/* Records as read, folded into one hash, with the sequences checked to follow each other. */
+struct rec_hash {
+	uint64_t next;     /* sequence expected next */
+	uint64_t received; /* records read */
+	uint64_t h;        /* FNV-1a of every record's 64 bytes, in order */
+	uint64_t at_count; /* call at(arg) once after this many records (0: never) */
+	void (*at)(void *);
+	void *arg;
+	int fired;
+};
+
+static void hash_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
+{
+	struct rec_hash *x = arg;
+	const unsigned char *p = (const unsigned char *)r;
+
+	if (seq != x->next)
+		fail_msg("records jump from %" PRIu64 " to %" PRIu64, x->next, seq);
+	for (size_t i = 0; i < (size_t)n * sizeof(*r); i++)
+		x->h = (x->h ^ p[i]) * 0x100000001b3ull;
+	x->next = seq + (uint64_t)n;
+	x->received += (uint64_t)n;
+	if (x->at && !x->fired && x->received >= x->at_count) {
+		x->at(x->arg);
+		x->fired = 1;
+	}
+}
+
+/* Three nodes, replicas 3, the bridge at full speed with a small window of small messages
+ * (16 x 32 records) so that the window is full when the node the bridge and a streaming
+ * remote consumer are connected to is SIGKILLed: messages in flight are lost with the node,
+ * the bridge sends its window again from the first unacknowledged one, and nothing may be
+ * lost, doubled or reordered. The stream read back holds every record once in ring order;
+ * the remote consumer's records are byte for byte the local ring's, in the same order.
+ * `compact`: the records cross in the compact form (wire version 2). */
+static void window_full_across_sigkill(int compact)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(60000, 30, 29);
+	struct rec_hash remote = {.h = 0xcbf29ce484222325ull}, local = {.h = 0xcbf29ce484222325ull};
+	struct uf_consumer_options co;
+	uf_consumer_t *c, *lc;
+	char *feed, *st, urls12[200];
+
+	case_begin(&k, compact ? "winc" : "win", 3);
+	g_window = "16";
+	g_batch = "32";
+	g_ack_wait = "500";
+	g_compact = compact;
+	case_start(&k, day, "0", "0", k.ns.urls, "3");
+	g_window = g_batch = g_ack_wait = NULL;
+	g_compact = 0;
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	remote.at_count = 20000;
+	remote.at = kill_first_node;
+	remote.arg = &k;
+	read_to_close(c, 90000, hash_batch, NULL, &remote);
+	assert_true(remote.fired);
+	assert_int_equal(k.ns.pid[0], 0); /* the kill happened mid-stream */
+	feed = case_finish(&k);
+	assert_int_equal(remote.received, bt_json_num(feed, "records"));
+	/* the local ring still holds the day: the producer's records, in order */
+	uf_consumer_options_init(&co);
+	co.start = UF_CONSUMER_START_OLDEST;
+	assert_int_equal(uf_consumer_attach(k.ring, &co, &lc, NULL, 0), 0);
+	read_to_close(lc, 30000, hash_batch, NULL, &local);
+	uf_consumer_detach(lc);
+	assert_int_equal(local.received, remote.received);
+	assert_true(local.h == remote.h);
+	snprintf(urls12, sizeof(urls12), "nats://127.0.0.1:%d,nats://127.0.0.1:%d", k.ns.port[1],
+	         k.ns.port[2]);
+	assert_int_equal(stream_records_exactly_once(&k, urls12), bt_json_num(feed, "records"));
+	st = uf_test_slurp(k.status);
+	fprintf(stderr, "# %s\n", st);
+	assert_true(bt_json_num(st, "window_full") > 0); /* the window did fill up */
+	assert_true(bt_json_num(st, "resends") >= 1);    /* the kill cost messages in flight */
+	assert_int_equal(bt_json_num(st, "order_errors"), 0);
+	assert_int_equal(bt_json_num(st, "laps"), 0);
+	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
+	if (compact) /* fewer bytes than the records: they did cross compact */
+		assert_true(bt_json_num(st, "bytes") <
+		            bt_json_num(st, "published") * (int64_t)sizeof(struct uf_record));
+	uf_consumer_detach(c);
+	free(st);
+	free(feed);
+	case_end(&k);
+}
+
+static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state)
+{
+	(void)state;
+	window_full_across_sigkill(0);
+}
+
+static void test_compact_records_across_sigkill_of_a_cluster_node(void **state)
+{
+	(void)state;
+	window_full_across_sigkill(1);
 }
 
 static struct bt_case *g_restart_case; /* for restart_bridge() */
@@ -1618,6 +1740,10 @@ int main(void)
 	    cmocka_unit_test_teardown(test_remote_consumer_gives_up_when_the_bucket_is_gone,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_async_window_full_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_compact_records_across_sigkill_of_a_cluster_node,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_bridge_fails_over_from_a_hung_cluster_node,
 	                              case_teardown),

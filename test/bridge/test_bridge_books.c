@@ -14,6 +14,7 @@
 #include "ring/nats/nats_book.h"
 #include "ring/ufbook.h"
 #include "tools/uf-bridge/bridge.h"
+#include "tools/uf-bridge/bridge_pipe.h"
 
 static struct uf_record lvl(uint32_t id, uint8_t side, int64_t px, uint64_t sh, uint32_t ord)
 {
@@ -281,6 +282,82 @@ static void test_config_ack_timeouts_default_file_and_bounds(void **state)
 	unlink(path);
 }
 
+/* The window's acknowledgement parser: what JetStream answers a publish with. Only an answer
+ * naming our stream with a sequence retires a message; errors carry their err_code. */
+static void test_pub_ack_parser_accepts_only_our_streams_acknowledgements(void **state)
+{
+	const char *ok = "{\"stream\":\"UF_itch\",\"seq\":4272}";
+	const char *dup = "{\"stream\":\"UF_itch\", \"seq\": 17,\"duplicate\":true}";
+	const char *dom = "{\"stream\":\"UF_itch\",\"domain\":\"hub\",\"seq\":5}";
+	const char *err = "{\"error\":{\"code\":400,\"err_code\":10070,\"description\":"
+	                  "\"wrong last msg ID: 1:1:0:32\"}}";
+	const char *other = "{\"stream\":\"UF_itch2\",\"seq\":3}";
+	const char *prefix = "{\"stream\":\"UF_it\",\"seq\":3}";
+	uint64_t seq;
+	int d, code;
+
+	(void)state;
+	assert_int_equal(uf_bridge_ack_parse(ok, (int)strlen(ok), "UF_itch", &seq, &d, &code), 0);
+	assert_int_equal(seq, 4272);
+	assert_int_equal(d, 0);
+	assert_int_equal(uf_bridge_ack_parse(dup, (int)strlen(dup), "UF_itch", &seq, &d, &code), 0);
+	assert_int_equal(seq, 17);
+	assert_int_equal(d, 1);
+	assert_int_equal(uf_bridge_ack_parse(dom, (int)strlen(dom), "UF_itch", &seq, &d, &code), 0);
+	assert_int_equal(seq, 5);
+	assert_int_equal(uf_bridge_ack_parse(err, (int)strlen(err), "UF_itch", &seq, &d, &code),
+	                 -1);
+	assert_int_equal(code, 10070);
+	assert_int_equal(uf_bridge_ack_parse(other, (int)strlen(other), "UF_itch", &seq, &d, &code),
+	                 -1);
+	assert_int_equal(
+	    uf_bridge_ack_parse(prefix, (int)strlen(prefix), "UF_itch", &seq, &d, &code), -1);
+	/* not JSON, an empty answer (a status message), sequence 0, a cut answer */
+	assert_int_equal(uf_bridge_ack_parse("+OK", 3, "UF_itch", &seq, &d, &code), -1);
+	assert_int_equal(uf_bridge_ack_parse("", 0, "UF_itch", &seq, &d, &code), -1);
+	assert_int_equal(uf_bridge_ack_parse("{\"stream\":\"UF_itch\",\"seq\":0}", 29, "UF_itch",
+	                                     &seq, &d, &code),
+	                 -1);
+	assert_int_equal(uf_bridge_ack_parse(ok, 20, "UF_itch", &seq, &d, &code), -1);
+	assert_int_equal(code, 0);
+}
+
+/* --window: default 32, the config key "window", bounds 1..1024; the status line shows the
+ * window's counters. */
+static void test_window_config_and_status_counters(void **state)
+{
+	struct uf_bridge_config cfg;
+	struct uf_bridge_status st;
+	char path[256], err[256], buf[1536];
+	FILE *f;
+
+	(void)state;
+	uf_bridge_config_init(&cfg);
+	assert_int_equal(cfg.window, 32);
+	snprintf(path, sizeof(path), "/tmp/uf-bridge-window-%d.json", (int)getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"ring\":\"r\",\"window\":7}", f);
+	fclose(f);
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), 0);
+	assert_int_equal(cfg.window, 7);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"ring\":\"r\",\"window\":0}", f);
+	fclose(f);
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "\"window\""));
+	unlink(path);
+	memset(&st, 0, sizeof(st));
+	strcpy(st.ring, "itch");
+	st.in_flight = 16;
+	st.window_full = 259;
+	st.resends = 1;
+	assert_true(uf_bridge_status_json(&st, buf, sizeof(buf)) > 0);
+	assert_non_null(
+	    strstr(buf, "\"in_flight\":16,\"window_full\":259,\"resends\":1,\"order_errors\":0,"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +370,8 @@ int main(void)
 	    cmocka_unit_test(
 	        test_status_line_reports_lag_from_the_acknowledged_position_and_failovers),
 	    cmocka_unit_test(test_config_ack_timeouts_default_file_and_bounds),
+	    cmocka_unit_test(test_pub_ack_parser_accepts_only_our_streams_acknowledgements),
+	    cmocka_unit_test(test_window_config_and_status_counters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "nats_stream_fake.h"
+#include "ring/nats/nats_codec.h"
 
 #define GEN 7
 
@@ -296,6 +297,107 @@ static void test_shared_key_refuses_what_it_did_not_sign(void **state)
 	fake_end(&s);
 }
 
+/* Turns a version-1 DATA message in buf (len bytes) into its compact form (version 2) in out;
+ * returns the new length. */
+static size_t to_compact(const unsigned char *buf, size_t len, unsigned char *out)
+{
+	struct uf_nats_msg h;
+	struct uf_record recs[8];
+
+	memcpy(&h, buf, sizeof(h));
+	memcpy(recs, buf + sizeof(h), len - sizeof(h));
+	h.version = UF_NATS_VERSION_COMPACT;
+	memcpy(out, &h, sizeof(h));
+	return sizeof(h) + uf_nats_compact_encode(recs, h.count, out + sizeof(h));
+}
+
+/* The compact form gives back every record bit for bit, whatever its bytes (zero words,
+ * all-ones words, records equal to the one before), and refuses an input cut anywhere, a
+ * count above 8 and bytes left over. */
+static void test_compact_records_decode_to_the_same_records_and_refuse_bad_lengths(void **state)
+{
+	struct uf_record in[6], out[6];
+	unsigned char enc[6 * UF_NATS_COMPACT_MAX + 1];
+	size_t len;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	for (int i = 0; i < 6; i++) { /* record 0 all zero, 1 random, 2 = 1, 3 all ones, ... */
+		unsigned char *b = (unsigned char *)&in[i];
+		for (size_t k = 0; i == 1 || i >= 4 ? k < sizeof(in[i]) : 0; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			b[k] = (unsigned char)(i == 5 && k % 8 < 5 ? 0 : x);
+		}
+	}
+	in[2] = in[1];
+	memset(&in[3], 0xff, sizeof(in[3]));
+	len = uf_nats_compact_encode(in, 6, enc);
+	assert_true(len < sizeof(in));
+	assert_int_equal(uf_nats_compact_decode(enc, len, 6, out), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	assert_int_equal(uf_nats_compact_encode(in, 1, enc), 4); /* a zero record: 4 bytes */
+	len = uf_nats_compact_encode(in, 6, enc);
+	for (size_t cut = 0; cut < len; cut++)
+		assert_int_equal(uf_nats_compact_decode(enc, cut, 6, out), -1);
+	enc[len] = 0;
+	assert_int_equal(uf_nats_compact_decode(enc, len + 1, 6, out), -1); /* one byte more */
+	assert_int_equal(uf_nats_compact_decode(enc, len, 5, out), -1);     /* count too low */
+	enc[4] = 0x09; /* record 0 is 4 zero bytes: record 1's first word now claims 9 bytes */
+	assert_int_equal(uf_nats_compact_decode(enc, len, 6, out), -1);
+}
+
+/* A consumer reads both wire versions: compact DATA is applied exactly as the same records
+ * in 64-byte form (also the part past the tail of a message that overlaps it), a compact
+ * payload that does not decode to its count is refused and changes nothing, and only DATA
+ * may be compact. */
+static void test_compact_data_is_applied_like_plain_data_and_bad_compact_is_refused(void **state)
+{
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+	struct uf_book_snapshot snap;
+	unsigned char c[sizeof(struct uf_nats_msg) + 8 * UF_NATS_COMPACT_MAX];
+	size_t len, clen;
+
+	(void)state;
+	world(&w, 100, 10);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, 98, 0, 4); /* overlaps: 98, 99 held */
+	clen = to_compact(g_buf, len, c);
+	assert_true(clen < len);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, c, clen, g_id, 10), 0);
+	assert_int_equal(s.forged, 0);
+	assert_int_equal(s.tail, 102);
+	assert_memory_equal(&s.buf[100 & s.mask], g_buf + sizeof(struct uf_nats_msg) + 2 * 64, 64);
+	assert_memory_equal(&s.buf[101 & s.mask], g_buf + sizeof(struct uf_nats_msg) + 3 * 64, 64);
+	assert_int_equal(uf_nats_books_snapshot(&s.books, 1, 10, s.tail, &snap), 0);
+	assert_int_equal(snap.bid[0].shares,
+	                 102); /* the last LEVEL (seq 101), as in 64-byte form */
+	/* cut by one byte, one byte more, one record claimed more: refused, nothing changes */
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_DATA, 102, 0, 3);
+	clen = to_compact(g_buf, len, c);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, c, clen - 1, g_id, 11), 0);
+	c[clen] = 0;
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, c, clen + 1, g_id, 12), 0);
+	assert_int_equal(s.forged, 2);
+	assert_int_equal(s.tail, 102);
+	/* and the good one goes through, then plain DATA continues it */
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, c, clen, g_id, 13), 0);
+	assert_int_equal(s.tail, 105);
+	assert_int_equal(deliver(&s, &hk, 14, GEN, UF_NATS_DATA, 105, 0, 2), 0);
+	assert_int_equal(s.tail, 107);
+	assert_int_equal(s.forged, 2);
+	/* a LAP in version 2: not a form the bridge sends */
+	len = fake_msg(g_buf, g_id, GEN, UF_NATS_LAP, 107, 200, 0);
+	g_buf[offsetof(struct uf_nats_msg, version)] = UF_NATS_VERSION_COMPACT;
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, g_buf, len, g_id, 15), 0);
+	assert_int_equal(s.forged, 3);
+	assert_int_equal(s.tail, 107);
+	assert_int_equal(w.loads, 0);
+	fake_end(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +408,10 @@ int main(void)
 	    cmocka_unit_test(test_closed_only_at_the_tail_and_confirmed_by_the_commit_entry),
 	    cmocka_unit_test(test_unreadable_bucket_sets_failed_and_stops_the_receiver),
 	    cmocka_unit_test(test_shared_key_refuses_what_it_did_not_sign),
+	    cmocka_unit_test(
+	        test_compact_records_decode_to_the_same_records_and_refuse_bad_lengths),
+	    cmocka_unit_test(
+	        test_compact_data_is_applied_like_plain_data_and_bad_compact_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,8 +8,11 @@
  *   latency     records paced at --rate per second; both consumers record now - rx_ts
  *   throughput  --records records as fast as the producer can; each consumer's rate is
  *               records / (its last arrival - the first publish)
- * Without --nats it starts its own single nats-server (JetStream, loopback, free port, store
- * in a temp dir) and stops it at the end. uf-bridge is taken from this executable's folder.
+ * Without --nats it starts its own nats-server (JetStream, loopback, free ports, store in a
+ * temp dir): one, or with --servers 3 a three-node cluster whose stream and bucket have 3
+ * replicas, and stops them at the end. uf-bridge is taken from this executable's folder and
+ * runs with --window and --batch as given (its defaults otherwise), so the same command
+ * with --window 1 is the one-message-in-flight baseline.
  * Figures measure this machine as it is at the time: nothing else should be running. */
 #include <errno.h>
 #include <getopt.h>
@@ -151,20 +154,31 @@ static void print_row(const char *label, struct side *s, uint64_t records, uint6
 
 int uf_bench_fanout(int argc, char **argv)
 {
-	static const struct option lo[] = {
-	    {"nats", required_argument, 0, 'n'}, {"records", required_argument, 0, 'r'},
-	    {"rate", required_argument, 0, 'R'}, {"seconds", required_argument, 0, 's'},
-	    {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+	static const struct option lo[] = {{"nats", required_argument, 0, 'n'},
+	                                   {"records", required_argument, 0, 'r'},
+	                                   {"rate", required_argument, 0, 'R'},
+	                                   {"seconds", required_argument, 0, 's'},
+	                                   {"servers", required_argument, 0, 'S'},
+	                                   {"window", required_argument, 0, 'w'},
+	                                   {"batch", required_argument, 0, 'b'},
+	                                   {"file", no_argument, 0, 'f'},
+	                                   {"compact", no_argument, 0, 'c'},
+	                                   {"help", no_argument, 0, 'h'},
+	                                   {0, 0, 0, 0}};
 	const char *urls = NULL;
-	uint64_t records = 200000, rate = 20000, seconds = 2, t0, end;
-	char tmp[] = "/tmp/uf-bench-fanout.XXXXXX", urlbuf[64], ring[32], exe[PATH_MAX],
+	uint64_t records = 200000, rate = 20000, seconds = 2, t0, end, nservers = 1;
+	const char *window = NULL, *batch = NULL; /* uf-bridge's defaults unless given */
+	int file_store = 0;                       /* --file: the stream on disk, not in memory */
+	int compact = 0;                          /* --compact: the bridge's compact records */
+	pid_t servers[3] = {-1, -1, -1};
+	char tmp[] = "/tmp/uf-bench-fanout.XXXXXX", urlbuf[128], ring[32], exe[PATH_MAX],
 	     bridge[PATH_MAX + 16], log[PATH_MAX];
 	struct side sides[2];
 	pthread_t thr[2];
 	struct uf_ring_options ro;
 	struct uf_ring *r = NULL;
 	char err[256];
-	pid_t nats = -1, br = -1;
+	pid_t br = -1;
 	int opt, rc = 1, bad_count = 0; /* bad_count: --records or --rate not a count in range */
 	ssize_t el;
 
@@ -183,9 +197,29 @@ int uf_bench_fanout(int argc, char **argv)
 			if (uf_bench_parse_u64("fanout", "--seconds", optarg, 0, 86400, &seconds))
 				return 2;
 			break;
+		case 'S':
+			if (uf_bench_parse_u64("fanout", "--servers", optarg, 1, 3, &nservers) ||
+			    nservers == 2) {
+				fprintf(stderr, "uf-bench fanout: --servers 1 or 3\n");
+				return 2;
+			}
+			break;
+		case 'w':
+			window = optarg; /* checked by uf-bridge */
+			break;
+		case 'b':
+			batch = optarg;
+			break;
+		case 'f':
+			file_store = 1;
+			break;
+		case 'c':
+			compact = 1;
+			break;
 		case 'h':
-			printf("usage: uf-bench fanout [--nats URLS] [--records N (200000)] "
-			       "[--rate R (20000/s)] [--seconds S (2, latency phase)]\n");
+			printf("usage: uf-bench fanout [--nats URLS | --servers 1|3] [--records N "
+			       "(200000)] [--rate R (20000/s)] [--seconds S (2, latency phase)] "
+			       "[--window N] [--batch N] [--file] [--compact]\n");
 			return 0;
 		default:
 			return 2;
@@ -208,22 +242,58 @@ int uf_bench_fanout(int argc, char **argv)
 	exe[el] = '\0';
 	*strrchr(exe, '/') = '\0';
 	snprintf(bridge, sizeof(bridge), "%s/uf-bridge", exe);
-	if (!urls) { /* our own server */
-		int port = free_port();
-		char p[16], sd[PATH_MAX];
-		snprintf(p, sizeof(p), "%d", port);
-		snprintf(sd, sizeof(sd), "%s/js", tmp);
-		snprintf(log, sizeof(log), "%s/nats-server.log", tmp);
-		char *nargv[] = {"nats-server", "-a", "127.0.0.1", "-p", p, "-js", "-sd", sd, NULL};
-		nats = uf_bench_spawn(nargv, "/dev/null", log, -1);
-		for (int i = 0; i < 500 && !port_open(port); i++)
-			usleep(20000);
-		if (!port_open(port)) {
-			fprintf(stderr, "uf-bench fanout: nats-server did not start (see %s)\n",
-			        log);
-			goto out;
+	if (!urls) { /* our own servers: one, or a cluster of 3 */
+		int port[3], cport[3];
+		char routes[200] = "";
+		urlbuf[0] = '\0';
+		for (uint64_t i = 0; i < nservers; i++) {
+			size_t l = strlen(routes);
+			port[i] = free_port();
+			cport[i] = free_port();
+			snprintf(routes + l, sizeof(routes) - l, "%snats://127.0.0.1:%d",
+			         i ? "," : "", cport[i]);
+			l = strlen(urlbuf);
+			snprintf(urlbuf + l, sizeof(urlbuf) - l, "%snats://127.0.0.1:%d",
+			         i ? "," : "", port[i]);
 		}
-		snprintf(urlbuf, sizeof(urlbuf), "nats://127.0.0.1:%d", port);
+		for (uint64_t i = 0; i < nservers; i++) {
+			char p[16], sd[PATH_MAX], name[16], cl[64];
+			snprintf(p, sizeof(p), "%d", port[i]);
+			snprintf(sd, sizeof(sd), "%s/js%d", tmp, (int)i);
+			snprintf(name, sizeof(name), "ufb%d", (int)i);
+			snprintf(cl, sizeof(cl), "nats://127.0.0.1:%d", cport[i]);
+			snprintf(log, sizeof(log), "%s/nats-server%d.log", tmp, (int)i);
+			char *nargv[] = {"nats-server",
+			                 "-a",
+			                 "127.0.0.1",
+			                 "-p",
+			                 p,
+			                 "-js",
+			                 "-sd",
+			                 sd,
+			                 "-n",
+			                 name,
+			                 "--cluster_name",
+			                 "ufb",
+			                 "--cluster",
+			                 cl,
+			                 "--routes",
+			                 routes,
+			                 NULL};
+			if (nservers == 1)
+				nargv[10] = NULL; /* no cluster */
+			servers[i] = uf_bench_spawn(nargv, "/dev/null", log, -1);
+		}
+		for (uint64_t i = 0; i < nservers; i++) {
+			for (int k = 0; k < 500 && !port_open(port[i]); k++)
+				usleep(20000);
+			if (!port_open(port[i])) {
+				fprintf(stderr,
+				        "uf-bench fanout: nats-server did not start (see %s)\n",
+				        tmp);
+				goto out;
+			}
+		}
 		urls = urlbuf;
 	}
 	snprintf(ring, sizeof(ring), "ufbfan%d", (int)getpid());
@@ -236,8 +306,25 @@ int uf_bench_fanout(int argc, char **argv)
 		goto out;
 	}
 	snprintf(log, sizeof(log), "%s/uf-bridge.log", tmp);
-	char *bargv[] = {bridge,     "--ring",          ring, "--nats", (char *)urls,
-	                 "--memory", "--exit-on-close", NULL};
+	char *bargv[16] = {bridge, "--ring", ring, "--nats", (char *)urls, "--exit-on-close"};
+	int na = 6;
+	if (!file_store)
+		bargv[na++] = "--memory";
+	if (nservers == 3) {
+		bargv[na++] = "--replicas";
+		bargv[na++] = "3";
+	}
+	if (window) {
+		bargv[na++] = "--window";
+		bargv[na++] = (char *)window;
+	}
+	if (batch) {
+		bargv[na++] = "--batch";
+		bargv[na++] = (char *)batch;
+	}
+	if (compact)
+		bargv[na++] = "--compact";
+	bargv[na] = NULL;
 	br = uf_bench_spawn(bargv, "/dev/null", log, -1);
 	memset(sides, 0, sizeof(sides));
 	sides[0].label = "local ring";
@@ -295,15 +382,18 @@ int uf_bench_fanout(int argc, char **argv)
 	while ((sides[0].tput_recv < records || sides[1].tput_recv < records) &&
 	       uf_now_mono_ns() < end)
 		usleep(10000);
-	printf("uf-bench fanout: ring %s, NATS %s, latency %" PRIu64 " records at %" PRIu64
-	       "/s, throughput %" PRIu64 " records\n",
-	       ring, urls, rate * seconds, rate, records);
+	printf("uf-bench fanout: ring %s, NATS %s (%s storage, %d replica%s), bridge window %s, "
+	       "batch %s%s, latency %" PRIu64 " records at %" PRIu64 "/s, throughput %" PRIu64
+	       " records\n",
+	       ring, urls, file_store ? "file" : "memory", nservers == 3 ? 3 : 1,
+	       nservers == 3 ? "s" : "", window ? window : "default", batch ? batch : "default",
+	       compact ? ", compact records" : "", rate * seconds, rate, records);
 	printf("%-18s %9s %12s %8s | %7s %9s %9s %9s %9s\n", "consumer", "records", "records/s",
 	       "lost", "samples", "p50 us", "p99 us", "p99.9 us", "max us");
 	print_row(sides[0].label, &sides[0], records, t0);
 	print_row(sides[1].label, &sides[1], records, t0);
 	printf("(%d CPUs, load average %.2f; producer-publish to consumer, CLOCK_REALTIME; the "
-	       "bridge waits for each JetStream acknowledgement)\n",
+	       "bridge keeps up to --window messages in flight)\n",
 	       uf_bench_ncpus(), uf_bench_loadavg());
 	rc = 0;
 out_threads:
@@ -319,9 +409,11 @@ out:
 		kill(br, SIGTERM);
 		uf_bench_wait_child(br, 5000);
 	}
-	if (nats > 0) {
-		kill(nats, SIGTERM);
-		uf_bench_wait_child(nats, 5000);
+	for (int i = 0; i < 3; i++) {
+		if (servers[i] > 0) {
+			kill(servers[i], SIGTERM);
+			uf_bench_wait_child(servers[i], 5000);
+		}
 	}
 	for (int i = 0; i < 2; i++)
 		free(sides[i].lat);

@@ -1,12 +1,15 @@
 /* uf-bridge engine: local ring -> NATS JetStream (see bridge.h, docs/fanout.md).
  *
- * One thread. Each stream message is published synchronously and retried with the same
- * Nats-Msg-Id until JetStream acknowledges it, so the stream holds the ring's records once
- * each and in ring order even across the loss of a NATS node; while the bridge waits for an
- * acknowledgement the ring keeps filling, and the next message takes everything that
- * accumulated (up to cfg.batch records): batching grows with the round trip on its own. */
+ * One thread. Stream messages go out through a window of cfg.window messages in flight
+ * (bridge_pipe.h): acknowledged in order, sent again from the first unacknowledged one with
+ * the same Nats-Msg-Id, each carrying its predecessor's id as the expected last one, so the
+ * stream holds the ring's records once each and in ring order even across the loss of a
+ * NATS node. While the window is full the ring keeps filling, and the next message takes
+ * everything that accumulated (up to cfg.batch records): batching grows with the load on
+ * its own. */
 #include "tools/uf-bridge/bridge.h"
 #include "tools/uf-bridge/bridge_conn.h"
+#include "tools/uf-bridge/bridge_pipe.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,17 +25,21 @@
 #include "common/uf_time.h"
 #include "ring/nats/nats_auth.h"
 #include "ring/nats/nats_book.h"
+#include "ring/nats/nats_codec.h"
 #include "ring/nats/uf_nats_wire.h"
 #include "ring/ufconsumer.h"
 
-#define RETRY_SLEEP_NS 50000000L /* between publish retries while NATS is unreachable */
-#define IDLE_WAIT_NS   5000000LL /* ring wait slice: periodic work runs at least this often */
+#define RETRY_SLEEP_NS  50000000L /* between publish retries while NATS is unreachable */
+#define IDLE_WAIT_NS    5000000LL /* ring wait slice: periodic work runs at least this often */
+#define MSG_HEADER_ROOM 512 /* NATS headers of a stream message (ids: UF_NATS_MSG_ID_MAX each) */
+#define PIPE_WAIT_NS    200000LL /* the same while acknowledgements are due */
 
 struct bridge {
 	const struct uf_bridge_config *cfg; /* as given */
 	volatile sig_atomic_t *stop;        /* set by a signal */
 	struct uf_nats_names nm;            /* stream, subject, bucket names */
 	struct uf_bridge_conn cn;           /* NATS: servers, contexts, failover */
+	struct uf_bridge_pipe pipe;         /* stream messages in flight */
 	struct uf_record *sym_recs;         /* one instrument's records of a message */
 	uint64_t *sym_seqs;                 /* their sequences */
 	uint8_t *sym_done;                  /* records of the message already sent */
@@ -42,9 +49,9 @@ struct bridge {
 	struct uf_nats_books books;         /* full-depth books at `pos` */
 	uint64_t pos;                       /* next ring sequence to read */
 	struct uf_record *recs;             /* the message being built */
+	struct uf_record *dec;              /* --compact: a stored message's records decoded */
 	uint32_t nrecs;                     /* records in it */
 	uint64_t first;                     /* ring sequence of recs[0] */
-	char *msg;                          /* header + records */
 	void *kvbuf;                        /* encoded book entry */
 	size_t kvcap;                       /* its size */
 	uint32_t *ids;                      /* instruments of the flush in progress */
@@ -119,14 +126,26 @@ static int nats_setup(struct bridge *b)
 		sc.MaxAge = b->cfg->max_age_s * 1000000000ll;
 		sc.MaxBytes = b->cfg->max_bytes;
 		sc.Duplicates = 120ll * 1000000000ll; /* the de-duplication window */
+		/* JetStream counts the headers (message id, expected last id) in the size too:
+		 * without room for them a full batch of 1024 records was refused for ever */
 		sc.MaxMsgSize = (int32_t)(sizeof(struct uf_nats_msg) +
-		                          UF_NATS_MAX_RECORDS * sizeof(struct uf_record));
+		                          UF_NATS_MAX_RECORDS * UF_NATS_COMPACT_MAX +
+		                          UF_NATS_MAC_LEN + MSG_HEADER_ROOM);
 		s = js_AddStream(&si, b->cn.js, &sc, NULL, &jerr);
 		if (s != NATS_OK && jerr == JSStreamNameExistErr) {
 			jsStreamInfo_Destroy(si);
 			si = NULL;
 			s = js_GetStreamInfo(&si, b->cn.js, b->nm.stream, NULL, &jerr);
 		}
+		if (s == NATS_OK && si->Config && si->Config->MaxMsgSize > 0 &&
+		    si->Config->MaxMsgSize < (int64_t)(sizeof(struct uf_nats_msg) +
+		                                       (size_t)b->cfg->batch * UF_NATS_COMPACT_MAX +
+		                                       UF_NATS_MAC_LEN + MSG_HEADER_ROOM))
+			uf_bridge_log(
+			    "stream %s (made by an older bridge) refuses messages over %d bytes: "
+			    "full messages of %u records may be refused (lower --batch, or "
+			    "raise the stream's max_msg_size)",
+			    b->nm.stream, (int)si->Config->MaxMsgSize, b->cfg->batch);
 		if (s == NATS_OK) {
 			b->st.js_last = si->State.LastSeq;
 			jsStreamInfo_Destroy(si);
@@ -184,15 +203,102 @@ static int stored_is_ours(struct bridge *b, uint64_t sseq, const char *mine, siz
 	return rc;
 }
 
-/* Publishes one stream message and waits for JetStream to store it, retrying with the same
- * message id (de-duplicated by the server) until it is acknowledged. -EINTR when stopped. */
+static void publish_per_symbol(struct bridge *b, const struct uf_record *recs, uint32_t n,
+                               uint64_t first);
+
+/* The window's head was stored (bridge_pipe.h): the stream holds every record before it.
+ * Returns 0, or 1 after renaming it when its id was taken by another publisher. */
+static int on_stored(void *arg, struct uf_bridge_slot *sl)
+{
+	struct bridge *b = arg;
+	const struct uf_record *recs =
+	    (const struct uf_record *)(sl->buf + sizeof(struct uf_nats_msg));
+	uint64_t dt, now;
+	struct uf_nats_msg h;
+
+	memcpy(&h, sl->buf, sizeof(h));
+	if (h.version == UF_NATS_VERSION_COMPACT) {
+		/* the records as they were (never fails on what uf_nats_compact_encode wrote) */
+		if (uf_nats_compact_decode((const unsigned char *)sl->buf + sizeof(h),
+		                           sl->len - sizeof(h) - (b->key.len ? UF_NATS_MAC_LEN : 0),
+		                           sl->n, b->dec) < 0)
+			uf_bridge_log("message %s: compact records do not decode", sl->id);
+		recs = b->dec;
+	}
+
+	if (sl->duplicate && stored_is_ours(b, sl->js_seq, sl->buf, sl->len) == 0) {
+		/* another publisher stored a message under our id first (ids are predictable):
+		 * JetStream dropped ours. Again under the id with a random suffix
+		 * (uf_nats_wire.h), kept for the retries of this message */
+		char *suffix = strstr(sl->id, ":r"); /* a renamed id: a new suffix replaces it */
+		size_t base = suffix ? (size_t)(suffix - sl->id) : strlen(sl->id);
+		uint64_t r;
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = uf_now_mono_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+		snprintf(sl->id + base, sizeof(sl->id) - base, ":r%016" PRIx64, r);
+		uf_bridge_log("message id taken by another publisher (stream message %" PRIu64
+		              "); publishing again as %s",
+		              sl->js_seq, sl->id);
+		b->st.retries++;
+		return 1;
+	}
+	dt = uf_now_mono_ns() - sl->first_ns;
+	now = uf_now_realtime_ns();
+	b->st.position = sl->kind == UF_NATS_DATA  ? sl->first + sl->n
+	                 : sl->kind == UF_NATS_LAP ? sl->aux
+	                                           : sl->first;
+	b->st.js_last = sl->js_seq;
+	b->st.duplicates += (uint64_t)sl->duplicate;
+	b->st.messages++;
+	b->st.published += sl->n;
+	b->st.bytes += sl->len;
+	b->st.ack_ns_sum += dt;
+	if (dt > b->st.ack_ns_max)
+		b->st.ack_ns_max = dt;
+	for (uint32_t i = 0; i < sl->n; i++) {
+		uint64_t pub = recs[i].rx_ts ? recs[i].rx_ts + recs[i].pub_delta_ns : 0;
+		if (pub && now > pub && now - pub > b->st.pub_lag_ns_max)
+			b->st.pub_lag_ns_max = now - pub;
+	}
+	if (sl->attempts > 1)
+		uf_bridge_log("message %s stored after %u retries", sl->id, sl->attempts - 1);
+	if (sl->kind == UF_NATS_RESET)
+		b->live = 1; /* the first status written tells that the generation is announced */
+	if (sl->kind == UF_NATS_DATA && b->cfg->per_symbol)
+		publish_per_symbol(b, recs, sl->n, sl->first);
+	return 0;
+}
+
+static int pipe_outcome(void *arg, natsStatus s)
+{
+	struct bridge *b = arg;
+	uint64_t before = b->cn.failovers;
+
+	if (ack_outcome(b, s) < 0)
+		return -1;
+	return b->cn.failovers != before;
+}
+
+static void pipe_tick(void *arg)
+{
+	status_tick(arg); /* the lag grows while we wait: say so */
+}
+
+/* Queues one stream message in the window (waiting for room). It is stored later, in order,
+ * retried under the same message id until acknowledged (bridge_pipe.h). -EINTR when
+ * stopped, -EIO when no connection could be set up. */
 static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
                    const struct uf_record *recs, uint32_t n)
 {
 	struct uf_nats_msg h;
-	char id[UF_NATS_MSG_ID_MAX];
-	size_t len = sizeof(h) + (size_t)n * sizeof(*recs), base;
+	struct uf_bridge_slot *sl;
+	size_t len = sizeof(h) + (size_t)n * sizeof(*recs);
+	long slen;
+	int err;
 
+	sl = uf_bridge_pipe_room(&b->pipe, b->stop, &err);
+	if (!sl)
+		return err;
 	memset(&h, 0, sizeof(h));
 	h.magic = UF_NATS_MAGIC;
 	h.version = UF_NATS_VERSION;
@@ -204,92 +310,34 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 	h.depth = b->info.depth;
 	h.max_instruments = b->info.max_instruments;
 	h.capacity = b->info.capacity;
+	h.ring_tail = b->pos; /* read so far: the ring's tail costs a /proc read */
+	h.pub_ns = uf_now_realtime_ns();
 	/* the id names the content: generation, kind and the exact range. A restarted bridge
 	 * cuts its messages elsewhere; an id of first alone would make JetStream drop a new,
 	 * longer message as a "duplicate" of an old one and lose its tail */
-	snprintf(id, sizeof(id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h.generation, kind, first, n);
-	base = strlen(id);
-	for (uint32_t attempt = 0;; attempt++) {
-		jsPubOptions po;
-		jsPubAck *pa = NULL;
-		jsErrCode jerr = 0;
-		natsMsg *m = NULL;
-		natsStatus s;
-		uint64_t t0;
-
-		if (*b->stop)
-			return -EINTR;
-		long slen;
-		h.ring_tail = b->pos; /* read so far: the ring's tail costs a /proc read */
-		h.pub_ns = uf_now_realtime_ns();
-		memcpy(b->msg, &h, sizeof(h));
-		if (n)
-			memcpy(b->msg + sizeof(h), recs, (size_t)n * sizeof(*recs));
-		slen = sign(b, "seq", b->msg, len);
-		if (slen < 0) {
-			uf_bridge_log("publish %s: cannot sign it (libcrypto)", id);
-			return -EIO;
-		}
-		jsPubOptions_Init(&po);
-		po.MsgId = id;
-		po.MaxWait = b->cfg->ack_wait_ms;
-		t0 = uf_now_mono_ns();
-		s = natsMsg_Create(&m, b->nm.subject, NULL, b->msg, (int)slen);
-		if (s == NATS_OK)
-			s = js_PublishMsg(&pa, b->cn.js, m, &po, &jerr);
-		natsMsg_Destroy(m);
-		if (ack_outcome(b, s) < 0)
-			return -EIO;
-		if (s == NATS_OK && pa->Duplicate &&
-		    stored_is_ours(b, pa->Sequence, b->msg, (size_t)slen) == 0) {
-			/* another publisher stored a message under our id first (ids are
-			 * predictable): JetStream dropped ours. Again under the id with a random
-			 * suffix (uf_nats_wire.h), kept for the retries of this message */
-			uint64_t r;
-			if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-				r = uf_now_mono_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-			snprintf(id + base, sizeof(id) - base, ":r%016" PRIx64, r);
-			uf_bridge_log(
-			    "message id taken by another publisher (stream message %" PRIu64
-			    "); publishing again as %s",
-			    pa->Sequence, id);
-			jsPubAck_Destroy(pa);
-			b->st.retries++;
-			continue;
-		}
-		if (s == NATS_OK) {
-			uint64_t dt = uf_now_mono_ns() - t0, now = uf_now_realtime_ns();
-			/* the stream now holds every record before this */
-			b->st.position = kind == UF_NATS_DATA  ? first + n
-			                 : kind == UF_NATS_LAP ? aux
-			                                       : first;
-			b->st.js_last = pa->Sequence;
-			b->st.duplicates += pa->Duplicate;
-			jsPubAck_Destroy(pa);
-			b->st.messages++;
-			b->st.published += n;
-			b->st.bytes += len;
-			b->st.ack_ns_sum += dt;
-			if (dt > b->st.ack_ns_max)
-				b->st.ack_ns_max = dt;
-			for (uint32_t i = 0; i < n; i++) {
-				uint64_t pub =
-				    recs[i].rx_ts ? recs[i].rx_ts + recs[i].pub_delta_ns : 0;
-				if (pub && now > pub && now - pub > b->st.pub_lag_ns_max)
-					b->st.pub_lag_ns_max = now - pub;
-			}
-			if (attempt)
-				uf_bridge_log("message %s stored after %u retries", id, attempt);
-			return 0;
-		}
-		b->st.retries++;
-		if (attempt % 20 == 0)
-			uf_bridge_log("publish %s: %s (%d)%s", id, natsStatus_GetText(s), (int)jerr,
-			              attempt ? "" : "; retrying with the same message id");
-		if (s != NATS_TIMEOUT)
-			nanosleep(&(struct timespec){0, RETRY_SLEEP_NS}, NULL);
-		status_tick(b); /* the lag grows while we wait: say so */
+	snprintf(sl->id, sizeof(sl->id), "%" PRIu64 ":%u:%" PRIu64 ":%u", h.generation, kind, first,
+	         n);
+	if (b->cfg->compact && kind == UF_NATS_DATA) {
+		h.version = UF_NATS_VERSION_COMPACT;
+		len = sizeof(h) +
+		      uf_nats_compact_encode(recs, n, (unsigned char *)sl->buf + sizeof(h));
+	} else if (n) {
+		memcpy(sl->buf + sizeof(h), recs, (size_t)n * sizeof(*recs));
 	}
+	memcpy(sl->buf, &h, sizeof(h));
+	slen = sign(b, "seq", sl->buf, len);
+	if (slen < 0) {
+		uf_bridge_log("publish %s: cannot sign it (libcrypto)", sl->id);
+		return -EIO;
+	}
+	sl->len = (size_t)slen;
+	sl->kind = kind;
+	sl->n = n;
+	sl->first = first;
+	sl->aux = aux;
+	uf_bridge_pipe_submit(&b->pipe);
+	/* answers already here retire messages now: the position stays current */
+	return uf_bridge_pipe_poll(&b->pipe, 0) < 0 ? -EIO : 0;
 }
 
 /* The subject token of instrument `id`: its trimmed symbol with bytes outside
@@ -392,19 +440,17 @@ static int flush_records(struct bridge *b)
 	if (b->nrecs == 0)
 		return 0;
 	rc = publish(b, UF_NATS_DATA, b->first, 0, b->recs, b->nrecs);
-	if (rc == 0) {
-		if (b->cfg->per_symbol)
-			publish_per_symbol(b, b->recs, b->nrecs, b->first);
+	if (rc == 0)
 		b->nrecs = 0;
-	}
 	return rc;
 }
 
 /* Writes changed books (or all of them) then the commit entry. Books are published
  * asynchronously and awaited together; the commit goes last, so a consumer that reads it
  * finds every entry it promises. Only called with no records pending: the books are at
- * b->pos and every record before b->pos is in the stream. Returns 0, -EAGAIN (retry later),
- * -EINTR. */
+ * b->pos, and once the window is drained (first thing here) every record before b->pos is
+ * in the stream and js_last names the last message. Returns 0, -EAGAIN (retry later),
+ * -EINTR, -EIO. */
 static int flush_books(struct bridge *b, int all)
 {
 	struct uf_nats_commit cm;
@@ -415,7 +461,10 @@ static int flush_books(struct bridge *b, int all)
 	char subj[128];
 	jsPubOptions po;
 	natsStatus s = NATS_OK;
+	int rc = uf_bridge_pipe_drain(&b->pipe, b->stop);
 
+	if (rc < 0)
+		return rc;
 	if (all) {
 		(void)uf_nats_books_take_dirty(&b->books, &dirty);
 		for (uint32_t i = 0; i < b->books.max; i++)
@@ -555,9 +604,7 @@ static int start_generation(struct bridge *b)
 	              "(stream %s, bucket %s)",
 	              b->cfg->ring, b->info.generation, b->pos, b->nm.subject, b->nm.stream,
 	              b->nm.bucket);
-	rc = publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0);
-	b->live |= rc == 0;
-	return rc;
+	return publish(b, UF_NATS_RESET, b->pos, 0, NULL, 0); /* on_stored() sets live */
 }
 
 static int on_lap(struct bridge *b)
@@ -597,6 +644,10 @@ static void write_status(struct bridge *b, int to_stderr)
 	b->st.sym_failed = __atomic_load_n(&b->cn.sym_failed, __ATOMIC_RELAXED);
 	b->st.ack_timeouts = b->cn.ack_timeouts;
 	b->st.failovers = b->cn.failovers;
+	b->st.in_flight = uf_bridge_pipe_inflight(&b->pipe);
+	b->st.window_full = b->pipe.full_waits;
+	b->st.resends = b->pipe.resends;
+	b->st.order_errors = b->pipe.order_errors;
 	uf_bridge_conn_url(&b->cn, b->st.server, sizeof(b->st.server));
 	b->st.connected = uf_bridge_conn_answering(&b->cn);
 	b->last_file_ns = uf_now_mono_ns();
@@ -699,7 +750,15 @@ static int loop(struct bridge *b)
 			rc = flush_records(b);
 			if (rc == 0) {
 				periodic(b);
-				uf_consumer_wait(b->c, b->nrecs ? 0 : IDLE_WAIT_NS);
+				/* answers are polled between waits: shorter waits while any are due
+				 */
+				if (uf_bridge_pipe_poll(&b->pipe, 0) < 0)
+					rc = -EIO;
+				else
+					uf_consumer_wait(b->c, b->nrecs ? 0
+					                       : uf_bridge_pipe_inflight(&b->pipe)
+					                           ? PIPE_WAIT_NS
+					                           : IDLE_WAIT_NS);
 			}
 			break;
 		case -EOVERFLOW:
@@ -759,8 +818,11 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 	snprintf(b.st.ring, sizeof(b.st.ring), "%s", cfg->ring);
 	uf_nats_names_make(cfg->ring, &b.nm);
 	b.recs = calloc(cfg->batch, sizeof(*b.recs));
-	b.msg = malloc(sizeof(struct uf_nats_msg) + (size_t)cfg->batch * sizeof(struct uf_record) +
-	               UF_NATS_MAC_LEN);
+	b.dec = calloc(cfg->batch, sizeof(*b.dec));
+	if (!b.dec) {
+		free(b.recs); /* reported below */
+		b.recs = NULL;
+	}
 	if (cfg->per_symbol) {
 		b.sym_recs = calloc(cfg->batch, sizeof(*b.sym_recs));
 		b.sym_seqs = calloc(cfg->batch, sizeof(*b.sym_seqs));
@@ -774,7 +836,7 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 			b.recs = NULL;
 		}
 	}
-	if (!b.recs || !b.msg) {
+	if (!b.recs) {
 		uf_bridge_log("out of memory");
 		goto out;
 	}
@@ -787,11 +849,26 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 		if (b.key.len)
 			uf_bridge_log("signing every message with the shared key (HMAC-SHA256)");
 	}
+	{
+		/* --per-symbol messages share the stream: with more than one DATA message in
+		 * flight they would come between a message and the successor that expects it */
+		struct uf_bridge_pipe_ops ops = {on_stored, pipe_outcome, pipe_tick, &b};
+		uint32_t window = cfg->per_symbol ? 1 : cfg->window;
+		size_t msg_max = sizeof(struct uf_nats_msg) +
+		                 (size_t)cfg->batch * UF_NATS_COMPACT_MAX + UF_NATS_MAC_LEN;
+		if (uf_bridge_pipe_init(&b.pipe, &b.cn, b.nm.stream, b.nm.subject, window, msg_max,
+		                        cfg->ack_wait_ms, &ops, &b.st.retries) < 0) {
+			uf_bridge_log("out of memory");
+			goto out;
+		}
+	}
 	if (uf_bridge_conn_open(&b.cn, cfg) < 0 || nats_setup(&b) < 0 || attach_ring(&b) < 0)
 		goto out;
 	rc = loop(&b);
 	if (b.nrecs && !*stop)
 		(void)flush_records(&b);
+	if (!*stop && uf_bridge_pipe_drain(&b.pipe, stop) < 0)
+		uf_bridge_log("stream messages not all acknowledged at exit");
 	if (b.cn.js_sym) { /* the per-symbol messages still in flight */
 		jsPubOptions po;
 		jsPubOptions_Init(&po);
@@ -803,9 +880,10 @@ int uf_bridge_run(const struct uf_bridge_config *cfg, volatile sig_atomic_t *sto
 out:
 	uf_consumer_detach(b.c);
 	uf_nats_books_free(&b.books);
+	uf_bridge_pipe_free(&b.pipe); /* its subscription before the connection */
 	uf_bridge_conn_close(&b.cn);
 	free(b.recs);
-	free(b.msg);
+	free(b.dec);
 	free(b.kvbuf);
 	free(b.ids);
 	free(b.sym_recs);

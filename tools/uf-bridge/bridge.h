@@ -24,6 +24,10 @@ struct uf_bridge_config {
 	int64_t max_age_s;          /* stream retention, seconds (0 = unlimited) */
 	int64_t max_bytes;          /* stream retention, bytes (-1 = unlimited) */
 	uint32_t batch;             /* most records per message (<= UF_NATS_MAX_RECORDS) */
+	uint32_t window;            /* stream messages in flight (sent, not yet acknowledged):
+	                             * 1 waits for each acknowledgement (one round trip per
+	                             * message); more keeps the link busy (tools/uf-bridge/
+	                             * bridge_pipe.h). --per-symbol forces 1 */
 	uint32_t kv_interval_ms;    /* book entries are written at most this often */
 	uint32_t stats_interval_ms; /* status line period on stderr, 0 = only at exit */
 	uint32_t ack_wait_ms;       /* publish acknowledgement timeout before a retry; also the
@@ -33,6 +37,9 @@ struct uf_bridge_config {
 	                             * keeps its TCP connection open and would hold it forever */
 	int exit_on_close;          /* exit 0 once the producer closed the ring */
 	int per_symbol;             /* also store uf.RING.rec.SYMBOL messages (per instrument) */
+	int compact;                /* DATA records in the compact form (ring/nats/nats_codec.h,
+	                             * wire version 2): about a third of the bytes; consumers
+	                             * built before it refuse such messages */
 	char status_file[256];      /* JSON status written here (atomically), "" = none */
 	char creds[256];            /* NATS user credentials file, "" = none */
 	char tls_ca[256];           /* CA file: TLS on, server verified, "" = plain */
@@ -69,13 +76,21 @@ struct uf_bridge_status {
 	uint64_t pub_lag_ns_max; /* worst producer-publish to JetStream-ack delay of a record */
 	uint64_t sym_msgs;       /* per-symbol messages published (--per-symbol) */
 	uint64_t sym_failed;     /* per-symbol messages JetStream refused or never acknowledged */
+	uint64_t in_flight;      /* stream messages sent and not yet acknowledged (sampled) */
+	uint64_t window_full;    /* messages that waited for room in the window: the link, not
+	                          * the ring, was the limit */
+	uint64_t resends;        /* times the window was sent again from its first
+	                          * unacknowledged message (a timeout, a refusal, a failover) */
+	uint64_t order_errors;   /* acknowledgements whose stream sequence did not follow the
+	                          * previous one's: 0 (the expected-last-id header prevents it) */
 	char server[128];        /* URL of the server the bridge is connected to, "" if none */
 	int connected;           /* 1 while connected to a server that acknowledges: 0 from
 	                          * the first acknowledgement timeout until one comes again */
 	int closed;              /* 1 once the producer closed the ring */
 };
 
-/* Defaults: 1 replica, file storage, 1 day, 256 records a message, books every 100 ms. */
+/* Defaults: 1 replica, file storage, 1 day, 256 records a message, 32 messages in flight,
+ * books every 100 ms. */
 void uf_bridge_config_init(struct uf_bridge_config *cfg);
 
 /* Reads a JSON config file (keys as the long options: "ring", "nats", "replicas", ...).

@@ -13,6 +13,7 @@ void uf_bridge_config_init(struct uf_bridge_config *cfg)
 	cfg->max_age_s = 86400;
 	cfg->max_bytes = -1;
 	cfg->batch = 256;
+	cfg->window = 32; /* keeps a loopback or LAN link busy (docs/fanout.md) */
 	cfg->kv_interval_ms = 100;
 	cfg->stats_interval_ms = 0;
 	cfg->ack_wait_ms = 2000;
@@ -60,7 +61,8 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	                              "dir",          "creds",
 	                              "tls_ca",       "tls_cert",
 	                              "tls_key",      "per_symbol",
-	                              "ack_timeouts", "key_file"};
+	                              "ack_timeouts", "key_file",
+	                              "window",       "compact"};
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je), *v;
 	const char *key;
@@ -110,6 +112,7 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	INT_KEY("max_age_s", max_age_s, 0, INT64_MAX / 1000000000);
 	INT_KEY("max_bytes", max_bytes, -1, INT64_MAX);
 	INT_KEY("batch", batch, 1, 1024);
+	INT_KEY("window", window, 1, 1024);
 	INT_KEY("kv_interval_ms", kv_interval_ms, 1, 3600000);
 	INT_KEY("ack_wait_ms", ack_wait_ms, 10, 600000);
 	INT_KEY("ack_timeouts", ack_timeouts, 1, 1000);
@@ -118,6 +121,9 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	v = json_object_get(o, "memory");
 	if (v)
 		cfg->memory = json_is_true(v);
+	v = json_object_get(o, "compact");
+	if (v)
+		cfg->compact = json_is_true(v);
 	v = json_object_get(o, "per_symbol");
 	if (v)
 		cfg->per_symbol = json_is_true(v);

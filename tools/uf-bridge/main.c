@@ -33,12 +33,16 @@ static void usage(FILE *f)
 	       "  --max-age S          stream retention in seconds (default 86400)\n"
 	       "  --max-bytes N        stream retention in bytes (default unlimited)\n"
 	       "  --batch N            most records per message (default 256, max 1024)\n"
+	       "  --window N           stream messages in flight, acknowledged in order (default\n"
+	       "                       32, max 1024; 1 = wait for each)\n"
 	       "  --kv-interval MS     book entries written at most this often (default 100)\n"
 	       "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
 	       "  --ack-timeouts N     leave a server after N timeouts in a row (default 2)\n"
 	       "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
 	       "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
 	       "  --exit-on-close      exit once the producer closes the ring\n"
+	       "  --compact            DATA records in the compact form (wire version 2; remote\n"
+	       "                       consumers must be this version or newer)\n"
 	       "  --per-symbol         also store each instrument's records on uf.RING.rec.SYMBOL\n"
 	       "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
 	       "  --creds FILE         NATS user credentials (JWT + seed)\n"
@@ -59,6 +63,7 @@ int main(int argc, char **argv)
 	                                   {"max-bytes", required_argument, 0, 'B'},
 	                                   {"batch", required_argument, 0, 'b'},
 	                                   {"kv-interval", required_argument, 0, 'k'},
+	                                   {"window", required_argument, 0, 'W'},
 	                                   {"ack-wait", required_argument, 0, 'w'},
 	                                   {"ack-timeouts", required_argument, 0, 'T'},
 	                                   {"stats", required_argument, 0, 's'},
@@ -66,6 +71,7 @@ int main(int argc, char **argv)
 	                                   {"exit-on-close", no_argument, 0, 'x'},
 	                                   {"dir", required_argument, 0, 'D'},
 	                                   {"per-symbol", no_argument, 0, 'P'},
+	                                   {"compact", no_argument, 0, 'Z'},
 	                                   {"creds", required_argument, 0, 'C'},
 	                                   {"tls-ca", required_argument, 0, 'A'},
 	                                   {"tls-cert", required_argument, 0, 'E'},
@@ -133,6 +139,11 @@ int main(int argc, char **argv)
 				goto bad_value;
 			cfg.batch = (uint32_t)v;
 			break;
+		case 'W':
+			if (uf_parse_i64(optarg, 1, 1024, &v) < 0)
+				goto bad_value;
+			cfg.window = (uint32_t)v;
+			break;
 		case 'k':
 			if (uf_parse_i64(optarg, 1, 3600000, &v) < 0)
 				goto bad_value;
@@ -155,6 +166,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			snprintf(cfg.status_file, sizeof(cfg.status_file), "%s", optarg);
+			break;
+		case 'Z':
+			cfg.compact = 1;
 			break;
 		case 'x':
 			cfg.exit_on_close = 1;
