@@ -225,7 +225,9 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			bad = uf_parse_double(optarg, 0, HUGE_VAL, &o->linger) < 0;
 			break;
 		case O_MTU:
-			bad = uf_parse_u64(optarg, 64, RP_MAX_PAYLOAD, &v) < 0;
+			/* 32: the header and one block at least (uf-bench e2e --sizes' 1-message
+			 * datagrams); a packet's first message goes whatever --mtu says */
+			bad = uf_parse_u64(optarg, 32, RP_MAX_PAYLOAD, &v) < 0;
 			o->mtu = (size_t)v;
 			break;
 		case O_VERBOSE:
