@@ -99,6 +99,17 @@ static void test_sizes_rows(void **state)
 		                     (double)geti(json_object_get(raw, "latency_ns"), "p50")) <
 		            1e-9);
 		assert_true(getf(w, "aim_p50_vs_raw") == (i < 2 ? 1.3 : 2.0));
+		/* the verdict follows the figures: none when the raw receiver itself waited */
+		{
+			const char *v = json_string_value(json_object_get(w, "aim_met"));
+			double x = getf(w, "publish_p50_vs_raw");
+			assert_non_null(v);
+			if (geti(json_object_get(raw, "latency_ns"), "p50") > 50000)
+				assert_string_equal(v, "busy");
+			else
+				assert_string_equal(
+				    v, x > 0 && x <= getf(w, "aim_p50_vs_raw") ? "yes" : "no");
+		}
 	}
 	/* one message a datagram, then a few (<= 200 bytes: 180 / 13 at most), then more */
 	assert_true(per_dgram[0] == 1.0);
