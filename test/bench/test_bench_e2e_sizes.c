@@ -99,6 +99,13 @@ static void test_sizes_rows(void **state)
 		                     (double)geti(json_object_get(raw, "latency_ns"), "p50")) <
 		            1e-9);
 		assert_true(getf(w, "aim_p50_vs_raw") == (i < 2 ? 1.3 : 2.0));
+		/* p10 <= p50 on both sides */
+		{
+			json_t *t = json_object_get(w, "p10_ns");
+			assert_true(geti(t, "raw") <=
+			            geti(json_object_get(raw, "latency_ns"), "p50"));
+			assert_true(geti(t, "publish") <= geti(pub, "p50"));
+		}
 		/* the verdict follows the figures: none when the raw receiver itself waited */
 		{
 			const char *v = json_string_value(json_object_get(w, "aim_met"));

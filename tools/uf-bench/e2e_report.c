@@ -658,9 +658,10 @@ void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machin
 	       "%u us, the bare receiver waited for a CPU (no verdict)\n\n",
 	       m->cpu, m->kernel, m->ncpu, m->load_start, m->load_end,
 	       E2E_SIZE_RAW_SANE_NS / 1000u);
-	printf("%-16s %-16s %9s %-8s %10s %9s %9s %9s %9s %8s %8s %5s %-7s %s\n", "backend",
-	       "raw_method", "msg/s", "size", "msgs/dgram", "raw_p50", "raw_p99", "pub_p50",
-	       "pub_p99", "p50_x", "p99_x", "aim", "aim_met", "loss");
+	printf("%-16s %-16s %9s %-8s %10s %9s %9s %9s %9s %8s %8s %5s %-7s %9s %9s %8s %s\n",
+	       "backend", "raw_method", "msg/s", "size", "msgs/dgram", "raw_p50", "raw_p99",
+	       "pub_p50", "pub_p99", "p50_x", "p99_x", "aim", "aim_met", "raw_p10", "pub_p10",
+	       "p10_x", "loss");
 	for (int i = 0; i < n; i++) {
 		const struct sizeres *b = &rs[i];
 		for (int k = 0; k < b->n; k++) {
@@ -676,14 +677,16 @@ void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machin
 			}
 			printf(
 			    "%-16s %-16s %9.0f %-8s %10.2f %9.2f %9.2f %9.2f %9.2f %7.2fx %7.2fx "
-			    "%4.1fx %-7s %s\n",
+			    "%4.1fx %-7s %9.2f %9.2f %7.2fx %s\n",
 			    e2e_backend_label((enum backend)b->be),
 			    e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, c->name,
 			    size_per_dgram(w), (double)w->raw.lat.p50 / 1e3,
 			    (double)w->raw.lat.p99 / 1e3, (double)w->pub.p50 / 1e3,
 			    (double)w->pub.p99 / 1e3, x50,
 			    ratio((double)w->pub.p99, (double)w->raw.lat.p99), c->aim,
-			    size_verdict(w), w->feed.loss ? w->feed.why : "none");
+			    size_verdict(w), (double)w->raw_p10 / 1e3, (double)w->pub_p10 / 1e3,
+			    ratio((double)w->pub_p10, (double)w->raw_p10),
+			    w->feed.loss ? w->feed.why : "none");
 		}
 	}
 }
@@ -716,6 +719,11 @@ json_t *e2e_report_sizes_json(const struct sizeres *rs, int n, const struct e2e_
 			    ratio((double)w->pub.p99, (double)w->raw.lat.p99), "aim_p50_vs_raw",
 			    c->aim, "no_rx_ts", (json_int_t)w->pub_missing);
 			json_object_set_new(jr, "aim_met", json_string(size_verdict(w)));
+			json_object_set_new(
+			    jr, "p10_ns",
+			    json_pack("{s:I, s:I, s:f}", "raw", (json_int_t)w->raw_p10, "publish",
+			              (json_int_t)w->pub_p10, "publish_vs_raw",
+			              ratio((double)w->pub_p10, (double)w->raw_p10)));
 			json_object_set_new(jr, "raw", raw_json(&w->raw));
 			json_object_set_new(jr, "publish_ns", pct_json(&w->pub));
 			json_object_set_new(jr, "feed", step_json(&w->feed, 0));

@@ -115,6 +115,8 @@ static void run_row(struct run *r, const struct day *day, struct sizerow *w, dou
 		memcpy(w->note, w->raw.note, sizeof(w->note)); /* same size, NUL-terminated */
 		return;
 	}
+	if (w->raw.lat.n) /* run_raw left its samples sorted */
+		w->raw_p10 = r->raw_samples[(size_t)((double)(w->raw.lat.n - 1) * 0.10)];
 	fprintf(stderr, "uf-bench e2e: --sizes %s: %.0f msg/s, %s datagrams: feed...\n",
 	        e2e_backend_label(r->be), w->rate, e2e_size_classes[w->cls].name);
 	memset(scratch, 0, sizeof(*scratch));
@@ -139,7 +141,9 @@ static void run_row(struct run *r, const struct day *day, struct sizerow *w, dou
 		         strerror((int)-got));
 		return;
 	}
-	uf_bench_percentiles(samples, (size_t)got, &w->pub);
+	uf_bench_percentiles(samples, (size_t)got, &w->pub); /* sorts them */
+	if (got > 0)
+		w->pub_p10 = samples[(size_t)((double)(got - 1) * 0.10)];
 	w->ran = w->raw.ran && w->feed.ran && got > 0;
 	if (!w->ran)
 		snprintf(w->note, sizeof(w->note), "no sample");

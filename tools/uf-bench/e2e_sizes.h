@@ -40,7 +40,12 @@ struct sizerow {
 	struct step feed;        /* the feed's step: delivered, loss and why */
 	struct uf_bench_pct pub; /* pub_delta_ns of the step's messages (LAST records), exact */
 	uint64_t pub_missing;    /* LAST records of the step without a receive time */
-	char note[160];          /* why a side did not run (as long as rawres.note) */
+	/* p10 of both, ns: not the aim's figure, but the one a busy host leaves readable. A
+	 * message that lands while its reader is on a CPU is read at the path's own cost; the
+	 * p50 of a host whose run queues are longer than a datagram gap is mostly the wait for a
+	 * CPU, on both sides alike. */
+	uint64_t raw_p10, pub_p10;
+	char note[160]; /* why a side did not run (as long as rawres.note) */
 };
 
 /* One back end's rows, in the order run (rate by rate, class by class). */
