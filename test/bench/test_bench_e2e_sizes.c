@@ -111,7 +111,7 @@ static void test_sizes_rows(void **state)
 			const char *v = json_string_value(json_object_get(w, "aim_met"));
 			double x = getf(w, "publish_p50_vs_raw");
 			assert_non_null(v);
-			if (geti(json_object_get(raw, "latency_ns"), "p50") > 50000)
+			if (geti(json_object_get(raw, "latency_ns"), "p50") > 20000)
 				assert_string_equal(v, "busy");
 			else
 				assert_string_equal(

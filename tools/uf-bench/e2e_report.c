@@ -625,11 +625,11 @@ json_t *e2e_report_plots(const struct beres *rs, int n, const struct e2e_opts *o
 
 /* ---- --sizes: wire to publish by datagram size (e2e_sizes.h) ------------------------------ */
 
-/* A bare busy receiver on loopback reads a datagram 1-5 us after its kernel timestamp (docs/
+/* A bare busy receiver on loopback reads a datagram 1-7 us after its kernel timestamp (docs/
  * performance.md, quiet rounds). A raw p50 beyond this means the receiver itself waited for a
  * CPU (other jobs on the host): the row's ratio is then the scheduler's, and the table gives
  * no verdict on the aim ("busy"). */
-#define E2E_SIZE_RAW_SANE_NS 50000u
+#define E2E_SIZE_RAW_SANE_NS 20000u
 
 /* "yes" / "no" for the row's aim, "busy" when the raw baseline shows a host without a free
  * CPU for it. */
