@@ -13,18 +13,17 @@
 #include "e2e.h"
 #include "e2e_place.h"
 
-#define MAXC           4                    /* consumer processes per back end, at most */
-#define MAX_SEARCH     12                   /* search steps, at most */
-#define NSTEPS         (4 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches */
-#define ST_WARMUP      0                    /* step index of the warm-up replay */
-#define ST_STEADY      1                    /* step index of the steady replay */
-#define ST_BURST       2                    /* step index of the bursty replay */
-#define ST_SYSCALL     3                    /* step index of the system call count */
-#define ST_SEARCH      4                    /* first search step */
-#define ST_BSIZE       (ST_SEARCH + 2 * MAX_SEARCH) /* first burst-size step */
-#define NPLOT          160                          /* points per latency distribution plot */
-#define MAX_SAMPLE     (1u << 23) /* latency samples per consumer per sampled step, at most */
-#define E2E_SIZE_RATES 4          /* rates of --sizes (e2e_sizes.h), at most */
+#define MAXC       4                    /* consumer processes per back end, at most */
+#define MAX_SEARCH 12                   /* search steps, at most */
+#define NSTEPS     (4 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches */
+#define ST_WARMUP  0                    /* step index of the warm-up replay */
+#define ST_STEADY  1                    /* step index of the steady replay */
+#define ST_BURST   2                    /* step index of the bursty replay */
+#define ST_SYSCALL 3                    /* step index of the system call count */
+#define ST_SEARCH  4                    /* first search step */
+#define ST_BSIZE   (ST_SEARCH + 2 * MAX_SEARCH) /* first burst-size step */
+#define NPLOT      160                          /* points per latency distribution plot */
+#define MAX_SAMPLE (1u << 23) /* latency samples per consumer per sampled step, at most */
 
 /* The receive back ends, in the order they run and are reported. Names: e2e_backend.c.
  * BE_SQPOLL_JOURNAL is BE_SQPOLL with the ring's day journal on (ring.journal, in the run's
@@ -63,6 +62,8 @@ const char *e2e_backend_label(enum backend be);
  * "nosqpoll", or "all"; `s` is cut up (strtok_r). Sets *mask (1 << enum backend) and returns
  * 0, or -EINVAL for an unknown name or an empty list. */
 int e2e_backends_parse(char *s, uint32_t *mask);
+
+#define E2E_SIZE_RATES 4 /* rates of --sizes (e2e_sizes.h), at most */
 
 struct e2e_opts {
 	double duration;          /* seconds per back end (replay time; start-up comes on top) */
