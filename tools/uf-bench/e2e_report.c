@@ -654,14 +654,15 @@ void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machin
 	       "(shared machine: figures are noisy)\n"
 	       "raw = its read (CLOCK_REALTIME) - kernel receive timestamp, publish = the "
 	       "records' pub_delta_ns;\nboth exact, one sample per message; each row: raw first, "
-	       "then a fresh uringfeed on the same replay;\naim_met busy: the raw p50 is above "
+	       "then a fresh uringfeed on the same replay (sent/s: what uf-replay achieved in the "
+	       "feed's step);\naim_met busy: the raw p50 is above "
 	       "%u us, the bare receiver waited for a CPU (no verdict)\n\n",
 	       m->cpu, m->kernel, m->ncpu, m->load_start, m->load_end,
 	       E2E_SIZE_RAW_SANE_NS / 1000u);
-	printf("%-16s %-16s %9s %-8s %10s %9s %9s %9s %9s %8s %8s %5s %-7s %9s %9s %8s %s\n",
-	       "backend", "raw_method", "msg/s", "size", "msgs/dgram", "raw_p50", "raw_p99",
-	       "pub_p50", "pub_p99", "p50_x", "p99_x", "aim", "aim_met", "raw_p10", "pub_p10",
-	       "p10_x", "loss");
+	printf("%-16s %-16s %9s %9s %-8s %10s %9s %9s %9s %9s %8s %8s %5s %-7s %9s %9s %8s %s\n",
+	       "backend", "raw_method", "msg/s", "sent/s", "size", "msgs/dgram", "raw_p50",
+	       "raw_p99", "pub_p50", "pub_p99", "p50_x", "p99_x", "aim", "aim_met", "raw_p10",
+	       "pub_p10", "p10_x", "loss");
 	for (int i = 0; i < n; i++) {
 		const struct sizeres *b = &rs[i];
 		for (int k = 0; k < b->n; k++) {
@@ -669,24 +670,24 @@ void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machin
 			const struct e2e_size_class *c = &e2e_size_classes[w->cls];
 			double x50 = ratio((double)w->pub.p50, (double)w->raw.lat.p50);
 			if (!w->ran) {
-				printf("%-16s %-16s %9.0f %-8s did not run: %s\n",
+				printf("%-16s %-16s %9.0f %9s %-8s did not run: %s\n",
 				       e2e_backend_label((enum backend)b->be),
-				       e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, c->name,
-				       w->note);
+				       e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, "-",
+				       c->name, w->note);
 				continue;
 			}
-			printf(
-			    "%-16s %-16s %9.0f %-8s %10.2f %9.2f %9.2f %9.2f %9.2f %7.2fx %7.2fx "
-			    "%4.1fx %-7s %9.2f %9.2f %7.2fx %s\n",
-			    e2e_backend_label((enum backend)b->be),
-			    e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, c->name,
-			    size_per_dgram(w), (double)w->raw.lat.p50 / 1e3,
-			    (double)w->raw.lat.p99 / 1e3, (double)w->pub.p50 / 1e3,
-			    (double)w->pub.p99 / 1e3, x50,
-			    ratio((double)w->pub.p99, (double)w->raw.lat.p99), c->aim,
-			    size_verdict(w), (double)w->raw_p10 / 1e3, (double)w->pub_p10 / 1e3,
-			    ratio((double)w->pub_p10, (double)w->raw_p10),
-			    w->feed.loss ? w->feed.why : "none");
+			printf("%-16s %-16s %9.0f %9.0f %-8s %10.2f %9.2f %9.2f %9.2f %9.2f %7.2fx "
+			       "%7.2fx "
+			       "%4.1fx %-7s %9.2f %9.2f %7.2fx %s\n",
+			       e2e_backend_label((enum backend)b->be),
+			       e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, w->feed.achieved,
+			       c->name, size_per_dgram(w), (double)w->raw.lat.p50 / 1e3,
+			       (double)w->raw.lat.p99 / 1e3, (double)w->pub.p50 / 1e3,
+			       (double)w->pub.p99 / 1e3, x50,
+			       ratio((double)w->pub.p99, (double)w->raw.lat.p99), c->aim,
+			       size_verdict(w), (double)w->raw_p10 / 1e3, (double)w->pub_p10 / 1e3,
+			       ratio((double)w->pub_p10, (double)w->raw_p10),
+			       w->feed.loss ? w->feed.why : "none");
 		}
 	}
 }
