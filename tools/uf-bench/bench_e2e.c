@@ -43,6 +43,7 @@
  *                   e2e_consumer.c the consumer processes, e2e_raw.c the raw-receive
  *                   baseline, e2e_util.c process helpers);
  *   e2e_search.c    the rate search's decisions;
+ *   e2e_sizes.c     --sizes: only wire-to-publish against the raw receiver by datagram size;
  *   e2e_report.c    tables, JSON and plots. */
 #include <errno.h>
 #include <getopt.h>
@@ -65,6 +66,7 @@
 #include "e2e_raw.h"
 #include "e2e_report.h"
 #include "e2e_run.h"
+#include "e2e_sizes.h"
 
 static void on_signal(int sig)
 {
@@ -85,7 +87,7 @@ static void usage(FILE *f)
 	    "                    [--consumer-cpu C] [--consumer-spin-us U] [--sender-cpu C]\n"
 	    "                    [--max-orders N]\n"
 	    "                    [--raw METHOD]\n"
-	    "                    [--bsize-steps N]\n"
+	    "                    [--bsize-steps N] [--sizes RATE[,RATE...]]\n"
 	    "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
 	    "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
 	    "  --backends LIST  io_uring (SQPOLL), io_uring_nosqpoll, recvmmsg, epoll "
@@ -118,6 +120,10 @@ static void usage(FILE *f)
 	    "method),\n"
 	    "                   recvmsg-busy, recvmmsg-busy, epoll, io_uring, "
 	    "io_uring+SQPOLL\n"
+	    "  --sizes RATES    only this: wire-to-publish p50/p99 (exact, pub_delta_ns) against\n"
+	    "                   the raw receiver (--raw, default recvmsg-busy) for 1-message,\n"
+	    "                   <=200-byte and full datagrams at each rate (back end default\n"
+	    "                   io_uring_nosqpoll; JSON in DIR/e2e-sizes.json)\n"
 	    "  --bin-dir DIR    where uringfeed, uf-replay and uf-gen are (default: "
 	    "uf-bench's)\n"
 	    "  --json           JSON on stdout instead of the tables (always written to "
@@ -181,6 +187,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"max-orders", required_argument, 0, 'O'},
 	                                   {"raw", required_argument, 0, 'w'},
 	                                   {"bsize-steps", required_argument, 0, 'Z'},
+	                                   {"sizes", required_argument, 0, 'z'},
 	                                   {"bin-dir", required_argument, 0, 'x'},
 	                                   {"no-plot", no_argument, 0, 'n'},
 	                                   {"keep", no_argument, 0, 'k'},
@@ -211,7 +218,7 @@ int uf_bench_e2e(int argc, char **argv)
 	struct day day;
 	char err[512], gen_path[PATH_MAX];
 	json_t *plots, *root;
-	int opt, n = 0, rc = 0;
+	int opt, n = 0, rc = 0, mask_given = 0;
 	double v;
 
 	optind = 1;
@@ -228,6 +235,7 @@ int uf_bench_e2e(int argc, char **argv)
 		case 'b':
 			if (e2e_backends_parse(optarg, &o.mask))
 				goto bad;
+			mask_given = 1;
 			break;
 		case 'R':
 			o.results = optarg;
@@ -310,6 +318,10 @@ int uf_bench_e2e(int argc, char **argv)
 				goto bad;
 			o.bsize_steps = (int)v;
 			break;
+		case 'z':
+			if ((o.nsize_rates = e2e_sizes_parse(optarg, o.size_rates)) < 0)
+				goto bad;
+			break;
 		case 'x':
 			snprintf(o.bindir, sizeof(o.bindir), "%s", optarg);
 			break;
@@ -333,6 +345,10 @@ int uf_bench_e2e(int argc, char **argv)
 		return 2;
 	}
 	o.ncpu = uf_bench_ncpus();
+	if (o.nsize_rates > 0 && !mask_given)
+		o.mask = 1u << BE_NOSQPOLL; /* the issue's: busy io_uring without SQPOLL */
+	if (o.nsize_rates > 0 && !o.day_msgs)
+		o.day_msgs = 320000; /* a step is 300 000 messages at most (e2e_sizes.c) */
 	/* Pin only to CPUs that exist: the feed on the last of the first two, SQPOLL on 0. */
 	if (o.feed_cpu == -2)
 		o.feed_cpu = o.ncpu > 1 ? 1 : 0;
@@ -398,6 +414,11 @@ int uf_bench_e2e(int argc, char **argv)
 	}
 	e2e_machine_info(&m);
 	m.load_start = uf_bench_loadavg();
+	if (o.nsize_rates > 0) {
+		rc = e2e_sizes_main(&o, &day, &m);
+		e2e_day_close(&day);
+		goto out_tmp;
+	}
 	for (int be = 0; be < BE_COUNT && !e2e_stop; be++) {
 		if (!(o.mask & (1u << be)))
 			continue;

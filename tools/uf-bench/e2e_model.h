@@ -63,6 +63,8 @@ const char *e2e_backend_label(enum backend be);
  * 0, or -EINVAL for an unknown name or an empty list. */
 int e2e_backends_parse(char *s, uint32_t *mask);
 
+#define E2E_SIZE_RATES 4 /* rates of --sizes (e2e_sizes.h), at most */
+
 struct e2e_opts {
 	double duration;          /* seconds per back end (replay time; start-up comes on top) */
 	double rate;              /* steady and burst mean rate, msg/s */
@@ -92,6 +94,8 @@ struct e2e_opts {
 	char bindir[2048];        /* uringfeed, uf-replay, uf-gen */
 	char tmp[2048];           /* temp dir */
 	int ncpu;                 /* CPUs available */
+	double size_rates[E2E_SIZE_RATES]; /* --sizes: rates of the datagram-size rows */
+	int nsize_rates;                   /* entries (0: no --sizes, the usual run) */
 };
 
 /* Burst drain times of one step: for every burst whose messages all arrived, the time from

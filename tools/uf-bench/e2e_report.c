@@ -622,3 +622,121 @@ json_t *e2e_report_plots(const struct beres *rs, int n, const struct e2e_opts *o
 	}
 	return made;
 }
+
+/* ---- --sizes: wire to publish by datagram size (e2e_sizes.h) ------------------------------ */
+
+/* A bare busy receiver on loopback reads a datagram 1-7 us after its kernel timestamp (docs/
+ * performance.md, quiet rounds). A raw p50 beyond this means the receiver itself waited for a
+ * CPU (other jobs on the host): the row's ratio is then the scheduler's, and the table gives
+ * no verdict on the aim ("busy"). */
+#define E2E_SIZE_RAW_SANE_NS 20000u
+
+/* "yes" / "no" for the row's aim, "busy" when the raw baseline shows a host without a free
+ * CPU for it. */
+static const char *size_verdict(const struct sizerow *w)
+{
+	double x50 = ratio((double)w->pub.p50, (double)w->raw.lat.p50);
+	if (w->raw.lat.p50 > E2E_SIZE_RAW_SANE_NS)
+		return "busy";
+	return x50 > 0 && x50 <= e2e_size_classes[w->cls].aim ? "yes" : "no";
+}
+
+/* Messages per datagram the raw receiver saw (the same replay as the feed's step). */
+static double size_per_dgram(const struct sizerow *w)
+{
+	return w->raw.datagrams ? (double)w->raw.messages / (double)w->raw.datagrams : 0;
+}
+
+void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machine *m)
+{
+	printf("uf-bench e2e --sizes: wire-to-publish against a bare receiver, by datagram size\n"
+	       "machine: %s, kernel %s, %d CPUs, load average %.2f before, %.2f after "
+	       "(shared machine: figures are noisy)\n"
+	       "raw = its read (CLOCK_REALTIME) - kernel receive timestamp, publish = the "
+	       "records' pub_delta_ns;\nboth exact, one sample per message; each row: raw first, "
+	       "then a fresh uringfeed on the same replay (sent/s: what uf-replay achieved in the "
+	       "feed's step);\naim_met busy: the raw p50 is above "
+	       "%u us, the bare receiver waited for a CPU (no verdict)\n\n",
+	       m->cpu, m->kernel, m->ncpu, m->load_start, m->load_end,
+	       E2E_SIZE_RAW_SANE_NS / 1000u);
+	printf("%-16s %-16s %9s %9s %-8s %10s %9s %9s %9s %9s %8s %8s %5s %-7s %9s %9s %8s %s\n",
+	       "backend", "raw_method", "msg/s", "sent/s", "size", "msgs/dgram", "raw_p50",
+	       "raw_p99", "pub_p50", "pub_p99", "p50_x", "p99_x", "aim", "aim_met", "raw_p10",
+	       "pub_p10", "p10_x", "loss");
+	for (int i = 0; i < n; i++) {
+		const struct sizeres *b = &rs[i];
+		for (int k = 0; k < b->n; k++) {
+			const struct sizerow *w = &b->row[k];
+			const struct e2e_size_class *c = &e2e_size_classes[w->cls];
+			double x50 = ratio((double)w->pub.p50, (double)w->raw.lat.p50);
+			if (!w->ran) {
+				printf("%-16s %-16s %9.0f %9s %-8s did not run: %s\n",
+				       e2e_backend_label((enum backend)b->be),
+				       e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, "-",
+				       c->name, w->note);
+				continue;
+			}
+			printf("%-16s %-16s %9.0f %9.0f %-8s %10.2f %9.2f %9.2f %9.2f %9.2f %7.2fx "
+			       "%7.2fx "
+			       "%4.1fx %-7s %9.2f %9.2f %7.2fx %s\n",
+			       e2e_backend_label((enum backend)b->be),
+			       e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, w->feed.achieved,
+			       c->name, size_per_dgram(w), (double)w->raw.lat.p50 / 1e3,
+			       (double)w->raw.lat.p99 / 1e3, (double)w->pub.p50 / 1e3,
+			       (double)w->pub.p99 / 1e3, x50,
+			       ratio((double)w->pub.p99, (double)w->raw.lat.p99), c->aim,
+			       size_verdict(w), (double)w->raw_p10 / 1e3, (double)w->pub_p10 / 1e3,
+			       ratio((double)w->pub_p10, (double)w->raw_p10),
+			       w->feed.loss ? w->feed.why : "none");
+		}
+	}
+}
+
+json_t *e2e_report_sizes_json(const struct sizeres *rs, int n, const struct e2e_opts *o,
+                              const struct machine *m)
+{
+	json_t *root = json_object(), *bes = json_array();
+
+	json_object_set_new(root, "bench", json_string("e2e-sizes"));
+	json_object_set_new(root, "machine",
+	                    json_pack("{s:s, s:s, s:i, s:f, s:f}", "cpu", m->cpu, "kernel",
+	                              m->kernel, "cpus", m->ncpu, "loadavg_start", m->load_start,
+	                              "loadavg_end", m->load_end));
+	json_object_set_new(root, "params",
+	                    json_pack("{s:f, s:i, s:i, s:i}", "duration_s", o->duration, "feed_cpu",
+	                              o->feed_cpu, "sqpoll_cpu", o->sqpoll_cpu, "sender_cpu",
+	                              o->sender_cpu));
+	for (int i = 0; i < n; i++) {
+		const struct sizeres *b = &rs[i];
+		json_t *rows = json_array();
+		for (int k = 0; k < b->n; k++) {
+			const struct sizerow *w = &b->row[k];
+			const struct e2e_size_class *c = &e2e_size_classes[w->cls];
+			json_t *jr = json_pack(
+			    "{s:f, s:s, s:I, s:f, s:b, s:s, s:f, s:f, s:f, s:I}", "rate", w->rate,
+			    "size", c->name, "mtu", (json_int_t)c->mtu, "messages_per_datagram",
+			    size_per_dgram(w), "ran", w->ran, "note", w->note, "publish_p50_vs_raw",
+			    ratio((double)w->pub.p50, (double)w->raw.lat.p50), "publish_p99_vs_raw",
+			    ratio((double)w->pub.p99, (double)w->raw.lat.p99), "aim_p50_vs_raw",
+			    c->aim, "no_rx_ts", (json_int_t)w->pub_missing);
+			json_object_set_new(jr, "aim_met", json_string(size_verdict(w)));
+			json_object_set_new(
+			    jr, "p10_ns",
+			    json_pack("{s:I, s:I, s:f}", "raw", (json_int_t)w->raw_p10, "publish",
+			              (json_int_t)w->pub_p10, "publish_vs_raw",
+			              ratio((double)w->pub_p10, (double)w->raw_p10)));
+			json_object_set_new(jr, "raw", raw_json(&w->raw));
+			json_object_set_new(jr, "publish_ns", pct_json(&w->pub));
+			json_object_set_new(jr, "feed", step_json(&w->feed, 0));
+			json_array_append_new(rows, jr);
+		}
+		json_array_append_new(bes, json_pack("{s:s, s:s, s:s, s:b, s:s, s:o}", "backend",
+		                                     e2e_backend_cfg((enum backend)b->be), "label",
+		                                     e2e_backend_label((enum backend)b->be),
+		                                     "raw_method",
+		                                     e2e_raw_name((enum raw_kind)b->raw_kind), "ok",
+		                                     b->ok, "note", b->note, "rows", rows));
+	}
+	json_object_set_new(root, "backends", bes);
+	return root;
+}

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "e2e_model.h"
+#include "e2e_sizes.h"
 
 /* The machine the figures come from. */
 struct machine {
@@ -46,5 +47,11 @@ json_t *e2e_report_json(const struct beres *rs, int n, const struct e2e_opts *o,
  * returns the PNGs made (names relative to o->results; empty when gnuplot failed). */
 json_t *e2e_report_plots(const struct beres *rs, int n, const struct e2e_opts *o,
                          const struct machine *m);
+
+/* --sizes: the rows of every back end in rs[0..n) on stdout (latency by datagram size, the
+ * ratios and whether issue 26's aim is met), and the same as the JSON document. */
+void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machine *m);
+json_t *e2e_report_sizes_json(const struct sizeres *rs, int n, const struct e2e_opts *o,
+                              const struct machine *m);
 
 #endif /* UF_BENCH_E2E_REPORT_H */

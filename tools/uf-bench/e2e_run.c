@@ -55,8 +55,8 @@ static void plot_points(struct step *s, const uint64_t *v, size_t n)
 /* One uf-replay command line: the step's file at `rate` (in bursts of `burst` x when > 1). */
 struct replay_cmd {
 	char file[PATH_MAX], out[PATH_MAX], errp[PATH_MAX], bin[PATH_MAX];
-	char rate_s[32], burst_s[32], bper_s[32], a[48], b[48], rr[16], sess[16];
-	char *argv[24];
+	char rate_s[32], burst_s[32], bper_s[32], a[48], b[48], rr[16], sess[16], mtu_s[24];
+	char *argv[26];
 	double burst_per; /* messages per burst as uf-replay computes it, 0: steady */
 };
 
@@ -113,6 +113,11 @@ static int64_t replay_prepare(struct run *r, const struct day *day, struct repla
 		c->argv[argc++] = c->burst_s;
 		c->argv[argc++] = "--burst-period";
 		c->argv[argc++] = c->bper_s;
+	}
+	if (r->mtu) {
+		snprintf(c->mtu_s, sizeof(c->mtu_s), "%zu", r->mtu);
+		c->argv[argc++] = "--mtu";
+		c->argv[argc++] = c->mtu_s;
 	}
 	c->argv[argc] = NULL;
 	return (int64_t)n;
@@ -808,4 +813,26 @@ out_free:
 	uf_bench_shared_free(r.ctl, sizeof(*r.ctl));
 	uf_bench_shared_free(r.raw, sizeof(*r.raw));
 	uf_bench_shared_free(r.raw_samples, r.cap * sizeof(uint64_t));
+}
+
+int e2e_run_raw_step(struct run *r, const struct day *day, struct rawres *w, double rate,
+                     double secs)
+{
+	return run_raw(r, day, w, rate, 0, secs);
+}
+
+int e2e_run_feed_up(struct run *r, const struct day *day, struct beres *res, double warm_s)
+{
+	return feed_up(r, day, res, warm_s);
+}
+
+void e2e_run_feed_down(struct run *r)
+{
+	feed_down(r);
+}
+
+int e2e_run_feed_step(struct run *r, const struct day *day, struct step *s, double rate,
+                      double secs)
+{
+	return run_step(r, day, ST_STEADY, s, rate, 0, secs);
 }

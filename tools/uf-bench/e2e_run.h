@@ -67,6 +67,7 @@ struct run {
 	struct placement *place; /* sampled while a replay runs, NULL: not */
 	uint64_t *raw_samples;   /* [cap] its latency samples */
 	char log[PATH_MAX];      /* uringfeed's stderr */
+	size_t mtu;              /* uf-replay --mtu of every step (0: its default) */
 };
 
 /* Runs every step of back end `be` (warm-up, steady, burst, both rate searches) and fills
@@ -86,6 +87,21 @@ int e2e_daemon_start(struct run *r, struct beres *res);
 
 /* SIGTERM, then SIGKILL after 10 s. */
 void e2e_daemon_stop(struct run *r);
+
+/* The datagram-size rows (e2e_sizes.c) run these steps of e2e_run.c on a run they set up
+ * themselves, replaying with r->mtu:
+ * - e2e_run_raw_step: the raw receiver's baseline of a steady replay of `secs` at `rate`;
+ * - e2e_run_feed_up: a fresh daemon (status port, consumers attached) and a warm-up of
+ *   `warm_s` at --rate; e2e_run_feed_down stops it and removes its ring;
+ * - e2e_run_feed_step: a steady replay of `secs` at `rate` into the running daemon, counted as
+ *   the steady latency step (ST_STEADY) is.
+ * Each returns 0 or -errno (the note of `w` / `res` says why). */
+int e2e_run_raw_step(struct run *r, const struct day *day, struct rawres *w, double rate,
+                     double secs);
+int e2e_run_feed_up(struct run *r, const struct day *day, struct beres *res, double warm_s);
+void e2e_run_feed_down(struct run *r);
+int e2e_run_feed_step(struct run *r, const struct day *day, struct step *s, double rate,
+                      double secs);
 
 /* Says in res->note why a step could not run, with the daemon's last log line when it died. */
 void e2e_daemon_step_failed(struct run *r, struct beres *res, const char *what);

@@ -22,17 +22,18 @@ static void usage(FILE *f)
 	    "                 [--drop-a P|@SEQ,...] [--drop-b P|@SEQ,...] [--dup P] [--reorder P]\n"
 	    "                 [--seed S] [--serve-rerequests PORT] [--linger SECONDS] [--mtu "
 	    "BYTES]\n"
-	    "                 [--burst FACTOR [--burst-period MS]] [--verbose]\n"
+	    "                 [--pack mtu|timestamp] [--burst FACTOR [--burst-period MS]] "
+	    "[--verbose]\n"
 	    "                 [--serve-snapshot PORT[,USERNAME,PASSWORD]] [--rerequest-delay-ms "
 	    "MS]\n"
 	    "Sends FILE (Nasdaq daily ITCH format or a pcap of MoldUDP64) as MoldUDP64 to the A "
 	    "and\n"
 	    "B groups, messages numbered 1..N in file order, packed up to --mtu payload bytes\n"
-	    "(default %d), at --rate messages/s (default %.0f; 0 = as fast as possible) or at the\n"
-	    "messages' own timestamps divided by --speed. Heartbeats every second while idle, end "
-	    "of\n"
-	    "session at the end. Faults per line: --drop-a/--drop-b drop a packet with probability "
-	    "P\n"
+	    "(default %d; --pack timestamp: only messages of the same ITCH microsecond share a\n"
+	    "packet, as an exchange sends them), at --rate messages/s (default %.0f; 0 = as\n"
+	    "fast as possible) or at the messages' own timestamps divided by --speed.\n"
+	    "Heartbeats every second while idle, end of session at the end.\n"
+	    "Faults per line: --drop-a/--drop-b drop a packet with probability P\n"
 	    "or the packets holding the listed sequences (@12,500); --dup and --reorder apply to\n"
 	    "both lines with probability P (a reordered packet is sent after the next one). "
 	    "--seed\n"
@@ -138,7 +139,8 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 		O_BURST_PERIOD,
 		O_SNAP,
 		O_RR_DELAY,
-		O_UNTIL
+		O_UNTIL,
+		O_PACK
 	};
 	static const struct option opts[] = {
 	    {"in", 1, 0, O_IN},
@@ -163,6 +165,7 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 	    {"serve-snapshot", 1, 0, O_SNAP},
 	    {"rerequest-delay-ms", 1, 0, O_RR_DELAY},
 	    {"until-seq", 1, 0, O_UNTIL},
+	    {"pack", 1, 0, O_PACK},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -222,7 +225,9 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			bad = uf_parse_double(optarg, 0, HUGE_VAL, &o->linger) < 0;
 			break;
 		case O_MTU:
-			bad = uf_parse_u64(optarg, 64, RP_MAX_PAYLOAD, &v) < 0;
+			/* 32: the header and one block at least (uf-bench e2e --sizes' 1-message
+			 * datagrams); a packet's first message goes whatever --mtu says */
+			bad = uf_parse_u64(optarg, 32, RP_MAX_PAYLOAD, &v) < 0;
 			o->mtu = (size_t)v;
 			break;
 		case O_VERBOSE:
@@ -246,6 +251,10 @@ int rp_opts_parse(int argc, char **argv, struct rp_opts *o)
 			break;
 		case O_UNTIL:
 			bad = uf_parse_u64(optarg, 1, UINT64_MAX - 1, &o->until_seq) < 0;
+			break;
+		case O_PACK:
+			o->pack_ts = strcmp(optarg, "timestamp") == 0;
+			bad = !o->pack_ts && strcmp(optarg, "mtu") != 0;
 			break;
 		case O_HELP:
 			usage(stdout);

@@ -36,6 +36,7 @@ struct rp_opts {
 	const char *ifs;                   /* --interface as given */
 	struct rp_line_opts line[2];       /* --a, --b and their --drop-a/--drop-b */
 	size_t mtu;                        /* payload bytes per packet */
+	int pack_ts;                       /* --pack timestamp (replay_stream.h), 0: --pack mtu */
 	double rate;                       /* messages/s (0 = --speed) */
 	double speed;                      /* timestamp speed factor (0 = --rate) */
 	int have_rate;                     /* --rate was given (a capture replays at its own

@@ -61,11 +61,13 @@ void rp_stream_close(struct rp_stream *st)
 uint64_t rp_stream_fit(const struct rp_stream *st, uint64_t first, uint64_t limit)
 {
 	size_t len = UF_MOLD_HDR_LEN;
-	uint64_t k = 0;
+	uint64_t k = 0, us = st->pack_ts ? rp_msg_ts(&st->msgs[first - 1]) / 1000 : 0;
 	while (first + k < limit && k < 0xFFFE) {
 		size_t add = 2 + st->msgs[first + k - 1].len;
 		if (len + add > st->mtu && k > 0)
 			break;
+		if (st->pack_ts && k > 0 && rp_msg_ts(&st->msgs[first + k - 1]) / 1000 != us)
+			break; /* the next microsecond: the exchange's next datagram */
 		len += add;
 		k++;
 	}

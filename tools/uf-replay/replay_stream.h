@@ -22,7 +22,9 @@ struct rp_stream {
 	uint64_t n;                        /* messages */
 	char session[UF_MOLD_SESSION_LEN]; /* MoldUDP64 session, space-padded */
 	size_t mtu;                        /* payload bytes per packet */
-	uint64_t sent_high;  /* sequence after the last message sent (serve up to it) */
+	int pack_ts;        /* --pack timestamp: a packet holds one exchange microsecond at most (an
+	                     * exchange sends what its matching engine did in one go), 0: fill to mtu */
+	uint64_t sent_high; /* sequence after the last message sent (serve up to it) */
 	struct uf_reader rd; /* the input (msgs point into its mapping) */
 };
 
@@ -33,7 +35,8 @@ int rp_stream_load(struct rp_stream *st, const char *path);
 /* Frees the index and closes the input. */
 void rp_stream_close(struct rp_stream *st);
 
-/* How many messages from `first` (below `limit`) fit in one packet of st->mtu bytes. */
+/* How many messages from `first` (below `limit`) fit in one packet of st->mtu bytes; with
+ * st->pack_ts only those whose ITCH timestamp falls in the first one's microsecond. */
 uint64_t rp_stream_fit(const struct rp_stream *st, uint64_t first, uint64_t limit);
 
 /* Builds the data packet of messages [first, first + count) into buf; returns its length. */

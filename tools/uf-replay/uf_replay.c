@@ -71,6 +71,11 @@ int main(int argc, char **argv)
 	rc = rp_opts_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
+	if (o.pack_ts && (rp_capture_is(o.in) || rp_capture_is_iextp(o.in))) {
+		fprintf(stderr, "uf-replay: --pack timestamp repacks ITCH; a capture is replayed "
+		                "as captured\n");
+		return 2;
+	}
 	if (rp_capture_is(o.in)) { /* a capture: as it was received (replay_capture.h) */
 		if (o.serve_port || o.serve_snap) {
 			fprintf(stderr, "uf-replay: --serve-* do not apply to a pcapng capture\n");
@@ -108,6 +113,7 @@ int main(int argc, char **argv)
 	}
 	memcpy(st.session, o.session, sizeof(st.session));
 	st.mtu = o.mtu;
+	st.pack_ts = o.pack_ts;
 	if (rp_stream_load(&st, o.in) < 0)
 		return 2;
 	tx = uf_mcast_open_tx(o.ifaddr, 1, err, sizeof(err));
