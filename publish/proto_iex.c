@@ -232,20 +232,8 @@ static UF_COLD void uf_iex_new_day(struct uf_pub_step *s, struct uf_iex_state *s
 {
 	uf_nyday_set(&st->day, ts);
 	uf_step_room(s, UF_REC_MAX_PER_MSG);
-	struct uf_venue_msg m = {.seq = seq,
-	                         .rx_ts = rx_ns,
-	                         .exch_ts = ts - st->day.start_ns,
-	                         .delta = uf_venue_delta(rx_ns)};
-	struct uf_record *r = s->recs + s->nrec;
-	uint64_t mic;
-	memcpy(&mic, UF_IEX_MIC, 8);
-	if (uf_venue_begin(s->pub, &m, UF_REC_MAX_PER_MSG) != 0 ||
-	    uf_venue_record(s->pub, &m, 1, UF_REC_STATUS, 0, (int64_t)mic, st->day.date,
-	                    UF_STATUS_VENUE, mic, r) != 1)
-		return;
-	r->flags |= UF_RECF_LAST;
-	uf_pub_account(s->pub, 0, 1); /* a record, no message of its own */
-	s->nrec++;
+	s->nrec += (size_t)uf_venue_day(s->pub, seq, rx_ns, ts - st->day.start_ns, UF_IEX_MIC,
+	                                st->day.date, s->recs + s->nrec, s->step_cap - s->nrec);
 }
 
 /* Applies messages [f->seq + skip, f->seq + f->count) of an opened segment of `proto` (a

@@ -10,15 +10,34 @@
 
 #include "common/uf_compiler.h"
 #include "common/uf_endian.h"
+#include "common/uf_nyday.h"
 #include "decode/uf_decode.h"
 #include "publish/proto_itch50.h"
 #include "publish/publisher.h"
+#include "publish/uf_venue.h"
 
 /* One packet's decoded messages and their decode results (the entry's per-feed state). */
 struct uf_itch50_state {
 	struct uf_itch_msg msgs[UF_DECODE_FUSED_MAX]; /* decoded messages */
 	int8_t rc[UF_DECODE_FUSED_MAX];               /* what decoding each returned */
+	struct uf_nyday day; /* the New York day of the receive times, whose UF_STATUS_VENUE
+	                      * was published (zeroed: none yet) */
 };
+
+#define UF_ITCH50_MIC "XNAS    " /* Nasdaq's ISO 10383 code, as UF_STATUS_VENUE carries it */
+
+/* A packet received on another New York day than the last one (or the feed's first): ITCH
+ * does not carry its date, but a live feed receives its day's session that day, so the
+ * receive time gives it. Publishes the venue and date (UF_STATUS_VENUE, an event of its own)
+ * before the packet's records, as the IEX entries do for their day. Cold: once a day. */
+static UF_COLD void uf_itch50_new_day(struct uf_pub_step *s, struct uf_itch50_state *st,
+                                      uint64_t seq, uint64_t rx_ns)
+{
+	uf_nyday_set(&st->day, rx_ns);
+	uf_step_room(s, UF_REC_MAX_PER_MSG);
+	s->nrec += (size_t)uf_venue_day(s->pub, seq, rx_ns, rx_ns - st->day.start_ns, UF_ITCH50_MIC,
+	                                st->day.date, s->recs + s->nrec, s->step_cap - s->nrec);
+}
 
 static inline enum uf_step_err uf_itch50_err(int rc)
 {
@@ -75,6 +94,10 @@ static void uf_itch50_apply(struct uf_pub_step *s, void *state, const struct uf_
 {
 	struct uf_itch50_state *st = state;
 	struct uf_frame w = *pkt;
+	/* only forward: lines whose receive times straddle a midnight do not flip the day; no
+	 * receive time (0), no date to give */
+	if (UF_UNLIKELY(rx_ns >= st->day.end_ns) && rx_ns)
+		uf_itch50_new_day(s, st, pkt->seq + skip, rx_ns);
 	if (UF_LIKELY(pkt->count <= UF_DECODE_FUSED_MAX) &&
 	    uf_decode_walk_fused(&w, st->msgs, st->rc) == UF_MOLD_DATA) {
 		if (s->timed)

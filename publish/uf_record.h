@@ -14,7 +14,8 @@
  *            epoch, converted (common/uf_nyday.h: EST/EDT by the US rule since 2007; a day
  *            on which the clocks change runs to 23 or 25 h). Absolute time = New York midnight
  *            of the trading date + exch_ts: the date is in the UF_STATUS_VENUE status of
- *            instrument 0 where the venue sends it (IEX), else the consumer's own.
+ *            instrument 0, on every venue's ring (IEX: the venue's timestamps; ITCH, which
+ *            does not carry its date: the receive time's New York date).
  *   rx_ts    kernel receive timestamp, ns since the epoch (CLOCK_REALTIME); 0 when the source
  *            had none (offline files).
  *   publish  rx_ts + pub_delta_ns: a full publish timestamp did not fit the line.
@@ -263,8 +264,11 @@ enum uf_status_code {
 	                                 * 10383: 8 bytes space padded as symbols, "IEXG", read
 	                                 * by memcpy; in price too because the image keeps a
 	                                 * status's price and shares, so a late consumer has
-	                                 * both). ITCH does not carry its date: Nasdaq rings
-	                                 * have none (their exch_ts means the same) */
+	                                 * both). "IEXG" or "XNAS": ITCH does not carry its
+	                                 * date, so a Nasdaq feed gives its receive time's New
+	                                 * York date (a live feed receives its day that day),
+	                                 * before the first records received on each day; a
+	                                 * packet without receive time gives none */
 };
 
 struct uf_record {

@@ -104,6 +104,17 @@ int uf_venue_directory(struct uf_publisher *p, const struct uf_venue_msg *m, uin
                        uint8_t luld_tier, uint8_t market_category, uint8_t financial_status,
                        struct uf_record *out);
 
+/* The venue and its trading day, published once a day by every venue's protocol entry so
+ * that a consumer finds any ring's venue the same way: one UF_STATUS_VENUE record (instrument
+ * 0: shares = `date` as YYYYMMDD, 0 when not known; price and ref = `mic`, 8 bytes space
+ * padded) into out[0], an event of its own (UF_RECF_LAST), with feed_seq `seq`, receive time
+ * `rx_ts` and exchange time `exch_ts` (ns since that day's New York midnight); it also sets
+ * the market's status in the image (kept for late consumers). Counted as a record, not a
+ * message. Returns the records written (1), or 0 when out has no room for one
+ * (cap < UF_REC_MAX_PER_MSG). Cold: about once a day. */
+int uf_venue_day(struct uf_publisher *p, uint64_t seq, uint64_t rx_ts, uint64_t exch_ts,
+                 const char mic[8], uint32_t date, struct uf_record *out, size_t cap);
+
 /* Ends the message whose records are out[0..k): appends the STALE record of a doubt it
  * raised, sets UF_RECF_LAST on its last record unless the venue's event stays open (`ev`),
  * and counts the message and its records. Returns the records written in all (k or k + 1). */

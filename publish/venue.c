@@ -275,3 +275,19 @@ UF_HOT int uf_venue_end(struct uf_publisher *p, const struct uf_venue_msg *m,
 	uf_pub_account(p, 1, (uint64_t)k);
 	return k;
 }
+
+UF_COLD int uf_venue_day(struct uf_publisher *p, uint64_t seq, uint64_t rx_ts, uint64_t exch_ts,
+                         const char mic[8], uint32_t date, struct uf_record *out, size_t cap)
+{
+	struct uf_venue_msg m = {
+	    .seq = seq, .rx_ts = rx_ts, .exch_ts = exch_ts, .delta = uf_venue_delta(rx_ts)};
+	uint64_t key;
+	memcpy(&key, mic, 8);
+	if (uf_venue_begin(p, &m, cap) != 0 ||
+	    uf_venue_record(p, &m, 1, UF_REC_STATUS, 0, (int64_t)key, date, UF_STATUS_VENUE, key,
+	                    out) != 1)
+		return 0;
+	out->flags |= UF_RECF_LAST;
+	uf_pub_account(p, 0, 1); /* a record, no message of its own */
+	return 1;
+}

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "common/uf_endian.h"
+#include "common/uf_nyday.h"
 #include "common/uf_symbol.h"
 #include "feed/mcast.h"
 #include "feed/uf_feed.h"
@@ -47,6 +48,23 @@ struct ft_case {
 	struct uf_feed_stats st; /* copy taken at the end */
 	char books[1];           /* unused */
 };
+
+/* 1 for the venue's day status an ITCH feed publishes before its first packet's records
+ * (UF_STATUS_VENUE: MIC XNAS, the New York date of the receive time), checked here; the
+ * comparisons with the file's reference records (no receive time, so no date) leave it out. */
+static int ft_venue(const struct uf_record *r)
+{
+	if (r->kind != UF_REC_STATUS || r->aux != UF_STATUS_VENUE)
+		return 0;
+	struct uf_nyday d = {0};
+	uf_nyday_set(&d, r->rx_ts);
+	assert_memory_equal(&r->ref, "XNAS    ", 8);
+	assert_memory_equal(&r->price, "XNAS    ", 8);
+	assert_int_equal(r->shares, d.date);
+	assert_int_equal(r->instrument, 0);
+	assert_int_equal(r->flags, UF_RECF_LAST);
+	return 1;
+}
 
 static void *ft_feed_thread(void *arg)
 {
@@ -191,7 +209,7 @@ static size_t ft_check_stream(const char *ring, int expect_identical)
 	uf_consumer_t *cons = ft_attach_oldest(ring);
 	struct uf_record r;
 	uint64_t seq;
-	size_t i = 0, gaps = 0;
+	size_t i = 0, gaps = 0, venues = 0;
 	for (;;) {
 		int rc = uf_consumer_next(cons, &r, &seq);
 		if (rc == -EAGAIN || rc == -EPIPE)
@@ -199,6 +217,11 @@ static size_t ft_check_stream(const char *ring, int expect_identical)
 		assert_int_equal(rc, 0);
 		if (r.kind == UF_REC_GAP) {
 			gaps++;
+			continue;
+		}
+		if (ft_venue(&r)) {
+			assert_int_equal(seq, 0); /* before every other record */
+			venues++;
 			continue;
 		}
 		if (!expect_identical)
@@ -219,6 +242,7 @@ static size_t ft_check_stream(const char *ring, int expect_identical)
 		i++;
 	}
 	uf_consumer_detach(cons);
+	assert_int_equal(venues, 1); /* one day */
 	if (expect_identical)
 		assert_int_equal(i, g_ref_nrecs);
 	return gaps;
@@ -257,6 +281,27 @@ static void ft_finish(struct ft_case *c)
 }
 
 /* Common end of the cases whose books must come out identical. */
+/* A late consumer finds the ring's venue and day in the image, as on an IEX ring: the
+ * market's UF_STATUS_VENUE status (MIC XNAS, a New York date of this run). */
+static void ft_expect_image_venue(const char *ring)
+{
+	uf_consumer_t *cons = ft_attach_oldest(ring);
+	static struct uf_book_snapshot snap;
+	assert_int_equal(uf_consumer_snapshot(cons, 0, &snap), 0);
+	/* today in New York, or an hour ago (a run across midnight) */
+	struct uf_nyday now = {0}, before = {0};
+	uf_nyday_set(&now, uf_now_realtime_ns());
+	uf_nyday_set(&before, uf_now_realtime_ns() - 3600ull * 1000000000ull);
+	int venue = 0;
+	for (uint32_t i = 0; i < snap.nstatus; i++)
+		venue |=
+		    snap.status[i].code == UF_STATUS_VENUE &&
+		    !memcmp(&snap.status[i].price, "XNAS    ", 8) &&
+		    (snap.status[i].shares == now.date || snap.status[i].shares == before.date);
+	assert_true(venue);
+	uf_consumer_detach(cons);
+}
+
 static void ft_expect_identical(struct ft_case *c)
 {
 	assert_int_equal(ft_wait_done(c), 0);
@@ -270,6 +315,7 @@ static void ft_expect_identical(struct ft_case *c)
 	free(books);
 	assert_int_equal(stale, 0);
 	assert_int_equal(ft_check_stream(c->cfg.ring.name, 1), 0);
+	ft_expect_image_venue(c->cfg.ring.name);
 	ft_finish(c);
 	assert_int_equal(c->st.messages, g_ref_msgs);
 	assert_int_equal(c->st.messages_unrecovered, 0);
@@ -677,7 +723,9 @@ static void *ft_sleeper_thread(void *arg)
 		uint64_t seq;
 		int rc = uf_consumer_next(cons, &r, &seq);
 		if (rc == 0) {
-			__atomic_add_fetch(&z->got, 1, __ATOMIC_RELEASE);
+			/* the venue's day status comes with the first packet: not one of its own */
+			if (r.kind != UF_REC_STATUS || r.aux != UF_STATUS_VENUE)
+				__atomic_add_fetch(&z->got, 1, __ATOMIC_RELEASE);
 			continue;
 		}
 		if (rc != -EAGAIN || uf_consumer_wait(cons, 10000000000ll) != 0)
@@ -1313,6 +1361,8 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 			}
 			continue;
 		}
+		if (ft_venue(&r))
+			continue;
 		if (r.kind != UF_REC_STATUS || r.aux != UF_STATUS_SYSTEM)
 			fail_msg("unexpected record kind %u aux %u", r.kind, r.aux);
 		assert_int_equal(r.feed_seq, want);
@@ -1583,6 +1633,8 @@ static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void *
 	struct uf_record r;
 	uint64_t seq, nsys = 0;
 	while (uf_consumer_next(cons, &r, &seq) == 0) {
+		if (ft_venue(&r))
+			continue;
 		assert_int_equal(r.kind, UF_REC_STATUS);
 		assert_int_equal(r.shares, 'O'); /* neither 'Q' (foreign) nor 'C' (far) */
 		assert_int_equal(r.feed_seq, nsys + 1);

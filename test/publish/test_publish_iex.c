@@ -17,6 +17,8 @@
 #include "publish/uf_publish.h"
 #include "test/common/uf_test_iex.h"
 
+#define FI_NS 1000000000ull
+
 /* ---- a publish step that keeps every record ---- */
 
 struct px {
@@ -50,7 +52,19 @@ static void px_msg_error(void *owner, enum uf_step_err kind)
 	x->errors[kind]++;
 }
 
+static struct px *px_new_any(const char *proto);
+
 static struct px *px_new(const char *proto)
+{
+	struct px *x = px_new_any(proto);
+	assert_int_equal(x->proto->book, UF_BOOK_LEVELS);
+	assert_null(x->proto->snapshot_msg);
+	assert_null(x->proto->framing->request_build); /* no re-request service */
+	return x;
+}
+
+/* A step on any protocol entry (ITCH too). */
+static struct px *px_new_any(const char *proto)
 {
 	struct px *x = calloc(1, sizeof(*x));
 	assert_non_null(x);
@@ -62,9 +76,6 @@ static struct px *px_new(const char *proto)
 	assert_int_equal(uf_publish_create(&pp, &x->pub), 0);
 	x->proto = uf_proto_find(proto);
 	assert_non_null(x->proto);
-	assert_int_equal(x->proto->book, UF_BOOK_LEVELS);
-	assert_null(x->proto->snapshot_msg);
-	assert_null(x->proto->framing->request_build); /* no re-request service */
 	x->state = calloc(1, x->proto->state_size);
 	x->step.pub = x->pub;
 	x->step.recs = x->buf;
@@ -337,6 +348,104 @@ static void test_tops_quotes_make_a_level_one_book(void **st)
 	px_free(x);
 }
 
+/* ---- every venue names itself the same way: ITCH too ---- */
+
+/* One MoldUDP64 packet of session "TESTSESS01" at `seq` holding one ITCH System Event
+ * (`event`, ITCH time `ts`): 20 + 2 + 12 bytes into b. */
+static size_t itch_sys_pkt(uint8_t *b, uint64_t seq, uint8_t event, uint64_t ts)
+{
+	memset(b, 0, 34);
+	memcpy(b, "TESTSESS01", 10);
+	for (int i = 0; i < 8; i++)
+		b[10 + i] = (uint8_t)(seq >> (56 - 8 * i));
+	b[19] = 1;  /* one block */
+	b[21] = 12; /* of 12 bytes */
+	b[22] = 'S';
+	for (int i = 0; i < 6; i++)
+		b[27 + i] = (uint8_t)(ts >> (40 - 8 * i));
+	b[33] = event;
+	return 34;
+}
+
+/* Applies an ITCH packet received at rx_ns; returns the index of its first record. */
+static size_t px_apply_itch(struct px *x, uint64_t seq, uint8_t event, uint64_t rx_ns)
+{
+	uint8_t b[34];
+	size_t first = x->n;
+	struct uf_frame f;
+	size_t len = itch_sys_pkt(b, seq, event, 3600ull * FI_NS);
+	assert_int_equal(x->proto->framing->open(&f, b, len), UF_FRAME_DATA);
+	x->proto->apply(&x->step, x->state, &f, 0, rx_ns);
+	px_split(x);
+	return first;
+}
+
+/* The venue of a ring as any consumer reads it, whatever the venue: the UF_STATUS_VENUE
+ * status record (MIC in price and ref, trading date in shares). */
+static int venue_of(const struct uf_record *r, char mic[9], uint32_t *date)
+{
+	if (r->kind != UF_REC_STATUS || r->aux != UF_STATUS_VENUE || r->instrument != 0)
+		return 0;
+	memcpy(mic, &r->ref, 8);
+	mic[8] = 0;
+	*date = (uint32_t)r->shares;
+	return 1;
+}
+
+/* Nasdaq ITCH does not carry its date: the entry gives the New York date of the receive
+ * time, once a day before that day's first records, with MIC XNAS; no receive time, no
+ * status. A consumer reads it from an ITCH ring exactly as from an IEX one. */
+static void test_itch_names_its_venue_and_day_like_iex(void **st)
+{
+	(void)st;
+	struct px *x = px_new_any("itch50-moldudp64");
+	char mic[9];
+	uint32_t date;
+	/* 2017-04-25 09:30 New York (EDT) = 13:30 UTC */
+	const uint64_t day1 =
+	    (uint64_t)uf_nyday_days(2017, 4, 25) * 86400 * FI_NS + (13 * 3600 + 1800) * FI_NS;
+	size_t i = px_apply_itch(x, 1, 'O', day1);
+	assert_int_equal(x->n - i, 2);
+	assert_true(venue_of(&x->all[i], mic, &date));
+	assert_string_equal(mic, "XNAS    ");
+	assert_int_equal(date, 20170425);
+	check(&x->all[i], UF_REC_STATUS, 0, 0, (int64_t)sym_ref("XNAS"), 20170425, UF_STATUS_VENUE,
+	      sym_ref("XNAS"), 1);
+	assert_int_equal(x->all[i].flags, UF_RECF_LAST);
+	assert_int_equal(x->all[i].exch_ts, (9 * 3600 + 1800) * FI_NS); /* New York time */
+	assert_int_equal(x->all[i].rx_ts, day1);
+	check(&x->all[i + 1], UF_REC_STATUS, 0, 0, 0, 'O', UF_STATUS_SYSTEM, 0, 1);
+	/* the same day again, and a packet received a little earlier (the other line): none */
+	i = px_apply_itch(x, 2, 'S', day1 + 5 * 3600 * FI_NS);
+	assert_int_equal(x->n - i, 1);
+	i = px_apply_itch(x, 3, 'Q', day1 - 60 * FI_NS);
+	assert_int_equal(x->n - i, 1);
+	/* no receive time: no date to give */
+	i = px_apply_itch(x, 4, 'M', 0);
+	assert_int_equal(x->n - i, 1);
+	assert_false(venue_of(&x->all[i], mic, &date));
+	/* the next New York day (04:00 EDT on the 26th = 08:00 UTC): its date first */
+	const uint64_t day2 = day1 + (18 * 3600 + 1800) * FI_NS;
+	i = px_apply_itch(x, 5, 'E', day2);
+	assert_int_equal(x->n - i, 2);
+	assert_true(venue_of(&x->all[i], mic, &date));
+	assert_int_equal(date, 20170426);
+	assert_int_equal(x->all[i].exch_ts, 4 * 3600 * FI_NS);
+	px_free(x);
+
+	/* an IEX ring, read by the same function */
+	struct px *y = px_new("iex-deep");
+	struct ti_seg s;
+	uint8_t m[80];
+	ti_seg_begin(&s, UF_IEXTP_PROTO_DEEP, 42, 0, 1, TI_TS);
+	ti_seg_add(&s, m, ti_system(m, 'O', TI_TS));
+	i = px_apply(y, &s);
+	assert_true(venue_of(&y->all[i], mic, &date));
+	assert_string_equal(mic, "IEXG    ");
+	assert_int_equal(date, 20170425);
+	px_free(y);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +454,7 @@ int main(void)
 	    cmocka_unit_test(test_deep_bad_messages_are_counted_and_flag_their_book),
 	    cmocka_unit_test(test_iex_framing_tells_a_stream_start),
 	    cmocka_unit_test(test_tops_quotes_make_a_level_one_book),
+	    cmocka_unit_test(test_itch_names_its_venue_and_day_like_iex),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
