@@ -81,8 +81,8 @@ static const char *uf_snap_judge(struct uf_snapshot *s, struct uf_snap_walk *w, 
  * (a hole may hold what explains anything), and from N on it stops judging once UF_SNAP_CHECK_REFS
  * orders were added. An honest snapshot passes whatever the lines did; an End of Snapshot off by a
  * few messages fails when one of them adds, deletes or replaces an order (a partial execution or
- * cancel cannot be told). Returns 0, or -1 with what[] naming the message and the order. Cold: once
- * per End of Snapshot, O(buffer x refs). */
+ * cancel cannot be told here: uf_snap_bracket flags its book). Returns 0, or -1 with what[] naming
+ * the message and the order. Cold: once per End of Snapshot, O(buffer x refs). */
 int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
 {
 	const struct uf_proto *pr = s->proto;
@@ -160,6 +160,12 @@ struct uf_snap_ev {
 	                  * (seq >= N); 0: the orders cannot tell */
 };
 
+/* What an order the snapshot lacks says when the run saw it added and then maybe ended
+ * (uf_snap_place): N is at or before its add, or after the message that could end it. */
+struct uf_snap_either {
+	uint64_t a, e; /* N <= a or N > e */
+};
+
 static int uf_snap_ev_cmp(const void *x, const void *y)
 {
 	const struct uf_snap_ev *a = x, *b = y;
@@ -182,16 +188,19 @@ static int uf_snap_u32_cmp(const void *x, const void *y)
  *     shares after each message fall strictly, so exactly one prefix leaves h (before N) and
  *     the rest is from N on; none leaves h: a contradiction (-1). A message ending it is from
  *     N on;
- *   - added in the run, not held, never ended in the run (shares known): the add is from N
- *     on, so is all that follows; ended: before the add or after the end, unknown;
+ *   - added in the run, not held, nothing in the run could have ended it (shares known): the
+ *     add is from N on, so is all that follows; else N is at or before the add, or after the
+ *     first message that could have ended it: that "either" is left in *da, *de (N <= *da
+ *     or N > *de) for uf_snap_bracket to settle with what the other orders say;
  *   - added before the run, not held: it ended before N, after everything the run shows of
  *     it (no message names an ended order): all before N;
  *   - added before the run, held: it lives at N, so a message ending it is from N on, and a
  *     change is before N when the changes after it take more shares than the snapshot
  *     holds. The rest (partial executions, cancels of an order the run did not see added)
  *     cannot be placed. */
-static int uf_snap_place(struct uf_snap_ev *e, uint32_t k, uint32_t h)
+static int uf_snap_place(struct uf_snap_ev *e, uint32_t k, uint32_t h, uint64_t *da, uint64_t *de)
 {
+	*da = *de = 0;
 	if (e[0].op == UF_PROTO_REF_ADD) {
 		uint64_t left = e[0].shares;
 		uint32_t end = k; /* the message that ended it, k: none */
@@ -229,9 +238,22 @@ static int uf_snap_place(struct uf_snap_ev *e, uint32_t k, uint32_t h)
 				e[i].in = i <= at ? 1 : -1;
 			return 0;
 		}
-		if (known && end == k)
+		uint32_t x = k; /* the first message that could have ended it */
+		left = e[0].shares;
+		for (uint32_t i = 1; i < k && x == k; i++) {
+			if (e[i].op != UF_PROTO_REF_TOUCH || e[i].shares == 0 ||
+			    e[i].shares >= left)
+				x = i;
+			else
+				left -= e[i].shares;
+		}
+		if (x == k) {
 			for (uint32_t i = 0; i < k; i++)
 				e[i].in = -1;
+		} else {
+			*da = e[0].seq;
+			*de = e[x].seq;
+		}
 		return 0;
 	}
 	if (!h) {
@@ -318,11 +340,14 @@ int uf_snap_bracket(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
 	}
 	qsort(ev, nev, sizeof(*ev), uf_snap_ev_cmp);
 	uint64_t lo = rs, hi = next; /* N lies in [lo, hi] */
+	struct uf_snap_either *dj = malloc(nev * sizeof(*dj));
+	uint32_t ndj = 0;
 	for (uint32_t i = 0, j; i < nev && rc == 0; i = j) {
 		for (j = i + 1; j < nev && ev[j].ref == ev[i].ref; j++)
 			;
 		uint32_t h = pr->order_held(s->step, ev[i].ref);
-		if (uf_snap_place(ev + i, j - i, h) < 0) {
+		uint64_t da, de;
+		if (uf_snap_place(ev + i, j - i, h, &da, &de) < 0) {
 			snprintf(
 			    what, wlen,
 			    "the snapshot holds %u shares of order %llu (End of Snapshot %llu), "
@@ -331,6 +356,8 @@ int uf_snap_bracket(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
 			    (unsigned long long)ev[i].seq);
 			rc = -1;
 		}
+		if (de && dj)
+			dj[ndj++] = (struct uf_snap_either){da, de};
 		for (uint32_t x = i; x < j; x++) {
 			if (ev[x].in > 0 && ev[x].seq + 1 > lo)
 				lo = ev[x].seq + 1;
@@ -338,6 +365,23 @@ int uf_snap_bracket(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
 				hi = ev[x].seq;
 		}
 	}
+	/* The "either"s narrow the bracket as it narrows (an order added at 5001 and deleted at
+	 * 5004 the snapshot lacks, with N <= 5003 known: N <= 5001), until nothing changes
+	 * (bounded: stopping early only leaves the bracket wider). */
+	for (int round = 0, moved = 1; moved && round < 64 && lo <= hi; round++) {
+		moved = 0;
+		for (uint32_t d = 0; d < ndj; d++) {
+			if (lo > dj[d].a && dj[d].e + 1 > lo) {
+				lo = dj[d].e + 1;
+				moved = 1;
+			}
+			if (hi <= dj[d].e && dj[d].a < hi) {
+				hi = dj[d].a;
+				moved = 1;
+			}
+		}
+	}
+	free(dj);
 	if (rc == 0 && (n < lo || n > hi)) {
 		snprintf(
 		    what, wlen,

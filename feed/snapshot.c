@@ -274,9 +274,9 @@ static int uf_snap_check_login(struct uf_snapshot *s, const struct uf_soup_clien
  *     showed by more than max_lead (it would skip messages never seen, never re-requested),
  *     and the live messages buffered meanwhile must agree with the snapshot's orders
  *     (uf_snap_check_orders): a lie the lines overtook is caught there.
- * What an End of Snapshot off by a message or two could still skip or repeat (a partial
- * execution) meets the books' own checks later (an unknown or over-executed order flags its
- * book stale). */
+ * What an End of Snapshot off by a message or two could still skip or repeat where no
+ * contradiction shows (a partial execution or cancel) is bracketed by uf_snap_bracket: the
+ * books of the messages it cannot place are flagged stale at the merge. */
 static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
 {
 	const char *live = uf_snap_live_session(s);
