@@ -167,8 +167,10 @@ uint64_t uf_snap_buf_confirmed(const struct uf_snap_buf *b, int nlines)
 	for (uint32_t i = 0; i < b->nholes; i++)
 		if (b->holes[i].first < run)
 			run = b->holes[i].first;
-	for (uint32_t i = 0; i < b->n; i++) /* the last packet of the run [lo, run) */
-		if (b->pkts[i].seq < run && b->pkts[i].seq > last)
+	/* the start of the run's last packet: what is below it is continued (a run of one
+	 * packet continues nothing) */
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->pkts[i].seq < run && b->pkts[i].seq > b->lo && b->pkts[i].seq > last)
 			last = b->pkts[i].seq;
 	uint64_t both = b->hi_line[0] < b->hi_line[1] ? b->hi_line[0] : b->hi_line[1];
 	if (nlines >= 2 && both > last)

@@ -111,7 +111,8 @@ int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_frame *pkt, uint6
 /* The sequence after the highest message the buffer holds as confirmed (0: none): shown by
  * both lines (when `nlines` is 2), or continued, i.e. in the run without a hole from the
  * lowest kept sequence up to the start of its last packet (that packet's own count vouches
- * for nothing). A lone forged packet far ahead on one line raises neither. Cold: O(n). */
+ * for nothing; a run of one packet confirms nothing). A lone forged packet far ahead on one
+ * line raises neither. Cold: O(n). */
 uint64_t uf_snap_buf_confirmed(const struct uf_snap_buf *b, int nlines);
 
 /* Orders b->order[0..n) by sequence (ties: arrival order). Cold. */
