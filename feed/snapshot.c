@@ -55,6 +55,7 @@ void uf_snap_buf_clear(struct uf_snap_buf *b)
 	b->nholes = 0;
 	b->holes_lost = 0;
 	b->have_session = 0;
+	b->hi_line[0] = b->hi_line[1] = 0;
 	b->have_eos[0] = b->have_eos[1] = 0;
 }
 
@@ -122,6 +123,8 @@ int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t 
 	if (b->have_session && memcmp(b->session, pkt->session, UF_FRAME_SESSION_LEN) != 0)
 		return 0;
 	uint64_t seq = pkt->seq, end = pkt->seq + pkt->count;
+	if (src < 2 && end > b->hi_line[src])
+		b->hi_line[src] = end;
 	if (!uf_snap_buf_needs(b, seq, end))
 		return 0;
 	if (b->n == b->cap)
@@ -154,6 +157,27 @@ int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t 
 	return 1;
 }
 
+uint64_t uf_snap_buf_confirmed(const struct uf_snap_buf *b, int nlines)
+{
+	uint64_t run = b->hi, last = 0;
+	if (b->n == 0)
+		return 0;
+	if (b->holes_lost)
+		run = b->lo; /* the holes are not all known: continuation proves nothing */
+	for (uint32_t i = 0; i < b->nholes; i++)
+		if (b->holes[i].first < run)
+			run = b->holes[i].first;
+	/* the start of the run's last packet: what is below it is continued (a run of one
+	 * packet continues nothing) */
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->pkts[i].seq < run && b->pkts[i].seq > b->lo && b->pkts[i].seq > last)
+			last = b->pkts[i].seq;
+	uint64_t both = b->hi_line[0] < b->hi_line[1] ? b->hi_line[0] : b->hi_line[1];
+	if (nlines >= 2 && both > last)
+		last = both;
+	return last;
+}
+
 static int uf_snap_cmp(const void *x, const void *y, void *ctx)
 {
 	const struct uf_snap_buf *b = ctx;
@@ -183,14 +207,17 @@ const char *uf_snap_why_name(unsigned why)
 }
 
 /* The sequence after the highest message the lines have shown: the arbiter's (its quarantine
- * holds jumps no other line confirmed) or this attempt's buffer. 0 when none yet. */
+ * holds jumps no other line confirmed) or what this attempt's buffer holds as confirmed (the
+ * other line showed it too, or later packets continue it: uf_snap_buf_confirmed), so that a
+ * lone forged packet cannot vouch for an End of Snapshot. 0 when none yet. */
 static uint64_t uf_snap_shown(const struct uf_snapshot *s)
 {
 	uint64_t v = 0;
 	if (s->arb->have_session)
 		v = s->arb->high > s->arb->expected ? s->arb->high : s->arb->expected;
-	if (s->buf.n && s->buf.hi > v)
-		v = s->buf.hi;
+	uint64_t c = uf_snap_buf_confirmed(&s->buf, s->nlines);
+	if (c > v)
+		v = c;
 	return v;
 }
 
@@ -238,143 +265,6 @@ static int uf_snap_check_login(struct uf_snapshot *s, const struct uf_soup_clien
 	return 0;
 }
 
-struct uf_snap_ref {
-	uint64_t ref; /* order reference */
-	uint64_t seq; /* the live message that named it */
-};
-
-static int uf_snap_ref_find(const struct uf_snap_ref *v, uint32_t n, uint64_t ref)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (v[i].ref == ref)
-			return 1;
-	return 0;
-}
-
-static int uf_snap_ref_drop(struct uf_snap_ref *v, uint32_t *n, uint64_t ref)
-{
-	for (uint32_t i = 0; i < *n; i++)
-		if (v[i].ref == ref) {
-			v[i] = v[--*n];
-			return 1;
-		}
-	return 0;
-}
-
-/* What the walk of uf_snap_check_orders keeps. */
-struct uf_snap_walk {
-	struct uf_snap_ref pend[UF_SNAP_CHECK_REFS];  /* added before N, nothing named since */
-	struct uf_snap_ref added[UF_SNAP_CHECK_REFS]; /* added from N on (live only) */
-	uint32_t np, na;                              /* entries in each */
-	int after_ok; /* the walk from N on has no hole and follows every order added */
-};
-
-/* One order named by live message `seq`: NULL when consistent with the snapshot, else the
- * contradiction (a format taking the order reference). */
-static const char *uf_snap_judge(struct uf_snapshot *s, struct uf_snap_walk *w, uint64_t seq,
-                                 uint64_t n, uint64_t ref, uint8_t op)
-{
-	int held = s->proto->order_held(s->step, ref);
-	if (seq < n) { /* the snapshot holds its effect */
-		uf_snap_ref_drop(w->pend, &w->np, ref);
-		if (op == UF_PROTO_REF_REMOVE && held)
-			return "ends order %llu, which the snapshot holds";
-		if (op == UF_PROTO_REF_ADD && w->np < UF_SNAP_CHECK_REFS)
-			w->pend[w->np++] = (struct uf_snap_ref){ref, seq};
-		return NULL;
-	}
-	if (!w->after_ok) /* from N on: the snapshot does not hold its effect */
-		return NULL;
-	if (op == UF_PROTO_REF_ADD) {
-		if (held)
-			return "adds order %llu, which the snapshot holds already";
-		if (w->na < UF_SNAP_CHECK_REFS)
-			w->added[w->na++] = (struct uf_snap_ref){ref, seq};
-		else
-			w->after_ok = 0; /* no room: a later change of it would look wrong */
-		return NULL;
-	}
-	if (!held && !uf_snap_ref_find(w->added, w->na, ref))
-		return "changes order %llu, which the snapshot does not hold";
-	if (op == UF_PROTO_REF_REMOVE)
-		uf_snap_ref_drop(w->added, &w->na, ref);
-	return NULL;
-}
-
-/* The orders of the snapshot just loaded against the live messages buffered meanwhile,
- * walked in sequence order. Before N (the snapshot says it holds their effect): an order a
- * message ended must be absent, an order a message added (and nothing later before N named)
- * present when the walk reached N. From N on (not in the snapshot): an added order must be absent,
- * a changed or ended one present (or added since N). Only what the walk saw without a hole counts
- * (a hole may hold what explains anything), and from N on it stops judging once UF_SNAP_CHECK_REFS
- * orders were added. An honest snapshot passes whatever the lines did; an End of Snapshot off by a
- * few messages fails when one of them adds, deletes or replaces an order (a partial execution or
- * cancel cannot be told). Returns 0, or -1 with what[] naming the message and the order. Cold: once
- * per End of Snapshot, O(buffer x refs). */
-static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
-{
-	const struct uf_proto *pr = s->proto;
-	struct uf_snap_buf *b = &s->buf;
-	struct uf_snap_walk *w;
-	uint64_t next = 0;
-	int rc = 0;
-	if (!pr->order_refs || !pr->order_held || b->n == 0)
-		return 0;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return 0; /* unchecked, as without the hooks */
-	w->after_ok = 1;
-	uf_snap_buf_sort(b);
-	for (uint32_t i = 0; i < b->n && rc == 0; i++) {
-		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
-		struct uf_frame f;
-		struct uf_frame_iter it;
-		struct uf_frame_msg m;
-		if (pr->framing->open(&f, p->data, p->len) != UF_FRAME_DATA)
-			continue;
-		pr->framing->iter_init(&it, &f);
-		while (rc == 0 && pr->framing->iter_next(&it, &m)) {
-			if (next && m.seq < next)
-				continue; /* a copy of what the walk saw */
-			uint64_t from = next ? next : m.seq;
-			if (m.seq > from && from < n)
-				w->np = 0; /* a hole before N: the adds before it are unknowable */
-			if ((m.seq > from || !next) && m.seq > n)
-				w->after_ok = 0; /* a hole at or after N */
-			next = m.seq + 1;
-			uint64_t refs[2];
-			uint8_t ops[2];
-			int k = pr->order_refs(m.msg, m.len, refs, ops);
-			for (int j = 0; j < k && j < 2 && rc == 0; j++) {
-				const char *bad = uf_snap_judge(s, w, m.seq, n, refs[j], ops[j]);
-				if (bad) {
-					int o = snprintf(
-					    what, wlen, "live message %llu (End of Snapshot %llu) ",
-					    (unsigned long long)m.seq, (unsigned long long)n);
-					if (o > 0 && (size_t)o < wlen)
-						snprintf(what + o, wlen - (size_t)o, bad,
-						         (unsigned long long)refs[j]);
-					rc = -1;
-				}
-			}
-		}
-	}
-	if (next < n)
-		w->np = 0; /* the walk stops short of N: what it did not see may end them */
-	for (uint32_t i = 0; i < w->np && rc == 0; i++)
-		if (!pr->order_held(s->step, w->pend[i].ref)) {
-			snprintf(
-			    what, wlen,
-			    "live message %llu (End of Snapshot %llu) adds order %llu, which the "
-			    "snapshot does not hold",
-			    (unsigned long long)w->pend[i].seq, (unsigned long long)n,
-			    (unsigned long long)w->pend[i].ref);
-			rc = -1;
-		}
-	free(w);
-	return rc;
-}
-
 /* End of Snapshot N is a claim: "the books are those of messages 1 .. N-1". The lines say
  * how far the day has gone, and the claim is judged against them twice:
  *   - when 'G' arrives (uf_snap_check_end): the snapshot must be of the session the lines
@@ -386,9 +276,9 @@ static int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, s
  *     showed by more than max_lead (it would skip messages never seen, never re-requested),
  *     and the live messages buffered meanwhile must agree with the snapshot's orders
  *     (uf_snap_check_orders): a lie the lines overtook is caught there.
- * What an End of Snapshot off by a message or two could still skip or repeat (a partial
- * execution) meets the books' own checks later (an unknown or over-executed order flags its
- * book stale). */
+ * What an End of Snapshot off by a message or two could still skip or repeat where no
+ * contradiction shows (a partial execution or cancel) is bracketed by uf_snap_bracket: the
+ * books of the messages it cannot place are flagged stale at the merge. */
 static int uf_snap_check_end(struct uf_snapshot *s, uint64_t n)
 {
 	const char *live = uf_snap_live_session(s);
@@ -434,7 +324,8 @@ static int uf_snap_confirm(struct uf_snapshot *s, uint64_t now)
 		uf_snap_refuse(s, UF_SNAP_WHY_LEAD, 'G', n, shown, what);
 		return -1;
 	}
-	if (uf_snap_check_orders(s, n, what, sizeof(what)) < 0) {
+	if (uf_snap_check_orders(s, n, what, sizeof(what)) < 0 ||
+	    uf_snap_bracket(s, n, what, sizeof(what)) < 0) {
 		uf_snap_refuse(s, UF_SNAP_WHY_ORDERS, 'G', n, shown, what);
 		return -1;
 	}
@@ -581,10 +472,40 @@ static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why w
 	s->unrecovered_seen = s->st->gaps_unrecovered; /* gaps of a failed attempt: retry_ns */
 }
 
+/* The books of the messages the orders could not place on either side of End of Snapshot
+ * (uf_snap_bracket) are flagged stale, after the snapshot's records and before the live
+ * stream: one UF_REC_STALE each (UF_STALE_SNAPSHOT). They stay stale until the books are
+ * rebuilt (the next RESET: a new session, or a later snapshot). */
+static void uf_snap_flag_uncertain(struct uf_snapshot *s)
+{
+	struct uf_pub_step *st = s->step;
+	uint32_t n = s->unc_all ? 1 : s->nunc;
+	if (n == 0)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		if (st->nrec + 1 > st->rec_cap)
+			st->flush(st->owner);
+		int k = uf_publish_doubt(st->pub, s->unc_all ? UF_INSTRUMENT_ALL : s->unc[i],
+		                         UF_STALE_SNAPSHOT, s->unc_lo, 0, st->recs + st->nrec,
+		                         st->rec_cap - st->nrec);
+		if (k > 0)
+			st->nrec += (size_t)k;
+	}
+	st->flush(st->owner);
+	uf_stat_add(&s->st->snapshot_uncertain_books, n);
+	uf_feed_log_warn("feed %s: End of Snapshot %llu confirmed only within [%llu, %llu] by the "
+	                 "live orders: the books of the messages between flagged stale (%u%s)",
+	                 s->name, (unsigned long long)s->end_seq, (unsigned long long)s->unc_lo,
+	                 (unsigned long long)s->unc_hi, n, s->unc_all ? ": every book" : "");
+	s->nunc = 0;
+	s->unc_all = 0;
+}
+
 static void uf_snap_merge(struct uf_snapshot *s, uint64_t now)
 {
 	uf_snap_client_close(s);
 	s->step->flush(s->step->owner);
+	uf_snap_flag_uncertain(s);
 	uint64_t d = now - s->started_ns;
 	uf_stat_add(&s->st->snapshots_loaded, 1);
 	uf_stat_add(&s->st->snapshot_duration_ns, d);
@@ -753,4 +674,6 @@ void uf_feed_snapshot_fini(struct uf_snapshot *s)
 {
 	uf_snap_client_close(s);
 	uf_snap_buf_fini(&s->buf);
+	free(s->unc);
+	s->unc = NULL;
 }

@@ -81,6 +81,8 @@ struct uf_snap_buf {
 	} holes[UF_SNAP_HOLES];
 	char session[UF_FRAME_SESSION_LEN]; /* session of the kept packets */
 	int have_session;                   /* session is set */
+	uint64_t hi_line[2]; /* sequence after the highest message each line showed (copies too):
+	                      * what both lines showed is confirmed (uf_snap_buf_confirmed) */
 	/* The last end-of-session packet of each line (the day may end while a snapshot
 	 * loads; the arbiter must still see it, after the data). */
 	uint8_t eos[2][UF_SNAP_EOS_MAX]; /* copies (a framing's end of session is a header) */
@@ -105,6 +107,13 @@ int uf_snap_buf_add(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t 
  * longer than UF_SNAP_EOS_MAX). */
 int uf_snap_buf_add_eos(struct uf_snap_buf *b, const struct uf_frame *pkt, uint64_t rx_ns,
                         unsigned src);
+
+/* The sequence after the highest message the buffer holds as confirmed (0: none): shown by
+ * both lines (when `nlines` is 2), or continued, i.e. in the run without a hole from the
+ * lowest kept sequence up to the start of its last packet (that packet's own count vouches
+ * for nothing; a run of one packet confirms nothing). A lone forged packet far ahead on one
+ * line raises neither. Cold: O(n). */
+uint64_t uf_snap_buf_confirmed(const struct uf_snap_buf *b, int nlines);
 
 /* Orders b->order[0..n) by sequence (ties: arrival order). Cold. */
 void uf_snap_buf_sort(struct uf_snap_buf *b);
@@ -167,8 +176,16 @@ struct uf_snapshot {
 	uint64_t shown_login;           /* what the lines showed at the last Login Accepted */
 	char login_session[UF_FRAME_SESSION_LEN]; /* that login's session */
 	uint64_t end_seq;                         /* End of Snapshot: next real-time sequence */
-	uint64_t ended_ns;      /* when it came: the lines must confirm it within max_hold_ms */
-	uint64_t msgs;          /* messages of this attempt's current login */
+	uint64_t ended_ns; /* when it came: the lines must confirm it within max_hold_ms */
+	uint64_t msgs;     /* messages of this attempt's current login */
+	/* What the orders could not confirm of the End of Snapshot accepted (uf_snap_bracket):
+	 * N lies in [unc_lo, unc_hi]; the books of the messages in [unc_lo, unc_hi) are flagged
+	 * stale at the merge (a partial execution or cancel there cannot be placed). */
+	uint32_t *unc;    /* those books (instruments), each once */
+	uint32_t nunc;    /* entries in unc */
+	uint32_t unc_cap; /* unc's room */
+	int unc_all;      /* no room to name them: every book */
+	uint64_t unc_lo, unc_hi;
 	struct uf_snap_buf buf; /* live packets while LOADING */
 	/* What the loader works with (linked by uf_feed_snapshot_init; the feed owns them). */
 	struct uf_pub_step *step;     /* the publish step: snapshot messages are applied into it,
@@ -180,6 +197,18 @@ struct uf_snapshot {
 	int nlines;                   /* lines: sources at or above are the request server */
 	int on_start;                 /* load one when the feed starts */
 };
+
+/* snap_check.c, the End of Snapshot N against the orders of the live messages buffered
+ * meanwhile (cold, once per End of Snapshot; docs/snapshot.md "Trust"):
+ * uf_snap_check_orders: before N an order a message ended must be absent from the snapshot and
+ * one it added present; from N on the reverse. Returns 0, or -1 with what[] naming the message
+ * and the order.
+ * uf_snap_bracket: every order the run of live messages around N names is placed by the shares
+ * the snapshot holds of it (uf_snap_place), which brackets the true N; N outside the bracket is
+ * refused (-1, what[] says why); the books of the messages inside it, whose effect nothing
+ * places, are left in s->unc for the merge to flag. */
+int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen);
+int uf_snap_bracket(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen);
 
 /* feed.c: from the config (cold), linking the feed's publish step, protocol, arbiter and
  * counters. 0, -ENOMEM, -EINVAL (client parameters) or -ENOTSUP (the protocol has no

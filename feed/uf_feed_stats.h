@@ -177,6 +177,9 @@
 	X(snapshot_refused_orders,                                                                 \
 	  "snapshot loads refused: a buffered live message contradicts "                           \
 	  "the snapshot's orders (ends one it holds, adds one it lacks...)")                       \
+	X(snapshot_uncertain_books,                                                                \
+	  "books flagged stale at a snapshot load: a live message of theirs lies where the "       \
+	  "snapshot's orders cannot place End of Snapshot (partial execution, cancel)")            \
 	X(snapshot_hold_expired, "snapshot attempts given up after snapshot.max_hold_ms without "  \
 	                         "a working login (the live data held is released)")               \
 	X(snapshot_connections_lost, "snapshot server connections lost or dropped during "         \

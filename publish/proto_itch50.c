@@ -164,45 +164,45 @@ static int uf_itch50_snapshot_msg(struct uf_pub_step *s, const uint8_t *msg, siz
 }
 
 /* What a live message does to orders, for the snapshot loader's check of End of Snapshot
- * against the lines (uf_proto.h). Cold. */
-static int uf_itch50_order_refs(const uint8_t *msg, size_t len, uint64_t refs[2], uint8_t ops[2])
+ * against the lines (uf_proto.h). The book is the message's locate. Cold. */
+static int uf_itch50_order_refs(const uint8_t *msg, size_t len, struct uf_proto_ref out[2],
+                                uint32_t *instrument)
 {
 	struct uf_itch_msg m;
 	if (uf_itch_decode(msg, len, &m) != 0)
 		return 0;
+	*instrument = m.locate;
 	switch (m.type) {
 	case 'A':
 	case 'F':
-		refs[0] = m.u.add.order_ref;
-		ops[0] = UF_PROTO_REF_ADD;
+		out[0] = (struct uf_proto_ref){m.u.add.order_ref, m.u.add.shares, UF_PROTO_REF_ADD};
 		return 1;
 	case 'D':
-		refs[0] = m.u.del.order_ref;
-		ops[0] = UF_PROTO_REF_REMOVE;
+		out[0] = (struct uf_proto_ref){m.u.del.order_ref, 0, UF_PROTO_REF_REMOVE};
 		return 1;
 	case 'U':
-		refs[0] = m.u.replace.orig_ref;
-		ops[0] = UF_PROTO_REF_REMOVE;
-		refs[1] = m.u.replace.new_ref;
-		ops[1] = UF_PROTO_REF_ADD;
+		out[0] = (struct uf_proto_ref){m.u.replace.orig_ref, 0, UF_PROTO_REF_REMOVE};
+		out[1] = (struct uf_proto_ref){m.u.replace.new_ref, m.u.replace.shares,
+		                               UF_PROTO_REF_ADD};
 		return 2;
 	case 'E':
 	case 'C':
-		refs[0] = m.u.exec.order_ref;
-		ops[0] = UF_PROTO_REF_TOUCH;
+		out[0] =
+		    (struct uf_proto_ref){m.u.exec.order_ref, m.u.exec.shares, UF_PROTO_REF_TOUCH};
 		return 1;
 	case 'X':
-		refs[0] = m.u.cancel.order_ref;
-		ops[0] = UF_PROTO_REF_TOUCH;
+		out[0] = (struct uf_proto_ref){m.u.cancel.order_ref, m.u.cancel.shares,
+		                               UF_PROTO_REF_TOUCH};
 		return 1;
 	default:
 		return 0;
 	}
 }
 
-static int uf_itch50_order_held(const struct uf_pub_step *s, uint64_t ref)
+static uint32_t uf_itch50_order_held(const struct uf_pub_step *s, uint64_t ref)
 {
-	return uf_orders_find(&s->pub->orders, ref) != NULL;
+	const struct uf_order *o = uf_orders_find(&s->pub->orders, ref);
+	return o ? o->shares : 0;
 }
 
 const struct uf_proto uf_proto_itch50_moldudp64 = {

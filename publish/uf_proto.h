@@ -30,6 +30,22 @@ enum uf_book_kind {
 	UF_BOOK_LEVELS = 2, /* price levels as the venue sends them (no order ids) */
 };
 
+/* struct uf_proto order_refs ops. */
+enum uf_proto_ref_op {
+	UF_PROTO_REF_ADD = 1, /* the message creates the order */
+	UF_PROTO_REF_REMOVE,  /* it ends it (whatever its shares) */
+	UF_PROTO_REF_TOUCH,   /* it changes it (may end it: a full execution) */
+};
+
+/* One order a live message names (struct uf_proto order_refs). */
+struct uf_proto_ref {
+	uint64_t ref;    /* order reference */
+	uint32_t shares; /* ADD: the order's shares; TOUCH: the shares it takes off (executed,
+	                  * cancelled), 0 when the message does not say; REMOVE: 0. The snapshot
+	                  * check places an order's shares between its live messages with them */
+	uint8_t op;      /* enum uf_proto_ref_op */
+};
+
 struct uf_proto {
 	const char *name;                 /* the "protocol" config value, e.g. "itch50-moldudp64" */
 	const struct uf_framing *framing; /* its packets (decode/uf_frame.h) */
@@ -48,19 +64,15 @@ struct uf_proto {
 	int (*snapshot_msg)(struct uf_pub_step *s, const uint8_t *msg, size_t len);
 	/* Optional (NULL: a snapshot's orders are not checked against the live lines). The
 	 * orders one live message creates (UF_PROTO_REF_ADD), ends (REMOVE: a delete, the old
-	 * side of a replace) or changes (TOUCH: executions, cancels): up to two in refs/ops,
-	 * returns how many (0: none, or it did not decode). Cold: the snapshot loader checks the
-	 * End of Snapshot claim with them (feed/snapshot.c). */
-	int (*order_refs)(const uint8_t *msg, size_t len, uint64_t refs[2], uint8_t ops[2]);
-	/* Optional, with order_refs: 1 when the books of s hold order `ref`, else 0. Cold. */
-	int (*order_held)(const struct uf_pub_step *s, uint64_t ref);
-};
-
-/* struct uf_proto order_refs ops. */
-enum uf_proto_ref_op {
-	UF_PROTO_REF_ADD = 1, /* the message creates the order */
-	UF_PROTO_REF_REMOVE,  /* it ends it (whatever its shares) */
-	UF_PROTO_REF_TOUCH,   /* it changes it (may end it: a full execution) */
+	 * side of a replace) or changes (TOUCH: executions, cancels): up to two in out[], with
+	 * the shares each adds or takes off, and the book (instrument) they are in; returns how
+	 * many (0: none, or it did not decode). Cold: the snapshot loader checks the End of
+	 * Snapshot claim with them, and flags the books it cannot confirm (feed/snapshot.c). */
+	int (*order_refs)(const uint8_t *msg, size_t len, struct uf_proto_ref out[2],
+	                  uint32_t *instrument);
+	/* Optional, with order_refs: the shares left of order `ref` in the books of s, 0 when
+	 * they do not hold it (a held order always has shares). Cold. */
+	uint32_t (*order_held)(const struct uf_pub_step *s, uint64_t ref);
 };
 
 /* The entry named `name` (NULL or "": UF_PROTO_DEFAULT), or NULL when there is none. Cold. */

@@ -177,6 +177,9 @@ enum uf_stale_reason {
 	UF_STALE_INTEGRITY = 2,  /* the book refused or clipped a change (unknown reference,
 	                          * over-execution, duplicate reference, ...): `shares` = kind */
 	UF_STALE_TABLE_FULL = 3, /* the order or level table was full: an order is missing */
+	UF_STALE_SNAPSHOT = 4,   /* a snapshot's End of Snapshot could not be confirmed to the
+	                          * message by the live orders: a message of this book may be
+	                          * missing or applied twice; `feed_seq` = the first one in doubt */
 };
 
 enum uf_rec_side {

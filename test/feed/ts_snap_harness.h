@@ -2,8 +2,9 @@
  * memory, a feed of this process on two loopback multicast lines, live MoldUDP64 packets sent
  * by the test, bounded waits, and the books compared with the file's. The including file
  * defines FT_BACKEND, TS_TAG (ring and feed names), TS_OCTET and TS_PORT_BASE (groups
- * 239.TS_OCTET.<backend>.<n>, UDP ports TS_PORT_BASE + 100 * backend + 10 * case: each file
- * its own, so the executables may run at once). Include after cmocka.h. */
+ * 239.TS_OCTET.<backend>.<n>, UDP ports TS_PORT_BASE + 100 * backend + 10 * case, cases 10..19
+ * from TS_PORT_BASE + 400 on: each file its own, so the executables may run at once). Include after
+ * cmocka.h. */
 #ifndef TS_SNAP_HARNESS_H
 #define TS_SNAP_HARNESS_H
 
@@ -121,7 +122,10 @@ static inline void *ts_feed_thread(void *arg)
 
 static inline void ts_config(struct uf_feed_config *cfg, int sc, uint16_t snap_port)
 {
-	ft_config_lines(cfg, TS_TAG, FT_BACKEND, sc, TS_OCTET, TS_PORT_BASE, TS_DEPTH);
+	/* cases 10..19: ports TS_PORT_BASE + 400 + 100 * backend + 10 * (sc - 10), past the
+	 * four back ends' ranges of cases 0..9 */
+	ft_config_lines(cfg, TS_TAG, FT_BACKEND, sc, TS_OCTET, TS_PORT_BASE + (sc >= 10 ? 300 : 0),
+	                TS_DEPTH);
 	cfg->recovery.enabled = 0; /* the snapshot is the only way to the state of the day */
 	cfg->recovery.wait_ms = 20;
 	cfg->recovery.queue_packets = 16384;
