@@ -29,9 +29,10 @@ struct bt_case {
 };
 
 static char g_ring_dir[128];
-static int g_per_symbol;       /* the next bridge gets --per-symbol */
-static const char *g_ack_wait; /* the next bridge gets --ack-wait this, if not NULL */
-static const char *g_key_file; /* the next bridge gets --key-file this, if not NULL */
+static int g_per_symbol;                /* the next bridge gets --per-symbol */
+static const char *g_ack_wait;          /* the next bridge gets --ack-wait this, if not NULL */
+static const char *g_key_file;          /* the next bridge gets --key-file this, if not NULL */
+static struct bt_case *g_stepdown_case; /* for lap_drain_batch() */
 
 static void case_begin(struct bt_case *k, const char *tag, int servers)
 {
@@ -1202,6 +1203,97 @@ static void test_bridge_fails_over_from_a_hung_cluster_node(void **state)
 	case_end(&k);
 }
 
+/* Asks the stream's leader to step down `times` times, each once a leader is known again
+ * (bounded). */
+static void stepdowns(void *arg)
+{
+	struct bt_case *k = arg;
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	char stream[64], subj[200], leader[64], prev[64] = "";
+
+	snprintf(stream, sizeof(stream), "UF_%s", k->ring);
+	snprintf(subj, sizeof(subj), "$JS.API.STREAM.LEADER.STEPDOWN.%s", stream);
+	assert_int_equal(natsConnection_ConnectTo(&nc, k->ns.urls), NATS_OK);
+	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	for (int i = 0; i < 3; i++) {
+		natsMsg *reply = NULL;
+		for (uint64_t end = bt_now_ms() + 30000;; bt_sleep_ms(100)) {
+			assert_true(bt_now_ms() < end);
+			stream_leader(js, stream, leader, sizeof(leader));
+			if (leader[0] && strcmp(leader, prev) != 0)
+				break;
+		}
+		snprintf(prev, sizeof(prev), "%s", leader);
+		fprintf(stderr, "# stream leader %s steps down\n", leader);
+		(void)natsConnection_Request(&reply, nc, subj, NULL, 0, 5000);
+		natsMsg_Destroy(reply);
+		bt_sleep_ms(300);
+	}
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+}
+
+struct lap_drain {
+	struct drain d;   /* records read */
+	struct laps seen; /* laps reported */
+	int fired;        /* the stepdowns were asked */
+};
+
+static void lap_drain_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
+{
+	struct lap_drain *x = arg;
+
+	(void)r;
+	x->d.next = seq + (uint64_t)n;
+	x->d.received += (uint64_t)n;
+	if (x->d.received >= 10000 && !x->fired) {
+		x->fired = 1;
+		stepdowns(g_stepdown_case);
+	}
+}
+
+static void lap_drain_lap(const struct uf_consumer_lap *lap, void *arg)
+{
+	struct lap_drain *x = arg;
+
+	count_lap(lap, &x->seen);
+}
+
+/* Three nodes, replicas 3: the stream's leader steps down three times while a remote
+ * consumer streams (leader elections, no node lost). The remote consumer must get every
+ * record: the stream still holds them all. */
+static void test_stream_leader_elections_lose_nothing_for_a_remote_consumer(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 59);
+	struct lap_drain x;
+	char *feed, *st;
+	uf_consumer_t *c;
+
+	memset(&x, 0, sizeof(x));
+	case_begin(&k, "elect", 3);
+	g_stepdown_case = &k;
+	case_start(&k, day, "6000", "0", k.ns.urls, "3");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	read_to_close(c, 120000, lap_drain_batch, lap_drain_lap, &x);
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	fprintf(stderr, "# remote laps %llu lost %llu; bridge laps %lld\n",
+	        (unsigned long long)x.seen.laps, (unsigned long long)x.seen.lost,
+	        (long long)bt_json_num(st, "laps"));
+	assert_true(x.fired); /* the stepdowns happened mid-stream */
+	assert_int_equal(bt_json_num(st, "laps"), 0);
+	assert_int_equal(x.seen.laps, 0);
+	assert_int_equal(x.d.received, bt_json_num(feed, "records"));
+	expect_local_books(&k, bt_render_books(c, 10));
+	uf_consumer_detach(c);
+	free(st);
+	free(feed);
+	case_end(&k);
+}
+
 static struct bt_case *g_restart_case; /* for restart_bridge() */
 
 static void restart_bridge(void *arg)
@@ -1631,6 +1723,8 @@ int main(void)
 	        test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly, case_teardown),
 	    cmocka_unit_test_teardown(
 	        test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap, case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_stream_leader_elections_lose_nothing_for_a_remote_consumer, case_teardown),
 	    cmocka_unit_test_teardown(test_bridge_killed_and_restarted_no_duplicate_no_reorder,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(
