@@ -242,3 +242,56 @@ void uf_nats_books_mark_dirty(struct uf_nats_books *bk, uint32_t id)
 	if (uf_nats_books_present(bk, id))
 		mark(bk, id);
 }
+
+int uf_nats_keys_init(struct uf_nats_keys *k, uint32_t max, uint64_t want)
+{
+	memset(k, 0, sizeof(*k));
+	k->seen = calloc((size_t)max + 1, 1);
+	if (!k->seen)
+		return -ENOMEM;
+	k->max = max;
+	k->want = want;
+	return 0;
+}
+
+void uf_nats_keys_free(struct uf_nats_keys *k)
+{
+	free(k->seen);
+	memset(k, 0, sizeof(*k));
+}
+
+/* The slot of `key` in seen[]: its id, max for "commit", -1 for any other key. */
+static int64_t key_slot(const struct uf_nats_keys *k, const char *key)
+{
+	uint64_t id = 0;
+
+	if (strcmp(key, "commit") == 0)
+		return k->max;
+	if (key[0] != 'i' || key[1] == '\0' || (key[1] == '0' && key[2] != '\0'))
+		return -1;
+	for (const char *p = key + 1; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		id = id * 10 + (uint64_t)(*p - '0');
+		if (id >= k->max)
+			return -1;
+	}
+	return (int64_t)id;
+}
+
+void uf_nats_keys_saw(struct uf_nats_keys *k, const char *key)
+{
+	int64_t slot = key_slot(k, key);
+
+	if (slot >= 0) {
+		if (k->seen[slot])
+			return;
+		k->seen[slot] = 1;
+	}
+	k->distinct++;
+}
+
+int uf_nats_keys_complete(const struct uf_nats_keys *k)
+{
+	return k->distinct >= k->want;
+}

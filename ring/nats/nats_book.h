@@ -74,4 +74,32 @@ void uf_nats_books_mark_dirty(struct uf_nats_books *bk, uint32_t id);
 /* Hands out the ids changed since the last call (valid until the next apply). */
 uint32_t uf_nats_books_take_dirty(struct uf_nats_books *bk, const uint32_t **ids);
 
+/* The keys one read of the bucket has seen. The watcher's mark "every entry present at the
+ * start was delivered" can come before the last of them while the bridge writes (nats-server
+ * derives it from a per-message pending count that can drop to 0 and grow again; the missing
+ * entries follow the mark): a remote consumer that believed it lost those books, and a record
+ * arriving later for one of them made a book without its symbol. So a load counts the
+ * distinct keys it read against the bucket's key count taken before the watch, and reads on
+ * past an early mark. */
+struct uf_nats_keys {
+	uint8_t *seen;     /* per instrument id: 1 once read; [max] is the commit key */
+	uint32_t max;      /* instrument ids 0 .. max-1 */
+	uint64_t want;     /* keys the bucket held before the watch */
+	uint64_t distinct; /* keys read so far, each counted once */
+};
+
+/* Starts a count of `want` keys for instruments 0 .. max-1. Returns 0 or -ENOMEM. */
+int uf_nats_keys_init(struct uf_nats_keys *k, uint32_t max, uint64_t want);
+
+/* Frees the count. */
+void uf_nats_keys_free(struct uf_nats_keys *k);
+
+/* Counts key `key` as read: "commit" and "i<id>" (id < max) once however often they come
+ * (an entry rewritten during the watch comes again); any other key at each delivery (only a
+ * foreign writer makes one, and nobody rewrites it). */
+void uf_nats_keys_saw(struct uf_nats_keys *k, const char *key);
+
+/* 1 when at least as many distinct keys were read as the bucket held before the watch. */
+int uf_nats_keys_complete(const struct uf_nats_keys *k);
+
 #endif /* UF_NATS_BOOK_H */

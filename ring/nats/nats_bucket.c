@@ -10,12 +10,29 @@
 #include "common/uf_err.h"
 #include "common/uf_time.h"
 
+/* Keys the bucket holds now (its stream's subject count, a delete mark included) into *keys.
+ * Returns 0 or -EIO (retry: a leader election). */
+static int bucket_keys(struct uf_nats_consumer *n, uint64_t *keys)
+{
+	char stream[80];
+	jsStreamInfo *si = NULL;
+
+	snprintf(stream, sizeof(stream), "KV_%s", n->nm.bucket);
+	if (js_GetStreamInfo(&si, n->js, stream, NULL, NULL) != NATS_OK)
+		return -EIO;
+	*keys = si->State.NumSubjects > 0 ? (uint64_t)si->State.NumSubjects : 0;
+	jsStreamInfo_Destroy(si);
+	return 0;
+}
+
 int uf_nats_load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
                        struct uf_nats_commit *cm, uint64_t min_from, char *err, size_t errlen)
 {
 	kvEntry *e = NULL;
 	kvWatcher *w = NULL;
 	kvWatchOptions wo;
+	struct uf_nats_keys keys;
+	uint64_t want = 0, read_on_until = 0;
 	natsStatus s;
 	long vlen;
 	int rc = 0;
@@ -48,19 +65,39 @@ int uf_nats_load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 	}
 	if (min_from < cm->position)
 		min_from = cm->position;
+	/* counted before the watch: every key counted is then delivered by it (struct
+	 * uf_nats_keys) */
+	if (bucket_keys(n, &want) < 0) {
+		uf_err_set(err, errlen, "ring %s: bucket %s: no stream information", n->ring,
+		           n->nm.bucket);
+		return -EIO;
+	}
 	if (uf_nats_books_init(bk, cm->max_instruments, cm->generation) < 0)
 		return -ENOMEM;
+	if (uf_nats_keys_init(&keys, cm->max_instruments, want) < 0) {
+		uf_nats_books_free(bk);
+		return -ENOMEM;
+	}
 	kvWatchOptions_Init(&wo);
-	wo.IgnoreDeletes = true;
+	wo.IgnoreDeletes = false; /* a delete mark is a key the count holds: it must be read */
 	s = kvStore_WatchAll(&w, n->kv, &wo);
 	if (s != NATS_OK)
 		w = NULL; /* not made: nothing of it is ours to destroy */
 	while (s == NATS_OK) {
 		e = NULL;
 		s = kvWatcher_Next(&e, w, 3000); /* see NC_ATTACH_NS */
-		if (s != NATS_OK || !e)
-			break; /* NULL: every entry present at the start was delivered */
-		if (kvEntry_Key(e)[0] == 'i') {
+		if (s != NATS_OK)
+			break;
+		if (!e) { /* the mark: every entry present at the start was delivered, it says */
+			if (uf_nats_keys_complete(&keys))
+				break;
+			/* early: the rest follows (bounded: a bucket rewritten all the time would
+			 * never let Next time out) */
+			read_on_until = uf_now_mono_ns() + 3000000000ull;
+			continue;
+		}
+		uf_nats_keys_saw(&keys, kvEntry_Key(e));
+		if (kvEntry_Key(e)[0] == 'i' && kvEntry_Operation(e) == kvOp_Put) {
 			char dom[64];
 			int r;
 			snprintf(dom, sizeof(dom), "kv:%s", kvEntry_Key(e));
@@ -73,9 +110,16 @@ int uf_nats_load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 				rc = r;
 		}
 		kvEntry_Destroy(e);
+		if (read_on_until) {
+			if (uf_nats_keys_complete(&keys))
+				break;
+			if (uf_now_mono_ns() > read_on_until)
+				s = NATS_TIMEOUT;
+		}
 	}
 	if (w)
 		kvWatcher_Destroy(w);
+	uf_nats_keys_free(&keys);
 	if (s != NATS_OK) {
 		uf_err_set(err, errlen, "ring %s: reading bucket %s: %s", n->ring, n->nm.bucket,
 		           natsStatus_GetText(s));

@@ -101,6 +101,142 @@ static void test_encoded_book_decodes_to_the_same_book_and_skips_older_records(v
 	uf_nats_books_free(&b);
 }
 
+/* An INSTRUMENT (directory) record naming `id` `sym`. */
+static struct uf_record instr(uint32_t id, const char *sym)
+{
+	struct uf_record r;
+	char b[8];
+
+	memset(&r, 0, sizeof(r));
+	memset(b, ' ', sizeof(b));
+	memcpy(b, sym, strlen(sym));
+	r.kind = UF_REC_INSTRUMENT;
+	r.instrument = id;
+	memcpy(&r.ref, b, 8);
+	r.shares = 100;
+	return r;
+}
+
+/* One watcher delivery: a key (its entry from `src` when "i<id>"), or NULL for the mark
+ * "every entry present at the start was delivered". */
+struct delivery {
+	const char *key;
+	uint32_t id;
+};
+
+/* Loads `dst` from the deliveries as the remote consumer does: with `count_keys`, through
+ * uf_nats_keys against `want` keys (the fix), else stopping at the mark (the rule before).
+ * Returns how many deliveries were read. */
+static int load_from(struct uf_nats_books *dst, struct uf_nats_books *src, const struct delivery *d,
+                     int nd, uint64_t want, int count_keys)
+{
+	struct uf_nats_keys k;
+	void *buf = NULL;
+	size_t cap = 0;
+	int i, early = 0;
+
+	assert_int_equal(uf_nats_keys_init(&k, src->max, want), 0);
+	for (i = 0; i < nd; i++) {
+		if (!d[i].key) {
+			if (!count_keys || uf_nats_keys_complete(&k))
+				break;
+			early = 1;
+			continue;
+		}
+		uf_nats_keys_saw(&k, d[i].key);
+		if (d[i].key[0] == 'i') {
+			int len = uf_nats_books_encode(src, d[i].id, 10, &buf, &cap);
+			assert_true(len > 0);
+			assert_int_equal(uf_nats_books_decode(dst, buf, (size_t)len, 10), 0);
+		}
+		if (early && uf_nats_keys_complete(&k))
+			break;
+	}
+	free(buf);
+	uf_nats_keys_free(&k);
+	return i;
+}
+
+/* The flake of test_late_remote_consumer_snapshot_then_stream (a late remote consumer's
+ * book without its symbol), forced: the bridge rewrites entries while a consumer watches
+ * the bucket, and nats-server's mark "every entry present at the start was delivered"
+ * comes before the entry of instrument 2 (its pending count dropped to 0, then grew). The
+ * rule "stop at the mark" left book 2 out; the next record of instrument 2 then made it
+ * from the stream alone: levels, no symbol. Counting the bucket's keys reads on past the
+ * early mark, and book 2 keeps its symbol. */
+static void test_early_watch_mark_no_longer_loses_a_book_and_its_symbol(void **state)
+{
+	static const char *const syms[] = {"", "AAA", "BBB", "CCC"};
+	/* commit, i1, i1 rewritten, i3, the mark, i2: 4 keys in the bucket before the watch */
+	static const struct delivery d[] = {{"commit", 0}, {"i1", 1}, {"i1", 1},
+	                                    {"i3", 3},     {NULL, 0}, {"i2", 2}};
+	struct uf_nats_books br, old, now;
+	struct uf_book_snapshot s;
+	struct uf_record r;
+	uint64_t seq = 0;
+
+	assert_int_equal(uf_nats_books_init(&br, 4, 1), 0);
+	for (uint32_t id = 1; id < 4; id++) {
+		r = instr(id, syms[id]);
+		uf_nats_books_apply(&br, &r, seq++);
+		r = lvl(id, UF_SIDE_BID, 100 * id, 10, 1);
+		uf_nats_books_apply(&br, &r, seq++);
+	}
+	assert_int_equal(uf_nats_books_init(&old, 4, 1), 0);
+	assert_int_equal(uf_nats_books_init(&now, 4, 1), 0);
+	assert_int_equal(load_from(&old, &br, d, 6, 4, 0), 4); /* stopped at the mark */
+	assert_int_equal(load_from(&now, &br, d, 6, 4, 1), 5); /* read i2 after it */
+	assert_false(uf_nats_books_present(&old, 2));
+	assert_true(uf_nats_books_present(&now, 2));
+	/* the stream goes on past the commit: a level of instrument 2 */
+	r = lvl(2, UF_SIDE_ASK, 205, 7, 1);
+	assert_int_equal(uf_nats_books_apply(&old, &r, 12), 1);
+	assert_int_equal(uf_nats_books_apply(&now, &r, 12), 1);
+	assert_int_equal(uf_nats_books_snapshot(&old, 2, 10, 13, &s), 0);
+	assert_string_equal(s.symbol, ""); /* the flake: a book with levels and no symbol */
+	assert_int_equal(s.nbid, 0);       /* and without the level the entry held */
+	assert_int_equal(uf_nats_books_snapshot(&now, 2, 10, 13, &s), 0);
+	assert_string_equal(s.symbol, "BBB");
+	assert_int_equal(s.nbid, 1);
+	assert_int_equal(s.bid[0].price, 200);
+	assert_int_equal(s.nask, 1);
+	for (uint32_t id = 1; id < 4; id++) { /* and every other book is named as the bridge's */
+		assert_int_equal(uf_nats_books_snapshot(&now, id, 10, 13, &s), 0);
+		assert_string_equal(s.symbol, syms[id]);
+	}
+	uf_nats_books_free(&br);
+	uf_nats_books_free(&old);
+	uf_nats_books_free(&now);
+}
+
+/* The key count: "commit" and "i<id>" once however often they come, other keys at each
+ * delivery, ids at or past max (or not canonical) are other keys. */
+static void test_bucket_key_count_counts_each_key_once(void **state)
+{
+	struct uf_nats_keys k;
+
+	assert_int_equal(uf_nats_keys_init(&k, 10, 5), 0);
+	uf_nats_keys_saw(&k, "commit");
+	uf_nats_keys_saw(&k, "commit");
+	uf_nats_keys_saw(&k, "i9");
+	uf_nats_keys_saw(&k, "i9");
+	uf_nats_keys_saw(&k, "i0");
+	assert_int_equal(k.distinct, 3);
+	assert_false(uf_nats_keys_complete(&k));
+	uf_nats_keys_saw(&k, "i10"); /* past max: another generation's, counted as delivered */
+	assert_int_equal(k.distinct, 4);
+	uf_nats_keys_saw(&k, "i01"); /* not a key the bridge writes: its own */
+	assert_int_equal(k.distinct, 5);
+	assert_true(uf_nats_keys_complete(&k));
+	uf_nats_keys_saw(&k, "i0");
+	assert_int_equal(k.distinct, 5);
+	uf_nats_keys_free(&k);
+	/* an empty count is complete at once (the load then ends at the mark, as before) */
+	assert_int_equal(uf_nats_keys_init(&k, 4, 0), 0);
+	assert_true(uf_nats_keys_complete(&k));
+	uf_nats_keys_free(&k);
+}
+
 static void test_gap_marks_every_present_book_stale(void **state)
 {
 	struct uf_nats_books bk;
@@ -363,6 +499,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_levels_keep_best_first_and_vanish_at_zero),
 	    cmocka_unit_test(test_encoded_book_decodes_to_the_same_book_and_skips_older_records),
+	    cmocka_unit_test(test_early_watch_mark_no_longer_loses_a_book_and_its_symbol),
+	    cmocka_unit_test(test_bucket_key_count_counts_each_key_once),
 	    cmocka_unit_test(test_gap_marks_every_present_book_stale),
 	    cmocka_unit_test(test_nats_books_follow_reset_stale_and_the_trade_print_rule),
 	    cmocka_unit_test(test_status_line_reports_lag_and_losses),
