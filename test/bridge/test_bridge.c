@@ -1307,566 +1307,559 @@ static void window_full_across_sigkill(int compact)
 	if (compact) /* fewer bytes than the records: they did cross compact */
 		assert_true(bt_json_num(st, "bytes") <
 		            bt_json_num(st, "published") * (int64_t)sizeof(struct uf_record));
-	/* Asks the stream's leader to step down `times` times, each once a leader is known again
-	 * (bounded). */
-	static void stepdowns(void *arg)
-	{
-		struct bt_case *k = arg;
-		natsConnection *nc = NULL;
-		jsCtx *js = NULL;
-		char stream[64], subj[200], leader[64], prev[64] = "";
+	uf_consumer_detach(c);
+	free(st);
+	free(feed);
+	case_end(&k);
+}
 
-		snprintf(stream, sizeof(stream), "UF_%s", k->ring);
-		snprintf(subj, sizeof(subj), "$JS.API.STREAM.LEADER.STEPDOWN.%s", stream);
-		assert_int_equal(natsConnection_ConnectTo(&nc, k->ns.urls), NATS_OK);
-		assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
-		for (int i = 0; i < 3; i++) {
-			natsMsg *reply = NULL;
-			for (uint64_t end = bt_now_ms() + 30000;; bt_sleep_ms(100)) {
-				assert_true(bt_now_ms() < end);
-				stream_leader(js, stream, leader, sizeof(leader));
-				if (leader[0] && strcmp(leader, prev) != 0)
-					break;
-			}
-			snprintf(prev, sizeof(prev), "%s", leader);
-			fprintf(stderr, "# stream leader %s steps down\n", leader);
-			(void)natsConnection_Request(&reply, nc, subj, NULL, 0, 5000);
-			natsMsg_Destroy(reply);
-			bt_sleep_ms(300);
-		}
-		jsCtx_Destroy(js);
-		natsConnection_Destroy(nc);
-	}
+static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state)
+{
+	(void)state;
+	window_full_across_sigkill(0);
+}
 
-	struct lap_drain {
-		struct drain d;   /* records read */
-		struct laps seen; /* laps reported */
-		int fired;        /* the stepdowns were asked */
-	};
+static void test_compact_records_across_sigkill_of_a_cluster_node(void **state)
+{
+	(void)state;
+	window_full_across_sigkill(1);
+}
 
-	static void lap_drain_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
-	{
-		struct lap_drain *x = arg;
+/* Asks the stream's leader to step down `times` times, each once a leader is known again
+ * (bounded). */
+static void stepdowns(void *arg)
+{
+	struct bt_case *k = arg;
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	char stream[64], subj[200], leader[64], prev[64] = "";
 
-		(void)r;
-		x->d.next = seq + (uint64_t)n;
-		x->d.received += (uint64_t)n;
-		if (x->d.received >= 10000 && !x->fired) {
-			x->fired = 1;
-			stepdowns(g_stepdown_case);
-		}
-	}
-
-	static void lap_drain_lap(const struct uf_consumer_lap *lap, void *arg)
-	{
-		struct lap_drain *x = arg;
-
-		count_lap(lap, &x->seen);
-	}
-
-	/* Three nodes, replicas 3: the stream's leader steps down three times while a remote
-	 * consumer streams (leader elections, no node lost). The remote consumer must get every
-	 * record: the stream still holds them all. */
-	static void test_stream_leader_elections_lose_nothing_for_a_remote_consumer(void **state)
-	{
-		struct bt_case k;
-		const char *day = bt_gen_day(30000, 30, 59);
-		struct lap_drain x;
-		char *feed, *st;
-		uf_consumer_t *c;
-
-		memset(&x, 0, sizeof(x));
-		case_begin(&k, "elect", 3);
-		g_stepdown_case = &k;
-		case_start(&k, day, "6000", "0", k.ns.urls, "3");
-		c = remote_attach(k.ns.urls, k.ring);
-		case_go(&k);
-		read_to_close(c, 120000, lap_drain_batch, lap_drain_lap, &x);
-		feed = case_finish(&k);
-		st = uf_test_slurp(k.status);
-		fprintf(stderr, "# remote laps %llu lost %llu; bridge laps %lld\n",
-		        (unsigned long long)x.seen.laps, (unsigned long long)x.seen.lost,
-		        (long long)bt_json_num(st, "laps"));
-		assert_true(x.fired); /* the stepdowns happened mid-stream */
-		assert_int_equal(bt_json_num(st, "laps"), 0);
-		assert_int_equal(x.seen.laps, 0);
-		assert_int_equal(x.d.received, bt_json_num(feed, "records"));
-		expect_local_books(&k, bt_render_books(c, 10));
-		uf_consumer_detach(c);
-		free(st);
-		free(feed);
-		case_end(&k);
-	}
-
-	static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state)
-	{
-		(void)state;
-		window_full_across_sigkill(0);
-	}
-
-	static void test_compact_records_across_sigkill_of_a_cluster_node(void **state)
-	{
-		(void)state;
-		window_full_across_sigkill(1);
-	}
-
-	static struct bt_case *g_restart_case; /* for restart_bridge() */
-
-	static void restart_bridge(void *arg)
-	{
-		struct bt_case *k = g_restart_case;
-
-		kill(k->bridge, SIGKILL); /* in the middle of whatever it was publishing */
-		bt_wait(k->bridge, 5000);
-		case_bridge(k, k->ns.urls, "1", 1);
-	}
-
-	/* The bridge is SIGKILLed mid-stream and started again: the new one replays what the ring
-	 * holds; the remote consumer must still see every record exactly once, in order. */
-	static void test_bridge_killed_and_restarted_no_duplicate_no_reorder(void **state)
-	{
-		struct bt_case k;
-		const char *day = bt_gen_day(30000, 30, 23);
-		struct drain d = {0};
-		char *feed, *ref;
-		uf_consumer_t *c;
-
-		case_begin(&k, "rst", 1);
-		g_restart_case = &k;
-		ref = decode_books(day);
-		case_start(&k, day, "10000", "0", k.ns.urls, "1");
-		c = remote_attach(k.ns.urls, k.ring);
-		case_go(&k);
-		drain(c, &d, 20000, restart_bridge, NULL);
-		feed = case_finish(&k);
-		assert_int_equal(d.received, bt_json_num(feed, "records"));
-		expect_remote_books(c, ref);
-		uf_consumer_detach(c);
-		free(feed);
-		free(ref);
-		case_end(&k);
-	}
-
-	/* The producer closes the ring and a new one (a new generation) starts with another day:
-	 * the bridge follows it; the remote consumer gets -EPIPE, then -ESTALE, re-attaches and
-	 * ends with the second day's books. */
-	static void test_producer_restart_is_followed_by_bridge_and_remote_consumer(void **state)
-	{
-		struct bt_case k;
-		char day1[300], day2[300], start2[300], out2[300];
-		struct uf_consumer_info i1, i2;
-		struct drain d = {0};
-		char *ref;
-		uf_consumer_t *c;
-		uint64_t end;
-		pid_t feed2;
-		int rc;
-
-		snprintf(day1, sizeof(day1), "%s", bt_gen_day(20000, 30, 29)); /* static: copied */
-		snprintf(day2, sizeof(day2), "%s", bt_gen_day(25000, 30, 31));
-		case_begin(&k, "gen", 1);
-		ref = decode_books(day2);
-		k.feed = case_feed(&k, day1, "0", "0", "1048576", "10", k.start, k.feed_out);
-		case_bridge(&k, k.ns.urls, "1", 0);
-		c = remote_attach(k.ns.urls, k.ring);
-		uf_consumer_get_info(c, &i1);
-		case_go(&k);
-		drain(c, &d, 0, NULL, NULL);
-		assert_int_equal(bt_wait(k.feed, 60000), 0);
-		snprintf(start2, sizeof(start2), "%s.2", k.start);
-		snprintf(out2, sizeof(out2), "%s.2", k.feed_out);
-		feed2 = case_feed(&k, day2, "0", "0", "1048576", "10", start2, out2);
-		for (end = bt_now_ms() + 30000;
-		     (rc = uf_consumer_next(c, &(struct uf_record){0}, NULL)) != -ESTALE;) {
-			assert_true(rc == -EPIPE || rc == -EAGAIN);
+	snprintf(stream, sizeof(stream), "UF_%s", k->ring);
+	snprintf(subj, sizeof(subj), "$JS.API.STREAM.LEADER.STEPDOWN.%s", stream);
+	assert_int_equal(natsConnection_ConnectTo(&nc, k->ns.urls), NATS_OK);
+	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	for (int i = 0; i < 3; i++) {
+		natsMsg *reply = NULL;
+		for (uint64_t end = bt_now_ms() + 30000;; bt_sleep_ms(100)) {
 			assert_true(bt_now_ms() < end);
-			uf_consumer_wait(c, 100000000);
-		}
-		assert_int_equal(uf_consumer_reattach(c, NULL, 0), 0);
-		uf_consumer_get_info(c, &i2);
-		assert_true(i2.generation != i1.generation);
-		FILE *f = fopen(start2, "w");
-		assert_non_null(f);
-		fclose(f);
-		memset(&d, 0, sizeof(d));
-		d.next = i2.position;
-		drain(c, &d, 0, NULL, NULL);
-		assert_int_equal(bt_wait(feed2, 60000), 0);
-		{
-			char *f1 = uf_test_slurp(k.feed_out), *f2 = uf_test_slurp(out2);
-			assert_true(bt_json_num(f1, "records") != bt_json_num(f2, "records"));
-			assert_int_equal(d.next, bt_json_num(f2, "tail"));
-			free(f1);
-			free(f2);
-		}
-		expect_local_and_remote_books(&k, c, ref);
-		kill(k.bridge, SIGTERM);
-		assert_int_equal(bt_wait(k.bridge, 10000), 0);
-		uf_consumer_detach(c);
-		free(ref);
-		case_end(&k);
-	}
-
-	/* A server that requires TLS: the bridge (--tls-ca) and remote consumers (UF_NATS_TLS_CA)
-	 * verify it and get the same books; without the CA a consumer cannot attach. */
-	static void test_tls_bridge_and_remote_consumer(void **state)
-	{
-		struct bt_case k;
-		const char *day = bt_gen_day(20000, 30, 37);
-		char ca[300], name[400], err[512], *feed;
-		struct uf_consumer_options co;
-		uf_consumer_t *c = NULL;
-		struct drain d = {0};
-
-		memset(&k, 0, sizeof(k));
-		snprintf(k.ring, sizeof(k.ring), "bttls_%d", (int)getpid());
-		snprintf(k.status, sizeof(k.status), "%s/tls.status", bt_dir);
-		snprintf(k.start, sizeof(k.start), "%s/tls.start", bt_dir);
-		snprintf(k.feed_out, sizeof(k.feed_out), "%s/tls.feed", bt_dir);
-		bt_nats_start_tls(&k.ns, bt_dir);
-		snprintf(ca, sizeof(ca), "%s/ca.pem", bt_dir);
-		k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
-		case_bridge_tls(&k, k.ns.urls, "1", 1, ca);
-		unsetenv("UF_NATS_TLS_CA");
-		uf_consumer_options_init(&co);
-		snprintf(name, sizeof(name), "%s/%s", k.ns.urls, k.ring);
-		assert_true(uf_consumer_attach(name, &co, &c, err, sizeof(err)) <
-		            0); /* plain: refused */
-		setenv("UF_NATS_TLS_CA", ca, 1);
-		c = remote_attach(k.ns.urls, k.ring);
-		case_go(&k);
-		drain(c, &d, 0, NULL, NULL);
-		feed = case_finish(&k);
-		assert_int_equal(d.received, bt_json_num(feed, "records"));
-		expect_local_books(
-		    &k, remote_books(&k, k.ns.urls)); /* uf-tail inherits UF_NATS_TLS_CA */
-		unsetenv("UF_NATS_TLS_CA");
-		uf_consumer_detach(c);
-		free(feed);
-		case_end(&k);
-	}
-
-	/* --per-symbol: the records of one instrument, read back from uf.RING.rec.SYMBOL with their
-	 * ring sequences, are exactly that instrument's records in the ring, in order. */
-	static void test_per_symbol_subject_holds_exactly_the_instruments_records(void **state)
-	{
-		struct bt_case k;
-		const char *day = bt_gen_day(20000, 30, 41);
-		struct uf_consumer_options co;
-		struct uf_book_snapshot snap;
-		struct uf_record recs[256], *want;
-		uint64_t *want_seq, nwant = 0, got = 0, seq, cnt[65536] = {0};
-		uint32_t best = 0;
-		uf_consumer_t *local;
-		natsConnection *nc = NULL;
-		natsSubscription *sub = NULL;
-		jsSubOptions so;
-		jsCtx *js = NULL;
-		char subj[128], err[256], *feed, *st;
-		int n;
-
-		case_begin(&k, "sym", 1);
-		g_per_symbol = 1;
-		k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
-		case_bridge(&k, k.ns.urls, "1", 1);
-		g_per_symbol = 0;
-		uf_consumer_options_init(&co);
-		co.start = UF_CONSUMER_START_OLDEST;
-		assert_int_equal(uf_consumer_attach(k.ring, &co, &local, err, sizeof(err)), 0);
-		case_go(&k);
-		feed = case_finish(&k);
-		st = uf_test_slurp(k.status);
-		assert_true(bt_json_num(st, "sym_msgs") > 0);
-		assert_int_equal(bt_json_num(st, "sym_failed"), 0);
-		/* the busiest named instrument, and its records as the ring has them */
-		want = malloc(sizeof(*want) * 200000);
-		want_seq = malloc(sizeof(*want_seq) * 200000);
-		assert_non_null(want);
-		assert_non_null(want_seq);
-		{
-			struct uf_record *all = malloc(sizeof(*all) * 200000);
-			uint64_t nall = 0;
-			assert_non_null(all);
-			while ((n = uf_consumer_read(local, recs, 256, &seq)) > 0) {
-				assert_int_equal(seq, nall);
-				for (int i = 0; i < n && nall < 200000; i++) {
-					all[nall++] = recs[i];
-					cnt[recs[i].instrument & 0xffff]++;
-				}
-			}
-			assert_int_equal(nall, bt_json_num(feed, "records"));
-			for (uint32_t i = 1; i < 65536; i++)
-				if (cnt[i] > cnt[best] &&
-				    uf_consumer_snapshot(local, i, &snap) == 0 && snap.symbol[0])
-					best = i;
-			assert_true(cnt[best] > 100);
-			for (uint64_t i = 0; i < nall; i++) {
-				if (all[i].instrument == best) {
-					want[nwant] = all[i];
-					want_seq[nwant++] = i;
-				}
-			}
-			free(all);
-		}
-		assert_int_equal(uf_consumer_snapshot(local, best, &snap), 0);
-		snprintf(subj, sizeof(subj), "uf.%s.rec.%s", k.ring, snap.symbol);
-		assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
-		assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
-		jsSubOptions_Init(&so);
-		so.Ordered = true;
-		assert_int_equal(js_SubscribeSync(&sub, js, subj, NULL, &so, NULL), NATS_OK);
-		while (got < nwant) {
-			natsMsg *m = NULL;
-			struct uf_nats_msg h;
-			const char *d;
-			if (natsSubscription_NextMsg(&m, sub, 5000) != NATS_OK)
-				fail_msg("%s: %" PRIu64 " of %" PRIu64 " records", subj, got,
-				         nwant);
-			d = natsMsg_GetData(m);
-			assert_true(natsMsg_GetDataLength(m) >= (int)sizeof(h));
-			memcpy(&h, d, sizeof(h));
-			assert_int_equal(h.kind, UF_NATS_SYMBOL);
-			assert_int_equal(
-			    natsMsg_GetDataLength(m),
-			    sizeof(h) + h.count * (sizeof(struct uf_record) + sizeof(uint64_t)));
-			for (uint32_t i = 0; i < h.count; i++) {
-				struct uf_record r;
-				uint64_t s;
-				memcpy(&r, d + sizeof(h) + i * sizeof(r), sizeof(r));
-				memcpy(&s, d + sizeof(h) + h.count * sizeof(r) + i * sizeof(s),
-				       sizeof(s));
-				assert_true(got < nwant);
-				assert_int_equal(s, want_seq[got]);
-				assert_memory_equal(&r, &want[got], sizeof(r));
-				got++;
-			}
-			natsMsg_Destroy(m);
-		}
-		natsSubscription_Destroy(sub);
-		jsCtx_Destroy(js);
-		natsConnection_Destroy(nc);
-		/* the ordered subject, read past the per-symbol messages in the same stream */
-		expect_local_books(&k, remote_books(&k, k.ns.urls));
-		uf_consumer_detach(local);
-		free(want);
-		free(want_seq);
-		free(feed);
-		free(st);
-		case_end(&k);
-	}
-
-	/* An application that reads nothing while more than its buffer (262,144 records) arrives is
-	 * lapped like a local consumer of a small ring: one -EOVERFLOW naming exactly the records
-	 * it lost (the quarter-ring headroom rule of the local ring), then the rest in order. */
-	static void test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly(void **state)
-	{
-		struct bt_case k;
-		const char *day = bt_gen_day(150000, 30, 43);
-		struct uf_consumer_info info;
-		struct uf_consumer_lap lap;
-		struct uf_record rec;
-		struct drain d = {0};
-		uint64_t total, end, seq;
-		char *feed;
-		uf_consumer_t *c;
-
-		feed = case_play_unread(&k, "own", day, &c);
-		total = (uint64_t)bt_json_num(feed, "records");
-		assert_true(total > 262144 + 1000); /* more than the consumer's buffer */
-		for (end = bt_now_ms() + 60000;; bt_sleep_ms(20)) { /* the receiver has it all */
-			uf_consumer_get_info(c, &info);
-			if (info.tail == total)
+			stream_leader(js, stream, leader, sizeof(leader));
+			if (leader[0] && strcmp(leader, prev) != 0)
 				break;
-			assert_true(bt_now_ms() < end);
 		}
-		assert_int_equal(info.received, 0);
-		assert_int_equal(uf_consumer_next(c, &rec, &seq), -EOVERFLOW);
-		uf_consumer_last_lap(c, &lap);
-		assert_int_equal(lap.from_seq, 0);
-		assert_int_equal(lap.resume_seq, total - (262144 - 262144 / 4));
-		assert_int_equal(lap.lost, lap.resume_seq);
-		d.next = lap.resume_seq;
-		drain(c, &d, 0, NULL, NULL);
-		assert_int_equal(d.next, total);
-		uf_consumer_get_info(c, &info);
-		assert_int_equal(info.lost, lap.lost);
-		assert_int_equal(info.laps, 1);
-		uf_consumer_detach(c);
-		free(feed);
-		case_end(&k);
+		snprintf(prev, sizeof(prev), "%s", leader);
+		fprintf(stderr, "# stream leader %s steps down\n", leader);
+		(void)natsConnection_Request(&reply, nc, subj, NULL, 0, 5000);
+		natsMsg_Destroy(reply);
+		bt_sleep_ms(300);
 	}
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+}
 
-	struct handover {
-		struct uf_nats_books bk;
-		uint64_t applied; /* records that changed a book */
+struct lap_drain {
+	struct drain d;   /* records read */
+	struct laps seen; /* laps reported */
+	int fired;        /* the stepdowns were asked */
+};
+
+static void lap_drain_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
+{
+	struct lap_drain *x = arg;
+
+	(void)r;
+	x->d.next = seq + (uint64_t)n;
+	x->d.received += (uint64_t)n;
+	if (x->d.received >= 10000 && !x->fired) {
+		x->fired = 1;
+		stepdowns(g_stepdown_case);
+	}
+}
+
+static void lap_drain_lap(const struct uf_consumer_lap *lap, void *arg)
+{
+	struct lap_drain *x = arg;
+
+	count_lap(lap, &x->seen);
+}
+
+/* Three nodes, replicas 3: the stream's leader steps down three times while a remote
+ * consumer streams (leader elections, no node lost). The remote consumer must get every
+ * record: the stream still holds them all. */
+static void test_stream_leader_elections_lose_nothing_for_a_remote_consumer(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 59);
+	struct lap_drain x;
+	char *feed, *st;
+	uf_consumer_t *c;
+
+	memset(&x, 0, sizeof(x));
+	case_begin(&k, "elect", 3);
+	g_stepdown_case = &k;
+	case_start(&k, day, "6000", "0", k.ns.urls, "3");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	read_to_close(c, 120000, lap_drain_batch, lap_drain_lap, &x);
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	fprintf(stderr, "# remote laps %llu lost %llu; bridge laps %lld\n",
+	        (unsigned long long)x.seen.laps, (unsigned long long)x.seen.lost,
+	        (long long)bt_json_num(st, "laps"));
+	assert_true(x.fired); /* the stepdowns happened mid-stream */
+	assert_int_equal(bt_json_num(st, "laps"), 0);
+	assert_int_equal(x.seen.laps, 0);
+	assert_int_equal(x.d.received, bt_json_num(feed, "records"));
+	expect_local_books(&k, bt_render_books(c, 10));
+	uf_consumer_detach(c);
+	free(st);
+	free(feed);
+	case_end(&k);
+}
+
+static struct bt_case *g_restart_case; /* for restart_bridge() */
+
+static void restart_bridge(void *arg)
+{
+	struct bt_case *k = g_restart_case;
+
+	kill(k->bridge, SIGKILL); /* in the middle of whatever it was publishing */
+	bt_wait(k->bridge, 5000);
+	case_bridge(k, k->ns.urls, "1", 1);
+}
+
+/* The bridge is SIGKILLed mid-stream and started again: the new one replays what the ring
+ * holds; the remote consumer must still see every record exactly once, in order. */
+static void test_bridge_killed_and_restarted_no_duplicate_no_reorder(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(30000, 30, 23);
+	struct drain d = {0};
+	char *feed, *ref;
+	uf_consumer_t *c;
+
+	case_begin(&k, "rst", 1);
+	g_restart_case = &k;
+	ref = decode_books(day);
+	case_start(&k, day, "10000", "0", k.ns.urls, "1");
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 20000, restart_bridge, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	expect_remote_books(c, ref);
+	uf_consumer_detach(c);
+	free(feed);
+	free(ref);
+	case_end(&k);
+}
+
+/* The producer closes the ring and a new one (a new generation) starts with another day: the
+ * bridge follows it; the remote consumer gets -EPIPE, then -ESTALE, re-attaches and ends with
+ * the second day's books. */
+static void test_producer_restart_is_followed_by_bridge_and_remote_consumer(void **state)
+{
+	struct bt_case k;
+	char day1[300], day2[300], start2[300], out2[300];
+	struct uf_consumer_info i1, i2;
+	struct drain d = {0};
+	char *ref;
+	uf_consumer_t *c;
+	uint64_t end;
+	pid_t feed2;
+	int rc;
+
+	snprintf(day1, sizeof(day1), "%s", bt_gen_day(20000, 30, 29)); /* static: copied */
+	snprintf(day2, sizeof(day2), "%s", bt_gen_day(25000, 30, 31));
+	case_begin(&k, "gen", 1);
+	ref = decode_books(day2);
+	k.feed = case_feed(&k, day1, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge(&k, k.ns.urls, "1", 0);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &i1);
+	case_go(&k);
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(bt_wait(k.feed, 60000), 0);
+	snprintf(start2, sizeof(start2), "%s.2", k.start);
+	snprintf(out2, sizeof(out2), "%s.2", k.feed_out);
+	feed2 = case_feed(&k, day2, "0", "0", "1048576", "10", start2, out2);
+	for (end = bt_now_ms() + 30000;
+	     (rc = uf_consumer_next(c, &(struct uf_record){0}, NULL)) != -ESTALE;) {
+		assert_true(rc == -EPIPE || rc == -EAGAIN);
+		assert_true(bt_now_ms() < end);
+		uf_consumer_wait(c, 100000000);
+	}
+	assert_int_equal(uf_consumer_reattach(c, NULL, 0), 0);
+	uf_consumer_get_info(c, &i2);
+	assert_true(i2.generation != i1.generation);
+	FILE *f = fopen(start2, "w");
+	assert_non_null(f);
+	fclose(f);
+	memset(&d, 0, sizeof(d));
+	d.next = i2.position;
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(bt_wait(feed2, 60000), 0);
+	{
+		char *f1 = uf_test_slurp(k.feed_out), *f2 = uf_test_slurp(out2);
+		assert_true(bt_json_num(f1, "records") != bt_json_num(f2, "records"));
+		assert_int_equal(d.next, bt_json_num(f2, "tail"));
+		free(f1);
+		free(f2);
+	}
+	expect_local_and_remote_books(&k, c, ref);
+	kill(k.bridge, SIGTERM);
+	assert_int_equal(bt_wait(k.bridge, 10000), 0);
+	uf_consumer_detach(c);
+	free(ref);
+	case_end(&k);
+}
+
+/* A server that requires TLS: the bridge (--tls-ca) and remote consumers (UF_NATS_TLS_CA)
+ * verify it and get the same books; without the CA a consumer cannot attach. */
+static void test_tls_bridge_and_remote_consumer(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(20000, 30, 37);
+	char ca[300], name[400], err[512], *feed;
+	struct uf_consumer_options co;
+	uf_consumer_t *c = NULL;
+	struct drain d = {0};
+
+	memset(&k, 0, sizeof(k));
+	snprintf(k.ring, sizeof(k.ring), "bttls_%d", (int)getpid());
+	snprintf(k.status, sizeof(k.status), "%s/tls.status", bt_dir);
+	snprintf(k.start, sizeof(k.start), "%s/tls.start", bt_dir);
+	snprintf(k.feed_out, sizeof(k.feed_out), "%s/tls.feed", bt_dir);
+	bt_nats_start_tls(&k.ns, bt_dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", bt_dir);
+	k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge_tls(&k, k.ns.urls, "1", 1, ca);
+	unsetenv("UF_NATS_TLS_CA");
+	uf_consumer_options_init(&co);
+	snprintf(name, sizeof(name), "%s/%s", k.ns.urls, k.ring);
+	assert_true(uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0); /* plain: refused */
+	setenv("UF_NATS_TLS_CA", ca, 1);
+	c = remote_attach(k.ns.urls, k.ring);
+	case_go(&k);
+	drain(c, &d, 0, NULL, NULL);
+	feed = case_finish(&k);
+	assert_int_equal(d.received, bt_json_num(feed, "records"));
+	expect_local_books(&k, remote_books(&k, k.ns.urls)); /* uf-tail inherits UF_NATS_TLS_CA */
+	unsetenv("UF_NATS_TLS_CA");
+	uf_consumer_detach(c);
+	free(feed);
+	case_end(&k);
+}
+
+/* --per-symbol: the records of one instrument, read back from uf.RING.rec.SYMBOL with their
+ * ring sequences, are exactly that instrument's records in the ring, in order. */
+static void test_per_symbol_subject_holds_exactly_the_instruments_records(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(20000, 30, 41);
+	struct uf_consumer_options co;
+	struct uf_book_snapshot snap;
+	struct uf_record recs[256], *want;
+	uint64_t *want_seq, nwant = 0, got = 0, seq, cnt[65536] = {0};
+	uint32_t best = 0;
+	uf_consumer_t *local;
+	natsConnection *nc = NULL;
+	natsSubscription *sub = NULL;
+	jsSubOptions so;
+	jsCtx *js = NULL;
+	char subj[128], err[256], *feed, *st;
+	int n;
+
+	case_begin(&k, "sym", 1);
+	g_per_symbol = 1;
+	k.feed = case_feed(&k, day, "0", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge(&k, k.ns.urls, "1", 1);
+	g_per_symbol = 0;
+	uf_consumer_options_init(&co);
+	co.start = UF_CONSUMER_START_OLDEST;
+	assert_int_equal(uf_consumer_attach(k.ring, &co, &local, err, sizeof(err)), 0);
+	case_go(&k);
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	assert_true(bt_json_num(st, "sym_msgs") > 0);
+	assert_int_equal(bt_json_num(st, "sym_failed"), 0);
+	/* the busiest named instrument, and its records as the ring has them */
+	want = malloc(sizeof(*want) * 200000);
+	want_seq = malloc(sizeof(*want_seq) * 200000);
+	assert_non_null(want);
+	assert_non_null(want_seq);
+	{
+		struct uf_record *all = malloc(sizeof(*all) * 200000);
+		uint64_t nall = 0;
+		assert_non_null(all);
+		while ((n = uf_consumer_read(local, recs, 256, &seq)) > 0) {
+			assert_int_equal(seq, nall);
+			for (int i = 0; i < n && nall < 200000; i++) {
+				all[nall++] = recs[i];
+				cnt[recs[i].instrument & 0xffff]++;
+			}
+		}
+		assert_int_equal(nall, bt_json_num(feed, "records"));
+		for (uint32_t i = 1; i < 65536; i++)
+			if (cnt[i] > cnt[best] && uf_consumer_snapshot(local, i, &snap) == 0 &&
+			    snap.symbol[0])
+				best = i;
+		assert_true(cnt[best] > 100);
+		for (uint64_t i = 0; i < nall; i++) {
+			if (all[i].instrument == best) {
+				want[nwant] = all[i];
+				want_seq[nwant++] = i;
+			}
+		}
+		free(all);
+	}
+	assert_int_equal(uf_consumer_snapshot(local, best, &snap), 0);
+	snprintf(subj, sizeof(subj), "uf.%s.rec.%s", k.ring, snap.symbol);
+	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
+	assert_int_equal(natsConnection_JetStream(&js, nc, NULL), NATS_OK);
+	jsSubOptions_Init(&so);
+	so.Ordered = true;
+	assert_int_equal(js_SubscribeSync(&sub, js, subj, NULL, &so, NULL), NATS_OK);
+	while (got < nwant) {
+		natsMsg *m = NULL;
+		struct uf_nats_msg h;
+		const char *d;
+		if (natsSubscription_NextMsg(&m, sub, 5000) != NATS_OK)
+			fail_msg("%s: %" PRIu64 " of %" PRIu64 " records", subj, got, nwant);
+		d = natsMsg_GetData(m);
+		assert_true(natsMsg_GetDataLength(m) >= (int)sizeof(h));
+		memcpy(&h, d, sizeof(h));
+		assert_int_equal(h.kind, UF_NATS_SYMBOL);
+		assert_int_equal(natsMsg_GetDataLength(m),
+		                 sizeof(h) +
+		                     h.count * (sizeof(struct uf_record) + sizeof(uint64_t)));
+		for (uint32_t i = 0; i < h.count; i++) {
+			struct uf_record r;
+			uint64_t s;
+			memcpy(&r, d + sizeof(h) + i * sizeof(r), sizeof(r));
+			memcpy(&s, d + sizeof(h) + h.count * sizeof(r) + i * sizeof(s), sizeof(s));
+			assert_true(got < nwant);
+			assert_int_equal(s, want_seq[got]);
+			assert_memory_equal(&r, &want[got], sizeof(r));
+			got++;
+		}
+		natsMsg_Destroy(m);
+	}
+	natsSubscription_Destroy(sub);
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	/* the ordered subject, read past the per-symbol messages in the same stream */
+	expect_local_books(&k, remote_books(&k, k.ns.urls));
+	uf_consumer_detach(local);
+	free(want);
+	free(want_seq);
+	free(feed);
+	free(st);
+	case_end(&k);
+}
+
+/* An application that reads nothing while more than its buffer (262,144 records) arrives is
+ * lapped like a local consumer of a small ring: one -EOVERFLOW naming exactly the records it
+ * lost (the quarter-ring headroom rule of the local ring), then the rest in order. */
+static void test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(150000, 30, 43);
+	struct uf_consumer_info info;
+	struct uf_consumer_lap lap;
+	struct uf_record rec;
+	struct drain d = {0};
+	uint64_t total, end, seq;
+	char *feed;
+	uf_consumer_t *c;
+
+	feed = case_play_unread(&k, "own", day, &c);
+	total = (uint64_t)bt_json_num(feed, "records");
+	assert_true(total > 262144 + 1000);                 /* more than the consumer's buffer */
+	for (end = bt_now_ms() + 60000;; bt_sleep_ms(20)) { /* the receiver has it all */
+		uf_consumer_get_info(c, &info);
+		if (info.tail == total)
+			break;
+		assert_true(bt_now_ms() < end);
+	}
+	assert_int_equal(info.received, 0);
+	assert_int_equal(uf_consumer_next(c, &rec, &seq), -EOVERFLOW);
+	uf_consumer_last_lap(c, &lap);
+	assert_int_equal(lap.from_seq, 0);
+	assert_int_equal(lap.resume_seq, total - (262144 - 262144 / 4));
+	assert_int_equal(lap.lost, lap.resume_seq);
+	d.next = lap.resume_seq;
+	drain(c, &d, 0, NULL, NULL);
+	assert_int_equal(d.next, total);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(info.lost, lap.lost);
+	assert_int_equal(info.laps, 1);
+	uf_consumer_detach(c);
+	free(feed);
+	case_end(&k);
+}
+
+struct handover {
+	struct uf_nats_books bk;
+	uint64_t applied; /* records that changed a book */
+};
+
+static void apply_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
+{
+	struct handover *h = arg;
+
+	for (int i = 0; i < n; i++)
+		h->applied += uf_nats_books_apply(&h->bk, &r[i], seq + (uint64_t)i) > 0;
+}
+
+static int seed_snapshot(const struct uf_book_snapshot *s, void *arg)
+{
+	struct uf_nats_books *bk = arg;
+	assert_int_equal(uf_nats_books_seed(bk, s), 0);
+	return 0;
+}
+
+/* The documented handover, done by an application on a remote handle mid-stream: snapshot
+ * every book, seek to the smallest stamp, apply each instrument's records from its stamp on.
+ * Its books must end equal to the producer's (image depth 64: the snapshots are whole). */
+static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void **state)
+{
+	struct bt_case k;
+	const char *day = bt_gen_day(40000, 30, 47);
+	struct handover h = {0};
+	struct uf_consumer_info info;
+	struct bt_books l = {0};
+	uint64_t from;
+	char *st, *feed;
+	uf_consumer_t *c;
+
+	case_begin(&k, "hand", 1);
+	case_start_cap(&k, day, "20000", "0", k.ns.urls, "1", "1048576", "64");
+	case_go(&k);
+	st = bt_wait_status(k.status, "published", 20000, 30000);
+	free(st);
+	c = remote_attach(k.ns.urls, k.ring);
+	uf_consumer_get_info(c, &info);
+	assert_int_equal(uf_nats_books_init(&h.bk, info.max_instruments, 0), 0);
+	assert_int_equal(uf_consumer_snapshot_all(c, seed_snapshot, &h.bk), 0);
+	from = info.position;
+	for (uint32_t i = 0; i < h.bk.max; i++)
+		if (uf_nats_books_apply_from(&h.bk, i) < from)
+			from = uf_nats_books_apply_from(&h.bk, i);
+	assert_true(from > 0); /* mid-stream */
+	assert_int_equal(uf_consumer_seek(c, from), 0);
+	read_to_close(c, 60000, apply_batch, NULL, &h);
+	feed = case_finish(&k);
+	assert_true(h.applied > 1000);
+	for (uint32_t i = 0; i < h.bk.max; i++) {
+		struct uf_book_snapshot s;
+		if (uf_nats_books_snapshot(&h.bk, i, 64, 0, &s) == 0)
+			bt_collect(&s, &l);
+	}
+	expect_local_books(&k, bt_render_list(l, 10));
+	uf_nats_books_free(&h.bk);
+	uf_consumer_detach(c);
+	free(feed);
+	case_end(&k);
+}
+
+static int case_teardown(void **state)
+{
+	bt_kill_all();
+	g_key_file = NULL; /* a failed case must not leave its key to the next */
+	unsetenv("UF_NATS_KEY");
+	unsetenv("UF_NATS_KEY_FILE");
+	return 0;
+}
+
+/* Ring directories of earlier test processes that died without their teardown (a crash, a
+ * timeout) hold 80 MB rings each: removed. */
+static void remove_dead_ring_dirs(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char p[300];
+		long pid;
+		if (strncmp(e->d_name, "uf-bridge-test-", 15) != 0)
+			continue;
+		pid = strtol(e->d_name + 15, NULL, 10);
+		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof(p), "/dev/shm/%.250s", e->d_name);
+		uf_test_rm_tree(p);
+	}
+	closedir(d);
+}
+
+static int setup(void **state)
+{
+	remove_dead_ring_dirs();
+	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-bridge-test.XXXXXX");
+	if (!mkdtemp(bt_dir))
+		return -1;
+	snprintf(g_ring_dir, sizeof(g_ring_dir), "/dev/shm/uf-bridge-test-%d", (int)getpid());
+	if (mkdir(g_ring_dir, 0700) < 0)
+		return -1;
+	setenv("UF_RING_DIR", g_ring_dir, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	bt_kill_all();
+	uf_test_rm_tree(g_ring_dir);
+	if (getenv("UF_BT_KEEP")) /* debugging: keep the servers' and processes' logs */
+		fprintf(stderr, "logs kept in %s\n", bt_dir);
+	else
+		uf_test_rm_tree(bt_dir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_remote_books_equal_local_books_on_a_day_with_loss,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_forged_messages_on_the_record_subject_are_dropped,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_forged_bridge_form_messages_are_refused_and_counted,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_shared_key_forger_cannot_change_a_remote_book,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_remote_consumer_gives_up_when_the_bucket_is_gone,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_async_window_full_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_compact_records_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_bridge_fails_over_from_a_hung_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_late_remote_consumer_snapshot_then_stream,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_remote_snapshot_then_stream_handover_ends_with_local_books, case_teardown),
+	    cmocka_unit_test_teardown(test_slow_remote_consumer_never_slows_the_bridge,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly, case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap, case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_stream_leader_elections_lose_nothing_for_a_remote_consumer, case_teardown),
+	    cmocka_unit_test_teardown(test_bridge_killed_and_restarted_no_duplicate_no_reorder,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(
+	        test_producer_restart_is_followed_by_bridge_and_remote_consumer, case_teardown),
+	    cmocka_unit_test_teardown(test_tls_bridge_and_remote_consumer, case_teardown),
+	    cmocka_unit_test_teardown(test_per_symbol_subject_holds_exactly_the_instruments_records,
+	                              case_teardown),
 	};
-
-	static void apply_batch(const struct uf_record *r, int n, uint64_t seq, void *arg)
-	{
-		struct handover *h = arg;
-
-		for (int i = 0; i < n; i++)
-			h->applied += uf_nats_books_apply(&h->bk, &r[i], seq + (uint64_t)i) > 0;
-	}
-
-	static int seed_snapshot(const struct uf_book_snapshot *s, void *arg)
-	{
-		struct uf_nats_books *bk = arg;
-		assert_int_equal(uf_nats_books_seed(bk, s), 0);
-		return 0;
-	}
-
-	/* The documented handover, done by an application on a remote handle mid-stream: snapshot
-	 * every book, seek to the smallest stamp, apply each instrument's records from its stamp
-	 * on. Its books must end equal to the producer's (image depth 64: the snapshots are whole).
-	 */
-	static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void **state)
-	{
-		struct bt_case k;
-		const char *day = bt_gen_day(40000, 30, 47);
-		struct handover h = {0};
-		struct uf_consumer_info info;
-		struct bt_books l = {0};
-		uint64_t from;
-		char *st, *feed;
-		uf_consumer_t *c;
-
-		case_begin(&k, "hand", 1);
-		case_start_cap(&k, day, "20000", "0", k.ns.urls, "1", "1048576", "64");
-		case_go(&k);
-		st = bt_wait_status(k.status, "published", 20000, 30000);
-		free(st);
-		c = remote_attach(k.ns.urls, k.ring);
-		uf_consumer_get_info(c, &info);
-		assert_int_equal(uf_nats_books_init(&h.bk, info.max_instruments, 0), 0);
-		assert_int_equal(uf_consumer_snapshot_all(c, seed_snapshot, &h.bk), 0);
-		from = info.position;
-		for (uint32_t i = 0; i < h.bk.max; i++)
-			if (uf_nats_books_apply_from(&h.bk, i) < from)
-				from = uf_nats_books_apply_from(&h.bk, i);
-		assert_true(from > 0); /* mid-stream */
-		assert_int_equal(uf_consumer_seek(c, from), 0);
-		read_to_close(c, 60000, apply_batch, NULL, &h);
-		feed = case_finish(&k);
-		assert_true(h.applied > 1000);
-		for (uint32_t i = 0; i < h.bk.max; i++) {
-			struct uf_book_snapshot s;
-			if (uf_nats_books_snapshot(&h.bk, i, 64, 0, &s) == 0)
-				bt_collect(&s, &l);
-		}
-		expect_local_books(&k, bt_render_list(l, 10));
-		uf_nats_books_free(&h.bk);
-		uf_consumer_detach(c);
-		free(feed);
-		case_end(&k);
-	}
-
-	static int case_teardown(void **state)
-	{
-		bt_kill_all();
-		g_key_file = NULL; /* a failed case must not leave its key to the next */
-		unsetenv("UF_NATS_KEY");
-		unsetenv("UF_NATS_KEY_FILE");
-		return 0;
-	}
-
-	/* Ring directories of earlier test processes that died without their teardown (a crash, a
-	 * timeout) hold 80 MB rings each: removed. */
-	static void remove_dead_ring_dirs(void)
-	{
-		DIR *d = opendir("/dev/shm");
-		struct dirent *e;
-
-		if (!d)
-			return;
-		while ((e = readdir(d)) != NULL) {
-			char p[300];
-			long pid;
-			if (strncmp(e->d_name, "uf-bridge-test-", 15) != 0)
-				continue;
-			pid = strtol(e->d_name + 15, NULL, 10);
-			if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-				continue;
-			snprintf(p, sizeof(p), "/dev/shm/%.250s", e->d_name);
-			uf_test_rm_tree(p);
-		}
-		closedir(d);
-	}
-
-	static int setup(void **state)
-	{
-		remove_dead_ring_dirs();
-		snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-bridge-test.XXXXXX");
-		if (!mkdtemp(bt_dir))
-			return -1;
-		snprintf(g_ring_dir, sizeof(g_ring_dir), "/dev/shm/uf-bridge-test-%d",
-		         (int)getpid());
-		if (mkdir(g_ring_dir, 0700) < 0)
-			return -1;
-		setenv("UF_RING_DIR", g_ring_dir, 1);
-		return 0;
-	}
-
-	static int teardown(void **state)
-	{
-		bt_kill_all();
-		uf_test_rm_tree(g_ring_dir);
-		if (getenv("UF_BT_KEEP")) /* debugging: keep the servers' and processes' logs */
-			fprintf(stderr, "logs kept in %s\n", bt_dir);
-		else
-			uf_test_rm_tree(bt_dir);
-		return 0;
-	}
-
-	int main(void)
-	{
-		const struct CMUnitTest tests[] = {
-		    cmocka_unit_test_teardown(
-		        test_remote_books_equal_local_books_on_a_day_with_loss, case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_forged_messages_on_the_record_subject_are_dropped, case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_forged_bridge_form_messages_are_refused_and_counted, case_teardown),
-		    cmocka_unit_test_teardown(test_shared_key_forger_cannot_change_a_remote_book,
-		                              case_teardown),
-		    cmocka_unit_test_teardown(test_remote_consumer_gives_up_when_the_bucket_is_gone,
-		                              case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_remote_consumer_streams_across_sigkill_of_a_cluster_node,
-		        case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_async_window_full_across_sigkill_of_a_cluster_node, case_teardown),
-		    cmocka_unit_test_teardown(test_compact_records_across_sigkill_of_a_cluster_node,
-		                              case_teardown),
-		    cmocka_unit_test_teardown(test_bridge_fails_over_from_a_hung_cluster_node,
-		                              case_teardown),
-		    cmocka_unit_test_teardown(test_late_remote_consumer_snapshot_then_stream,
-		                              case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_remote_snapshot_then_stream_handover_ends_with_local_books,
-		        case_teardown),
-		    cmocka_unit_test_teardown(test_slow_remote_consumer_never_slows_the_bridge,
-		                              case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_remote_consumer_falling_a_buffer_behind_is_lapped_exactly,
-		        case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_lapped_bridge_resnapshots_and_remote_consumer_sees_the_lap,
-		        case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_stream_leader_elections_lose_nothing_for_a_remote_consumer,
-		        case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_bridge_killed_and_restarted_no_duplicate_no_reorder, case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_producer_restart_is_followed_by_bridge_and_remote_consumer,
-		        case_teardown),
-		    cmocka_unit_test_teardown(test_tls_bridge_and_remote_consumer, case_teardown),
-		    cmocka_unit_test_teardown(
-		        test_per_symbol_subject_holds_exactly_the_instruments_records,
-		        case_teardown),
-		};
-		if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
-			cmocka_set_test_filter(getenv("UF_BT_ONLY"));
-		return cmocka_run_group_tests(tests, setup, teardown);
-	}
+	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
+		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
