@@ -302,6 +302,22 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
                              const struct uf_level *levels, uint32_t n, uint64_t seq,
                              uint64_t rx_ts);
 
+/* Issue 26: a publish step changes a few levels of a side, not the side; copying only those
+ * keeps the image stage at the cost of what changed. uf_ring_image_level_index is where a
+ * change at `price` lands in the image as it stands (the number of levels of `side` strictly
+ * better than `price`): the levels before the smallest index of a step's changes are what the
+ * image holds already. uf_ring_image_update_levels then rewrites `side` from level `from`
+ * on: levels[i] is level from + i of the side (best first), `n` the side's whole level count
+ * (cut to depth and flagged truncated, as uf_ring_image_set_levels), levels before `from`
+ * stay as they are, levels past n are cleared. What a reader sees is exactly what
+ * uf_ring_image_set_levels with the whole side would have left. The producer's own entry:
+ * no lock to read it. level_index returns 0 for a bad id or side. */
+uint32_t uf_ring_image_level_index(const struct uf_ring *r, uint32_t instrument, int side,
+                                   int64_t price);
+int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
+                                const struct uf_level *levels, uint32_t n, uint64_t seq,
+                                uint64_t rx_ts);
+
 /* Replaces both sides at once (one consistent update). */
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
                            uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
