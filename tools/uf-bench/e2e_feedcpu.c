@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -47,7 +48,20 @@ void e2e_bookref_run(const struct e2e_opts *o, const char *day_path, struct e2e_
 	snprintf(out, sizeof(out), "%s/book.json", o->tmp);
 	snprintf(errp, sizeof(errp), "%s/book.err", o->tmp);
 	snprintf(orders, sizeof(orders), "%" PRIu64, o->max_orders);
-	pid = uf_bench_spawn(argv, out, errp, o->feed_cpu);
+	/* The day's ITCH rows only: uf-bench book adds IEX DEEP rows when it finds the shared
+	 * capture (UF_SHARED_DATA, else ../shared/data), and a fault there would fail the
+	 * reference; the child looks for it in the temporary folder, where it is not. */
+	{
+		const char *had = getenv("UF_SHARED_DATA");
+		char *keep = had ? strdup(had) : NULL;
+		setenv("UF_SHARED_DATA", o->tmp, 1);
+		pid = uf_bench_spawn(argv, out, errp, o->feed_cpu);
+		if (keep)
+			setenv("UF_SHARED_DATA", keep, 1);
+		else
+			unsetenv("UF_SHARED_DATA");
+		free(keep);
+	}
 	st = pid > 0 ? uf_bench_wait_child(pid, 300000) : -1;
 	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		last_line(errp, said, sizeof(said));
