@@ -180,17 +180,15 @@ static int uf_sink_copy_side(struct uf_sink *s, uint32_t id, int side, int64_t p
                              uint64_t rx_ts)
 {
 	uint32_t from = uf_ring_image_level_index(s->ring, id, side, px);
-	size_t n = uf_publish_depth(s->pub, id, (uint8_t)side);
-	if (n > (size_t)s->depth + 1)
-		n = (size_t)s->depth + 1;
-	if (from < s->depth && from < n) {
-		size_t k = (n < s->depth ? n : s->depth) - from;
-		int got = uf_publish_levels(s->pub, id, (uint8_t)side, from, s->bids, k);
-		if (UF_UNLIKELY(got < 0))
-			return got;
-	}
-	return uf_ring_image_update_levels(s->ring, id, side, from, s->bids, (uint32_t)n, seq,
-	                                   rx_ts);
+	if (UF_UNLIKELY(from > s->depth))
+		from = s->depth;
+	/* levels from..depth (depth + 1 at most, as uf_sink_copy_book): the count of a side
+	 * that ends above depth + 1 is from + what came back */
+	int got = uf_publish_levels(s->pub, id, (uint8_t)side, from, s->bids, s->depth + 1 - from);
+	if (UF_UNLIKELY(got < 0))
+		return got;
+	return uf_ring_image_update_levels(s->ring, id, side, from, s->bids, from + (uint32_t)got,
+	                                   seq, rx_ts);
 }
 
 /* Notes that a LEVEL record changed `price` on the sides `bits` of book id: the copy starts

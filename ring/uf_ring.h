@@ -312,8 +312,30 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
  * stay as they are, levels past n are cleared. What a reader sees is exactly what
  * uf_ring_image_set_levels with the whole side would have left. The producer's own entry:
  * no lock to read it. level_index returns 0 for a bad id or side. */
-uint32_t uf_ring_image_level_index(const struct uf_ring *r, uint32_t instrument, int side,
-                                   int64_t price);
+static inline uint32_t uf_ring_image_level_index(const struct uf_ring *r, uint32_t instrument,
+                                                 int side, int64_t price)
+{
+	uint32_t depth = r->image->depth, i = 0, n;
+	const struct uf_level *lv;
+	struct uf_image_entry *e;
+
+	if (UF_UNLIKELY(instrument >= r->image->max_instruments))
+		return 0;
+	e = uf_image_entry_at(r->image, instrument);
+	if (side == UF_SIDE_BID) {
+		lv = uf_image_levels(e);
+		n = e->nbid;
+		while (i < n && lv[i].price > price)
+			i++;
+	} else if (side == UF_SIDE_ASK) {
+		lv = uf_image_levels(e) + depth;
+		n = e->nask;
+		while (i < n && lv[i].price < price)
+			i++;
+	}
+	return i;
+}
+
 int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
                                 const struct uf_level *levels, uint32_t n, uint64_t seq,
                                 uint64_t rx_ts);
