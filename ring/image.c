@@ -145,10 +145,10 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 }
 
 int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
-                                const struct uf_level *levels, uint32_t n, uint64_t seq,
+                                const struct uf_level *levels, uint32_t k, uint32_t n, uint64_t seq,
                                 uint64_t rx_ts)
 {
-	uint32_t depth = r->image->depth, old, cut, i;
+	uint32_t depth = r->image->depth, old, cut, i, to;
 	struct uf_image_entry *e;
 	struct uf_level *dst;
 
@@ -159,12 +159,13 @@ int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side
 		n = depth;
 	if (UF_UNLIKELY(from > n))
 		from = n; /* nothing of the side is left there: only the clearing below */
+	to = k < n - from ? from + k : n;
 	e = entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
 	dst = uf_image_levels(e) + (side == UF_SIDE_BID ? 0 : depth);
 	old = side == UF_SIDE_BID ? e->nbid : e->nask;
-	for (i = from; i < n; i++) {
+	for (i = from; i < to; i++) {
 		dst[i].price = levels[i - from].price;
 		dst[i].shares = levels[i - from].shares;
 		dst[i].orders = levels[i - from].orders;
