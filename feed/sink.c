@@ -226,10 +226,10 @@ static inline void uf_sink_mark_level(struct uf_sink *s, uint32_t id, uint8_t bi
 
 /* Copies every dirty book into the open image batch, stamped seq (at its end): only the sides
  * that changed (a message changes one side of one book; copying both was a third of the image
- * stage, docs/profiling.md), and of those only the levels from the best one changed down
- * (issue 26). Every change of a side in the publisher is a LEVEL record naming it and its
- * price, so a side no record named since the last copy, and the levels of a side above the
- * best price named, are already right in the image. */
+ * stage, docs/profiling.md), and of those only the levels between the best and the worst
+ * price changed (issue 26, uf_sink_copy_side). Every change of a side in the publisher is a
+ * LEVEL record naming it and its price, so a side no record named since the last copy, and
+ * the levels of a side above the best price named, are already right in the image. */
 static void uf_sink_copy_dirty(struct uf_sink *s, uint64_t seq, int *first)
 {
 	for (uint32_t i = 0; i < s->ndirty; i++) {
