@@ -43,7 +43,8 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 	s->dirty = calloc(s->max_inst, sizeof(*s->dirty));
 	s->is_dirty = calloc(s->max_inst, 1);
 	s->dirty_rx = calloc(s->max_inst, sizeof(*s->dirty_rx));
-	if (!s->dirty || !s->is_dirty || !s->dirty_rx) {
+	s->dirty_px = calloc(4 * (size_t)s->max_inst, sizeof(*s->dirty_px));
+	if (!s->dirty || !s->is_dirty || !s->dirty_rx || !s->dirty_px) {
 		uf_sink_close(s);
 		uf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -98,6 +99,8 @@ void uf_sink_close(struct uf_sink *s)
 	free(s->dirty);
 	free(s->is_dirty);
 	free(s->dirty_rx);
+	free(s->dirty_px);
+	s->dirty_px = NULL;
 	s->ring = NULL;
 	s->dirty = NULL;
 	s->is_dirty = NULL;
@@ -174,29 +177,77 @@ static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint6
 	                              na > 0 ? (uint32_t)na : 0, seq, rx_ts);
 }
 
-/* Copies one side of instrument id's book (depth + 1 levels, see uf_sink_copy_book). */
-static int uf_sink_copy_side(struct uf_sink *s, uint32_t id, int side, uint64_t seq, uint64_t rx_ts)
+/* Copies one side of instrument id's book where the records since the last copy changed it,
+ * prices `best` to `worst`: the levels better than `best` are the same in the publisher as in
+ * the image (none of them changed, none was inserted above them), so neither is read; when
+ * the side kept its count (and was not cut), the levels worse than `worst` did not move
+ * either, else they are copied down to depth. The side's count is taken as uf_sink_copy_book
+ * does (depth + 1 at most: a deeper side is cut and flagged truncated). */
+static int uf_sink_copy_side(struct uf_sink *s, uint32_t id, int side, int64_t best, int64_t worst,
+                             uint64_t seq, uint64_t rx_ts)
 {
-	int n = uf_publish_top(s->pub, id, side, s->bids, s->depth + 1);
-	return uf_ring_image_set_levels(s->ring, id, side, s->bids, n > 0 ? (uint32_t)n : 0, seq,
-	                                rx_ts);
+	uint32_t from, end, count;
+	int cut;
+	uf_ring_image_level_span(s->ring, id, side, best, worst, &from, &end, &count, &cut);
+	if (UF_UNLIKELY(from > s->depth))
+		from = s->depth;
+	if (!cut && end > from && uf_publish_depth(s->pub, id, (uint8_t)side) == count) {
+		/* same count: only the levels from..end can differ */
+		int got = uf_publish_levels(s->pub, id, (uint8_t)side, from, s->bids, end - from);
+		if (UF_UNLIKELY(got < 0))
+			return got;
+		return uf_ring_image_update_levels(s->ring, id, side, from, s->bids, (uint32_t)got,
+		                                   count, seq, rx_ts);
+	}
+	/* levels from..depth (depth + 1 at most): the count of a side that ends above
+	 * depth + 1 is from + what came back */
+	int got = uf_publish_levels(s->pub, id, (uint8_t)side, from, s->bids, s->depth + 1 - from);
+	if (UF_UNLIKELY(got < 0))
+		return got;
+	return uf_ring_image_update_levels(s->ring, id, side, from, s->bids, (uint32_t)got,
+	                                   from + (uint32_t)got, seq, rx_ts);
+}
+
+/* Notes that a LEVEL record changed `price` on the sides `bits` of book id: the copy covers
+ * the best to the worst such price (a side not named: the whole side). */
+static inline void uf_sink_mark_level(struct uf_sink *s, uint32_t id, uint8_t bits, uint8_t had,
+                                      int64_t price)
+{
+	int64_t *px = &s->dirty_px[4 * (size_t)id];
+	if (bits == UF_SINK_DIRTY_BID) {
+		int first = !(had & UF_SINK_DIRTY_BID);
+		px[0] = first || price > px[0] ? price : px[0];
+		px[2] = first || price < px[2] ? price : px[2];
+	} else if (bits == UF_SINK_DIRTY_ASK) {
+		int first = !(had & UF_SINK_DIRTY_ASK);
+		px[1] = first || price < px[1] ? price : px[1];
+		px[3] = first || price > px[3] ? price : px[3];
+	} else {
+		px[0] = INT64_MAX;
+		px[1] = INT64_MIN;
+		px[2] = INT64_MIN;
+		px[3] = INT64_MAX;
+	}
 }
 
 /* Copies every dirty book into the open image batch, stamped seq (at its end): only the sides
  * that changed (a message changes one side of one book; copying both was a third of the image
- * stage, docs/profiling.md). Every change of a side in the publisher is a LEVEL record naming
- * it, so a side no record named since the last copy is already right in the image. */
+ * stage, docs/profiling.md), and of those only the levels between the best and the worst
+ * price changed (issue 26, uf_sink_copy_side). Every change of a side in the publisher is a
+ * LEVEL record naming it and its price, so a side no record named since the last copy, and
+ * the levels of a side above the best price named, are already right in the image. */
 static void uf_sink_copy_dirty(struct uf_sink *s, uint64_t seq, int *first)
 {
 	for (uint32_t i = 0; i < s->ndirty; i++) {
 		uint32_t id = s->dirty[i];
 		uint8_t bits = s->is_dirty[id];
+		const int64_t *px = &s->dirty_px[4 * (size_t)id];
 		if (bits & UF_SINK_DIRTY_BID)
-			uf_sink_keep(first,
-			             uf_sink_copy_side(s, id, UF_SIDE_BID, seq, s->dirty_rx[id]));
+			uf_sink_keep(first, uf_sink_copy_side(s, id, UF_SIDE_BID, px[0], px[2], seq,
+			                                      s->dirty_rx[id]));
 		if (bits & UF_SINK_DIRTY_ASK)
-			uf_sink_keep(first,
-			             uf_sink_copy_side(s, id, UF_SIDE_ASK, seq, s->dirty_rx[id]));
+			uf_sink_keep(first, uf_sink_copy_side(s, id, UF_SIDE_ASK, px[1], px[3], seq,
+			                                      s->dirty_rx[id]));
 		if (UF_UNLIKELY(bits & UF_SINK_DIRTY_STALE))
 			uf_sink_keep(first, uf_ring_image_set_stale(s->ring, id, 1, seq));
 		s->is_dirty[id] = 0;
@@ -242,9 +293,11 @@ int uf_sink_records(struct uf_sink *s, const struct uf_record *recs, size_t n, u
 				uint8_t bits = r->side == UF_SIDE_BID   ? UF_SINK_DIRTY_BID
 				               : r->side == UF_SIDE_ASK ? UF_SINK_DIRTY_ASK
 				                                        : UF_SINK_DIRTY_BOTH;
-				if (!s->is_dirty[r->instrument])
+				uint8_t had = s->is_dirty[r->instrument];
+				if (!had)
 					s->dirty[s->ndirty++] = r->instrument;
-				s->is_dirty[r->instrument] |= bits;
+				uf_sink_mark_level(s, r->instrument, bits, had, r->price);
+				s->is_dirty[r->instrument] = had | bits;
 				s->dirty_rx[r->instrument] = rx_ts; /* its latest change */
 			}
 		} else if (r->kind != UF_REC_GAP) { /* trades, statuses, directory, doubts */

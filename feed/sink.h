@@ -64,6 +64,9 @@ struct uf_sink {
 	uint32_t *dirty;            /* their ids */
 	uint8_t *is_dirty;  /* per instrument: UF_SINK_DIRTY_* sides changed (0: not listed) */
 	uint64_t *dirty_rx; /* per instrument: receive time of its latest change */
+	int64_t *dirty_px;  /* per instrument, [4 id] bid and [4 id + 1] ask: the best price
+	                     * changed since the copy, [4 id + 2] and [4 id + 3] the worst (a
+	                     * side not named: all of it); the copy covers that range */
 	int defer_image;    /* 1: books are copied by uf_sink_image_flush, not per step */
 	int image_open;     /* the deferred image bracket is open (steps since a flush) */
 	uint64_t open_recs; /* records published while it has been open */

@@ -666,15 +666,24 @@ static int uf_pub_sidx(uint8_t side)
 int uf_publish_top(const struct uf_publisher *p, uint32_t instrument, uint8_t side,
                    struct uf_level *levels, size_t n)
 {
+	return uf_publish_levels(p, instrument, side, 0, levels, n);
+}
+
+int uf_publish_levels(const struct uf_publisher *p, uint32_t instrument, uint8_t side, size_t from,
+                      struct uf_level *levels, size_t n)
+{
 	int sidx = uf_pub_sidx(side);
 	if (sidx < 0)
 		return -EINVAL;
 	if (instrument >= p->max_instruments)
 		return 0;
 	const struct uf_book_side *s = &p->books[instrument].side[sidx];
+	if (from >= s->n)
+		return 0;
 	const uint64_t *a = uf_lv_entries(&p->lv, s);
 	size_t k = 0;
-	for (uint32_t i = s->n; i-- > 0 && k < n;) {
+	/* best last in the side's array: level `from` is entry n - 1 - from */
+	for (uint32_t i = s->n - (uint32_t)from; i-- > 0 && k < n;) {
 		const struct uf_level_node *nd = &p->lv.nodes[(uint32_t)a[i]];
 		levels[k].price = nd->price;
 		levels[k].shares = nd->shares;

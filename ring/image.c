@@ -144,6 +144,49 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 	return 0;
 }
 
+int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
+                                const struct uf_level *levels, uint32_t k, uint32_t n, uint64_t seq,
+                                uint64_t rx_ts)
+{
+	uint32_t depth = r->image->depth, old, cut, i, to;
+	struct uf_image_entry *e;
+	struct uf_level *dst;
+
+	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
+		return -EINVAL;
+	cut = n > depth;
+	if (cut)
+		n = depth;
+	if (UF_UNLIKELY(from > n))
+		from = n; /* nothing of the side is left there: only the clearing below */
+	to = k < n - from ? from + k : n;
+	e = entry_begin(r, instrument);
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	dst = uf_image_levels(e) + (side == UF_SIDE_BID ? 0 : depth);
+	old = side == UF_SIDE_BID ? e->nbid : e->nask;
+	for (i = from; i < to; i++) {
+		dst[i].price = levels[i - from].price;
+		dst[i].shares = levels[i - from].shares;
+		dst[i].orders = levels[i - from].orders;
+		dst[i].reserved = 0;
+	}
+	/* Levels past the old count are zero already (every setter clears past its count), so
+	 * only the ones the side lost are cleared. */
+	if (old > n)
+		memset(&dst[n], 0, (size_t)(old - n) * sizeof(*dst));
+	if (side == UF_SIDE_BID) {
+		e->nbid = n;
+		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
+	} else {
+		e->nask = n;
+		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
+	}
+	e->update_rx_ts = rx_ts;
+	entry_end(r, e, seq);
+	return 0;
+}
+
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
                            uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
                            uint64_t rx_ts)

@@ -305,6 +305,59 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
                              const struct uf_level *levels, uint32_t n, uint64_t seq,
                              uint64_t rx_ts);
 
+/* Issue 26: a publish step changes a few levels of a side, not the side; copying only those
+ * keeps the image stage at the cost of what changed. uf_ring_image_level_span says where the
+ * changes between prices `best` and `worst` of `side` (best <= worst in the side's order)
+ * land in the image as it stands: *from = the levels strictly better than `best` (what the
+ * image holds already), *end = the levels not strictly worse than `worst` (below them the
+ * levels only moved by what the side gained or lost), *count and *cut = the side's count
+ * and truncation flag. uf_ring_image_update_levels then writes levels[0..k) as levels
+ * from.. of `side` (best first), takes `n` as the side's whole level count (cut to depth and
+ * flagged truncated, as uf_ring_image_set_levels), clears the levels past it the side lost
+ * and leaves every other level as it is: the caller passes every level that changed. What a
+ * reader sees is then exactly what uf_ring_image_set_levels with the whole side would have
+ * left. The producer's own entry: no lock to read it. A bad id or side: an empty span. */
+static inline void uf_ring_image_level_span(const struct uf_ring *r, uint32_t instrument, int side,
+                                            int64_t best, int64_t worst, uint32_t *from,
+                                            uint32_t *end, uint32_t *count, int *cut)
+{
+	uint32_t i = 0, n = 0;
+	const struct uf_level *lv;
+	struct uf_image_entry *e;
+
+	*cut = 0;
+	if (UF_LIKELY(instrument < r->image->max_instruments)) {
+		e = uf_image_entry_at(r->image, instrument);
+		if (side == UF_SIDE_BID) {
+			lv = uf_image_levels(e);
+			n = e->nbid;
+			*cut = !!(e->flags & UF_IMAGE_F_TRUNC_BID);
+			while (i < n && lv[i].price > best)
+				i++;
+			*from = i;
+			while (i < n && lv[i].price >= worst)
+				i++;
+		} else if (side == UF_SIDE_ASK) {
+			lv = uf_image_levels(e) + r->image->depth;
+			n = e->nask;
+			*cut = !!(e->flags & UF_IMAGE_F_TRUNC_ASK);
+			while (i < n && lv[i].price < best)
+				i++;
+			*from = i;
+			while (i < n && lv[i].price <= worst)
+				i++;
+		}
+	}
+	if (!n)
+		*from = 0;
+	*end = i;
+	*count = n;
+}
+
+int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
+                                const struct uf_level *levels, uint32_t k, uint32_t n, uint64_t seq,
+                                uint64_t rx_ts);
+
 /* Replaces both sides at once (one consistent update). */
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
                            uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,

@@ -208,6 +208,46 @@ static void check_burst_absorb(json_t *b)
 		assert_true(json_integer_value(json_object_get(ba, "drain_ns")) > 0);
 }
 
+/* Issue 26: uf-bench book ran on the same day before and after the back ends, and every back
+ * end's steady step says what its feed thread spent per message, the idle spin taken out. */
+static void check_feed_cpu_vs_book(json_t *j)
+{
+	json_t *fc = json_object_get(j, "feed_cpu_vs_book"), *b;
+	const char *ends[] = {"book_before", "book_after"};
+	size_t i;
+
+	assert_non_null(fc);
+	for (i = 0; i < 2; i++) {
+		json_t *bk = json_object_get(fc, ends[i]);
+		if (!json_is_true(json_object_get(bk, "ok")))
+			fail_msg("%s: %s", ends[i], json_string_value(json_object_get(bk, "note")));
+		assert_true(json_integer_value(json_object_get(bk, "messages")) > 0);
+		assert_true(json_real_value(json_object_get(bk, "decode_ns_per_msg")) > 0);
+		/* decode + books costs more than decode alone */
+		assert_true(json_real_value(json_object_get(bk, "ns_per_msg")) >
+		            json_real_value(json_object_get(bk, "decode_ns_per_msg")));
+	}
+	assert_int_equal(json_array_size(json_object_get(fc, "backends")), 4);
+	json_array_foreach(json_object_get(fc, "backends"), i, b)
+	{
+		json_t *st =
+		    json_object_get(json_array_get(json_object_get(j, "backends"), i), "steady");
+		if (!json_is_true(json_object_get(b, "ok")))
+			fail_msg("%s: feed CPU not measured: %s",
+			         json_string_value(json_object_get(b, "backend")),
+			         json_string_value(json_object_get(b, "note")));
+		/* the feed thread's messages are the step's, its time and its idle polls seen */
+		assert_int_equal(json_integer_value(json_object_get(b, "messages")),
+		                 json_integer_value(json_object_get(st, "delivered")));
+		assert_true(json_integer_value(json_object_get(b, "run_ns")) > 0);
+		assert_true(json_integer_value(json_object_get(b, "idle_polls")) > 0);
+		assert_true(json_real_value(json_object_get(b, "idle_ns_per_poll")) > 0);
+		/* the spin taken out, never added */
+		assert_true(json_real_value(json_object_get(b, "work_ns_per_msg")) <=
+		            json_real_value(json_object_get(b, "run_ns_per_msg")));
+	}
+}
+
 static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 {
 	char dir[64], path[128];
@@ -298,6 +338,7 @@ static void test_e2e_every_backend_reports_latency_rate_and_cpu(void **state)
 			                                               "cpu_ns")) > 0);
 	}
 	assert_non_null(json_object_get(json_object_get(j, "ratios"), "epoll_vs_sqpoll_burst_p99"));
+	check_feed_cpu_vs_book(j);
 	plots = json_object_get(j, "plots");
 	if (json_array_size(plots) != 2)
 		fail_msg("expected 2 PNG plots (is gnuplot-nox installed?): %s", r.err);

@@ -44,6 +44,7 @@
  *                   baseline, e2e_util.c process helpers);
  *   e2e_search.c    the rate search's decisions;
  *   e2e_sizes.c     --sizes: only wire-to-publish against the raw receiver by datagram size;
+ *   e2e_feedcpu.c   the feed thread's CPU per message against uf-bench book on the day;
  *   e2e_report.c    tables, JSON and plots. */
 #include <errno.h>
 #include <getopt.h>
@@ -62,6 +63,7 @@
 #include "common/uf_parse.h"
 #include "e2e.h"
 #include "e2e_day.h"
+#include "e2e_feedcpu.h"
 #include "e2e_model.h"
 #include "e2e_raw.h"
 #include "e2e_report.h"
@@ -88,6 +90,7 @@ static void usage(FILE *f)
 	    "                    [--max-orders N]\n"
 	    "                    [--raw METHOD]\n"
 	    "                    [--bsize-steps N] [--sizes RATE[,RATE...]]\n"
+	    "                    [--no-book]\n"
 	    "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
 	    "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
 	    "  --backends LIST  io_uring (SQPOLL), io_uring_nosqpoll, recvmmsg, epoll "
@@ -124,6 +127,8 @@ static void usage(FILE *f)
 	    "                   the raw receiver (--raw, default recvmsg-busy) for 1-message,\n"
 	    "                   <=200-byte and full datagrams at each rate (back end default\n"
 	    "                   io_uring_nosqpoll; JSON in DIR/e2e-sizes.json)\n"
+	    "  --no-book        no uf-bench book runs on the day (before and after the back\n"
+	    "                   ends: the tight loop the feed thread's CPU/msg is compared with)\n"
 	    "  --bin-dir DIR    where uringfeed, uf-replay and uf-gen are (default: "
 	    "uf-bench's)\n"
 	    "  --json           JSON on stdout instead of the tables (always written to "
@@ -188,6 +193,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"raw", required_argument, 0, 'w'},
 	                                   {"bsize-steps", required_argument, 0, 'Z'},
 	                                   {"sizes", required_argument, 0, 'z'},
+	                                   {"no-book", no_argument, 0, 'K'},
 	                                   {"bin-dir", required_argument, 0, 'x'},
 	                                   {"no-plot", no_argument, 0, 'n'},
 	                                   {"keep", no_argument, 0, 'k'},
@@ -216,6 +222,8 @@ int uf_bench_e2e(int argc, char **argv)
 	struct machine m;
 	struct ratios q;
 	struct day day;
+	struct e2e_bookref book[2];
+	int no_book = 0;
 	char err[512], gen_path[PATH_MAX];
 	json_t *plots, *root;
 	int opt, n = 0, rc = 0, mask_given = 0;
@@ -322,6 +330,9 @@ int uf_bench_e2e(int argc, char **argv)
 			if ((o.nsize_rates = e2e_sizes_parse(optarg, o.size_rates)) < 0)
 				goto bad;
 			break;
+		case 'K':
+			no_book = 1;
+			break;
 		case 'x':
 			snprintf(o.bindir, sizeof(o.bindir), "%s", optarg);
 			break;
@@ -419,6 +430,14 @@ int uf_bench_e2e(int argc, char **argv)
 		e2e_day_close(&day);
 		goto out_tmp;
 	}
+	memset(book, 0, sizeof(book));
+	snprintf(book[0].note, sizeof(book[0].note), "--no-book");
+	snprintf(book[1].note, sizeof(book[1].note), "--no-book");
+	if (!no_book) {
+		fprintf(stderr,
+		        "uf-bench e2e: uf-bench book on the day (before the back ends)...\n");
+		e2e_bookref_run(&o, o.day, &book[0]);
+	}
 	for (int be = 0; be < BE_COUNT && !e2e_stop; be++) {
 		if (!(o.mask & (1u << be)))
 			continue;
@@ -428,10 +447,16 @@ int uf_bench_e2e(int argc, char **argv)
 			        e2e_backend_label((enum backend)be), rs[n].note);
 		n++;
 	}
+	if (!no_book && !e2e_stop) {
+		fprintf(stderr,
+		        "uf-bench e2e: uf-bench book on the day (after the back ends)...\n");
+		e2e_bookref_run(&o, o.day, &book[1]);
+	}
 	m.load_end = uf_bench_loadavg();
 	e2e_report_ratios(rs, n, &q);
 	plots = o.plot ? e2e_report_plots(rs, n, &o, &m) : json_array();
 	root = e2e_report_json(rs, n, &o, &m, &q, plots);
+	json_object_set_new(root, "feed_cpu_vs_book", e2e_feedcpu_json(rs, n, &o, book));
 	{
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/e2e.json", o.results);
@@ -443,6 +468,7 @@ int uf_bench_e2e(int argc, char **argv)
 		putchar('\n');
 	} else {
 		e2e_report_table(rs, n, &o, &m, &q);
+		e2e_feedcpu_print(rs, n, &o, book);
 		printf("results: %s/e2e.json", o.results);
 		for (size_t i = 0; i < json_array_size(plots); i++)
 			printf(", %s/%s", o.results, json_string_value(json_array_get(plots, i)));

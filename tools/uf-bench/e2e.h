@@ -21,6 +21,7 @@ struct e2e_status {
 	uint64_t cq_overflows;         /* io_uring CQ overflows */
 	uint64_t ring_sequence;        /* ring tail (next sequence to publish) */
 	uint64_t batches;              /* receive polls that returned packets */
+	uint64_t busy_polls;           /* receive polls that found nothing (the idle spin) */
 	uint64_t sq_wakeups;           /* io_uring_enter calls the feed made (wake-up, events) */
 	uint64_t ring_wakes;           /* FUTEX_WAKE calls for sleeping consumers */
 	uint64_t ring_wakes_idle;      /* of those, the ones that found no consumer blocked */
@@ -78,6 +79,10 @@ int e2e_status_read(uint16_t port, struct e2e_status *st);
 /* utime + stime of every thread of `pid` so far (kernel threads of the process, such as the
  * io_uring SQPOLL thread, included), in ns. Returns 0 or -errno. */
 int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns);
+
+/* Time thread `tid` of `pid` has run on a CPU so far, in ns, exact (the scheduler's own sum,
+ * /proc/PID/task/TID/schedstat; utime + stime count in clock ticks). Returns 0 or -errno. */
+int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns);
 
 /* Sleeps `ms` milliseconds (a poll interval: waking early on a signal is fine). */
 void e2e_sleep_ms(int ms);

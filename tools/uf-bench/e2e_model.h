@@ -132,6 +132,25 @@ struct stagefigs {
 	struct histfig st[E2E_NSTAGES]; /* receive, arbitration, decode, books, ring, image */
 };
 
+/* Issue 26: the feed thread's own CPU per message in a steady step, the idle spin taken out.
+ * A busy-polling feed thread is on its CPU all the time, so its CPU time over a step is the
+ * wall time whatever the rate; what the messages cost is that time less the empty polls
+ * (the daemon counts them: busy_polls) at what one empty poll costs, measured on the same
+ * thread with nothing arriving just before the step (idle_*). All stages: receive (the
+ * io_uring reaps and enters), arbitration, decode, books, ring, image, wakes. */
+struct feedcpu {
+	int ok;                  /* measured */
+	char note[96];           /* why not */
+	uint64_t idle_run_ns;    /* calibration window: the thread's CPU time */
+	uint64_t idle_polls;     /* and its empty polls */
+	double idle_ns_per_poll; /* idle_run_ns / idle_polls */
+	uint64_t run_ns;         /* the step: the thread's CPU time (schedstat) */
+	uint64_t polls;          /* its empty polls */
+	uint64_t messages;       /* messages it delivered */
+	double run_per_msg;      /* run_ns / messages, ns: spin included */
+	double work_per_msg;     /* (run_ns - polls x idle_ns_per_poll) / messages, ns */
+};
+
 /* One replay step's outcome. */
 struct step {
 	int ran;                 /* 1 when it ran */
@@ -160,6 +179,7 @@ struct step {
 	struct pubhist pub;      /* wire to publish (the daemon's histogram) */
 	struct drain drain;      /* bursts: wire to consumer of a burst's last message */
 	struct stagefigs stages; /* the daemon's per-stage histograms over this step */
+	struct feedcpu fcpu;     /* the steady step: the feed thread's CPU per message */
 };
 
 /* The raw-receive baseline of one latency step (e2e_raw.h). */

@@ -245,6 +245,41 @@ static void stage_figs(const struct e2e_hists *m0, const struct e2e_hists *m1, s
 	sf->ok = 1;
 }
 
+/* The feed thread's CPU time and its empty-poll count at one instant: the thread first, then
+ * GET /status, in that order at both ends of a window, so the request's own delay is in
+ * both ends alike. */
+static int feed_cpu_mark(struct run *r, pid_t tid, uint64_t *run_ns, struct e2e_status *st)
+{
+	int rc = e2e_thread_run_ns(r->feed, tid, run_ns);
+	return rc < 0 ? rc : e2e_status_read(r->status_port, st);
+}
+
+/* What one empty poll of the feed thread costs, nothing arriving (struct feedcpu): its CPU
+ * time over half a second of idle spin / the empty polls it counted meanwhile. */
+static void feed_cpu_idle(struct run *r, pid_t tid, struct feedcpu *fc)
+{
+	struct e2e_status a, b;
+	uint64_t ra, rb;
+
+	if (feed_cpu_mark(r, tid, &ra, &a) < 0) {
+		snprintf(fc->note, sizeof(fc->note), "feed thread %d: no schedstat", (int)tid);
+		return;
+	}
+	e2e_sleep_ms(500);
+	if (feed_cpu_mark(r, tid, &rb, &b) < 0) {
+		snprintf(fc->note, sizeof(fc->note), "feed thread %d: no schedstat", (int)tid);
+		return;
+	}
+	fc->idle_run_ns = rb - ra;
+	fc->idle_polls = b.busy_polls - a.busy_polls;
+	if (b.messages != a.messages)
+		snprintf(fc->note, sizeof(fc->note), "messages arrived while idle");
+	else if (!fc->idle_polls)
+		snprintf(fc->note, sizeof(fc->note), "no empty polls counted (busy_polls)");
+	else
+		fc->idle_ns_per_poll = (double)fc->idle_run_ns / (double)fc->idle_polls;
+}
+
 /* One step of `want` messages (0: rate x secs) at `rate` (0: uf-replay as fast as it can). */
 static int run_step_n(struct run *r, const struct day *day, int idx, struct step *s, double rate,
                       double burst, double secs, uint64_t want)
@@ -253,7 +288,10 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	struct replay_cmd cmd;
 	struct e2e_status s0, s1;
 	static struct e2e_hists m0, m1; /* big; one step at a time */
-	uint64_t c0 = 0, c1 = 0, t0, t1, n;
+	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0;
+	struct e2e_status q0, q1;
+	struct feedcpu *fc = NULL;
+	pid_t ftid = -1;
 	int64_t got;
 	int rc, track = idx == ST_BURST || idx >= ST_BSIZE;
 
@@ -276,6 +314,16 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		cmd.burst_per = idx == ST_BURST ? cmd.burst_per : (double)n;
 	}
 
+	if (idx == ST_STEADY) { /* the feed thread's CPU per message (struct feedcpu) */
+		fc = &s->fcpu;
+		ftid = e2e_find_thread(r->feed, "uf-e2e");
+		if (ftid > 0)
+			feed_cpu_idle(r, ftid, fc);
+		else
+			snprintf(fc->note, sizeof(fc->note), "feed thread not found");
+		if (!fc->idle_ns_per_poll)
+			fc = NULL;
+	}
 	if ((rc = e2e_status_read(r->status_port, &s0)) < 0)
 		return rc;
 	(void)e2e_metrics_read(r->status_port, &m0); /* m0.ok = 0 when absent */
@@ -284,6 +332,8 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
 	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
 		return -ECHILD;
+	if (fc && feed_cpu_mark(r, ftid, &fr0, &q0) < 0)
+		fc = NULL;
 	t0 = uf_now_mono_ns();
 	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
 	t1 = uf_now_mono_ns();
@@ -315,6 +365,18 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		if (done || uf_now_mono_ns() > give_up || e2e_stop)
 			break;
 		e2e_sleep_ms(5);
+	}
+	if (fc && feed_cpu_mark(r, ftid, &fr1, &q1) == 0) {
+		/* the work: the thread's time less its empty polls at the idle cost of one */
+		double spin = (double)(q1.busy_polls - q0.busy_polls) * fc->idle_ns_per_poll;
+		fc->run_ns = fr1 - fr0;
+		fc->polls = q1.busy_polls - q0.busy_polls;
+		fc->messages = q1.messages - q0.messages;
+		if (fc->messages) {
+			fc->run_per_msg = (double)fc->run_ns / (double)fc->messages;
+			fc->work_per_msg = ((double)fc->run_ns - spin) / (double)fc->messages;
+			fc->ok = 1;
+		}
 	}
 	(void)e2e_metrics_read(r->status_port, &m1);
 	stage_figs(&m0, &m1, &s->stages);

@@ -152,6 +152,7 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	st->queue_overflows = jnum(feed, "queue_overflows");
 	st->cq_overflows = jnum(feed, "cq_overflows");
 	st->batches = jnum(feed, "batches");
+	st->busy_polls = jnum(feed, "busy_polls");
 	st->sq_wakeups = jnum(feed, "sq_wakeups");
 	st->ring_wakes = jnum(feed, "ring_wakes"); /* 0 from a daemon before issue 14 */
 	st->ring_wakes_idle = jnum(feed, "ring_wakes_idle");
@@ -212,6 +213,25 @@ int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns)
 	if (rc < 0)
 		return rc;
 	*ns = ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	return 0;
+}
+
+int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns)
+{
+	char path[96];
+	unsigned long long run;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	ok = fscanf(f, "%llu", &run) == 1;
+	fclose(f);
+	if (!ok)
+		return -EPROTO;
+	*ns = run;
 	return 0;
 }
 

@@ -1,0 +1,37 @@
+/* uf-bench e2e, issue 26: the live feed thread's CPU per message next to the tight loop's
+ * cost on the same day. `uf-bench book` (decode + books, prefetch on, from empty books) runs
+ * on the replayed day before and after the back ends, on the feed thread's CPU, and each back
+ * end's steady step says what its feed thread spent per message (struct feedcpu), so one run
+ * prints "feed CPU/msg at R msg/s: X ns; uf-bench book on the same day: Y ns/msg; X/Y". */
+#ifndef UF_BENCH_E2E_FEEDCPU_H
+#define UF_BENCH_E2E_FEEDCPU_H
+
+#include <jansson.h>
+
+#include "e2e_model.h"
+
+/* One `uf-bench book DAY --json` run. */
+struct e2e_bookref {
+	int ok;            /* ran and said ok */
+	char note[160];    /* why not */
+	uint64_t messages; /* messages of the day it decoded */
+	double decode_ns;  /* decode alone, ns/msg (best of its passes) */
+	double ns_per_msg; /* decode + books, prefetch on: the tight loop, ns/msg */
+	double load;       /* 1-minute load average it saw */
+};
+
+/* Runs uf-bench book (o->bindir) on `day_path` with the daemon's order table size, pinned to
+ * the feed's CPU, its JSON in o->tmp. Fills *ref (ok = 0 and a note when it could not). */
+void e2e_bookref_run(const struct e2e_opts *o, const char *day_path, struct e2e_bookref *ref);
+
+/* The report lines: per back end that measured it, the steady step's feed CPU per message
+ * (spin included and not) against ref[0] (before the back ends) and ref[1] (after), and the
+ * aim (within 1.5x) for io_uring without SQPOLL. */
+void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
+                       const struct e2e_bookref ref[2]);
+
+/* The same as a JSON object (the root's "feed_cpu_vs_book"). */
+json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o,
+                         const struct e2e_bookref ref[2]);
+
+#endif /* UF_BENCH_E2E_FEEDCPU_H */
