@@ -740,31 +740,44 @@ static int run_bsize(struct run *r, const struct day *day, struct beres *res)
 	return 0;
 }
 
+/* The run's addresses: free ports on loopback (status, both lines, re-requests), the two
+ * groups 239.<net>.<pid>.<2be+1|2be+2> and the ring "ufbench-<tag>-<pid>-<be>" (<= 31), so
+ * that runs of several back ends and concurrent uf-bench processes never share one.
+ * Returns 0, or -1 with `note` saying why. */
+int e2e_run_addresses(struct run *r, int net, const char *tag, char *note, size_t note_len)
+{
+	int tp = e2e_free_port(SOCK_STREAM), pa = e2e_free_port(SOCK_DGRAM);
+	int pb = e2e_free_port(SOCK_DGRAM), prr = e2e_free_port(SOCK_DGRAM);
+	int be = (int)r->be;
+
+	if (tp < 0 || pa < 0 || pb < 0 || prr < 0 || pa == pb || pa == prr || pb == prr) {
+		snprintf(note, note_len, "no free ports on 127.0.0.1");
+		return -1;
+	}
+	r->status_port = (uint16_t)tp;
+	r->port_a = (uint16_t)pa;
+	r->port_b = (uint16_t)pb;
+	r->port_rr = (uint16_t)prr;
+	snprintf(r->group_a, sizeof(r->group_a), "239.%d.%d.%d", net, (int)(getpid() % 250),
+	         1 + 2 * be);
+	snprintf(r->group_b, sizeof(r->group_b), "239.%d.%d.%d", net, (int)(getpid() % 250),
+	         2 + 2 * be);
+	snprintf(r->ring, sizeof(r->ring), "ufbench-%s-%d-%d", tag, (int)getpid(), be);
+	return 0;
+}
+
 void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day *day,
                      struct beres *res)
 {
 	struct run r = {.o = o, .be = be, .feed = -1, .raw_pid = -1};
-	int tp = e2e_free_port(SOCK_STREAM), pa = e2e_free_port(SOCK_DGRAM);
-	int pb = e2e_free_port(SOCK_DGRAM), prr = e2e_free_port(SOCK_DGRAM);
 	double per_search, per_burst, t_lat;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	res->be = be;
 	res->s[0].max_idx = res->s[1].max_idx = -1;
-	if (tp < 0 || pa < 0 || pb < 0 || prr < 0 || pa == pb || pa == prr || pb == prr) {
-		snprintf(res->note, sizeof(res->note), "no free ports on 127.0.0.1");
+	if (e2e_run_addresses(&r, 88, "e2e", res->note, sizeof(res->note)) < 0)
 		return;
-	}
-	r.status_port = (uint16_t)tp;
-	r.port_a = (uint16_t)pa;
-	r.port_b = (uint16_t)pb;
-	r.port_rr = (uint16_t)prr;
-	snprintf(r.group_a, sizeof(r.group_a), "239.88.%d.%d", (int)(getpid() % 250),
-	         1 + 2 * (int)be);
-	snprintf(r.group_b, sizeof(r.group_b), "239.88.%d.%d", (int)(getpid() % 250),
-	         2 + 2 * (int)be);
-	snprintf(r.ring, sizeof(r.ring), "ufbench-e2e-%d-%d", (int)getpid(), (int)be); /* <= 31 */
 
 	/* --duration: 25 % steady, 25 % bursts, 30 % steady search, 20 % burst search */
 	t_lat = o->duration * 0.25;

@@ -79,6 +79,8 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 /* The consumer process `idx` (forked; its exit status is the return value): reads the ring
  * of ctl->feed_pid's uringfeed, counting into ctl->res[idx][ctl->step] and storing latency
  * samples of the sampled steps, until ctl->stop. Follows a restarted daemon to its new ring. */
+/* Free loopback ports, groups 239.<net>.x.y and the ring name for run r (see e2e_run.c). */
+int e2e_run_addresses(struct run *r, int net, const char *tag, char *note, size_t note_len);
 int e2e_consumer_main(struct run *r, int idx);
 
 /* Writes the config, starts uringfeed and waits for GET /health = 200 (20 s at most).

@@ -154,8 +154,6 @@ void e2e_run_sizes(const struct e2e_opts *o, enum backend be, const struct day *
 {
 	struct e2e_opts ro = *o; /* the raw method: --raw's, else busy recvmsg (the issue's) */
 	struct run r = {.o = &ro, .be = be, .feed = -1, .raw_pid = -1};
-	int tp = e2e_free_port(SOCK_STREAM), pa = e2e_free_port(SOCK_DGRAM);
-	int pb = e2e_free_port(SOCK_DGRAM), prr = e2e_free_port(SOCK_DGRAM);
 	static struct beres scratch; /* daemon notes; big */
 	uint64_t *samples = NULL;
 	double secs;
@@ -165,19 +163,8 @@ void e2e_run_sizes(const struct e2e_opts *o, enum backend be, const struct day *
 	if (ro.raw_kind < 0)
 		ro.raw_kind = RAW_RECVMSG;
 	res->raw_kind = ro.raw_kind;
-	if (tp < 0 || pa < 0 || pb < 0 || prr < 0 || pa == pb || pa == prr || pb == prr) {
-		snprintf(res->note, sizeof(res->note), "no free ports on 127.0.0.1");
+	if (e2e_run_addresses(&r, 89, "sz", res->note, sizeof(res->note)) < 0)
 		return;
-	}
-	r.status_port = (uint16_t)tp;
-	r.port_a = (uint16_t)pa;
-	r.port_b = (uint16_t)pb;
-	r.port_rr = (uint16_t)prr;
-	snprintf(r.group_a, sizeof(r.group_a), "239.89.%d.%d", (int)(getpid() % 250),
-	         1 + 2 * (int)be);
-	snprintf(r.group_b, sizeof(r.group_b), "239.89.%d.%d", (int)(getpid() % 250),
-	         2 + 2 * (int)be);
-	snprintf(r.ring, sizeof(r.ring), "ufbench-sz-%d-%d", (int)getpid(), (int)be);
 
 	/* --duration over every replay of the back end: each row replays twice */
 	secs = o->duration / (2.0 * o->nsize_rates * E2E_NSIZES);
