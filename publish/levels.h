@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/uf_compiler.h"
+#include "publish/pub_mem.h"
 
 #define UF_LV_MIN_CAP 8u /* entries in the smallest chunk: one cache line */
 #define UF_LV_NCLASS  26 /* chunk sizes 8 << 0 .. 8 << 25 */
@@ -65,8 +66,10 @@ struct uf_levels {
 	uint32_t arena_bump;               /* next never-used entry */
 	uint32_t chunk_free[UF_LV_NCLASS]; /* freed chunks per size class, UF_LV_NONE = none;
 	                                    * link stored in the chunk's first entry */
-	size_t nodes_bytes;                /* mapping sizes, for freeing */
+	size_t nodes_bytes;                /* table sizes */
 	size_t arena_bytes;
+	struct uf_pub_mem nodes_mem; /* their mappings: page kinds, for freeing */
+	struct uf_pub_mem arena_mem;
 };
 
 /* Entries of the sorted-array arena for max_levels levels and max_instruments books: a
@@ -86,8 +89,9 @@ static inline uint64_t uf_levels_bytes(uint32_t max_levels, uint32_t max_instrum
 	       uf_levels_arena_entries(max_levels, max_instruments) * sizeof(uint64_t);
 }
 
+/* Maps the pool and the arena on the page kinds allowed (UF_PUB_PAGES_*, pub_mem.h). Cold. */
 int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instruments,
-                   int numa_node);
+                   int numa_node, uint32_t page_kinds);
 void uf_levels_fini(struct uf_levels *lv);
 /* Forgets every level (books must be cleared by the caller). Cold. */
 void uf_levels_clear(struct uf_levels *lv);
