@@ -16,8 +16,8 @@
 #define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 #endif
 
-#define UF_PUB_HUGE  (2u << 20) /* the huge page size used: x86-64's PMD size */
-#define UF_PUB_GUARD 4096u      /* guard page on each side of a THP / 4k mapping */
+#define UF_PUB_HUGE  UF_PUB_HUGE_PAGE /* the huge page size used */
+#define UF_PUB_GUARD 4096u            /* guard page on each side of a THP / 4k mapping */
 
 static size_t uf_pub_round_huge(size_t bytes)
 {

@@ -138,11 +138,19 @@ unsigned uf_publish_book_memory(const struct uf_publisher *p, uint64_t *huge_byt
 	const struct uf_pub_mem *m[3] = {&p->orders.mem, &p->lv.nodes_mem, &p->lv.arena_mem};
 	unsigned kind = UF_PUB_PAGE_HUGETLB;
 	uint64_t huge = 0, all = 0;
+	int big = 0;
 	for (int i = 0; i < 3; i++) {
-		kind = m[i]->kind < kind ? m[i]->kind : kind;
+		/* A table under one huge page is on 4k by design (pub_mem.c) and costs a few
+		 * TLB entries: it does not make the books "4k". */
+		if (m[i]->bytes >= UF_PUB_HUGE_PAGE) {
+			kind = m[i]->kind < kind ? m[i]->kind : kind;
+			big = 1;
+		}
 		huge += m[i]->huge_bytes;
 		all += m[i]->bytes;
 	}
+	if (!big)
+		kind = UF_PUB_PAGE_4K;
 	if (huge_bytes)
 		*huge_bytes = huge;
 	if (bytes)

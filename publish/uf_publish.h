@@ -96,6 +96,7 @@ enum uf_pub_page_kind {
 	UF_PUB_PAGE_HUGETLB = 2, /* the vm.nr_hugepages pool, 2 MiB pages */
 };
 
+#define UF_PUB_HUGE_PAGE     (2u << 20) /* the huge page size used (x86-64 PMD) */
 #define UF_PUB_PAGES_THP     (1u << UF_PUB_PAGE_THP)
 #define UF_PUB_PAGES_HUGETLB (1u << UF_PUB_PAGE_HUGETLB)
 
@@ -175,8 +176,9 @@ uint64_t uf_publish_memory(const struct uf_publish_params *pp);
 /* Frees everything. NULL is fine. */
 void uf_publish_destroy(struct uf_publisher *p);
 
-/* What the order and level tables got (uf_pub_page_kind): the smallest kind among them, so
- * "thp" or "hugetlb" means every one of them has huge pages. `huge_bytes` / `bytes` (either
+/* What the order and level tables got (uf_pub_page_kind): the smallest kind among those of
+ * at least a huge page (UF_PUB_HUGE_PAGE; smaller ones stay on 4k), so "thp" or "hugetlb"
+ * means every big one has huge pages; "4k" when none is that big. `huge_bytes` / `bytes` (either
  * may be NULL): how much of those tables is backed by huge pages, of how much. For /status
  * ("book_memory") and the benches. */
 unsigned uf_publish_book_memory(const struct uf_publisher *p, uint64_t *huge_bytes,
