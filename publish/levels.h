@@ -131,8 +131,10 @@ static inline uint32_t uf_lv_lower_bound(const uint64_t *a, uint32_t n, uint32_t
 /* The level of `price` on side `sidx` of `b` (instrument `inst`), created empty when absent.
  * *is_best = 1 when it is the side's best level. Returns the node index, 0 when the pool or
  * the arena is full. */
-static inline uint32_t uf_levels_get(struct uf_levels *lv, struct uf_book *b, uint32_t inst,
-                                     unsigned sidx, uint32_t price, int *is_best)
+static inline __attribute__((always_inline)) uint32_t uf_levels_get(struct uf_levels *lv,
+                                                                    struct uf_book *b,
+                                                                    uint32_t inst, unsigned sidx,
+                                                                    uint32_t price, int *is_best)
 {
 	struct uf_book_side *s = &b->side[sidx];
 	uint32_t key = uf_lv_key(sidx, price);
