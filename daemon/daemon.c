@@ -211,6 +211,8 @@ static int fill_status(void *arg, struct uf_status_snapshot *snap)
 			continue;
 		}
 		snprintf(f->backend, sizeof(f->backend), "%s", uf_feed_backend_name(s->feed));
+		snprintf(f->book_memory, sizeof(f->book_memory), "%s",
+		         uf_feed_book_memory(s->feed));
 		/* error is written before done is release-stored: read it only after. */
 		if (uf_load_acquire_u32(&s->done) && s->rc)
 			snprintf(f->error, sizeof(f->error), "%s", s->error);

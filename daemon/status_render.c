@@ -200,6 +200,8 @@ static json_t *feed_json(const struct uf_status_feed *f, uint64_t now_ns)
 	json_object_set_new(o, "name", json_string(f->name));
 	json_object_set_new(o, "backend", json_string(f->backend));
 	json_object_set_new(o, "protocol", json_string(f->protocol));
+	json_object_set_new(o, "book_memory",
+	                    f->book_memory[0] ? json_string(f->book_memory) : json_null());
 	json_object_set_new(o, "state", json_string(uf_status_state_name(f->state)));
 	if (f->error[0])
 		json_object_set_new(o, "error", json_string(f->error));

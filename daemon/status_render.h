@@ -58,6 +58,8 @@ struct uf_status_feed {
 	char name[UF_CFG_NAME_MAX]; /* feed name */
 	char backend[24];           /* back end in use */
 	char protocol[24];          /* venue protocol ("itch50-moldudp64", "iex-deep"...) */
+	char book_memory[8];        /* pages under its order and level tables: "hugetlb",
+	                             * "thp", "4k"; "" before the feed exists (null) */
 	enum uf_status_state state; /* lifecycle */
 	char error[160];            /* last error, "" when none */
 	struct uf_feed_stats stats; /* copy of the feed's counters (uf_feed_stats_read) */

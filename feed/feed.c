@@ -34,6 +34,11 @@ const char *uf_feed_backend_name(const struct uf_feed *f)
 	return n ? n : "unknown";
 }
 
+const char *uf_feed_book_memory(const struct uf_feed *f)
+{
+	return uf_publish_page_kind_name(uf_publish_book_memory(f->pub, NULL, NULL));
+}
+
 const char *uf_feed_error(const struct uf_feed *f)
 {
 	return f->err;
@@ -319,6 +324,23 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 		uf_err_rc(err, errlen, rc, "feed %s: creating books (max_orders %llu)", cfg->name,
 		          (unsigned long long)pp.max_orders);
 		goto out_close;
+	}
+	{
+		/* Which pages the books got decides how often an order lookup misses the TLB. */
+		uint64_t huge, all;
+		unsigned kind = uf_publish_book_memory(f->pub, &huge, &all);
+		if (kind == UF_PUB_PAGE_4K)
+			uf_feed_log_warn(
+			    "feed %s: order and level tables (%llu MiB) on 4 KiB pages: "
+			    "no 2 MiB hugetlb pages free (vm.nr_hugepages) and no "
+			    "transparent huge pages granted; books run slower",
+			    cfg->name, (unsigned long long)(all >> 20));
+		else
+			uf_feed_log_info(
+			    "feed %s: order and level tables on %s pages (%llu of %llu "
+			    "MiB huge)",
+			    cfg->name, uf_publish_page_kind_name(kind),
+			    (unsigned long long)(huge >> 20), (unsigned long long)(all >> 20));
 	}
 	rc = uf_filter_init(&f->filter, uf_publish_max_instruments(f->pub),
 	                    (const char(*)[9])given->symbols, given->nsymbols);

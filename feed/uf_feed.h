@@ -60,6 +60,10 @@ const struct uf_feed_stats *uf_feed_stats(const struct uf_feed *feed);
  * "recvmmsg", "epoll"; the configured one before the first uf_feed_run(). */
 const char *uf_feed_backend_name(const struct uf_feed *feed);
 
+/* Pages the feed's order and level tables got at create: "hugetlb", "thp" or "4k"
+ * (publish/uf_publish.h: uf_publish_book_memory). For /status. */
+const char *uf_feed_book_memory(const struct uf_feed *feed);
+
 /* The feed's ring (producer handle), for monitoring: uf_ring_consumers(), the header's
  * tail and state. Valid until uf_feed_destroy(); never publish through it. */
 struct uf_ring *uf_feed_ring(const struct uf_feed *feed);

@@ -15,7 +15,7 @@ static uint32_t uf_lv_class(uint32_t cap)
 }
 
 int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instruments,
-                   int numa_node)
+                   int numa_node, uint32_t page_kinds)
 {
 	memset(lv, 0, sizeof(*lv));
 	if (max_levels == 0 || max_levels >= (1u << 30))
@@ -23,18 +23,20 @@ int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instr
 	lv->max = max_levels;
 	lv->bump = 1;
 	lv->nodes_bytes = ((size_t)max_levels + 1) * sizeof(struct uf_level_node);
-	lv->nodes = uf_pub_mem_alloc(lv->nodes_bytes, numa_node);
-	if (!lv->nodes)
-		return -ENOMEM;
+	int rc = uf_pub_mem_map(&lv->nodes_mem, lv->nodes_bytes, numa_node, page_kinds);
+	if (rc)
+		return rc;
+	lv->nodes = lv->nodes_mem.p;
 	uint64_t entries = uf_levels_arena_entries(max_levels, max_instruments);
 	lv->arena_size = (uint32_t)entries;
 	lv->arena_bytes = (size_t)entries * sizeof(uint64_t);
-	lv->arena = uf_pub_mem_alloc(lv->arena_bytes, numa_node);
-	if (!lv->arena) {
-		uf_pub_mem_free(lv->nodes, lv->nodes_bytes);
+	rc = uf_pub_mem_map(&lv->arena_mem, lv->arena_bytes, numa_node, page_kinds);
+	if (rc) {
+		uf_pub_mem_unmap(&lv->nodes_mem);
 		lv->nodes = NULL;
-		return -ENOMEM;
+		return rc;
 	}
+	lv->arena = lv->arena_mem.p;
 	for (int c = 0; c < UF_LV_NCLASS; c++)
 		lv->chunk_free[c] = UF_LV_NONE;
 	return 0;
@@ -42,8 +44,8 @@ int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instr
 
 void uf_levels_fini(struct uf_levels *lv)
 {
-	uf_pub_mem_free(lv->nodes, lv->nodes_bytes);
-	uf_pub_mem_free(lv->arena, lv->arena_bytes);
+	uf_pub_mem_unmap(&lv->nodes_mem);
+	uf_pub_mem_unmap(&lv->arena_mem);
 	lv->nodes = NULL;
 	lv->arena = NULL;
 }

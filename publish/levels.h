@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/uf_compiler.h"
+#include "publish/pub_mem.h"
 
 #define UF_LV_MIN_CAP 8u /* entries in the smallest chunk: one cache line */
 #define UF_LV_NCLASS  26 /* chunk sizes 8 << 0 .. 8 << 25 */
@@ -65,8 +66,10 @@ struct uf_levels {
 	uint32_t arena_bump;               /* next never-used entry */
 	uint32_t chunk_free[UF_LV_NCLASS]; /* freed chunks per size class, UF_LV_NONE = none;
 	                                    * link stored in the chunk's first entry */
-	size_t nodes_bytes;                /* mapping sizes, for freeing */
+	size_t nodes_bytes;                /* table sizes */
 	size_t arena_bytes;
+	struct uf_pub_mem nodes_mem; /* their mappings: page kinds, for freeing */
+	struct uf_pub_mem arena_mem;
 };
 
 /* Entries of the sorted-array arena for max_levels levels and max_instruments books: a
@@ -86,8 +89,9 @@ static inline uint64_t uf_levels_bytes(uint32_t max_levels, uint32_t max_instrum
 	       uf_levels_arena_entries(max_levels, max_instruments) * sizeof(uint64_t);
 }
 
+/* Maps the pool and the arena on the page kinds allowed (UF_PUB_PAGES_*, pub_mem.h). Cold. */
 int uf_levels_init(struct uf_levels *lv, uint32_t max_levels, uint32_t max_instruments,
-                   int numa_node);
+                   int numa_node, uint32_t page_kinds);
 void uf_levels_fini(struct uf_levels *lv);
 /* Forgets every level (books must be cleared by the caller). Cold. */
 void uf_levels_clear(struct uf_levels *lv);
@@ -127,8 +131,10 @@ static inline uint32_t uf_lv_lower_bound(const uint64_t *a, uint32_t n, uint32_t
 /* The level of `price` on side `sidx` of `b` (instrument `inst`), created empty when absent.
  * *is_best = 1 when it is the side's best level. Returns the node index, 0 when the pool or
  * the arena is full. */
-static inline uint32_t uf_levels_get(struct uf_levels *lv, struct uf_book *b, uint32_t inst,
-                                     unsigned sidx, uint32_t price, int *is_best)
+static inline __attribute__((always_inline)) uint32_t uf_levels_get(struct uf_levels *lv,
+                                                                    struct uf_book *b,
+                                                                    uint32_t inst, unsigned sidx,
+                                                                    uint32_t price, int *is_best)
 {
 	struct uf_book_side *s = &b->side[sidx];
 	uint32_t key = uf_lv_key(sidx, price);

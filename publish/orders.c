@@ -6,7 +6,8 @@
 
 #include "publish/pub_mem.h"
 
-int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node)
+int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node,
+                   uint32_t page_kinds)
 {
 	memset(t, 0, sizeof(*t));
 	/* Load at most 3/4 when full: linear probing stays short (about 2.5 probes for a hit). */
@@ -15,9 +16,10 @@ int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node)
 		return -EINVAL;
 	uint32_t bits = (uint32_t)__builtin_ctzll(bytes / sizeof(struct uf_order));
 	t->bytes = (size_t)bytes;
-	t->slots = uf_pub_mem_alloc(t->bytes, numa_node);
-	if (!t->slots)
-		return -ENOMEM;
+	int rc = uf_pub_mem_map(&t->mem, t->bytes, numa_node, page_kinds);
+	if (rc)
+		return rc;
+	t->slots = t->mem.p;
 	t->mask = (1ull << bits) - 1;
 	t->shift = 64 - bits;
 	t->max = max_orders;
@@ -26,7 +28,7 @@ int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node)
 
 void uf_orders_fini(struct uf_order_table *t)
 {
-	uf_pub_mem_free(t->slots, t->bytes);
+	uf_pub_mem_unmap(&t->mem);
 	t->slots = NULL;
 }
 

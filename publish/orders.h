@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/uf_compiler.h"
+#include "publish/pub_mem.h"
 #include "publish/uf_publish.h"
 
 /* level == 0 marks an empty slot (level 0 is never handed out), so any reference, even 0,
@@ -30,7 +31,8 @@ struct uf_order_table {
 	uint32_t pad;           /* 0 */
 	uint64_t count;         /* live orders */
 	uint64_t max;           /* live orders allowed (keeps the load <= 3/4) */
-	size_t bytes;           /* mapping size, for freeing */
+	size_t bytes;           /* bytes of the slots (clearing) */
+	struct uf_pub_mem mem;  /* their mapping: page kind, for freeing */
 };
 
 /* Bytes of the table for `max_orders` (slots: power of two >= max * 4/3, load <= 3/4), or 0
@@ -46,8 +48,10 @@ static inline uint64_t uf_orders_bytes(uint64_t max_orders)
 	return (1ull << bits) * sizeof(struct uf_order);
 }
 
-/* Sizes and maps the table for `max_orders` (uf_orders_bytes). Cold. */
-int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node);
+/* Sizes and maps the table for `max_orders` (uf_orders_bytes), on the page kinds allowed
+ * (UF_PUB_PAGES_*, pub_mem.h). Cold. */
+int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node,
+                   uint32_t page_kinds);
 void uf_orders_fini(struct uf_order_table *t);
 /* Empties the table. Cold: O(slots). */
 void uf_orders_clear(struct uf_order_table *t);

@@ -24,6 +24,7 @@ void uf_publish_params_default(struct uf_publish_params *pp)
 	pp->max_levels = UF_PUB_DEFAULT_MAX_LEVELS;
 	pp->prefetch = UF_PUB_DEFAULT_PREFETCH;
 	pp->numa_node = -1;
+	pp->page_kinds = UF_PUB_PAGES_HUGETLB | UF_PUB_PAGES_THP;
 }
 
 uint64_t uf_publish_memory(const struct uf_publish_params *pp)
@@ -58,10 +59,11 @@ UF_COLD int uf_publish_create(const struct uf_publish_params *pp, struct uf_publ
 	p->numa_node = pp->numa_node;
 	p->next_id = 1; /* uf_venue_symbol: id 0 stays the market's */
 
-	rc = uf_orders_init(&p->orders, pp->max_orders, pp->numa_node);
+	rc = uf_orders_init(&p->orders, pp->max_orders, pp->numa_node, pp->page_kinds);
 	if (rc)
 		goto out_free;
-	rc = uf_levels_init(&p->lv, pp->max_levels, pp->max_instruments, pp->numa_node);
+	rc = uf_levels_init(&p->lv, pp->max_levels, pp->max_instruments, pp->numa_node,
+	                    pp->page_kinds);
 	if (rc)
 		goto out_orders;
 	rc = -ENOMEM;
@@ -129,6 +131,38 @@ UF_COLD void uf_publish_reset(struct uf_publisher *p)
 	uf_store_relaxed_u64(&p->st.stale_books, 0);
 	uf_store_relaxed_u64(&p->st.live_orders, 0);
 	uf_store_relaxed_u64(&p->st.live_levels, 0);
+}
+
+unsigned uf_publish_book_memory(const struct uf_publisher *p, uint64_t *huge_bytes, uint64_t *bytes)
+{
+	const struct uf_pub_mem *m[3] = {&p->orders.mem, &p->lv.nodes_mem, &p->lv.arena_mem};
+	unsigned kind = UF_PUB_PAGE_HUGETLB;
+	uint64_t huge = 0, all = 0;
+	int big = 0;
+	for (int i = 0; i < 3; i++) {
+		/* A table under one huge page is on 4k by design (pub_mem.c) and costs a few
+		 * TLB entries: it does not make the books "4k". */
+		if (m[i]->bytes >= UF_PUB_HUGE_PAGE) {
+			kind = m[i]->kind < kind ? m[i]->kind : kind;
+			big = 1;
+		}
+		huge += m[i]->huge_bytes;
+		all += m[i]->bytes;
+	}
+	if (!big)
+		kind = UF_PUB_PAGE_4K;
+	if (huge_bytes)
+		*huge_bytes = huge;
+	if (bytes)
+		*bytes = all;
+	return kind;
+}
+
+const char *uf_publish_page_kind_name(unsigned kind)
+{
+	static const char *const names[] = {
+	    [UF_PUB_PAGE_4K] = "4k", [UF_PUB_PAGE_THP] = "thp", [UF_PUB_PAGE_HUGETLB] = "hugetlb"};
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
 void uf_publish_set_prefetch(struct uf_publisher *p, uint32_t distance)

@@ -84,7 +84,21 @@ struct uf_publish_params {
 	                           * prefetch; default 16 */
 	int numa_node;            /* bind the tables to this node (libnuma); -1 = don't */
 	uint32_t flags;           /* UF_PUB_F_* */
+	uint32_t page_kinds;      /* UF_PUB_PAGES_*: huge page kinds the order and level tables
+	                           * try, largest first, before plain pages; default both
+	                           * (0: plain pages only) */
 };
+
+/* Pages under the order and level tables (their random probes miss the TLB on 4 KiB pages). */
+enum uf_pub_page_kind {
+	UF_PUB_PAGE_4K = 0,      /* plain pages */
+	UF_PUB_PAGE_THP = 1,     /* transparent huge pages (some or all of the table) */
+	UF_PUB_PAGE_HUGETLB = 2, /* the vm.nr_hugepages pool, 2 MiB pages */
+};
+
+#define UF_PUB_HUGE_PAGE     (2u << 20) /* the huge page size used (x86-64 PMD) */
+#define UF_PUB_PAGES_THP     (1u << UF_PUB_PAGE_THP)
+#define UF_PUB_PAGES_HUGETLB (1u << UF_PUB_PAGE_HUGETLB)
 
 #define UF_PUB_F_NO_MBO (1u << 0) /* don't write ORDER_* records (levels and trades only) */
 
@@ -148,16 +162,30 @@ struct uf_publisher;
 /* Fills `pp` with the defaults documented in struct uf_publish_params. */
 void uf_publish_params_default(struct uf_publish_params *pp);
 
-/* Allocates and pre-faults every table (huge pages advised; bound to pp->numa_node when
+/* Allocates and pre-faults every table (order and level tables on hugetlb pages, else
+ * transparent huge pages, else plain pages: pp->page_kinds, uf_publish_book_memory; bound to
+ * pp->numa_node when
  * >= 0). Cold. Returns 0 and *out, -EINVAL for impossible parameters, -ENOMEM. */
 int uf_publish_create(const struct uf_publish_params *pp, struct uf_publisher **out);
 
-/* Bytes of the tables uf_publish_create() allocates (and pre-faults) for `pp`, or 0 for
+/* Bytes of the tables uf_publish_create() allocates (and pre-faults) for `pp` (the three big
+ * ones are rounded up to whole 2 MiB pages on top: at most 6 MiB more), or 0 for
  * parameters it would refuse with -EINVAL. For checking a configuration up front. */
 uint64_t uf_publish_memory(const struct uf_publish_params *pp);
 
 /* Frees everything. NULL is fine. */
 void uf_publish_destroy(struct uf_publisher *p);
+
+/* What the order and level tables got (uf_pub_page_kind): the smallest kind among those of
+ * at least a huge page (UF_PUB_HUGE_PAGE; smaller ones stay on 4k), so "thp" or "hugetlb"
+ * means every big one has huge pages; "4k" when none is that big. `huge_bytes` / `bytes` (either
+ * may be NULL): how much of those tables is backed by huge pages, of how much. For /status
+ * ("book_memory") and the benches. */
+unsigned uf_publish_book_memory(const struct uf_publisher *p, uint64_t *huge_bytes,
+                                uint64_t *bytes);
+
+/* "4k", "thp", "hugetlb" for a uf_pub_page_kind; "?" beyond. */
+const char *uf_publish_page_kind_name(unsigned kind);
 
 /* Empties every book, clears stale flags and starts volume and last trade over, keeping the
  * directory and statuses (new session, or before a replay from the start). Writes no record:

@@ -37,7 +37,19 @@ static void test_book_json_has_decode_baseline_and_clean_books(void **state)
 	assert_true(json_real_value(json_object_get(j, "decode_book_vs_decode")) > 0);
 	assert_true(json_real_value(json_object_get(j, "prefetch_on_vs_off")) > 0);
 	rows = json_object_get(j, "rows");
-	assert_int_equal(json_array_size(rows), 3);
+	assert_int_equal(json_array_size(rows), 5);
+	/* the live path's rows, datagram by datagram: the same books (ok above) */
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 3), "pass")),
+	                       "per datagram"));
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 4), "pass")),
+	                       "datagram pf"));
+	assert_true(json_real_value(json_object_get(j, "dgram_prefetch_vs_lookahead")) > 0);
+	const char *mem = json_string_value(json_object_get(j, "book_memory"));
+	assert_non_null(mem);
+	assert_true(strcmp(mem, "hugetlb") == 0 || strcmp(mem, "thp") == 0 ||
+	            strcmp(mem, "4k") == 0);
+	assert_true(json_integer_value(json_object_get(j, "book_huge_bytes")) <=
+	            json_integer_value(json_object_get(j, "book_table_bytes")));
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 0), "pass")),
 	                       "decode alone"));
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 1), "pass")),

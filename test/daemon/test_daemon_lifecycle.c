@@ -171,6 +171,11 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 		json_t *f = json_array_get(json_object_get(j, "feeds"), 0);
 		msgs = json_integer_value(json_object_get(f, "messages"));
 		assert_string_equal(json_string_value(json_object_get(f, "state")), "running");
+		/* the pages its books got, as the feed measured them at start */
+		const char *mem = json_string_value(json_object_get(f, "book_memory"));
+		assert_non_null(mem);
+		assert_true(strcmp(mem, "hugetlb") == 0 || strcmp(mem, "thp") == 0 ||
+		            strcmp(mem, "4k") == 0);
 		json_decref(j);
 		usleep(50000);
 	}

@@ -41,6 +41,8 @@ static void fill_feed(struct uf_status_feed *f, int i, const char *name)
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	snprintf(f->backend, sizeof(f->backend), "recvmmsg");
 	snprintf(f->protocol, sizeof(f->protocol), i ? "iex-deep" : "itch50-moldudp64");
+	if (!i) /* the second feed has not been created: no book memory yet */
+		snprintf(f->book_memory, sizeof(f->book_memory), "thp");
 	f->state = UF_STATUS_RUNNING;
 #define SET_FEED(field, help) f->stats.field = feed_val(i, k++);
 	UF_FEED_COUNTERS(SET_FEED)
@@ -124,6 +126,8 @@ static void test_status_render_json_every_counter(void **state)
 	assert_string_equal(json_string_value(json_object_get(f1, "name")), "be\"ta\\");
 	assert_string_equal(json_string_value(json_object_get(f0, "protocol")), "itch50-moldudp64");
 	assert_string_equal(json_string_value(json_object_get(f1, "protocol")), "iex-deep");
+	assert_string_equal(json_string_value(json_object_get(f0, "book_memory")), "thp");
+	assert_true(json_is_null(json_object_get(f1, "book_memory")));
 	assert_string_equal(json_string_value(json_object_get(f1, "state")), "failed");
 	assert_string_equal(json_string_value(json_object_get(f1, "error")), "bind: in use");
 	assert_null(json_object_get(f0, "error")); /* only a feed with an error has the key */

@@ -7,7 +7,13 @@
  * publish's default). Each row is the best of --reps passes, rows interleaved; books are
  * reset outside the clock. book ns/msg = (decode+book) - decode: the books' own cost.
  * Every pass must build the same books (same records, no integrity errors on a generated
- * day); the command fails when they differ. */
+ * day); the command fails when they differ.
+ *
+ * Two more rows apply datagram by datagram through the ITCH protocol entry, as the live feed
+ * does (publish/proto_itch50.c: each datagram decoded whole, then applied with the book
+ * look-ahead): once as is, once with the whole datagram's order slots and books prefetched
+ * in a first pass before the apply pass (what the feed does while it keeps up). The line
+ * "book memory" says which pages the order and level tables got (publish/pub_mem.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -20,7 +26,9 @@
 #include "bench_input.h"
 #include "iex_rows.h"
 #include "decode/uf_batch.h"
+#include "publish/uf_proto.h"
 #include "publish/uf_publish.h"
+#include "publish/uf_step.h"
 #include "tools/uf-decode/books_apply.h"
 
 /* --gap-us: the feed thread of a live daemon spins idle between datagrams (~400 us per line
@@ -61,6 +69,64 @@ static uint64_t pass_book(struct uf_books_apply *x, const struct uf_input_packet
 	return gap_ns ? work : t0;
 }
 
+/* The datagram rows' publish step: records go to a buffer handed on (counted) when full. */
+#define DG_STEP 256 /* records per step: the live feed's step while it keeps up */
+
+struct dg_step {
+	struct uf_pub_step step;       /* what the protocol entry applies into */
+	struct uf_record rec[DG_STEP]; /* the step's records */
+	uint64_t records;              /* records handed on */
+	uint64_t acc;                  /* folds records: keeps them live */
+	uint64_t errs;                 /* messages that did not decode */
+	void *state;                   /* the entry's per-feed state */
+	const struct uf_proto *e;      /* "itch50-moldudp64" */
+};
+
+static void dg_split(void *o)
+{
+	struct dg_step *x = o;
+	if (x->step.nrec) {
+		x->records += x->step.nrec;
+		x->acc += x->rec[x->step.nrec - 1].shares ^ x->rec[x->step.nrec - 1].feed_seq;
+	}
+	x->step.nrec = 0;
+}
+
+static void dg_decoded(void *o)
+{
+	(void)o;
+}
+
+static void dg_err(void *o, enum uf_step_err k)
+{
+	(void)k;
+	((struct dg_step *)o)->errs++;
+}
+
+/* One pass datagram by datagram from empty books; `dgram_pf` turns the whole-datagram
+ * prefetch on (the entry does it when a step is smaller than the ring's batch: rec_cap is
+ * set above DG_STEP for it, the step itself stays DG_STEP either way). Returns ns. */
+static uint64_t pass_dgram(struct dg_step *x, struct uf_publisher *p,
+                           const struct uf_input_packets *in, int dgram_pf, uint32_t book_pf)
+{
+	uf_publish_reset(p);
+	uf_publish_set_prefetch(p, book_pf);
+	memset(x->state, 0, x->e->state_size);
+	x->records = x->errs = 0;
+	x->step.nrec = 0;
+	x->step.step_cap = DG_STEP;
+	x->step.rec_cap = dgram_pf ? DG_STEP + 1 : DG_STEP;
+	uint64_t t0 = uf_now_mono_ns();
+	for (size_t i = 0; i < in->npkts; i++) {
+		struct uf_frame f;
+		if (x->e->framing->open(&f, in->seq[i].data, in->seq[i].len) != UF_FRAME_DATA)
+			continue;
+		x->e->apply(&x->step, x->state, &f, 0, 0);
+	}
+	dg_split(x);
+	return uf_now_mono_ns() - t0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -79,7 +145,7 @@ static void usage(FILE *f)
 	        UF_DECODE_PREFETCH_DEFAULT);
 }
 
-enum { R_DECODE, R_BOOK_OFF, R_BOOK_ON, NR };
+enum { R_DECODE, R_BOOK_OFF, R_BOOK_ON, R_DGRAM, R_DGRAM_PF, NR };
 
 int uf_bench_book(int argc, char **argv)
 {
@@ -114,6 +180,23 @@ int uf_bench_book(int argc, char **argv)
 	snprintf(what[R_BOOK_OFF], sizeof(what[0]), "decode+book, prefetch off");
 	snprintf(what[R_BOOK_ON], sizeof(what[0]), "decode+book, prefetch %" PRIu64 "/%u", o.pf,
 	         pp.prefetch);
+	snprintf(what[R_DGRAM], sizeof(what[0]), "per datagram, look-ahead %u", pp.prefetch);
+	snprintf(what[R_DGRAM_PF], sizeof(what[0]), "per datagram, +datagram pf");
+	struct dg_step *dg = calloc(1, sizeof(*dg));
+	dg->e = uf_proto_find("itch50-moldudp64");
+	dg->state = dg->e ? calloc(1, dg->e->state_size) : NULL;
+	if (!dg->state) {
+		fprintf(stderr, "uf-bench book: no itch50-moldudp64 entry\n");
+		return 2;
+	}
+	dg->step.pub = x->p;
+	dg->step.recs = dg->rec;
+	dg->step.split = dg_split;
+	dg->step.decoded = dg_decoded;
+	dg->step.msg_error = dg_err;
+	dg->step.owner = dg;
+	uint64_t huge_bytes = 0, book_bytes = 0;
+	unsigned book_kind = uf_publish_book_memory(x->p, &huge_bytes, &book_bytes);
 	for (int k = 0; k < NR; k++)
 		best[k] = UINT64_MAX;
 	for (uint64_t r = 0; r < o.reps; r++) {
@@ -141,7 +224,15 @@ int uf_bench_book(int argc, char **argv)
 			if (errs)
 				bad = 1;
 		}
+		for (int k = R_DGRAM; k <= R_DGRAM_PF; k++) {
+			t = pass_dgram(dg, x->p, &in, k == R_DGRAM_PF, pp.prefetch);
+			best[k] = t < best[k] ? t : best[k];
+			/* the same books as the chunked passes, record for record */
+			if (dg->records != recs || dg->errs)
+				bad = 1;
+		}
 	}
+	acc += dg->acc;
 	acc += x->acc;
 	struct uf_bench_iex iex; /* DEEP beside ITCH, same run */
 	uf_bench_iex_run(1, o.reps, &iex);
@@ -150,6 +241,8 @@ int uf_bench_book(int argc, char **argv)
 		double dec = (double)best[R_DECODE] / (double)in.nmsgs;
 		double off = (double)best[R_BOOK_OFF] / (double)in.nmsgs;
 		double on = (double)best[R_BOOK_ON] / (double)in.nmsgs;
+		double dg0 = (double)best[R_DGRAM] / (double)in.nmsgs;
+		double dg1 = (double)best[R_DGRAM_PF] / (double)in.nmsgs;
 		if (o.json) {
 			json_t *rows = json_array();
 			for (int k = 0; k < NR; k++)
@@ -175,6 +268,14 @@ int uf_bench_book(int argc, char **argv)
 			    (double)recs / (double)in.nmsgs, "integrity_errors", (json_int_t)integ,
 			    "peak_orders", (json_int_t)peak_orders, "peak_levels",
 			    (json_int_t)peak_levels, "loadavg", uf_bench_loadavg(), "ok", !bad);
+			json_object_set_new(root, "dgram_prefetch_vs_lookahead",
+			                    json_real(dg1 / dg0));
+			json_object_set_new(root, "book_memory",
+			                    json_string(uf_publish_page_kind_name(book_kind)));
+			json_object_set_new(root, "book_huge_bytes",
+			                    json_integer((json_int_t)huge_bytes));
+			json_object_set_new(root, "book_table_bytes",
+			                    json_integer((json_int_t)book_bytes));
 			if (iex.have)
 				json_object_set_new(
 				    root, "iex_deep",
@@ -198,6 +299,10 @@ int uf_bench_book(int argc, char **argv)
 				       "only the work is timed\n",
 				       o.gap_us);
 			printf("order table sized for %" PRIu64 " live orders\n", pp.max_orders);
+			printf("book memory: %s (%" PRIu64 " of %" PRIu64
+			       " MiB of order and level tables on huge pages)\n",
+			       uf_publish_page_kind_name(book_kind), huge_bytes >> 20,
+			       book_bytes >> 20);
 			printf("%-30s %12s %8s %10s\n", "pass", "msgs/s", "ns/msg", "x decode");
 			for (int k = 0; k < NR; k++)
 				printf("%-30s %12.0f %8.2f %10.2f\n", what[k],
@@ -209,6 +314,8 @@ int uf_bench_book(int argc, char **argv)
 			       " levels, %" PRIu64 " integrity errors\n",
 			       off - dec, on - dec, on / off, (double)recs / (double)in.nmsgs,
 			       peak_orders, peak_levels, integ);
+			printf("datagram prefetch: per datagram %.2f -> %.2f ns/msg (%.2fx)\n", dg0,
+			       dg1, dg1 / dg0);
 			uf_bench_iex_print(&iex, stdout);
 			uf_bench_print_machine(acc);
 		}
@@ -216,6 +323,8 @@ int uf_bench_book(int argc, char **argv)
 	if (bad)
 		fprintf(stderr, "uf-bench book: passes disagreed or did not decode cleanly\n");
 	uf_publish_destroy(x->p);
+	free(dg->state);
+	free(dg);
 	free(x);
 	uf_input_free_packets(&in);
 	return bad ? 1 : 0;
