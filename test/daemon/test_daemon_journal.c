@@ -279,6 +279,7 @@ static void restart_config(const struct uf_test_feed *feed, const char *jdir, in
 struct cmp {
 	uf_book_builder_t *b;
 	uint32_t books;
+	uint32_t stale; /* books the image flags stale (the consumer must flag the same) */
 };
 
 static int cmp_one(const struct uf_book_snapshot *img, void *arg)
@@ -300,7 +301,7 @@ static int cmp_one(const struct uf_book_snapshot *img, void *arg)
 	assert_memory_equal(got.bid, img->bid, img->nbid * sizeof(img->bid[0]));
 	assert_memory_equal(got.ask, img->ask, img->nask * sizeof(img->ask[0]));
 	assert_int_equal(got.flags & UF_BOOKF_STALE, img->flags & UF_BOOKF_STALE);
-	assert_int_equal(img->flags & UF_BOOKF_STALE, 0);
+	x->stale += (img->flags & UF_BOOKF_STALE) != 0;
 	x->books++;
 	return 0;
 }
@@ -536,6 +537,16 @@ static void test_daemon_journal_continues_the_day_across_a_sigkill(void **state)
 		x.b = b;
 		assert_int_equal(uf_consumer_snapshot_all(c, cmp_one, &x), 0);
 		assert_true(x.books >= 10);
+		/* A stale book here has one cause only: the restart's snapshot load could place
+		 * End of Snapshot only within a range of live messages (partial executions of
+		 * orders older than the buffered data), and the books of those messages were
+		 * flagged (docs/snapshot.md "Trust"); the daemon says so. Nothing else may leave
+		 * a book stale in this day (no loss the re-request server cannot fill). */
+		if (x.stale) {
+			fprintf(stderr, "%u of %u books stale after the restart's snapshot load\n",
+			        x.stale, x.books);
+			uf_test_wait_log(tmpdir, "confirmed only within", 1000);
+		}
 		uf_book_builder_destroy(b);
 		uf_consumer_detach(c);
 	}
