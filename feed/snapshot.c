@@ -475,14 +475,13 @@ static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why w
 /* The books of the messages the orders could not place on either side of End of Snapshot
  * (uf_snap_bracket) are flagged stale, after the snapshot's records and before the live
  * stream: one UF_REC_STALE each (UF_STALE_SNAPSHOT). They stay stale until the books are
- * rebuilt (the next RESET: a new session, or a later snapshot: uf_snap_merge asks for one,
- * at most UF_SNAP_UNCERTAIN_RELOADS times in a row). Returns 1 when it flagged any. */
-static int uf_snap_flag_uncertain(struct uf_snapshot *s)
+ * rebuilt (the next RESET: a new session, or a later snapshot). */
+static void uf_snap_flag_uncertain(struct uf_snapshot *s)
 {
 	struct uf_pub_step *st = s->step;
 	uint32_t n = s->unc_all ? 1 : s->nunc;
 	if (n == 0)
-		return 0;
+		return;
 	for (uint32_t i = 0; i < n; i++) {
 		if (st->nrec + 1 > st->rec_cap)
 			st->flush(st->owner);
@@ -500,14 +499,13 @@ static int uf_snap_flag_uncertain(struct uf_snapshot *s)
 	                 (unsigned long long)s->unc_hi, n, s->unc_all ? ": every book" : "");
 	s->nunc = 0;
 	s->unc_all = 0;
-	return 1;
 }
 
 static void uf_snap_merge(struct uf_snapshot *s, uint64_t now)
 {
 	uf_snap_client_close(s);
 	s->step->flush(s->step->owner);
-	int uncertain = uf_snap_flag_uncertain(s);
+	uf_snap_flag_uncertain(s);
 	uint64_t d = now - s->started_ns;
 	uf_stat_add(&s->st->snapshots_loaded, 1);
 	uf_stat_add(&s->st->snapshot_duration_ns, d);
@@ -518,18 +516,6 @@ static void uf_snap_merge(struct uf_snapshot *s, uint64_t now)
 	                 s->name, (unsigned long long)s->msgs, (unsigned long long)(d / 1000000u),
 	                 (unsigned long long)s->end_seq, s->buf.n);
 	s->want = 0;
-	/* Flagged books stay stale (and /ready 503) until rebuilt: load again, a second later,
-	 * to rebuild them from a snapshot whose End the live orders place exactly - a bounded
-	 * number of times in a row, so that a server that keeps lying is not asked for ever. */
-	if (!uncertain) {
-		s->uncertain_loads = 0;
-	} else if (++s->uncertain_loads <= UF_SNAP_UNCERTAIN_RELOADS) {
-		s->want = 1;
-		uf_feed_log_info("feed %s: loading a snapshot again in %u ms to rebuild the books "
-		                 "flagged uncertain (%u of %u in a row)",
-		                 s->name, UF_SNAP_RETRY_MIN_MS, s->uncertain_loads,
-		                 UF_SNAP_UNCERTAIN_RELOADS);
-	}
 	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
 	s->retry_ns = now + UF_SNAP_RETRY_MIN_MS * 1000000ull; /* at most one a second */
 	if (!s->buf.have_session && !s->arb->have_session) {

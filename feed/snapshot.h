@@ -50,10 +50,6 @@
 #define UF_SNAP_CHECK_REFS   256  /* orders the End of Snapshot check follows at once */
 #define UF_SNAP_RETRY_MIN_MS 1000 /* first retry after a failure */
 #define UF_SNAP_RETRY_MAX_MS 30000
-/* Loads in a row that may end with books flagged uncertain (uf_snap_flag_uncertain) before the
- * feed stops re-loading to clear them: an honest server's next load almost always places End
- * of Snapshot exactly; a server that keeps lying is not asked for ever. */
-#define UF_SNAP_UNCERTAIN_RELOADS 3
 
 /* One buffered datagram. */
 struct uf_snap_pkt {
@@ -173,7 +169,6 @@ struct uf_snapshot {
 	int touched;                    /* this attempt reset the books */
 	int ended;                      /* End of Snapshot seen */
 	int want;                       /* load one at the next retry time (books known wrong) */
-	uint32_t uncertain_loads;       /* loads in a row that flagged uncertain books */
 	int overflow;                   /* the live buffer was full: give the attempt up */
 	enum uf_snap_why refuse;        /* a callback refused the load: fail the attempt so */
 	uint64_t max_lead;              /* snapshot.max_lead (messages) */
