@@ -403,7 +403,7 @@ static void test_snapshot_true_end_loads_exact_books(void **state)
 	assert_int_equal(b.wrong, 0);
 	assert_int_equal(b.stale, 0);
 	assert_true(b.exact > 0);
-	ts_expect_books(c.cfg.ring.name);
+	ts_expect_books(&c);
 	ts_end(&c);
 }
 
