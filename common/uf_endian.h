@@ -1,30 +1,52 @@
-/* Unaligned big-endian loads and stores for wire formats (MoldUDP64 and ITCH are big-endian
- * and pack fields at odd offsets). memcpy compiles to one load plus bswap. */
+/* Unaligned byte-order loads and stores for wire formats, both orders in one place: big-endian
+ * (MoldUDP64 and ITCH pack fields at odd offsets in network order) and little-endian (IEX-TP,
+ * DEEP and TOPS). memcpy compiles to one plain load; the host's order decides which of the two
+ * needs a bswap, so the rule lives here once and every decoder calls uf_be* / uf_le*. */
 #ifndef UF_ENDIAN_H
 #define UF_ENDIAN_H
 
 #include <stdint.h>
 #include <string.h>
 
+/* Host order -> big-endian (UF_BE_SWAP*) and -> little-endian (UF_LE_SWAP*): each swap is its
+ * own inverse, so one macro serves both loads and stores. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define UF_BE_SWAP16(v) (v)
+#define UF_BE_SWAP32(v) (v)
+#define UF_BE_SWAP64(v) (v)
+#define UF_LE_SWAP16(v) __builtin_bswap16(v)
+#define UF_LE_SWAP32(v) __builtin_bswap32(v)
+#define UF_LE_SWAP64(v) __builtin_bswap64(v)
+#else
+#define UF_BE_SWAP16(v) __builtin_bswap16(v)
+#define UF_BE_SWAP32(v) __builtin_bswap32(v)
+#define UF_BE_SWAP64(v) __builtin_bswap64(v)
+#define UF_LE_SWAP16(v) (v)
+#define UF_LE_SWAP32(v) (v)
+#define UF_LE_SWAP64(v) (v)
+#endif
+
+/* ---- big-endian: MoldUDP64, ITCH 5.0, SoupBinTCP ---- */
+
 static inline uint16_t uf_be16(const uint8_t *p)
 {
 	uint16_t v;
 	memcpy(&v, p, sizeof(v));
-	return __builtin_bswap16(v);
+	return UF_BE_SWAP16(v);
 }
 
 static inline uint32_t uf_be32(const uint8_t *p)
 {
 	uint32_t v;
 	memcpy(&v, p, sizeof(v));
-	return __builtin_bswap32(v);
+	return UF_BE_SWAP32(v);
 }
 
 static inline uint64_t uf_be64(const uint8_t *p)
 {
 	uint64_t v;
 	memcpy(&v, p, sizeof(v));
-	return __builtin_bswap64(v);
+	return UF_BE_SWAP64(v);
 }
 
 /* ITCH timestamps are 6 bytes: nanoseconds since midnight. */
@@ -35,19 +57,19 @@ static inline uint64_t uf_be48(const uint8_t *p)
 
 static inline void uf_put_be16(uint8_t *p, uint16_t v)
 {
-	v = __builtin_bswap16(v);
+	v = UF_BE_SWAP16(v);
 	memcpy(p, &v, sizeof(v));
 }
 
 static inline void uf_put_be32(uint8_t *p, uint32_t v)
 {
-	v = __builtin_bswap32(v);
+	v = UF_BE_SWAP32(v);
 	memcpy(p, &v, sizeof(v));
 }
 
 static inline void uf_put_be64(uint8_t *p, uint64_t v)
 {
-	v = __builtin_bswap64(v);
+	v = UF_BE_SWAP64(v);
 	memcpy(p, &v, sizeof(v));
 }
 
@@ -55,6 +77,53 @@ static inline void uf_put_be48(uint8_t *p, uint64_t v)
 {
 	uf_put_be16(p, (uint16_t)(v >> 32));
 	uf_put_be32(p + 2, (uint32_t)v);
+}
+
+/* ---- little-endian: IEX-TP 1.25, DEEP 1.0, TOPS 1.6 ---- */
+
+static inline uint16_t uf_le16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof(v));
+	return UF_LE_SWAP16(v);
+}
+
+static inline uint32_t uf_le32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof(v));
+	return UF_LE_SWAP32(v);
+}
+
+static inline uint64_t uf_le64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return UF_LE_SWAP64(v);
+}
+
+/* Signed 8-byte fields (IEX prices, timestamps, sequence numbers): two's complement. */
+static inline int64_t uf_le64s(const uint8_t *p)
+{
+	return (int64_t)uf_le64(p);
+}
+
+static inline void uf_put_le16(uint8_t *p, uint16_t v)
+{
+	v = UF_LE_SWAP16(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void uf_put_le32(uint8_t *p, uint32_t v)
+{
+	v = UF_LE_SWAP32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void uf_put_le64(uint8_t *p, uint64_t v)
+{
+	v = UF_LE_SWAP64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 #endif /* UF_ENDIAN_H */

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_endian.h"
 #include "decode/uf_counters.h"
 #include "decode/uf_iextp.h"
-#include "decode/uf_le.h"
 
 /* Wire length by type byte, 0 = neither protocol defines it. */
 const uint8_t uf_iex_len_tab[256] = {

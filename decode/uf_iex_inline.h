@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/uf_compiler.h"
-#include "decode/uf_le.h"
+#include "common/uf_endian.h"
 
 /* Decodes one message of exactly `len` bytes (see uf_iex_decode for the contract). */
 static inline int uf_iex_decode_inline(const uint8_t *p, size_t len, struct uf_iex_msg *m)

@@ -29,9 +29,9 @@
 #include <string.h>
 
 #include "common/uf_compiler.h"
+#include "common/uf_endian.h"
 #include "decode/uf_counters.h"
 #include "decode/uf_frame.h"
-#include "decode/uf_le.h"
 
 #define UF_IEXTP_HDR_LEN    40     /* header bytes before the first block */
 #define UF_IEXTP_VERSION    1      /* the only version IEX-TP 1.25 defines */
