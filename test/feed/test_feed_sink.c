@@ -24,7 +24,7 @@
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
 
-#define RX_NS 1700000000123456789ull
+#include "sink_fixture.h"
 
 struct fx {
 	char name[UF_CFG_NAME_MAX]; /* ring name, unique per test */
@@ -41,31 +41,22 @@ static int g_has_gid;  /* ring.has_gid for the next fx_setup */
 
 static int fx_setup(struct fx *x, uint32_t ring_instruments)
 {
-	static int n;
+	const struct sink_fx_params sp = {.tag = "sink",
+	                                  .feed = "sinkfeed",
+	                                  .ring_capacity = 4096,
+	                                  .depth = 5,
+	                                  .ring_instruments = ring_instruments,
+	                                  .pub_instruments = 16,
+	                                  .max_orders = 1024,
+	                                  .has_gid = (uint32_t)g_has_gid,
+	                                  .gid = g_gid};
 	char err[256];
 	memset(x, 0, sizeof(*x));
-	snprintf(x->name, sizeof(x->name), "t%d_sink_%d", (int)getpid(), n++);
-	snprintf(x->cfg.name, sizeof(x->cfg.name), "sinkfeed");
-	snprintf(x->cfg.ring.name, sizeof(x->cfg.ring.name), "%s", x->name);
-	x->cfg.ring.capacity = 4096;
-	x->cfg.book.depth = 5;
-	x->cfg.book.max_instruments = ring_instruments;
-	x->cfg.numa_node = -1;
-	x->cfg.ring.has_gid = (uint32_t)g_has_gid;
-	x->cfg.ring.gid = g_gid;
-	struct uf_publish_params pp;
-	uf_publish_params_default(&pp);
-	pp.max_instruments = 16;
-	pp.max_orders = 1024;
-	pp.numa_node = -1;
-	assert_int_equal(uf_publish_create(&pp, &x->pub), 0);
-	int rc = uf_sink_open(&x->sink, &x->cfg, x->pub, err, sizeof(err));
-	if (rc < 0)
-		fail_msg("uf_sink_open: %s", err);
+	sink_fx_open(&sp, x->name, sizeof(x->name), &x->cfg, &x->pub, &x->sink);
 	struct uf_consumer_options opt;
 	uf_consumer_options_init(&opt);
 	opt.start = UF_CONSUMER_START_OLDEST;
-	rc = uf_consumer_attach(x->name, &opt, &x->cons, err, sizeof(err));
+	int rc = uf_consumer_attach(x->name, &opt, &x->cons, err, sizeof(err));
 	if (rc < 0)
 		fail_msg("uf_consumer_attach: %s", err);
 	x->seq = 1;
@@ -80,71 +71,12 @@ static void fx_teardown(struct fx *x)
 	uf_ring_unlink(x->name, NULL); /* its private directory: nothing left in RAM */
 }
 
-static struct uf_itch_msg msg(uint8_t type, uint16_t loc)
-{
-	struct uf_itch_msg m;
-	memset(&m, 0, sizeof(m));
-	m.type = type;
-	m.locate = loc;
-	m.timestamp = 1000;
-	m.len = (uint16_t)uf_itch_msg_len(type);
-	return m;
-}
-
-static struct uf_itch_msg dir(uint16_t loc, const char *sym)
-{
-	struct uf_itch_msg m = msg('R', loc);
-	uf_symbol_pad(m.u.dir.stock, sym);
-	m.u.dir.market_category = 'Q';
-	m.u.dir.financial_status = 'N';
-	m.u.dir.round_lot_size = 100;
-	return m;
-}
-
-static struct uf_itch_msg add(uint16_t loc, uint64_t ref, uint8_t side, uint32_t shares,
-                              uint32_t price)
-{
-	struct uf_itch_msg m = msg('A', loc);
-	m.u.add.order_ref = ref;
-	m.u.add.side = side;
-	m.u.add.shares = shares;
-	m.u.add.price = price;
-	uf_symbol_pad(m.u.add.stock, "X");
-	return m;
-}
-
-static struct uf_itch_msg trade(uint16_t loc, uint32_t shares, uint32_t price)
-{
-	struct uf_itch_msg m = msg('P', loc);
-	m.u.trade.side = 'B';
-	m.u.trade.shares = shares;
-	m.u.trade.price = price;
-	m.u.trade.match = 99;
-	uf_symbol_pad(m.u.trade.stock, "X");
-	return m;
-}
-
-static struct uf_itch_msg halt(uint16_t loc, uint8_t state)
-{
-	struct uf_itch_msg m = msg('H', loc);
-	uf_symbol_pad(m.u.trading_action.stock, "X");
-	m.u.trading_action.trading_state = state;
-	return m;
-}
-
 /* Applies the messages as one publish step through the sink; returns the sink's result
  * and the records of the step in x->recs[0..*n). */
 static int step(struct fx *x, const struct uf_itch_msg *m, size_t nm, size_t *n)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < nm; i++) {
-		int r = uf_publish_apply(x->pub, &m[i], x->seq++, RX_NS, x->recs + k,
-		                         UF_ARRAY_SIZE(x->recs) - k);
-		assert_true(r >= 0);
-		k += (size_t)r;
-	}
-	*n = k;
-	return uf_sink_records(&x->sink, x->recs, k, RX_NS);
+	return sink_fx_step(x->pub, &x->sink, &x->seq, m, nm, RX_NS, x->recs,
+	                    UF_ARRAY_SIZE(x->recs), n);
 }
 
 /* Reads exactly n records from the ring into out and checks nothing more is there. */
@@ -684,21 +616,9 @@ static void test_sink_returns_status_slots_error(void **state)
 /* step() with its own receive time (the image books carry their latest change's). */
 static int step_rx(struct fx *x, const struct uf_itch_msg *m, size_t nm, uint64_t rx)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < nm; i++) {
-		int r = uf_publish_apply(x->pub, &m[i], x->seq++, rx, x->recs + k,
-		                         UF_ARRAY_SIZE(x->recs) - k);
-		assert_true(r >= 0);
-		k += (size_t)r;
-	}
-	return uf_sink_records(&x->sink, x->recs, k, rx);
-}
-
-static struct uf_itch_msg del(uint16_t loc, uint64_t ref)
-{
-	struct uf_itch_msg m = msg('D', loc);
-	m.u.del.order_ref = ref;
-	return m;
+	size_t k;
+	return sink_fx_step(x->pub, &x->sink, &x->seq, m, nm, rx, x->recs, UF_ARRAY_SIZE(x->recs),
+	                    &k);
 }
 
 /* The producer's seqlock word of an image entry: +2 per write, odd while a bracket holds it.

@@ -25,7 +25,8 @@
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
 
-#define RX_NS 1700000000123456789ull
+#include "sink_fixture.h"
+
 #define DEPTH 5
 #define NINST 16
 
@@ -43,25 +44,18 @@ struct fx {
 
 static void fx_setup(struct fx *x)
 {
+	static const struct sink_fx_params sp = {.tag = "lv",
+	                                         .feed = "lvfeed",
+	                                         .ring_capacity = 1 << 16,
+	                                         .depth = DEPTH,
+	                                         .ring_instruments = NINST,
+	                                         .pub_instruments = NINST,
+	                                         .max_orders = 4096};
 	static int n;
 	char err[256];
 	memset(x, 0, sizeof(*x));
-	snprintf(x->name, sizeof(x->name), "t%d_lv_%d", (int)getpid(), n);
+	sink_fx_open(&sp, x->name, sizeof(x->name), &x->cfg, &x->pub, &x->sink);
 	snprintf(x->ref_name, sizeof(x->ref_name), "t%d_lvref_%d", (int)getpid(), n++);
-	snprintf(x->cfg.name, sizeof(x->cfg.name), "lvfeed");
-	snprintf(x->cfg.ring.name, sizeof(x->cfg.ring.name), "%s", x->name);
-	x->cfg.ring.capacity = 1 << 16;
-	x->cfg.book.depth = DEPTH;
-	x->cfg.book.max_instruments = NINST;
-	x->cfg.numa_node = -1;
-	struct uf_publish_params pp;
-	uf_publish_params_default(&pp);
-	pp.max_instruments = NINST;
-	pp.max_orders = 4096;
-	pp.numa_node = -1;
-	assert_int_equal(uf_publish_create(&pp, &x->pub), 0);
-	if (uf_sink_open(&x->sink, &x->cfg, x->pub, err, sizeof(err)) < 0)
-		fail_msg("uf_sink_open: %s", err);
 	struct uf_ring_options opt;
 	uf_ring_options_init(&opt);
 	opt.capacity = 1024;
@@ -116,85 +110,13 @@ static void check(struct fx *x, const char *what)
 	x->steps++;
 }
 
-static struct uf_itch_msg msg(uint8_t type, uint16_t loc)
-{
-	struct uf_itch_msg m;
-	memset(&m, 0, sizeof(m));
-	m.type = type;
-	m.locate = loc;
-	m.timestamp = 1000;
-	m.len = (uint16_t)uf_itch_msg_len(type);
-	return m;
-}
-
-static struct uf_itch_msg dir(uint16_t loc, const char *sym)
-{
-	struct uf_itch_msg m = msg('R', loc);
-	uf_symbol_pad(m.u.dir.stock, sym);
-	m.u.dir.market_category = 'Q';
-	m.u.dir.financial_status = 'N';
-	m.u.dir.round_lot_size = 100;
-	return m;
-}
-
-static struct uf_itch_msg add(uint16_t loc, uint64_t ref, uint8_t side, uint32_t shares,
-                              uint32_t price)
-{
-	struct uf_itch_msg m = msg('A', loc);
-	m.u.add.order_ref = ref;
-	m.u.add.side = side;
-	m.u.add.shares = shares;
-	m.u.add.price = price;
-	uf_symbol_pad(m.u.add.stock, "X");
-	return m;
-}
-
-static struct uf_itch_msg del(uint16_t loc, uint64_t ref)
-{
-	struct uf_itch_msg m = msg('D', loc);
-	m.u.del.order_ref = ref;
-	return m;
-}
-
-static struct uf_itch_msg cancel(uint16_t loc, uint64_t ref, uint32_t shares)
-{
-	struct uf_itch_msg m = msg('X', loc);
-	m.u.cancel.order_ref = ref;
-	m.u.cancel.shares = shares;
-	return m;
-}
-
-static struct uf_itch_msg exec_(uint16_t loc, uint64_t ref, uint32_t shares)
-{
-	struct uf_itch_msg m = msg('E', loc);
-	m.u.exec.order_ref = ref;
-	m.u.exec.shares = shares;
-	m.u.exec.match = ref * 7;
-	return m;
-}
-
-static struct uf_itch_msg replace(uint16_t loc, uint64_t old, uint64_t nref, uint32_t shares,
-                                  uint32_t price)
-{
-	struct uf_itch_msg m = msg('U', loc);
-	m.u.replace.orig_ref = old;
-	m.u.replace.new_ref = nref;
-	m.u.replace.shares = shares;
-	m.u.replace.price = price;
-	return m;
-}
-
 /* Applies the messages as one publish step through the sink. */
 static void step(struct fx *x, const struct uf_itch_msg *m, size_t nm)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < nm; i++) {
-		int r = uf_publish_apply(x->pub, &m[i], x->seq++, RX_NS, x->recs + k,
-		                         UF_ARRAY_SIZE(x->recs) - k);
-		assert_true(r >= 0);
-		k += (size_t)r;
-	}
-	assert_int_equal(uf_sink_records(&x->sink, x->recs, k, RX_NS), 0);
+	size_t k;
+	assert_int_equal(sink_fx_step(x->pub, &x->sink, &x->seq, m, nm, RX_NS, x->recs,
+	                              UF_ARRAY_SIZE(x->recs), &k),
+	                 0);
 }
 
 static void test_sink_copies_only_changed_levels_as_a_full_copy_would(void **state)
