@@ -6,6 +6,7 @@
 #define BRIDGE_TEST_UTIL_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,6 +30,7 @@
 
 static pid_t bt_procs[BT_MAX_PROCS]; /* everything started, for the teardown */
 static char bt_dir[128];             /* this test process's scratch dir */
+static char bt_ring_dir[128];        /* its rings (UF_RING_DIR): /dev/shm/uf-TAG-PID */
 
 static inline uint64_t bt_now_ms(void)
 {
@@ -408,6 +410,95 @@ static inline char *bt_render_books(uf_consumer_t *c, uint32_t depth)
 
 	assert_int_equal(uf_consumer_snapshot_all(c, bt_collect, &l), 0);
 	return bt_render_list(l, depth);
+}
+
+/* Ring directories /dev/shm/uf-`tag`-PID of earlier test processes that died without their
+ * teardown (a crash, a timeout) hold their rings (80 MB each): removed. */
+static inline void bt_remove_dead_ring_dirs(const char *tag)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	char prefix[64];
+	size_t pl;
+
+	if (!d)
+		return;
+	snprintf(prefix, sizeof(prefix), "uf-%s-", tag);
+	pl = strlen(prefix);
+	while ((e = readdir(d)) != NULL) {
+		char p[300], *end;
+		long pid;
+		if (strncmp(e->d_name, prefix, pl) != 0)
+			continue;
+		pid = strtol(e->d_name + pl, &end, 10);
+		if (pid <= 0 || *end != '\0' || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof(p), "/dev/shm/%.250s", e->d_name);
+		uf_test_rm_tree(p);
+	}
+	closedir(d);
+}
+
+/* The group set-up of every fan-out test: the scratch dir /tmp/uf-`tag`.XXXXXX (bt_dir) and
+ * the rings' dir /dev/shm/uf-`tag`-PID (bt_ring_dir, exported as UF_RING_DIR for the test and
+ * every process it starts), after removing those dead processes left. 0, or -1. */
+static inline int bt_setup_dirs(const char *tag)
+{
+	bt_remove_dead_ring_dirs(tag);
+	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-%s.XXXXXX", tag);
+	if (!mkdtemp(bt_dir))
+		return -1;
+	snprintf(bt_ring_dir, sizeof(bt_ring_dir), "/dev/shm/uf-%s-%d", tag, (int)getpid());
+	if (mkdir(bt_ring_dir, 0700) < 0)
+		return -1;
+	setenv("UF_RING_DIR", bt_ring_dir, 1);
+	return 0;
+}
+
+/* The group teardown: every process started killed, the rings and the scratch dir removed
+ * (UF_BT_KEEP set: the scratch dir, with the servers' and processes' logs, is kept). */
+static inline int bt_teardown_dirs(void)
+{
+	bt_kill_all();
+	uf_test_rm_tree(bt_ring_dir);
+	if (getenv("UF_BT_KEEP")) /* debugging */
+		fprintf(stderr, "logs kept in %s\n", bt_dir);
+	else
+		uf_test_rm_tree(bt_dir);
+	return 0;
+}
+
+/* Waits (bounded: 10 s) until `ring` exists and is open: a new generation a feeder made, not
+ * the closed ring of an earlier one. */
+static inline void bt_wait_ring_open(const char *ring)
+{
+	struct uf_consumer_info info;
+	char shm[300];
+
+	snprintf(shm, sizeof(shm), "%s/uf.%s", bt_ring_dir, ring);
+	for (uint64_t end = bt_now_ms() + 10000;; bt_sleep_ms(10)) {
+		struct uf_consumer_options co;
+		uf_consumer_t *c;
+		assert_true(bt_now_ms() < end);
+		if (access(shm, F_OK) != 0)
+			continue;
+		uf_consumer_options_init(&co); /* a new generation once it is not closed */
+		if (uf_consumer_attach(ring, &co, &c, NULL, 0) < 0)
+			continue;
+		uf_consumer_get_info(c, &info);
+		uf_consumer_detach(c);
+		if (!info.closed)
+			break;
+	}
+}
+
+/* Creates the empty file `path` (a start signal a feeder waits for). */
+static inline void bt_touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fclose(f);
 }
 
 #endif /* BRIDGE_TEST_UTIL_H */

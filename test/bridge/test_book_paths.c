@@ -43,8 +43,6 @@ struct prod {
 	uint64_t feed_seq;       /* message number */
 };
 
-static char g_ring_dir[128];
-
 static struct uf_record rec(uint8_t kind, uint32_t id)
 {
 	struct uf_record r;
@@ -642,13 +640,8 @@ static void test_every_consumer_path_shows_the_same_books(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-book-paths.XXXXXX");
-	if (!mkdtemp(bt_dir))
+	if (bt_setup_dirs("book-paths") < 0)
 		return -1;
-	snprintf(g_ring_dir, sizeof(g_ring_dir), "/dev/shm/uf-book-paths-%d", (int)getpid());
-	if (mkdir(g_ring_dir, 0700) < 0)
-		return -1;
-	setenv("UF_RING_DIR", g_ring_dir, 1);
 	setenv("UF_CONSUMER_LIB", UF_CONSUMER_LIB, 1);
 	setenv("PYTHONPATH", UF_SOURCE_DIR "/python", 1);
 	return 0;
@@ -657,13 +650,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	bt_kill_all();
-	uf_test_rm_tree(g_ring_dir);
-	if (getenv("UF_BT_KEEP"))
-		fprintf(stderr, "logs kept in %s\n", bt_dir);
-	else
-		uf_test_rm_tree(bt_dir);
-	return 0;
+	return bt_teardown_dirs();
 }
 
 int main(void)

@@ -54,8 +54,6 @@ struct api_ctx {
 	pid_t feed, bridge;             /* processes */
 };
 
-static char g_ring_dir[128];
-
 /* ---- the exported functions, from the library file itself ---- */
 
 /* Names of the global functions libufconsumer.so defines in its dynamic symbol table. */
@@ -930,7 +928,7 @@ static void start_day(struct api_ctx *x, const char *day, const char *capacity, 
 	                       x->ns.urls,  "--replicas",    "1",     "--status-file",
 	                       x->status,   "--kv-interval", "50",    "--exit-on-close",
 	                       NULL};
-	char shm[300], out[300];
+	char out[300];
 
 	snprintf(x->ring, sizeof(x->ring), "%s_%d", tag, (int)getpid());
 	snprintf(x->start, sizeof(x->start), "%s/%s.start", bt_dir, tag);
@@ -940,18 +938,7 @@ static void start_day(struct api_ctx *x, const char *day, const char *capacity, 
 	snprintf(x->nats_name, sizeof(x->nats_name), "%s/%s", x->ns.urls, x->ring);
 	bridge_argv[4] = x->ns.urls;
 	x->feed = bt_spawn(UF_BRIDGE_FEED, feed_argv, x->feed_out);
-	snprintf(shm, sizeof(shm), "%s/uf.%s", g_ring_dir, x->ring);
-	for (uint64_t end = bt_now_ms() + 10000;; bt_sleep_ms(10)) { /* the ring is made */
-		struct uf_consumer_info info;
-		uf_consumer_t *c;
-		assert_true(bt_now_ms() < end);
-		if (access(shm, F_OK) != 0 || uf_consumer_attach(x->ring, NULL, &c, NULL, 0) < 0)
-			continue;
-		uf_consumer_get_info(c, &info);
-		uf_consumer_detach(c);
-		if (!info.closed)
-			break;
-	}
+	bt_wait_ring_open(x->ring); /* the ring is made */
 	snprintf(out, sizeof(out), "%s/%s.bridge", bt_dir, tag);
 	x->bridge = bt_spawn(bt_bin("uf-bridge"), bridge_argv, out);
 	free(bt_wait_status(x->status, "generation", 0, 30000));
@@ -960,11 +947,9 @@ static void start_day(struct api_ctx *x, const char *day, const char *capacity, 
 /* Plays the day; returns once the feeder closed the ring and the bridge relayed it all. */
 static void play_day(struct api_ctx *x)
 {
-	FILE *f = fopen(x->start, "w");
 	char *feed;
 
-	assert_non_null(f);
-	fclose(f);
+	bt_touch(x->start);
 	assert_int_equal(bt_wait(x->feed, 90000), 0);
 	assert_int_equal(bt_wait(x->bridge, 90000), 0);
 	feed = uf_test_slurp(x->feed_out);
@@ -1072,26 +1057,13 @@ static void test_last_lap_after_a_real_lap_on_a_local_and_a_nats_handle(void **s
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-consumer-api.XXXXXX");
-	if (!mkdtemp(bt_dir))
-		return -1;
-	snprintf(g_ring_dir, sizeof(g_ring_dir), "/dev/shm/uf-consumer-api-%d", (int)getpid());
-	if (mkdir(g_ring_dir, 0700) < 0)
-		return -1;
-	setenv("UF_RING_DIR", g_ring_dir, 1);
-	return 0;
+	return bt_setup_dirs("consumer-api");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	bt_kill_all();
-	uf_test_rm_tree(g_ring_dir);
-	if (getenv("UF_BT_KEEP")) /* debugging: keep the servers' and processes' logs */
-		fprintf(stderr, "logs kept in %s\n", bt_dir);
-	else
-		uf_test_rm_tree(bt_dir);
-	return 0;
+	return bt_teardown_dirs();
 }
 
 int main(void)

@@ -15,10 +15,8 @@
 
 #include <nats/nats.h>
 
-#include "bridge_test_util.h"
+#include "bridge_case.h"
 #include "ring/nats/uf_nats_wire.h"
-
-static char g_ring_dir[128];
 
 /* The users' passwords; the URLs carry them (nats://user:password@host:port). */
 #define BRIDGE_USER   "ufbridge"
@@ -96,51 +94,6 @@ static int log_count(const char *log, const char *what)
 	return n;
 }
 
-static char *tail_books(const char *ring, const char *urls)
-{
-	struct uf_test_run r;
-	char *out;
-
-	if (urls) {
-		const char *argv[] = {"uf-tail", "--nats",  urls, "--ring", ring,
-		                      "--books", "--depth", "10", NULL};
-		uf_test_run_path(bt_bin("uf-tail"), argv, 60000, &r);
-	} else {
-		const char *argv[] = {"uf-tail", "--ring", ring, "--books", "--depth", "10", NULL};
-		uf_test_run_path(bt_bin("uf-tail"), argv, 60000, &r);
-	}
-	if (r.status != 0)
-		fprintf(stderr, "uf-tail: %s\n", r.err);
-	assert_int_equal(r.status, 0);
-	out = r.out;
-	r.out = NULL;
-	uf_test_run_free(&r);
-	return out;
-}
-
-/* Reads `c` to the close (bounded), sequences following each other, no lap; returns the
- * count read. */
-static uint64_t read_all(uf_consumer_t *c, uint64_t next)
-{
-	struct uf_record recs[256];
-	uint64_t end = bt_now_ms() + 90000, seq, got = 0;
-
-	for (;;) {
-		int n = uf_consumer_read(c, recs, 256, &seq);
-		if (n > 0) {
-			assert_int_equal(seq, next);
-			next = seq + (uint64_t)n;
-			got += (uint64_t)n;
-			continue;
-		}
-		if (n == -EPIPE)
-			return got;
-		assert_int_equal(n, -EAGAIN); /* a lap (-EOVERFLOW) fails too */
-		assert_true(bt_now_ms() < end);
-		uf_consumer_wait(c, 100000000);
-	}
-}
-
 /* The last stream sequence of `stream`, read as `nc`'s user. */
 static uint64_t last_seq(jsCtx *js, const char *stream)
 {
@@ -184,78 +137,53 @@ static natsConnection *connect_as(const char *url, struct async_errs *errs)
 static void test_documented_permissions_run_the_fanout_and_refuse_a_consumers_publish(void **state)
 {
 	struct uf_nats_names nm;
-	struct bt_nats ns;
+	struct bt_case k;
 	struct uf_consumer_options co;
 	struct uf_consumer_info info;
 	struct async_errs errs = {0};
+	struct drain whole = {0}, later = {0};
 	uf_consumer_t *c = NULL, *late = NULL;
-	char ring[32], start[256], status[256], feed_out[256], log[256], bridge_out[256];
-	char burl[300], curl[300], name[400], err[512], subj[160], *feed, *st, *local, *remote;
-	char day_arg[300];
+	char log[256], burl[300], curl[300], name[400], err[512], subj[160], *feed, *st, *local,
+	    *remote;
 	natsConnection *cnc, *bnc;
 	jsCtx *cjs = NULL, *bjs = NULL;
-	uint64_t seq_last, kv_last, got;
+	uint64_t seq_last, kv_last;
 	const char *day = bt_gen_day(40000, 30, 23);
-	pid_t feeder, bridge;
 
-	snprintf(ring, sizeof(ring), "btperm_%d", (int)getpid());
-	uf_nats_names_make(ring, &nm);
-	snprintf(start, sizeof(start), "%s/perm.start", bt_dir);
-	snprintf(status, sizeof(status), "%s/perm.status", bt_dir);
-	snprintf(feed_out, sizeof(feed_out), "%s/perm.feed", bt_dir);
+	case_name(&k, "perm");
+	uf_nats_names_make(k.ring, &nm);
 	snprintf(log, sizeof(log), "%s/nats-perm.log", bt_dir);
-	snprintf(bridge_out, sizeof(bridge_out), "%s/perm.bridge", bt_dir);
-	start_server(&ns, &nm, log);
-	user_url(burl, sizeof(burl), &ns, BRIDGE_USER, BRIDGE_PASS);
-	user_url(curl, sizeof(curl), &ns, CONSUMER_USER, CONSUMER_PASS);
+	start_server(&k.ns, &nm, log);
+	user_url(burl, sizeof(burl), &k.ns, BRIDGE_USER, BRIDGE_PASS);
+	user_url(curl, sizeof(curl), &k.ns, CONSUMER_USER, CONSUMER_PASS);
 
 	/* the feeder makes the ring and waits for `start`; the bridge as its user */
-	snprintf(day_arg, sizeof(day_arg), "%s", day);
-	char *feed_argv[] = {"uf-bridge-feed", "--in",    day_arg,  "--ring", ring,
-	                     "--start-file",   start,     "--rate", "20000",  "--capacity",
-	                     "1048576",        "--depth", "10",     NULL};
-	feeder = bt_spawn(UF_BRIDGE_FEED, feed_argv, feed_out);
-	{
-		char shm[300];
-		snprintf(shm, sizeof(shm), "%s/uf.%s", g_ring_dir, ring);
-		for (uint64_t end = bt_now_ms() + 10000; access(shm, F_OK) != 0; bt_sleep_ms(10))
-			assert_true(bt_now_ms() < end);
-	}
-	char *bridge_argv[] = {"uf-bridge", "--ring",        ring, "--nats",
-	                       burl,        "--replicas",    "1",  "--status-file",
-	                       status,      "--kv-interval", "50", "--exit-on-close",
-	                       NULL};
-	bridge = bt_spawn(bt_bin("uf-bridge"), bridge_argv, bridge_out);
-	free(bt_wait_status(status, "generation", 0, 30000));
+	k.feed = case_feed(&k, day, "20000", "0", "1048576", "10", k.start, k.feed_out);
+	case_bridge(&k, burl, "1", 1);
 
 	/* a remote consumer for the whole day, as the consumer's user */
 	uf_consumer_options_init(&co);
 	co.tag = "test_nats_permissions";
-	snprintf(name, sizeof(name), "%s/%s", curl, ring);
+	snprintf(name, sizeof(name), "%s/%s", curl, k.ring);
 	if (uf_consumer_attach(name, &co, &c, err, sizeof(err)) < 0)
 		fail_msg("attach as the consumer's user: %s", err);
-	{
-		FILE *f = fopen(start, "w");
-		assert_non_null(f);
-		fclose(f);
-	}
+	case_go(&k);
 	/* a late one: books from the bucket mid-day, then the stream */
-	free(bt_wait_status(status, "published", 20000, 30000));
+	free(bt_wait_status(k.status, "published", 20000, 30000));
 	if (uf_consumer_attach(name, &co, &late, err, sizeof(err)) < 0)
 		fail_msg("late attach as the consumer's user: %s", err);
 	uf_consumer_get_info(late, &info);
 	assert_true(info.position >= 20000);
-	got = read_all(c, 0);
-	read_all(late, info.position);
-	assert_int_equal(bt_wait(feeder, 60000), 0);
-	assert_int_equal(bt_wait(bridge, 60000), 0);
-	feed = uf_test_slurp(feed_out);
-	st = uf_test_slurp(status);
-	assert_int_equal(got, bt_json_num(feed, "records"));
+	drain(c, &whole, 0, NULL, NULL); /* in order, no lap, to the close */
+	later.next = info.position;
+	drain(late, &later, 0, NULL, NULL);
+	feed = case_finish(&k);
+	st = uf_test_slurp(k.status);
+	assert_int_equal(whole.received, bt_json_num(feed, "records"));
 	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
 	uf_consumer_get_info(c, &info);
 	assert_int_equal(info.forged, 0);
-	local = tail_books(ring, NULL);
+	local = local_books(&k);
 	assert_true(strlen(local) > 100);
 	remote = bt_render_books(c, 10);
 	assert_string_equal(remote, local);
@@ -263,7 +191,7 @@ static void test_documented_permissions_run_the_fanout_and_refuse_a_consumers_pu
 	remote = bt_render_books(late, 10);
 	assert_string_equal(remote, local);
 	free(remote);
-	remote = tail_books(ring, curl); /* uf-tail --nats as the consumer's user */
+	remote = remote_books(&k, curl); /* uf-tail --nats as the consumer's user */
 	assert_string_equal(remote, local);
 	free(remote);
 	/* everything above needed nothing the table does not allow */
@@ -313,37 +241,27 @@ static void test_documented_permissions_run_the_fanout_and_refuse_a_consumers_pu
 	free(local);
 	free(feed);
 	free(st);
-	bt_nats_stop(&ns);
+	case_end(&k);
 }
 
 static int setup(void **state)
 {
-	snprintf(bt_dir, sizeof(bt_dir), "/tmp/uf-nats-perm-test.XXXXXX");
-	if (!mkdtemp(bt_dir))
-		return -1;
-	snprintf(g_ring_dir, sizeof(g_ring_dir), "/dev/shm/uf-nats-perm-test-%d", (int)getpid());
-	if (mkdir(g_ring_dir, 0700) < 0)
-		return -1;
-	setenv("UF_RING_DIR", g_ring_dir, 1);
-	return 0;
+	(void)state;
+	return bt_setup_dirs("nats-perm-test");
 }
 
 static int teardown(void **state)
 {
-	bt_kill_all();
-	uf_test_rm_tree(g_ring_dir);
-	if (getenv("UF_BT_KEEP")) /* debugging: keep the server's and processes' logs */
-		fprintf(stderr, "logs kept in %s\n", bt_dir);
-	else
-		uf_test_rm_tree(bt_dir);
-	return 0;
+	(void)state;
+	return bt_teardown_dirs();
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(
-	        test_documented_permissions_run_the_fanout_and_refuse_a_consumers_publish),
+	    cmocka_unit_test_teardown(
+	        test_documented_permissions_run_the_fanout_and_refuse_a_consumers_publish,
+	        case_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
