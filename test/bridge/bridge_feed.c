@@ -28,6 +28,8 @@
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
 
+#include "bridge_feed_util.h"
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -37,20 +39,14 @@ static uint64_t now_ns(clockid_t clk)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"in", required_argument, 0, 'i'},
-	                                   {"ring", required_argument, 0, 'r'},
+	static const struct option lo[] = {BF_COMMON_OPTIONS,
 	                                   {"rate", required_argument, 0, 'R'},
 	                                   {"drop-every", required_argument, 0, 'd'},
 	                                   {"capacity", required_argument, 0, 'c'},
-	                                   {"linger", required_argument, 0, 'l'},
-	                                   {"start-file", required_argument, 0, 's'},
-	                                   {"depth", required_argument, 0, 'D'},
 	                                   {0, 0, 0, 0}};
-	const char *in = NULL, *ring = NULL, *start_file = NULL;
-	uint64_t rate = 0, drop_every = 0, capacity = 1u << 20, linger_ms = 0, depth = 10;
-	struct uf_publish_params pp;
+	struct bf_args a = {.depth = 10};
+	uint64_t rate = 0, drop_every = 0, capacity = 1u << 20;
 	struct uf_publisher *p = NULL;
-	struct uf_feed_config cfg;
 	struct uf_sink sink;
 	struct uf_reader rd;
 	struct uf_reader_msg rm;
@@ -58,17 +54,10 @@ int main(int argc, char **argv)
 	struct uf_decode_counters dc;
 	struct uf_record recs[UF_REC_MAX_PER_MSG];
 	uint64_t messages = 0, records = 0, gaps = 0, t0;
-	char err[256];
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'i':
-			in = optarg;
-			break;
-		case 'r':
-			ring = optarg;
-			break;
 		case 'R':
 			rate = strtoull(optarg, NULL, 10);
 			break;
@@ -78,45 +67,21 @@ int main(int argc, char **argv)
 		case 'c':
 			capacity = strtoull(optarg, NULL, 10);
 			break;
-		case 'l':
-			linger_ms = strtoull(optarg, NULL, 10);
-			break;
-		case 's':
-			start_file = optarg;
-			break;
-		case 'D':
-			depth = strtoull(optarg, NULL, 10);
-			break;
 		default:
-			return 2;
+			if (bf_common_opt(opt, optarg, &a) < 0)
+				return 2;
 		}
 	}
-	if (!in || !ring)
+	if (!a.in || !a.ring)
 		return 2;
-	uf_publish_params_default(&pp);
-	pp.max_orders = 1000000;
-	pp.numa_node = -1;
-	if (uf_publish_create(&pp, &p) < 0) {
-		fprintf(stderr, "uf-bridge-feed: publisher: out of memory\n");
+	if (bf_open("uf-bridge-feed", a.ring, NULL, capacity, a.depth, 1000000, &p, &sink) < 0)
 		return 1;
-	}
-	uf_feed_config_defaults(&cfg);
-	snprintf(cfg.name, sizeof(cfg.name), "%s", ring);
-	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", ring);
-	cfg.ring.capacity = capacity;
-	cfg.book.depth = (uint32_t)depth;
-	cfg.book.max_orders = pp.max_orders;
-	if (uf_sink_open(&sink, &cfg, p, err, sizeof(err)) < 0) {
-		fprintf(stderr, "uf-bridge-feed: %s\n", err);
-		return 1;
-	}
 	memset(&dc, 0, sizeof(dc));
-	if (uf_reader_open(&rd, in, NULL) < 0) {
+	if (uf_reader_open(&rd, a.in, NULL) < 0) {
 		fprintf(stderr, "uf-bridge-feed: %s\n", rd.err);
 		return 1;
 	}
-	while (start_file && access(start_file, F_OK) != 0)
-		usleep(2000);
+	bf_wait_start(a.start_file);
 	t0 = now_ns(CLOCK_MONOTONIC);
 	while (uf_reader_next(&rd, &rm) > 0) {
 		int n;
@@ -142,13 +107,12 @@ int main(int argc, char **argv)
 		}
 	}
 	uf_reader_close(&rd);
-	if (linger_ms)
-		usleep((useconds_t)(linger_ms * 1000));
+	if (a.linger_ms)
+		usleep((useconds_t)(a.linger_ms * 1000));
 	printf("{\"messages\":%" PRIu64 ",\"records\":%" PRIu64 ",\"gaps\":%" PRIu64
 	       ",\"tail\":%" PRIu64 "}\n",
 	       messages, records, gaps, uf_ring_tail(sink.ring));
 	fflush(stdout);
-	uf_sink_close(&sink); /* the image complete, then the ring closed */
-	uf_publish_destroy(p);
+	bf_close(p, &sink);
 	return 0;
 }

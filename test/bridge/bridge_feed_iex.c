@@ -28,6 +28,8 @@
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
 
+#include "bridge_feed_util.h"
+
 struct bfi {
 	struct uf_pub_step step;
 	struct uf_record rec[256];
@@ -62,44 +64,25 @@ static void bfi_msg_error(void *owner, enum uf_step_err kind)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"in", required_argument, 0, 'i'},
-	                                   {"ring", required_argument, 0, 'r'},
-	                                   {"until-seq", required_argument, 0, 'u'},
-	                                   {"depth", required_argument, 0, 'D'},
-	                                   {"start-file", required_argument, 0, 's'},
-	                                   {"linger", required_argument, 0, 'l'},
-	                                   {0, 0, 0, 0}};
-	const char *in = NULL, *ring = NULL, *start_file = NULL;
-	uint64_t until = 0, depth = 10, linger_ms = 0;
+	static const struct option lo[] = {
+	    BF_COMMON_OPTIONS, {"until-seq", required_argument, 0, 'u'}, {0, 0, 0, 0}};
+	struct bf_args a = {.depth = 10};
+	uint64_t until = 0;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'i':
-			in = optarg;
-			break;
-		case 'r':
-			ring = optarg;
-			break;
 		case 'u':
 			until = strtoull(optarg, NULL, 10);
 			break;
-		case 'D':
-			depth = strtoull(optarg, NULL, 10);
-			break;
-		case 's':
-			start_file = optarg;
-			break;
-		case 'l':
-			linger_ms = strtoull(optarg, NULL, 10);
-			break;
 		default:
-			return 2;
+			if (bf_common_opt(opt, optarg, &a) < 0)
+				return 2;
 		}
 	}
-	if (!in || !ring)
+	if (!a.in || !a.ring)
 		return 2;
 	struct uf_reader rd;
-	if (uf_reader_open(&rd, in, NULL) != 0) {
+	if (uf_reader_open(&rd, a.in, NULL) != 0) {
 		fprintf(stderr, "uf-bridge-feed-iex: %s\n", rd.err);
 		return 1;
 	}
@@ -110,35 +93,21 @@ int main(int argc, char **argv)
 	if (uf_reader_next_payload(&rd, &pl, &len, &ts) != 1 ||
 	    uf_iextp_parse_header(&h, pl, len) != 0 ||
 	    (h.protocol_id != UF_IEXTP_PROTO_DEEP && h.protocol_id != UF_IEXTP_PROTO_TOPS)) {
-		fprintf(stderr, "uf-bridge-feed-iex: %s: not an IEX-TP capture\n", in);
+		fprintf(stderr, "uf-bridge-feed-iex: %s: not an IEX-TP capture\n", a.in);
 		return 1;
 	}
 	const struct uf_proto *e =
 	    uf_proto_find(h.protocol_id == UF_IEXTP_PROTO_DEEP ? "iex-deep" : "iex-tops");
-	struct uf_publish_params pp;
-	uf_publish_params_default(&pp);
-	pp.max_orders = 16; /* level books: no orders */
-	pp.numa_node = -1;
 	struct uf_publisher *p;
 	struct bfi *x = calloc(1, sizeof(*x));
 	void *state = calloc(1, e->state_size ? e->state_size : 1);
-	if (!x || !state || uf_publish_create(&pp, &p) < 0) {
+	if (!x || !state) {
 		fprintf(stderr, "uf-bridge-feed-iex: out of memory\n");
 		return 1;
 	}
-	struct uf_feed_config cfg;
-	char err[256];
-	uf_feed_config_defaults(&cfg);
-	snprintf(cfg.name, sizeof(cfg.name), "%s", ring);
-	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", ring);
-	snprintf(cfg.protocol, sizeof(cfg.protocol), "%s", e->name);
-	cfg.ring.capacity = 1u << 20;
-	cfg.book.depth = (uint32_t)depth;
-	cfg.book.max_orders = pp.max_orders;
-	if (uf_sink_open(&x->sink, &cfg, p, err, sizeof(err)) < 0) {
-		fprintf(stderr, "uf-bridge-feed-iex: %s\n", err);
+	/* level books: no orders */
+	if (bf_open("uf-bridge-feed-iex", a.ring, e->name, 1u << 20, a.depth, 16, &p, &x->sink) < 0)
 		return 1;
-	}
 	x->step.pub = p;
 	x->step.recs = x->rec;
 	x->step.rec_cap = x->step.step_cap = sizeof(x->rec) / sizeof(x->rec[0]);
@@ -148,8 +117,7 @@ int main(int argc, char **argv)
 	x->step.decoded = bfi_decoded;
 	x->step.msg_error = bfi_msg_error;
 	x->step.owner = x;
-	while (start_file && access(start_file, F_OK) != 0)
-		usleep(2000);
+	bf_wait_start(a.start_file);
 	uint64_t segments = 0, restarts = 0;
 	int started = 0;
 	do {
@@ -182,15 +150,14 @@ int main(int argc, char **argv)
 			break;
 	} while (uf_reader_next_payload(&rd, &pl, &len, &ts) == 1);
 	uf_reader_close(&rd);
-	if (linger_ms)
-		usleep((useconds_t)(linger_ms * 1000));
+	if (a.linger_ms)
+		usleep((useconds_t)(a.linger_ms * 1000));
 	printf("{\"segments\":%" PRIu64 ",\"records\":%" PRIu64 ",\"restarts\":%" PRIu64
 	       ",\"tail\":%" PRIu64 "}\n",
 	       segments, x->records, restarts, uf_ring_tail(x->sink.ring));
 	fflush(stdout);
 	int rc = x->err;
-	uf_sink_close(&x->sink);
-	uf_publish_destroy(p);
+	bf_close(p, &x->sink);
 	free(state);
 	free(x);
 	if (rc < 0) {
