@@ -468,6 +468,34 @@ static inline int bt_teardown_dirs(void)
 	return 0;
 }
 
+static const char *bt_group_tag; /* the running group's tag (bt_setup_dirs) */
+
+/* The group set-up and teardown of BT_RUN_GROUP. */
+static inline int bt_group_setup(void **state)
+{
+	(void)state;
+	return bt_setup_dirs(bt_group_tag);
+}
+
+static inline int bt_group_teardown(void **state)
+{
+	(void)state;
+	return bt_teardown_dirs();
+}
+
+/* Names the group about to run; UF_BT_ONLY (debugging) runs only the cases matching it. */
+static inline void bt_group_begin(const char *tag)
+{
+	bt_group_tag = tag;
+	if (getenv("UF_BT_ONLY"))
+		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
+}
+
+/* Runs the cmocka array `tests` as a fan-out test group of dirs uf-`tag` (a macro: cmocka
+ * counts the array). */
+#define BT_RUN_GROUP(tag, tests)                                                                   \
+	(bt_group_begin(tag), cmocka_run_group_tests(tests, bt_group_setup, bt_group_teardown))
+
 /* Waits (bounded: 10 s) until `ring` exists and is open: a new generation a feeder made, not
  * the closed ring of an earlier one. */
 static inline void bt_wait_ring_open(const char *ring)

@@ -483,18 +483,6 @@ static void test_stream_leader_elections_lose_nothing_for_a_remote_consumer(void
 	case_end(&k);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bt_setup_dirs("bridge-cluster");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bt_teardown_dirs();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,7 +497,5 @@ int main(void)
 	    cmocka_unit_test_teardown(
 	        test_stream_leader_elections_lose_nothing_for_a_remote_consumer, case_teardown),
 	};
-	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
-		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return BT_RUN_GROUP("bridge-cluster", tests);
 }

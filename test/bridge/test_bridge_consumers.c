@@ -356,18 +356,6 @@ static void test_remote_snapshot_then_stream_handover_ends_with_local_books(void
 	case_end(&k);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bt_setup_dirs("bridge-consumers");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bt_teardown_dirs();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,7 +374,5 @@ int main(void)
 	    cmocka_unit_test_teardown(test_per_symbol_subject_holds_exactly_the_instruments_records,
 	                              case_teardown),
 	};
-	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
-		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return BT_RUN_GROUP("bridge-consumers", tests);
 }

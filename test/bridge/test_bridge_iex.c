@@ -96,23 +96,11 @@ static void test_remote_iex_books_equal_local_and_the_capture(void **state)
 	case_end(&k);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bt_setup_dirs("bridge-iex-test");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bt_teardown_dirs();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_remote_iex_books_equal_local_and_the_capture,
 	                              case_teardown),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return BT_RUN_GROUP("bridge-iex-test", tests);
 }

@@ -513,18 +513,6 @@ static void test_tls_bridge_and_remote_consumer(void **state)
 	case_end(&k);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bt_setup_dirs("bridge-security");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bt_teardown_dirs();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -538,7 +526,5 @@ int main(void)
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_tls_bridge_and_remote_consumer, case_teardown),
 	};
-	if (getenv("UF_BT_ONLY")) /* debugging: run the cases matching this pattern */
-		cmocka_set_test_filter(getenv("UF_BT_ONLY"));
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return BT_RUN_GROUP("bridge-security", tests);
 }

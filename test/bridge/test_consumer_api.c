@@ -1054,18 +1054,6 @@ static void test_last_lap_after_a_real_lap_on_a_local_and_a_nats_handle(void **s
 	bt_nats_stop(&x.ns);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bt_setup_dirs("consumer-api");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bt_teardown_dirs();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1073,5 +1061,5 @@ int main(void)
 	    cmocka_unit_test(test_every_exported_function_on_a_local_and_a_nats_handle),
 	    cmocka_unit_test(test_last_lap_after_a_real_lap_on_a_local_and_a_nats_handle),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return BT_RUN_GROUP("consumer-api", tests);
 }

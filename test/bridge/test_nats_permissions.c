@@ -244,18 +244,6 @@ static void test_documented_permissions_run_the_fanout_and_refuse_a_consumers_pu
 	case_end(&k);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return bt_setup_dirs("nats-perm-test");
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return bt_teardown_dirs();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,5 +251,5 @@ int main(void)
 	        test_documented_permissions_run_the_fanout_and_refuse_a_consumers_publish,
 	        case_teardown),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return BT_RUN_GROUP("nats-perm-test", tests);
 }
