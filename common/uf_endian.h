@@ -26,51 +26,37 @@
 #define UF_LE_SWAP64(v) (v)
 #endif
 
-/* ---- big-endian: MoldUDP64, ITCH 5.0, SoupBinTCP ---- */
+/* The loads and stores of one width in one order, written once: memcpy (one unaligned load
+ * or store: wire fields sit at odd offsets), then that order's swap. */
+#define UF_ENDIAN_ACCESSORS(order, ORDER, bits)                                                    \
+	static inline uint##bits##_t uf_##order##bits(const uint8_t *p)                            \
+	{                                                                                          \
+		uint##bits##_t v;                                                                  \
+		memcpy(&v, p, sizeof(v));                                                          \
+		return UF_##ORDER##_SWAP##bits(v);                                                 \
+	}                                                                                          \
+	static inline void uf_put_##order##bits(uint8_t *p, uint##bits##_t v)                      \
+	{                                                                                          \
+		v = UF_##ORDER##_SWAP##bits(v);                                                    \
+		memcpy(p, &v, sizeof(v));                                                          \
+	}
 
-static inline uint16_t uf_be16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof(v));
-	return UF_BE_SWAP16(v);
-}
+/* Big-endian (MoldUDP64, ITCH 5.0, SoupBinTCP): uf_be16 / uf_be32 / uf_be64 and
+ * uf_put_be16 / uf_put_be32 / uf_put_be64. */
+UF_ENDIAN_ACCESSORS(be, BE, 16)
+UF_ENDIAN_ACCESSORS(be, BE, 32)
+UF_ENDIAN_ACCESSORS(be, BE, 64)
 
-static inline uint32_t uf_be32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v));
-	return UF_BE_SWAP32(v);
-}
-
-static inline uint64_t uf_be64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return UF_BE_SWAP64(v);
-}
+/* Little-endian (IEX-TP 1.25, DEEP 1.0, TOPS 1.6): uf_le16 / uf_le32 / uf_le64 and
+ * uf_put_le16 / uf_put_le32 / uf_put_le64. */
+UF_ENDIAN_ACCESSORS(le, LE, 16)
+UF_ENDIAN_ACCESSORS(le, LE, 32)
+UF_ENDIAN_ACCESSORS(le, LE, 64)
 
 /* ITCH timestamps are 6 bytes: nanoseconds since midnight. */
 static inline uint64_t uf_be48(const uint8_t *p)
 {
 	return ((uint64_t)uf_be16(p) << 32) | uf_be32(p + 2);
-}
-
-static inline void uf_put_be16(uint8_t *p, uint16_t v)
-{
-	v = UF_BE_SWAP16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline void uf_put_be32(uint8_t *p, uint32_t v)
-{
-	v = UF_BE_SWAP32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline void uf_put_be64(uint8_t *p, uint64_t v)
-{
-	v = UF_BE_SWAP64(v);
-	memcpy(p, &v, sizeof(v));
 }
 
 static inline void uf_put_be48(uint8_t *p, uint64_t v)
@@ -79,51 +65,10 @@ static inline void uf_put_be48(uint8_t *p, uint64_t v)
 	uf_put_be32(p + 2, (uint32_t)v);
 }
 
-/* ---- little-endian: IEX-TP 1.25, DEEP 1.0, TOPS 1.6 ---- */
-
-static inline uint16_t uf_le16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof(v));
-	return UF_LE_SWAP16(v);
-}
-
-static inline uint32_t uf_le32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v));
-	return UF_LE_SWAP32(v);
-}
-
-static inline uint64_t uf_le64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return UF_LE_SWAP64(v);
-}
-
 /* Signed 8-byte fields (IEX prices, timestamps, sequence numbers): two's complement. */
 static inline int64_t uf_le64s(const uint8_t *p)
 {
 	return (int64_t)uf_le64(p);
-}
-
-static inline void uf_put_le16(uint8_t *p, uint16_t v)
-{
-	v = UF_LE_SWAP16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline void uf_put_le32(uint8_t *p, uint32_t v)
-{
-	v = UF_LE_SWAP32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline void uf_put_le64(uint8_t *p, uint64_t v)
-{
-	v = UF_LE_SWAP64(v);
-	memcpy(p, &v, sizeof(v));
 }
 
 #endif /* UF_ENDIAN_H */
