@@ -95,15 +95,42 @@ static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 	cfg->recovery.max_requests_per_s = 1000;
 }
 
-static void ft_start(struct ft_case *c, int sc, int with_recovery)
+/* Creates the case's feed from c->cfg (fails the test with the feed's reason). */
+static void ft_create(struct ft_case *c)
 {
 	char err[256];
-	ft_config(&c->cfg, sc, with_recovery);
-	int rc = uf_feed_create(&c->cfg, &c->feed, err, sizeof(err));
-	if (rc < 0)
+	if (uf_feed_create(&c->cfg, &c->feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
+}
+
+/* Starts the case's feed thread (ft_feed_thread, until c->stop). */
+static void ft_launch(struct ft_case *c)
+{
 	c->stop = 0;
 	assert_int_equal(pthread_create(&c->thr, NULL, ft_feed_thread, c), 0);
+}
+
+/* The usual start: case `sc`'s configuration, the feed, its thread. */
+static void ft_start(struct ft_case *c, int sc, int with_recovery)
+{
+	ft_config(&c->cfg, sc, with_recovery);
+	ft_create(c);
+	ft_launch(c);
+}
+
+/* A sender of the test's own datagrams onto line A (next to the replayer's), and line A's
+ * group and port in *dst (dst may be NULL). */
+static int ft_line_a_tx(const struct ft_case *c, struct sockaddr_in *dst)
+{
+	char err[128];
+	int tx = uf_mcast_open_tx(c->cfg.lines[0].interface, 1, err, sizeof(err));
+	if (tx < 0)
+		fail_msg("uf_mcast_open_tx: %s", err);
+	if (dst)
+		*dst = (struct sockaddr_in){.sin_family = AF_INET,
+		                            .sin_port = htons(c->cfg.lines[0].port),
+		                            .sin_addr = c->cfg.lines[0].group};
+	return tx;
 }
 
 /* Starts uf-replay for case `sc` with extra arguments (NULL-terminated list). */
@@ -390,15 +417,13 @@ static void test_feed_clean_day_gives_identical_books(void **state)
 static void test_feed_loss_on_a_only_needs_no_rerequest(void **state)
 {
 	struct ft_case c = {0};
-	char err[256];
 	ft_config(&c.cfg, 1, 1);
 	/* Only "line B moved 64 packets past the hole" may trigger a re-request here: on a
 	 * loaded 2-CPU box a B copy can sit in a softirq backlog for tens of ms, which a timer
 	 * would misread as loss on both lines. */
 	c.cfg.recovery.wait_ms = 10000;
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_create(&c);
+	ft_launch(&c);
 	ft_replay(&c, 1, 1, "--drop-a", "0.10", NULL);
 	ft_expect_identical(&c);
 	assert_true(c.st.lines[0].gap_messages > 0); /* line A's own losses are visible */
@@ -619,12 +644,8 @@ static void test_feed_malformed_datagrams_are_counted_and_dropped(void **state)
 {
 	struct ft_case c = {0};
 	ft_start(&c, 9, 1);
-	char err[128];
-	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
-	assert_true(tx >= 0);
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-	                          .sin_port = htons(c.cfg.lines[0].port),
-	                          .sin_addr = c.cfg.lines[0].group};
+	struct sockaddr_in dst;
+	int tx = ft_line_a_tx(&c, &dst);
 	uint8_t bad[4][64];
 	size_t len[4];
 	memset(bad, 0, sizeof(bad));
@@ -666,12 +687,8 @@ static void test_feed_bad_end_of_session_is_counted_as_its_own_kind(void **state
 {
 	struct ft_case c = {0};
 	ft_start(&c, 9, 1);
-	char err[128];
-	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
-	assert_true(tx >= 0);
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-	                          .sin_port = htons(c.cfg.lines[0].port),
-	                          .sin_addr = c.cfg.lines[0].group};
+	struct sockaddr_in dst;
+	int tx = ft_line_a_tx(&c, &dst);
 	uint8_t bad[2][32];
 	memset(bad, 0, sizeof(bad));
 	for (int i = 0; i < 2; i++) {
@@ -748,15 +765,11 @@ static void test_feed_wakes_a_sleeping_consumer_once_per_packet(void **state)
 	struct ft_case c = {0};
 	struct ft_sleeper z = {0};
 	pthread_t thr;
-	char err[128];
 	ft_start(&c, 10, 0);
 	z.ring = c.cfg.ring.name;
 	assert_int_equal(pthread_create(&thr, NULL, ft_sleeper_thread, &z), 0);
-	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
-	assert_true(tx >= 0);
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-	                          .sin_port = htons(c.cfg.lines[0].port),
-	                          .sin_addr = c.cfg.lines[0].group};
+	struct sockaddr_in dst;
+	int tx = ft_line_a_tx(&c, &dst);
 	const struct uf_feed_stats *st = uf_feed_stats(c.feed);
 	for (int i = 0; i < 5; i++) {
 		uint8_t pkt[20 + 2 + 12] = {0};
@@ -888,14 +901,12 @@ static void test_feed_new_session_clears_stale_books(void **state)
 static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
 {
 	struct ft_case c = {0};
-	char err[256];
 	ft_config(&c.cfg, 8, 1);
 	c.cfg.backend = UF_BACKEND_IO_URING;
 	c.cfg.sqpoll_cpu = 4095; /* no such CPU: IORING_SETUP_SQ_AFF fails */
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
+	ft_create(&c);
 	assert_string_equal(uf_feed_backend_name(c.feed), "io_uring");
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_launch(&c);
 	ft_replay(&c, 8, 1, NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
 	assert_string_equal(uf_feed_backend_name(c.feed), "io_uring_nosqpoll");
@@ -910,11 +921,9 @@ static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
 static void test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing(void **state)
 {
 	struct ft_case c = {0};
-	char err[256];
 	ft_config(&c.cfg, 6, 1);
 	c.cfg.buffers.count = 64;
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
+	ft_create(&c);
 	/* Force the exhaustion instead of hoping the sender outruns the feed: the whole day
 	 * (2,792 datagrams a line, ~7 MB, inside the 16 MiB receive buffers) is sent and sits
 	 * in the sockets before the feed thread reaps a single completion, so 64 buffers run
@@ -924,7 +933,7 @@ static void test_feed_buffer_ring_exhaustion_rearms_and_loses_nothing(void **sta
 	ft_replay(&c, 6, 0, "--rate", "0", NULL);
 	assert_int_equal(ft_wait(c.replay, 20000), 0);
 	c.replay = 0;
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_launch(&c);
 	ft_expect_identical(&c);
 	assert_true(c.st.lines[0].rearms + c.st.lines[1].rearms > 0);
 	assert_true(c.st.lines[0].enobufs + c.st.lines[1].enobufs > 0);
@@ -964,12 +973,10 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 	ft_config(&c.cfg, 5, 1);
 	c.cfg.symbols = syms;
 	c.cfg.nsymbols = 2;
-	char err[256];
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
+	ft_create(&c);
 	c.cfg.symbols = NULL; /* the feed copied them */
 	c.cfg.nsymbols = 0;
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_launch(&c);
 	ft_replay(&c, 5, 1, NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
 	char *books = ft_ring_books(c.cfg.ring.name, NULL);
@@ -1190,9 +1197,8 @@ static void test_feed_late_consumer_handover_gives_identical_books(void **state)
 	}
 	c.cfg.recovery.server.sin_port = htons((uint16_t)(44000 + 10 * (int)FT_BACKEND + 5));
 	c.cfg.book.depth = UF_BOOK_MAX_DEPTH; /* the image holds whole books */
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_create(&c);
+	ft_launch(&c);
 	ft_replay(&c, 11, 1, "--rate", "40000", NULL); /* ~1.5 s: time to attach in the middle */
 	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
 	uint64_t end = uf_now_mono_ns() + (uint64_t)FT_DONE_TIMEOUT_MS * 1000000u;
@@ -1293,7 +1299,6 @@ static size_t ft_block(uint8_t *pkt, size_t off, const void *msg, uint16_t len)
 static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void **state)
 {
 	struct ft_case c = {0};
-	char err[256];
 	ft_config(&c.cfg, 12, 0);
 	for (int l = 0; l < 2; l++) {
 		char g[32];
@@ -1302,9 +1307,8 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 		c.cfg.lines[l].port = (uint16_t)(44500 + 10 * (int)FT_BACKEND + l);
 	}
 	c.cfg.buffers.size = 4096; /* the long packet is ~2.1 kB */
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_create(&c);
+	ft_launch(&c);
 	uint8_t sys[12] = {'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'O'}; /* system event */
 	uint8_t unknown[5] = {'z', 0, 0, 0, 0};
 	uint8_t shortadd[3] = {'A', 0, 0};
@@ -1323,11 +1327,8 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 		n2 = i == 140   ? ft_block(p2, n2, unknown, sizeof(unknown))
 		     : i == 145 ? ft_block(p2, n2, sys, 0)
 		                : ft_block(p2, n2, sys, sizeof(sys));
-	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
-	assert_true(tx >= 0);
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-	                          .sin_port = htons(c.cfg.lines[0].port),
-	                          .sin_addr = c.cfg.lines[0].group};
+	struct sockaddr_in dst;
+	int tx = ft_line_a_tx(&c, &dst);
 	struct timespec idle = {0, 50000000};
 	nanosleep(&idle, NULL); /* the feed thread is polling */
 	assert_int_equal(sendto(tx, p1, n1, 0, (struct sockaddr *)&dst, sizeof(dst)), (ssize_t)n1);
@@ -1428,7 +1429,6 @@ static uint16_t ft_msg_add(uint8_t *m, uint16_t locate, uint64_t ref, uint8_t si
 static void test_feed_symbol_filter_keeps_every_doubt(void **state)
 {
 	struct ft_case c = {0};
-	char err[256];
 	char syms[4][9] = {"AAA", "BBB", "EEE", "FFF"};
 	ft_config(&c.cfg, 15, 0);
 	for (int l = 0; l < 2; l++) {
@@ -1439,11 +1439,10 @@ static void test_feed_symbol_filter_keeps_every_doubt(void **state)
 	}
 	c.cfg.symbols = syms;
 	c.cfg.nsymbols = 4;
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
+	ft_create(&c);
 	c.cfg.symbols = NULL; /* the feed copied them */
 	c.cfg.nsymbols = 0;
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_launch(&c);
 	static uint8_t p[1024];
 	uint8_t m[40];
 	const uint8_t undecodable6[5] = {'z', 0, 6, 0, 0}, undecodable1[5] = {'z', 0, 1, 0, 0};
@@ -1468,11 +1467,8 @@ static void test_feed_symbol_filter_keeps_every_doubt(void **state)
 	n = ft_block(p, n, undecodable1, sizeof(undecodable1)); /* seq 13 */
 	n = ft_block(p, n, undecodable3, sizeof(undecodable3)); /* seq 14 */
 	n = ft_block(p, n, sys, sizeof(sys));                   /* seq 15 */
-	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
-	assert_true(tx >= 0);
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-	                          .sin_port = htons(c.cfg.lines[0].port),
-	                          .sin_addr = c.cfg.lines[0].group};
+	struct sockaddr_in dst;
+	int tx = ft_line_a_tx(&c, &dst);
 	/* Until the feed thread polls, a datagram may go nowhere: resend until it was taken. */
 	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
 	uint64_t end = uf_now_mono_ns() + 5000000000ull;
@@ -1593,7 +1589,6 @@ static void ft_send_sys(struct ft_case *c, int tx, int l, uint64_t seq, uint8_t 
 static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void **state)
 {
 	struct ft_case c = {0};
-	char err[256];
 	ft_config(&c.cfg, 13, 0);
 	for (int l = 0; l < 2; l++) {
 		char g[32];
@@ -1602,11 +1597,9 @@ static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void *
 		c.cfg.lines[l].port = (uint16_t)(44700 + 10 * (int)FT_BACKEND + l);
 		inet_pton(AF_INET, "127.0.0.1", &c.cfg.lines[l].source);
 	}
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
-	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
-	assert_true(tx >= 0);
+	ft_create(&c);
+	ft_launch(&c);
+	int tx = ft_line_a_tx(&c, NULL);
 	int foreign = socket(AF_INET, SOCK_DGRAM, 0);
 	assert_true(foreign >= 0);
 	struct sockaddr_in fa = {.sin_family = AF_INET};
@@ -1659,7 +1652,6 @@ static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void *
 static void test_feed_counts_datagrams_the_host_dropped(void **state)
 {
 	struct ft_case c = {0};
-	char err[256];
 	ft_config(&c.cfg, 13, 0);
 	for (int l = 0; l < 2; l++) {
 		char g[32];
@@ -1667,13 +1659,9 @@ static void test_feed_counts_datagrams_the_host_dropped(void **state)
 		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
 		c.cfg.lines[l].port = (uint16_t)(44600 + 10 * (int)FT_BACKEND + l);
 	}
-	if (uf_feed_create(&c.cfg, &c.feed, err, sizeof(err)) < 0)
-		fail_msg("uf_feed_create: %s", err);
-	int tx = uf_mcast_open_tx(c.cfg.lines[0].interface, 1, err, sizeof(err));
-	assert_true(tx >= 0);
-	struct sockaddr_in dst = {.sin_family = AF_INET,
-	                          .sin_port = htons(c.cfg.lines[0].port),
-	                          .sin_addr = c.cfg.lines[0].group};
+	ft_create(&c);
+	struct sockaddr_in dst;
+	int tx = ft_line_a_tx(&c, &dst);
 	static uint8_t junk[1000]; /* not MoldUDP64: counted malformed, nothing else */
 	memset(junk, 'x', sizeof(junk));
 	const uint64_t sent = 40000; /* ~40 MB of payload: more than the socket's 32 MB */
@@ -1683,7 +1671,7 @@ static void test_feed_counts_datagrams_the_host_dropped(void **state)
 		    sendto(tx, junk, sizeof(junk), 0, (struct sockaddr *)&dst, sizeof(dst)),
 		    (ssize_t)sizeof(junk));
 	close(tx);
-	assert_int_equal(pthread_create(&c.thr, NULL, ft_feed_thread, &c), 0);
+	ft_launch(&c);
 	const struct uf_feed_stats *s = uf_feed_stats(c.feed);
 	uint64_t end = uf_now_mono_ns() + 10000000000ull, last = UINT64_MAX;
 	for (;;) { /* until the queue is drained: no new packet for 300 ms */
