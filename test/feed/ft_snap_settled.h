@@ -4,13 +4,15 @@
  * books (snapshot.reload_uncertain) ran out. An honest load whose End of Snapshot the live
  * orders place only within a range flags books (docs/snapshot.md "Trust"); the feed then loads
  * again, and the next End almost always lands where nothing is uncertain. Only after the last
- * re-load may books stay flagged, and at most as many as the loads flagged. Self-contained
- * (the daemon tests read the same numbers from /status). */
+ * re-load may books stay flagged, and at most as many as the loads flagged. Self-contained:
+ * an in-process feed is read from its counters, a daemon from its /status. */
 #ifndef FT_SNAP_SETTLED_H
 #define FT_SNAP_SETTLED_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/uf_atomic.h"
@@ -77,6 +79,53 @@ static inline struct ft_snap_settle ft_snap_settle_of(const struct uf_feed_stats
 	struct ft_snap_settle s = {uf_load_relaxed_u64(&st->snapshot_reloads),
 	                           uf_load_relaxed_u64(&st->snapshot_uncertain_books), reload_max};
 	return s;
+}
+
+/* A feed counter of the first feed in a daemon's /status body ("name": value), or -1. */
+static inline long long ft_snap_status_u64(const char *status, const char *name)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "\"%s\"", name);
+	const char *p = status ? strstr(status, key) : NULL;
+	if (!p)
+		return -1;
+	p += strlen(key);
+	while (*p == ' ' || *p == ':')
+		p++;
+	return *p >= '0' && *p <= '9' ? strtoll(p, NULL, 10) : -1;
+}
+
+/* A daemon: polls `get` (its /status body, NULL when it could not be read) until the first
+ * feed loaded or gave up a snapshot and none is running or due (bounded by `ms`); the rule's
+ * numbers into *out (the daemon's snapshot.reload_uncertain: `reload_max`). 0, or -1 on time
+ * out. */
+static inline int ft_snap_wait_settled_status(const char *(*get)(void *ctx), void *ctx,
+                                              uint32_t reload_max, int ms,
+                                              struct ft_snap_settle *out)
+{
+	uint64_t end = uf_now_mono_ns() + (uint64_t)ms * 1000000u;
+	for (;;) {
+		const char *st = get(ctx);
+		long long done = ft_snap_status_u64(st, "snapshots_loaded") +
+		                 ft_snap_status_u64(st, "snapshot_failures");
+		long long pending = ft_snap_status_u64(st, "snapshot_pending");
+		if (done > 0 && pending == 0) {
+			out->reloads = (uint64_t)ft_snap_status_u64(st, "snapshot_reloads");
+			out->uncertain_books =
+			    (uint64_t)ft_snap_status_u64(st, "snapshot_uncertain_books");
+			out->reload_max = reload_max;
+			return 0;
+		}
+		if (uf_now_mono_ns() > end) {
+			fprintf(stderr,
+			        "waited %d ms for the daemon's snapshot to settle: done %lld, "
+			        "pending %lld\n",
+			        ms, done, pending);
+			return -1;
+		}
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 #endif /* FT_SNAP_SETTLED_H */
