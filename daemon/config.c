@@ -306,10 +306,10 @@ static int parse_lines(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
  * to re-request loads the state of the day from (feed/snapshot.h). Needs no "recovery". */
 static int parse_snapshot(struct uf_cj *c, json_t *feed, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {"server",         "username",    "password",
-	                                   "session",        "on_start",    "max_gap_messages",
-	                                   "max_gap_age_ms", "timeout_ms",  "buffer_packets",
-	                                   "max_lead",       "max_hold_ms", NULL};
+	static const char *const keys[] = {
+	    "server",           "username",         "password",   "session",        "on_start",
+	    "max_gap_messages", "max_gap_age_ms",   "timeout_ms", "buffer_packets", "max_lead",
+	    "max_hold_ms",      "reload_uncertain", NULL};
 	json_t *js;
 	int64_t gap, lead;
 	int r;
@@ -340,7 +340,10 @@ static int parse_snapshot(struct uf_cj *c, json_t *feed, struct uf_feed_config *
 	    (r = uf_cj_int(c, js, "max_lead", 1, 1000000000, UF_CFG_DEFAULT_SNAPSHOT_MAX_LEAD,
 	                   &lead)) ||
 	    (r = uf_cj_u32(c, js, "max_hold_ms", 1, 3600000, UF_CFG_DEFAULT_SNAPSHOT_MAX_HOLD_MS,
-	                   &f->snapshot.max_hold_ms)))
+	                   &f->snapshot.max_hold_ms)) ||
+	    (r = uf_cj_u32(c, js, "reload_uncertain", 0, 100,
+	                   UF_CFG_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN,
+	                   &f->snapshot.reload_uncertain)))
 		goto out;
 	f->snapshot.max_gap_messages = (uint64_t)gap;
 	f->snapshot.max_lead = (uint64_t)lead;
@@ -1106,7 +1109,8 @@ int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
 	    !UF_SAME_STR(snapshot.session) || !UF_SAME(snapshot.on_start) ||
 	    !UF_SAME(snapshot.max_gap_messages) || !UF_SAME(snapshot.max_gap_age_ms) ||
 	    !UF_SAME(snapshot.timeout_ms) || !UF_SAME(snapshot.buffer_packets) ||
-	    !UF_SAME(snapshot.max_lead) || !UF_SAME(snapshot.max_hold_ms))
+	    !UF_SAME(snapshot.max_lead) || !UF_SAME(snapshot.max_hold_ms) ||
+	    !UF_SAME(snapshot.reload_uncertain))
 		return 0;
 	if (!UF_SAME(capture.enabled) || !UF_SAME_STR(capture.dir) || !UF_SAME(capture.rotate_mb) ||
 	    !UF_SAME(capture.max_total_bytes) || !UF_SAME(capture.buffer_mb))

@@ -67,13 +67,15 @@ void uf_feed_config_defaults(struct uf_feed_config *cfg)
 	cfg->cpu = UF_FEED_DEFAULT_CPU;
 	cfg->sqpoll_cpu = UF_FEED_DEFAULT_CPU;
 	cfg->numa_node = UF_FEED_DEFAULT_NUMA_NODE;
-	/* The defaults a 0 cannot stand for: 0 retries, no wait, no snapshot at start and
-	 * "never" for the snapshot triggers are values of their own. */
+	/* The defaults a 0 cannot stand for: 0 retries, no wait, no snapshot at start,
+	 * "never" for the snapshot triggers and no re-load of uncertain books are values of
+	 * their own. */
 	cfg->recovery.retries = UF_FEED_DEFAULT_RECOVERY_RETRIES;
 	cfg->recovery.wait_ms = UF_FEED_DEFAULT_RECOVERY_WAIT_MS;
 	cfg->recovery.wait_packets = UF_FEED_DEFAULT_RECOVERY_WAIT_PACKETS;
 	cfg->snapshot.on_start = UF_FEED_DEFAULT_SNAPSHOT_ON_START;
 	cfg->snapshot.max_gap_messages = UF_FEED_DEFAULT_SNAPSHOT_MAX_GAP_MESSAGES;
 	cfg->snapshot.max_gap_age_ms = UF_FEED_DEFAULT_SNAPSHOT_MAX_GAP_AGE_MS;
+	cfg->snapshot.reload_uncertain = UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN;
 	uf_feed_config_resolve(cfg);
 }

@@ -55,13 +55,14 @@ struct uf_feed {
 };
 
 /* 1 when the snapshot state machine has something to do this loop turn: a snapshot loads or
- * waits for the live session, a hole is open (size and age triggers), or a gap was given up
- * (the books are stale). Cheap: loads only. */
+ * waits for the live session, one is due (books known wrong, or flagged uncertain with a
+ * re-load left), a hole is open (size and age triggers), or a gap was given up (the books are
+ * stale). Cheap: loads only. */
 static inline int uf_feed_snapshot_due(const struct uf_feed *f)
 {
 	return f->snap.enabled &&
-	       (f->snap.state != UF_SNAP_IDLE || f->snap.want || uf_arb_gap_open(&f->arb) ||
-	        f->stats.gaps_unrecovered != f->snap.unrecovered_seen);
+	       (f->snap.state != UF_SNAP_IDLE || f->snap.want || f->snap.reload ||
+	        uf_arb_gap_open(&f->arb) || f->stats.gaps_unrecovered != f->snap.unrecovered_seen);
 }
 
 /* pipeline.c: the arbiter's callbacks into the pipeline (uf_feed_create hands them over). */

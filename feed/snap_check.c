@@ -10,6 +10,53 @@
 #include "feed/feed_log.h"
 #include "feed/snapshot.h"
 
+/* The walk over the live messages buffered while the snapshot loaded, in sequence order and
+ * each sequence once (the B copy of what A delivered, a packet overlapping one walked, are
+ * skipped): what both checks below read, so they judge the same messages. Cold. */
+struct uf_snap_msgs {
+	const struct uf_proto *pr;   /* the venue's framing opens the packets */
+	const struct uf_snap_buf *b; /* the buffer, b->order sorted by uf_snap_msgs_init */
+	uint32_t i;                  /* next packet, in b->order */
+	int open;                    /* f and it hold the packet being walked */
+	struct uf_frame f;           /* that packet */
+	struct uf_frame_iter it;     /* its messages */
+	uint64_t next;               /* sequence after the last message handed out (0: none) */
+};
+
+static void uf_snap_msgs_init(struct uf_snap_msgs *w, struct uf_snapshot *s)
+{
+	memset(w, 0, sizeof(*w));
+	w->pr = s->proto;
+	w->b = &s->buf;
+	uf_snap_buf_sort(&s->buf);
+}
+
+/* The next message not walked yet into *m, and into *prev the sequence the walk expected
+ * before it (0 for the first message; m->seq > *prev: a hole). 1, or 0 at the end. */
+static int uf_snap_msgs_next(struct uf_snap_msgs *w, struct uf_frame_msg *m, uint64_t *prev)
+{
+	for (;;) {
+		while (!w->open) {
+			if (w->i >= w->b->n)
+				return 0;
+			const struct uf_snap_pkt *p = &w->b->pkts[w->b->order[w->i++]];
+			if (w->pr->framing->open(&w->f, p->data, p->len) != UF_FRAME_DATA)
+				continue;
+			w->pr->framing->iter_init(&w->it, &w->f);
+			w->open = 1;
+		}
+		if (!w->pr->framing->iter_next(&w->it, m)) {
+			w->open = 0;
+			continue;
+		}
+		if (w->next && m->seq < w->next)
+			continue; /* a copy of what the walk saw */
+		*prev = w->next;
+		w->next = m->seq + 1;
+		return 1;
+	}
+}
+
 struct uf_snap_ref {
 	uint64_t ref; /* order reference */
 	uint64_t seq; /* the live message that named it */
@@ -88,7 +135,6 @@ int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t w
 	const struct uf_proto *pr = s->proto;
 	struct uf_snap_buf *b = &s->buf;
 	struct uf_snap_walk *w;
-	uint64_t next = 0;
 	int rc = 0;
 	if (!pr->order_refs || !pr->order_held || b->n == 0)
 		return 0;
@@ -96,42 +142,33 @@ int uf_snap_check_orders(struct uf_snapshot *s, uint64_t n, char *what, size_t w
 	if (!w)
 		return 0; /* unchecked, as without the hooks */
 	w->after_ok = 1;
-	uf_snap_buf_sort(b);
-	for (uint32_t i = 0; i < b->n && rc == 0; i++) {
-		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
-		struct uf_frame f;
-		struct uf_frame_iter it;
-		struct uf_frame_msg m;
-		if (pr->framing->open(&f, p->data, p->len) != UF_FRAME_DATA)
-			continue;
-		pr->framing->iter_init(&it, &f);
-		while (rc == 0 && pr->framing->iter_next(&it, &m)) {
-			if (next && m.seq < next)
-				continue; /* a copy of what the walk saw */
-			uint64_t from = next ? next : m.seq;
-			if (m.seq > from && from < n)
-				w->np = 0; /* a hole before N: the adds before it are unknowable */
-			if ((m.seq > from || !next) && m.seq > n)
-				w->after_ok = 0; /* a hole at or after N */
-			next = m.seq + 1;
-			struct uf_proto_ref r[2];
-			uint32_t inst = 0;
-			int k = pr->order_refs(m.msg, m.len, r, &inst);
-			for (int j = 0; j < k && j < 2 && rc == 0; j++) {
-				const char *bad = uf_snap_judge(s, w, m.seq, n, r[j].ref, r[j].op);
-				if (bad) {
-					int o = snprintf(
-					    what, wlen, "live message %llu (End of Snapshot %llu) ",
-					    (unsigned long long)m.seq, (unsigned long long)n);
-					if (o > 0 && (size_t)o < wlen)
-						snprintf(what + o, wlen - (size_t)o, bad,
-						         (unsigned long long)r[j].ref);
-					rc = -1;
-				}
+	struct uf_snap_msgs walk;
+	struct uf_frame_msg m;
+	uint64_t prev;
+	uf_snap_msgs_init(&walk, s);
+	while (rc == 0 && uf_snap_msgs_next(&walk, &m, &prev)) {
+		uint64_t from = prev ? prev : m.seq;
+		if (m.seq > from && from < n)
+			w->np = 0; /* a hole before N: the adds before it are unknowable */
+		if ((m.seq > from || !prev) && m.seq > n)
+			w->after_ok = 0; /* a hole at or after N */
+		struct uf_proto_ref r[2];
+		uint32_t inst = 0;
+		int k = pr->order_refs(m.msg, m.len, r, &inst);
+		for (int j = 0; j < k && j < 2 && rc == 0; j++) {
+			const char *bad = uf_snap_judge(s, w, m.seq, n, r[j].ref, r[j].op);
+			if (bad) {
+				int o = snprintf(what, wlen,
+				                 "live message %llu (End of Snapshot %llu) ",
+				                 (unsigned long long)m.seq, (unsigned long long)n);
+				if (o > 0 && (size_t)o < wlen)
+					snprintf(what + o, wlen - (size_t)o, bad,
+					         (unsigned long long)r[j].ref);
+				rc = -1;
 			}
 		}
 	}
-	if (next < n)
+	if (walk.next < n)
 		w->np = 0; /* the walk stops short of N: what it did not see may end them */
 	for (uint32_t i = 0; i < w->np && rc == 0; i++)
 		if (!pr->order_held(s->step, w->pend[i].ref)) {
@@ -286,52 +323,41 @@ int uf_snap_bracket(struct uf_snapshot *s, uint64_t n, char *what, size_t wlen)
 	struct uf_snap_ev *ev = NULL;
 	uint32_t nev = 0, cap = 0;
 	uint64_t next = 0, rs = 0;
-	int rc = 0, stop = 0;
+	int rc = 0;
 	s->nunc = 0;
 	s->unc_all = 0;
 	if (!pr->order_refs || !pr->order_held || b->n == 0)
 		return 0;
-	uf_snap_buf_sort(b);
-	for (uint32_t i = 0; i < b->n && !stop; i++) {
-		const struct uf_snap_pkt *p = &b->pkts[b->order[i]];
-		struct uf_frame f;
-		struct uf_frame_iter it;
-		struct uf_frame_msg m;
-		if (pr->framing->open(&f, p->data, p->len) != UF_FRAME_DATA)
-			continue;
-		pr->framing->iter_init(&it, &f);
-		while (!stop && pr->framing->iter_next(&it, &m)) {
-			if (next && m.seq < next)
-				continue; /* a copy of what the walk saw */
-			if (!next) {
-				rs = m.seq;
-			} else if (m.seq > next) { /* a hole [next, m.seq) */
-				if (next >= n || m.seq > n) {
-					stop =
-					    1; /* the run holding N ended (or N is in the hole) */
-					break;
+	struct uf_snap_msgs walk;
+	struct uf_frame_msg m;
+	uint64_t prev;
+	uf_snap_msgs_init(&walk, s);
+	while (uf_snap_msgs_next(&walk, &m, &prev)) {
+		if (!prev) {
+			rs = m.seq;
+		} else if (m.seq > prev) { /* a hole [prev, m.seq) */
+			if (prev >= n || m.seq > n)
+				break; /* the run holding N ended (or N is in the hole) */
+			nev = 0;       /* before N: the run starts again after it */
+			rs = m.seq;
+		}
+		next = m.seq + 1;
+		struct uf_proto_ref r[2];
+		uint32_t inst = 0;
+		int k = pr->order_refs(m.msg, m.len, r, &inst);
+		for (int j = 0; j < k && j < 2; j++) {
+			if (nev == cap) {
+				uint32_t nc = cap ? cap * 2 : 4096;
+				struct uf_snap_ev *x = realloc(ev, nc * sizeof(*ev));
+				if (!x) {
+					free(ev);
+					return 0; /* unchecked, as without the hooks */
 				}
-				nev = 0; /* before N: the run starts again after it */
-				rs = m.seq;
+				ev = x;
+				cap = nc;
 			}
-			next = m.seq + 1;
-			struct uf_proto_ref r[2];
-			uint32_t inst = 0;
-			int k = pr->order_refs(m.msg, m.len, r, &inst);
-			for (int j = 0; j < k && j < 2; j++) {
-				if (nev == cap) {
-					uint32_t nc = cap ? cap * 2 : 4096;
-					struct uf_snap_ev *x = realloc(ev, nc * sizeof(*ev));
-					if (!x) {
-						free(ev);
-						return 0; /* unchecked, as without the hooks */
-					}
-					ev = x;
-					cap = nc;
-				}
-				ev[nev++] = (struct uf_snap_ev){m.seq, r[j].ref, r[j].shares,
-				                                inst,  r[j].op,  0};
-			}
+			ev[nev++] =
+			    (struct uf_snap_ev){m.seq, r[j].ref, r[j].shares, inst, r[j].op, 0};
 		}
 	}
 	if (next == 0 || rs > n || next < n || nev == 0) {

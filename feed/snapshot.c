@@ -422,6 +422,42 @@ static void uf_snap_replay(struct uf_snapshot *s)
 	uf_snap_buf_clear(b);
 }
 
+/* snapshot_pending: 1 while an attempt runs (or waits for the first live packet) or one is
+ * due because the books are known wrong (want) or flagged uncertain with a re-load left
+ * (reload). What a reader polls to know the books are settled; set at every transition. */
+static void uf_snap_note_pending(struct uf_snapshot *s)
+{
+	int p = s->state != UF_SNAP_IDLE || s->want || s->reload;
+	uf_store_relaxed_u64(&s->st->snapshot_pending, (uint64_t)p);
+}
+
+/* After an attempt that was a re-load of uncertain books ends, or a load flags some: one
+ * more re-load while the bound allows, else the flagged books stay stale until the next
+ * RESET (said once per run of re-loads). `flagged`: the books are flagged now. */
+static void uf_snap_plan_reload(struct uf_snapshot *s, int flagged)
+{
+	s->reloading = 0;
+	if (!flagged) {
+		s->reloads = 0;
+		s->reload = 0;
+		return;
+	}
+	if (s->reloads < s->reload_max) {
+		s->reload = 1;
+		uf_feed_log_info("feed %s: loading a snapshot again in %u ms to rebuild the books "
+		                 "flagged uncertain (re-load %u of %u)",
+		                 s->name, UF_SNAP_RETRY_MIN_MS, s->reloads + 1, s->reload_max);
+		return;
+	}
+	s->reload = 0;
+	if (s->reload_max)
+		uf_feed_log_warn("feed %s: %u re-loads did not place End of Snapshot exactly: the "
+		                 "flagged books stay stale until the next RESET (new session or "
+		                 "snapshot)",
+		                 s->name, s->reloads);
+	s->reloads = 0; /* a later load (a gap, a new day) gets its own re-loads */
+}
+
 static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 {
 	struct uf_soup_client_cb cb = {uf_snap_on_message, uf_snap_on_event, s};
@@ -430,6 +466,9 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 		uf_stat_add(&s->st->snapshot_failures, 1);
 		uf_store_relaxed_u64(&s->st->snapshot_last_failure, UF_SNAP_WHY_CLIENT);
 		s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
+		if (s->reloading) /* as an attempt that failed before touching the books */
+			uf_snap_plan_reload(s, 1);
+		uf_snap_note_pending(s);
 		return;
 	}
 	uf_feed_log_info("feed %s: loading a snapshot (%s)", s->name, why);
@@ -443,6 +482,7 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 	s->msgs = 0;
 	uf_snap_buf_clear(&s->buf);
 	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 1);
+	uf_snap_note_pending(s);
 }
 
 static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why why)
@@ -462,6 +502,10 @@ static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why w
 		if (s->arb->have_session && s->arb->expected > 1)
 			s->step->gap(s->step->owner, 1, s->arb->expected - 1);
 		s->want = 1; /* the books are known wrong: try again after the back-off */
+	} else if (s->reloading) {
+		/* A re-load that never touched the books: they are still the last load's, its
+		 * uncertain ones flagged; another re-load after the back-off, while allowed. */
+		uf_snap_plan_reload(s, 1);
 	}
 	/* The stream goes on without a snapshot: recovery (or give-up) as if none existed. */
 	s->state = UF_SNAP_IDLE;
@@ -470,18 +514,20 @@ static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why w
 	s->retry_ms =
 	    s->retry_ms * 2 > UF_SNAP_RETRY_MAX_MS ? UF_SNAP_RETRY_MAX_MS : s->retry_ms * 2;
 	s->unrecovered_seen = s->st->gaps_unrecovered; /* gaps of a failed attempt: retry_ns */
+	uf_snap_note_pending(s);
 }
 
 /* The books of the messages the orders could not place on either side of End of Snapshot
  * (uf_snap_bracket) are flagged stale, after the snapshot's records and before the live
  * stream: one UF_REC_STALE each (UF_STALE_SNAPSHOT). They stay stale until the books are
- * rebuilt (the next RESET: a new session, or a later snapshot). */
-static void uf_snap_flag_uncertain(struct uf_snapshot *s)
+ * rebuilt (the next RESET: a new session, or a later snapshot: uf_snap_merge asks for one,
+ * at most snapshot.reload_uncertain times in a row). Returns 1 when it flagged any. */
+static int uf_snap_flag_uncertain(struct uf_snapshot *s)
 {
 	struct uf_pub_step *st = s->step;
 	uint32_t n = s->unc_all ? 1 : s->nunc;
 	if (n == 0)
-		return;
+		return 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (st->nrec + 1 > st->rec_cap)
 			st->flush(st->owner);
@@ -499,13 +545,14 @@ static void uf_snap_flag_uncertain(struct uf_snapshot *s)
 	                 (unsigned long long)s->unc_hi, n, s->unc_all ? ": every book" : "");
 	s->nunc = 0;
 	s->unc_all = 0;
+	return 1;
 }
 
 static void uf_snap_merge(struct uf_snapshot *s, uint64_t now)
 {
 	uf_snap_client_close(s);
 	s->step->flush(s->step->owner);
-	uf_snap_flag_uncertain(s);
+	int flagged = uf_snap_flag_uncertain(s);
 	uint64_t d = now - s->started_ns;
 	uf_stat_add(&s->st->snapshots_loaded, 1);
 	uf_stat_add(&s->st->snapshot_duration_ns, d);
@@ -516,16 +563,19 @@ static void uf_snap_merge(struct uf_snapshot *s, uint64_t now)
 	                 s->name, (unsigned long long)s->msgs, (unsigned long long)(d / 1000000u),
 	                 (unsigned long long)s->end_seq, s->buf.n);
 	s->want = 0;
+	uf_snap_plan_reload(s, flagged);
 	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
 	s->retry_ns = now + UF_SNAP_RETRY_MIN_MS * 1000000ull; /* at most one a second */
 	if (!s->buf.have_session && !s->arb->have_session) {
 		s->state = UF_SNAP_WAIT_LIVE; /* no line has named the session yet */
+		uf_snap_note_pending(s);
 		return;
 	}
 	s->state = UF_SNAP_IDLE;
 	uf_arb_resync(s->arb, s->buf.have_session ? s->buf.session : NULL, s->end_seq);
 	uf_snap_replay(s);
 	s->unrecovered_seen = s->st->gaps_unrecovered;
+	uf_snap_note_pending(s);
 }
 
 int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, uint64_t rx_ns,
@@ -557,6 +607,7 @@ int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, u
 		}
 		s->state = UF_SNAP_IDLE;
 		uf_arb_resync(s->arb, pkt->session, s->end_seq);
+		uf_snap_note_pending(s);
 		return 0;
 	}
 	if (src >= (unsigned)s->nlines)
@@ -604,6 +655,14 @@ void uf_feed_snapshot_step(struct uf_snapshot *s)
 		return;
 	if (s->want) {
 		uf_snap_start(s, now, "retry");
+		return;
+	}
+	if (s->reload) {
+		s->reload = 0;
+		s->reloading = 1;
+		s->reloads++;
+		uf_stat_add(&s->st->snapshot_reloads, 1);
+		uf_snap_start(s, now, "re-load: books flagged uncertain");
 		return;
 	}
 	if (s->st->gaps_unrecovered != s->unrecovered_seen) {
@@ -662,6 +721,7 @@ int uf_feed_snapshot_init(struct uf_snapshot *s, const struct uf_feed_config *cf
 	s->max_gap_age_ns = (uint64_t)cfg->snapshot.max_gap_age_ms * 1000000u;
 	s->max_lead = cfg->snapshot.max_lead;
 	s->max_hold_ns = (uint64_t)cfg->snapshot.max_hold_ms * 1000000u;
+	s->reload_max = cfg->snapshot.reload_uncertain;
 	s->retry_ms = UF_SNAP_RETRY_MIN_MS;
 	int rc = uf_snap_buf_init(&s->buf, cfg->snapshot.buffer_packets, cfg->buffers.size);
 	if (rc < 0)

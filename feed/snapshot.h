@@ -169,11 +169,19 @@ struct uf_snapshot {
 	int touched;                    /* this attempt reset the books */
 	int ended;                      /* End of Snapshot seen */
 	int want;                       /* load one at the next retry time (books known wrong) */
-	int overflow;                   /* the live buffer was full: give the attempt up */
-	enum uf_snap_why refuse;        /* a callback refused the load: fail the attempt so */
-	uint64_t max_lead;              /* snapshot.max_lead (messages) */
-	uint64_t max_hold_ns;           /* snapshot.max_hold_ms */
-	uint64_t shown_login;           /* what the lines showed at the last Login Accepted */
+	/* Re-loads to clear books flagged uncertain (uf_snap_flag_uncertain): an honest server's
+	 * next End of Snapshot usually falls where the live orders place it exactly, and the
+	 * flag would otherwise hold until the next RESET (all day, /ready 503). Bounded, so a
+	 * server whose End is never placed exactly is not asked for ever. */
+	uint32_t reload_max;     /* snapshot.reload_uncertain: re-loads in a row (0 = never) */
+	uint32_t reloads;        /* re-loads started since a load last ended certain */
+	int reload;              /* re-load at the next retry time (books flagged uncertain) */
+	int reloading;           /* the running attempt is such a re-load */
+	int overflow;            /* the live buffer was full: give the attempt up */
+	enum uf_snap_why refuse; /* a callback refused the load: fail the attempt so */
+	uint64_t max_lead;       /* snapshot.max_lead (messages) */
+	uint64_t max_hold_ns;    /* snapshot.max_hold_ms */
+	uint64_t shown_login;    /* what the lines showed at the last Login Accepted */
 	char login_session[UF_FRAME_SESSION_LEN]; /* that login's session */
 	uint64_t end_seq;                         /* End of Snapshot: next real-time sequence */
 	uint64_t ended_ns; /* when it came: the lines must confirm it within max_hold_ms */

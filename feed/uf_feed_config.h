@@ -82,14 +82,18 @@ struct uf_feed_config {
 		uint32_t max_gap_age_ms;   /* a hole open this long loads a snapshot; 0 = never;
 		                            * default 1000 */
 		uint32_t timeout_ms; /* one attempt, connect to End of Snapshot; default 10000 */
-		uint32_t buffer_packets; /* live packets buffered while loading, default 65536 */
-		uint64_t max_lead;       /* End of Snapshot may claim at most this many messages
-		                          * beyond what the lines showed (and at least what they
-		                          * showed at login less this many), else the load is
-		                          * refused; 0 = default 2000 */
-		uint32_t max_hold_ms;    /* live data is held at most this long by an attempt that
-		                          * has no working login (connecting, refused, closed,
-		                          * silent); 0 = default 2000 (at most timeout_ms) */
+		uint32_t buffer_packets;   /* live packets buffered while loading, default 65536 */
+		uint64_t max_lead;         /* End of Snapshot may claim at most this many messages
+		                            * beyond what the lines showed (and at least what they
+		                            * showed at login less this many), else the load is
+		                            * refused; 0 = default 2000 */
+		uint32_t max_hold_ms;      /* live data is held at most this long by an attempt that
+		                            * has no working login (connecting, refused, closed,
+		                            * silent); 0 = default 2000 (at most timeout_ms) */
+		uint32_t reload_uncertain; /* a load that flagged books uncertain (End of Snapshot
+		                            * placed only within a range) is followed by up to
+		                            * this many fresh loads to clear them; 0 = never;
+		                            * default 3 */
 	} snapshot;
 	struct {
 		uint64_t max_jump;     /* messages a line may jump ahead unconfirmed; 0 = default */
@@ -168,6 +172,7 @@ struct uf_feed_config {
 #define UF_FEED_DEFAULT_SNAPSHOT_BUFFER_PACKETS   65536
 #define UF_FEED_DEFAULT_SNAPSHOT_MAX_LEAD         2000
 #define UF_FEED_DEFAULT_SNAPSHOT_MAX_HOLD_MS      2000
+#define UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN 3
 #define UF_FEED_DEFAULT_BUFFERS_COUNT             4096
 #define UF_FEED_DEFAULT_BUFFERS_SIZE              2048
 #define UF_FEED_STAGE_EVERY_DEFAULT               16 /* stage_timing_every */
@@ -178,8 +183,9 @@ struct uf_feed_config {
  * else (no name, no lines, recovery and snapshot off, no symbol filter). An embedder starts
  * from this and sets what it wants; the daemon does the same before it reads a feed's JSON, so
  * both get the same engine. Where 0 is a value of its own (recovery.retries, wait_ms,
- * wait_packets, snapshot.on_start, max_gap_messages, max_gap_age_ms) only this function gives
- * the documented default: a config that was zeroed by hand keeps its 0. Cold. */
+ * wait_packets, snapshot.on_start, max_gap_messages, max_gap_age_ms, reload_uncertain) only
+ * this function gives the documented default: a config that was zeroed by hand keeps its 0.
+ * Cold. */
 void uf_feed_config_defaults(struct uf_feed_config *cfg);
 
 /* Replaces each field whose 0 is documented as "the default" (0 is no usable value there:

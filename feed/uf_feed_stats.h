@@ -180,6 +180,10 @@
 	X(snapshot_uncertain_books,                                                                \
 	  "books flagged stale at a snapshot load: a live message of theirs lies where the "       \
 	  "snapshot's orders cannot place End of Snapshot (partial execution, cancel)")            \
+	X(snapshot_reloads, "snapshot loads started again to clear books a load flagged "          \
+	                    "uncertain (at most snapshot.reload_uncertain in a row)")              \
+	X(snapshot_pending, "gauge: 1 while a snapshot loads or one is due (books known wrong, "   \
+	                    "or flagged uncertain and a re-load left): the books are not settled") \
 	X(snapshot_hold_expired, "snapshot attempts given up after snapshot.max_hold_ms without "  \
 	                         "a working login (the live data held is released)")               \
 	X(snapshot_connections_lost, "snapshot server connections lost or dropped during "         \

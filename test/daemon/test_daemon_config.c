@@ -68,7 +68,7 @@ static void assert_numbers(const char *const *keys, const int64_t *got, size_t n
 #define SNAPSHOT_NUMBERS(X)                                                                        \
 	X(snapshot.on_start) X(snapshot.max_gap_messages) X(snapshot.max_gap_age_ms)                \
 	X(snapshot.timeout_ms) X(snapshot.buffer_packets) X(snapshot.max_lead)                      \
-	X(snapshot.max_hold_ms)
+	X(snapshot.max_hold_ms) X(snapshot.reload_uncertain)
 /* clang-format on */
 #define NWANT(a)     (a), sizeof(a) / sizeof((a)[0])
 #define KEY_NAME(k)  #k,
@@ -324,6 +324,7 @@ static void test_config_symbols_file_must_be_a_nonempty_regular_file(void **stat
 	X(snapshot.password[0] = 'z') X(snapshot.session[0] = 'z') X(snapshot.on_start ^= 1)      \
 	X(snapshot.max_gap_messages++) X(snapshot.max_gap_age_ms++) X(snapshot.timeout_ms++)      \
 	X(snapshot.buffer_packets++) X(snapshot.max_lead++) X(snapshot.max_hold_ms++)              \
+	X(snapshot.reload_uncertain++)                                                             \
 	X(arbitration.max_jump++) X(arbitration.jump_confirm++)       \
 	X(arbitration.session_confirm++) X(arbitration.line_silent_ms++) X(ring.name[0] = 'z')    \
 	X(ring.capacity *= 2) X(ring.mode = 0640) X(ring.has_gid ^= 1) X(ring.gid++)              \
@@ -565,7 +566,7 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	assert_endpoint(&f->snapshot.server, "10.1.2.3", 4000);
 	assert_string_equal(f->snapshot.username, "u1");
 	assert_string_equal(f->snapshot.password, "pw");
-	static const int64_t snapD[] = {1, 50000, 1000, 10000, 65536, 2000, 2000};
+	static const int64_t snapD[] = {1, 50000, 1000, 10000, 65536, 2000, 2000, 3};
 	assert_snapshot(f, "", NWANT(snapD));
 	uf_config_free(&cfg);
 	assert_int_equal(
@@ -573,11 +574,12 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	        FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"abcdef\","
 	             "\"password\":\"0123456789\",\"session\":\"SESS000001\",\"on_start\":false,"
 	             "\"max_gap_messages\":0,\"max_gap_age_ms\":250,\"timeout_ms\":3000,"
-	             "\"buffer_packets\":1024,\"max_lead\":500,\"max_hold_ms\":700}"),
+	             "\"buffer_packets\":1024,\"max_lead\":500,\"max_hold_ms\":700,"
+	             "\"reload_uncertain\":0}"),
 	        &cfg, err, sizeof(err)),
 	    0);
 	f = &cfg.feeds[0];
-	static const int64_t snapW[] = {0, 0, 250, 3000, 1024, 500, 700};
+	static const int64_t snapW[] = {0, 0, 250, 3000, 1024, 500, 700, 0};
 	assert_snapshot(f, "SESS000001", NWANT(snapW));
 	uf_config_free(&cfg);
 	/* left out, the hold shrinks to a shorter attempt; given, it must fit in it */
@@ -594,6 +596,9 @@ static void test_config_snapshot_keys_parse_and_refuse(void **state)
 	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"u\","
 	                  "\"password\":\"p\",\"max_lead\":0}"),
 	             "feeds[0].snapshot.max_lead: 0 is out of range");
+	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"username\":\"u\","
+	                  "\"password\":\"p\",\"reload_uncertain\":101}"),
+	             "feeds[0].snapshot.reload_uncertain: 101 is out of range");
 	expect_error(FEED("\"snapshot\":{\"username\":\"u\",\"password\":\"p\"}"),
 	             "feeds[0].snapshot.server: missing required key");
 	expect_error(FEED("\"snapshot\":{\"server\":\"127.0.0.1:1\",\"password\":\"p\"}"),

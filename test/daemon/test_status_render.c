@@ -198,6 +198,9 @@ static void test_status_render_prometheus_every_counter(void **state)
 		snprintf(want, sizeof(want),                                                       \
 		         "uringfeed_snapshot_in_progress{feed=\"%s\"} %" PRIu64, fe[i],            \
 		         feed_val(i, k));                                                          \
+	else if (!strcmp(#field, "snapshot_pending"))                                              \
+		snprintf(want, sizeof(want), "uringfeed_snapshot_pending{feed=\"%s\"} %" PRIu64,   \
+		         fe[i], feed_val(i, k));                                                   \
 	else if (strncmp(#field, "capture_dropped_", 16) == 0)                                     \
 		snprintf(want, sizeof(want),                                                       \
 		         "uringfeed_capture_dropped_total{feed=\"%s\",reason=\"%s\"} %" PRIu64,    \

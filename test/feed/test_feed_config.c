@@ -53,6 +53,7 @@ static void test_defaults_write_every_documented_value(void **state)
 	assert_int_equal(c.snapshot.max_gap_age_ms, 1000);
 	assert_int_equal(c.snapshot.timeout_ms, 10000);
 	assert_int_equal(c.snapshot.buffer_packets, 65536);
+	assert_int_equal(c.snapshot.reload_uncertain, 3);
 	assert_int_equal(c.arbitration.max_jump, UF_ARB_MAX_JUMP);
 	assert_int_equal(c.arbitration.jump_confirm, UF_ARB_JUMP_CONFIRM);
 	assert_int_equal(c.arbitration.session_confirm, UF_ARB_SESSION_CONFIRM);

@@ -49,6 +49,12 @@ struct tt_server {
 	uint8_t *body;         /* the body's 'S' packets, built once */
 	size_t body_len;       /* their bytes */
 	long long body_msgs;   /* messages in it */
+	uint64_t end2;         /* nonzero: logins after the first get the state of 1 .. end2-1
+	                        * and 'G' = end2, honestly (a re-load that places N exactly) */
+	uint8_t *body2;        /* that body's 'S' packets */
+	size_t body2_len;      /* their bytes */
+	int gate;              /* 'G' of login i waits for released >= i (not for release) */
+	volatile int released; /* test -> server (gate): logins whose 'G' may go */
 	volatile int go_login; /* test -> server: answer logins (0: hold them) */
 	volatile int release;  /* test -> server: send 'G' after the body */
 	volatile int stop;     /* test -> server: close and end the thread */
@@ -104,7 +110,8 @@ static void tt_serve(struct tt_server *t, int fd)
 	int n = uf_soup_build_login_accepted(buf, t->session, 1);
 	if (n < 0 || ts_write_all(fd, buf, (size_t)n) < 0)
 		return;
-	t->logins++;
+	int nth = ++t->logins;
+	int again = t->end2 && nth > 1; /* the honest re-load */
 	if (t->mode == TT_ACCEPT_CLOSE)
 		return;
 	if (t->mode == TT_ACCEPT_JUNK) {
@@ -113,14 +120,21 @@ static void tt_serve(struct tt_server *t, int fd)
 		poll(&pfd, 1, 2000); /* the client drops the connection */
 		return;
 	}
-	if (ts_write_all(fd, t->body, t->body_len) < 0)
+	if (ts_write_all(fd, again ? t->body2 : t->body, again ? t->body2_len : t->body_len) < 0)
 		return;
 	t->bodies++;
-	if (tt_wait_flag(t, &t->release) < 0)
+	if (t->gate) {
+		uint64_t end = ts_now_ms() + TS_WAIT_MS;
+		while (t->released < nth && !t->stop && ts_now_ms() < end)
+			ts_nap();
+		if (t->released < nth || t->stop)
+			return;
+	} else if (tt_wait_flag(t, &t->release) < 0) {
 		return;
+	}
 	uint8_t g[UF_SOUP_HDR_LEN + 32];
-	int m = uf_glimpse_build_end_of_snapshot(g + UF_SOUP_HDR_LEN,
-	                                         (uint64_t)((int64_t)t->end_seq + t->lie));
+	int m = uf_glimpse_build_end_of_snapshot(
+	    g + UF_SOUP_HDR_LEN, again ? t->end2 : (uint64_t)((int64_t)t->end_seq + t->lie));
 	if (m < 0 || uf_soup_build_header(g, 'S', (size_t)m) < 0 ||
 	    ts_write_all(fd, g, UF_SOUP_HDR_LEN + (size_t)m) < 0)
 		return;
@@ -144,25 +158,43 @@ static void *tt_thread(void *arg)
 	return NULL;
 }
 
-static void tt_start(struct tt_server *t, enum tt_mode mode, uint64_t end_seq, int64_t lie)
+/* The 'S' packets of the state of messages 1 .. end_seq-1; returns its messages. */
+static long long tt_body(uint64_t end_seq, uint8_t **body, size_t *len)
+{
+	struct rp_snap_state *st;
+	assert_int_equal(rp_snap_state_create(&st), 0);
+	for (uint64_t s = 1; s < end_seq; s++)
+		rp_snap_state_apply(st, g_msg[s], g_len[s]);
+	struct tt_emit e = {0};
+	long long msgs = rp_snap_state_emit(st, tt_emit, &e);
+	rp_snap_state_destroy(st);
+	assert_true(msgs > 0);
+	*body = e.p;
+	*len = e.len;
+	return msgs;
+}
+
+/* end2 nonzero: logins after the first are answered honestly with End end2 (tt_server). */
+static void tt_start2(struct tt_server *t, enum tt_mode mode, uint64_t end_seq, int64_t lie,
+                      uint64_t end2)
 {
 	memset(t, 0, sizeof(*t));
 	t->mode = mode;
 	t->end_seq = end_seq;
 	t->lie = lie;
 	snprintf(t->session, sizeof(t->session), "%s", TS_SESSION);
-	struct rp_snap_state *st;
-	assert_int_equal(rp_snap_state_create(&st), 0);
-	for (uint64_t s = 1; s < end_seq; s++)
-		rp_snap_state_apply(st, g_msg[s], g_len[s]);
-	struct tt_emit e = {0};
-	t->body_msgs = rp_snap_state_emit(st, tt_emit, &e);
-	rp_snap_state_destroy(st);
-	assert_true(t->body_msgs > 0);
-	t->body = e.p;
-	t->body_len = e.len;
+	t->body_msgs = tt_body(end_seq, &t->body, &t->body_len);
+	if (end2) {
+		t->end2 = end2;
+		(void)tt_body(end2, &t->body2, &t->body2_len);
+	}
 	t->lfd = ts_tcp_bound(&t->port, 1);
 	assert_int_equal(pthread_create(&t->thr, NULL, tt_thread, t), 0);
+}
+
+static void tt_start(struct tt_server *t, enum tt_mode mode, uint64_t end_seq, int64_t lie)
+{
+	tt_start2(t, mode, end_seq, lie, 0);
 }
 
 /* Ends the server; later connections are refused. */
@@ -176,6 +208,8 @@ static void tt_stop(struct tt_server *t)
 	t->lfd = -1;
 	free(t->body);
 	t->body = NULL;
+	free(t->body2);
+	t->body2 = NULL;
 }
 
 /* ---- books: each equal to the file's or flagged stale ---- */
@@ -261,11 +295,14 @@ static void tt_wait_lines(struct ts_case *c, uint64_t n)
 
 /* Runs 1..3000 live, a hole 3001..5999 too large to re-request (the snapshot starts), lines
  * up to K-1, then the login (so the lines showed K at login), the body, the lines K ..
- * K+TT_LIVE-1 (and tt_spoof_seq), then 'G' = K + lie (K: t->end_seq). Returns the packets per line
- * sent so far. */
-static uint64_t tt_to_end_of_snapshot(struct ts_case *c, struct tt_server *t, int sc)
+ * K+TT_LIVE-1 (and tt_spoof_seq), then 'G' = K + lie (K: t->end_seq). The feed re-loads books
+ * a load flagged uncertain up to `reload_uncertain` times. Returns the packets per line sent so
+ * far. */
+static uint64_t tt_to_end_of_snapshot(struct ts_case *c, struct tt_server *t, int sc,
+                                      uint32_t reload_uncertain)
 {
 	ts_config(&c->cfg, sc, t->port);
+	c->cfg.snapshot.reload_uncertain = reload_uncertain;
 	c->cfg.snapshot.on_start = 0;
 	c->cfg.snapshot.max_gap_messages = 1000;
 	c->cfg.snapshot.max_hold_ms = 3000; /* the login is held until the lines are counted */
@@ -307,7 +344,7 @@ static void tt_refused(int sc, int64_t lie, enum uf_snap_why why, size_t counter
 	struct ts_case c;
 	struct tt_server t;
 	tt_start(&t, TT_FULL, TT_K, lie);
-	tt_to_end_of_snapshot(&c, &t, sc);
+	tt_to_end_of_snapshot(&c, &t, sc, UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN);
 	const uint64_t *refused = (const uint64_t *)(const void *)((const char *)c.s + counter);
 	assert_int_equal(ts_wait_ge(refused, 1, TS_WAIT_MS), 0);
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 1, TS_WAIT_MS), 0);
@@ -358,7 +395,7 @@ static void tt_off_by(int sc, int64_t lie)
 	struct ts_case c;
 	struct tt_server t;
 	tt_start(&t, TT_FULL, TT_K, lie);
-	tt_to_end_of_snapshot(&c, &t, sc);
+	tt_to_end_of_snapshot(&c, &t, sc, 0); /* the rule itself: no re-load (tested below) */
 	uint64_t end = ts_now_ms() + TS_WAIT_MS;
 	while (!uf_load_relaxed_u64(&c.s->snapshots_loaded) &&
 	       !uf_load_relaxed_u64(&c.s->snapshot_failures) && ts_now_ms() < end)
@@ -396,7 +433,7 @@ static void test_snapshot_true_end_loads_exact_books(void **state)
 	struct ts_case c;
 	struct tt_server t;
 	tt_start(&t, TT_FULL, TT_K, 0);
-	tt_to_end_of_snapshot(&c, &t, 5);
+	tt_to_end_of_snapshot(&c, &t, 5, UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN);
 	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, 1, TS_WAIT_MS), 0);
 	struct tt_books b;
 	tt_finish(&c, &t, &b);
@@ -498,7 +535,7 @@ static void tt_off_by_partial(int sc, int64_t lie)
 	struct ts_case c;
 	struct tt_server t;
 	tt_start(&t, TT_FULL, k, lie);
-	tt_to_end_of_snapshot(&c, &t, sc);
+	tt_to_end_of_snapshot(&c, &t, sc, 0); /* the rule itself: no re-load (tested below) */
 	uint64_t end = ts_now_ms() + TS_WAIT_MS;
 	while (!uf_load_relaxed_u64(&c.s->snapshots_loaded) &&
 	       !uf_load_relaxed_u64(&c.s->snapshot_failures) && ts_now_ms() < end)
@@ -543,7 +580,7 @@ static void test_snapshot_end_vouched_by_one_spoofed_packet_is_refused(void **st
 	struct tt_server t;
 	tt_start(&t, TT_FULL, TT_K, 5000);
 	tt_spoof_seq = TT_K + 5000;
-	tt_to_end_of_snapshot(&c, &t, 12);
+	tt_to_end_of_snapshot(&c, &t, 12, UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN);
 	tt_spoof_seq = 0;
 	assert_int_equal(ts_wait_ge(&c.s->snapshot_failures, 1, TS_WAIT_MS), 0);
 	struct uf_feed_stats st;
@@ -560,6 +597,96 @@ static void test_snapshot_end_vouched_by_one_spoofed_packet_is_refused(void **st
 	tt_finish(&c, &t, &b);
 	assert_int_equal(b.wrong, 0);
 	assert_true(b.stale > 0);
+	ts_end(&c);
+}
+
+/* ---- the re-load of books a load flagged uncertain (snapshot.reload_uncertain) ---- */
+
+/* The first login's End is one ahead over a partial execution (tt_find_partial): that load
+ * flags the book it cannot place. A second later the feed loads again; that login is answered
+ * honestly where the lines are (End k + TT_LIVE, nothing around it to doubt): the doubt is
+ * cleared, one re-load, and every book ends the file's, none flagged. */
+static void test_snapshot_reload_clears_books_flagged_uncertain(void **state)
+{
+	(void)state;
+	uint64_t k = tt_find_partial(1);
+	assert_true(k != 0);
+	struct ts_case c;
+	struct tt_server t;
+	tt_start2(&t, TT_FULL, k, 1, k + TT_LIVE);
+	tt_to_end_of_snapshot(&c, &t, 13, UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN);
+	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, 1, TS_WAIT_MS), 0);
+	assert_int_equal(ft_snap_wait_settled(c.s, TS_WAIT_MS), 0);
+	struct uf_feed_stats st;
+	uf_feed_stats_read(c.s, &st);
+	fprintf(stderr, "%llu loaded, %llu re-loads, %llu books uncertain, %d logins\n",
+	        (unsigned long long)st.snapshots_loaded, (unsigned long long)st.snapshot_reloads,
+	        (unsigned long long)st.snapshot_uncertain_books, t.logins);
+	assert_true(st.snapshot_uncertain_books > 0); /* the first load did flag */
+	assert_int_equal(st.snapshots_loaded, 2);
+	assert_int_equal(st.snapshot_reloads, 1);
+	assert_int_equal(st.snapshot_failures, 0);
+	assert_int_equal(st.snapshot_pending, 0);
+	assert_int_equal(t.logins, 2);
+	struct tt_books b;
+	tt_finish(&c, &t, &b);
+	assert_int_equal(b.wrong, 0);
+	assert_int_equal(b.stale, 0);
+	assert_true(b.exact > 0);
+	ts_expect_books(&c); /* the file's books, and none stale: a re-load was left */
+	uf_feed_stats_read(c.s, &st);
+	assert_int_equal(st.snapshot_reloads, 1); /* nothing more to clear */
+	ts_end(&c);
+}
+
+/* Every login's End one ahead over the same partial execution, and every load sees the same
+ * live messages around it (the lines send 6000 .. k+TT_LIVE-1 again while it loads): each
+ * load flags the book. The feed re-loads exactly reload_uncertain times, then stops and leaves
+ * the book flagged; none wrong and unflagged. */
+static void test_snapshot_reloads_stop_at_the_bound_when_every_load_is_uncertain(void **state)
+{
+	(void)state;
+	const uint32_t bound = UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN;
+	uint64_t k = tt_find_partial(1);
+	assert_true(k != 0);
+	struct ts_case c;
+	struct tt_server t;
+	tt_start(&t, TT_FULL, k, 1);
+	t.gate = 1; /* each login's 'G' once the test has sent that load's live messages */
+	uint64_t pk = tt_to_end_of_snapshot(&c, &t, 14, bound);
+	t.released = 1;
+	for (int i = 2; i <= (int)bound + 1; i++) {
+		uint64_t end = ts_now_ms() + TS_WAIT_MS;
+		while (t.logins < i && ts_now_ms() < end)
+			ts_nap();
+		assert_true(t.logins >= i);
+		assert_int_equal(ts_wait_ge(&c.s->snapshot_messages,
+		                            (uint64_t)i * (uint64_t)t.body_msgs, TS_WAIT_MS),
+		                 0);
+		pk += ts_send_range(&c, 3, 6000, k + TT_LIVE);
+		tt_wait_lines(&c, pk);
+		t.released = i;
+	}
+	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, bound + 1, TS_WAIT_MS), 0);
+	assert_int_equal(ft_snap_wait_settled(c.s, TS_WAIT_MS), 0);
+	struct uf_feed_stats st;
+	uf_feed_stats_read(c.s, &st);
+	fprintf(stderr, "%llu loaded, %llu re-loads, %llu books uncertain, %d logins\n",
+	        (unsigned long long)st.snapshots_loaded, (unsigned long long)st.snapshot_reloads,
+	        (unsigned long long)st.snapshot_uncertain_books, t.logins);
+	assert_int_equal(st.snapshots_loaded, bound + 1);
+	assert_int_equal(st.snapshot_reloads, bound);
+	assert_int_equal(st.snapshot_failures, 0);
+	assert_true(st.snapshot_uncertain_books >= bound + 1); /* every load flagged */
+	assert_int_equal(t.logins, (int)bound + 1);
+	struct tt_books b;
+	tt_finish(&c, &t, &b);
+	assert_int_equal(b.wrong, 0);
+	assert_true(b.stale > 0); /* flagged, as without re-loads */
+	struct ft_snap_settle set = ft_snap_settle_of(c.s, bound);
+	assert_true(ft_snap_stale_ok(&set, b.stale));
+	uf_feed_stats_read(c.s, &st);
+	assert_int_equal(st.snapshot_reloads, bound); /* none after the bound */
 	ts_end(&c);
 }
 
@@ -686,6 +813,8 @@ int main(void)
 	    cmocka_unit_test(test_snapshot_end_one_ahead_over_a_partial_execution_is_flagged),
 	    cmocka_unit_test(test_snapshot_end_one_behind_over_a_partial_execution_is_flagged),
 	    cmocka_unit_test(test_snapshot_end_vouched_by_one_spoofed_packet_is_refused),
+	    cmocka_unit_test(test_snapshot_reload_clears_books_flagged_uncertain),
+	    cmocka_unit_test(test_snapshot_reloads_stop_at_the_bound_when_every_load_is_uncertain),
 	    cmocka_unit_test(test_snapshot_accept_then_close_backs_off_across_logins),
 	    cmocka_unit_test(test_snapshot_accept_then_junk_backs_off_and_names_the_packet),
 	    cmocka_unit_test(test_snapshot_login_for_another_session_is_refused),
