@@ -121,9 +121,19 @@ static void rp_serve_some(struct rp_sender *s, uint64_t now)
 		rp_serve_all(s);
 }
 
+/* The servers that gave no fd to poll (their work is theirs to find: the snapshot server
+ * learns how far the stream went), at every step of a wait, as before the queue. */
+static void rp_serve_fdless(struct rp_sender *s)
+{
+	for (int i = 0; i < s->nservers; i++)
+		if (!s->srv_nfds[i])
+			s->servers[i].serve(s->servers[i].ctx, s->st);
+}
+
 /* Sleeps until `deadline` (monotonic ns) while serving every server: the queue goes out
- * first; a server is served when its fds are ready, when its own time (next_due) comes, and
- * at most RP_SERVE_NS apart otherwise (a ppoll that saw nothing ready counts as a serve). */
+ * first; a server with fds is served when they are ready, when its own time (next_due)
+ * comes, and at most RP_SERVE_NS apart otherwise (a ppoll that saw nothing ready on them
+ * counts as a serve); a server without fds at every step. */
 static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
 {
 	struct pollfd pfd[16];
@@ -134,8 +144,10 @@ static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
 		uint64_t now = uf_now_mono_ns();
 		if (serve)
 			rp_serve_all(s);
-		else
+		else {
 			rp_serve_some(s, now);
+			rp_serve_fdless(s);
+		}
 		serve = 0;
 		now = uf_now_mono_ns();
 		if (now >= deadline || rp_stop)
@@ -156,9 +168,11 @@ static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
 		}
 		struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
 		int n = 0;
-		for (int i = 0; i < s->nservers; i++)
-			n += s->servers[i].pollfds(s->servers[i].ctx, pfd + n,
-			                           (int)(sizeof(pfd) / sizeof(pfd[0])) - n);
+		for (int i = 0; i < s->nservers; i++) {
+			s->srv_nfds[i] = s->servers[i].pollfds(
+			    s->servers[i].ctx, pfd + n, (int)(sizeof(pfd) / sizeof(pfd[0])) - n);
+			n += s->srv_nfds[i];
+		}
 		if (n > 0) {
 			if (ppoll(pfd, (nfds_t)n, &ts, NULL) != 0)
 				serve = 1; /* ready (or a signal): serve now */

@@ -62,7 +62,9 @@ struct rp_sender {
 	double seconds;                           /* from the first packet to the end of --linger */
 	struct rp_txq q;                          /* datagrams queued for the next sendmmsg */
 	uint64_t last_serve;                      /* when the servers were last served (mono ns) */
-	uint64_t sendmmsg_calls;                  /* system calls that sent the data packets */
+	int srv_nfds[RP_MAX_SERVERS]; /* fds servers[i] gave to the last poll (0: none, or not
+	                               * asked yet: served at every step of a wait) */
+	uint64_t sendmmsg_calls;      /* system calls that sent the data packets */
 };
 
 /* Sets up the lines from the options (faults seeded by --seed); `tx` is the multicast socket. */
