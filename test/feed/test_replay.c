@@ -261,6 +261,90 @@ static void test_replay_serves_rerequests_from_what_it_sent(void **s)
 	uf_reader_close(&rd);
 }
 
+/* Every data packet as built (blocks equal to the file's at their sequences) and the
+ * sequences they cover. */
+struct tr_intact {
+	struct uf_reader_msg *msgs; /* the file's messages */
+	uint8_t *covered;           /* covered[seq - 1] */
+	int packets;                /* data packets received */
+	int bad;                    /* a block that differs from the file, or out of range */
+};
+
+static void tr_check_intact(void *ctx, struct uf_frame *p)
+{
+	struct tr_intact *t = ctx;
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
+	if (p->kind != UF_MOLD_DATA)
+		return;
+	t->packets++;
+	uf_mold_iter_init(&it, p);
+	while (uf_mold_next(&it, &b)) {
+		if (b.seq < 1 || b.seq > TR_MESSAGES) {
+			t->bad = 1;
+			continue;
+		}
+		const struct uf_reader_msg *m = &t->msgs[b.seq - 1];
+		if (b.len != m->len || memcmp(b.msg, m->msg, b.len))
+			t->bad = 1;
+		t->covered[b.seq - 1] = 1;
+	}
+}
+
+/* As fast as it can (--rate 0) the sender queues many packets for one sendmmsg while a
+ * reorder holds one back and a duplicate repeats one: every packet must still go out as
+ * built, none replaced by another (a held-back packet still queued when the next reorder
+ * reuses its buffer would be), and as many as the summary counts. */
+static void test_replay_full_speed_reorder_and_dup_keep_every_packet_intact(void **s)
+{
+	struct uf_reader rd;
+	assert_int_equal(uf_reader_open(&rd, g_day, NULL), 0);
+	struct uf_reader_msg *msgs = calloc(TR_MESSAGES, sizeof(*msgs));
+	uint8_t *covered = calloc(TR_MESSAGES, 1);
+	assert_non_null(msgs);
+	assert_non_null(covered);
+	for (int i = 0; i < TR_MESSAGES; i++)
+		assert_int_equal(uf_reader_next(&rd, &msgs[i]), 1);
+	char err[128];
+	struct in_addr g, lo;
+	inet_pton(AF_INET, "239.81.0.6", &g);
+	inet_pton(AF_INET, "127.0.0.1", &lo);
+	int fd = uf_mcast_open_rx(g, 45006, lo, 16 << 20, err, sizeof(err));
+	assert_true(fd >= 0);
+	char out[256];
+	snprintf(out, sizeof(out), "%s/replay_intact.json", ft_tmpdir());
+	char *argv[] = {"uf-replay", "--in",   g_day,   "--a",   "239.81.0.6:45006",
+	                "--rate",    "0",      "--dup", "0.2",   "--reorder",
+	                "0.3",       "--seed", "4",     "--mtu", "200",
+	                NULL};
+	pid_t pid = ft_spawn(argv, out);
+	assert_true(pid > 0);
+	struct tr_intact t = {.msgs = msgs, .covered = covered};
+	tr_drain(fd, 500, tr_check_intact, &t);
+	assert_int_equal(ft_wait(pid, 10000), 0);
+	close(fd);
+	unsigned long long sent = 0, dup = 0, reordered = 0;
+	char *sum = tr_slurp(out);
+	assert_non_null(sum);
+	char *a = strstr(sum, "\"a\":");
+	assert_non_null(a);
+	assert_int_equal(sscanf(a,
+	                        "\"a\":{\"sent\":%llu,\"dropped\":%*u,\"duplicated\":%llu,"
+	                        "\"reordered\":%llu",
+	                        &sent, &dup, &reordered),
+	                 3);
+	assert_true(reordered > 50); /* the faults happened, many times */
+	assert_true(dup > 50);
+	assert_false(t.bad);
+	assert_int_equal((unsigned long long)t.packets, sent + dup);
+	for (int i = 0; i < TR_MESSAGES; i++)
+		if (!covered[i])
+			fail_msg("sequence %d never sent intact", i + 1);
+	free(covered);
+	free(msgs);
+	uf_reader_close(&rd);
+}
+
 static int tr_setup(void **s)
 {
 	if (ft_gen_day(g_day, sizeof(g_day), TR_MESSAGES, 10, 5) < 0) {
@@ -284,6 +368,7 @@ int main(void)
 	    cmocka_unit_test(
 	        test_replay_sends_every_message_once_and_drops_exactly_at_given_sequences),
 	    cmocka_unit_test(test_replay_serves_rerequests_from_what_it_sent),
+	    cmocka_unit_test(test_replay_full_speed_reorder_and_dup_keep_every_packet_intact),
 	};
 	return cmocka_run_group_tests(tests, tr_setup, tr_teardown);
 }

@@ -227,6 +227,8 @@ int rp_capture_run_iextp(const struct rp_opts *o, int tx)
 		for (int i = 0; i < 2; i++)
 			if (snd.line[i].on)
 				rp_line_send(&snd, &snd.line[i], pl, len, first, h.count);
+		rp_sender_flush(
+		    &snd); /* both lines' copies in one system call, before the next wait */
 		segs++;
 		last_ts = ts;
 		if (h.count)
@@ -234,6 +236,7 @@ int rp_capture_run_iextp(const struct rp_opts *o, int tx)
 		if (o->until_seq && h.count && first <= o->until_seq && last_seq >= o->until_seq)
 			break; /* --until-seq: the segment holding it was the last */
 	}
+	rp_sender_flush(&snd);
 	for (int i = 0; i < 2; i++) { /* a packet a reorder still holds goes out last */
 		struct rp_line *l = &snd.line[i];
 		if (l->on && l->held_len) {

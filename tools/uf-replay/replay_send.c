@@ -7,9 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/uf_compiler.h"
 #include "common/uf_time.h"
 
 volatile sig_atomic_t rp_stop;
+
+/* The packets of the queue (rp_txq.nbuf in use): built in place, sent by the next flush. */
+static uint8_t rp_txq_bufs[RP_TXQ_PACKETS][RP_MAX_PAYLOAD];
 
 /* splitmix64: small, fast, and the same sequence everywhere for a seed. */
 static uint64_t rp_rand(uint64_t *s)
@@ -60,19 +64,92 @@ int rp_sender_add_server(struct rp_sender *s, struct rp_server srv)
 	return 0;
 }
 
-static void rp_serve_all(struct rp_sender *s)
+/* Appends one datagram to the queue (the caller made room: rp_txq_room). */
+static void rp_txq_add(struct rp_sender *s, const uint8_t *buf, size_t len,
+                       const struct sockaddr_in *dst)
 {
-	for (int i = 0; i < s->nservers; i++)
-		s->servers[i].serve(s->servers[i].ctx, s->st);
+	struct rp_txq *q = &s->q;
+	int i = q->n++;
+	q->to[i] = *dst;
+	q->iov[i] = (struct iovec){.iov_base = (void *)buf, .iov_len = len};
+	q->m[i].msg_hdr = (struct msghdr){.msg_name = &q->to[i],
+	                                  .msg_namelen = sizeof(q->to[i]),
+	                                  .msg_iov = &q->iov[i],
+	                                  .msg_iovlen = 1};
 }
 
-/* Sleeps until `deadline` (monotonic ns) while serving every server. */
+void rp_sender_flush(struct rp_sender *s)
+{
+	struct rp_txq *q = &s->q;
+	int off = 0, tries = 0;
+	while (off < q->n) {
+		int r = sendmmsg(s->tx, q->m + off, (unsigned)(q->n - off), 0);
+		s->sendmmsg_calls++;
+		if (r > 0) {
+			off += r;
+			tries = 0;
+			continue;
+		}
+		if ((errno == ENOBUFS || errno == EAGAIN || errno == EINTR) && ++tries < 1000) {
+			struct timespec ts = {0, 20000};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		fprintf(stderr, "uf-replay: sendmmsg: %s\n", strerror(errno));
+		off++; /* that datagram is lost, as rp_sendto loses it; the rest still go */
+		tries = 0;
+	}
+	q->n = 0;
+	q->nbuf = 0;
+}
+
+/* Serves every server; the queue goes out first (a re-request may ask for what it holds). */
+static void rp_serve_all(struct rp_sender *s)
+{
+	if (s->q.n)
+		rp_sender_flush(s);
+	for (int i = 0; i < s->nservers; i++)
+		s->servers[i].serve(s->servers[i].ctx, s->st);
+	s->last_serve = uf_now_mono_ns();
+}
+
+/* Between packets sent back to back (behind the schedule): the servers at most every
+ * RP_SERVE_NS, not one non-blocking receive per packet. */
+static void rp_serve_some(struct rp_sender *s, uint64_t now)
+{
+	if (s->nservers && now - s->last_serve >= RP_SERVE_NS)
+		rp_serve_all(s);
+}
+
+/* The servers that gave no fd to poll (their work is theirs to find: the snapshot server
+ * learns how far the stream went), at every step of a wait, as before the queue. */
+static void rp_serve_fdless(struct rp_sender *s)
+{
+	for (int i = 0; i < s->nservers; i++)
+		if (!s->srv_nfds[i])
+			s->servers[i].serve(s->servers[i].ctx, s->st);
+}
+
+/* Sleeps until `deadline` (monotonic ns) while serving every server: the queue goes out
+ * first; a server with fds is served when they are ready, when its own time (next_due)
+ * comes, and at most RP_SERVE_NS apart otherwise (a ppoll that saw nothing ready on them
+ * counts as a serve); a server without fds at every step. */
 static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
 {
 	struct pollfd pfd[16];
+	int serve = 0;
+	if (s->q.n)
+		rp_sender_flush(s);
 	for (;;) {
-		rp_serve_all(s);
 		uint64_t now = uf_now_mono_ns();
+		if (serve)
+			rp_serve_all(s);
+		else {
+			rp_serve_some(s, now);
+			rp_serve_fdless(s);
+		}
+		serve = 0;
+		now = uf_now_mono_ns();
 		if (now >= deadline || rp_stop)
 			return;
 		uint64_t wake = deadline;
@@ -82,17 +159,35 @@ static void rp_wait_until(struct rp_sender *s, uint64_t deadline)
 			if (due && due < wake)
 				wake = due > now ? due : now;
 		}
+		serve = wake < deadline; /* a server's own time comes first */
 		uint64_t d = wake - now;
+		if (d < RP_SPIN_NS) { /* the sleep would cost more than the wait: spin */
+			while (uf_now_mono_ns() < wake && !rp_stop)
+				uf_cpu_relax();
+			continue;
+		}
 		struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
 		int n = 0;
-		for (int i = 0; i < s->nservers; i++)
-			n += s->servers[i].pollfds(s->servers[i].ctx, pfd + n,
-			                           (int)(sizeof(pfd) / sizeof(pfd[0])) - n);
-		if (n > 0)
-			(void)ppoll(pfd, (nfds_t)n, &ts, NULL);
-		else
+		for (int i = 0; i < s->nservers; i++) {
+			s->srv_nfds[i] = s->servers[i].pollfds(
+			    s->servers[i].ctx, pfd + n, (int)(sizeof(pfd) / sizeof(pfd[0])) - n);
+			n += s->srv_nfds[i];
+		}
+		if (n > 0) {
+			if (ppoll(pfd, (nfds_t)n, &ts, NULL) != 0)
+				serve = 1; /* ready (or a signal): serve now */
+			else
+				s->last_serve = uf_now_mono_ns(); /* nothing arrived meanwhile */
+		} else
 			nanosleep(&ts, NULL);
 	}
+}
+
+/* Room in the queue for one more packet on every line (flushing it if not). */
+static void rp_txq_room(struct rp_sender *s)
+{
+	if (s->q.nbuf == RP_TXQ_PACKETS || s->q.n + 6 > RP_TXQ_MAX)
+		rp_sender_flush(s);
 }
 
 void rp_line_send(struct rp_sender *s, struct rp_line *l, const uint8_t *buf, size_t len,
@@ -106,19 +201,23 @@ void rp_line_send(struct rp_sender *s, struct rp_line *l, const uint8_t *buf, si
 		return;
 	}
 	if (reorder && !l->held_len) {
+		if (s->q.n)
+			rp_sender_flush(s); /* a queued datagram may still point at l->held */
 		memcpy(l->held, buf, len);
 		l->held_len = len;
 		l->reordered++;
 		return;
 	}
-	rp_sendto(s->tx, buf, len, &l->dst);
+	if (s->q.n + 3 > RP_TXQ_MAX)
+		rp_sender_flush(s);
+	rp_txq_add(s, buf, len, &l->dst);
 	l->sent++;
 	if (dup) {
-		rp_sendto(s->tx, buf, len, &l->dst);
+		rp_txq_add(s, buf, len, &l->dst);
 		l->duplicated++;
 	}
 	if (l->held_len) {
-		rp_sendto(s->tx, l->held, l->held_len, &l->dst);
+		rp_txq_add(s, l->held, l->held_len, &l->dst);
 		l->held_len = 0;
 		l->sent++;
 	}
@@ -126,6 +225,7 @@ void rp_line_send(struct rp_sender *s, struct rp_line *l, const uint8_t *buf, si
 
 static void rp_flush_held(struct rp_sender *s)
 {
+	rp_sender_flush(s);
 	for (int i = 0; i < 2; i++) {
 		struct rp_line *l = &s->line[i];
 		if (l->on && l->held_len) {
@@ -140,6 +240,7 @@ static void rp_flush_held(struct rp_sender *s)
 static void rp_send_control(struct rp_sender *s, int eos)
 {
 	uint8_t hb[UF_MOLD_HDR_LEN];
+	rp_sender_flush(s); /* after every data packet built before it */
 	if (eos)
 		uf_mold_build_end_of_session(hb, s->st->session, s->st->sent_high);
 	else
@@ -192,11 +293,11 @@ static uint64_t rp_burst_limit(const struct rp_sender *s, uint64_t seq)
 
 void rp_sender_run(struct rp_sender *s)
 {
-	static uint8_t buf[RP_MAX_PAYLOAD];
 	struct rp_stream *st = s->st;
 	uint64_t start = uf_now_mono_ns(), last_tx = start;
 	uint64_t ts0 = rp_msg_ts(&st->msgs[0]);
 	st->sent_high = 1;
+	s->last_serve = start;
 	for (uint64_t seq = 1; seq <= st->n && !rp_stop;) {
 		uint64_t k = rp_stream_fit(st, seq, rp_burst_limit(s, seq));
 		uint64_t due = rp_due(s, seq, start, ts0);
@@ -205,11 +306,14 @@ void rp_sender_run(struct rp_sender *s)
 			rp_send_control(s, 0);
 			last_tx = uf_now_mono_ns();
 		}
-		if (due > uf_now_mono_ns())
-			rp_wait_until(s, due);
+		uint64_t now = uf_now_mono_ns();
+		if (due > now)
+			rp_wait_until(s, due); /* sends the queue first */
 		else
-			rp_serve_all(s);
-		size_t len = rp_stream_build(st, buf, sizeof(buf), seq, k);
+			rp_serve_some(s, now); /* behind: the queue grows, up to RP_TXQ_PACKETS */
+		rp_txq_room(s);
+		uint8_t *buf = rp_txq_bufs[s->q.nbuf++];
+		size_t len = rp_stream_build(st, buf, RP_MAX_PAYLOAD, seq, k);
 		st->sent_high = seq + k; /* before sending: a re-request may follow at once */
 		for (int i = 0; i < 2; i++)
 			if (s->line[i].on)
@@ -232,4 +336,7 @@ void rp_sender_run(struct rp_sender *s)
 		rp_send_control(s, 1);
 	}
 	s->seconds = (double)(uf_now_mono_ns() - start) / 1e9;
+	if (s->o->verbose)
+		fprintf(stderr, "uf-replay: %llu packets in %llu sendmmsg calls\n",
+		        (unsigned long long)s->packets, (unsigned long long)s->sendmmsg_calls);
 }
