@@ -281,19 +281,12 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 		refuse(s, NULL, sseq, "not a bridge message of this wire version");
 		return 0;
 	}
-	if (compact) { /* decoded once to check it: a refused message changes nothing */
-		struct uf_record r;
-		size_t off = 0;
-		uint32_t i;
-		memset(&r, 0, sizeof(r));
-		for (i = 0; i < h.count; i++)
-			if (uf_nats_compact_next((const unsigned char *)data + sizeof(h),
-			                         len - sizeof(h), &off, &r) < 0)
-				break;
-		if (i < h.count || off != len - sizeof(h)) {
-			refuse(s, NULL, sseq, "its compact records do not decode to its count");
-			return 0;
-		}
+	/* checked whole first, from its counts (decoded once, when applied): a refused
+	 * message changes nothing */
+	if (compact && uf_nats_compact_check((const unsigned char *)data + sizeof(h),
+	                                     len - sizeof(h), h.count) < 0) {
+		refuse(s, NULL, sseq, "its compact records do not decode to its count");
+		return 0;
 	}
 	/* the bridge names every message by its content (uf_nats_wire.h): a message whose id is
 	 * missing or names something else was not published by the bridge */
