@@ -335,16 +335,26 @@ static void test_compact_records_decode_to_the_same_records_and_refuse_bad_lengt
 	len = uf_nats_compact_encode(in, 6, enc);
 	assert_true(len < sizeof(in));
 	assert_int_equal(uf_nats_compact_decode(enc, len, 6, out), 0);
+	assert_int_equal(uf_nats_compact_check(enc, len, 6), 0);
 	assert_memory_equal(in, out, sizeof(in));
 	assert_int_equal(uf_nats_compact_encode(in, 1, enc), 4); /* a zero record: 4 bytes */
 	len = uf_nats_compact_encode(in, 6, enc);
-	for (size_t cut = 0; cut < len; cut++)
+	/* the check (the consumer's, from the counts alone) refuses exactly what decode does */
+	for (size_t cut = 0; cut < len; cut++) {
 		assert_int_equal(uf_nats_compact_decode(enc, cut, 6, out), -1);
+		assert_int_equal(uf_nats_compact_check(enc, cut, 6), -1);
+	}
 	enc[len] = 0;
 	assert_int_equal(uf_nats_compact_decode(enc, len + 1, 6, out), -1); /* one byte more */
-	assert_int_equal(uf_nats_compact_decode(enc, len, 5, out), -1);     /* count too low */
+	assert_int_equal(uf_nats_compact_check(enc, len + 1, 6), -1);
+	assert_int_equal(uf_nats_compact_decode(enc, len, 5, out), -1); /* count too low */
+	assert_int_equal(uf_nats_compact_check(enc, len, 5), -1);
+	assert_int_equal(uf_nats_compact_check(enc, len, 7), -1); /* count too high */
 	enc[4] = 0x09; /* record 0 is 4 zero bytes: record 1's first word now claims 9 bytes */
 	assert_int_equal(uf_nats_compact_decode(enc, len, 6, out), -1);
+	assert_int_equal(uf_nats_compact_check(enc, len, 6), -1);
+	enc[4] = 0x90; /* the same in the high nibble (word 1) */
+	assert_int_equal(uf_nats_compact_check(enc, len, 6), -1);
 }
 
 /* A consumer reads both wire versions: compact DATA is applied exactly as the same records
