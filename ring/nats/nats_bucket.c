@@ -3,6 +3,7 @@
 #include "ring/nats/consumer_nats_int.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -237,10 +238,23 @@ static int hook_close_confirmed(void *arg, uint64_t generation, uint64_t seq)
 	return (cm.flags & UF_NATS_COMMIT_CLOSED) && cm.position == seq;
 }
 
+/* Part of a message is stored: the application may read it now (uf_nats_stream_hooks). The
+ * yield lets a reader waiting for the lock take it before the receiver does again. */
+static void hook_progress(void *arg)
+{
+	struct uf_nats_consumer *n = arg;
+
+	pthread_cond_broadcast(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+	sched_yield();
+	pthread_mutex_lock(&n->mu);
+}
+
 void uf_nats_bucket_hooks(struct uf_nats_consumer *n, struct uf_nats_stream_hooks *hk)
 {
 	hk->stream_dropped = hook_stream_dropped;
 	hk->load = hook_load;
 	hk->close_confirmed = hook_close_confirmed;
+	hk->progress = hook_progress;
 	hk->arg = n;
 }

@@ -132,17 +132,23 @@ static int on_data(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *
 	if (compact) { /* checked to decode to exactly count records (on_msg) */
 		struct uf_record r;
 		size_t off = 0;
+		uint32_t stored = 0;
 		memset(&r, 0, sizeof(r));
 		for (uint64_t q = h->first_seq; q < end; q++)
 			if (uf_nats_compact_next((const unsigned char *)recs, plen, &off, &r) ==
 			        0 &&
-			    q >= s->tail)
+			    q >= s->tail) {
 				store(s, &r, q);
+				if (++stored % UF_NATS_APPLY_CHUNK == 0 && hk->progress)
+					hk->progress(hk->arg);
+			}
 	} else {
 		for (uint64_t q = s->tail; q < end; q++) {
 			struct uf_record r; /* the buffer need not be 8-byte aligned: copied out */
 			memcpy(&r, recs + (size_t)(q - h->first_seq) * sizeof(r), sizeof(r));
 			store(s, &r, q);
+			if ((q + 1 - h->first_seq) % UF_NATS_APPLY_CHUNK == 0 && hk->progress)
+				hk->progress(hk->arg);
 		}
 	}
 	s->overlap = 0;

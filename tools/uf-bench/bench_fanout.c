@@ -201,6 +201,47 @@ static int port_open(int port)
 	return ok;
 }
 
+/* The value of "key": in the last status line of the bridge's log (its exit status), or -1. */
+static double status_value(const char *text, const char *key)
+{
+	char pat[40];
+	const char *p, *last = NULL;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	for (p = strstr(text, pat); p; p = strstr(p + 1, pat))
+		last = p;
+	return last ? strtod(last + strlen(pat), NULL) : -1;
+}
+
+/* What the bridge sent, from its exit status line: messages and bytes per record tell
+ * whether the hop's cost goes by messages or by bytes. */
+static void print_bridge_totals(const char *log_path)
+{
+	static char text[1 << 16];
+	FILE *f = fopen(log_path, "r");
+	size_t n;
+	double msgs, recs, bytes;
+
+	if (!f)
+		return;
+	if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > (long)sizeof(text) - 1)
+		(void)fseek(f, -(long)(sizeof(text) - 1), SEEK_END);
+	else
+		rewind(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	msgs = status_value(text, "messages");
+	recs = status_value(text, "published");
+	bytes = status_value(text, "bytes");
+	if (msgs <= 0 || recs <= 0 || bytes < 0)
+		return;
+	printf("uf-bridge sent %.0f records in %.0f stream messages (%.1f records a message, "
+	       "%.1f bytes a record on the wire), window full %.0f times, held %.0f times\n",
+	       recs, msgs, recs / msgs, bytes / recs, status_value(text, "window_full"),
+	       status_value(text, "held"));
+}
+
 static void print_row(const char *label, struct side *s, uint64_t records, uint64_t t0)
 {
 	struct uf_bench_pct p;
@@ -495,8 +536,10 @@ out:
 	if (r)
 		uf_ring_close(r);
 	if (br > 0) {
-		kill(br, SIGTERM);
+		kill(br, SIGTERM); /* its status line at exit is in its log */
 		uf_bench_wait_child(br, 5000);
+		if (rc == 0)
+			print_bridge_totals(log);
 	}
 	for (int i = 0; i < 3; i++) {
 		if (servers[i] > 0) {
