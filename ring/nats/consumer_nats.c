@@ -326,6 +326,11 @@ static int nats_attach(const char *name, const struct uf_consumer_options *opt,
 		goto out_free;
 	}
 	memset(n->st.seqs, 0xff, (size_t)NC_CAPACITY * sizeof(*n->st.seqs));
+	/* touched now, not by the receiver: the first pass over an untouched buffer took a page
+	 * fault every 64 records (perf: 91 % of the receiver's store() on its first write). Not
+	 * with zeros: the compiler makes malloc + zeroing a calloc, which touches nothing (a
+	 * slot's content means nothing until its seqs entry names it) */
+	memset(n->st.buf, 0xff, (size_t)NC_CAPACITY * sizeof(*n->st.buf));
 	n->st.mask = NC_CAPACITY - 1;
 	pthread_mutex_init(&n->mu, NULL);
 	rc = cond_init_monotonic(&n->cv);

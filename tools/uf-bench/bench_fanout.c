@@ -281,6 +281,7 @@ int uf_bench_fanout(int argc, char **argv)
 	char err[256];
 	pid_t br = -1;
 	uint64_t cpu0[CPU_N], cpu1[CPU_N]; /* CPU time per process around the throughput phase */
+	uint64_t cpu2[CPU_N], phase_ns;    /* and after as long again, idle */
 	int opt, rc = 1, bad_count = 0;    /* bad_count: --records or --rate not a count in range */
 	ssize_t el;
 
@@ -475,6 +476,7 @@ int uf_bench_fanout(int argc, char **argv)
 	usleep(500000); /* the last latency records arrive */
 	/* throughput phase: as fast as the producer goes, 16 records a publish */
 	cpu_sample(cpu0, sides, br, servers);
+	phase_ns = uf_now_mono_ns();
 	t0 = uf_now_realtime_ns();
 	for (uint64_t k = 0; k < records; k += 16) {
 		struct uf_record b[16];
@@ -496,6 +498,11 @@ int uf_bench_fanout(int argc, char **argv)
 	       uf_now_mono_ns() < end)
 		usleep(10000);
 	cpu_sample(cpu1, sides, br, servers);
+	/* the same time again with nothing published: what the processes burn idle (timers,
+	 * heartbeats, the Go runtime, waits that poll) is not a cost per record */
+	phase_ns = uf_now_mono_ns() - phase_ns;
+	usleep((useconds_t)((phase_ns < 2000000000ull ? phase_ns : 2000000000ull) / 1000));
+	cpu_sample(cpu2, sides, br, servers);
 	printf("uf-bench fanout: ring %s, NATS %s (%s storage, %d replica%s), bridge window %s, "
 	       "batch %s, eager %s%s, latency %" PRIu64 " records at %" PRIu64
 	       "/s, throughput %" PRIu64 " records\n",
@@ -517,6 +524,14 @@ int uf_bench_fanout(int argc, char **argv)
 		printf("CPU ns/record, throughput phase:");
 		for (int i = 0; i < CPU_N; i++) {
 			uint64_t d = cpu1[i] > cpu0[i] ? cpu1[i] - cpu0[i] : 0;
+			total += d;
+			printf(" %s %.1f,", what[i], (double)d / (double)records);
+		}
+		printf(" total %.1f\n", (double)total / (double)records);
+		total = 0;
+		printf("CPU ns/record-time idle right after (same duration, nothing published):");
+		for (int i = 0; i < CPU_N; i++) {
+			uint64_t d = cpu2[i] > cpu1[i] ? cpu2[i] - cpu1[i] : 0;
 			total += d;
 			printf(" %s %.1f,", what[i], (double)d / (double)records);
 		}
