@@ -35,6 +35,7 @@ static const char *g_key_file;          /* the next bridge gets --key-file this,
 static const char *g_window;            /* the next bridge gets --window this, if not NULL */
 static const char *g_batch;             /* the next bridge gets --batch this, if not NULL */
 static int g_compact;                   /* the next bridge gets --compact */
+static const char *g_eager;             /* the next bridge gets --eager this, if not NULL */
 static struct bt_case *g_stepdown_case; /* for lap_drain_batch() */
 
 static void case_begin(struct bt_case *k, const char *tag, int servers)
@@ -120,6 +121,10 @@ static void case_bridge_tls(struct bt_case *k, const char *urls, const char *rep
 	}
 	if (g_compact)
 		argv[n++] = "--compact";
+	if (g_eager) {
+		argv[n++] = "--eager";
+		argv[n++] = (char *)g_eager;
+	}
 	if (tls_ca) {
 		argv[n++] = "--tls-ca";
 		argv[n++] = (char *)tls_ca;
@@ -1258,8 +1263,11 @@ static void hash_batch(const struct uf_record *r, int n, uint64_t seq, void *arg
  * the bridge sends its window again from the first unacknowledged one, and nothing may be
  * lost, doubled or reordered. The stream read back holds every record once in ring order;
  * the remote consumer's records are byte for byte the local ring's, in the same order.
- * `compact`: the records cross in the compact form (wire version 2). */
-static void window_full_across_sigkill(int compact)
+ * `compact`: the records cross in the compact form (wire version 2). `eager`: the bridge
+ * runs with --eager 2 (partial messages held while 2 are in flight) and the day is paced
+ * (20,000 messages/s) so that the bridge catches up with the ring and holds: the window is
+ * then not full, the status must show the holds instead. */
+static void window_full_across_sigkill(int compact, int eager)
 {
 	struct bt_case k;
 	const char *day = bt_gen_day(60000, 30, 29);
@@ -1268,13 +1276,14 @@ static void window_full_across_sigkill(int compact)
 	uf_consumer_t *c, *lc;
 	char *feed, *st, urls12[200];
 
-	case_begin(&k, compact ? "winc" : "win", 3);
+	case_begin(&k, eager ? "wine" : compact ? "winc" : "win", 3);
 	g_window = "16";
 	g_batch = "32";
 	g_ack_wait = "500";
 	g_compact = compact;
-	case_start(&k, day, "0", "0", k.ns.urls, "3");
-	g_window = g_batch = g_ack_wait = NULL;
+	g_eager = eager ? "2" : NULL;
+	case_start(&k, day, eager ? "20000" : "0", "0", k.ns.urls, "3");
+	g_window = g_batch = g_ack_wait = g_eager = NULL;
 	g_compact = 0;
 	c = remote_attach(k.ns.urls, k.ring);
 	case_go(&k);
@@ -1299,8 +1308,12 @@ static void window_full_across_sigkill(int compact)
 	assert_int_equal(stream_records_exactly_once(&k, urls12), bt_json_num(feed, "records"));
 	st = uf_test_slurp(k.status);
 	fprintf(stderr, "# %s\n", st);
-	assert_true(bt_json_num(st, "window_full") > 0); /* the window did fill up */
-	assert_true(bt_json_num(st, "resends") >= 1);    /* the kill cost messages in flight */
+	if (eager) {
+		assert_true(bt_json_num(st, "held") > 0); /* partial messages were held */
+	} else {
+		assert_true(bt_json_num(st, "window_full") > 0); /* the window did fill up */
+		assert_true(bt_json_num(st, "resends") >= 1); /* the kill cost messages in flight */
+	}
 	assert_int_equal(bt_json_num(st, "order_errors"), 0);
 	assert_int_equal(bt_json_num(st, "laps"), 0);
 	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
@@ -1316,13 +1329,21 @@ static void window_full_across_sigkill(int compact)
 static void test_async_window_full_across_sigkill_of_a_cluster_node(void **state)
 {
 	(void)state;
-	window_full_across_sigkill(0);
+	window_full_across_sigkill(0, 0);
 }
 
 static void test_compact_records_across_sigkill_of_a_cluster_node(void **state)
 {
 	(void)state;
-	window_full_across_sigkill(1);
+	window_full_across_sigkill(1, 0);
+}
+
+/* The same with --eager 2 --compact: holding partial messages changes when messages are cut,
+ * not what the window guarantees across the kill. */
+static void test_eager_compact_records_across_sigkill_of_a_cluster_node(void **state)
+{
+	(void)state;
+	window_full_across_sigkill(1, 1);
 }
 
 /* Asks the stream's leader to step down `times` times, each once a leader is known again
@@ -1836,6 +1857,8 @@ int main(void)
 	    cmocka_unit_test_teardown(test_async_window_full_across_sigkill_of_a_cluster_node,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_compact_records_across_sigkill_of_a_cluster_node,
+	                              case_teardown),
+	    cmocka_unit_test_teardown(test_eager_compact_records_across_sigkill_of_a_cluster_node,
 	                              case_teardown),
 	    cmocka_unit_test_teardown(test_bridge_fails_over_from_a_hung_cluster_node,
 	                              case_teardown),
