@@ -401,7 +401,9 @@ static int nats_read(struct uf_consumer *h, struct uf_record *recs, size_t max, 
 	uint64_t p, cnt = 0;
 	int rc;
 
+	__atomic_add_fetch(&n->readers, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&n->mu);
+	__atomic_sub_fetch(&n->readers, 1, __ATOMIC_RELAXED);
 	p = n->pos;
 	if (p >= n->st.tail) {
 		rc = n->st.stale    ? -ESTALE
@@ -455,8 +457,11 @@ static int nats_wait(struct uf_consumer *h, int64_t timeout_ns)
 	}
 	pthread_mutex_lock(&n->mu);
 	while (n->pos >= n->st.tail && !n->st.closed && !n->st.stale && !n->st.failed) {
-		int r = timeout_ns < 0 ? pthread_cond_wait(&n->cv, &n->mu)
-		                       : pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+		int r;
+		n->waiters++;
+		r = timeout_ns < 0 ? pthread_cond_wait(&n->cv, &n->mu)
+		                   : pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+		n->waiters--;
 		if (r == ETIMEDOUT) {
 			rc = -ETIMEDOUT;
 			break;
