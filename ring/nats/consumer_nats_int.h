@@ -42,12 +42,16 @@ struct uf_nats_consumer {
 	pthread_t thr;                  /* receiver */
 	int thr_started;                /* 1 while thr runs */
 	int quit;                       /* asks the receiver to stop (atomic accesses) */
+	int readers;                    /* application reads waiting for or holding mu (atomic
+	                                 * accesses): the receiver lets go of mu between chunks
+	                                 * of a message only for them */
 	/* guarded by mu */
 	pthread_mutex_t mu;            /* guards everything below */
 	pthread_cond_t cv;             /* signalled on every change */
 	struct uf_nats_stream st;      /* records, books and what the stream is believed to be:
 	                                * changed by the receiver only (nats_stream.h) */
 	uint64_t pos;                  /* next sequence the application reads */
+	int waiters;                   /* application threads asleep on cv (nats_wait) */
 	uint64_t received, lost, laps; /* as uf_consumer_info */
 	struct uf_consumer_lap lap;    /* last lap */
 };

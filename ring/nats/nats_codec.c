@@ -59,6 +59,26 @@ int uf_nats_compact_next(const unsigned char *in, size_t len, size_t *off, struc
 	return 0;
 }
 
+int uf_nats_compact_check(const unsigned char *in, size_t len, uint32_t n)
+{
+	size_t p = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c, sum = 0;
+		if (p > len || len - p < 4)
+			return -1;
+		memcpy(&c, in + p, sizeof(c));
+		for (int k = 0; k < 8; k++) {
+			uint32_t nb = (c >> (4 * k)) & 0xfu;
+			if (nb > 8)
+				return -1;
+			sum += nb;
+		}
+		p += 4 + sum;
+	}
+	return p == len ? 0 : -1;
+}
+
 int uf_nats_compact_decode(const unsigned char *in, size_t len, uint32_t n, struct uf_record *out)
 {
 	struct uf_record prev;

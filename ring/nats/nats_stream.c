@@ -132,17 +132,23 @@ static int on_data(struct uf_nats_stream *s, const struct uf_nats_stream_hooks *
 	if (compact) { /* checked to decode to exactly count records (on_msg) */
 		struct uf_record r;
 		size_t off = 0;
+		uint32_t stored = 0;
 		memset(&r, 0, sizeof(r));
 		for (uint64_t q = h->first_seq; q < end; q++)
 			if (uf_nats_compact_next((const unsigned char *)recs, plen, &off, &r) ==
 			        0 &&
-			    q >= s->tail)
+			    q >= s->tail) {
 				store(s, &r, q);
+				if (++stored % UF_NATS_APPLY_CHUNK == 0 && hk->progress)
+					hk->progress(hk->arg);
+			}
 	} else {
 		for (uint64_t q = s->tail; q < end; q++) {
 			struct uf_record r; /* the buffer need not be 8-byte aligned: copied out */
 			memcpy(&r, recs + (size_t)(q - h->first_seq) * sizeof(r), sizeof(r));
 			store(s, &r, q);
+			if ((q + 1 - h->first_seq) % UF_NATS_APPLY_CHUNK == 0 && hk->progress)
+				hk->progress(hk->arg);
 		}
 	}
 	s->overlap = 0;
@@ -281,19 +287,12 @@ int uf_nats_stream_on_msg(struct uf_nats_stream *s, const struct uf_nats_stream_
 		refuse(s, NULL, sseq, "not a bridge message of this wire version");
 		return 0;
 	}
-	if (compact) { /* decoded once to check it: a refused message changes nothing */
-		struct uf_record r;
-		size_t off = 0;
-		uint32_t i;
-		memset(&r, 0, sizeof(r));
-		for (i = 0; i < h.count; i++)
-			if (uf_nats_compact_next((const unsigned char *)data + sizeof(h),
-			                         len - sizeof(h), &off, &r) < 0)
-				break;
-		if (i < h.count || off != len - sizeof(h)) {
-			refuse(s, NULL, sseq, "its compact records do not decode to its count");
-			return 0;
-		}
+	/* checked whole first, from its counts (decoded once, when applied): a refused
+	 * message changes nothing */
+	if (compact && uf_nats_compact_check((const unsigned char *)data + sizeof(h),
+	                                     len - sizeof(h), h.count) < 0) {
+		refuse(s, NULL, sseq, "its compact records do not decode to its count");
+		return 0;
 	}
 	/* the bridge names every message by its content (uf_nats_wire.h): a message whose id is
 	 * missing or names something else was not published by the bridge */

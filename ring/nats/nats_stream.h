@@ -33,7 +33,8 @@
 #include "ring/nats/nats_book.h"
 #include "ring/nats/uf_nats_wire.h"
 
-#define UF_NATS_JUMPS 64 /* sequence ranges the stream skipped, kept for the reader */
+#define UF_NATS_JUMPS       64  /* sequence ranges the stream skipped, kept for the reader */
+#define UF_NATS_APPLY_CHUNK 256 /* records of a message stored between progress() calls */
 
 struct uf_nats_jump {
 	uint64_t from; /* first sequence that will never come */
@@ -57,6 +58,12 @@ struct uf_nats_stream_hooks {
 	 * at `seq` (UF_NATS_COMMIT_CLOSED), -1 when it shows the bridge went on (another
 	 * generation, or a position past `seq`), 0 when it does not say yet */
 	int (*close_confirmed)(void *arg, uint64_t generation, uint64_t seq);
+	/* Called after every UF_NATS_APPLY_CHUNK records a DATA message stored (NULL: never),
+	 * when every record below the tail is stored and the books are at the tail: the consumer
+	 * lets its application read meanwhile (releases the lock, wakes it). Without it a message
+	 * of thousands of records held the lock for its whole application, and an application
+	 * reading 256 records a call got 256 per message: it fell a buffer behind */
+	void (*progress)(void *arg);
 	void *arg; /* passed to each */
 };
 

@@ -45,8 +45,12 @@
 #define UF_NATS_VERSION_COMPACT                                                                    \
 	2 /* DATA only (uf-bridge --compact): the records follow in the compact form of            \
 	   * ring/nats/nats_codec.h, not as 64-byte records; consumers read both versions */
-#define UF_NATS_MAX_RECORDS 1024 /* records per message: 64 KiB + header */
-#define UF_NATS_STATUS      8    /* status codes kept per instrument */
+/* Records per message: 256 KiB + header in 64-byte form, a quarter of nats-server's default
+ * max_payload (1 MiB). Larger messages mean fewer JetStream operations, acknowledgements and
+ * headers per record (nats-server's cost goes by messages, docs/performance.md). Consumers
+ * built when this was 1024 refuse larger messages: upgrade them before raising --batch. */
+#define UF_NATS_MAX_RECORDS 4096
+#define UF_NATS_STATUS      8 /* status codes kept per instrument */
 
 enum uf_nats_kind {
 	UF_NATS_DATA = 1,   /* `count` records, ring sequences first_seq .. first_seq+count-1 */

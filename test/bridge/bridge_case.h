@@ -27,6 +27,7 @@ static const char *g_key_file; /* the next bridge gets --key-file this, if not N
 static const char *g_window;   /* the next bridge gets --window this, if not NULL */
 static const char *g_batch;    /* the next bridge gets --batch this, if not NULL */
 static int g_compact;          /* the next bridge gets --compact */
+static const char *g_eager;    /* the next bridge gets --eager this, if not NULL */
 
 /* Names the case's ring (bt`tag`_PID) and files (bt_dir/`tag`.*); no process yet. */
 static inline void case_name(struct bt_case *k, const char *tag)
@@ -103,6 +104,10 @@ static inline void case_bridge_tls(struct bt_case *k, const char *urls, const ch
 	}
 	if (g_compact)
 		argv[n++] = "--compact";
+	if (g_eager) {
+		argv[n++] = "--eager";
+		argv[n++] = (char *)g_eager;
+	}
 	if (tls_ca) {
 		argv[n++] = "--tls-ca";
 		argv[n++] = (char *)tls_ca;

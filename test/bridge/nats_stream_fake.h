@@ -12,14 +12,17 @@
 
 #include "ring/nats/nats_stream.h"
 
-#define FAKE_SLOTS 1024u /* records the fake consumer buffers */
+#define FAKE_SLOTS 8192u /* records the fake consumer buffers (messages up to 4096) */
 
 struct fake_world {
-	uint64_t first_sseq;      /* the stream's first sequence (retention moves it) */
-	struct uf_nats_commit cm; /* the bucket's commit entry */
-	int load_rc;              /* what load answers (0 or -errno) */
-	uint32_t max;             /* instruments of the books load hands out */
-	int loads, drops, closes; /* hook calls */
+	uint64_t first_sseq;             /* the stream's first sequence (retention moves it) */
+	struct uf_nats_commit cm;        /* the bucket's commit entry */
+	int load_rc;                     /* what load answers (0 or -errno) */
+	uint32_t max;                    /* instruments of the books load hands out */
+	int loads, drops, closes;        /* hook calls */
+	const struct uf_nats_stream *st; /* the state the hooks belong to */
+	int progresses;                  /* progress() calls */
+	uint64_t progress_tail[32];      /* the tail at each of the first 32 */
 };
 
 static inline int fake_stream_dropped(void *arg, uint64_t sseq)
@@ -52,6 +55,15 @@ static inline int fake_close_confirmed(void *arg, uint64_t generation, uint64_t 
 	return (w->cm.flags & UF_NATS_COMMIT_CLOSED) && w->cm.position == seq;
 }
 
+static inline void fake_progress(void *arg)
+{
+	struct fake_world *w = arg;
+
+	if (w->progresses < 32)
+		w->progress_tail[w->progresses] = w->st->tail;
+	w->progresses++;
+}
+
 /* A stream state at commit `w->cm` (generation, position, js_from set by the caller) with
  * empty books of w->max instruments; hooks into `w`. */
 static inline int fake_begin(struct uf_nats_stream *s, struct uf_nats_stream_hooks *hk,
@@ -70,7 +82,9 @@ static inline int fake_begin(struct uf_nats_stream *s, struct uf_nats_stream_hoo
 	hk->stream_dropped = fake_stream_dropped;
 	hk->load = fake_load;
 	hk->close_confirmed = fake_close_confirmed;
+	hk->progress = fake_progress;
 	hk->arg = w;
+	w->st = s;
 	return 0;
 }
 

@@ -483,15 +483,38 @@ static void test_window_config_and_status_counters(void **state)
 	fclose(f);
 	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "\"window\""));
+	/* --eager: default 0 (a caught-up bridge always sends), key "eager", bounds 0..1024 */
+	assert_int_equal(cfg.eager, 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"ring\":\"r\",\"eager\":2,\"batch\":4096}", f);
+	fclose(f);
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), 0);
+	assert_int_equal(cfg.eager, 2);
+	assert_int_equal(cfg.batch, 4096); /* UF_NATS_MAX_RECORDS (5000 is refused, above) */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"ring\":\"r\",\"eager\":1025}", f);
+	fclose(f);
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "\"eager\""));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"ring\":\"r\",\"batch\":4097}", f);
+	fclose(f);
+	assert_int_equal(uf_bridge_config_load(&cfg, path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "\"batch\""));
 	unlink(path);
 	memset(&st, 0, sizeof(st));
 	strcpy(st.ring, "itch");
 	st.in_flight = 16;
 	st.window_full = 259;
 	st.resends = 1;
+	st.held = 5;
 	assert_true(uf_bridge_status_json(&st, buf, sizeof(buf)) > 0);
 	assert_non_null(
 	    strstr(buf, "\"in_flight\":16,\"window_full\":259,\"resends\":1,\"order_errors\":0,"));
+	assert_non_null(strstr(buf, "\"order_errors\":0,\"held\":5,"));
 }
 
 int main(void)

@@ -335,16 +335,26 @@ static void test_compact_records_decode_to_the_same_records_and_refuse_bad_lengt
 	len = uf_nats_compact_encode(in, 6, enc);
 	assert_true(len < sizeof(in));
 	assert_int_equal(uf_nats_compact_decode(enc, len, 6, out), 0);
+	assert_int_equal(uf_nats_compact_check(enc, len, 6), 0);
 	assert_memory_equal(in, out, sizeof(in));
 	assert_int_equal(uf_nats_compact_encode(in, 1, enc), 4); /* a zero record: 4 bytes */
 	len = uf_nats_compact_encode(in, 6, enc);
-	for (size_t cut = 0; cut < len; cut++)
+	/* the check (the consumer's, from the counts alone) refuses exactly what decode does */
+	for (size_t cut = 0; cut < len; cut++) {
 		assert_int_equal(uf_nats_compact_decode(enc, cut, 6, out), -1);
+		assert_int_equal(uf_nats_compact_check(enc, cut, 6), -1);
+	}
 	enc[len] = 0;
 	assert_int_equal(uf_nats_compact_decode(enc, len + 1, 6, out), -1); /* one byte more */
-	assert_int_equal(uf_nats_compact_decode(enc, len, 5, out), -1);     /* count too low */
+	assert_int_equal(uf_nats_compact_check(enc, len + 1, 6), -1);
+	assert_int_equal(uf_nats_compact_decode(enc, len, 5, out), -1); /* count too low */
+	assert_int_equal(uf_nats_compact_check(enc, len, 5), -1);
+	assert_int_equal(uf_nats_compact_check(enc, len, 7), -1); /* count too high */
 	enc[4] = 0x09; /* record 0 is 4 zero bytes: record 1's first word now claims 9 bytes */
 	assert_int_equal(uf_nats_compact_decode(enc, len, 6, out), -1);
+	assert_int_equal(uf_nats_compact_check(enc, len, 6), -1);
+	enc[4] = 0x90; /* the same in the high nibble (word 1) */
+	assert_int_equal(uf_nats_compact_check(enc, len, 6), -1);
 }
 
 /* A consumer reads both wire versions: compact DATA is applied exactly as the same records
@@ -398,10 +408,62 @@ static void test_compact_data_is_applied_like_plain_data_and_bad_compact_is_refu
 	fake_end(&s);
 }
 
+/* A message of thousands of records (above the former 1024 bound) is stored in chunks: after
+ * every UF_NATS_APPLY_CHUNK records the consumer may let its application read (progress),
+ * and each time every record below the tail is stored and the books are at the tail. Plain
+ * and compact alike. */
+static void test_big_messages_are_applied_in_chunks_the_application_can_read(void **state)
+{
+	static unsigned char big[sizeof(struct uf_nats_msg) + 1500 * sizeof(struct uf_record)];
+	static unsigned char cbig[sizeof(struct uf_nats_msg) + 1500 * UF_NATS_COMPACT_MAX];
+	static struct uf_record recs[1500];
+	struct fake_world w;
+	struct uf_nats_stream s;
+	struct uf_nats_stream_hooks hk;
+	struct uf_book_snapshot snap;
+	struct uf_nats_msg h;
+	size_t len, clen;
+
+	(void)state;
+	world(&w, 100, 10);
+	assert_int_equal(fake_begin(&s, &hk, &w), 0);
+	len = fake_msg(big, g_id, GEN, UF_NATS_DATA, 100, 0, 600);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, big, len, g_id, 10), 0);
+	assert_int_equal(s.tail, 700);
+	assert_int_equal(w.progresses, 2); /* after 256 and 512 records */
+	assert_int_equal(w.progress_tail[0], 356);
+	assert_int_equal(w.progress_tail[1], 612);
+	/* compact, 1500 records: 5 chunks; the books follow every record */
+	len = fake_msg(big, g_id, GEN, UF_NATS_DATA, 700, 0, 1500);
+	memcpy(&h, big, sizeof(h));
+	memcpy(recs, big + sizeof(h), 1500 * sizeof(struct uf_record));
+	h.version = UF_NATS_VERSION_COMPACT;
+	memcpy(cbig, &h, sizeof(h));
+	clen = sizeof(h) + uf_nats_compact_encode(recs, 1500, cbig + sizeof(h));
+	assert_true(clen < len);
+	assert_int_equal(uf_nats_stream_on_msg(&s, &hk, cbig, clen, g_id, 11), 0);
+	assert_int_equal(s.forged, 0);
+	assert_int_equal(s.tail, 2200);
+	assert_int_equal(w.progresses, 7);
+	for (int i = 2; i < 7; i++)
+		assert_int_equal(w.progress_tail[i], 700 + 256 * (uint64_t)(i - 1));
+	for (uint64_t q = 700; q < 2200; q++)
+		assert_memory_equal(&s.buf[q & s.mask], &recs[q - 700], sizeof(recs[0]));
+	assert_int_equal(uf_nats_books_snapshot(&s.books, 1, 10, s.tail, &snap), 0);
+	{ /* the last record (seq 2199: price 101, 2200 shares) is in the book */
+		int found = 0;
+		for (int i = 0; i < 7; i++)
+			found |= snap.bid[i].price == 101 && snap.bid[i].shares == 2200;
+		assert_true(found);
+	}
+	fake_end(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_continuing_data_is_applied_and_replays_are_refused),
+	    cmocka_unit_test(test_big_messages_are_applied_in_chunks_the_application_can_read),
 	    cmocka_unit_test(test_messages_not_in_the_bridge_form_are_refused),
 	    cmocka_unit_test(test_skipped_records_are_believed_only_when_the_stream_lost_messages),
 	    cmocka_unit_test(test_lap_and_reset_need_the_commit_entry),

@@ -41,6 +41,7 @@ int uf_bench_fanout(int argc, char **argv)
 #else
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -64,7 +65,68 @@ struct side {
 	volatile int stop;     /* asked to stop */
 	int err;               /* attach failed */
 	uint64_t want;         /* throughput records to wait for */
+	volatile pid_t tid;    /* its thread (CPU time per record) */
 };
+
+/* CPU time (ns) thread `tid` of process `pid` has run, from the scheduler's own account
+ * (/proc/PID/task/TID/schedstat, nanoseconds: the tick-based utime would round a 100 ms
+ * phase to tens of percent); 0 if it is gone. */
+static uint64_t task_cpu_ns(pid_t pid, pid_t tid)
+{
+	char path[64];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &ns) != 1)
+		ns = 0;
+	fclose(f);
+	return ns;
+}
+
+/* CPU time (ns) of every thread of process `pid` (threads that exited are not counted:
+ * none of the measured processes ends a thread during the throughput phase). */
+static uint64_t proc_cpu_ns(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	uint64_t sum = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			sum += task_cpu_ns(pid, (pid_t)atoi(e->d_name));
+	closedir(d);
+	return sum;
+}
+
+/* Where the throughput phase's CPU went, per process of the hop (CPU_* order). */
+enum { CPU_PRODUCER, CPU_LOCAL, CPU_REMOTE_APP, CPU_REMOTE_RX, CPU_BRIDGE, CPU_SERVERS, CPU_N };
+
+static void cpu_sample(uint64_t out[CPU_N], const struct side *sides, pid_t br,
+                       const pid_t servers[3])
+{
+	pid_t me = getpid();
+	uint64_t all = proc_cpu_ns(me);
+
+	out[CPU_PRODUCER] = task_cpu_ns(me, me);
+	out[CPU_LOCAL] = task_cpu_ns(me, sides[0].tid);
+	out[CPU_REMOTE_APP] = task_cpu_ns(me, sides[1].tid);
+	/* the rest of this process: libufconsumer's receiver and the NATS client's threads */
+	out[CPU_REMOTE_RX] = all - out[CPU_PRODUCER] - out[CPU_LOCAL] - out[CPU_REMOTE_APP];
+	out[CPU_BRIDGE] = br > 0 ? proc_cpu_ns(br) : 0;
+	out[CPU_SERVERS] = 0;
+	for (int i = 0; i < 3; i++)
+		if (servers[i] > 0)
+			out[CPU_SERVERS] += proc_cpu_ns(servers[i]);
+}
 
 static void *consume(void *arg)
 {
@@ -82,6 +144,7 @@ static void *consume(void *arg)
 		s->ready = 1;
 		return NULL;
 	}
+	s->tid = gettid();
 	s->ready = 1;
 	while (!s->stop) {
 		int n = uf_consumer_read(c, recs, 256, NULL);
@@ -138,6 +201,47 @@ static int port_open(int port)
 	return ok;
 }
 
+/* The value of "key": in the last status line of the bridge's log (its exit status), or -1. */
+static double status_value(const char *text, const char *key)
+{
+	char pat[40];
+	const char *p, *last = NULL;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	for (p = strstr(text, pat); p; p = strstr(p + 1, pat))
+		last = p;
+	return last ? strtod(last + strlen(pat), NULL) : -1;
+}
+
+/* What the bridge sent, from its exit status line: messages and bytes per record tell
+ * whether the hop's cost goes by messages or by bytes. */
+static void print_bridge_totals(const char *log_path)
+{
+	static char text[1 << 16];
+	FILE *f = fopen(log_path, "r");
+	size_t n;
+	double msgs, recs, bytes;
+
+	if (!f)
+		return;
+	if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > (long)sizeof(text) - 1)
+		(void)fseek(f, -(long)(sizeof(text) - 1), SEEK_END);
+	else
+		rewind(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	msgs = status_value(text, "messages");
+	recs = status_value(text, "published");
+	bytes = status_value(text, "bytes");
+	if (msgs <= 0 || recs <= 0 || bytes < 0)
+		return;
+	printf("uf-bridge sent %.0f records in %.0f stream messages (%.1f records a message, "
+	       "%.1f bytes a record on the wire), window full %.0f times, held %.0f times\n",
+	       recs, msgs, recs / msgs, bytes / recs, status_value(text, "window_full"),
+	       status_value(text, "held"));
+}
+
 static void print_row(const char *label, struct side *s, uint64_t records, uint64_t t0)
 {
 	struct uf_bench_pct p;
@@ -154,20 +258,17 @@ static void print_row(const char *label, struct side *s, uint64_t records, uint6
 
 int uf_bench_fanout(int argc, char **argv)
 {
-	static const struct option lo[] = {{"nats", required_argument, 0, 'n'},
-	                                   {"records", required_argument, 0, 'r'},
-	                                   {"rate", required_argument, 0, 'R'},
-	                                   {"seconds", required_argument, 0, 's'},
-	                                   {"servers", required_argument, 0, 'S'},
-	                                   {"window", required_argument, 0, 'w'},
-	                                   {"batch", required_argument, 0, 'b'},
-	                                   {"file", no_argument, 0, 'f'},
-	                                   {"compact", no_argument, 0, 'c'},
-	                                   {"help", no_argument, 0, 'h'},
-	                                   {0, 0, 0, 0}};
+	static const struct option lo[] = {
+	    {"nats", required_argument, 0, 'n'},    {"records", required_argument, 0, 'r'},
+	    {"rate", required_argument, 0, 'R'},    {"seconds", required_argument, 0, 's'},
+	    {"servers", required_argument, 0, 'S'}, {"window", required_argument, 0, 'w'},
+	    {"batch", required_argument, 0, 'b'},   {"eager", required_argument, 0, 'e'},
+	    {"file", no_argument, 0, 'f'},          {"compact", no_argument, 0, 'c'},
+	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
 	const char *urls = NULL;
 	uint64_t records = 200000, rate = 20000, seconds = 2, t0, end, nservers = 1;
 	const char *window = NULL, *batch = NULL; /* uf-bridge's defaults unless given */
+	const char *eager = NULL;                 /* the same */
 	int file_store = 0;                       /* --file: the stream on disk, not in memory */
 	int compact = 0;                          /* --compact: the bridge's compact records */
 	pid_t servers[3] = {-1, -1, -1};
@@ -179,7 +280,9 @@ int uf_bench_fanout(int argc, char **argv)
 	struct uf_ring *r = NULL;
 	char err[256];
 	pid_t br = -1;
-	int opt, rc = 1, bad_count = 0; /* bad_count: --records or --rate not a count in range */
+	uint64_t cpu0[CPU_N], cpu1[CPU_N]; /* CPU time per process around the throughput phase */
+	uint64_t cpu2[CPU_N], phase_ns;    /* and after as long again, idle */
+	int opt, rc = 1, bad_count = 0;    /* bad_count: --records or --rate not a count in range */
 	ssize_t el;
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -210,6 +313,9 @@ int uf_bench_fanout(int argc, char **argv)
 		case 'b':
 			batch = optarg;
 			break;
+		case 'e':
+			eager = optarg; /* checked by uf-bridge */
+			break;
 		case 'f':
 			file_store = 1;
 			break;
@@ -219,7 +325,7 @@ int uf_bench_fanout(int argc, char **argv)
 		case 'h':
 			printf("usage: uf-bench fanout [--nats URLS | --servers 1|3] [--records N "
 			       "(200000)] [--rate R (20000/s)] [--seconds S (2, latency phase)] "
-			       "[--window N] [--batch N] [--file] [--compact]\n");
+			       "[--window N] [--batch N] [--eager N] [--file] [--compact]\n");
 			return 0;
 		default:
 			return 2;
@@ -306,7 +412,7 @@ int uf_bench_fanout(int argc, char **argv)
 		goto out;
 	}
 	snprintf(log, sizeof(log), "%s/uf-bridge.log", tmp);
-	char *bargv[16] = {bridge, "--ring", ring, "--nats", (char *)urls, "--exit-on-close"};
+	char *bargv[20] = {bridge, "--ring", ring, "--nats", (char *)urls, "--exit-on-close"};
 	int na = 6;
 	if (!file_store)
 		bargv[na++] = "--memory";
@@ -321,6 +427,10 @@ int uf_bench_fanout(int argc, char **argv)
 	if (batch) {
 		bargv[na++] = "--batch";
 		bargv[na++] = (char *)batch;
+	}
+	if (eager) {
+		bargv[na++] = "--eager";
+		bargv[na++] = (char *)eager;
 	}
 	if (compact)
 		bargv[na++] = "--compact";
@@ -365,6 +475,8 @@ int uf_bench_fanout(int argc, char **argv)
 	}
 	usleep(500000); /* the last latency records arrive */
 	/* throughput phase: as fast as the producer goes, 16 records a publish */
+	cpu_sample(cpu0, sides, br, servers);
+	phase_ns = uf_now_mono_ns();
 	t0 = uf_now_realtime_ns();
 	for (uint64_t k = 0; k < records; k += 16) {
 		struct uf_record b[16];
@@ -379,19 +491,52 @@ int uf_bench_fanout(int argc, char **argv)
 		uf_ring_publish(r, b, n);
 	}
 	end = uf_now_mono_ns() + 60000000000ull;
-	while ((sides[0].tput_recv < records || sides[1].tput_recv < records) &&
+	/* every record arrived or was reported lost (a consumer lapped: waiting the whole
+	 * bound then would count a minute of idle CPU as the phase's) */
+	while ((sides[0].tput_recv + sides[0].lost < records ||
+	        sides[1].tput_recv + sides[1].lost < records) &&
 	       uf_now_mono_ns() < end)
 		usleep(10000);
+	cpu_sample(cpu1, sides, br, servers);
+	/* the same time again with nothing published: what the processes burn idle (timers,
+	 * heartbeats, the Go runtime, waits that poll) is not a cost per record */
+	phase_ns = uf_now_mono_ns() - phase_ns;
+	usleep((useconds_t)((phase_ns < 2000000000ull ? phase_ns : 2000000000ull) / 1000));
+	cpu_sample(cpu2, sides, br, servers);
 	printf("uf-bench fanout: ring %s, NATS %s (%s storage, %d replica%s), bridge window %s, "
-	       "batch %s%s, latency %" PRIu64 " records at %" PRIu64 "/s, throughput %" PRIu64
-	       " records\n",
+	       "batch %s, eager %s%s, latency %" PRIu64 " records at %" PRIu64
+	       "/s, throughput %" PRIu64 " records\n",
 	       ring, urls, file_store ? "file" : "memory", nservers == 3 ? 3 : 1,
 	       nservers == 3 ? "s" : "", window ? window : "default", batch ? batch : "default",
-	       compact ? ", compact records" : "", rate * seconds, rate, records);
+	       eager ? eager : "default", compact ? ", compact records" : "", rate * seconds, rate,
+	       records);
 	printf("%-18s %9s %12s %8s | %7s %9s %9s %9s %9s\n", "consumer", "records", "records/s",
 	       "lost", "samples", "p50 us", "p99 us", "p99.9 us", "max us");
 	print_row(sides[0].label, &sides[0], records, t0);
 	print_row(sides[1].label, &sides[1], records, t0);
+	/* the CPU budget of the hop: what each process spent per record while the throughput
+	 * records went through (all of it shares the machine's CPUs) */
+	{
+		static const char *const what[CPU_N] = {
+		    "producer",  "local consumer", "remote app thread", "remote receiver+client",
+		    "uf-bridge", "nats-server(s)"};
+		uint64_t total = 0;
+		printf("CPU ns/record, throughput phase:");
+		for (int i = 0; i < CPU_N; i++) {
+			uint64_t d = cpu1[i] > cpu0[i] ? cpu1[i] - cpu0[i] : 0;
+			total += d;
+			printf(" %s %.1f,", what[i], (double)d / (double)records);
+		}
+		printf(" total %.1f\n", (double)total / (double)records);
+		total = 0;
+		printf("CPU ns/record-time idle right after (same duration, nothing published):");
+		for (int i = 0; i < CPU_N; i++) {
+			uint64_t d = cpu2[i] > cpu1[i] ? cpu2[i] - cpu1[i] : 0;
+			total += d;
+			printf(" %s %.1f,", what[i], (double)d / (double)records);
+		}
+		printf(" total %.1f\n", (double)total / (double)records);
+	}
 	printf("(%d CPUs, load average %.2f; producer-publish to consumer, CLOCK_REALTIME; the "
 	       "bridge keeps up to --window messages in flight)\n",
 	       uf_bench_ncpus(), uf_bench_loadavg());
@@ -406,8 +551,10 @@ out:
 	if (r)
 		uf_ring_close(r);
 	if (br > 0) {
-		kill(br, SIGTERM);
+		kill(br, SIGTERM); /* its status line at exit is in its log */
 		uf_bench_wait_child(br, 5000);
+		if (rc == 0)
+			print_bridge_totals(log);
 	}
 	for (int i = 0; i < 3; i++) {
 		if (servers[i] > 0) {

@@ -33,6 +33,7 @@
 #define IDLE_WAIT_NS    5000000LL /* ring wait slice: periodic work runs at least this often */
 #define MSG_HEADER_ROOM 512 /* NATS headers of a stream message (ids: UF_NATS_MSG_ID_MAX each) */
 #define PIPE_WAIT_NS    200000LL /* the same while acknowledgements are due */
+#define HOLD_WAIT_NS    50000LL  /* the same while --eager holds a partial message */
 
 struct bridge {
 	const struct uf_bridge_config *cfg; /* as given */
@@ -217,8 +218,10 @@ static int on_stored(void *arg, struct uf_bridge_slot *sl)
 	struct uf_nats_msg h;
 
 	memcpy(&h, sl->buf, sizeof(h));
-	if (h.version == UF_NATS_VERSION_COMPACT) {
-		/* the records as they were (never fails on what uf_nats_compact_encode wrote) */
+	if (h.version == UF_NATS_VERSION_COMPACT && sl->kind == UF_NATS_DATA &&
+	    b->cfg->per_symbol) {
+		/* the records as they were, for the per-symbol messages only (never fails on
+		 * what uf_nats_compact_encode wrote) */
 		if (uf_nats_compact_decode((const unsigned char *)sl->buf + sizeof(h),
 		                           sl->len - sizeof(h) - (b->key.len ? UF_NATS_MAC_LEN : 0),
 		                           sl->n, b->dec) < 0)
@@ -255,11 +258,9 @@ static int on_stored(void *arg, struct uf_bridge_slot *sl)
 	b->st.ack_ns_sum += dt;
 	if (dt > b->st.ack_ns_max)
 		b->st.ack_ns_max = dt;
-	for (uint32_t i = 0; i < sl->n; i++) {
-		uint64_t pub = recs[i].rx_ts ? recs[i].rx_ts + recs[i].pub_delta_ns : 0;
-		if (pub && now > pub && now - pub > b->st.pub_lag_ns_max)
-			b->st.pub_lag_ns_max = now - pub;
-	}
+	if (sl->oldest_pub_ns && now > sl->oldest_pub_ns &&
+	    now - sl->oldest_pub_ns > b->st.pub_lag_ns_max)
+		b->st.pub_lag_ns_max = now - sl->oldest_pub_ns;
 	if (sl->attempts > 1)
 		uf_bridge_log("message %s stored after %u retries", sl->id, sl->attempts - 1);
 	if (sl->kind == UF_NATS_RESET)
@@ -293,6 +294,7 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 	struct uf_nats_msg h;
 	struct uf_bridge_slot *sl;
 	size_t len = sizeof(h) + (size_t)n * sizeof(*recs);
+	uint64_t oldest = UINT64_MAX;
 	long slen;
 	int err;
 
@@ -335,6 +337,12 @@ static int publish(struct bridge *b, uint8_t kind, uint64_t first, uint64_t aux,
 	sl->n = n;
 	sl->first = first;
 	sl->aux = aux;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t pub = recs[i].rx_ts ? recs[i].rx_ts + recs[i].pub_delta_ns : 0;
+		if (pub && pub < oldest)
+			oldest = pub;
+	}
+	sl->oldest_pub_ns = oldest == UINT64_MAX ? 0 : oldest;
 	uf_bridge_pipe_submit(&b->pipe);
 	/* answers already here retire messages now: the position stays current */
 	return uf_bridge_pipe_poll(&b->pipe, 0) < 0 ? -EIO : 0;
@@ -747,6 +755,18 @@ static int loop(struct bridge *b)
 		}
 		switch (n) {
 		case -EAGAIN: /* caught up: send what we have, then do the periodic work */
+			if (b->nrecs && b->cfg->eager &&
+			    uf_bridge_pipe_inflight(&b->pipe) >= b->cfg->eager) {
+				/* --eager: enough in flight; the message grows until it is full
+				 * or an acknowledgement makes room below the bound */
+				b->st.held++;
+				if (uf_bridge_pipe_poll(&b->pipe, 0) < 0)
+					rc = -EIO;
+				else if (uf_bridge_pipe_inflight(&b->pipe) >= b->cfg->eager)
+					uf_consumer_wait(b->c, HOLD_WAIT_NS);
+				status_tick(b);
+				break;
+			}
 			rc = flush_records(b);
 			if (rc == 0) {
 				periodic(b);

@@ -28,6 +28,13 @@ struct uf_bridge_config {
 	                             * 1 waits for each acknowledgement (one round trip per
 	                             * message); more keeps the link busy (tools/uf-bridge/
 	                             * bridge_pipe.h). --per-symbol forces 1 */
+	uint32_t eager;             /* a bridge that has caught up with the ring sends the records
+	                             * it holds (a partial message) only while fewer than this
+	                             * many messages are in flight; from there on it keeps
+	                             * reading until the message is full or an acknowledgement
+	                             * comes: fewer, fuller messages under load, where JetStream
+	                             * costs CPU per message. 0 = always (one record per message
+	                             * when the ring is quiet, the latency the default keeps) */
 	uint32_t kv_interval_ms;    /* book entries are written at most this often */
 	uint32_t stats_interval_ms; /* status line period on stderr, 0 = only at exit */
 	uint32_t ack_wait_ms;       /* publish acknowledgement timeout before a retry; also the
@@ -79,6 +86,8 @@ struct uf_bridge_status {
 	uint64_t in_flight;      /* stream messages sent and not yet acknowledged (sampled) */
 	uint64_t window_full;    /* messages that waited for room in the window: the link, not
 	                          * the ring, was the limit */
+	uint64_t held;           /* times a caught-up bridge kept reading instead of sending a
+	                          * partial message (--eager: enough messages in flight) */
 	uint64_t resends;        /* times the window was sent again from its first
 	                          * unacknowledged message (a timeout, a refusal, a failover) */
 	uint64_t order_errors;   /* acknowledgements whose stream sequence did not follow the

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "ring/nats/uf_nats_wire.h"
 #include "tools/uf-bridge/bridge.h"
 
 void uf_bridge_config_init(struct uf_bridge_config *cfg)
@@ -62,7 +63,8 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	                              "tls_ca",       "tls_cert",
 	                              "tls_key",      "per_symbol",
 	                              "ack_timeouts", "key_file",
-	                              "window",       "compact"};
+	                              "window",       "compact",
+	                              "eager"};
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je), *v;
 	const char *key;
@@ -111,8 +113,9 @@ int uf_bridge_config_load(struct uf_bridge_config *cfg, const char *path, char *
 	INT_KEY("replicas", replicas, 1, 5);
 	INT_KEY("max_age_s", max_age_s, 0, INT64_MAX / 1000000000);
 	INT_KEY("max_bytes", max_bytes, -1, INT64_MAX);
-	INT_KEY("batch", batch, 1, 1024);
+	INT_KEY("batch", batch, 1, UF_NATS_MAX_RECORDS);
 	INT_KEY("window", window, 1, 1024);
+	INT_KEY("eager", eager, 0, 1024);
 	INT_KEY("kv_interval_ms", kv_interval_ms, 1, 3600000);
 	INT_KEY("ack_wait_ms", ack_wait_ms, 10, 600000);
 	INT_KEY("ack_timeouts", ack_timeouts, 1, 1000);

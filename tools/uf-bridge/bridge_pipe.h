@@ -45,6 +45,10 @@ struct uf_bridge_slot {
 	uint8_t kind;                /* enum uf_nats_kind: the bridge's position after it */
 	uint32_t n;                  /* records in it */
 	uint64_t first, aux;         /* header first_seq and aux */
+	uint64_t oldest_pub_ns;      /* earliest producer publish time of its records (0: none),
+	                              * taken when it is built: the status's worst publish-to-
+	                              * acknowledgement lag then needs no decode of a compact
+	                              * message when it is stored */
 	uint64_t token;              /* reply token of the latest send: older answers ignored */
 	uint64_t sent_ns;            /* latest send (monotonic): the acknowledgement deadline */
 	uint64_t first_ns;           /* first send (monotonic): the reported ack time */

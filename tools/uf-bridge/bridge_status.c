@@ -33,12 +33,12 @@ int uf_bridge_status_json(const struct uf_bridge_status *st, char *buf, size_t l
 	    ",\"ack_us_mean\":%.1f,\"ack_us_max\":%.1f,\"pub_lag_us_max\":%.1f"
 	    ",\"sym_msgs\":%" PRIu64 ",\"sym_failed\":%" PRIu64 ",\"in_flight\":%" PRIu64
 	    ",\"window_full\":%" PRIu64 ",\"resends\":%" PRIu64 ",\"order_errors\":%" PRIu64
-	    ",\"server\":\"%s\",\"connected\":%d,\"closed\":%d}",
+	    ",\"held\":%" PRIu64 ",\"server\":\"%s\",\"connected\":%d,\"closed\":%d}",
 	    st->ring, st->generation, st->position, st->read, st->ring_tail, lag, st->published,
 	    st->messages, st->bytes, st->js_last, st->retries, st->duplicates, st->laps, st->lost,
 	    st->kv_puts, st->reconnects, st->ack_timeouts, st->failovers, (double)mean / 1e3,
 	    (double)st->ack_ns_max / 1e3, (double)st->pub_lag_ns_max / 1e3, st->sym_msgs,
-	    st->sym_failed, st->in_flight, st->window_full, st->resends, st->order_errors, server,
-	    st->connected, st->closed);
+	    st->sym_failed, st->in_flight, st->window_full, st->resends, st->order_errors, st->held,
+	    server, st->connected, st->closed);
 	return n < 0 || (size_t)n >= len ? -1 : n;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/uf_parse.h"
+#include "ring/nats/uf_nats_wire.h"
 #include "tools/uf-bridge/bridge.h"
 
 static volatile sig_atomic_t g_stop;
@@ -26,30 +27,35 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: uf-bridge --ring NAME --nats URLS [options]   (or --config FILE)\n"
-	       "  --nats URLS          comma-separated nats://host:port (any cluster members)\n"
-	       "  --replicas N         stream and bucket replicas (default 1; 3 in a cluster)\n"
-	       "  --memory             memory storage instead of file storage\n"
-	       "  --max-age S          stream retention in seconds (default 86400)\n"
-	       "  --max-bytes N        stream retention in bytes (default unlimited)\n"
-	       "  --batch N            most records per message (default 256, max 1024)\n"
-	       "  --window N           stream messages in flight, acknowledged in order (default\n"
-	       "                       32, max 1024; 1 = wait for each)\n"
-	       "  --kv-interval MS     book entries written at most this often (default 100)\n"
-	       "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
-	       "  --ack-timeouts N     leave a server after N timeouts in a row (default 2)\n"
-	       "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
-	       "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
-	       "  --exit-on-close      exit once the producer closes the ring\n"
-	       "  --compact            DATA records in the compact form (wire version 2; remote\n"
-	       "                       consumers must be this version or newer)\n"
-	       "  --per-symbol         also store each instrument's records on uf.RING.rec.SYMBOL\n"
-	       "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
-	       "  --creds FILE         NATS user credentials (JWT + seed)\n"
-	       "  --tls-ca FILE        TLS: verify the servers against these CAs\n"
-	       "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n"
-	       "  --key-file FILE      shared key: sign every message (HMAC-SHA256); default\n"
-	       "                       $UF_NATS_KEY_FILE, else $UF_NATS_KEY, else unsigned\n");
+	    f,
+	    "usage: uf-bridge --ring NAME --nats URLS [options]   (or --config FILE)\n"
+	    "  --nats URLS          comma-separated nats://host:port (any cluster members)\n"
+	    "  --replicas N         stream and bucket replicas (default 1; 3 in a cluster)\n"
+	    "  --memory             memory storage instead of file storage\n"
+	    "  --max-age S          stream retention in seconds (default 86400)\n"
+	    "  --max-bytes N        stream retention in bytes (default unlimited)\n"
+	    "  --batch N            most records per message (default 256, max %d; above 1024\n"
+	    "                       remote consumers must be this version or newer)\n"
+	    "  --window N           stream messages in flight, acknowledged in order (default\n"
+	    "                       32, max 1024; 1 = wait for each)\n"
+	    "  --eager N            once caught up with the ring, send a partial message only\n"
+	    "                       while fewer than N are in flight (default 0: always)\n"
+	    "  --kv-interval MS     book entries written at most this often (default 100)\n"
+	    "  --ack-wait MS        acknowledgement timeout before a retry (default 2000)\n"
+	    "  --ack-timeouts N     leave a server after N timeouts in a row (default 2)\n"
+	    "  --stats MS           JSON status line on stderr every MS (default: at exit)\n"
+	    "  --status-file PATH   keep the JSON status in PATH (rewritten every 200 ms)\n"
+	    "  --exit-on-close      exit once the producer closes the ring\n"
+	    "  --compact            DATA records in the compact form (wire version 2; remote\n"
+	    "                       consumers must be this version or newer)\n"
+	    "  --per-symbol         also store each instrument's records on uf.RING.rec.SYMBOL\n"
+	    "  --dir DIR            shm directory (default $UF_RING_DIR or /dev/shm)\n"
+	    "  --creds FILE         NATS user credentials (JWT + seed)\n"
+	    "  --tls-ca FILE        TLS: verify the servers against these CAs\n"
+	    "  --tls-cert F --tls-key F  TLS client certificate (mutual TLS)\n"
+	    "  --key-file FILE      shared key: sign every message (HMAC-SHA256); default\n"
+	    "                       $UF_NATS_KEY_FILE, else $UF_NATS_KEY, else unsigned\n",
+	    UF_NATS_MAX_RECORDS);
 }
 
 int main(int argc, char **argv)
@@ -64,6 +70,7 @@ int main(int argc, char **argv)
 	                                   {"batch", required_argument, 0, 'b'},
 	                                   {"kv-interval", required_argument, 0, 'k'},
 	                                   {"window", required_argument, 0, 'W'},
+	                                   {"eager", required_argument, 0, 'e'},
 	                                   {"ack-wait", required_argument, 0, 'w'},
 	                                   {"ack-timeouts", required_argument, 0, 'T'},
 	                                   {"stats", required_argument, 0, 's'},
@@ -135,7 +142,7 @@ int main(int argc, char **argv)
 				goto bad_value;
 			break;
 		case 'b':
-			if (uf_parse_i64(optarg, 1, 1024, &v) < 0)
+			if (uf_parse_i64(optarg, 1, UF_NATS_MAX_RECORDS, &v) < 0)
 				goto bad_value;
 			cfg.batch = (uint32_t)v;
 			break;
@@ -143,6 +150,11 @@ int main(int argc, char **argv)
 			if (uf_parse_i64(optarg, 1, 1024, &v) < 0)
 				goto bad_value;
 			cfg.window = (uint32_t)v;
+			break;
+		case 'e':
+			if (uf_parse_i64(optarg, 0, 1024, &v) < 0)
+				goto bad_value;
+			cfg.eager = (uint32_t)v;
 			break;
 		case 'k':
 			if (uf_parse_i64(optarg, 1, 3600000, &v) < 0)
