@@ -278,8 +278,13 @@ static void test_bridge_fails_over_from_a_hung_cluster_node(void **state)
 	drain(c, &d, 0, NULL, NULL); /* every record once, in order, no lap */
 	assert_int_equal(d.received, bt_json_num(feed, "records"));
 	st = uf_test_slurp(k.status);
-	assert_true(bt_json_num(st, "failovers") >= 1);
-	assert_true(bt_json_num(st, "ack_timeouts") >= 2);
+	/* Two ways off a hung node, both the bridge's (bridge_conn.c): its failover rule (ack
+	 * timeouts, then a PING without PONG) or the client's own PINGs (interval ack_wait_ms,
+	 * 2 out) closing the connection and reconnecting down the list. Which fires first is a
+	 * race of a few hundred ms (seen: the reconnect, 1.2 s after the stop, no failover); the
+	 * test wants the node left, not one of the two. */
+	assert_true(bt_json_num(st, "failovers") + bt_json_num(st, "reconnects") >= 1);
+	assert_true(bt_json_num(st, "ack_timeouts") >= 1);
 	assert_int_equal(bt_json_num(st, "laps"), 0);
 	assert_int_equal(bt_json_num(st, "published"), bt_json_num(feed, "records"));
 	assert_int_equal(bt_json_num(st, "lag"), 0);
