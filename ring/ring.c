@@ -22,6 +22,7 @@
 #include "common/uf_label.h"
 #include "common/uf_time.h"
 #include "ring/ctable.h"
+#include "ring/journal_file.h"
 #include "ring/ring_util.h"
 
 #define UF_RING_HUGE_ALIGN (2ull << 20)
@@ -574,6 +575,9 @@ int uf_ring_unlink(const char *name, const char *dir)
 		rc = 0;
 		unlinkat(dfd, UF_RING_DATA_NAME, 0);
 		unlinkat(dfd, UF_RING_SOCK_NAME, 0);
+		/* a journaled ring's pointer to its journal (the journal itself stays): without
+		 * this the directory is not empty and the ring's name stays taken */
+		unlinkat(dfd, UF_JOURNAL_POINTER, 0);
 		close(dfd);
 		if (rmdir(path) < 0)
 			rc = -errno;

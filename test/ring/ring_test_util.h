@@ -37,13 +37,13 @@ static inline void test_ring_cleanup(void)
 	char path[256];
 
 	for (int i = 0; i < test_ring_nnames; i++) {
-		static const char *const leaves[] = {"/data", "/sock", ""};
-		for (int k = 0; k < 3; k++) { /* the ring's private directory, last */
+		static const char *const leaves[] = {"/data", "/sock", "/journal", ""};
+		for (int k = 0; k < 4; k++) { /* the ring's private directory, last */
 			snprintf(path, sizeof(path), "/dev/shm/uf.%.63s%s", test_ring_names[i],
 			         leaves[k]);
 			if (unlink(path) < 0 && errno == EISDIR)
 				rmdir(path);
-			else if (k == 2)
+			else if (k == 3)
 				rmdir(path);
 		}
 	}

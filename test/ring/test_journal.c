@@ -266,6 +266,14 @@ static void test_journal_consumer_from_start_after_laps(void **state)
 	uf_consumer_detach(c);
 	uf_journal_stop(j);
 	uf_ring_close(r);
+	/* a journaled ring is removed whole: its pointer to the journal goes with it (it kept the
+	 * directory, and the name, taken) */
+	char path[160];
+	snprintf(path, sizeof(path), "/dev/shm/uf.%s/journal", name);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(uf_ring_unlink(name, NULL), 0);
+	snprintf(path, sizeof(path), "/dev/shm/uf.%s", name);
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 /* uf_consumer_seek goes to any sequence the journal or the ring holds; before the journal's
