@@ -56,24 +56,8 @@ static inline pid_t ft_spawn(char *const argv[], const char *out_path)
 /* Waits for `pid` at most timeout_ms; kills it when late. Returns its exit status, or -1. */
 static inline int ft_wait(pid_t pid, int timeout_ms)
 {
-	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000u;
-	int st;
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		if (r < 0)
-			return -1;
-		if (uf_now_mono_ns() > end) {
-			fprintf(stderr, "child %d still running after %d ms: killed\n", (int)pid,
-			        timeout_ms);
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -1;
-		}
-		struct timespec ts = {0, 5000000};
-		nanosleep(&ts, NULL);
-	}
+	int st = uf_test_wait_status(pid, timeout_ms);
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static inline int ft_run(char *const argv[], const char *out_path, int timeout_ms)

@@ -16,6 +16,7 @@
 
 #include "common/uf_time.h"
 #include "publish/uf_record.h"
+#include "test/common/uf_test_proc.h"
 #include "test/common/uf_test_rings.h"
 
 /* A child reports failure with this: prints where, exits with the line number (1..255). */
@@ -66,24 +67,7 @@ static inline int test_rec_ok(const struct uf_record *r, uint64_t seq)
  * it had to be killed. */
 static inline int test_wait_child(pid_t pid, int timeout_ms)
 {
-	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
-	int st;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return st;
-		if (r < 0)
-			return -1;
-		if (uf_now_mono_ns() > end) {
-			fprintf(stderr, "child %d did not finish in %d ms: killed\n", (int)pid,
-			        timeout_ms);
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -1;
-		}
-		usleep(1000);
-	}
+	return uf_test_wait_status(pid, timeout_ms);
 }
 
 /* 1 when the status is a clean exit(0). */
