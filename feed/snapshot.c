@@ -422,15 +422,6 @@ static void uf_snap_replay(struct uf_snapshot *s)
 	uf_snap_buf_clear(b);
 }
 
-/* snapshot_pending: 1 while an attempt runs (or waits for the first live packet) or one is
- * due because the books are known wrong (want) or flagged uncertain with a re-load left
- * (reload). What a reader polls to know the books are settled; set at every transition. */
-static void uf_snap_note_pending(struct uf_snapshot *s)
-{
-	int p = s->state != UF_SNAP_IDLE || s->want || s->reload;
-	uf_store_relaxed_u64(&s->st->snapshot_pending, (uint64_t)p);
-}
-
 /* After an attempt that was a re-load of uncertain books ends, or a load flags some: one
  * more re-load while the bound allows, else the flagged books stay stale until the next
  * RESET (said once per run of re-loads). `flagged`: the books are flagged now. */
@@ -468,7 +459,6 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 		s->retry_ns = now + (uint64_t)s->retry_ms * 1000000u;
 		if (s->reloading) /* as an attempt that failed before touching the books */
 			uf_snap_plan_reload(s, 1);
-		uf_snap_note_pending(s);
 		return;
 	}
 	uf_feed_log_info("feed %s: loading a snapshot (%s)", s->name, why);
@@ -482,7 +472,6 @@ static void uf_snap_start(struct uf_snapshot *s, uint64_t now, const char *why)
 	s->msgs = 0;
 	uf_snap_buf_clear(&s->buf);
 	uf_store_relaxed_u64(&s->st->snapshot_in_progress, 1);
-	uf_snap_note_pending(s);
 }
 
 static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why why)
@@ -514,7 +503,6 @@ static void uf_snap_fail(struct uf_snapshot *s, uint64_t now, enum uf_snap_why w
 	s->retry_ms =
 	    s->retry_ms * 2 > UF_SNAP_RETRY_MAX_MS ? UF_SNAP_RETRY_MAX_MS : s->retry_ms * 2;
 	s->unrecovered_seen = s->st->gaps_unrecovered; /* gaps of a failed attempt: retry_ns */
-	uf_snap_note_pending(s);
 }
 
 /* The books of the messages the orders could not place on either side of End of Snapshot
@@ -568,18 +556,28 @@ static void uf_snap_merge(struct uf_snapshot *s, uint64_t now)
 	s->retry_ns = now + UF_SNAP_RETRY_MIN_MS * 1000000ull; /* at most one a second */
 	if (!s->buf.have_session && !s->arb->have_session) {
 		s->state = UF_SNAP_WAIT_LIVE; /* no line has named the session yet */
-		uf_snap_note_pending(s);
 		return;
 	}
 	s->state = UF_SNAP_IDLE;
 	uf_arb_resync(s->arb, s->buf.have_session ? s->buf.session : NULL, s->end_seq);
 	uf_snap_replay(s);
 	s->unrecovered_seen = s->st->gaps_unrecovered;
-	uf_snap_note_pending(s);
 }
 
-int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, uint64_t rx_ns,
-                            unsigned src)
+/* snapshot_pending: 1 while an attempt runs (or waits for the first live packet) or one is
+ * due because the books are known wrong (want) or flagged uncertain with a re-load left
+ * (reload). What a reader polls to know the books are settled. Derived from state, want and
+ * reload, which change only inside the three entry points that end with this
+ * (uf_feed_snapshot_packet, _step, _run_start): no transition can leave it stale. */
+static void uf_snap_note_pending(struct uf_snapshot *s)
+{
+	int p = s->state != UF_SNAP_IDLE || s->want || s->reload;
+	uf_store_relaxed_u64(&s->st->snapshot_pending, (uint64_t)p);
+}
+
+/* uf_feed_snapshot_packet without the gauge. */
+static int uf_snap_packet(struct uf_snapshot *s, const struct uf_frame *pkt, uint64_t rx_ns,
+                          unsigned src)
 {
 	if (s->state == UF_SNAP_WAIT_LIVE) {
 		if (src >= (unsigned)s->nlines)
@@ -607,7 +605,6 @@ int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, u
 		}
 		s->state = UF_SNAP_IDLE;
 		uf_arb_resync(s->arb, pkt->session, s->end_seq);
-		uf_snap_note_pending(s);
 		return 0;
 	}
 	if (src >= (unsigned)s->nlines)
@@ -624,7 +621,16 @@ int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, u
 	return 1;
 }
 
-void uf_feed_snapshot_step(struct uf_snapshot *s)
+int uf_feed_snapshot_packet(struct uf_snapshot *s, const struct uf_frame *pkt, uint64_t rx_ns,
+                            unsigned src)
+{
+	int rc = uf_snap_packet(s, pkt, rx_ns, src);
+	uf_snap_note_pending(s);
+	return rc;
+}
+
+/* uf_feed_snapshot_step without the gauge. */
+static void uf_snap_step(struct uf_snapshot *s)
 {
 	uint64_t now = uf_now_mono_ns();
 	if (s->state == UF_SNAP_LOADING) {
@@ -680,10 +686,17 @@ void uf_feed_snapshot_step(struct uf_snapshot *s)
 	}
 }
 
+void uf_feed_snapshot_step(struct uf_snapshot *s)
+{
+	uf_snap_step(s);
+	uf_snap_note_pending(s);
+}
+
 void uf_feed_snapshot_run_start(struct uf_snapshot *s)
 {
 	if (s->enabled && s->on_start)
 		uf_snap_start(s, uf_now_mono_ns(), "start");
+	uf_snap_note_pending(s);
 }
 
 int uf_feed_snapshot_init(struct uf_snapshot *s, const struct uf_feed_config *cfg,

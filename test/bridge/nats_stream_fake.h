@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nats_msg_header.h"
 #include "ring/nats/nats_stream.h"
 
 #define FAKE_SLOTS 8192u /* records the fake consumer buffers (messages up to 4096) */
@@ -100,16 +101,8 @@ static inline void fake_end(struct uf_nats_stream *s)
 static inline size_t fake_msg(unsigned char *buf, char id[UF_NATS_MSG_ID_MAX], uint64_t gen,
                               uint8_t kind, uint64_t first, uint64_t aux, uint32_t count)
 {
-	struct uf_nats_msg h;
+	struct uf_nats_msg h = nats_msg_header(gen, kind, first, aux, count);
 
-	memset(&h, 0, sizeof(h));
-	h.magic = UF_NATS_MAGIC;
-	h.version = UF_NATS_VERSION;
-	h.kind = kind;
-	h.count = count;
-	h.generation = gen;
-	h.first_seq = first;
-	h.aux = aux;
 	memcpy(buf, &h, sizeof(h));
 	for (uint32_t i = 0; i < count; i++) {
 		struct uf_record r;

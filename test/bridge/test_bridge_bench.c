@@ -24,23 +24,33 @@ static void row(const char *out, const char *label, uint64_t *records, uint64_t 
 	    sscanf(p + strlen(label), " %" SCNu64 " %lf %" SCNu64, records, &rate, lost), 3);
 }
 
-static void test_bench_fanout_delivers_every_record_to_both_consumers(void **state)
+/* Runs `argv` (uf-bench fanout ...) within 120 s: it must succeed and the local ring
+ * consumer must have every one of the `records` with none lost. `r` keeps the output (the
+ * caller checks the NATS row and frees it). */
+static void fanout_run(const char *argv[], uint64_t records, struct uf_test_run *r)
 {
 	const char *d = getenv("UF_BIN_DIR");
 	char path[512];
+	uint64_t recs, lost;
+
+	snprintf(path, sizeof(path), "%s/uf-bench", d ? d : UF_BIN_DIR);
+	uf_test_run_path(path, argv, 120000, r);
+	if (r->status != 0)
+		fprintf(stderr, "%s\n%s\n", r->out, r->err);
+	assert_int_equal(r->status, 0);
+	row(r->out, "local ring", &recs, &lost);
+	assert_int_equal(recs, records);
+	assert_int_equal(lost, 0);
+}
+
+static void test_bench_fanout_delivers_every_record_to_both_consumers(void **state)
+{
 	struct uf_test_run r;
 	uint64_t recs, lost;
 	const char *argv[] = {"uf-bench", "fanout",    "--seconds", "1", "--rate",
 	                      "2000",     "--records", "20000",     NULL};
 
-	snprintf(path, sizeof(path), "%s/uf-bench", d ? d : UF_BIN_DIR);
-	uf_test_run_path(path, argv, 120000, &r);
-	if (r.status != 0)
-		fprintf(stderr, "%s\n%s\n", r.out, r.err);
-	assert_int_equal(r.status, 0);
-	row(r.out, "local ring", &recs, &lost);
-	assert_int_equal(recs, 20000);
-	assert_int_equal(lost, 0);
+	fanout_run(argv, 20000, &r);
 	row(r.out, "NATS (uf-bridge)", &recs, &lost);
 	assert_int_equal(recs, 20000);
 	assert_int_equal(lost, 0);
@@ -54,8 +64,6 @@ static void test_bench_fanout_delivers_every_record_to_both_consumers(void **sta
  * would count above --records), and the CPU per record of each process is printed. */
 static void test_bench_fanout_big_eager_compact_messages_deliver_every_record_once(void **state)
 {
-	const char *d = getenv("UF_BIN_DIR");
-	char path[512];
 	struct uf_test_run r;
 	uint64_t recs, lost;
 	const char *argv[] = {"uf-bench", "fanout",  "--seconds", "0",       "--records",
@@ -63,14 +71,7 @@ static void test_bench_fanout_big_eager_compact_messages_deliver_every_record_on
 	                      "--window", "8",       "--compact", NULL};
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/uf-bench", d ? d : UF_BIN_DIR);
-	uf_test_run_path(path, argv, 120000, &r);
-	if (r.status != 0)
-		fprintf(stderr, "%s\n%s\n", r.out, r.err);
-	assert_int_equal(r.status, 0);
-	row(r.out, "local ring", &recs, &lost);
-	assert_int_equal(recs, 300000);
-	assert_int_equal(lost, 0);
+	fanout_run(argv, 300000, &r);
 	row(r.out, "NATS (uf-bridge)", &recs, &lost);
 	assert_int_equal(recs + lost, 300000); /* each once; a lap of the application's own
 	                                        * buffer on a starved machine is reported */

@@ -11,6 +11,7 @@
 #include <nats/nats.h>
 
 #include "bridge_case.h"
+#include "nats_msg_header.h"
 #include "ring/nats/nats_auth.h"
 #include "ring/nats/uf_nats_wire.h"
 
@@ -121,22 +122,6 @@ static void forge_one(natsConnection *nc, const char *ring, const struct uf_nats
 	forge_one_mac(nc, ring, h, nrec, msgid, 0);
 }
 
-static struct uf_nats_msg forge_header(uint64_t generation, uint8_t kind, uint64_t first,
-                                       uint64_t aux, uint32_t count)
-{
-	struct uf_nats_msg h;
-
-	memset(&h, 0, sizeof(h));
-	h.magic = UF_NATS_MAGIC;
-	h.version = UF_NATS_VERSION;
-	h.kind = kind;
-	h.count = count;
-	h.generation = generation;
-	h.first_seq = first;
-	h.aux = aux;
-	return h;
-}
-
 /* Waits (bounded) until the remote handle has dropped `want` messages. */
 static void wait_forged(uf_consumer_t *c, uint32_t want)
 {
@@ -202,9 +187,9 @@ static void forge_mid_stream(void *arg)
 	assert_true(replayed);
 	{
 		struct uf_nats_msg d =
-		    forge_header(info.generation, UF_NATS_DATA, 1ull << 40, 0, 1);
+		    nats_msg_header(info.generation, UF_NATS_DATA, 1ull << 40, 0, 1);
 		struct uf_nats_msg cl =
-		    forge_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
+		    nats_msg_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
 		forge_one(nc, x->k->ring, &d, 1, NULL);
 		forge_one(nc, x->k->ring, &cl, 0, NULL);
 	}
@@ -248,12 +233,13 @@ static void test_forged_bridge_form_messages_are_refused_and_counted(void **stat
 	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
 	{
 		struct uf_nats_msg cl =
-		    forge_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
+		    nats_msg_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
 		struct uf_nats_msg lap =
-		    forge_header(info.generation, UF_NATS_LAP, info.tail, 1ull << 40, 0);
-		struct uf_nats_msg rs = forge_header(info.generation + 1, UF_NATS_RESET, 0, 0, 0);
+		    nats_msg_header(info.generation, UF_NATS_LAP, info.tail, 1ull << 40, 0);
+		struct uf_nats_msg rs =
+		    nats_msg_header(info.generation + 1, UF_NATS_RESET, 0, 0, 0);
 		struct uf_nats_msg dt =
-		    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, 1);
+		    nats_msg_header(info.generation, UF_NATS_DATA, info.tail, 0, 1);
 		forge_one(nc, k.ring, &cl, 0, NULL);
 		forge_one(nc, k.ring, &lap, 0, NULL);
 		forge_one(nc, k.ring, &rs, 0, NULL);
@@ -369,13 +355,13 @@ static void test_shared_key_forger_cannot_change_a_remote_book(void **state)
 	assert_int_equal(natsConnection_ConnectTo(&nc, k.ns.urls), NATS_OK);
 	{
 		struct uf_nats_msg cl =
-		    forge_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
+		    nats_msg_header(info.generation, UF_NATS_CLOSED, info.tail, 0, 0);
 		/* DATA at the tail under every id the bridge's first message can have (1 to 64
 		 * records: it takes what the ring holds when it wakes), unsigned or with a MAC
 		 * made without the key */
 		for (uint32_t n = 1; n <= 64; n++) {
 			struct uf_nats_msg dt =
-			    forge_header(info.generation, UF_NATS_DATA, info.tail, 0, n);
+			    nats_msg_header(info.generation, UF_NATS_DATA, info.tail, 0, n);
 			forge_one_mac(nc, k.ring, &dt, n < 4 ? n : 4, NULL, (int)(n & 1));
 		}
 		forge_one_mac(nc, k.ring, &cl, 0, NULL, 1);
@@ -453,7 +439,7 @@ static void test_remote_consumer_gives_up_when_the_bucket_is_gone(void **state)
 	assert_int_equal(js_DeleteKeyValue(js, bucket), NATS_OK);
 	{
 		struct uf_nats_msg lap =
-		    forge_header(info.generation, UF_NATS_LAP, info.tail, info.tail + 5, 0);
+		    nats_msg_header(info.generation, UF_NATS_LAP, info.tail, info.tail + 5, 0);
 		forge_one(nc, k.ring, &lap, 0, NULL);
 	}
 	assert_int_equal(natsConnection_Flush(nc), NATS_OK);

@@ -26,17 +26,8 @@ static inline int uf_test_rm_tree(const char *dir)
 		execlp("rm", "rm", "-rf", "--", dir, (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0;; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-		if (i == 1000) { /* 1000 x 10 ms */
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			break;
-		}
-		usleep(10000);
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+	st = uf_test_wait_status(pid, 10000);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "could not remove %s\n", dir);
 		return -1;
 	}

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,385 +64,355 @@ static void decode_ok(uint8_t *p, size_t len, struct uf_itch_msg *m)
 	assert_int_equal(m2.type, m->type);
 }
 
+/* One field of a spec vector, a table row ({FN(...)} a number, {FS(...)} a string): written
+ * at `off`, `width` bytes (the big-endian number `v`, or the string `str` space padded), and
+ * expected back in the decoded member at `moff` (`msize` bytes). Where the spec puts a field
+ * and where the decoder must put it stand on one line. */
+struct field {
+	size_t off, width;  /* in the message */
+	uint64_t v;         /* the number, when str is NULL */
+	const char *str;    /* the string, or NULL */
+	size_t moff, msize; /* the member of struct uf_itch_msg */
+};
+
+#define FIELD_MEMBER(member)                                                                       \
+	offsetof(struct uf_itch_msg, member), sizeof(((struct uf_itch_msg *)0)->member)
+#define FN(off, width, v, member)   off, width, v, NULL, FIELD_MEMBER(member)
+#define FS(off, width, str, member) off, width, 0, str, FIELD_MEMBER(member)
+
+/* The unsigned integer member of `size` bytes at p. */
+static uint64_t member_u(const uint8_t *p, size_t size)
+{
+	uint8_t v8;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
+
+	switch (size) {
+	case 1:
+		memcpy(&v8, p, 1);
+		return v8;
+	case 2:
+		memcpy(&v16, p, 2);
+		return v16;
+	case 4:
+		memcpy(&v32, p, 4);
+		return v32;
+	default:
+		assert_int_equal(size, 8);
+		memcpy(&v64, p, 8);
+		return v64;
+	}
+}
+
+/* Builds the vector of `type`, `len` bytes (vec's header, then the n fields f), decodes it
+ * into *m (decode_ok) and checks each field in its member. */
+static void check_vector(uint8_t type, size_t len, const struct field *f, size_t n,
+                         struct uf_itch_msg *m)
+{
+	uint8_t *p = vec(type, len);
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].str)
+			ws(p, f[i].off, f[i].str, f[i].width);
+		else
+			wn(p, f[i].off, f[i].v, (int)f[i].width);
+	}
+	decode_ok(p, len, m);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *got = (const uint8_t *)m + f[i].moff;
+		if (f[i].str) {
+			char want[16];
+			size_t k = strlen(f[i].str);
+			assert_int_equal(f[i].msize, f[i].width);
+			assert_true(f[i].width <= sizeof(want));
+			memset(want, ' ', f[i].width);
+			memcpy(want, f[i].str, k < f[i].width ? k : f[i].width);
+			if (memcmp(got, want, f[i].width) != 0)
+				fprintf(stderr, "'%c' field at offset %zu:\n", type, f[i].off);
+			assert_memory_equal(got, want, f[i].width);
+		} else {
+			if (member_u(got, f[i].msize) != f[i].v)
+				fprintf(stderr, "'%c' field at offset %zu:\n", type, f[i].off);
+			assert_int_equal(member_u(got, f[i].msize), f[i].v);
+		}
+	}
+	free(p);
+}
+
 static void test_itch_system_event_S(void **s)
 {
-	uint8_t *p = vec('S', 12);
+	static const struct field f[] = {
+	    {FN(11, 1, 'O', u.sys.event)},
+	};
 	struct uf_itch_msg m;
-	w8(p, 11, 'O');
-	decode_ok(p, 12, &m);
-	assert_int_equal(m.u.sys.event, 'O');
-	free(p);
+	check_vector('S', 12, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_stock_directory_R(void **s)
 {
-	uint8_t *p = vec('R', 39);
+	static const struct field f[] = {
+	    {FS(11, 8, "AAPL", u.dir.stock)},
+	    {FN(19, 1, 'Q', u.dir.market_category)},
+	    {FN(20, 1, 'N', u.dir.financial_status)},
+	    {FN(21, 4, 100, u.dir.round_lot_size)},
+	    {FN(25, 1, 'Y', u.dir.round_lots_only)},
+	    {FN(26, 1, 'C', u.dir.issue_classification)},
+	    {FS(27, 2, "Z", u.dir.issue_subtype)},
+	    {FN(29, 1, 'P', u.dir.authenticity)},
+	    {FN(30, 1, 'N', u.dir.short_sale_threshold)},
+	    {FN(31, 1, 'I', u.dir.ipo_flag)},
+	    {FN(32, 1, '1', u.dir.luld_tier)},
+	    {FN(33, 1, 'E', u.dir.etp_flag)},
+	    {FN(34, 4, 0x01020304, u.dir.etp_leverage)},
+	    {FN(38, 1, 'V', u.dir.inverse)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "AAPL", 8);
-	w8(p, 19, 'Q');
-	w8(p, 20, 'N');
-	wn(p, 21, 100, 4);
-	w8(p, 25, 'Y');
-	w8(p, 26, 'C');
-	ws(p, 27, "Z", 2);
-	w8(p, 29, 'P');
-	w8(p, 30, 'N');
-	w8(p, 31, 'I');
-	w8(p, 32, '1');
-	w8(p, 33, 'E');
-	wn(p, 34, 0x01020304, 4);
-	w8(p, 38, 'V');
-	decode_ok(p, 39, &m);
-	assert_memory_equal(m.u.dir.stock, "AAPL    ", 8);
-	assert_int_equal(m.u.dir.market_category, 'Q');
-	assert_int_equal(m.u.dir.financial_status, 'N');
-	assert_int_equal(m.u.dir.round_lot_size, 100);
-	assert_int_equal(m.u.dir.round_lots_only, 'Y');
-	assert_int_equal(m.u.dir.issue_classification, 'C');
-	assert_memory_equal(m.u.dir.issue_subtype, "Z ", 2);
-	assert_int_equal(m.u.dir.authenticity, 'P');
-	assert_int_equal(m.u.dir.short_sale_threshold, 'N');
-	assert_int_equal(m.u.dir.ipo_flag, 'I');
-	assert_int_equal(m.u.dir.luld_tier, '1');
-	assert_int_equal(m.u.dir.etp_flag, 'E');
-	assert_int_equal(m.u.dir.etp_leverage, 0x01020304);
-	assert_int_equal(m.u.dir.inverse, 'V');
-	free(p);
+	check_vector('R', 39, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_trading_action_H(void **s)
 {
-	uint8_t *p = vec('H', 25);
+	static const struct field f[] = {
+	    {FS(11, 8, "MSFT", u.trading_action.stock)},
+	    {FN(19, 1, 'H', u.trading_action.trading_state)},
+	    {FN(20, 1, 'r', u.trading_action.reserved)},
+	    {FS(21, 4, "T1", u.trading_action.reason)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "MSFT", 8);
-	w8(p, 19, 'H');
-	w8(p, 20, 'r');
-	ws(p, 21, "T1", 4);
-	decode_ok(p, 25, &m);
-	assert_memory_equal(m.u.trading_action.stock, "MSFT    ", 8);
-	assert_int_equal(m.u.trading_action.trading_state, 'H');
-	assert_int_equal(m.u.trading_action.reserved, 'r');
-	assert_memory_equal(m.u.trading_action.reason, "T1  ", 4);
-	free(p);
+	check_vector('H', 25, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_reg_sho_Y(void **s)
 {
-	uint8_t *p = vec('Y', 20);
+	static const struct field f[] = {
+	    {FS(11, 8, "ZVZZT", u.reg_sho.stock)},
+	    {FN(19, 1, '1', u.reg_sho.action)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "ZVZZT", 8);
-	w8(p, 19, '1');
-	decode_ok(p, 20, &m);
-	assert_memory_equal(m.u.reg_sho.stock, "ZVZZT   ", 8);
-	assert_int_equal(m.u.reg_sho.action, '1');
-	free(p);
+	check_vector('Y', 20, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_market_participant_L(void **s)
 {
-	uint8_t *p = vec('L', 26);
+	static const struct field f[] = {
+	    {FS(11, 4, "GSCO", u.mp_position.mpid)},
+	    {FS(15, 8, "IBM", u.mp_position.stock)},
+	    {FN(23, 1, 'Y', u.mp_position.primary_mm)},
+	    {FN(24, 1, 'N', u.mp_position.mm_mode)},
+	    {FN(25, 1, 'A', u.mp_position.participant_state)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "GSCO", 4);
-	ws(p, 15, "IBM", 8);
-	w8(p, 23, 'Y');
-	w8(p, 24, 'N');
-	w8(p, 25, 'A');
-	decode_ok(p, 26, &m);
-	assert_memory_equal(m.u.mp_position.mpid, "GSCO", 4);
-	assert_memory_equal(m.u.mp_position.stock, "IBM     ", 8);
-	assert_int_equal(m.u.mp_position.primary_mm, 'Y');
-	assert_int_equal(m.u.mp_position.mm_mode, 'N');
-	assert_int_equal(m.u.mp_position.participant_state, 'A');
-	free(p);
+	check_vector('L', 26, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_mwcb_decline_V(void **s)
 {
-	uint8_t *p = vec('V', 35);
+	static const struct field f[] = {
+	    {FN(11, 8, 0x0102030405060708ull, u.mwcb_decline.level1)},
+	    {FN(19, 8, 0x1112131415161718ull, u.mwcb_decline.level2)},
+	    {FN(27, 8, 0x2122232425262728ull, u.mwcb_decline.level3)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 0x0102030405060708ull, 8);
-	wn(p, 19, 0x1112131415161718ull, 8);
-	wn(p, 27, 0x2122232425262728ull, 8);
-	decode_ok(p, 35, &m);
-	assert_int_equal(m.u.mwcb_decline.level1, 0x0102030405060708ull);
-	assert_int_equal(m.u.mwcb_decline.level2, 0x1112131415161718ull);
-	assert_int_equal(m.u.mwcb_decline.level3, 0x2122232425262728ull);
-	free(p);
+	check_vector('V', 35, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_mwcb_status_W(void **s)
 {
-	uint8_t *p = vec('W', 12);
+	static const struct field f[] = {
+	    {FN(11, 1, '2', u.mwcb_status.breached_level)},
+	};
 	struct uf_itch_msg m;
-	w8(p, 11, '2');
-	decode_ok(p, 12, &m);
-	assert_int_equal(m.u.mwcb_status.breached_level, '2');
-	free(p);
+	check_vector('W', 12, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_ipo_quoting_K(void **s)
 {
-	uint8_t *p = vec('K', 28);
+	static const struct field f[] = {
+	    {FS(11, 8, "NEWCO", u.ipo.stock)},
+	    {FN(19, 4, 34200, u.ipo.release_time)},
+	    {FN(23, 1, 'A', u.ipo.qualifier)},
+	    {FN(24, 4, 250000, u.ipo.price)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "NEWCO", 8);
-	wn(p, 19, 34200, 4);
-	w8(p, 23, 'A');
-	wn(p, 24, 250000, 4);
-	decode_ok(p, 28, &m);
-	assert_memory_equal(m.u.ipo.stock, "NEWCO   ", 8);
-	assert_int_equal(m.u.ipo.release_time, 34200);
-	assert_int_equal(m.u.ipo.qualifier, 'A');
-	assert_int_equal(m.u.ipo.price, 250000);
-	free(p);
+	check_vector('K', 28, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_luld_collar_J(void **s)
 {
-	uint8_t *p = vec('J', 35);
+	static const struct field f[] = {
+	    {FS(11, 8, "TSLA", u.luld.stock)},        {FN(19, 4, 2000000, u.luld.reference_price)},
+	    {FN(23, 4, 2100000, u.luld.upper_price)}, {FN(27, 4, 1900000, u.luld.lower_price)},
+	    {FN(31, 4, 3, u.luld.extension)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "TSLA", 8);
-	wn(p, 19, 2000000, 4);
-	wn(p, 23, 2100000, 4);
-	wn(p, 27, 1900000, 4);
-	wn(p, 31, 3, 4);
-	decode_ok(p, 35, &m);
-	assert_int_equal(m.u.luld.reference_price, 2000000);
-	assert_int_equal(m.u.luld.upper_price, 2100000);
-	assert_int_equal(m.u.luld.lower_price, 1900000);
-	assert_int_equal(m.u.luld.extension, 3);
-	free(p);
+	check_vector('J', 35, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_operational_halt_h(void **s)
 {
-	uint8_t *p = vec('h', 21);
+	static const struct field f[] = {
+	    {FS(11, 8, "QQQ", u.op_halt.stock)},
+	    {FN(19, 1, 'B', u.op_halt.market_code)},
+	    {FN(20, 1, 'H', u.op_halt.action)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "QQQ", 8);
-	w8(p, 19, 'B');
-	w8(p, 20, 'H');
-	decode_ok(p, 21, &m);
-	assert_memory_equal(m.u.op_halt.stock, "QQQ     ", 8);
-	assert_int_equal(m.u.op_halt.market_code, 'B');
-	assert_int_equal(m.u.op_halt.action, 'H');
-	free(p);
+	check_vector('h', 21, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_add_order_A(void **s)
 {
-	uint8_t *p = vec('A', 36);
+	static const struct field f[] = {
+	    {FN(11, 8, 0xA1A2A3A4A5A6A7A8ull, u.add.order_ref)},
+	    {FN(19, 1, 'B', u.add.side)},
+	    {FN(20, 4, 0x00C0FFEE, u.add.shares)},
+	    {FS(24, 8, "GOOGL", u.add.stock)},
+	    {FN(32, 4, 1284600, u.add.price)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 0xA1A2A3A4A5A6A7A8ull, 8);
-	w8(p, 19, 'B');
-	wn(p, 20, 0x00C0FFEE, 4);
-	ws(p, 24, "GOOGL", 8);
-	wn(p, 32, 1284600, 4);
-	decode_ok(p, 36, &m);
-	assert_int_equal(m.u.add.order_ref, 0xA1A2A3A4A5A6A7A8ull);
-	assert_int_equal(m.u.add.side, 'B');
-	assert_int_equal(m.u.add.shares, 0x00C0FFEE);
-	assert_memory_equal(m.u.add.stock, "GOOGL   ", 8);
-	assert_int_equal(m.u.add.price, 1284600);
+	check_vector('A', 36, f, UF_ARRAY_SIZE(f), &m);
 	assert_memory_equal(m.u.add.attribution, "\0\0\0\0", 4);
-	free(p);
 }
 
 static void test_itch_add_order_mpid_F(void **s)
 {
-	uint8_t *p = vec('F', 40);
+	static const struct field f[] = {
+	    {FN(11, 8, 77, u.add.order_ref)},  {FN(19, 1, 'S', u.add.side)},
+	    {FN(20, 4, 300, u.add.shares)},    {FS(24, 8, "META", u.add.stock)},
+	    {FN(32, 4, 3001234, u.add.price)}, {FS(36, 4, "VIRT", u.add.attribution)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 77, 8);
-	w8(p, 19, 'S');
-	wn(p, 20, 300, 4);
-	ws(p, 24, "META", 8);
-	wn(p, 32, 3001234, 4);
-	ws(p, 36, "VIRT", 4);
-	decode_ok(p, 40, &m);
-	assert_int_equal(m.u.add.order_ref, 77);
-	assert_int_equal(m.u.add.side, 'S');
-	assert_int_equal(m.u.add.shares, 300);
-	assert_int_equal(m.u.add.price, 3001234);
-	assert_memory_equal(m.u.add.attribution, "VIRT", 4);
-	free(p);
+	check_vector('F', 40, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_order_executed_E(void **s)
 {
-	uint8_t *p = vec('E', 31);
+	static const struct field f[] = {
+	    {FN(11, 8, 0x1111222233334444ull, u.exec.order_ref)},
+	    {FN(19, 4, 0x55667788, u.exec.shares)},
+	    {FN(23, 8, 255554, u.exec.match)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 0x1111222233334444ull, 8);
-	wn(p, 19, 0x55667788, 4);
-	wn(p, 23, 255554, 8);
-	decode_ok(p, 31, &m);
-	assert_int_equal(m.u.exec.order_ref, 0x1111222233334444ull);
-	assert_int_equal(m.u.exec.shares, 0x55667788);
-	assert_int_equal(m.u.exec.match, 255554);
-	free(p);
+	check_vector('E', 31, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_order_executed_price_C(void **s)
 {
-	uint8_t *p = vec('C', 36);
+	static const struct field f[] = {
+	    {FN(11, 8, 9, u.exec.order_ref)},
+	    {FN(19, 4, 50, u.exec.shares)},
+	    {FN(23, 8, 0x0A0B0C0D0E0F1011ull, u.exec.match)},
+	    {FN(31, 1, 'Y', u.exec.printable)},
+	    {FN(32, 4, 1284700, u.exec.price)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 9, 8);
-	wn(p, 19, 50, 4);
-	wn(p, 23, 0x0A0B0C0D0E0F1011ull, 8);
-	w8(p, 31, 'Y');
-	wn(p, 32, 1284700, 4);
-	decode_ok(p, 36, &m);
-	assert_int_equal(m.u.exec.order_ref, 9);
-	assert_int_equal(m.u.exec.shares, 50);
-	assert_int_equal(m.u.exec.match, 0x0A0B0C0D0E0F1011ull);
-	assert_int_equal(m.u.exec.printable, 'Y');
-	assert_int_equal(m.u.exec.price, 1284700);
-	free(p);
+	check_vector('C', 36, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_order_cancel_X(void **s)
 {
-	uint8_t *p = vec('X', 23);
+	static const struct field f[] = {
+	    {FN(11, 8, 0xFFFFFFFFFFFFFFFEull, u.cancel.order_ref)},
+	    {FN(19, 4, 0xFFFFFFFF, u.cancel.shares)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 0xFFFFFFFFFFFFFFFEull, 8);
-	wn(p, 19, 0xFFFFFFFF, 4);
-	decode_ok(p, 23, &m);
-	assert_int_equal(m.u.cancel.order_ref, 0xFFFFFFFFFFFFFFFEull);
-	assert_int_equal(m.u.cancel.shares, 0xFFFFFFFFu);
-	free(p);
+	check_vector('X', 23, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_order_delete_D(void **s)
 {
-	uint8_t *p = vec('D', 19);
+	static const struct field f[] = {
+	    {FN(11, 8, 123456789, u.del.order_ref)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 123456789, 8);
-	decode_ok(p, 19, &m);
-	assert_int_equal(m.u.del.order_ref, 123456789);
-	free(p);
+	check_vector('D', 19, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_order_replace_U(void **s)
 {
-	uint8_t *p = vec('U', 35);
+	static const struct field f[] = {
+	    {FN(11, 8, 1000, u.replace.orig_ref)},
+	    {FN(19, 8, 2000, u.replace.new_ref)},
+	    {FN(27, 4, 400, u.replace.shares)},
+	    {FN(31, 4, 999900, u.replace.price)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 1000, 8);
-	wn(p, 19, 2000, 8);
-	wn(p, 27, 400, 4);
-	wn(p, 31, 999900, 4);
-	decode_ok(p, 35, &m);
-	assert_int_equal(m.u.replace.orig_ref, 1000);
-	assert_int_equal(m.u.replace.new_ref, 2000);
-	assert_int_equal(m.u.replace.shares, 400);
-	assert_int_equal(m.u.replace.price, 999900);
-	free(p);
+	check_vector('U', 35, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_trade_P(void **s)
 {
-	uint8_t *p = vec('P', 44);
+	static const struct field f[] = {
+	    {FN(11, 8, 0, u.trade.order_ref)},   {FN(19, 1, 'B', u.trade.side)},
+	    {FN(20, 4, 100, u.trade.shares)},    {FS(24, 8, "GOOGL", u.trade.stock)},
+	    {FN(32, 4, 1284600, u.trade.price)}, {FN(36, 8, 255554, u.trade.match)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 0, 8);
-	w8(p, 19, 'B');
-	wn(p, 20, 100, 4);
-	ws(p, 24, "GOOGL", 8);
-	wn(p, 32, 1284600, 4);
-	wn(p, 36, 255554, 8);
-	decode_ok(p, 44, &m);
-	assert_int_equal(m.u.trade.order_ref, 0);
-	assert_int_equal(m.u.trade.side, 'B');
-	assert_int_equal(m.u.trade.shares, 100);
-	assert_memory_equal(m.u.trade.stock, "GOOGL   ", 8);
-	assert_int_equal(m.u.trade.price, 1284600);
-	assert_int_equal(m.u.trade.match, 255554);
-	free(p);
+	check_vector('P', 44, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_cross_trade_Q(void **s)
 {
-	uint8_t *p = vec('Q', 40);
+	static const struct field f[] = {
+	    {FN(11, 8, 0x0000000100000002ull, u.cross.shares)},
+	    {FS(19, 8, "SPY", u.cross.stock)},
+	    {FN(27, 4, 4500000, u.cross.price)},
+	    {FN(31, 8, 42, u.cross.match)},
+	    {FN(39, 1, 'O', u.cross.cross_type)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 0x0000000100000002ull, 8);
-	ws(p, 19, "SPY", 8);
-	wn(p, 27, 4500000, 4);
-	wn(p, 31, 42, 8);
-	w8(p, 39, 'O');
-	decode_ok(p, 40, &m);
-	assert_int_equal(m.u.cross.shares, 0x0000000100000002ull);
-	assert_memory_equal(m.u.cross.stock, "SPY     ", 8);
-	assert_int_equal(m.u.cross.price, 4500000);
-	assert_int_equal(m.u.cross.match, 42);
-	assert_int_equal(m.u.cross.cross_type, 'O');
-	free(p);
+	check_vector('Q', 40, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_broken_trade_B(void **s)
 {
-	uint8_t *p = vec('B', 19);
+	static const struct field f[] = {
+	    {FN(11, 8, 0xDEADBEEFull, u.broken.match)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 0xDEADBEEFull, 8);
-	decode_ok(p, 19, &m);
-	assert_int_equal(m.u.broken.match, 0xDEADBEEFull);
-	free(p);
+	check_vector('B', 19, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_noii_I(void **s)
 {
-	uint8_t *p = vec('I', 50);
+	static const struct field f[] = {
+	    {FN(11, 8, 1000000, u.noii.paired_shares)},
+	    {FN(19, 8, 2500, u.noii.imbalance_shares)},
+	    {FN(27, 1, 'S', u.noii.direction)},
+	    {FS(28, 8, "AMZN", u.noii.stock)},
+	    {FN(36, 4, 1300000, u.noii.far_price)},
+	    {FN(40, 4, 1310000, u.noii.near_price)},
+	    {FN(44, 4, 1320000, u.noii.current_ref_price)},
+	    {FN(48, 1, 'C', u.noii.cross_type)},
+	    {FN(49, 1, 'L', u.noii.price_variation)},
+	};
 	struct uf_itch_msg m;
-	wn(p, 11, 1000000, 8);
-	wn(p, 19, 2500, 8);
-	w8(p, 27, 'S');
-	ws(p, 28, "AMZN", 8);
-	wn(p, 36, 1300000, 4);
-	wn(p, 40, 1310000, 4);
-	wn(p, 44, 1320000, 4);
-	w8(p, 48, 'C');
-	w8(p, 49, 'L');
-	decode_ok(p, 50, &m);
-	assert_int_equal(m.u.noii.paired_shares, 1000000);
-	assert_int_equal(m.u.noii.imbalance_shares, 2500);
-	assert_int_equal(m.u.noii.direction, 'S');
-	assert_memory_equal(m.u.noii.stock, "AMZN    ", 8);
-	assert_int_equal(m.u.noii.far_price, 1300000);
-	assert_int_equal(m.u.noii.near_price, 1310000);
-	assert_int_equal(m.u.noii.current_ref_price, 1320000);
-	assert_int_equal(m.u.noii.cross_type, 'C');
-	assert_int_equal(m.u.noii.price_variation, 'L');
-	free(p);
+	check_vector('I', 50, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_retail_interest_N(void **s)
 {
-	uint8_t *p = vec('N', 20);
+	static const struct field f[] = {
+	    {FS(11, 8, "BAC", u.rpi.stock)},
+	    {FN(19, 1, 'A', u.rpi.interest_flag)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "BAC", 8);
-	w8(p, 19, 'A');
-	decode_ok(p, 20, &m);
-	assert_memory_equal(m.u.rpi.stock, "BAC     ", 8);
-	assert_int_equal(m.u.rpi.interest_flag, 'A');
-	free(p);
+	check_vector('N', 20, f, UF_ARRAY_SIZE(f), &m);
 }
 
 static void test_itch_dlcr_O(void **s)
 {
-	uint8_t *p = vec('O', 48);
+	static const struct field f[] = {
+	    {FS(11, 8, "ARM", u.dlcr.stock)},
+	    {FN(19, 1, 'Y', u.dlcr.open_eligibility)},
+	    {FN(20, 4, 500000, u.dlcr.min_price)},
+	    {FN(24, 4, 600000, u.dlcr.max_price)},
+	    {FN(28, 4, 550000, u.dlcr.near_exec_price)},
+	    {FN(32, 8, 0x0000112233445566ull, u.dlcr.near_exec_time)},
+	    {FN(40, 4, 520000, u.dlcr.lower_collar)},
+	    {FN(44, 4, 580000, u.dlcr.upper_collar)},
+	};
 	struct uf_itch_msg m;
-	ws(p, 11, "ARM", 8);
-	w8(p, 19, 'Y');
-	wn(p, 20, 500000, 4);
-	wn(p, 24, 600000, 4);
-	wn(p, 28, 550000, 4);
-	wn(p, 32, 0x0000112233445566ull, 8);
-	wn(p, 40, 520000, 4);
-	wn(p, 44, 580000, 4);
-	decode_ok(p, 48, &m);
-	assert_memory_equal(m.u.dlcr.stock, "ARM     ", 8);
-	assert_int_equal(m.u.dlcr.open_eligibility, 'Y');
-	assert_int_equal(m.u.dlcr.min_price, 500000);
-	assert_int_equal(m.u.dlcr.max_price, 600000);
-	assert_int_equal(m.u.dlcr.near_exec_price, 550000);
-	assert_int_equal(m.u.dlcr.near_exec_time, 0x0000112233445566ull);
-	assert_int_equal(m.u.dlcr.lower_collar, 520000);
-	assert_int_equal(m.u.dlcr.upper_collar, 580000);
-	free(p);
+	check_vector('O', 48, f, UF_ARRAY_SIZE(f), &m);
 }
 
 /* Every type, every wrong length from 1 to 60: -EBADMSG, counted as bad_length_<type>, and

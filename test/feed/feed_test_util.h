@@ -24,6 +24,7 @@
 #include "ring/uf_ring.h"
 #include "test/common/uf_test_dir.h"
 #include "test/common/uf_test_proc.h"
+#include "test/common/uf_test_rings.h"
 
 static inline const char *ft_bin_dir(void)
 {
@@ -55,24 +56,8 @@ static inline pid_t ft_spawn(char *const argv[], const char *out_path)
 /* Waits for `pid` at most timeout_ms; kills it when late. Returns its exit status, or -1. */
 static inline int ft_wait(pid_t pid, int timeout_ms)
 {
-	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000u;
-	int st;
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		if (r < 0)
-			return -1;
-		if (uf_now_mono_ns() > end) {
-			fprintf(stderr, "child %d still running after %d ms: killed\n", (int)pid,
-			        timeout_ms);
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -1;
-		}
-		struct timespec ts = {0, 5000000};
-		nanosleep(&ts, NULL);
-	}
+	int st = uf_test_wait_status(pid, timeout_ms);
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static inline int ft_run(char *const argv[], const char *out_path, int timeout_ms)
@@ -181,34 +166,8 @@ static inline int ft_gen_day(char *path, size_t len, unsigned messages, unsigned
  * with two lines A and B: groups 239.<octet>.<backend>.<2 sc + l>, ports
  * port_base + 100 * backend + 10 * sc + l, ring "u<tag><backend>_<sc>_<pid>" (1 MiB), books
  * of `depth` levels. Each test's ranges keep its cases, and the backends run at once, apart.
- * Recovery and snapshot settings are the caller's (zero here). */
-/* Every ring ft_config_lines names is removed at exit, even after a failed assertion (a
- * case's ring is 64 MiB of /dev/shm: left behind by every run, they filled the host). */
-static char ft_ring_names[64][64];
-static int ft_ring_nnames;
-static pid_t ft_ring_owner; /* a forked child leaving with exit() removes nothing */
-
-static inline void ft_ring_cleanup(void)
-{
-	if (getpid() != ft_ring_owner)
-		return;
-	for (int i = 0; i < ft_ring_nnames; i++)
-		uf_ring_unlink(ft_ring_names[i], NULL);
-}
-
-static inline void ft_ring_remember(const char *name)
-{
-	for (int i = 0; i < ft_ring_nnames; i++)
-		if (!strcmp(ft_ring_names[i], name))
-			return;
-	if (ft_ring_nnames == 0) {
-		ft_ring_owner = getpid();
-		atexit(ft_ring_cleanup);
-	}
-	if (ft_ring_nnames < 64)
-		snprintf(ft_ring_names[ft_ring_nnames++], sizeof(ft_ring_names[0]), "%s", name);
-}
-
+ * Recovery and snapshot settings are the caller's (zero here). The ring is removed at exit
+ * (uf_test_rings_remember). */
 static inline void ft_config_lines(struct uf_feed_config *cfg, const char *tag,
                                    enum uf_backend backend, int sc, int octet, int port_base,
                                    uint32_t depth)
@@ -233,7 +192,7 @@ static inline void ft_config_lines(struct uf_feed_config *cfg, const char *tag,
 	}
 	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "u%s%d_%d_%d", tag, (int)backend, sc,
 	         (int)getpid());
-	ft_ring_remember(cfg->ring.name);
+	uf_test_rings_remember(cfg->ring.name);
 	cfg->ring.capacity = 1 << 20;
 	cfg->ring.mode = 0600;
 	cfg->book.depth = depth;

@@ -1083,6 +1083,16 @@ static void test_arb_neighbouring_holes_are_asked_for_alone(void **s)
 	env_free(e);
 }
 
+/* Reads the `n` requests the last tick sent into seq[] and cnt[]: there must be n, no more. */
+static void read_requests_exactly(struct env *e, int n, uint64_t *seq, uint16_t *cnt)
+{
+	uint64_t more_seq;
+	uint16_t more_cnt;
+	for (int i = 0; i < n; i++)
+		assert_true(read_request(e, &seq[i], &cnt[i]));
+	assert_false(read_request(e, &more_seq, &more_cnt));
+}
+
 /* A small hole next to a large one: the small one alone, the large one in max_count chunks,
  * each counted as one try of its own hole only. */
 static void test_arb_small_and_large_neighbours_get_their_own_requests(void **s)
@@ -1095,11 +1105,9 @@ static void test_arb_small_and_large_neighbours_get_their_own_requests(void **s)
 	pkt(e, 150, 1, 1);
 	pkt(e, 3, 1, 1);
 	tick_at(e, 3);
-	uint64_t seq[4];
-	uint16_t cnt[4];
-	for (int i = 0; i < 3; i++)
-		assert_true(read_request(e, &seq[i], &cnt[i]));
-	assert_false(read_request(e, &seq[3], &cnt[3]));
+	uint64_t seq[3];
+	uint16_t cnt[3];
+	read_requests_exactly(e, 3, seq, cnt);
 	assert_int_equal(seq[0], 2);
 	assert_int_equal(cnt[0], 1);
 	assert_int_equal(seq[1], 4);
@@ -1126,11 +1134,9 @@ static void test_arb_large_hole_is_requested_in_parallel_chunks(void **s)
 	pkt(e, 252, 1, 0);
 	pkt(e, 252, 1, 1); /* 2..251 lost everywhere */
 	tick_at(e, 3);
-	uint64_t seq[4];
-	uint16_t cnt[4];
-	for (int i = 0; i < 3; i++)
-		assert_true(read_request(e, &seq[i], &cnt[i]));
-	assert_false(read_request(e, &seq[3], &cnt[3]));
+	uint64_t seq[3];
+	uint16_t cnt[3];
+	read_requests_exactly(e, 3, seq, cnt);
 	assert_int_equal(seq[0], 2);
 	assert_int_equal(cnt[0], 100);
 	assert_int_equal(seq[1], 102);
@@ -1361,6 +1367,47 @@ static void test_arb_hole_whose_answers_arrive_outlives_its_deadline(void **s)
 	env_free(e);
 }
 
+/* A recovery server that answers each request delay_ms after it came (the slow-server
+ * cases): what was asked for, and when. */
+struct slow_server {
+	struct {
+		uint64_t seq;   /* first sequence asked for */
+		uint64_t asked; /* the ms it was asked at */
+		uint16_t cnt;   /* messages asked for */
+	} req[32];
+	int n;             /* requests taken */
+	uint64_t delay_ms; /* how late each answer comes */
+};
+
+/* At `ms` (g_fake_ns set by the caller for its own packets): the answers due now reach the
+ * arbiter, it ticks at ms, and the server takes the requests it sends. */
+static void slow_server_at(struct env *e, struct slow_server *sv, uint64_t ms)
+{
+	uint64_t seq;
+	uint16_t cnt;
+	for (int i = 0; i < sv->n; i++)
+		if (sv->req[i].asked + sv->delay_ms == ms)
+			pkt(e, sv->req[i].seq, sv->req[i].cnt, UF_ARB_SRC_RECOVERY);
+	at_ms(e, ms);
+	while (read_request(e, &seq, &cnt)) {
+		assert_true(sv->n < 32);
+		sv->req[sv->n].seq = seq;
+		sv->req[sv->n].cnt = cnt;
+		sv->req[sv->n++].asked = ms;
+	}
+}
+
+/* How many requests started at `seq`; the ms of the first in *first (when not NULL, left
+ * alone when there was none). */
+static int slow_server_asked(const struct slow_server *sv, uint64_t seq, uint64_t *first)
+{
+	int k = 0;
+	for (int i = 0; i < sv->n; i++)
+		if (sv->req[i].seq == seq && k++ == 0 && first)
+			*first = sv->req[i].asked;
+	return k;
+}
+
 /* Issue 23 item 6: a server that answers later than timeout_ms (here 25 ms against 10) was
  * asked for every range again at each timeout, and the repeats held the slots the next
  * holes needed. The arbiter learns the server's delay from its first answer and does not
@@ -1369,11 +1416,7 @@ static void test_arb_slow_server_is_not_asked_twice_once_its_delay_is_known(void
 {
 	struct env *e = env_fake(1, 64);
 	e->a.min_interval_ns = 0;
-	struct {
-		uint64_t seq, due;
-		uint16_t cnt;
-	} ans[32];
-	int nans = 0, asked_a = 0, asked_b = 0;
+	struct slow_server sv = {.delay_ms = 25}; /* the server, 25 ms late */
 	pkt(e, 1, 1, 0);
 	pkt(e, 1, 1, 1);
 	for (uint64_t ms = 1; ms <= 60; ms++) {
@@ -1386,21 +1429,9 @@ static void test_arb_slow_server_is_not_asked_twice_once_its_delay_is_known(void
 			pkt(e, 6, 1, 0);
 			pkt(e, 6, 1, 1);
 		}
-		for (int i = 0; i < nans; i++)
-			if (ans[i].due == ms)
-				pkt(e, ans[i].seq, ans[i].cnt, UF_ARB_SRC_RECOVERY);
-		at_ms(e, ms);
-		uint64_t seq;
-		uint16_t cnt;
-		while (read_request(e, &seq, &cnt)) {
-			assert_true(nans < 32);
-			ans[nans].seq = seq;
-			ans[nans].cnt = cnt;
-			ans[nans++].due = ms + 25; /* the server, 25 ms late */
-			asked_a += seq == 2;
-			asked_b += seq == 4;
-		}
+		slow_server_at(e, &sv, ms);
 	}
+	int asked_a = slow_server_asked(&sv, 2, NULL), asked_b = slow_server_asked(&sv, 4, NULL);
 	assert_int_equal(asked_a, 3); /* at 3, 13, 23: nothing was known of the server yet */
 	assert_int_equal(e->a.srv_delay_ns, 25 * MS); /* learned at 28 from the first answer */
 	assert_int_equal(asked_b, 1); /* hole B: once (old code: at 22, 32 and 42) */
@@ -1419,12 +1450,8 @@ static void test_arb_hole_whose_answer_is_due_waits_for_it(void **s)
 {
 	struct env *e = env_fake(1, 64);
 	e->a.min_interval_ns = 0;
-	e->a.max_in_flight = 1; /* hole B waits for hole A's slot */
-	struct {
-		uint64_t seq, due;
-		uint16_t cnt;
-	} ans[32];
-	int nans = 0;
+	e->a.max_in_flight = 1;                   /* hole B waits for hole A's slot */
+	struct slow_server sv = {.delay_ms = 25}; /* the server, 25 ms late */
 	uint64_t asked_b_at = 0;
 	pkt(e, 1, 1, 0);
 	pkt(e, 1, 1, 1);
@@ -1438,23 +1465,11 @@ static void test_arb_hole_whose_answer_is_due_waits_for_it(void **s)
 			pkt(e, 5, 1, 0);
 			pkt(e, 5, 1, 1);
 		}
-		for (int i = 0; i < nans; i++)
-			if (ans[i].due == ms)
-				pkt(e, ans[i].seq, ans[i].cnt, UF_ARB_SRC_RECOVERY);
-		at_ms(e, ms);
+		slow_server_at(e, &sv, ms);
 		if (ms == 42 || ms == 52)
 			assert_int_equal(e->r.ngaps, 0); /* B's answer is due: it waits */
-		uint64_t seq;
-		uint16_t cnt;
-		while (read_request(e, &seq, &cnt)) {
-			assert_true(nans < 32);
-			ans[nans].seq = seq;
-			ans[nans].cnt = cnt;
-			ans[nans++].due = ms + 25; /* the server, 25 ms late */
-			if (seq == 4 && !asked_b_at)
-				asked_b_at = ms;
-		}
 	}
+	slow_server_asked(&sv, 4, &asked_b_at);
 	assert_int_equal(asked_b_at, 28); /* when A's answer freed the slot */
 	assert_int_equal(e->r.ngaps, 0);  /* B answered at 53, after its deadline (42) */
 	assert_true(e->st.holes_extended >= 1);

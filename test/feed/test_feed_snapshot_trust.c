@@ -602,6 +602,19 @@ static void test_snapshot_end_vouched_by_one_spoofed_packet_is_refused(void **st
 
 /* ---- the re-load of books a load flagged uncertain (snapshot.reload_uncertain) ---- */
 
+/* Waits until `loads` snapshots are loaded and no other is running or due, then reads the
+ * stats into `st` and says them with the server's logins (what a failed case shows). */
+static void tt_reloads_settled(struct ts_case *c, const struct tt_server *t, uint64_t loads,
+                               struct uf_feed_stats *st)
+{
+	assert_int_equal(ts_wait_ge(&c->s->snapshots_loaded, loads, TS_WAIT_MS), 0);
+	assert_int_equal(ft_snap_wait_settled(c->s, TS_WAIT_MS), 0);
+	uf_feed_stats_read(c->s, st);
+	fprintf(stderr, "%llu loaded, %llu re-loads, %llu books uncertain, %d logins\n",
+	        (unsigned long long)st->snapshots_loaded, (unsigned long long)st->snapshot_reloads,
+	        (unsigned long long)st->snapshot_uncertain_books, t->logins);
+}
+
 /* The first login's End is one ahead over a partial execution (tt_find_partial): that load
  * flags the book it cannot place. A second later the feed loads again; that login is answered
  * honestly where the lines are (End k + TT_LIVE, nothing around it to doubt): the doubt is
@@ -615,13 +628,8 @@ static void test_snapshot_reload_clears_books_flagged_uncertain(void **state)
 	struct tt_server t;
 	tt_start2(&t, TT_FULL, k, 1, k + TT_LIVE);
 	tt_to_end_of_snapshot(&c, &t, 13, UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN);
-	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, 1, TS_WAIT_MS), 0);
-	assert_int_equal(ft_snap_wait_settled(c.s, TS_WAIT_MS), 0);
 	struct uf_feed_stats st;
-	uf_feed_stats_read(c.s, &st);
-	fprintf(stderr, "%llu loaded, %llu re-loads, %llu books uncertain, %d logins\n",
-	        (unsigned long long)st.snapshots_loaded, (unsigned long long)st.snapshot_reloads,
-	        (unsigned long long)st.snapshot_uncertain_books, t.logins);
+	tt_reloads_settled(&c, &t, 1, &st);
 	assert_true(st.snapshot_uncertain_books > 0); /* the first load did flag */
 	assert_int_equal(st.snapshots_loaded, 2);
 	assert_int_equal(st.snapshot_reloads, 1);
@@ -667,13 +675,8 @@ static void test_snapshot_reloads_stop_at_the_bound_when_every_load_is_uncertain
 		tt_wait_lines(&c, pk);
 		t.released = i;
 	}
-	assert_int_equal(ts_wait_ge(&c.s->snapshots_loaded, bound + 1, TS_WAIT_MS), 0);
-	assert_int_equal(ft_snap_wait_settled(c.s, TS_WAIT_MS), 0);
 	struct uf_feed_stats st;
-	uf_feed_stats_read(c.s, &st);
-	fprintf(stderr, "%llu loaded, %llu re-loads, %llu books uncertain, %d logins\n",
-	        (unsigned long long)st.snapshots_loaded, (unsigned long long)st.snapshot_reloads,
-	        (unsigned long long)st.snapshot_uncertain_books, t.logins);
+	tt_reloads_settled(&c, &t, bound + 1, &st);
 	assert_int_equal(st.snapshots_loaded, bound + 1);
 	assert_int_equal(st.snapshot_reloads, bound);
 	assert_int_equal(st.snapshot_failures, 0);

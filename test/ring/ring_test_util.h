@@ -16,6 +16,8 @@
 
 #include "common/uf_time.h"
 #include "publish/uf_record.h"
+#include "test/common/uf_test_proc.h"
+#include "test/common/uf_test_rings.h"
 
 /* A child reports failure with this: prints where, exits with the line number (1..255). */
 #define CHILD_CHECK(cond)                                                                          \
@@ -27,36 +29,12 @@
 		}                                                                                  \
 	} while (0)
 
-/* Every ring name handed out is removed from /dev/shm at exit, even when an assertion
- * failed half way (children leave with _exit and do not run this). */
-static char test_ring_names[64][64];
-static int test_ring_nnames;
-
-static inline void test_ring_cleanup(void)
-{
-	char path[256];
-
-	for (int i = 0; i < test_ring_nnames; i++) {
-		static const char *const leaves[] = {"/data", "/sock", "/journal", ""};
-		for (int k = 0; k < 4; k++) { /* the ring's private directory, last */
-			snprintf(path, sizeof(path), "/dev/shm/uf.%.63s%s", test_ring_names[i],
-			         leaves[k]);
-			if (unlink(path) < 0 && errno == EISDIR)
-				rmdir(path);
-			else if (k == 3)
-				rmdir(path);
-		}
-	}
-}
-
+/* A unique ring name for `what`, removed at exit (uf_test_rings_remember). */
 static inline void test_ring_name(char *buf, size_t len, const char *what)
 {
 	static int n;
 	snprintf(buf, len, "t%d_%s_%d", (int)getpid(), what, n++);
-	if (test_ring_nnames == 0)
-		atexit(test_ring_cleanup);
-	if (test_ring_nnames < 64)
-		snprintf(test_ring_names[test_ring_nnames++], 64, "%s", buf);
+	uf_test_rings_remember(buf);
 }
 
 /* Record number `seq`: every field a different function of seq. */
@@ -89,24 +67,7 @@ static inline int test_rec_ok(const struct uf_record *r, uint64_t seq)
  * it had to be killed. */
 static inline int test_wait_child(pid_t pid, int timeout_ms)
 {
-	uint64_t end = uf_now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
-	int st;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return st;
-		if (r < 0)
-			return -1;
-		if (uf_now_mono_ns() > end) {
-			fprintf(stderr, "child %d did not finish in %d ms: killed\n", (int)pid,
-			        timeout_ms);
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -1;
-		}
-		usleep(1000);
-	}
+	return uf_test_wait_status(pid, timeout_ms);
 }
 
 /* 1 when the status is a clean exit(0). */

@@ -6,6 +6,8 @@
  * fields named as in the IEX specifications (snake_case), with "protocol" ("deep"/"tops"),
  * prices as signed integers with 4 implied decimals, flag bytes as numbers. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,149 +55,207 @@ static void ju(FILE *f, const char *key, uint64_t v)
 	fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
 }
 
-static void print_fields(FILE *f, const struct uf_itch_msg *m)
+static void js(FILE *f, const char *key, int64_t v)
 {
-	switch (m->type) {
-	case 'S':
-		jchr(f, "event_code", m->u.sys.event);
-		break;
-	case 'R':
-		jstr(f, "stock", m->u.dir.stock, 8);
-		jchr(f, "market_category", m->u.dir.market_category);
-		jchr(f, "financial_status", m->u.dir.financial_status);
-		ju(f, "round_lot_size", m->u.dir.round_lot_size);
-		jchr(f, "round_lots_only", m->u.dir.round_lots_only);
-		jchr(f, "issue_classification", m->u.dir.issue_classification);
-		jstr(f, "issue_sub_type", m->u.dir.issue_subtype, 2);
-		jchr(f, "authenticity", m->u.dir.authenticity);
-		jchr(f, "short_sale_threshold", m->u.dir.short_sale_threshold);
-		jchr(f, "ipo_flag", m->u.dir.ipo_flag);
-		jchr(f, "luld_tier", m->u.dir.luld_tier);
-		jchr(f, "etp_flag", m->u.dir.etp_flag);
-		ju(f, "etp_leverage", m->u.dir.etp_leverage);
-		jchr(f, "inverse", m->u.dir.inverse);
-		break;
-	case 'H':
-		jstr(f, "stock", m->u.trading_action.stock, 8);
-		jchr(f, "trading_state", m->u.trading_action.trading_state);
-		jchr(f, "reserved", m->u.trading_action.reserved);
-		jstr(f, "reason", m->u.trading_action.reason, 4);
-		break;
-	case 'Y':
-		jstr(f, "stock", m->u.reg_sho.stock, 8);
-		jchr(f, "action", m->u.reg_sho.action);
-		break;
-	case 'L':
-		jstr(f, "mpid", m->u.mp_position.mpid, 4);
-		jstr(f, "stock", m->u.mp_position.stock, 8);
-		jchr(f, "primary_mm", m->u.mp_position.primary_mm);
-		jchr(f, "mm_mode", m->u.mp_position.mm_mode);
-		jchr(f, "participant_state", m->u.mp_position.participant_state);
-		break;
-	case 'V':
-		ju(f, "level_1", m->u.mwcb_decline.level1);
-		ju(f, "level_2", m->u.mwcb_decline.level2);
-		ju(f, "level_3", m->u.mwcb_decline.level3);
-		break;
-	case 'W':
-		jchr(f, "breached_level", m->u.mwcb_status.breached_level);
-		break;
-	case 'K':
-		jstr(f, "stock", m->u.ipo.stock, 8);
-		ju(f, "release_time", m->u.ipo.release_time);
-		jchr(f, "qualifier", m->u.ipo.qualifier);
-		ju(f, "ipo_price", m->u.ipo.price);
-		break;
-	case 'J':
-		jstr(f, "stock", m->u.luld.stock, 8);
-		ju(f, "reference_price", m->u.luld.reference_price);
-		ju(f, "upper_price", m->u.luld.upper_price);
-		ju(f, "lower_price", m->u.luld.lower_price);
-		ju(f, "extension", m->u.luld.extension);
-		break;
-	case 'h':
-		jstr(f, "stock", m->u.op_halt.stock, 8);
-		jchr(f, "market_code", m->u.op_halt.market_code);
-		jchr(f, "action", m->u.op_halt.action);
-		break;
-	case 'A':
-	case 'F':
-		ju(f, "order_ref", m->u.add.order_ref);
-		jchr(f, "side", m->u.add.side);
-		ju(f, "shares", m->u.add.shares);
-		jstr(f, "stock", m->u.add.stock, 8);
-		ju(f, "price", m->u.add.price);
-		if (m->type == 'F')
-			jstr(f, "attribution", m->u.add.attribution, 4);
-		break;
-	case 'E':
-	case 'C':
-		ju(f, "order_ref", m->u.exec.order_ref);
-		ju(f, "executed_shares", m->u.exec.shares);
-		ju(f, "match_number", m->u.exec.match);
-		if (m->type == 'C') {
-			jchr(f, "printable", m->u.exec.printable);
-			ju(f, "execution_price", m->u.exec.price);
-		}
-		break;
-	case 'X':
-		ju(f, "order_ref", m->u.cancel.order_ref);
-		ju(f, "cancelled_shares", m->u.cancel.shares);
-		break;
-	case 'D':
-		ju(f, "order_ref", m->u.del.order_ref);
-		break;
-	case 'U':
-		ju(f, "original_ref", m->u.replace.orig_ref);
-		ju(f, "new_ref", m->u.replace.new_ref);
-		ju(f, "shares", m->u.replace.shares);
-		ju(f, "price", m->u.replace.price);
-		break;
-	case 'P':
-		ju(f, "order_ref", m->u.trade.order_ref);
-		jchr(f, "side", m->u.trade.side);
-		ju(f, "shares", m->u.trade.shares);
-		jstr(f, "stock", m->u.trade.stock, 8);
-		ju(f, "price", m->u.trade.price);
-		ju(f, "match_number", m->u.trade.match);
-		break;
-	case 'Q':
-		ju(f, "shares", m->u.cross.shares);
-		jstr(f, "stock", m->u.cross.stock, 8);
-		ju(f, "cross_price", m->u.cross.price);
-		ju(f, "match_number", m->u.cross.match);
-		jchr(f, "cross_type", m->u.cross.cross_type);
-		break;
-	case 'B':
-		ju(f, "match_number", m->u.broken.match);
-		break;
-	case 'I':
-		ju(f, "paired_shares", m->u.noii.paired_shares);
-		ju(f, "imbalance_shares", m->u.noii.imbalance_shares);
-		jchr(f, "direction", m->u.noii.direction);
-		jstr(f, "stock", m->u.noii.stock, 8);
-		ju(f, "far_price", m->u.noii.far_price);
-		ju(f, "near_price", m->u.noii.near_price);
-		ju(f, "current_ref_price", m->u.noii.current_ref_price);
-		jchr(f, "cross_type", m->u.noii.cross_type);
-		jchr(f, "price_variation", m->u.noii.price_variation);
-		break;
-	case 'N':
-		jstr(f, "stock", m->u.rpi.stock, 8);
-		jchr(f, "interest_flag", m->u.rpi.interest_flag);
-		break;
-	case 'O':
-		jstr(f, "stock", m->u.dlcr.stock, 8);
-		jchr(f, "open_eligibility", m->u.dlcr.open_eligibility);
-		ju(f, "min_price", m->u.dlcr.min_price);
-		ju(f, "max_price", m->u.dlcr.max_price);
-		ju(f, "near_exec_price", m->u.dlcr.near_exec_price);
-		ju(f, "near_exec_time", m->u.dlcr.near_exec_time);
-		ju(f, "lower_collar", m->u.dlcr.lower_collar);
-		ju(f, "upper_collar", m->u.dlcr.upper_collar);
-		break;
+	fprintf(f, ",\"%s\":%lld", key, (long long)v);
+}
+
+/* How a field prints: jchr, jstr, ju or js. */
+enum pf_kind { PF_CHR, PF_STR, PF_UNS, PF_SIG };
+
+/* One field of a decoded message, for the tables below: one place says which fields each
+ * message type has and under which key, pf_print prints any of them. */
+struct pf_field {
+	const char *key;   /* JSON key; NULL ends a table */
+	uint16_t off;      /* offset in the decoded struct (uf_itch_msg, uf_iex_msg) */
+	uint8_t size;      /* bytes: the integer's width, the string's length */
+	uint8_t kind;      /* enum pf_kind */
+	uint8_t is_signed; /* an integer member of a signed type (widened as C would) */
+	uint8_t only;      /* printed for this message type only; 0 = every type of the table */
+};
+
+#define PF_SIGNED(x) _Generic((x), int8_t : 1, int16_t : 1, int32_t : 1, int64_t : 1, default : 0)
+#define PF_FIELD(T, kind, key, member, only)                                                       \
+	{                                                                                          \
+		key, offsetof(T, member), sizeof(((T *)0)->member), kind,                          \
+		    PF_SIGNED(((T *)0)->member), only                                              \
+	}
+
+/* The integer field at p, widened to 64 bits as an assignment from its own type would. */
+static uint64_t pf_int(const struct pf_field *fl, const uint8_t *p)
+{
+	uint8_t v8;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
+
+	switch (fl->size) {
+	case 1:
+		memcpy(&v8, p, 1);
+		return fl->is_signed ? (uint64_t)(int64_t)(int8_t)v8 : v8;
+	case 2:
+		memcpy(&v16, p, 2);
+		return fl->is_signed ? (uint64_t)(int64_t)(int16_t)v16 : v16;
+	case 4:
+		memcpy(&v32, p, 4);
+		return fl->is_signed ? (uint64_t)(int64_t)(int32_t)v32 : v32;
+	default:
+		memcpy(&v64, p, 8);
+		return v64;
 	}
 }
+
+/* Prints the fields `table[type]` lists of the decoded message `msg` (none when the type has
+ * no entry). */
+static void pf_print(FILE *f, const void *msg, uint8_t type,
+                     const struct pf_field *const table[256])
+{
+	const uint8_t *base = msg;
+
+	for (const struct pf_field *fl = table[type]; fl && fl->key; fl++) {
+		if (fl->only && fl->only != type)
+			continue;
+		switch (fl->kind) {
+		case PF_CHR:
+			jchr(f, fl->key, base[fl->off]);
+			break;
+		case PF_STR:
+			jstr(f, fl->key, base + fl->off, fl->size);
+			break;
+		case PF_UNS:
+			ju(f, fl->key, pf_int(fl, base + fl->off));
+			break;
+		default:
+			js(f, fl->key, (int64_t)pf_int(fl, base + fl->off));
+			break;
+		}
+	}
+}
+
+/* The fields of each ITCH 5.0 message type after the common header, in message order. */
+#define ITCH(kind, key, member)            PF_FIELD(struct uf_itch_msg, kind, key, member, 0)
+#define ITCH_ONLY(type, kind, key, member) PF_FIELD(struct uf_itch_msg, kind, key, member, type)
+static const struct pf_field itch_sys[] = {ITCH(PF_CHR, "event_code", u.sys.event), {0}};
+static const struct pf_field itch_dir[] = {
+    ITCH(PF_STR, "stock", u.dir.stock),
+    ITCH(PF_CHR, "market_category", u.dir.market_category),
+    ITCH(PF_CHR, "financial_status", u.dir.financial_status),
+    ITCH(PF_UNS, "round_lot_size", u.dir.round_lot_size),
+    ITCH(PF_CHR, "round_lots_only", u.dir.round_lots_only),
+    ITCH(PF_CHR, "issue_classification", u.dir.issue_classification),
+    ITCH(PF_STR, "issue_sub_type", u.dir.issue_subtype),
+    ITCH(PF_CHR, "authenticity", u.dir.authenticity),
+    ITCH(PF_CHR, "short_sale_threshold", u.dir.short_sale_threshold),
+    ITCH(PF_CHR, "ipo_flag", u.dir.ipo_flag),
+    ITCH(PF_CHR, "luld_tier", u.dir.luld_tier),
+    ITCH(PF_CHR, "etp_flag", u.dir.etp_flag),
+    ITCH(PF_UNS, "etp_leverage", u.dir.etp_leverage),
+    ITCH(PF_CHR, "inverse", u.dir.inverse),
+    {0}};
+static const struct pf_field itch_trading_action[] = {
+    ITCH(PF_STR, "stock", u.trading_action.stock),
+    ITCH(PF_CHR, "trading_state", u.trading_action.trading_state),
+    ITCH(PF_CHR, "reserved", u.trading_action.reserved),
+    ITCH(PF_STR, "reason", u.trading_action.reason),
+    {0}};
+static const struct pf_field itch_reg_sho[] = {
+    ITCH(PF_STR, "stock", u.reg_sho.stock), ITCH(PF_CHR, "action", u.reg_sho.action), {0}};
+static const struct pf_field itch_mp_position[] = {
+    ITCH(PF_STR, "mpid", u.mp_position.mpid),
+    ITCH(PF_STR, "stock", u.mp_position.stock),
+    ITCH(PF_CHR, "primary_mm", u.mp_position.primary_mm),
+    ITCH(PF_CHR, "mm_mode", u.mp_position.mm_mode),
+    ITCH(PF_CHR, "participant_state", u.mp_position.participant_state),
+    {0}};
+static const struct pf_field itch_mwcb_decline[] = {ITCH(PF_UNS, "level_1", u.mwcb_decline.level1),
+                                                    ITCH(PF_UNS, "level_2", u.mwcb_decline.level2),
+                                                    ITCH(PF_UNS, "level_3", u.mwcb_decline.level3),
+                                                    {0}};
+static const struct pf_field itch_mwcb_status[] = {
+    ITCH(PF_CHR, "breached_level", u.mwcb_status.breached_level), {0}};
+static const struct pf_field itch_ipo[] = {ITCH(PF_STR, "stock", u.ipo.stock),
+                                           ITCH(PF_UNS, "release_time", u.ipo.release_time),
+                                           ITCH(PF_CHR, "qualifier", u.ipo.qualifier),
+                                           ITCH(PF_UNS, "ipo_price", u.ipo.price),
+                                           {0}};
+static const struct pf_field itch_luld[] = {ITCH(PF_STR, "stock", u.luld.stock),
+                                            ITCH(PF_UNS, "reference_price", u.luld.reference_price),
+                                            ITCH(PF_UNS, "upper_price", u.luld.upper_price),
+                                            ITCH(PF_UNS, "lower_price", u.luld.lower_price),
+                                            ITCH(PF_UNS, "extension", u.luld.extension),
+                                            {0}};
+static const struct pf_field itch_op_halt[] = {ITCH(PF_STR, "stock", u.op_halt.stock),
+                                               ITCH(PF_CHR, "market_code", u.op_halt.market_code),
+                                               ITCH(PF_CHR, "action", u.op_halt.action),
+                                               {0}};
+static const struct pf_field itch_add[] = {ITCH(PF_UNS, "order_ref", u.add.order_ref),
+                                           ITCH(PF_CHR, "side", u.add.side),
+                                           ITCH(PF_UNS, "shares", u.add.shares),
+                                           ITCH(PF_STR, "stock", u.add.stock),
+                                           ITCH(PF_UNS, "price", u.add.price),
+                                           ITCH_ONLY('F', PF_STR, "attribution", u.add.attribution),
+                                           {0}};
+static const struct pf_field itch_exec[] = {ITCH(PF_UNS, "order_ref", u.exec.order_ref),
+                                            ITCH(PF_UNS, "executed_shares", u.exec.shares),
+                                            ITCH(PF_UNS, "match_number", u.exec.match),
+                                            ITCH_ONLY('C', PF_CHR, "printable", u.exec.printable),
+                                            ITCH_ONLY('C', PF_UNS, "execution_price", u.exec.price),
+                                            {0}};
+static const struct pf_field itch_cancel[] = {ITCH(PF_UNS, "order_ref", u.cancel.order_ref),
+                                              ITCH(PF_UNS, "cancelled_shares", u.cancel.shares),
+                                              {0}};
+static const struct pf_field itch_del[] = {ITCH(PF_UNS, "order_ref", u.del.order_ref), {0}};
+static const struct pf_field itch_replace[] = {ITCH(PF_UNS, "original_ref", u.replace.orig_ref),
+                                               ITCH(PF_UNS, "new_ref", u.replace.new_ref),
+                                               ITCH(PF_UNS, "shares", u.replace.shares),
+                                               ITCH(PF_UNS, "price", u.replace.price),
+                                               {0}};
+static const struct pf_field itch_trade[] = {ITCH(PF_UNS, "order_ref", u.trade.order_ref),
+                                             ITCH(PF_CHR, "side", u.trade.side),
+                                             ITCH(PF_UNS, "shares", u.trade.shares),
+                                             ITCH(PF_STR, "stock", u.trade.stock),
+                                             ITCH(PF_UNS, "price", u.trade.price),
+                                             ITCH(PF_UNS, "match_number", u.trade.match),
+                                             {0}};
+static const struct pf_field itch_cross[] = {
+    ITCH(PF_UNS, "shares", u.cross.shares),         ITCH(PF_STR, "stock", u.cross.stock),
+    ITCH(PF_UNS, "cross_price", u.cross.price),     ITCH(PF_UNS, "match_number", u.cross.match),
+    ITCH(PF_CHR, "cross_type", u.cross.cross_type), {0}};
+static const struct pf_field itch_broken[] = {ITCH(PF_UNS, "match_number", u.broken.match), {0}};
+static const struct pf_field itch_noii[] = {
+    ITCH(PF_UNS, "paired_shares", u.noii.paired_shares),
+    ITCH(PF_UNS, "imbalance_shares", u.noii.imbalance_shares),
+    ITCH(PF_CHR, "direction", u.noii.direction),
+    ITCH(PF_STR, "stock", u.noii.stock),
+    ITCH(PF_UNS, "far_price", u.noii.far_price),
+    ITCH(PF_UNS, "near_price", u.noii.near_price),
+    ITCH(PF_UNS, "current_ref_price", u.noii.current_ref_price),
+    ITCH(PF_CHR, "cross_type", u.noii.cross_type),
+    ITCH(PF_CHR, "price_variation", u.noii.price_variation),
+    {0}};
+static const struct pf_field itch_rpi[] = {
+    ITCH(PF_STR, "stock", u.rpi.stock), ITCH(PF_CHR, "interest_flag", u.rpi.interest_flag), {0}};
+static const struct pf_field itch_dlcr[] = {
+    ITCH(PF_STR, "stock", u.dlcr.stock),
+    ITCH(PF_CHR, "open_eligibility", u.dlcr.open_eligibility),
+    ITCH(PF_UNS, "min_price", u.dlcr.min_price),
+    ITCH(PF_UNS, "max_price", u.dlcr.max_price),
+    ITCH(PF_UNS, "near_exec_price", u.dlcr.near_exec_price),
+    ITCH(PF_UNS, "near_exec_time", u.dlcr.near_exec_time),
+    ITCH(PF_UNS, "lower_collar", u.dlcr.lower_collar),
+    ITCH(PF_UNS, "upper_collar", u.dlcr.upper_collar),
+    {0}};
+
+static const struct pf_field *const itch_fields[256] = {
+    ['S'] = itch_sys,         ['R'] = itch_dir,         ['H'] = itch_trading_action,
+    ['Y'] = itch_reg_sho,     ['L'] = itch_mp_position, ['V'] = itch_mwcb_decline,
+    ['W'] = itch_mwcb_status, ['K'] = itch_ipo,         ['J'] = itch_luld,
+    ['h'] = itch_op_halt,     ['A'] = itch_add,         ['F'] = itch_add,
+    ['E'] = itch_exec,        ['C'] = itch_exec,        ['X'] = itch_cancel,
+    ['D'] = itch_del,         ['U'] = itch_replace,     ['P'] = itch_trade,
+    ['Q'] = itch_cross,       ['B'] = itch_broken,      ['I'] = itch_noii,
+    ['N'] = itch_rpi,         ['O'] = itch_dlcr,
+};
 
 static int on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 {
@@ -206,86 +266,80 @@ static int on_msg(void *ctx, uint64_t seq, const struct uf_itch_msg *m)
 	ju(f, "stock_locate", m->locate);
 	ju(f, "tracking_number", m->tracking);
 	ju(f, "timestamp", m->timestamp);
-	print_fields(f, m);
+	pf_print(f, m, m->type, itch_fields);
 	fputs("}\n", f);
 	return p->limit && ++p->printed >= p->limit;
 }
 
-static void js(FILE *f, const char *key, int64_t v)
-{
-	fprintf(f, ",\"%s\":%lld", key, (long long)v);
-}
+/* The fields of each IEX message type after the timestamp and symbol, in message order. */
+#define IEX(kind, key, member) PF_FIELD(struct uf_iex_msg, kind, key, member, 0)
+static const struct pf_field iex_sys[] = {IEX(PF_CHR, "system_event", u.sys.event), {0}};
+static const struct pf_field iex_dir[] = {IEX(PF_UNS, "flags", u.dir.flags),
+                                          IEX(PF_UNS, "round_lot_size", u.dir.round_lot_size),
+                                          IEX(PF_SIG, "adjusted_poc_price", u.dir.adjusted_poc),
+                                          IEX(PF_UNS, "luld_tier", u.dir.luld_tier),
+                                          {0}};
+static const struct pf_field iex_trading_status[] = {
+    IEX(PF_CHR, "trading_status", u.trading_status.status),
+    IEX(PF_STR, "reason", u.trading_status.reason),
+    {0}};
+static const struct pf_field iex_retail[] = {
+    IEX(PF_CHR, "retail_liquidity_indicator", u.retail.indicator), {0}};
+static const struct pf_field iex_op_halt[] = {
+    IEX(PF_CHR, "operational_halt_status", u.op_halt.status), {0}};
+static const struct pf_field iex_ssr[] = {IEX(PF_UNS, "short_sale_price_test_status", u.ssr.status),
+                                          IEX(PF_CHR, "detail", u.ssr.detail),
+                                          {0}};
+static const struct pf_field iex_sec_event[] = {IEX(PF_CHR, "security_event", u.sec_event.event),
+                                                {0}};
+static const struct pf_field iex_level[] = {IEX(PF_UNS, "event_flags", u.level.flags),
+                                            IEX(PF_CHR, "side", u.level.side),
+                                            IEX(PF_UNS, "size", u.level.size),
+                                            IEX(PF_SIG, "price", u.level.price),
+                                            {0}};
+static const struct pf_field iex_quote[] = {
+    IEX(PF_UNS, "flags", u.quote.flags),         IEX(PF_UNS, "bid_size", u.quote.bid_size),
+    IEX(PF_SIG, "bid_price", u.quote.bid_price), IEX(PF_SIG, "ask_price", u.quote.ask_price),
+    IEX(PF_UNS, "ask_size", u.quote.ask_size),   {0}};
+static const struct pf_field iex_trade[] = {IEX(PF_UNS, "sale_condition_flags", u.trade.flags),
+                                            IEX(PF_UNS, "size", u.trade.size),
+                                            IEX(PF_SIG, "price", u.trade.price),
+                                            IEX(PF_UNS, "trade_id", u.trade.trade_id),
+                                            {0}};
+static const struct pf_field iex_official[] = {IEX(PF_CHR, "price_type", u.official.price_type),
+                                               IEX(PF_SIG, "official_price", u.official.price),
+                                               {0}};
+static const struct pf_field iex_auction[] = {
+    IEX(PF_CHR, "auction_type", u.auction.auction_type),
+    IEX(PF_UNS, "paired_shares", u.auction.paired_shares),
+    IEX(PF_SIG, "reference_price", u.auction.reference_price),
+    IEX(PF_SIG, "indicative_clearing_price", u.auction.indicative_price),
+    IEX(PF_UNS, "imbalance_shares", u.auction.imbalance_shares),
+    IEX(PF_CHR, "imbalance_side", u.auction.imbalance_side),
+    IEX(PF_UNS, "extension_number", u.auction.extension),
+    IEX(PF_UNS, "scheduled_auction_time", u.auction.scheduled_time),
+    IEX(PF_SIG, "auction_book_clearing_price", u.auction.book_clearing_price),
+    IEX(PF_SIG, "collar_reference_price", u.auction.collar_reference),
+    IEX(PF_SIG, "lower_auction_collar", u.auction.lower_collar),
+    IEX(PF_SIG, "upper_auction_collar", u.auction.upper_collar),
+    {0}};
 
-static void print_iex_fields(FILE *f, const struct uf_iex_msg *m)
-{
-	switch (m->type) {
-	case UF_IEX_SYSTEM_EVENT:
-		jchr(f, "system_event", m->u.sys.event);
-		break;
-	case UF_IEX_SECURITY_DIRECTORY:
-		ju(f, "flags", m->u.dir.flags);
-		ju(f, "round_lot_size", m->u.dir.round_lot_size);
-		js(f, "adjusted_poc_price", m->u.dir.adjusted_poc);
-		ju(f, "luld_tier", m->u.dir.luld_tier);
-		break;
-	case UF_IEX_TRADING_STATUS:
-		jchr(f, "trading_status", m->u.trading_status.status);
-		jstr(f, "reason", m->u.trading_status.reason, 4);
-		break;
-	case UF_IEX_RETAIL_LIQUIDITY:
-		jchr(f, "retail_liquidity_indicator", m->u.retail.indicator);
-		break;
-	case UF_IEX_OPERATIONAL_HALT:
-		jchr(f, "operational_halt_status", m->u.op_halt.status);
-		break;
-	case UF_IEX_SHORT_SALE_TEST:
-		ju(f, "short_sale_price_test_status", m->u.ssr.status);
-		jchr(f, "detail", m->u.ssr.detail);
-		break;
-	case UF_IEX_SECURITY_EVENT:
-		jchr(f, "security_event", m->u.sec_event.event);
-		break;
-	case UF_IEX_PRICE_LEVEL_BUY:
-	case UF_IEX_PRICE_LEVEL_SELL:
-		ju(f, "event_flags", m->u.level.flags);
-		jchr(f, "side", m->u.level.side);
-		ju(f, "size", m->u.level.size);
-		js(f, "price", m->u.level.price);
-		break;
-	case UF_IEX_QUOTE_UPDATE:
-		ju(f, "flags", m->u.quote.flags);
-		ju(f, "bid_size", m->u.quote.bid_size);
-		js(f, "bid_price", m->u.quote.bid_price);
-		js(f, "ask_price", m->u.quote.ask_price);
-		ju(f, "ask_size", m->u.quote.ask_size);
-		break;
-	case UF_IEX_TRADE_REPORT:
-	case UF_IEX_TRADE_BREAK:
-		ju(f, "sale_condition_flags", m->u.trade.flags);
-		ju(f, "size", m->u.trade.size);
-		js(f, "price", m->u.trade.price);
-		ju(f, "trade_id", m->u.trade.trade_id);
-		break;
-	case UF_IEX_OFFICIAL_PRICE:
-		jchr(f, "price_type", m->u.official.price_type);
-		js(f, "official_price", m->u.official.price);
-		break;
-	case UF_IEX_AUCTION_INFO:
-		jchr(f, "auction_type", m->u.auction.auction_type);
-		ju(f, "paired_shares", m->u.auction.paired_shares);
-		js(f, "reference_price", m->u.auction.reference_price);
-		js(f, "indicative_clearing_price", m->u.auction.indicative_price);
-		ju(f, "imbalance_shares", m->u.auction.imbalance_shares);
-		jchr(f, "imbalance_side", m->u.auction.imbalance_side);
-		ju(f, "extension_number", m->u.auction.extension);
-		ju(f, "scheduled_auction_time", m->u.auction.scheduled_time);
-		js(f, "auction_book_clearing_price", m->u.auction.book_clearing_price);
-		js(f, "collar_reference_price", m->u.auction.collar_reference);
-		js(f, "lower_auction_collar", m->u.auction.lower_collar);
-		js(f, "upper_auction_collar", m->u.auction.upper_collar);
-		break;
-	}
-}
+static const struct pf_field *const iex_fields[256] = {
+    [UF_IEX_SYSTEM_EVENT] = iex_sys,
+    [UF_IEX_SECURITY_DIRECTORY] = iex_dir,
+    [UF_IEX_TRADING_STATUS] = iex_trading_status,
+    [UF_IEX_RETAIL_LIQUIDITY] = iex_retail,
+    [UF_IEX_OPERATIONAL_HALT] = iex_op_halt,
+    [UF_IEX_SHORT_SALE_TEST] = iex_ssr,
+    [UF_IEX_SECURITY_EVENT] = iex_sec_event,
+    [UF_IEX_PRICE_LEVEL_BUY] = iex_level,
+    [UF_IEX_PRICE_LEVEL_SELL] = iex_level,
+    [UF_IEX_QUOTE_UPDATE] = iex_quote,
+    [UF_IEX_TRADE_REPORT] = iex_trade,
+    [UF_IEX_TRADE_BREAK] = iex_trade,
+    [UF_IEX_OFFICIAL_PRICE] = iex_official,
+    [UF_IEX_AUCTION_INFO] = iex_auction,
+};
 
 static const char *iex_proto_name(uint16_t proto)
 {
@@ -305,7 +359,7 @@ static int on_iex(void *ctx, uint64_t seq, uint16_t proto, const struct uf_iex_m
 	js(f, "timestamp", m->timestamp);
 	if (m->type != UF_IEX_SYSTEM_EVENT)
 		jstr(f, "symbol", m->symbol, 8);
-	print_iex_fields(f, m);
+	pf_print(f, m, m->type, iex_fields);
 	fputs("}\n", f);
 	return p->limit && ++p->printed >= p->limit;
 }
