@@ -1013,5 +1013,8 @@ int main(void)
 	    cmocka_unit_test(test_capture_records_snapshot_sessions),
 	    cmocka_unit_test(test_capture_new_session_starts_a_new_file),
 	};
+	/* UF_FT_ONLY (debugging, e.g. a case run in a loop under load) runs the matching cases */
+	if (getenv("UF_FT_ONLY"))
+		cmocka_set_test_filter(getenv("UF_FT_ONLY"));
 	return cmocka_run_group_tests(tests, tc_setup, tc_teardown);
 }
