@@ -133,6 +133,22 @@ static inline void uf_sink_batch_begin(struct uf_sink *s, int *first)
 	uf_sink_keep(first, uf_ring_image_batch_begin(s->ring));
 }
 
+/* A RESET voids the doubts of the records before it: a book a day-1 record flagged stale in
+ * the open (deferred) bracket must not be flagged again at the flush, after the RESET cleared
+ * it (the next day's books would read stale though whole). Its level marks stay: the flush
+ * copies the publisher's books as they are then. A book left with no mark leaves the list. */
+static UF_COLD void uf_sink_forget_doubts(struct uf_sink *s)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < s->ndirty; i++) {
+		uint32_t id = s->dirty[i];
+		s->is_dirty[id] &= (uint8_t)~UF_SINK_DIRTY_STALE;
+		if (s->is_dirty[id])
+			s->dirty[k++] = id;
+	}
+	s->ndirty = k;
+}
+
 /* One record's effect on the image, other than levels (those go through the dirty set). */
 static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, uint64_t seq)
 {
@@ -146,6 +162,7 @@ static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, ui
 	case UF_REC_STALE: /* UF_INSTRUMENT_ALL is the ring's "every entry" (UINT32_MAX) */
 		return uf_ring_image_set_stale(s->ring, r->instrument, 1, seq);
 	case UF_REC_RESET:
+		uf_sink_forget_doubts(s);
 		return uf_ring_image_reset_book(s->ring, UINT32_MAX, seq);
 	case UF_REC_STATUS:
 		if (!r->aux)

@@ -42,6 +42,7 @@ struct ft_case {
 	struct uf_feed *feed;
 	pthread_t thr;
 	volatile int stop;
+	int joined; /* 1 once ft_stop joined the feed thread */
 	int run_rc;
 	pid_t replay;
 	char replay_out[256];
@@ -107,6 +108,7 @@ static void ft_create(struct ft_case *c)
 static void ft_launch(struct ft_case *c)
 {
 	c->stop = 0;
+	c->joined = 0;
 	assert_int_equal(pthread_create(&c->thr, NULL, ft_feed_thread, c), 0);
 }
 
@@ -184,6 +186,48 @@ static int ft_wait_done(struct ft_case *c)
 	        (unsigned long long)c->st.messages, (unsigned long long)c->st.messages_unrecovered,
 	        (unsigned long long)c->st.end_of_session, (unsigned long long)g_ref_msgs);
 	return -1;
+}
+
+/* ft_ring_books for a poll while the feed runs: NULL when the image read said -EBUSY (the
+ * producer kept changing a book, or was descheduled in the middle of its update: a loaded
+ * machine does that; the caller polls again), else the books and *stale as ft_ring_books. */
+static char *ft_ring_books_try(const char *ring, int *stale)
+{
+	char err[256];
+	uf_consumer_t *cons;
+	if (uf_consumer_attach(ring, NULL, &cons, err, sizeof(err)) < 0)
+		fail_msg("attach %s: %s", ring, err);
+	struct ft_books_ctx x = {0};
+	int rc = uf_consumer_snapshot_all(cons, ft_book_cb, &x);
+	uf_consumer_detach(cons);
+	if (rc == -EBUSY) {
+		for (size_t i = 0; i < x.n; i++)
+			free(x.v[i].line);
+		free(x.v);
+		return NULL;
+	}
+	assert_int_equal(rc, 0);
+	if (stale)
+		*stale = x.stale;
+	char *str = ft_books_join(x.v, x.n);
+	free(x.v);
+	return str;
+}
+
+/* Fails the case, with the counters, unless the feed saw `eos` ends of session and accounted
+ * for `msgs` messages (received or declared lost): a wait that ran out of time says so
+ * instead of comparing books the feed never finished. */
+static void ft_expect_counted(struct ft_case *c, uint64_t eos, uint64_t msgs)
+{
+	struct uf_feed_stats st;
+	uf_feed_stats_read(uf_feed_stats(c->feed), &st);
+	if (st.end_of_session < eos || st.messages + st.messages_unrecovered < msgs)
+		fail_msg("not done: messages %llu unrecovered %llu eos %llu sessions %llu, wanted "
+		         "%llu messages and %llu ends",
+		         (unsigned long long)st.messages,
+		         (unsigned long long)st.messages_unrecovered,
+		         (unsigned long long)st.end_of_session, (unsigned long long)st.sessions,
+		         (unsigned long long)msgs, (unsigned long long)eos);
 }
 
 /* The books a consumer builds from the records alone: a book builder (no image handover)
@@ -275,10 +319,25 @@ static size_t ft_check_stream(const char *ring, int expect_identical)
 	return gaps;
 }
 
+/* Stops the case's feed thread (once). The counters the waits poll move when a message is
+ * handed to the books, before its records are published and before the batch's books are
+ * copied into the image (the deferred image: once a receive batch); uf_feed_run publishes
+ * and commits what it was doing before it returns. So a case that compares the books or the
+ * stream with what the counters announced stops the feed first: then the ring and the image
+ * hold every message counted, however late a loaded machine ran the feed thread. The ring
+ * stays readable until ft_finish destroys the feed. */
+static void ft_stop(struct ft_case *c)
+{
+	if (c->joined)
+		return;
+	c->stop = 1;
+	assert_int_equal(pthread_join(c->thr, NULL), 0);
+	c->joined = 1;
+}
+
 static void ft_finish(struct ft_case *c)
 {
-	c->stop = 1;
-	pthread_join(c->thr, NULL);
+	ft_stop(c);
 	assert_int_equal(c->run_rc, 0);
 	uf_feed_stats_read(uf_feed_stats(c->feed), &c->st);
 	if (c->replay > 0) {
@@ -332,6 +391,7 @@ static void ft_expect_image_venue(const char *ring)
 static void ft_expect_identical(struct ft_case *c)
 {
 	assert_int_equal(ft_wait_done(c), 0);
+	ft_stop(c); /* every message counted is in the ring and the image */
 	int stale = 0;
 	char *books = ft_ring_books(c->cfg.ring.name, &stale);
 	if (strcmp(books, g_ref_books) != 0) {
@@ -459,6 +519,7 @@ static void test_feed_dead_server_flags_gap_and_keeps_running(void **state)
 	/* the packets holding sequence 3000 are lost on both lines */
 	ft_replay(&c, 3, 0, "--drop-a", "@3000", "--drop-b", "@3000", NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
+	ft_stop(&c);
 	int stale = 0;
 	char *books = ft_ring_books(c.cfg.ring.name, &stale);
 	free(books);
@@ -836,6 +897,8 @@ static void test_feed_new_session_starts_the_books_over(void **state)
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
+	ft_expect_counted(&c, 2, 2 * g_ref_msgs);
+	ft_stop(&c); /* every message counted is in the ring and the image */
 	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	assert_string_equal(books, g_ref_books);
 	free(books);
@@ -870,7 +933,7 @@ static void test_feed_new_session_clears_stale_books(void **state)
 	 * image itself (bounded). */
 	int stale = 0;
 	do {
-		free(ft_ring_books(c.cfg.ring.name, &stale));
+		free(ft_ring_books_try(c.cfg.ring.name, &stale)); /* -EBUSY: stale stays 0 */
 		if (stale == 0) {
 			struct timespec ts = {0, 2000000};
 			nanosleep(&ts, NULL);
@@ -886,6 +949,8 @@ static void test_feed_new_session_clears_stale_books(void **state)
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
+	ft_expect_counted(&c, 2, 2 * g_ref_msgs);
+	ft_stop(&c); /* day 2's last step is in the image: what is flagged then stays flagged */
 	stale = -1;
 	char *books = ft_ring_books(c.cfg.ring.name, &stale);
 	assert_string_equal(books, g_ref_books);
@@ -910,6 +975,7 @@ static void test_feed_falls_back_when_the_kernel_refuses_sqpoll(void **state)
 	ft_replay(&c, 8, 1, NULL);
 	assert_int_equal(ft_wait_done(&c), 0);
 	assert_string_equal(uf_feed_backend_name(c.feed), "io_uring_nosqpoll");
+	ft_stop(&c);
 	char *books = ft_ring_books(c.cfg.ring.name, NULL);
 	assert_string_equal(books, g_ref_books);
 	free(books);
@@ -990,13 +1056,14 @@ static void test_feed_symbol_filter_publishes_only_wanted_and_reloads_live(void 
 	assert_int_equal(uf_feed_set_symbols(c.feed, NULL, 0), 0);
 	uint64_t end = uf_now_mono_ns() + 5000000000ull;
 	for (;;) {
-		books = ft_ring_books(c.cfg.ring.name, NULL);
-		if (!strcmp(books, g_ref_books) || uf_now_mono_ns() > end)
+		books = ft_ring_books_try(c.cfg.ring.name, NULL); /* NULL: -EBUSY, again */
+		if ((books && !strcmp(books, g_ref_books)) || uf_now_mono_ns() > end)
 			break;
 		free(books);
 		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
+	assert_non_null(books);
 	assert_string_equal(books, g_ref_books);
 	free(books);
 	assert_true(uf_load_relaxed_u64(&uf_feed_stats(c.feed)->records) > before);
@@ -1753,5 +1820,8 @@ int main(void)
 		cmocka_unit_test(test_feed_falls_back_when_the_kernel_refuses_sqpoll),
 #endif
 	};
+	/* UF_FT_ONLY (debugging, e.g. a case run in a loop under load) runs the matching cases */
+	if (getenv("UF_FT_ONLY"))
+		cmocka_set_test_filter(getenv("UF_FT_ONLY"));
 	return cmocka_run_group_tests(tests, ft_setup, ft_teardown);
 }

@@ -529,6 +529,65 @@ static void test_sink_books_named_around_a_doubt_of_all_are_stale(void **state)
 	fx_teardown(&x);
 }
 
+/* The feed's case (test_feed_e2e, new_session_clears_stale_books, under load): the last
+ * records of a day that lost a gap (every book in doubt: its records carry UF_RECF_STALE) and
+ * the next day's RESET in one receive batch, so one deferred image bracket. The RESET clears
+ * the image's stale flags at once; the doubts of the records before it must not come back
+ * at the flush (they did: the new day's books, whole, read stale). Books doubted after the
+ * RESET still are. */
+static void test_sink_reset_in_the_bracket_voids_the_doubts_before_it(void **state)
+{
+	(void)state;
+	struct fx x;
+	size_t n;
+	struct uf_book_snapshot s;
+	fx_setup(&x, 16);
+	uf_sink_defer_image(&x.sink, 1);
+	const struct uf_itch_msg m0[] = {dir(5, "AAPL"), dir(7, "MSFT"), add(5, 1, 'B', 100, 1000)};
+	assert_int_equal(step(&x, m0, 3, &n), 0);
+	int g = uf_publish_gap(x.pub, x.seq, 7, x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(g, 1);
+	assert_int_equal(uf_sink_gap(&x.sink, x.recs, (size_t)g), 0);
+	x.seq += 7;
+	/* day 1 goes on after the gap: both books move, their records doubted, not flushed */
+	const struct uf_itch_msg m1[] = {add(5, 2, 'S', 50, 1100), add(7, 3, 'B', 20, 400)};
+	assert_int_equal(step(&x, m1, 2, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (x.recs[i].kind == UF_REC_LEVEL)
+			assert_true(x.recs[i].flags & UF_RECF_STALE);
+	/* day 2 in the same bracket: the RESET, then book 5 alone */
+	int k = uf_publish_new_session(x.pub, "SESSION002", x.recs, UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(k, 1);
+	assert_int_equal(uf_sink_new_session(&x.sink, x.recs, (size_t)k), 0);
+	x.seq = 1;
+	const struct uf_itch_msg m2[] = {add(5, 1, 'B', 10, 900)};
+	assert_int_equal(step(&x, m2, 1, &n), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	snap(&x, 5, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	assert_int_equal(s.nbid, 1);
+	assert_int_equal(s.bid[0].price, 900);
+	assert_int_equal(s.bid[0].shares, 10);
+	assert_int_equal(s.nask, 0); /* day 1's ask is gone */
+	snap(&x, 7, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	assert_int_equal(s.nbid, 0);
+	/* a doubt after the RESET, in the next bracket, still flags its book */
+	k = uf_publish_doubt(x.pub, 5, UF_STALE_DECODE, x.seq++, RX_NS, x.recs,
+	                     UF_ARRAY_SIZE(x.recs));
+	assert_int_equal(k, 1);
+	assert_int_equal(uf_sink_records(&x.sink, x.recs, 1, RX_NS), 0);
+	const struct uf_itch_msg m3[] = {add(5, 4, 'B', 5, 910)};
+	assert_int_equal(step(&x, m3, 1, &n), 0);
+	assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+	snap(&x, 5, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
+	assert_int_equal(s.nbid, 2);
+	snap(&x, 7, &s);
+	assert_int_equal(s.flags & UF_RECF_STALE, 0);
+	fx_teardown(&x);
+}
+
 /* A book that enters the symbol filter while the publisher has it in doubt (its STALE record
  * was filtered out then): its directory record says so and its image entry is stale. */
 static void test_sink_instrument_enters_in_doubt(void **state)
@@ -1020,6 +1079,7 @@ int main(void)
 	    cmocka_unit_test(test_sink_instrument_enters_with_snapshot),
 	    cmocka_unit_test(test_sink_instrument_enters_in_doubt),
 	    cmocka_unit_test(test_sink_books_named_around_a_doubt_of_all_are_stale),
+	    cmocka_unit_test(test_sink_reset_in_the_bracket_voids_the_doubts_before_it),
 	    cmocka_unit_test(test_sink_flags_a_deeper_book_truncated),
 	    cmocka_unit_test(test_sink_ring_gets_the_configured_group),
 	    cmocka_unit_test(test_sink_image_trades_follow_the_record_contract),
