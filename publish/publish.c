@@ -548,14 +548,9 @@ UF_PUB_INLINE void uf_pub_prefetch_near(const struct uf_publisher *p, const stru
 UF_HOT void uf_publish_prefetch(const struct uf_publisher *p, const struct uf_itch_msg *msgs,
                                 size_t n)
 {
-	/* The first `prefetch` messages are left to uf_publish_apply_batch's prime, which
-	 * issues the same lines right after its clock read: issued here they were issued twice,
-	 * and the read of pub_delta_ns waited for their page walks (~250 ns, issue 26 item 3).
-	 * A datagram of at most `prefetch` messages (most of them outside bursts) costs
-	 * nothing here. Prefetch off (0): nothing at all. */
 	if (!p->prefetch)
 		return;
-	for (size_t i = p->prefetch; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		uf_pub_prefetch_far(p, &msgs[i]);
 }
 

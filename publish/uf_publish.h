@@ -235,9 +235,7 @@ int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_msg *msg
  * the first stage of uf_publish_apply_batch's look-ahead for all n at once. The feed calls it
  * for a whole datagram as soon as it is decoded (issue 14): a packet's first messages then
  * do not wait for their misses one by one, and later publish steps find their lines loaded.
- * Leaves out msgs[0..prefetch), which the next uf_publish_apply_batch(msgs) primes after its
- * clock read (so a datagram of at most `prefetch` messages costs nothing here). Reads nothing
- * but the messages; no-op with prefetch off. */
+ * Reads nothing but the messages; no-op with prefetch off. */
 void uf_publish_prefetch(const struct uf_publisher *p, const struct uf_itch_msg *msgs, size_t n);
 
 /* Changes the batch look-ahead (0 = off). */
