@@ -69,12 +69,22 @@ static void test_ring_killed_consumer_is_reaped_and_producer_unaffected(void **s
 	st = test_wait_child(busy, 5000);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 
-	/* now kill the other one while it sleeps in FUTEX_WAIT: its sleeper count must go */
+	/* now kill the other one while it sleeps in FUTEX_WAIT: its sleeper count must go.
+	 * The sleeper wakes every 50 ms slice (SLEEP_SLICE_NS) to look for a restart and is
+	 * briefly not sleeping then: its flag and the count are judged from one reading, not
+	 * from a second one that can fall into that gap (seen under ASan in CI: 0 != 1). */
+	int sleeping = 0;
+	uint32_t sleepers = 0;
 	end = uf_now_mono_ns() + 5000000000ull;
-	while (sleeping_consumers(r) == 0 && uf_now_mono_ns() < end)
+	for (;;) {
+		sleeping = sleeping_consumers(r);
+		sleepers = uf_load_relaxed_u32(&r->ct->sleepers);
+		if ((sleeping == 1 && sleepers == 1) || uf_now_mono_ns() >= end)
+			break;
 		usleep(1000);
-	assert_int_equal(sleeping_consumers(r), 1);
-	assert_int_equal(uf_load_relaxed_u32(&r->ct->sleepers), 1);
+	}
+	assert_int_equal(sleeping, 1);
+	assert_int_equal(sleepers, 1);
 	kill(sleeper, SIGKILL);
 	st = test_wait_child(sleeper, 5000);
 	assert_true(WIFSIGNALED(st));
