@@ -161,17 +161,44 @@ struct bt_nats {
 	char urls[256]; /* nats://127.0.0.1:P1,... */
 };
 
-/* Starts `n` (1 or 3) JetStream servers on loopback, clustered when 3; waits until every
- * client port accepts (bounded: 10 s). */
-static inline void bt_nats_start(struct bt_nats *ns, int n, const char *tag)
+/* `k` distinct free loopback ports: every socket stays bound until all are picked, so the
+ * kernel cannot hand the same port out twice (a port picked, closed and picked again gave
+ * two servers one port). */
+static inline void bt_free_ports(int *out, int k)
+{
+	int fds[8];
+
+	assert_true(k <= 8);
+	for (int i = 0; i < k; i++) {
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t len = sizeof(a);
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(bind(fds[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		assert_int_equal(getsockname(fds[i], (struct sockaddr *)&a, &len), 0);
+		out[i] = ntohs(a.sin_port);
+	}
+	for (int i = 0; i < k; i++)
+		close(fds[i]);
+}
+
+/* One attempt of bt_nats_start. Returns 1 when every client port accepts, 0 when a server
+ * exited first (a port another process took between the pick and the server's bind: its
+ * log says so, printed here); the others are then stopped. Fails the test when a server
+ * stays up without opening its port within 20 s. */
+static inline int bt_nats_try_start(struct bt_nats *ns, int n, const char *tag, int attempt)
 {
 	char routes[200] = "";
+	int ports[6];
+	uint64_t end;
 
 	memset(ns, 0, sizeof(*ns));
 	ns->n = n;
+	bt_free_ports(ports, 2 * n);
 	for (int i = 0; i < n; i++) {
-		ns->port[i] = bt_free_port();
-		ns->cport[i] = bt_free_port();
+		ns->port[i] = ports[2 * i];
+		ns->cport[i] = ports[2 * i + 1];
 	}
 	for (int i = 0; i < n; i++) {
 		size_t l = strlen(routes);
@@ -184,7 +211,11 @@ static inline void bt_nats_start(struct bt_nats *ns, int n, const char *tag)
 	for (int i = 0; i < n; i++) {
 		char port[16], sd[256], name[32], cl[64], out[256];
 		snprintf(port, sizeof(port), "%d", ns->port[i]);
-		snprintf(sd, sizeof(sd), "%s/js-%s-%d", bt_dir, tag, i);
+		/* a failed attempt's store is left alone: a new one per attempt */
+		if (attempt == 0)
+			snprintf(sd, sizeof(sd), "%s/js-%s-%d", bt_dir, tag, i);
+		else
+			snprintf(sd, sizeof(sd), "%s/js-%s-%d-r%d", bt_dir, tag, i, attempt);
 		snprintf(name, sizeof(name), "%s%d", tag, i);
 		snprintf(cl, sizeof(cl), "nats://127.0.0.1:%d", ns->cport[i]);
 		snprintf(out, sizeof(out), "%s/nats-%s-%d.log", bt_dir, tag, i);
@@ -209,13 +240,48 @@ static inline void bt_nats_start(struct bt_nats *ns, int n, const char *tag)
 		                        NULL};
 		ns->pid[i] = bt_spawn(UF_NATS_SERVER, n == 1 ? argv_single : argv_cluster, out);
 	}
+	end = bt_now_ms() + 20000;
 	for (int i = 0; i < n; i++) {
-		uint64_t end = bt_now_ms() + 10000;
 		while (!bt_port_open(ns->port[i])) {
-			assert_true(bt_now_ms() < end);
+			int dead = -1, st = 0;
+			for (int j = 0; j < n && dead < 0; j++)
+				if (waitpid(ns->pid[j], &st, WNOHANG) == ns->pid[j])
+					dead = j;
+			if (dead >= 0) {
+				char errp[300], *log;
+				snprintf(errp, sizeof(errp), "%s/nats-%s-%d.log.err", bt_dir, tag,
+				         dead);
+				log = uf_test_slurp(errp);
+				size_t len = log ? strlen(log) : 0; /* the reason is at the end */
+				fprintf(stderr,
+				        "# nats-server %s%d (port %d, cluster port %d) exited at "
+				        "start (status 0x%x), attempt %d: ...%s\n",
+				        tag, dead, ns->port[dead], ns->cport[dead], st, attempt,
+				        log ? log + (len > 400 ? len - 400 : 0) : "(no log)");
+				free(log);
+				bt_forget(ns->pid[dead]);
+				for (int j = 0; j < n; j++)
+					if (j != dead)
+						(void)bt_wait(ns->pid[j], 0);
+				return 0;
+			}
+			if (bt_now_ms() > end)
+				fail_msg("nats-server %s%d up but its port %d not open within 20 s",
+				         tag, i, ns->port[i]);
 			bt_sleep_ms(20);
 		}
 	}
+	return 1;
+}
+
+/* Starts `n` (1 or 3) JetStream servers on loopback, clustered when 3; waits until every
+ * client port accepts (bounded: 20 s an attempt). A server that exits at start (its port
+ * taken meanwhile by another process) costs one more attempt on fresh ports, three at most. */
+static inline void bt_nats_start(struct bt_nats *ns, int n, const char *tag)
+{
+	for (int attempt = 0; !bt_nats_try_start(ns, n, tag, attempt); attempt++)
+		if (attempt == 2)
+			fail_msg("nats-server %s: no start in 3 attempts (logs above)", tag);
 }
 
 /* One JetStream server that requires TLS, with a CA and a server certificate for 127.0.0.1
