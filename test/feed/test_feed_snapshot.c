@@ -514,9 +514,14 @@ static void test_snapshot_late_start_gives_the_files_books(void **state)
 	ts_create(&c);
 	ts_run(&c);
 	assert_int_equal(ts_wait_ge(&c.s->end_of_session, 1, TS_WAIT_MS), 0);
+	assert_int_equal(ft_snap_wait_settled(c.s, TS_WAIT_MS), 0);
 	struct uf_feed_stats st;
 	uf_feed_stats_read(c.s, &st);
-	assert_int_equal(st.snapshots_loaded, 1);
+	/* The server snapshots a running day: its End of Snapshot can fall where the live orders
+	 * place it only within a range, and the feed then loads again (ft_snap_settled.h). Every
+	 * load beyond the first is such a re-load. */
+	assert_int_equal(st.snapshots_loaded, 1 + st.snapshot_reloads);
+	assert_true(st.snapshot_reloads <= c.cfg.snapshot.reload_uncertain);
 	assert_int_equal(st.messages_unrecovered, 0);
 	assert_true(st.messages < g_n / 2 + 1); /* the first half came from the snapshot */
 	ts_expect_books(&c);
