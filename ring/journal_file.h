@@ -34,6 +34,11 @@
 #define UF_JOURNAL_MAX_FILES   64        /* files of one ring generation a reader follows */
 #define UF_JOURNAL_TAIL_WINDOW 16384     /* entries a writer may have in flight, at most */
 
+/* Every file a ring's private directory can hold, for uf_ring_unlink and the tests' clean-up
+ * (test/common/uf_test_rings.h), which must remove the same ones before the directory: data,
+ * socket, a journaled ring's pointer to its journal (the journal itself stays). */
+#define UF_RING_DIR_LEAVES UF_RING_DATA_NAME, UF_RING_SOCK_NAME, UF_JOURNAL_POINTER
+
 enum uf_journal_entry_kind {
 	UF_JOURNAL_RECORD = 1, /* `rec` is the ring's record number `seq` */
 	UF_JOURNAL_HOLE = 2,   /* records [seq, seq + rec.shares) are missing; rec.rx_ts is when

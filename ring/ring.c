@@ -572,12 +572,12 @@ int uf_ring_unlink(const char *name, const char *dir)
 			return -ELOOP; /* not ours to follow, nor to remove */
 	}
 	if (dfd >= 0) {
+		/* every leaf, the journal pointer too: one left and the directory is not empty,
+		 * the ring's name stays taken */
+		static const char *const leaves[] = {UF_RING_DIR_LEAVES};
 		rc = 0;
-		unlinkat(dfd, UF_RING_DATA_NAME, 0);
-		unlinkat(dfd, UF_RING_SOCK_NAME, 0);
-		/* a journaled ring's pointer to its journal (the journal itself stays): without
-		 * this the directory is not empty and the ring's name stays taken */
-		unlinkat(dfd, UF_JOURNAL_POINTER, 0);
+		for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++)
+			unlinkat(dfd, leaves[i], 0);
 		close(dfd);
 		if (rmdir(path) < 0)
 			rc = -errno;

@@ -56,21 +56,6 @@ static inline const char *bt_bin(const char *name)
 	return p;
 }
 
-/* A TCP port nobody listens on now (bound to port 0, then released). */
-static inline int bt_free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
 static inline int bt_port_open(int port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,
@@ -181,6 +166,14 @@ static inline void bt_free_ports(int *out, int k)
 	}
 	for (int i = 0; i < k; i++)
 		close(fds[i]);
+}
+
+/* One free loopback TCP port (bt_free_ports of one). */
+static inline int bt_free_port(void)
+{
+	int port;
+	bt_free_ports(&port, 1);
+	return port;
 }
 
 /* One attempt of bt_nats_start. Returns 1 when every client port accepts, 0 when a server

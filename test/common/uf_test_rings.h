@@ -4,9 +4,9 @@
  * removes nothing; children that leave with _exit() run no atexit handler anyway).
  *
  * The removal is done here by hand, not through uf_ring_unlink: the SDK tests that use it do
- * not link uf_ring. It removes what uf_ring_unlink removes (ring/ring.c): the data file, the
- * socket, a journaled ring's pointer to its journal, then the private directory uf.NAME, in
- * $UF_RING_DIR or /dev/shm (uf_ring_dir_pick), read at exit. */
+ * not link uf_ring. It removes what uf_ring_unlink removes (ring/ring.c), from the same list
+ * (UF_RING_DIR_LEAVES), then the private directory uf.NAME, in $UF_RING_DIR or /dev/shm
+ * (uf_ring_dir_pick), read at exit. */
 #ifndef UF_TEST_RINGS_H
 #define UF_TEST_RINGS_H
 
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ring/journal_file.h"   /* UF_JOURNAL_POINTER */
-#include "ring/uf_ring_layout.h" /* UF_RING_DIR_FMT, UF_RING_DATA_NAME, UF_RING_SOCK_NAME */
+#include "ring/journal_file.h"   /* UF_RING_DIR_LEAVES */
+#include "ring/uf_ring_layout.h" /* UF_RING_DIR_FMT */
 
 #define UF_TEST_RINGS_MAX 64 /* names remembered per process; later ones are not removed */
 
@@ -27,8 +27,7 @@ static pid_t uf_test_ring_owner; /* the process that named them: the only one to
 /* The atexit handler: removes every remembered ring's files and directory. Cold. */
 static inline void uf_test_rings_cleanup(void)
 {
-	static const char *const leaves[] = {UF_RING_DATA_NAME, UF_RING_SOCK_NAME,
-	                                     UF_JOURNAL_POINTER};
+	static const char *const leaves[] = {UF_RING_DIR_LEAVES};
 	const char *dir = getenv("UF_RING_DIR");
 	char path[512];
 

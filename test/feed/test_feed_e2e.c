@@ -188,32 +188,6 @@ static int ft_wait_done(struct ft_case *c)
 	return -1;
 }
 
-/* ft_ring_books for a poll while the feed runs: NULL when the image read said -EBUSY (the
- * producer kept changing a book, or was descheduled in the middle of its update: a loaded
- * machine does that; the caller polls again), else the books and *stale as ft_ring_books. */
-static char *ft_ring_books_try(const char *ring, int *stale)
-{
-	char err[256];
-	uf_consumer_t *cons;
-	if (uf_consumer_attach(ring, NULL, &cons, err, sizeof(err)) < 0)
-		fail_msg("attach %s: %s", ring, err);
-	struct ft_books_ctx x = {0};
-	int rc = uf_consumer_snapshot_all(cons, ft_book_cb, &x);
-	uf_consumer_detach(cons);
-	if (rc == -EBUSY) {
-		for (size_t i = 0; i < x.n; i++)
-			free(x.v[i].line);
-		free(x.v);
-		return NULL;
-	}
-	assert_int_equal(rc, 0);
-	if (stale)
-		*stale = x.stale;
-	char *str = ft_books_join(x.v, x.n);
-	free(x.v);
-	return str;
-}
-
 /* Fails the case, with the counters, unless the feed saw `eos` ends of session and accounted
  * for `msgs` messages (received or declared lost): a wait that ran out of time says so
  * instead of comparing books the feed never finished. */
