@@ -22,6 +22,7 @@ struct e2e_status {
 	uint64_t ring_sequence;        /* ring tail (next sequence to publish) */
 	uint64_t batches;              /* receive polls that returned packets */
 	uint64_t busy_polls;           /* receive polls that found nothing (the idle spin) */
+	uint64_t busy_ns;              /* feed loop time in turns that did work (busy_clock) */
 	uint64_t sq_wakeups;           /* io_uring_enter calls the feed made (wake-up, events) */
 	uint64_t ring_wakes;           /* FUTEX_WAKE calls for sleeping consumers */
 	uint64_t ring_wakes_idle;      /* of those, the ones that found no consumer blocked */

@@ -86,6 +86,8 @@ struct e2e_opts {
 	uint64_t max_orders;      /* the daemon's book.max_orders (order table size) */
 	int raw_kind;             /* raw-receive method (enum raw_kind), -1: each back end's own */
 	int bsize_steps;          /* burst-size search steps (0: none) */
+	int no_busy_clock;        /* --no-busy-clock: the steady step's daemon without the
+	                           * feed's busy clock (struct feedcpu busy_*) */
 	uint32_t mask;            /* back ends */
 	const char *results;      /* results folder */
 	const char *day;          /* daily-format input, NULL = generate */
@@ -148,7 +150,12 @@ struct feedcpu {
 	uint64_t polls;          /* its empty polls */
 	uint64_t messages;       /* messages it delivered */
 	double run_per_msg;      /* run_ns / messages, ns: spin included */
-	double work_per_msg;     /* (run_ns - polls x idle_ns_per_poll) / messages, ns */
+	double work_per_msg;     /* (run_ns - polls x idle_ns_per_poll) / messages, ns: the
+	                          * estimate */
+	int busy_ok;             /* the daemon's busy clock was on and counted (busy_ns) */
+	uint64_t busy_ns;        /* the step: the feed's busy_ns delta (loop turns that did
+	                          * work, timed by the feed itself on its tick clock) */
+	double busy_per_msg;     /* busy_ns / messages, ns: the exact figure */
 };
 
 /* One replay step's outcome. */

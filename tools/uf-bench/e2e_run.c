@@ -372,10 +372,16 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		fc->run_ns = fr1 - fr0;
 		fc->polls = q1.busy_polls - q0.busy_polls;
 		fc->messages = q1.messages - q0.messages;
+		/* the exact figure, same window: the feed's own sum of its working turns */
+		fc->busy_ns = q1.busy_ns - q0.busy_ns;
 		if (fc->messages) {
 			fc->run_per_msg = (double)fc->run_ns / (double)fc->messages;
 			fc->work_per_msg = ((double)fc->run_ns - spin) / (double)fc->messages;
 			fc->ok = 1;
+			if (r->busy_clock && fc->busy_ns) {
+				fc->busy_per_msg = (double)fc->busy_ns / (double)fc->messages;
+				fc->busy_ok = 1;
+			}
 		}
 	}
 	(void)e2e_metrics_read(r->status_port, &m1);
@@ -810,6 +816,10 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	if (run_raw(&r, day, &res->raw_steady, o->rate, 0, t_lat) < 0)
 		fprintf(stderr, "uf-bench e2e: %s: %s\n", e2e_backend_label(be),
 		        res->raw_steady.note);
+	/* The busy clock (issue 26 item 2: the feed's exact busy ns/msg) only in the daemon of
+	 * the steady step, where the feed CPU is measured; the burst step, the burst sizes and
+	 * the searches run a daemon without it. */
+	r.busy_clock = !o->no_busy_clock;
 	if (e2e_daemon_start(&r, res) < 0)
 		goto out_stop;
 	for (int i = 0; i < o->consumers; i++) {
@@ -854,6 +864,7 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 		        e2e_backend_label(be));
 		run_syscalls(&r, day, res, t_lat / 2 > 0.5 ? t_lat / 2 : 0.5);
 		feed_down(&r);
+		r.busy_clock = 0; /* every later daemon: as users run it */
 		if (run_raw(&r, day, &res->raw_burst, o->rate, o->burst, t_lat) < 0)
 			fprintf(stderr, "uf-bench e2e: %s: %s\n", e2e_backend_label(be),
 			        res->raw_burst.note);

@@ -153,6 +153,7 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	st->cq_overflows = jnum(feed, "cq_overflows");
 	st->batches = jnum(feed, "batches");
 	st->busy_polls = jnum(feed, "busy_polls");
+	st->busy_ns = jnum(feed, "busy_ns");
 	st->sq_wakeups = jnum(feed, "sq_wakeups");
 	st->ring_wakes = jnum(feed, "ring_wakes"); /* 0 from a daemon before issue 14 */
 	st->ring_wakes_idle = jnum(feed, "ring_wakes_idle");
