@@ -148,8 +148,10 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 			aim(rs[i].be, fc->busy_per_msg, ref);
 			printf("\n    %" PRIu64 " ns in working loop turns for %" PRIu64
 			       " messages (the feed's busy_ns, on in this step's daemon only: one "
-			       "tick read per loop turn)\n",
-			       fc->busy_ns, fc->messages);
+			       "tick read per loop turn); the thread waited %" PRIu64
+			       " ns preempted in the step (at most that much of busy_ns is not "
+			       "work)\n",
+			       fc->busy_ns, fc->messages, fc->wait_ns);
 		} else {
 			printf("  feed busy ns/msg (exact, busy clock): not measured (%s)\n",
 			       o->no_busy_clock ? "--no-busy-clock" : "no busy_ns counted");
@@ -203,6 +205,7 @@ json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o
 		json_object_set_new(be, "busy_clock", json_boolean(fc->busy_ok));
 		json_object_set_new(be, "busy_ns", json_integer((json_int_t)fc->busy_ns));
 		json_object_set_new(be, "busy_ns_per_msg", json_real(fc->busy_per_msg));
+		json_object_set_new(be, "preempted_ns", json_integer((json_int_t)fc->wait_ns));
 		json_object_set_new(be, "busy_vs_book_before",
 		                    json_real(ratio(fc->busy_per_msg, ref[0].ns_per_msg)));
 		json_object_set_new(be, "busy_vs_book_after",

@@ -156,6 +156,9 @@ struct feedcpu {
 	uint64_t busy_ns;        /* the step: the feed's busy_ns delta (loop turns that did
 	                          * work, timed by the feed itself on its tick clock) */
 	double busy_per_msg;     /* busy_ns / messages, ns: the exact figure */
+	uint64_t wait_ns;        /* the step: time the thread was runnable and not running
+	                          * (schedstat): busy_ns is wall time, so preemption inside a
+	                          * working turn is in it; at most this much of it */
 };
 
 /* One replay step's outcome. */

@@ -248,9 +248,10 @@ static void stage_figs(const struct e2e_hists *m0, const struct e2e_hists *m1, s
 /* The feed thread's CPU time and its empty-poll count at one instant: the thread first, then
  * GET /status, in that order at both ends of a window, so the request's own delay is in
  * both ends alike. */
-static int feed_cpu_mark(struct run *r, pid_t tid, uint64_t *run_ns, struct e2e_status *st)
+static int feed_cpu_mark(struct run *r, pid_t tid, uint64_t *run_ns, uint64_t *wait_ns,
+                         struct e2e_status *st)
 {
-	int rc = e2e_thread_run_ns(r->feed, tid, run_ns);
+	int rc = e2e_thread_run_ns(r->feed, tid, run_ns, wait_ns);
 	return rc < 0 ? rc : e2e_status_read(r->status_port, st);
 }
 
@@ -261,12 +262,12 @@ static void feed_cpu_idle(struct run *r, pid_t tid, struct feedcpu *fc)
 	struct e2e_status a, b;
 	uint64_t ra, rb;
 
-	if (feed_cpu_mark(r, tid, &ra, &a) < 0) {
+	if (feed_cpu_mark(r, tid, &ra, NULL, &a) < 0) {
 		snprintf(fc->note, sizeof(fc->note), "feed thread %d: no schedstat", (int)tid);
 		return;
 	}
 	e2e_sleep_ms(500);
-	if (feed_cpu_mark(r, tid, &rb, &b) < 0) {
+	if (feed_cpu_mark(r, tid, &rb, NULL, &b) < 0) {
 		snprintf(fc->note, sizeof(fc->note), "feed thread %d: no schedstat", (int)tid);
 		return;
 	}
@@ -288,7 +289,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	struct replay_cmd cmd;
 	struct e2e_status s0, s1;
 	static struct e2e_hists m0, m1; /* big; one step at a time */
-	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0;
+	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0, fw0 = 0, fw1 = 0;
 	struct e2e_status q0, q1;
 	struct feedcpu *fc = NULL;
 	pid_t ftid = -1;
@@ -332,7 +333,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
 	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
 		return -ECHILD;
-	if (fc && feed_cpu_mark(r, ftid, &fr0, &q0) < 0)
+	if (fc && feed_cpu_mark(r, ftid, &fr0, &fw0, &q0) < 0)
 		fc = NULL;
 	t0 = uf_now_mono_ns();
 	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
@@ -366,10 +367,11 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 			break;
 		e2e_sleep_ms(5);
 	}
-	if (fc && feed_cpu_mark(r, ftid, &fr1, &q1) == 0) {
+	if (fc && feed_cpu_mark(r, ftid, &fr1, &fw1, &q1) == 0) {
 		/* the work: the thread's time less its empty polls at the idle cost of one */
 		double spin = (double)(q1.busy_polls - q0.busy_polls) * fc->idle_ns_per_poll;
 		fc->run_ns = fr1 - fr0;
+		fc->wait_ns = fw1 - fw0;
 		fc->polls = q1.busy_polls - q0.busy_polls;
 		fc->messages = q1.messages - q0.messages;
 		/* the exact figure, same window: the feed's own sum of its working turns */
