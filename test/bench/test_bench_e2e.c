@@ -267,9 +267,16 @@ static void check_feed_cpu_vs_book(json_t *j)
 			fail_msg("%s: feed CPU not measured: %s",
 			         json_string_value(json_object_get(b, "backend")),
 			         json_string_value(json_object_get(b, "note")));
-		/* the feed thread's messages are the step's, its time and its idle polls seen */
+		/* the feed thread's messages are the step's, its time and its idle polls seen: the
+		 * busy-clock step of its own, a steady replay at the steady step's rate */
+		assert_string_equal(json_string_value(json_object_get(b, "step")), "feed_cpu");
 		assert_int_equal(json_integer_value(json_object_get(b, "messages")),
-		                 json_integer_value(json_object_get(st, "delivered")));
+		                 json_integer_value(json_object_get(b, "delivered")));
+		assert_true(json_integer_value(json_object_get(b, "delivered")) > 0);
+		assert_true(json_integer_value(json_object_get(b, "delivered")) <=
+		            json_integer_value(json_object_get(st, "messages"))); /* as many sent */
+		/* the steady latency step (no busy clock) was estimated too */
+		assert_true(json_real_value(json_object_get(b, "steady_work_ns_per_msg")) != 0);
 		assert_true(json_integer_value(json_object_get(b, "run_ns")) > 0);
 		assert_true(json_integer_value(json_object_get(b, "idle_polls")) > 0);
 		assert_true(json_real_value(json_object_get(b, "idle_ns_per_poll")) > 0);

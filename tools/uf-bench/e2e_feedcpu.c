@@ -100,6 +100,13 @@ static double ratio(double a, double b)
 	return a > 0 && b > 0 ? a / b : 0;
 }
 
+/* The step whose feed CPU is reported: the busy-clock step when it ran, else the steady
+ * latency step (--no-busy-clock: the estimate alone). */
+static const struct step *feedcpu_step(const struct beres *b)
+{
+	return b->cpu.ran ? &b->cpu : &b->steady;
+}
+
 /* " (aim <= 1.5: met)" for io_uring without SQPOLL (issue 26 item 2's back end) when both
  * references ran: x against each of them. */
 static void aim(enum backend be, double x, const struct e2e_bookref ref[2])
@@ -128,7 +135,7 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 			       ref[k].note);
 	}
 	for (int i = 0; i < n; i++) {
-		const struct step *s = &rs[i].steady;
+		const struct step *s = feedcpu_step(&rs[i]);
 		const struct feedcpu *fc = &s->fcpu;
 		if (!rs[i].ok || !s->ran)
 			continue;
@@ -147,11 +154,16 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 			       ratio(fc->busy_per_msg, ref[1].ns_per_msg));
 			aim(rs[i].be, fc->busy_per_msg, ref);
 			printf("\n    %" PRIu64 " ns in working loop turns for %" PRIu64
-			       " messages (the feed's busy_ns, on in this step's daemon only: one "
-			       "tick read per loop turn); the thread waited %" PRIu64
+			       " messages (the feed's busy_ns; its own daemon and steady step, "
+			       "after the latency steps: the clock's read slows an empty poll); "
+			       "the thread waited %" PRIu64
 			       " ns preempted in the step (at most that much of busy_ns is not "
-			       "work)\n",
-			       fc->busy_ns, fc->messages, fc->wait_ns);
+			       "work: the work is %.2f to %.2f ns/msg)\n",
+			       fc->busy_ns, fc->messages, fc->wait_ns,
+			       fc->wait_ns < fc->busy_ns
+			           ? (double)(fc->busy_ns - fc->wait_ns) / (double)fc->messages
+			           : 0.0,
+			       fc->busy_per_msg);
 		} else {
 			printf("  feed busy ns/msg (exact, busy clock): not measured (%s)\n",
 			       o->no_busy_clock ? "--no-busy-clock" : "no busy_ns counted");
@@ -173,6 +185,12 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 		       s->achieved < 0.95 * s->offered ? "; uf-replay fell short of the rate: "
 		                                         "the replayer was the limit"
 		                                       : "");
+		if (s != &rs[i].steady && rs[i].steady.fcpu.ok)
+			printf(
+			    "    the steady latency step (no busy clock), estimated the same way: "
+			    "%.2f ns/msg (thread on CPU %.2f, empty polls at %.2f ns)\n",
+			    rs[i].steady.fcpu.work_per_msg, rs[i].steady.fcpu.run_per_msg,
+			    rs[i].steady.fcpu.idle_ns_per_poll);
 	}
 }
 
@@ -188,7 +206,7 @@ json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o
 {
 	json_t *bes = json_array();
 	for (int i = 0; i < n; i++) {
-		const struct step *s = &rs[i].steady;
+		const struct step *s = feedcpu_step(&rs[i]);
 		const struct feedcpu *fc = &s->fcpu;
 		json_t *be = json_pack(
 		    "{s:s, s:b, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:I, s:I, s:I, s:f, s:f}",
@@ -206,6 +224,11 @@ json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o
 		json_object_set_new(be, "busy_ns", json_integer((json_int_t)fc->busy_ns));
 		json_object_set_new(be, "busy_ns_per_msg", json_real(fc->busy_per_msg));
 		json_object_set_new(be, "preempted_ns", json_integer((json_int_t)fc->wait_ns));
+		json_object_set_new(be, "step",
+		                    json_string(s == &rs[i].cpu ? "feed_cpu" : "steady"));
+		json_object_set_new(be, "delivered", json_integer((json_int_t)s->delivered));
+		json_object_set_new(be, "steady_work_ns_per_msg",
+		                    json_real(rs[i].steady.fcpu.work_per_msg));
 		json_object_set_new(be, "busy_vs_book_before",
 		                    json_real(ratio(fc->busy_per_msg, ref[0].ns_per_msg)));
 		json_object_set_new(be, "busy_vs_book_after",

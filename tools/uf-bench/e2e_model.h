@@ -13,15 +13,18 @@
 #include "e2e.h"
 #include "e2e_place.h"
 
-#define MAXC       4                    /* consumer processes per back end, at most */
-#define MAX_SEARCH 12                   /* search steps, at most */
-#define NSTEPS     (4 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches */
-#define ST_WARMUP  0                    /* step index of the warm-up replay */
-#define ST_STEADY  1                    /* step index of the steady replay */
-#define ST_BURST   2                    /* step index of the bursty replay */
-#define ST_SYSCALL 3                    /* step index of the system call count */
-#define ST_SEARCH  4                    /* first search step */
+#define MAXC       4  /* consumer processes per back end, at most */
+#define MAX_SEARCH 12 /* search steps, at most */
+#define NSTEPS                                                                                     \
+	(5 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches,                  \
+	                      * feed CPU */
+#define ST_WARMUP  0         /* step index of the warm-up replay */
+#define ST_STEADY  1         /* step index of the steady replay */
+#define ST_BURST   2         /* step index of the bursty replay */
+#define ST_SYSCALL 3         /* step index of the system call count */
+#define ST_SEARCH  4         /* first search step */
 #define ST_BSIZE   (ST_SEARCH + 2 * MAX_SEARCH) /* first burst-size step */
+#define ST_FEEDCPU (ST_BSIZE + MAX_SEARCH)      /* the feed CPU step (busy clock on, issue 26) */
 #define NPLOT      160                          /* points per latency distribution plot */
 #define MAX_SAMPLE (1u << 23) /* latency samples per consumer per sampled step, at most */
 
@@ -236,6 +239,10 @@ struct beres {
 	int ok;                    /* ran to the end */
 	char note[256];            /* why not, or a remark */
 	struct step steady, burst; /* latency steps */
+	struct step cpu;           /* issue 26 item 2: a steady replay at --rate into a daemon with
+	                            * its busy clock on, apart from the latency steps (the clock
+	                            * read makes an empty poll slower); ran = 0 with
+	                            * --no-busy-clock: then the steady step's estimate stands */
 	struct rawres raw_steady;  /* the raw receiver, right before the steady step */
 	struct rawres raw_burst;   /* and right before the burst step */
 	struct placement place;    /* where each role ran during the steady steps */
