@@ -121,8 +121,9 @@ static void aim(enum backend be, double x, const struct e2e_bookref ref[2])
 void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
                        const struct e2e_bookref ref[2])
 {
-	printf("\nfeed thread CPU per message, all stages, steady step, against uf-bench book on "
-	       "the same day (decode+book, prefetch on, CPU %d)\n",
+	printf("\nfeed thread CPU per message, all stages, %s, against uf-bench book on the same "
+	       "day (decode+book, prefetch on, CPU %d)\n",
+	       o->no_busy_clock ? "steady step" : "feed CPU step (steady, busy clock on)",
 	       o->feed_cpu);
 	for (int k = 0; k < 2; k++) {
 		if (ref[k].ok)
