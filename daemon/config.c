@@ -748,10 +748,11 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	    "sqpoll_cpu", "sqpoll_idle_ms", "numa_node",    "lines",
 	    "recovery",   "ring",           "book",         "buffers",
 	    "symbols",    "symbols_file",   "stage_timing", "stage_timing_every",
-	    "snapshot",   "arbitration",    "capture",      NULL};
+	    "snapshot",   "arbitration",    "capture",      "busy_clock",
+	    NULL};
 	char backend[32];
 	int64_t node;
-	int timing;
+	int timing, busy;
 	int r;
 
 	if ((r = uf_cj_check_keys(c, jf, keys)) ||
@@ -780,9 +781,11 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	    (r = uf_cj_int(c, jf, "numa_node", -1, 1023, UF_CFG_DEFAULT_NUMA_NODE, &node)) ||
 	    (r = uf_cj_bool(c, jf, "stage_timing", UF_CFG_DEFAULT_STAGE_TIMING, &timing)) ||
 	    (r = uf_cj_u32(c, jf, "stage_timing_every", 1, 65536, UF_FEED_STAGE_EVERY_DEFAULT,
-	                   &f->stage_timing_every)))
+	                   &f->stage_timing_every)) ||
+	    (r = uf_cj_bool(c, jf, "busy_clock", UF_FEED_DEFAULT_BUSY_CLOCK, &busy)))
 		return r;
 	f->no_stage_timing = !timing;
+	f->busy_clock = busy;
 	if (node >= 0 && !(c->flags & UF_CFG_NO_HOST_CHECKS) && !uf_place_node_usable((int)node))
 		return uf_cj_fail(c, "numa_node",
 		                  "NUMA node %" PRId64 " does not exist (highest: %d; -1 = "
@@ -1091,7 +1094,7 @@ int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
 	if (!UF_SAME_STR(name) || !UF_SAME_STR(protocol) || !UF_SAME(backend) || !UF_SAME(cpu) ||
 	    !UF_SAME(sqpoll_cpu) || !UF_SAME(sqpoll_idle_ms) || !UF_SAME(numa_node) ||
 	    !UF_SAME(nlines) || !UF_SAME_STR(symbols_file) || !UF_SAME(no_stage_timing) ||
-	    !UF_SAME(stage_timing_every))
+	    !UF_SAME(stage_timing_every) || !UF_SAME(busy_clock))
 		return 0;
 	for (int i = 0; i < a->nlines && i < UF_CFG_MAX_LINES; i++)
 		if (!same_line(&a->lines[i], &b->lines[i]))

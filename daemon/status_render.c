@@ -61,7 +61,7 @@ static int is_not_a_count(const struct counter_def *d)
 	    "snapshot_duration_ns",   "snapshot_last_duration_ns",     "snapshot_in_progress",
 	    "snapshot_pending",       "capture_dropped_writer_behind", "capture_dropped_disk_full",
 	    "capture_dropped_no_dir", "capture_dropped_read_only",     "capture_dropped_io_error",
-	    "capture_lag_ns",         "capture_queued_bytes"};
+	    "capture_lag_ns",         "capture_queued_bytes",          "busy_ns"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(d->name, names[i]))
 			return 1;
@@ -595,6 +595,10 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 	            "1 while a GLIMPSE snapshot loads or one is due (books known wrong, or flagged "
 	            "uncertain with a re-load left): the books are not settled",
 	            offsetof(struct uf_feed_stats, snapshot_pending), 0);
+	feed_family(&b, snap, nf, "uringfeed_busy_seconds_total", "counter",
+	            "feed loop time in turns that did work (packets, a snapshot step, a gap "
+	            "timer, a filter switch); only with busy_clock on, else 0",
+	            offsetof(struct uf_feed_stats, busy_ns), 1);
 	feed_family(&b, snap, nf, "uringfeed_snapshot_duration_seconds_total", "counter",
 	            "time spent loading GLIMPSE snapshots, start to merge",
 	            offsetof(struct uf_feed_stats, snapshot_duration_ns), 1);

@@ -59,7 +59,7 @@ int uf_feed_set_symbols(struct uf_feed *f, const char (*symbols)[9], uint32_t n)
 	return uf_filter_set(&f->filter, symbols, n);
 }
 
-/* The stage-timing clock, calibrated once per process (a 20 ms sleep) on the first create:
+/* The stage-timing and busy clock, calibrated once per process (a 20 ms sleep) on the first create:
  * on the control thread, so no feed thread sleeps while its sockets fill. */
 static struct uf_tick_clock tick_clock;
 static pthread_once_t tick_once = PTHREAD_ONCE_INIT;
@@ -228,7 +228,7 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 	for (int i = 0; i < UF_INGEST_MAX_SRC; i++)
 		f->fds[i] = -1;
 	f->backend = cfg->backend;
-	if (!cfg->no_stage_timing) {
+	if (!cfg->no_stage_timing || cfg->busy_clock) { /* both read it (pipeline.c) */
 		pthread_once(&tick_once, uf_feed_tick_calibrate);
 		f->tm.clock = tick_clock;
 	}

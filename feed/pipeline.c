@@ -430,6 +430,36 @@ static void uf_feed_pin(int cpu)
 		uf_feed_log_warn("feed: pinning to cpu %d: %s", cpu, strerror(rc));
 }
 
+/* The busy clock (cfg.busy_clock, issue 26 item 2): the feed thread's exact time in loop
+ * turns that did work, against which the e2e bench puts `uf-bench book`. The tick clock is
+ * read once at the top of every turn; a turn that did work (a poll that returned packets, a
+ * snapshot step, a gap timer, a filter switch) adds the ticks from its read to the next one,
+ * so its poll, its packets, its flushes and its wakes all count, and no empty poll does.
+ * Ticks are summed as ticks and converted once per store with the clock's calibration
+ * (uf_tick_ns): no rounding piles up. epoll's poll sleeps in epoll_wait until data comes, so
+ * there a working turn counts from the poll's return. A tick going backwards (a TSC read on
+ * another CPU after a migration) adds nothing. Off: one predictable branch per turn. */
+struct uf_busy_clock {
+	int on;           /* cfg.busy_clock */
+	int worked;       /* the turn in flight did work */
+	uint64_t t_top;   /* tick read at the top of the turn in flight */
+	uint64_t ticks;   /* ticks of the working turns of this run */
+	uint64_t base_ns; /* stats.busy_ns when this run started (a feed may run again) */
+};
+
+/* Top of a turn: closes the previous one (counted when it worked) and opens this one. */
+static inline void uf_feed_busy_mark(struct uf_feed *f, struct uf_busy_clock *b)
+{
+	uint64_t t = uf_tick_now(&f->tm.clock);
+	if (b->worked && t > b->t_top) {
+		b->ticks += t - b->t_top;
+		uf_store_relaxed_u64(&f->stats.busy_ns,
+		                     b->base_ns + uf_tick_ns(&f->tm.clock, b->ticks));
+	}
+	b->t_top = t;
+	b->worked = 0;
+}
+
 int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 {
 	struct uf_pkt pkts[UF_INGEST_BATCH];
@@ -471,10 +501,18 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
+	/* The clock is calibrated by uf_feed_create whenever busy_clock is on, stage timing or
+	 * not; durations need no anchor (uf_tick_ns of a difference). */
+	struct uf_busy_clock busy = {.on = f->cfg.busy_clock != 0,
+	                             .base_ns = uf_load_relaxed_u64(&f->stats.busy_ns)};
 	while (!*stop) {
+		if (UF_UNLIKELY(busy.on))
+			uf_feed_busy_mark(f, &busy);
 		uint32_t pending = uf_filter_pending(&f->filter);
-		if (UF_UNLIKELY(pending))
+		if (UF_UNLIKELY(pending)) {
 			uf_feed_apply_filter(f, pending);
+			busy.worked = 1;
+		}
 		/* epoll sleeps: not longer than a millisecond while a gap's timers run. */
 		int n = uf_ingest_poll(&f->ig, pkts, UF_INGEST_BATCH,
 		                       uf_arb_gap_open(&f->arb) || f->snap.state ? 1 : 50);
@@ -503,6 +541,9 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_cpu_relax();
 		} else {
 			uf_stat_add(&f->stats.batches, 1);
+			busy.worked = 1;
+			if (UF_UNLIKELY(busy.on) && f->backend == UF_BACKEND_EPOLL)
+				busy.t_top = uf_tick_now(&f->tm.clock); /* it slept until now */
 			/* short batch: publish in steps of UF_FEED_PUBLISH_RECS; a queue: per
 			 * packet */
 			f->step.step_cap =
@@ -534,6 +575,7 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 		if (UF_UNLIKELY(uf_feed_snapshot_due(f))) {
 			uf_feed_snapshot_step(&f->snap); /* snapshot.h: client, merge, triggers */
 			uf_feed_flush(f);
+			busy.worked = 1;
 		}
 		/* While a snapshot loads the hole waits for it: no re-request, no give-up. */
 		if (UF_UNLIKELY(uf_arb_gap_open(&f->arb)) && f->snap.state != UF_SNAP_LOADING) {
@@ -542,10 +584,13 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 			uf_feed_sync_pub_stats(
 			    f); /* ... whose book errors no later batch may sync */
 			uf_feed_sync_gauges(f);
+			busy.worked = 1;
 		}
 		uf_feed_image_flush(f);    /* after the batch: books into the image */
 		uf_feed_wake_consumers(f); /* timers, a filter switch: whatever they published */
 	}
+	if (busy.on)
+		uf_feed_busy_mark(f, &busy); /* the last turn */
 	/* The last wakes as system calls: the ring's queue goes away with the back end. */
 	uf_sink_set_waker(&f->sink, NULL, NULL);
 	uf_feed_flush(f);

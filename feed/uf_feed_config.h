@@ -136,6 +136,10 @@ struct uf_feed_config {
 	                              * 0 (timing on) is the default */
 	uint32_t stage_timing_every; /* "stage_timing_every": time one packet in N for the
 	                              * stage histograms; 0 = UF_FEED_STAGE_EVERY_DEFAULT */
+	int busy_clock;              /* "busy_clock": true sets 1: the run loop reads the tick
+	                              * clock once per turn and sums the turns that did work
+	                              * into stats.busy_ns (the feed thread's exact work time,
+	                              * issue 26); 0 (off: no clock read) is the default */
 	struct {
 		int enabled;              /* 1 when "capture.dir" is given (feed/capture.h) */
 		char dir[256];            /* folder the pcapng files go to (must exist, writable) */
@@ -176,6 +180,7 @@ struct uf_feed_config {
 #define UF_FEED_DEFAULT_BUFFERS_COUNT             4096
 #define UF_FEED_DEFAULT_BUFFERS_SIZE              2048
 #define UF_FEED_STAGE_EVERY_DEFAULT               16 /* stage_timing_every */
+#define UF_FEED_DEFAULT_BUSY_CLOCK                0  /* busy_clock: off */
 #define UF_FEED_DEFAULT_CAPTURE_ROTATE_MB         1024
 #define UF_FEED_DEFAULT_CAPTURE_BUFFER_MB         64
 

@@ -155,6 +155,8 @@
 	                    "the feed thread makes them itself from then on")                      \
 	X(busy_polls, "receive polls that found nothing (spin iterations of the feed loop)")       \
 	X(batches, "receive polls that returned at least one packet")                              \
+	X(busy_ns, "feed loop time spent in turns that did work (packets, a snapshot step, a "     \
+	           "gap timer, a filter switch), ns; only with busy_clock on, else 0")             \
 	X(snapshots_loaded, "GLIMPSE snapshots loaded into fresh books (stream continued from "    \
 	                    "their End of Snapshot sequence)")                                     \
 	X(snapshot_messages, "ITCH messages applied from GLIMPSE snapshots")                       \

@@ -90,7 +90,7 @@ static void usage(FILE *f)
 	    "                    [--max-orders N]\n"
 	    "                    [--raw METHOD]\n"
 	    "                    [--bsize-steps N] [--sizes RATE[,RATE...]]\n"
-	    "                    [--no-book]\n"
+	    "                    [--no-book] [--no-busy-clock]\n"
 	    "                    [--bin-dir DIR] [--no-plot] [--keep]\n"
 	    "  --duration S     replay seconds per back end (default 10; 3 is a quick look)\n"
 	    "  --backends LIST  io_uring (SQPOLL), io_uring_nosqpoll, recvmmsg, epoll "
@@ -129,6 +129,8 @@ static void usage(FILE *f)
 	    "                   io_uring_nosqpoll; JSON in DIR/e2e-sizes.json)\n"
 	    "  --no-book        no uf-bench book runs on the day (before and after the back\n"
 	    "                   ends: the tight loop the feed thread's CPU/msg is compared with)\n"
+	    "  --no-busy-clock  the steady step's daemon without \"busy_clock\" (on by default\n"
+	    "                   there: the exact feed busy ns/msg; off, only the estimate)\n"
 	    "  --bin-dir DIR    where uringfeed, uf-replay and uf-gen are (default: "
 	    "uf-bench's)\n"
 	    "  --json           JSON on stdout instead of the tables (always written to "
@@ -194,6 +196,7 @@ int uf_bench_e2e(int argc, char **argv)
 	                                   {"bsize-steps", required_argument, 0, 'Z'},
 	                                   {"sizes", required_argument, 0, 'z'},
 	                                   {"no-book", no_argument, 0, 'K'},
+	                                   {"no-busy-clock", no_argument, 0, 'T'},
 	                                   {"bin-dir", required_argument, 0, 'x'},
 	                                   {"no-plot", no_argument, 0, 'n'},
 	                                   {"keep", no_argument, 0, 'k'},
@@ -332,6 +335,9 @@ int uf_bench_e2e(int argc, char **argv)
 			break;
 		case 'K':
 			no_book = 1;
+			break;
+		case 'T':
+			o.no_busy_clock = 1;
 			break;
 		case 'x':
 			snprintf(o.bindir, sizeof(o.bindir), "%s", optarg);

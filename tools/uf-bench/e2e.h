@@ -22,6 +22,7 @@ struct e2e_status {
 	uint64_t ring_sequence;        /* ring tail (next sequence to publish) */
 	uint64_t batches;              /* receive polls that returned packets */
 	uint64_t busy_polls;           /* receive polls that found nothing (the idle spin) */
+	uint64_t busy_ns;              /* feed loop time in turns that did work (busy_clock) */
 	uint64_t sq_wakeups;           /* io_uring_enter calls the feed made (wake-up, events) */
 	uint64_t ring_wakes;           /* FUTEX_WAKE calls for sleeping consumers */
 	uint64_t ring_wakes_idle;      /* of those, the ones that found no consumer blocked */
@@ -81,8 +82,10 @@ int e2e_status_read(uint16_t port, struct e2e_status *st);
 int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns);
 
 /* Time thread `tid` of `pid` has run on a CPU so far, in ns, exact (the scheduler's own sum,
- * /proc/PID/task/TID/schedstat; utime + stime count in clock ticks). Returns 0 or -errno. */
-int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns);
+ * /proc/PID/task/TID/schedstat; utime + stime count in clock ticks), and in *wait_ns (NULL:
+ * not wanted) the time it waited on a run queue, runnable but not running (preempted): from
+ * one reading. Returns 0 or -errno. */
+int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns, uint64_t *wait_ns);
 
 /* Sleeps `ms` milliseconds (a poll interval: waking early on a signal is fine). */
 void e2e_sleep_ms(int ms);

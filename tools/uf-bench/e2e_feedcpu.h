@@ -1,8 +1,10 @@
 /* uf-bench e2e, issue 26: the live feed thread's CPU per message next to the tight loop's
  * cost on the same day. `uf-bench book` (decode + books, prefetch on, from empty books) runs
  * on the replayed day before and after the back ends, on the feed thread's CPU, and each back
- * end's steady step says what its feed thread spent per message (struct feedcpu), so one run
- * prints "feed CPU/msg at R msg/s: X ns; uf-bench book on the same day: Y ns/msg; X/Y". */
+ * end's feed CPU step (struct beres cpu: a steady replay at --rate into a daemon with its busy
+ * clock on) says what its feed thread spent per message (struct feedcpu): exactly (busy_ns)
+ * and as the estimate (thread time less empty polls), so one run prints "feed busy ns/msg at
+ * R msg/s: X ns; uf-bench book on the same day: Y ns/msg; X/Y". */
 #ifndef UF_BENCH_E2E_FEEDCPU_H
 #define UF_BENCH_E2E_FEEDCPU_H
 
@@ -24,9 +26,11 @@ struct e2e_bookref {
  * the feed's CPU, its JSON in o->tmp. Fills *ref (ok = 0 and a note when it could not). */
 void e2e_bookref_run(const struct e2e_opts *o, const char *day_path, struct e2e_bookref *ref);
 
-/* The report lines: per back end that measured it, the steady step's feed CPU per message
- * (spin included and not) against ref[0] (before the back ends) and ref[1] (after), and the
- * aim (within 1.5x) for io_uring without SQPOLL. */
+/* The report lines: per back end that measured it, the feed CPU step's busy ns per message
+ * (exact) and its estimate (spin included and not) against ref[0] (before the back ends) and
+ * ref[1] (after), the aim (within 1.5x) for io_uring without SQPOLL on the exact figure, and
+ * the steady latency step's estimate (no busy clock). --no-busy-clock: the steady step's
+ * estimate alone, with the aim. */
 void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
                        const struct e2e_bookref ref[2]);
 

@@ -13,15 +13,18 @@
 #include "e2e.h"
 #include "e2e_place.h"
 
-#define MAXC       4                    /* consumer processes per back end, at most */
-#define MAX_SEARCH 12                   /* search steps, at most */
-#define NSTEPS     (4 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches */
-#define ST_WARMUP  0                    /* step index of the warm-up replay */
-#define ST_STEADY  1                    /* step index of the steady replay */
-#define ST_BURST   2                    /* step index of the bursty replay */
-#define ST_SYSCALL 3                    /* step index of the system call count */
-#define ST_SEARCH  4                    /* first search step */
+#define MAXC       4  /* consumer processes per back end, at most */
+#define MAX_SEARCH 12 /* search steps, at most */
+#define NSTEPS                                                                                     \
+	(5 + 3 * MAX_SEARCH) /* warm-up, steady, burst, syscalls, three searches,                  \
+	                      * feed CPU */
+#define ST_WARMUP  0         /* step index of the warm-up replay */
+#define ST_STEADY  1         /* step index of the steady replay */
+#define ST_BURST   2         /* step index of the bursty replay */
+#define ST_SYSCALL 3         /* step index of the system call count */
+#define ST_SEARCH  4         /* first search step */
 #define ST_BSIZE   (ST_SEARCH + 2 * MAX_SEARCH) /* first burst-size step */
+#define ST_FEEDCPU (ST_BSIZE + MAX_SEARCH)      /* the feed CPU step (busy clock on, issue 26) */
 #define NPLOT      160                          /* points per latency distribution plot */
 #define MAX_SAMPLE (1u << 23) /* latency samples per consumer per sampled step, at most */
 
@@ -86,6 +89,8 @@ struct e2e_opts {
 	uint64_t max_orders;      /* the daemon's book.max_orders (order table size) */
 	int raw_kind;             /* raw-receive method (enum raw_kind), -1: each back end's own */
 	int bsize_steps;          /* burst-size search steps (0: none) */
+	int no_busy_clock;        /* --no-busy-clock: the steady step's daemon without the
+	                           * feed's busy clock (struct feedcpu busy_*) */
 	uint32_t mask;            /* back ends */
 	const char *results;      /* results folder */
 	const char *day;          /* daily-format input, NULL = generate */
@@ -148,7 +153,15 @@ struct feedcpu {
 	uint64_t polls;          /* its empty polls */
 	uint64_t messages;       /* messages it delivered */
 	double run_per_msg;      /* run_ns / messages, ns: spin included */
-	double work_per_msg;     /* (run_ns - polls x idle_ns_per_poll) / messages, ns */
+	double work_per_msg;     /* (run_ns - polls x idle_ns_per_poll) / messages, ns: the
+	                          * estimate */
+	int busy_ok;             /* the daemon's busy clock was on and counted (busy_ns) */
+	uint64_t busy_ns;        /* the step: the feed's busy_ns delta (loop turns that did
+	                          * work, timed by the feed itself on its tick clock) */
+	double busy_per_msg;     /* busy_ns / messages, ns: the exact figure */
+	uint64_t wait_ns;        /* the step: time the thread was runnable and not running
+	                          * (schedstat): busy_ns is wall time, so preemption inside a
+	                          * working turn is in it; at most this much of it */
 };
 
 /* One replay step's outcome. */
@@ -226,6 +239,10 @@ struct beres {
 	int ok;                    /* ran to the end */
 	char note[256];            /* why not, or a remark */
 	struct step steady, burst; /* latency steps */
+	struct step cpu;           /* issue 26 item 2: a steady replay at --rate into a daemon with
+	                            * its busy clock on, apart from the latency steps (the clock
+	                            * read makes an empty poll slower); ran = 0 with
+	                            * --no-busy-clock: then the steady step's estimate stands */
 	struct rawres raw_steady;  /* the raw receiver, right before the steady step */
 	struct rawres raw_burst;   /* and right before the burst step */
 	struct placement place;    /* where each role ran during the steady steps */

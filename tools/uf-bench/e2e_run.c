@@ -248,9 +248,10 @@ static void stage_figs(const struct e2e_hists *m0, const struct e2e_hists *m1, s
 /* The feed thread's CPU time and its empty-poll count at one instant: the thread first, then
  * GET /status, in that order at both ends of a window, so the request's own delay is in
  * both ends alike. */
-static int feed_cpu_mark(struct run *r, pid_t tid, uint64_t *run_ns, struct e2e_status *st)
+static int feed_cpu_mark(struct run *r, pid_t tid, uint64_t *run_ns, uint64_t *wait_ns,
+                         struct e2e_status *st)
 {
-	int rc = e2e_thread_run_ns(r->feed, tid, run_ns);
+	int rc = e2e_thread_run_ns(r->feed, tid, run_ns, wait_ns);
 	return rc < 0 ? rc : e2e_status_read(r->status_port, st);
 }
 
@@ -261,12 +262,12 @@ static void feed_cpu_idle(struct run *r, pid_t tid, struct feedcpu *fc)
 	struct e2e_status a, b;
 	uint64_t ra, rb;
 
-	if (feed_cpu_mark(r, tid, &ra, &a) < 0) {
+	if (feed_cpu_mark(r, tid, &ra, NULL, &a) < 0) {
 		snprintf(fc->note, sizeof(fc->note), "feed thread %d: no schedstat", (int)tid);
 		return;
 	}
 	e2e_sleep_ms(500);
-	if (feed_cpu_mark(r, tid, &rb, &b) < 0) {
+	if (feed_cpu_mark(r, tid, &rb, NULL, &b) < 0) {
 		snprintf(fc->note, sizeof(fc->note), "feed thread %d: no schedstat", (int)tid);
 		return;
 	}
@@ -288,12 +289,12 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	struct replay_cmd cmd;
 	struct e2e_status s0, s1;
 	static struct e2e_hists m0, m1; /* big; one step at a time */
-	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0;
+	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0, fw0 = 0, fw1 = 0;
 	struct e2e_status q0, q1;
 	struct feedcpu *fc = NULL;
 	pid_t ftid = -1;
 	int64_t got;
-	int rc, track = idx == ST_BURST || idx >= ST_BSIZE;
+	int rc, track = idx == ST_BURST || (idx >= ST_BSIZE && idx < ST_FEEDCPU);
 
 	memset(s, 0, sizeof(*s));
 	s->offered = rate;
@@ -314,7 +315,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		cmd.burst_per = idx == ST_BURST ? cmd.burst_per : (double)n;
 	}
 
-	if (idx == ST_STEADY) { /* the feed thread's CPU per message (struct feedcpu) */
+	if (idx == ST_STEADY || idx == ST_FEEDCPU) { /* feed CPU per message (struct feedcpu) */
 		fc = &s->fcpu;
 		ftid = e2e_find_thread(r->feed, "uf-e2e");
 		if (ftid > 0)
@@ -332,7 +333,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		__atomic_store(&r->ctl->burst_per, &cmd.burst_per, __ATOMIC_RELEASE);
 	if (e2e_proc_cpu_ns(r->feed, &c0) < 0)
 		return -ECHILD;
-	if (fc && feed_cpu_mark(r, ftid, &fr0, &q0) < 0)
+	if (fc && feed_cpu_mark(r, ftid, &fr0, &fw0, &q0) < 0)
 		fc = NULL;
 	t0 = uf_now_mono_ns();
 	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
@@ -366,16 +367,23 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 			break;
 		e2e_sleep_ms(5);
 	}
-	if (fc && feed_cpu_mark(r, ftid, &fr1, &q1) == 0) {
+	if (fc && feed_cpu_mark(r, ftid, &fr1, &fw1, &q1) == 0) {
 		/* the work: the thread's time less its empty polls at the idle cost of one */
 		double spin = (double)(q1.busy_polls - q0.busy_polls) * fc->idle_ns_per_poll;
 		fc->run_ns = fr1 - fr0;
+		fc->wait_ns = fw1 - fw0;
 		fc->polls = q1.busy_polls - q0.busy_polls;
 		fc->messages = q1.messages - q0.messages;
+		/* the exact figure, same window: the feed's own sum of its working turns */
+		fc->busy_ns = q1.busy_ns - q0.busy_ns;
 		if (fc->messages) {
 			fc->run_per_msg = (double)fc->run_ns / (double)fc->messages;
 			fc->work_per_msg = ((double)fc->run_ns - spin) / (double)fc->messages;
 			fc->ok = 1;
+			if (r->busy_clock && fc->busy_ns) {
+				fc->busy_per_msg = (double)fc->busy_ns / (double)fc->messages;
+				fc->busy_ok = 1;
+			}
 		}
 	}
 	(void)e2e_metrics_read(r->status_port, &m1);
@@ -854,6 +862,24 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 		        e2e_backend_label(be));
 		run_syscalls(&r, day, res, t_lat / 2 > 0.5 ? t_lat / 2 : 0.5);
 		feed_down(&r);
+		/* Issue 26 item 2, the exact figure: a daemon of its own with the busy clock on
+		 * (one clock read per loop turn: an empty poll costs ~2x, so not in any latency
+		 * step), the same steady replay at --rate; every other daemon runs without. */
+		if (!o->no_busy_clock) {
+			fprintf(stderr,
+			        "uf-bench e2e: %s: feed CPU, busy clock on, steady %.0f "
+			        "msg/s...\n",
+			        e2e_backend_label(be), o->rate);
+			r.busy_clock = 1; /* the daemon's config, and what its step may count on */
+			if (feed_up(&r, day, res, 0) < 0)
+				goto out_stop;
+			if (run_step(&r, day, ST_FEEDCPU, &res->cpu, o->rate, 0, t_lat) < 0) {
+				e2e_daemon_step_failed(&r, res, "the feed CPU step failed");
+				goto out_stop;
+			}
+			feed_down(&r);
+			r.busy_clock = 0;
+		}
 		if (run_raw(&r, day, &res->raw_burst, o->rate, o->burst, t_lat) < 0)
 			fprintf(stderr, "uf-bench e2e: %s: %s\n", e2e_backend_label(be),
 			        res->raw_burst.note);

@@ -68,6 +68,7 @@ struct run {
 	uint64_t *raw_samples;   /* [cap] its latency samples */
 	char log[PATH_MAX];      /* uringfeed's stderr */
 	size_t mtu;              /* uf-replay --mtu of every step (0: its default) */
+	int busy_clock;          /* the next daemon started gets "busy_clock": true */
 };
 
 /* Runs every step of back end `be` (warm-up, steady, burst, both rate searches) and fills

@@ -153,6 +153,7 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	st->cq_overflows = jnum(feed, "cq_overflows");
 	st->batches = jnum(feed, "batches");
 	st->busy_polls = jnum(feed, "busy_polls");
+	st->busy_ns = jnum(feed, "busy_ns");
 	st->sq_wakeups = jnum(feed, "sq_wakeups");
 	st->ring_wakes = jnum(feed, "ring_wakes"); /* 0 from a daemon before issue 14 */
 	st->ring_wakes_idle = jnum(feed, "ring_wakes_idle");
@@ -216,10 +217,10 @@ int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns)
 	return 0;
 }
 
-int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns)
+int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns, uint64_t *wait_ns)
 {
 	char path[96];
-	unsigned long long run;
+	unsigned long long run, wait;
 	FILE *f;
 	int ok;
 
@@ -227,11 +228,13 @@ int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns)
 	f = fopen(path, "r");
 	if (!f)
 		return -errno;
-	ok = fscanf(f, "%llu", &run) == 1;
+	ok = fscanf(f, "%llu %llu", &run, &wait) == 2;
 	fclose(f);
 	if (!ok)
 		return -EPROTO;
 	*ns = run;
+	if (wait_ns)
+		*wait_ns = wait;
 	return 0;
 }
 
