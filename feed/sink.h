@@ -70,8 +70,9 @@ struct uf_sink {
 	int defer_image;    /* 1: books are copied by uf_sink_image_flush, not per step */
 	int image_open;     /* the deferred image bracket is open (steps since a flush) */
 	uint64_t open_recs; /* records published while it has been open */
-	/* Scratch for image refreshes: depth + 1 levels, so the ring sees that a deeper book is
-	 * cut and flags the image entry truncated (UF_IMAGE_F_TRUNC_*). */
+	/* Scratch for whole-book copies (uf_sink_copy_book: a book entering the filter): depth +
+	 * 1 levels, so the ring sees that a deeper book is cut and flags the image entry
+	 * truncated (UF_IMAGE_F_TRUNC_*). The per-step copies write into the image in place. */
 	struct uf_level bids[UF_SINK_MAX_DEPTH + 1];
 	struct uf_level asks[UF_SINK_MAX_DEPTH + 1];
 	const struct uf_tick_clock *clock; /* set by the feed for stage timing, else NULL */

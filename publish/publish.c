@@ -700,18 +700,22 @@ static int uf_pub_sidx(uint8_t side)
 int uf_publish_top(const struct uf_publisher *p, uint32_t instrument, uint8_t side,
                    struct uf_level *levels, size_t n)
 {
-	return uf_publish_levels(p, instrument, side, 0, levels, n);
+	return uf_publish_levels(p, instrument, side, 0, levels, n, NULL);
 }
 
 int uf_publish_levels(const struct uf_publisher *p, uint32_t instrument, uint8_t side, size_t from,
-                      struct uf_level *levels, size_t n)
+                      struct uf_level *levels, size_t n, size_t *total)
 {
 	int sidx = uf_pub_sidx(side);
+	if (total)
+		*total = 0;
 	if (sidx < 0)
 		return -EINVAL;
 	if (instrument >= p->max_instruments)
 		return 0;
 	const struct uf_book_side *s = &p->books[instrument].side[sidx];
+	if (total)
+		*total = s->n;
 	if (from >= s->n)
 		return 0;
 	const uint64_t *a = uf_lv_entries(&p->lv, s);

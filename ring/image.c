@@ -144,38 +144,46 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 	return 0;
 }
 
-int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
-                                const struct uf_level *levels, uint32_t k, uint32_t n, uint64_t seq,
-                                uint64_t rx_ts)
+int uf_ring_image_side_begin(struct uf_ring *r, uint32_t instrument, int side,
+                             struct uf_ring_side *w)
 {
-	uint32_t depth = r->image->depth, old, cut, i, to;
+	uint32_t depth = r->image->depth;
 	struct uf_image_entry *e;
-	struct uf_level *dst;
 
 	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
 		return -EINVAL;
-	cut = n > depth;
-	if (cut)
-		n = depth;
-	if (UF_UNLIKELY(from > n))
-		from = n; /* nothing of the side is left there: only the clearing below */
-	to = k < n - from ? from + k : n;
 	e = entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
-	dst = uf_image_levels(e) + (side == UF_SIDE_BID ? 0 : depth);
-	old = side == UF_SIDE_BID ? e->nbid : e->nask;
-	for (i = from; i < to; i++) {
-		dst[i].price = levels[i - from].price;
-		dst[i].shares = levels[i - from].shares;
-		dst[i].orders = levels[i - from].orders;
-		dst[i].reserved = 0;
-	}
-	/* Levels past the old count are zero already (every setter clears past its count), so
-	 * only the ones the side lost are cleared. */
-	if (old > n)
-		memset(&dst[n], 0, (size_t)(old - n) * sizeof(*dst));
+	w->e = e;
+	w->depth = depth;
+	w->side = side;
 	if (side == UF_SIDE_BID) {
+		w->lv = uf_image_levels(e);
+		w->n = e->nbid;
+		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_BID);
+	} else {
+		w->lv = uf_image_levels(e) + depth;
+		w->n = e->nask;
+		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_ASK);
+	}
+	if (UF_UNLIKELY(w->n > depth))
+		w->n = depth; /* every setter keeps it <= depth; bound the clearing anyway */
+	return 0;
+}
+
+void uf_ring_image_side_end(struct uf_ring *r, const struct uf_ring_side *w, uint64_t total,
+                            uint64_t seq, uint64_t rx_ts)
+{
+	struct uf_image_entry *e = w->e;
+	uint32_t cut = total > w->depth;
+	uint32_t n = cut ? w->depth : (uint32_t)total;
+
+	/* Slots past the old count are zero already (every setter clears past its count), so
+	 * only the ones the side lost are cleared. */
+	for (uint32_t i = n; i < w->n; i++)
+		w->lv[i] = (struct uf_level){0};
+	if (w->side == UF_SIDE_BID) {
 		e->nbid = n;
 		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
 	} else {
@@ -184,7 +192,6 @@ int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side
 	}
 	e->update_rx_ts = rx_ts;
 	entry_end(r, e, seq);
-	return 0;
 }
 
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,

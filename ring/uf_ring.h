@@ -305,58 +305,71 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
                              const struct uf_level *levels, uint32_t n, uint64_t seq,
                              uint64_t rx_ts);
 
-/* Issue 26: a publish step changes a few levels of a side, not the side; copying only those
- * keeps the image stage at the cost of what changed. uf_ring_image_level_span says where the
- * changes between prices `best` and `worst` of `side` (best <= worst in the side's order)
- * land in the image as it stands: *from = the levels strictly better than `best` (what the
- * image holds already), *end = the levels not strictly worse than `worst` (below them the
- * levels only moved by what the side gained or lost), *count and *cut = the side's count
- * and truncation flag. uf_ring_image_update_levels then writes levels[0..k) as levels
- * from.. of `side` (best first), takes `n` as the side's whole level count (cut to depth and
- * flagged truncated, as uf_ring_image_set_levels), clears the levels past it the side lost
- * and leaves every other level as it is: the caller passes every level that changed. What a
- * reader sees is then exactly what uf_ring_image_set_levels with the whole side would have
- * left. The producer's own entry: no lock to read it. A bad id or side: an empty span. */
-static inline void uf_ring_image_level_span(const struct uf_ring *r, uint32_t instrument, int side,
-                                            int64_t best, int64_t worst, uint32_t *from,
-                                            uint32_t *end, uint32_t *count, int *cut)
+/* Issue 26: a publish step changes a few levels of a side, not the side; the image copies
+ * only those, straight from the books into the entry (no staging buffer). The producer opens
+ * one side with uf_ring_image_side_begin (the entry is locked: inside a bracket until the
+ * bracket ends), finds where the changed prices land with uf_ring_image_side_span, writes the
+ * levels that changed into w->lv[] (best first, at most w->depth slots, `reserved` zero), and
+ * closes with uf_ring_image_side_end, giving the side's whole level count: the count is cut to
+ * depth and flagged truncated (as uf_ring_image_set_levels), the slots the side lost are
+ * cleared, the entry's receive time and stamp move as any setter's. What a reader sees is
+ * then exactly what uf_ring_image_set_levels with the whole side would have left, provided
+ * the caller wrote every slot that changed. */
+struct uf_ring_side {
+	struct uf_image_entry *e; /* the entry, locked */
+	struct uf_level *lv;      /* the side's `depth` level slots in it, best first */
+	uint32_t n;               /* the side's level count in the image (<= depth) */
+	uint32_t cut;             /* 1: the side was deeper than the image (flagged truncated) */
+	uint32_t depth;           /* image levels per side */
+	int side;                 /* UF_SIDE_BID or UF_SIDE_ASK */
+};
+
+/* Opens `side` of `instrument` for writing in place and fills *w. Returns 0, -ERANGE for an
+ * id >= max_instruments, -EINVAL for a bad side (nothing locked then). */
+int uf_ring_image_side_begin(struct uf_ring *r, uint32_t instrument, int side,
+                             struct uf_ring_side *w);
+
+/* Closes what uf_ring_image_side_begin opened: the side has `total` levels in the books (the
+ * image keeps min(total, depth) and flags the cut), rx_ts is its latest change; outside a
+ * bracket the entry is released stamped `seq`. */
+void uf_ring_image_side_end(struct uf_ring *r, const struct uf_ring_side *w, uint64_t total,
+                            uint64_t seq, uint64_t rx_ts);
+
+/* Where changes between prices `best` and `worst` (best <= worst in the side's order) land in
+ * the open side as the image holds it: *from = the levels strictly better than `best` (they
+ * did not change), *end = the levels not strictly worse than `worst` (below them the levels
+ * only moved by what the side gained or lost). A change wholly below the image's last level
+ * (a deep book changing under the top `depth`) is found from that level alone: from = end =
+ * n. The producer's own entry: no lock needed to read it. */
+static inline void uf_ring_image_side_span(const struct uf_ring_side *w, int64_t best,
+                                           int64_t worst, uint32_t *from, uint32_t *end)
 {
-	uint32_t i = 0, n = 0;
-	const struct uf_level *lv;
-	struct uf_image_entry *e;
+	const struct uf_level *lv = w->lv;
+	uint32_t i = 0, n = w->n;
 
-	*cut = 0;
-	if (UF_LIKELY(instrument < r->image->max_instruments)) {
-		e = uf_image_entry_at(r->image, instrument);
-		if (side == UF_SIDE_BID) {
-			lv = uf_image_levels(e);
-			n = e->nbid;
-			*cut = !!(e->flags & UF_IMAGE_F_TRUNC_BID);
-			while (i < n && lv[i].price > best)
-				i++;
-			*from = i;
-			while (i < n && lv[i].price >= worst)
-				i++;
-		} else if (side == UF_SIDE_ASK) {
-			lv = uf_image_levels(e) + r->image->depth;
-			n = e->nask;
-			*cut = !!(e->flags & UF_IMAGE_F_TRUNC_ASK);
-			while (i < n && lv[i].price < best)
-				i++;
-			*from = i;
-			while (i < n && lv[i].price <= worst)
-				i++;
+	if (w->side == UF_SIDE_BID) {
+		if (n && lv[n - 1].price > best) {
+			*from = *end = n;
+			return;
 		}
+		while (i < n && lv[i].price > best)
+			i++;
+		*from = i;
+		while (i < n && lv[i].price >= worst)
+			i++;
+	} else {
+		if (n && lv[n - 1].price < best) {
+			*from = *end = n;
+			return;
+		}
+		while (i < n && lv[i].price < best)
+			i++;
+		*from = i;
+		while (i < n && lv[i].price <= worst)
+			i++;
 	}
-	if (!n)
-		*from = 0;
 	*end = i;
-	*count = n;
 }
-
-int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
-                                const struct uf_level *levels, uint32_t k, uint32_t n, uint64_t seq,
-                                uint64_t rx_ts);
 
 /* Replaces both sides at once (one consistent update). */
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
