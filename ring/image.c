@@ -6,52 +6,13 @@
 #include <string.h>
 
 #include "common/uf_symbol.h"
-static inline void lock_odd(struct uf_image_entry *e)
-{
-	uf_store_relaxed_u64(&e->lock, e->lock + 1);
-	uf_fence_release(); /* the odd lock is visible before any field of the entry changes */
-}
-
-static inline void lock_even(struct uf_image_entry *e, uint64_t seq)
-{
-	e->stamp = seq;
-	e->present = 1;
-	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
-}
-
-/* Opens the entry for writing: readers that start now (or are mid-copy) will retry. Inside a
- * bracket the entry is locked once and stays locked until the bracket ends. */
-static inline struct uf_image_entry *entry_begin(struct uf_ring *r, uint32_t id)
-{
-	struct uf_image_entry *e;
-
-	if (UF_UNLIKELY(id >= r->image->max_instruments))
-		return NULL;
-	e = uf_image_entry_at(r->image, id);
-	if (r->batch) {
-		if (!r->is_touched[id]) {
-			r->is_touched[id] = 1;
-			r->touched[r->ntouched++] = id;
-			lock_odd(e);
-		}
-		return e;
-	}
-	lock_odd(e);
-	return e;
-}
-
-static inline void entry_end(struct uf_ring *r, struct uf_image_entry *e, uint64_t seq)
-{
-	if (!r->batch)
-		lock_even(e, seq);
-}
 
 /* Ends a bracket: every entry it touched becomes visible at once, stamped `seq`. */
 static void release_touched(struct uf_ring *r, uint64_t seq)
 {
 	for (uint32_t i = 0; i < r->ntouched; i++) {
 		uint32_t id = r->touched[i];
-		lock_even(uf_image_entry_at(r->image, id), seq);
+		uf_ring_entry_unlock(uf_image_entry_at(r->image, id), seq);
 		r->is_touched[id] = 0;
 	}
 	r->ntouched = 0;
@@ -65,7 +26,7 @@ int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument)
 	if (UF_UNLIKELY(r->batch))
 		return -EBUSY;
 	r->batch = 1;
-	entry_begin(r, instrument); /* held until uf_ring_image_end */
+	uf_ring_entry_begin(r, instrument); /* held until uf_ring_image_end */
 	return 0;
 }
 
@@ -127,7 +88,7 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 	cut = n > depth;
 	if (cut)
 		n = depth;
-	e = entry_begin(r, instrument);
+	e = uf_ring_entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
 	if (side == UF_SIDE_BID) {
@@ -140,58 +101,8 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
 	}
 	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
-}
-
-int uf_ring_image_side_begin(struct uf_ring *r, uint32_t instrument, int side,
-                             struct uf_ring_side *w)
-{
-	uint32_t depth = r->image->depth;
-	struct uf_image_entry *e;
-
-	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
-		return -EINVAL;
-	e = entry_begin(r, instrument);
-	if (UF_UNLIKELY(!e))
-		return -ERANGE;
-	w->e = e;
-	w->depth = depth;
-	w->side = side;
-	if (side == UF_SIDE_BID) {
-		w->lv = uf_image_levels(e);
-		w->n = e->nbid;
-		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_BID);
-	} else {
-		w->lv = uf_image_levels(e) + depth;
-		w->n = e->nask;
-		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_ASK);
-	}
-	if (UF_UNLIKELY(w->n > depth))
-		w->n = depth; /* every setter keeps it <= depth; bound the clearing anyway */
-	return 0;
-}
-
-void uf_ring_image_side_end(struct uf_ring *r, const struct uf_ring_side *w, uint64_t total,
-                            uint64_t seq, uint64_t rx_ts)
-{
-	struct uf_image_entry *e = w->e;
-	uint32_t cut = total > w->depth;
-	uint32_t n = cut ? w->depth : (uint32_t)total;
-
-	/* Slots past the old count are zero already (every setter clears past its count), so
-	 * only the ones the side lost are cleared. */
-	for (uint32_t i = n; i < w->n; i++)
-		w->lv[i] = (struct uf_level){0};
-	if (w->side == UF_SIDE_BID) {
-		e->nbid = n;
-		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
-	} else {
-		e->nask = n;
-		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
-	}
-	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
 }
 
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,
@@ -206,7 +117,7 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 		nbid = depth;
 	if (cut_ask)
 		nask = depth;
-	e = entry_begin(r, instrument);
+	e = uf_ring_entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
 	copy_side(uf_image_levels(e), depth, bids, nbid);
@@ -216,7 +127,7 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 	e->flags = set_trunc(set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut_bid),
 	                     UF_IMAGE_F_TRUNC_ASK, cut_ask);
 	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
@@ -240,19 +151,19 @@ int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t co
 	}
 	if (UF_UNLIKELY(!st))
 		return -ENOSPC;
-	e = entry_begin(r, instrument);
+	e = uf_ring_entry_begin(r, instrument);
 	st->code = code;
 	st->price = price;
 	st->shares = shares;
 	st->exch_ts = exch_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
 int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t price, uint64_t shares,
                             uint64_t exch_ts, uint64_t rx_ts, uint64_t seq)
 {
-	struct uf_image_entry *e = entry_begin(r, instrument);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, instrument);
 
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
@@ -263,21 +174,21 @@ int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t pric
 	e->volume += shares;
 	e->trades++;
 	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
 int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t symbol,
                              uint32_t round_lot, uint32_t category, uint64_t seq)
 {
-	struct uf_image_entry *e = entry_begin(r, instrument);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, instrument);
 
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
 	e->symbol = symbol;
 	e->round_lot = round_lot;
 	e->category = category;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
@@ -292,13 +203,13 @@ static inline int entry_known(const struct uf_ring *r, uint32_t id)
 
 static void set_stale_one(struct uf_ring *r, uint32_t id, int stale, uint64_t seq)
 {
-	struct uf_image_entry *e = entry_begin(r, id);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, id);
 
 	if (stale)
 		e->flags |= UF_RECF_STALE;
 	else
 		e->flags &= ~(uint32_t)UF_RECF_STALE;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 }
 
 int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, uint64_t seq)
@@ -324,7 +235,7 @@ int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, u
 static void reset_one(struct uf_ring *r, uint32_t id, uint64_t seq)
 {
 	uint32_t depth = r->image->depth;
-	struct uf_image_entry *e = entry_begin(r, id);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, id);
 
 	copy_side(uf_image_levels(e), 2 * depth, NULL, 0);
 	e->nbid = 0;
@@ -336,7 +247,7 @@ static void reset_one(struct uf_ring *r, uint32_t id, uint64_t seq)
 	e->last_rx_ts = 0;
 	e->volume = 0;
 	e->trades = 0;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 }
 
 int uf_ring_image_reset_book(struct uf_ring *r, uint32_t instrument, uint64_t seq)

@@ -324,16 +324,105 @@ struct uf_ring_side {
 	int side;                 /* UF_SIDE_BID or UF_SIDE_ASK */
 };
 
+/* The entry's sequence lock, shared by every setter (ring/image.c) and the in-place side
+ * write below, which is inline for the feed's per-side image copy. Lock: the odd value is
+ * visible before any field of the entry changes. Unlock: stamps `seq`, marks the entry
+ * present, and every field change is visible before the even value. */
+static inline void uf_ring_entry_lock(struct uf_image_entry *e)
+{
+	uf_store_relaxed_u64(&e->lock, e->lock + 1);
+	uf_fence_release(); /* the odd lock is visible before any field of the entry changes */
+}
+
+static inline void uf_ring_entry_unlock(struct uf_image_entry *e, uint64_t seq)
+{
+	e->stamp = seq;
+	e->present = 1;
+	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
+}
+
+/* Opens entry `id` for writing (NULL for an id >= max_instruments): readers that start now
+ * (or are mid-copy) will retry. Inside a bracket the entry is locked once and stays locked
+ * until the bracket ends (ring/image.c release_touched); outside one uf_ring_entry_end
+ * releases it. */
+static inline struct uf_image_entry *uf_ring_entry_begin(struct uf_ring *r, uint32_t id)
+{
+	struct uf_image_entry *e;
+
+	if (UF_UNLIKELY(id >= r->image->max_instruments))
+		return NULL;
+	e = uf_image_entry_at(r->image, id);
+	if (r->batch) {
+		if (!r->is_touched[id]) {
+			r->is_touched[id] = 1;
+			r->touched[r->ntouched++] = id;
+			uf_ring_entry_lock(e);
+		}
+		return e;
+	}
+	uf_ring_entry_lock(e);
+	return e;
+}
+
+static inline void uf_ring_entry_end(struct uf_ring *r, struct uf_image_entry *e, uint64_t seq)
+{
+	if (!r->batch)
+		uf_ring_entry_unlock(e, seq);
+}
+
 /* Opens `side` of `instrument` for writing in place and fills *w. Returns 0, -ERANGE for an
  * id >= max_instruments, -EINVAL for a bad side (nothing locked then). */
-int uf_ring_image_side_begin(struct uf_ring *r, uint32_t instrument, int side,
-                             struct uf_ring_side *w);
+static inline int uf_ring_image_side_begin(struct uf_ring *r, uint32_t instrument, int side,
+                                           struct uf_ring_side *w)
+{
+	uint32_t depth = r->image->depth;
+	struct uf_image_entry *e;
+
+	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
+		return -EINVAL;
+	e = uf_ring_entry_begin(r, instrument);
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	w->e = e;
+	w->depth = depth;
+	w->side = side;
+	if (side == UF_SIDE_BID) {
+		w->lv = uf_image_levels(e);
+		w->n = e->nbid;
+		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_BID);
+	} else {
+		w->lv = uf_image_levels(e) + depth;
+		w->n = e->nask;
+		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_ASK);
+	}
+	if (UF_UNLIKELY(w->n > depth))
+		w->n = depth; /* every setter keeps it <= depth; bound the clearing anyway */
+	return 0;
+}
 
 /* Closes what uf_ring_image_side_begin opened: the side has `total` levels in the books (the
  * image keeps min(total, depth) and flags the cut), rx_ts is its latest change; outside a
  * bracket the entry is released stamped `seq`. */
-void uf_ring_image_side_end(struct uf_ring *r, const struct uf_ring_side *w, uint64_t total,
-                            uint64_t seq, uint64_t rx_ts);
+static inline void uf_ring_image_side_end(struct uf_ring *r, const struct uf_ring_side *w,
+                                          uint64_t total, uint64_t seq, uint64_t rx_ts)
+{
+	struct uf_image_entry *e = w->e;
+	uint32_t cut = total > w->depth;
+	uint32_t n = cut ? w->depth : (uint32_t)total;
+	uint32_t bit = w->side == UF_SIDE_BID ? UF_IMAGE_F_TRUNC_BID : UF_IMAGE_F_TRUNC_ASK;
+
+	/* Slots past the old count are zero already (every setter clears past its count), so
+	 * only the ones the side lost are cleared. */
+	for (uint32_t i = n; i < w->n; i++)
+		w->lv[i] = (struct uf_level){0};
+	if (w->side == UF_SIDE_BID)
+		e->nbid = n;
+	else
+		e->nask = n;
+	e->flags = cut ? e->flags | bit : e->flags & ~bit;
+	e->update_rx_ts = rx_ts;
+	uf_ring_entry_end(r, e, seq);
+}
 
 /* Where changes between prices `best` and `worst` (best <= worst in the side's order) land in
  * the open side as the image holds it: *from = the levels strictly better than `best` (they
