@@ -6,8 +6,9 @@
  *     batch stamped with the ring sequence after those records, so a late consumer's
  *     snapshot holds all of a step or none of it;
  *   - LEVEL records mark their instrument's side dirty; at the end of the step (deferred: at
- *     the flush) each dirty side is copied (top `depth` levels) from the publisher into the
- *     image; one level more is asked for, so a deeper side is flagged truncated in the image;
+ *     the flush) each dirty side's changed levels (of the top `depth`) are copied from the
+ *     publisher into the image, in place; the side's whole count goes with them, so a deeper
+ *     side is flagged truncated in the image;
  *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
  *     directory fields; a TRADE moves volume and last trade only when uf_rec_trade_prints()
  *     (the record contract: not non-printable, not a break, shares > 0);
