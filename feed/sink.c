@@ -195,34 +195,48 @@ static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint6
 }
 
 /* Copies one side of instrument id's book where the records since the last copy changed it,
- * prices `best` to `worst`: the levels better than `best` are the same in the publisher as in
- * the image (none of them changed, none was inserted above them), so neither is read; when
- * the side kept its count (and was not cut), the levels worse than `worst` did not move
- * either, else they are copied down to depth. The side's count is taken as uf_sink_copy_book
- * does (depth + 1 at most: a deeper side is cut and flagged truncated). */
-static int uf_sink_copy_side(struct uf_sink *s, uint32_t id, int side, int64_t best, int64_t worst,
-                             uint64_t seq, uint64_t rx_ts)
+ * prices `best` to `worst`, straight from the publisher into the image entry (the ring's
+ * in-place side write, no staging copy): the levels better than `best` are the same in the
+ * publisher as in the image (none of them changed, none was inserted above them), so neither
+ * is read. One read takes the levels from..end (the image's levels within the range) and the
+ * side's count: when the side kept its count and was not cut, the levels worse than `worst`
+ * did not move, and that is all (nothing at all when no image level lies in the range: a
+ * level added and removed again). Otherwise a second read takes end..depth. A side deeper
+ * than the image whose changes all lie below the image's last level reads no level (from =
+ * end = depth) and keeps its levels and its truncated flag. The entry is touched (stamp,
+ * receive time) in every case, as a full copy (uf_sink_copy_book) touches it. Inlined into
+ * uf_sink_copy_dirty: one call per side less on the feed's hottest image path. */
+static inline __attribute__((always_inline)) int uf_sink_copy_side(struct uf_sink *s, uint32_t id,
+                                                                   int side, int64_t best,
+                                                                   int64_t worst, uint64_t seq,
+                                                                   uint64_t rx_ts)
 {
-	uint32_t from, end, count;
-	int cut;
-	uf_ring_image_level_span(s->ring, id, side, best, worst, &from, &end, &count, &cut);
-	if (UF_UNLIKELY(from > s->depth))
-		from = s->depth;
-	if (!cut && end > from && uf_publish_depth(s->pub, id, (uint8_t)side) == count) {
-		/* same count: only the levels from..end can differ */
-		int got = uf_publish_levels(s->pub, id, (uint8_t)side, from, s->bids, end - from);
-		if (UF_UNLIKELY(got < 0))
-			return got;
-		return uf_ring_image_update_levels(s->ring, id, side, from, s->bids, (uint32_t)got,
-		                                   count, seq, rx_ts);
-	}
-	/* levels from..depth (depth + 1 at most): the count of a side that ends above
-	 * depth + 1 is from + what came back */
-	int got = uf_publish_levels(s->pub, id, (uint8_t)side, from, s->bids, s->depth + 1 - from);
+	struct uf_ring_side w;
+	uint32_t from, end, n;
+	size_t total;
+	int rc = uf_ring_image_side_begin(s->ring, id, side, &w);
+	if (UF_UNLIKELY(rc < 0))
+		return rc;
+	uf_ring_image_side_span(&w, best, worst, &from, &end);
+	/* the levels from..end first, with the side's count: when it kept its count and was not
+	 * cut, that is all that can differ */
+	int got =
+	    uf_publish_levels(s->pub, id, (uint8_t)side, from, w.lv + from, end - from, &total);
 	if (UF_UNLIKELY(got < 0))
-		return got;
-	return uf_ring_image_update_levels(s->ring, id, side, from, s->bids, (uint32_t)got,
-	                                   from + (uint32_t)got, seq, rx_ts);
+		rc = got;
+	else if (w.cut || total != w.n) {
+		/* the levels below moved too: end..depth, or what is left of the side (levels
+		 * from..end the first read did not fill are past the new count: cleared) */
+		n = total < w.depth ? (uint32_t)total : w.depth;
+		if (n > end) {
+			got = uf_publish_levels(s->pub, id, (uint8_t)side, end, w.lv + end, n - end,
+			                        NULL);
+			if (UF_UNLIKELY(got < 0))
+				rc = got;
+		}
+	}
+	uf_ring_image_side_end(s->ring, &w, total, seq, rx_ts);
+	return rc;
 }
 
 /* Notes that a LEVEL record changed `price` on the sides `bits` of book id: the copy covers

@@ -6,8 +6,9 @@
  *     batch stamped with the ring sequence after those records, so a late consumer's
  *     snapshot holds all of a step or none of it;
  *   - LEVEL records mark their instrument's side dirty; at the end of the step (deferred: at
- *     the flush) each dirty side is copied (top `depth` levels) from the publisher into the
- *     image; one level more is asked for, so a deeper side is flagged truncated in the image;
+ *     the flush) each dirty side's changed levels (of the top `depth`) are copied from the
+ *     publisher into the image, in place; the side's whole count goes with them, so a deeper
+ *     side is flagged truncated in the image;
  *   - TRADE, STATUS (code != 0) and INSTRUMENT records map onto the image's trade, status and
  *     directory fields; a TRADE moves volume and last trade only when uf_rec_trade_prints()
  *     (the record contract: not non-printable, not a break, shares > 0);
@@ -70,8 +71,9 @@ struct uf_sink {
 	int defer_image;    /* 1: books are copied by uf_sink_image_flush, not per step */
 	int image_open;     /* the deferred image bracket is open (steps since a flush) */
 	uint64_t open_recs; /* records published while it has been open */
-	/* Scratch for image refreshes: depth + 1 levels, so the ring sees that a deeper book is
-	 * cut and flags the image entry truncated (UF_IMAGE_F_TRUNC_*). */
+	/* Scratch for whole-book copies (uf_sink_copy_book: a book entering the filter): depth +
+	 * 1 levels, so the ring sees that a deeper book is cut and flags the image entry
+	 * truncated (UF_IMAGE_F_TRUNC_*). The per-step copies write into the image in place. */
 	struct uf_level bids[UF_SINK_MAX_DEPTH + 1];
 	struct uf_level asks[UF_SINK_MAX_DEPTH + 1];
 	const struct uf_tick_clock *clock; /* set by the feed for stage timing, else NULL */

@@ -700,32 +700,36 @@ static int uf_pub_sidx(uint8_t side)
 int uf_publish_top(const struct uf_publisher *p, uint32_t instrument, uint8_t side,
                    struct uf_level *levels, size_t n)
 {
-	return uf_publish_levels(p, instrument, side, 0, levels, n);
+	return uf_publish_levels(p, instrument, side, 0, levels, n, NULL);
 }
 
 int uf_publish_levels(const struct uf_publisher *p, uint32_t instrument, uint8_t side, size_t from,
-                      struct uf_level *levels, size_t n)
+                      struct uf_level *levels, size_t n, size_t *total)
 {
 	int sidx = uf_pub_sidx(side);
-	if (sidx < 0)
+	uint32_t have = 0;
+	if (UF_LIKELY(sidx >= 0 && instrument < p->max_instruments))
+		have = p->books[instrument].side[sidx].n;
+	if (total)
+		*total = have;
+	if (UF_UNLIKELY(sidx < 0))
 		return -EINVAL;
-	if (instrument >= p->max_instruments)
+	if (from >= have)
 		return 0;
-	const struct uf_book_side *s = &p->books[instrument].side[sidx];
-	if (from >= s->n)
-		return 0;
-	const uint64_t *a = uf_lv_entries(&p->lv, s);
-	size_t k = 0;
-	/* best last in the side's array: level `from` is entry n - 1 - from */
-	for (uint32_t i = s->n - (uint32_t)from; i-- > 0 && k < n;) {
-		const struct uf_level_node *nd = &p->lv.nodes[(uint32_t)a[i]];
+	size_t m = have - from < n ? have - from : n;
+	/* best last in the side's array: level `from` is entry have - 1 - from, the next ones
+	 * below it */
+	const uint64_t *a =
+	    uf_lv_entries(&p->lv, &p->books[instrument].side[sidx]) + (have - 1 - from);
+	const struct uf_level_node *nodes = p->lv.nodes;
+	for (size_t k = 0; k < m; k++) {
+		const struct uf_level_node *nd = &nodes[(uint32_t) * (a - k)];
 		levels[k].price = nd->price;
 		levels[k].shares = nd->shares;
 		levels[k].orders = nd->orders;
 		levels[k].reserved = 0;
-		k++;
 	}
-	return (int)k;
+	return (int)m;
 }
 
 size_t uf_publish_depth(const struct uf_publisher *p, uint32_t instrument, uint8_t side)

@@ -259,9 +259,11 @@ int uf_publish_top(const struct uf_publisher *p, uint32_t instrument, uint8_t si
                    struct uf_level *levels, size_t n);
 
 /* The same from the side's level `from` on (0 = best): levels[i] is level from + i. The image
- * copies only the levels a step changed (feed/sink.c), so it must not read the ones above. */
+ * copies only the levels a step changed (feed/sink.c), so it must not read the ones above;
+ * `total` (NULL: not wanted) gets the side's level count in the same call (0 for a bad id or
+ * side), which tells the image whether the levels below moved. */
 int uf_publish_levels(const struct uf_publisher *p, uint32_t instrument, uint8_t side, size_t from,
-                      struct uf_level *levels, size_t n);
+                      struct uf_level *levels, size_t n, size_t *total);
 
 /* Number of levels on one side (0 for a bad id or side). */
 size_t uf_publish_depth(const struct uf_publisher *p, uint32_t instrument, uint8_t side);

@@ -6,52 +6,13 @@
 #include <string.h>
 
 #include "common/uf_symbol.h"
-static inline void lock_odd(struct uf_image_entry *e)
-{
-	uf_store_relaxed_u64(&e->lock, e->lock + 1);
-	uf_fence_release(); /* the odd lock is visible before any field of the entry changes */
-}
-
-static inline void lock_even(struct uf_image_entry *e, uint64_t seq)
-{
-	e->stamp = seq;
-	e->present = 1;
-	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
-}
-
-/* Opens the entry for writing: readers that start now (or are mid-copy) will retry. Inside a
- * bracket the entry is locked once and stays locked until the bracket ends. */
-static inline struct uf_image_entry *entry_begin(struct uf_ring *r, uint32_t id)
-{
-	struct uf_image_entry *e;
-
-	if (UF_UNLIKELY(id >= r->image->max_instruments))
-		return NULL;
-	e = uf_image_entry_at(r->image, id);
-	if (r->batch) {
-		if (!r->is_touched[id]) {
-			r->is_touched[id] = 1;
-			r->touched[r->ntouched++] = id;
-			lock_odd(e);
-		}
-		return e;
-	}
-	lock_odd(e);
-	return e;
-}
-
-static inline void entry_end(struct uf_ring *r, struct uf_image_entry *e, uint64_t seq)
-{
-	if (!r->batch)
-		lock_even(e, seq);
-}
 
 /* Ends a bracket: every entry it touched becomes visible at once, stamped `seq`. */
 static void release_touched(struct uf_ring *r, uint64_t seq)
 {
 	for (uint32_t i = 0; i < r->ntouched; i++) {
 		uint32_t id = r->touched[i];
-		lock_even(uf_image_entry_at(r->image, id), seq);
+		uf_ring_entry_unlock(uf_image_entry_at(r->image, id), seq);
 		r->is_touched[id] = 0;
 	}
 	r->ntouched = 0;
@@ -65,7 +26,7 @@ int uf_ring_image_begin(struct uf_ring *r, uint32_t instrument)
 	if (UF_UNLIKELY(r->batch))
 		return -EBUSY;
 	r->batch = 1;
-	entry_begin(r, instrument); /* held until uf_ring_image_end */
+	uf_ring_entry_begin(r, instrument); /* held until uf_ring_image_end */
 	return 0;
 }
 
@@ -127,7 +88,7 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 	cut = n > depth;
 	if (cut)
 		n = depth;
-	e = entry_begin(r, instrument);
+	e = uf_ring_entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
 	if (side == UF_SIDE_BID) {
@@ -140,50 +101,7 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
 	}
 	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
-	return 0;
-}
-
-int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
-                                const struct uf_level *levels, uint32_t k, uint32_t n, uint64_t seq,
-                                uint64_t rx_ts)
-{
-	uint32_t depth = r->image->depth, old, cut, i, to;
-	struct uf_image_entry *e;
-	struct uf_level *dst;
-
-	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
-		return -EINVAL;
-	cut = n > depth;
-	if (cut)
-		n = depth;
-	if (UF_UNLIKELY(from > n))
-		from = n; /* nothing of the side is left there: only the clearing below */
-	to = k < n - from ? from + k : n;
-	e = entry_begin(r, instrument);
-	if (UF_UNLIKELY(!e))
-		return -ERANGE;
-	dst = uf_image_levels(e) + (side == UF_SIDE_BID ? 0 : depth);
-	old = side == UF_SIDE_BID ? e->nbid : e->nask;
-	for (i = from; i < to; i++) {
-		dst[i].price = levels[i - from].price;
-		dst[i].shares = levels[i - from].shares;
-		dst[i].orders = levels[i - from].orders;
-		dst[i].reserved = 0;
-	}
-	/* Levels past the old count are zero already (every setter clears past its count), so
-	 * only the ones the side lost are cleared. */
-	if (old > n)
-		memset(&dst[n], 0, (size_t)(old - n) * sizeof(*dst));
-	if (side == UF_SIDE_BID) {
-		e->nbid = n;
-		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
-	} else {
-		e->nask = n;
-		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
-	}
-	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
@@ -199,7 +117,7 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 		nbid = depth;
 	if (cut_ask)
 		nask = depth;
-	e = entry_begin(r, instrument);
+	e = uf_ring_entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
 	copy_side(uf_image_levels(e), depth, bids, nbid);
@@ -209,7 +127,7 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 	e->flags = set_trunc(set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut_bid),
 	                     UF_IMAGE_F_TRUNC_ASK, cut_ask);
 	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
@@ -233,19 +151,19 @@ int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t co
 	}
 	if (UF_UNLIKELY(!st))
 		return -ENOSPC;
-	e = entry_begin(r, instrument);
+	e = uf_ring_entry_begin(r, instrument);
 	st->code = code;
 	st->price = price;
 	st->shares = shares;
 	st->exch_ts = exch_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
 int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t price, uint64_t shares,
                             uint64_t exch_ts, uint64_t rx_ts, uint64_t seq)
 {
-	struct uf_image_entry *e = entry_begin(r, instrument);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, instrument);
 
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
@@ -256,21 +174,21 @@ int uf_ring_image_add_trade(struct uf_ring *r, uint32_t instrument, int64_t pric
 	e->volume += shares;
 	e->trades++;
 	e->update_rx_ts = rx_ts;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
 int uf_ring_image_set_symbol(struct uf_ring *r, uint32_t instrument, uint64_t symbol,
                              uint32_t round_lot, uint32_t category, uint64_t seq)
 {
-	struct uf_image_entry *e = entry_begin(r, instrument);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, instrument);
 
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
 	e->symbol = symbol;
 	e->round_lot = round_lot;
 	e->category = category;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 	return 0;
 }
 
@@ -285,13 +203,13 @@ static inline int entry_known(const struct uf_ring *r, uint32_t id)
 
 static void set_stale_one(struct uf_ring *r, uint32_t id, int stale, uint64_t seq)
 {
-	struct uf_image_entry *e = entry_begin(r, id);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, id);
 
 	if (stale)
 		e->flags |= UF_RECF_STALE;
 	else
 		e->flags &= ~(uint32_t)UF_RECF_STALE;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 }
 
 int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, uint64_t seq)
@@ -317,7 +235,7 @@ int uf_ring_image_set_stale(struct uf_ring *r, uint32_t instrument, int stale, u
 static void reset_one(struct uf_ring *r, uint32_t id, uint64_t seq)
 {
 	uint32_t depth = r->image->depth;
-	struct uf_image_entry *e = entry_begin(r, id);
+	struct uf_image_entry *e = uf_ring_entry_begin(r, id);
 
 	copy_side(uf_image_levels(e), 2 * depth, NULL, 0);
 	e->nbid = 0;
@@ -329,7 +247,7 @@ static void reset_one(struct uf_ring *r, uint32_t id, uint64_t seq)
 	e->last_rx_ts = 0;
 	e->volume = 0;
 	e->trades = 0;
-	entry_end(r, e, seq);
+	uf_ring_entry_end(r, e, seq);
 }
 
 int uf_ring_image_reset_book(struct uf_ring *r, uint32_t instrument, uint64_t seq)

@@ -305,58 +305,160 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
                              const struct uf_level *levels, uint32_t n, uint64_t seq,
                              uint64_t rx_ts);
 
-/* Issue 26: a publish step changes a few levels of a side, not the side; copying only those
- * keeps the image stage at the cost of what changed. uf_ring_image_level_span says where the
- * changes between prices `best` and `worst` of `side` (best <= worst in the side's order)
- * land in the image as it stands: *from = the levels strictly better than `best` (what the
- * image holds already), *end = the levels not strictly worse than `worst` (below them the
- * levels only moved by what the side gained or lost), *count and *cut = the side's count
- * and truncation flag. uf_ring_image_update_levels then writes levels[0..k) as levels
- * from.. of `side` (best first), takes `n` as the side's whole level count (cut to depth and
- * flagged truncated, as uf_ring_image_set_levels), clears the levels past it the side lost
- * and leaves every other level as it is: the caller passes every level that changed. What a
- * reader sees is then exactly what uf_ring_image_set_levels with the whole side would have
- * left. The producer's own entry: no lock to read it. A bad id or side: an empty span. */
-static inline void uf_ring_image_level_span(const struct uf_ring *r, uint32_t instrument, int side,
-                                            int64_t best, int64_t worst, uint32_t *from,
-                                            uint32_t *end, uint32_t *count, int *cut)
-{
-	uint32_t i = 0, n = 0;
-	const struct uf_level *lv;
-	struct uf_image_entry *e;
+/* Issue 26: a publish step changes a few levels of a side, not the side; the image copies
+ * only those, straight from the books into the entry (no staging buffer). The producer opens
+ * one side with uf_ring_image_side_begin (the entry is locked: inside a bracket until the
+ * bracket ends), finds where the changed prices land with uf_ring_image_side_span, writes the
+ * levels that changed into w->lv[] (best first, at most w->depth slots, `reserved` zero), and
+ * closes with uf_ring_image_side_end, giving the side's whole level count: the count is cut to
+ * depth and flagged truncated (as uf_ring_image_set_levels), the slots the side lost are
+ * cleared, the entry's receive time and stamp move as any setter's. What a reader sees is
+ * then exactly what uf_ring_image_set_levels with the whole side would have left, provided
+ * the caller wrote every slot that changed. */
+struct uf_ring_side {
+	struct uf_image_entry *e; /* the entry, locked */
+	struct uf_level *lv;      /* the side's `depth` level slots in it, best first */
+	uint32_t n;               /* the side's level count in the image (<= depth) */
+	uint32_t cut;             /* 1: the side was deeper than the image (flagged truncated) */
+	uint32_t depth;           /* image levels per side */
+	int side;                 /* UF_SIDE_BID or UF_SIDE_ASK */
+};
 
-	*cut = 0;
-	if (UF_LIKELY(instrument < r->image->max_instruments)) {
-		e = uf_image_entry_at(r->image, instrument);
-		if (side == UF_SIDE_BID) {
-			lv = uf_image_levels(e);
-			n = e->nbid;
-			*cut = !!(e->flags & UF_IMAGE_F_TRUNC_BID);
-			while (i < n && lv[i].price > best)
-				i++;
-			*from = i;
-			while (i < n && lv[i].price >= worst)
-				i++;
-		} else if (side == UF_SIDE_ASK) {
-			lv = uf_image_levels(e) + r->image->depth;
-			n = e->nask;
-			*cut = !!(e->flags & UF_IMAGE_F_TRUNC_ASK);
-			while (i < n && lv[i].price < best)
-				i++;
-			*from = i;
-			while (i < n && lv[i].price <= worst)
-				i++;
-		}
-	}
-	if (!n)
-		*from = 0;
-	*end = i;
-	*count = n;
+/* The entry's sequence lock, shared by every setter (ring/image.c) and the in-place side
+ * write below, which is inline for the feed's per-side image copy. Lock: the odd value is
+ * visible before any field of the entry changes. Unlock: stamps `seq`, marks the entry
+ * present, and every field change is visible before the even value. */
+static inline void uf_ring_entry_lock(struct uf_image_entry *e)
+{
+	uf_store_relaxed_u64(&e->lock, e->lock + 1);
+	uf_fence_release(); /* the odd lock is visible before any field of the entry changes */
 }
 
-int uf_ring_image_update_levels(struct uf_ring *r, uint32_t instrument, int side, uint32_t from,
-                                const struct uf_level *levels, uint32_t k, uint32_t n, uint64_t seq,
-                                uint64_t rx_ts);
+static inline void uf_ring_entry_unlock(struct uf_image_entry *e, uint64_t seq)
+{
+	e->stamp = seq;
+	e->present = 1;
+	uf_store_release_u64(&e->lock, e->lock + 1); /* every field change before the even lock */
+}
+
+/* Opens entry `id` for writing (NULL for an id >= max_instruments): readers that start now
+ * (or are mid-copy) will retry. Inside a bracket the entry is locked once and stays locked
+ * until the bracket ends (ring/image.c release_touched); outside one uf_ring_entry_end
+ * releases it. */
+static inline struct uf_image_entry *uf_ring_entry_begin(struct uf_ring *r, uint32_t id)
+{
+	struct uf_image_entry *e;
+
+	if (UF_UNLIKELY(id >= r->image->max_instruments))
+		return NULL;
+	e = uf_image_entry_at(r->image, id);
+	if (r->batch) {
+		if (!r->is_touched[id]) {
+			r->is_touched[id] = 1;
+			r->touched[r->ntouched++] = id;
+			uf_ring_entry_lock(e);
+		}
+		return e;
+	}
+	uf_ring_entry_lock(e);
+	return e;
+}
+
+static inline void uf_ring_entry_end(struct uf_ring *r, struct uf_image_entry *e, uint64_t seq)
+{
+	if (!r->batch)
+		uf_ring_entry_unlock(e, seq);
+}
+
+/* Opens `side` of `instrument` for writing in place and fills *w. Returns 0, -ERANGE for an
+ * id >= max_instruments, -EINVAL for a bad side (nothing locked then). */
+static inline int uf_ring_image_side_begin(struct uf_ring *r, uint32_t instrument, int side,
+                                           struct uf_ring_side *w)
+{
+	uint32_t depth = r->image->depth;
+	struct uf_image_entry *e;
+
+	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
+		return -EINVAL;
+	e = uf_ring_entry_begin(r, instrument);
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	w->e = e;
+	w->depth = depth;
+	w->side = side;
+	if (side == UF_SIDE_BID) {
+		w->lv = uf_image_levels(e);
+		w->n = e->nbid;
+		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_BID);
+	} else {
+		w->lv = uf_image_levels(e) + depth;
+		w->n = e->nask;
+		w->cut = !!(e->flags & UF_IMAGE_F_TRUNC_ASK);
+	}
+	if (UF_UNLIKELY(w->n > depth))
+		w->n = depth; /* every setter keeps it <= depth; bound the clearing anyway */
+	return 0;
+}
+
+/* Closes what uf_ring_image_side_begin opened: the side has `total` levels in the books (the
+ * image keeps min(total, depth) and flags the cut), rx_ts is its latest change; outside a
+ * bracket the entry is released stamped `seq`. */
+static inline void uf_ring_image_side_end(struct uf_ring *r, const struct uf_ring_side *w,
+                                          uint64_t total, uint64_t seq, uint64_t rx_ts)
+{
+	struct uf_image_entry *e = w->e;
+	uint32_t cut = total > w->depth;
+	uint32_t n = cut ? w->depth : (uint32_t)total;
+	uint32_t bit = w->side == UF_SIDE_BID ? UF_IMAGE_F_TRUNC_BID : UF_IMAGE_F_TRUNC_ASK;
+
+	/* Slots past the old count are zero already (every setter clears past its count), so
+	 * only the ones the side lost are cleared. */
+	for (uint32_t i = n; i < w->n; i++)
+		w->lv[i] = (struct uf_level){0};
+	if (w->side == UF_SIDE_BID)
+		e->nbid = n;
+	else
+		e->nask = n;
+	e->flags = cut ? e->flags | bit : e->flags & ~bit;
+	e->update_rx_ts = rx_ts;
+	uf_ring_entry_end(r, e, seq);
+}
+
+/* Where changes between prices `best` and `worst` (best <= worst in the side's order) land in
+ * the open side as the image holds it: *from = the levels strictly better than `best` (they
+ * did not change), *end = the levels not strictly worse than `worst` (below them the levels
+ * only moved by what the side gained or lost). A change wholly below the image's last level
+ * (a deep book changing under the top `depth`) is found from that level alone: from = end =
+ * n. The producer's own entry: no lock needed to read it. */
+static inline void uf_ring_image_side_span(const struct uf_ring_side *w, int64_t best,
+                                           int64_t worst, uint32_t *from, uint32_t *end)
+{
+	const struct uf_level *lv = w->lv;
+	uint32_t i = 0, n = w->n;
+
+	if (w->side == UF_SIDE_BID) {
+		if (n && lv[n - 1].price > best) {
+			*from = *end = n;
+			return;
+		}
+		while (i < n && lv[i].price > best)
+			i++;
+		*from = i;
+		while (i < n && lv[i].price >= worst)
+			i++;
+	} else {
+		if (n && lv[n - 1].price < best) {
+			*from = *end = n;
+			return;
+		}
+		while (i < n && lv[i].price < best)
+			i++;
+		*from = i;
+		while (i < n && lv[i].price <= worst)
+			i++;
+	}
+	*end = i;
+}
 
 /* Replaces both sides at once (one consistent update). */
 int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct uf_level *bids,

@@ -1,5 +1,5 @@
 /* Issue 26: the sink copies into the book image only the sides and levels a step changed
- * (feed/sink.c uf_sink_copy_side, ring/image.c uf_ring_image_update_levels). After every
+ * (feed/sink.c uf_sink_copy_side, ring/image.c uf_ring_image_side_begin/end). After every
  * step the image under test must hold exactly what a full copy of the publisher's books
  * makes (uf_ring_image_set_book on a reference ring, depth + 1 levels a side): levels,
  * counts, truncation flags, and the cleared levels past the count. Driven by directed steps
@@ -307,11 +307,184 @@ static void test_sink_levels_random_day_matches_full_copy(void **state)
 	fx_teardown(&x);
 }
 
+/* What a full copy of every dirty book (uf_sink_copy_book at the flush) does to the entries'
+ * stamps and receive times: a book a LEVEL record named since the last flush is stamped with
+ * the ring's tail and carries the receive time of its latest step; every other entry keeps
+ * both. Every message of the deep day below names its book in a LEVEL record. */
+struct stamps {
+	uint64_t stamp[NINST];
+	uint64_t rx[NINST];
+	uint64_t want_rx[NINST]; /* latest step's receive time of a named book, else 0 */
+};
+
+static void stamps_take(struct fx *x, struct stamps *t)
+{
+	for (uint32_t id = 0; id < NINST; id++) {
+		struct uf_image_entry *e = uf_image_entry_at(x->sink.ring->image, id);
+		t->stamp[id] = e->stamp;
+		t->rx[id] = e->update_rx_ts;
+		t->want_rx[id] = 0;
+	}
+}
+
+static void stamps_note(struct stamps *t, const struct uf_record *recs, size_t n, uint64_t rx)
+{
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].kind == UF_REC_LEVEL && recs[i].instrument < NINST)
+			t->want_rx[recs[i].instrument] = rx;
+}
+
+static void stamps_check(struct fx *x, const struct stamps *t, const char *what)
+{
+	uint64_t tail = uf_ring_tail(x->sink.ring);
+	for (uint32_t id = 0; id < NINST; id++) {
+		struct uf_image_entry *e = uf_image_entry_at(x->sink.ring->image, id);
+		uint64_t ws = t->want_rx[id] ? tail : t->stamp[id];
+		uint64_t wr = t->want_rx[id] ? t->want_rx[id] : t->rx[id];
+		if (e->stamp != ws || e->update_rx_ts != wr)
+			fail_msg("%s (step %u): book %u stamp %llu rx %llu, full copy %llu rx %llu",
+			         what, x->steps, id, (unsigned long long)e->stamp,
+			         (unsigned long long)e->update_rx_ts, (unsigned long long)ws,
+			         (unsigned long long)wr);
+	}
+}
+
+/* Issue 26 (h-image): the cuts of the in-place side copy against full copies, on books much
+ * deeper than the image (40 prices a side, image depth 5: most changes land below it and copy
+ * nothing), sides crossing the depth boundary and emptied (the day alternates filling and
+ * draining phases), levels added and removed within one step (a fleeting order at a price
+ * the side did not have) and within one deferred flush. The image is compared after every
+ * flush, entry by entry: levels, counts, truncation flags, stamps and receive times. */
+static void test_sink_levels_deep_books_match_full_copy(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct live lv[512];
+	size_t nlive = 0;
+	uint64_t s = 0x2545f4914f6cdd1dull, next_ref = 1, rx = RX_NS;
+	unsigned skips = 0, crossings = 0, empties = 0;
+	struct stamps t;
+	fx_setup(&x);
+	const struct uf_itch_msg d[] = {dir(1, "A"), dir(2, "B"), dir(5, "C")};
+	const uint16_t locs[] = {1, 2, 5};
+	step(&x, d, 3);
+	check(&x, "directory");
+	uf_sink_defer_image(&x.sink, 1);
+	stamps_take(&x, &t);
+	unsigned since_flush = 0, flush_every = 1;
+	for (int st = 0; st < 6000; st++) {
+		/* 600-step phases: fill towards ~300 orders, then drain to none */
+		int fill = (st / 600) % 2 == 0;
+		struct uf_itch_msg m[8];
+		size_t nm = 0, want = 1 + rng_next(&s) % 4;
+		while (nm < want) {
+			uint64_t r = rng_next(&s);
+			unsigned op = (unsigned)(r % 10);
+			int adding = nlive == 0 || (fill ? op < 7 : op < 2);
+			if (nlive >= UF_ARRAY_SIZE(lv) - 8)
+				adding = 0;
+			if (adding) {
+				uint16_t loc = locs[(r >> 8) % 3];
+				uint8_t side = (r >> 12) & 1 ? 'B' : 'S';
+				uint32_t off = (uint32_t)((r >> 16) % 40) * 10;
+				uint32_t price = side == 'B' ? 1000 - off : 1010 + off;
+				uint32_t sh = 1 + (uint32_t)((r >> 24) % 500);
+				m[nm++] = add(loc, next_ref, side, sh, price);
+				lv[nlive++] = (struct live){next_ref++, loc, sh, side};
+				continue;
+			}
+			size_t j = (r >> 8) % nlive;
+			if (op < 7 || lv[j].shares < 2) {
+				m[nm++] = del(lv[j].loc, lv[j].ref);
+				lv[j] = lv[--nlive];
+			} else if (op < 8) {
+				uint32_t c = 1 + (uint32_t)((r >> 20) % (lv[j].shares - 1));
+				m[nm++] = exec_(lv[j].loc, lv[j].ref, c);
+				lv[j].shares -= c;
+			} else {
+				uint32_t off = (uint32_t)((r >> 20) % 40) * 10;
+				uint32_t sh = 1 + (uint32_t)((r >> 44) % 50);
+				m[nm++] = replace(lv[j].loc, lv[j].ref, next_ref, sh,
+				                  lv[j].side == 'B' ? 1000 - off : 1010 + off);
+				lv[j].ref = next_ref++;
+				lv[j].shares = sh;
+			}
+		}
+		if (rng_next(&s) % 6 == 0) {
+			/* a fleeting order: added and gone in the same step, at a price between
+			 * the slots (no other order rests there) */
+			uint64_t r = rng_next(&s);
+			uint16_t loc = locs[r % 3];
+			uint8_t side = (r >> 4) & 1 ? 'B' : 'S';
+			uint32_t off = (uint32_t)((r >> 8) % 40) * 10 + 5;
+			m[nm++] =
+			    add(loc, next_ref, side, 7, side == 'B' ? 1000 - off : 1010 + off);
+			m[nm++] = del(loc, next_ref++);
+		}
+		rx += 1 + rng_next(&s) % 1000;
+		size_t k;
+		assert_int_equal(sink_fx_step(x.pub, &x.sink, &x.seq, m, nm, rx, x.recs,
+		                              UF_ARRAY_SIZE(x.recs), &k),
+		                 0);
+		stamps_note(&t, x.recs, k, rx);
+		if (++since_flush < flush_every)
+			continue;
+		/* what the flush will meet: a deep side changed only below the image, a side
+		 * crossing the depth boundary, an emptied side (so the day is known to cover
+		 * them) */
+		for (uint32_t i = 0; i < 3; i++) {
+			struct uf_image_entry *e = uf_image_entry_at(x.sink.ring->image, locs[i]);
+			for (int sd = 0; sd < 2; sd++) {
+				uint32_t bit = sd ? UF_IMAGE_F_TRUNC_ASK : UF_IMAGE_F_TRUNC_BID;
+				size_t nb = uf_publish_depth(x.pub, locs[i],
+				                             sd ? UF_SIDE_ASK : UF_SIDE_BID);
+				uint32_t ni = sd ? e->nask : e->nbid;
+				if (!!(e->flags & bit) != (nb > DEPTH))
+					crossings++;
+				if (ni && !nb)
+					empties++;
+			}
+		}
+		struct uf_image_entry before[NINST];
+		struct uf_level blv[NINST][2 * DEPTH];
+		for (uint32_t id = 0; id < NINST; id++) {
+			struct uf_image_entry *e = uf_image_entry_at(x.sink.ring->image, id);
+			before[id] = *e;
+			memcpy(blv[id], uf_image_levels(e), sizeof(blv[id]));
+		}
+		assert_int_equal(uf_sink_image_flush(&x.sink), 0);
+		for (uint32_t id = 0; id < NINST; id++) {
+			struct uf_image_entry *e = uf_image_entry_at(x.sink.ring->image, id);
+			if (t.want_rx[id] && (before[id].flags & UF_IMAGE_F_TRUNC_BID) &&
+			    (e->flags & UF_IMAGE_F_TRUNC_BID) &&
+			    memcmp(blv[id], uf_image_levels(e), sizeof(blv[id])) == 0)
+				skips++;
+		}
+		check(&x, "deep books, flushed");
+		stamps_check(&x, &t, "deep books, flushed");
+		stamps_take(&x, &t);
+		since_flush = 0;
+		flush_every = 1 + (unsigned)(rng_next(&s) % 6);
+	}
+	uf_sink_defer_image(&x.sink, 0);
+	check(&x, "deep day end");
+	print_message("deep day: %u flushes compared, %u with a cut bid side unchanged, %u sides "
+	              "crossing the depth, %u emptied\n",
+	              x.steps, skips, crossings, empties);
+	/* the day reached every case it is there for */
+	assert_true(x.steps > 1000);
+	assert_true(skips > 100);
+	assert_true(crossings > 20);
+	assert_true(empties > 3);
+	fx_teardown(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sink_copies_only_changed_levels_as_a_full_copy_would),
 	    cmocka_unit_test(test_sink_levels_random_day_matches_full_copy),
+	    cmocka_unit_test(test_sink_levels_deep_books_match_full_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
