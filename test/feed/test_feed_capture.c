@@ -835,6 +835,12 @@ static void test_capture_records_snapshot_sessions(void **s)
 	cfg.snapshot.timeout_ms = 10000;
 	cfg.snapshot.buffer_packets = 8192;
 	cfg.snapshot.reload_uncertain = UF_FEED_DEFAULT_SNAPSHOT_RELOAD_UNCERTAIN;
+	/* uf-replay's snapshot server can lag its own live lines by thousands of messages on a
+	 * loaded box (under ASan: End 19175 against the lines' 21210), and the default max_lead
+	 * refuses that load; before the retry the day was over and nothing had loaded. This case
+	 * is about the capture: the lag is accepted (the messages between are re-requested), the
+	 * refusal has its own cases (test_feed_snapshot_trust). */
+	cfg.snapshot.max_lead = 1000000;
 	char a[64], b[64], port[16], sp[16];
 	tc_line_arg(&cfg, 0, a, sizeof(a));
 	tc_line_arg(&cfg, 1, b, sizeof(b));
