@@ -15,6 +15,7 @@
 #include "feed/sink.h"
 #include "publish/uf_publish.h"
 #include "ring/uf_ring.h"
+#include "test/common/uf_test_rings.h"
 
 /* The receive time every step carries unless a test gives its own. */
 #define RX_NS 1700000000123456789ull
@@ -43,6 +44,7 @@ static inline void sink_fx_open(const struct sink_fx_params *sp, char *name, siz
 	char err[256];
 
 	snprintf(name, name_len, "t%d_%s_%d", (int)getpid(), sp->tag, n++);
+	uf_test_rings_remember(name); /* removed at exit, after a failed assertion too */
 	snprintf(cfg->name, sizeof(cfg->name), "%s", sp->feed);
 	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "%s", name);
 	cfg->ring.capacity = sp->ring_capacity;

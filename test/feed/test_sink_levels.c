@@ -56,6 +56,7 @@ static void fx_setup(struct fx *x)
 	memset(x, 0, sizeof(*x));
 	sink_fx_open(&sp, x->name, sizeof(x->name), &x->cfg, &x->pub, &x->sink);
 	snprintf(x->ref_name, sizeof(x->ref_name), "t%d_lvref_%d", (int)getpid(), n++);
+	uf_test_rings_remember(x->ref_name);
 	struct uf_ring_options opt;
 	uf_ring_options_init(&opt);
 	opt.capacity = 1024;
