@@ -411,8 +411,9 @@ static void test_lifecycle_threads_run_where_the_config_says(void **state)
 	uf_test_write_file(tmpdir, "uf.json", json);
 
 	daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
-	uf_test_wait_log(tmpdir, "running;", 10000);
-	usleep(300000); /* the feed thread pins itself and sets up its ring first */
+	/* "ready:" once the feed thread made a pass of its loop: it pinned itself and set up
+	 * its receive back end (the SQ thread) before that; "running;" only says it was made */
+	uf_test_wait_log(tmpdir, "ready:", 10000);
 	thread_cpus(daemon, cpus, sizeof(cpus));
 	print_message("threads: %s\n", cpus);
 	assert_int_equal(thread_has_cpu(cpus, "uringfeed", 1), 0);  /* main thread: off CPU 1 */

@@ -72,8 +72,11 @@ static void test_live_metrics_ready_and_event_log(void **state)
 	pid_t daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
 	uint16_t port = uf_test_status_port(tmpdir);
 	uint16_t probe = uf_test_log_port(tmpdir, "probe endpoint http://127.0.0.1:");
-	/* journal format: priority prefix, no timestamp */
+	/* journal format: priority prefix, no timestamp; "ready:" once the feed thread made a
+	 * pass of its loop ("running;" comes when it was made: /ready could still say
+	 * "starting") */
 	uf_test_wait_log(tmpdir, "<6>running;", 10000);
+	uf_test_wait_log(tmpdir, "<6>ready:", 10000);
 
 	/* Before any data: not ready, and says so; alive all the same. */
 	assert_int_equal(uf_test_http_get(probe, "/ready", &body), 503);
