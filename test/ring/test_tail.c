@@ -242,6 +242,25 @@ static void test_tail_from_start_reads_the_journal_then_the_ring(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Waits (bounded, 10 s) until process `pid` holds a consumer slot of ring `r`, and when
+ * `asleep`, until that slot says it sleeps in FUTEX_WAIT (one reading: a sleeper leaves the
+ * wait for a moment every 50 ms slice). Fails the test on time out. */
+static void tail_wait_attached(struct uf_ring *r, pid_t pid, int asleep)
+{
+	const struct uf_ring_cslot *slots = (const struct uf_ring_cslot *)(r->ct + 1);
+	uint64_t end = uf_now_mono_ns() + 10000000000ull;
+	for (;;) {
+		for (uint32_t i = 0; i < r->ct->nslots; i++)
+			if (uf_load_relaxed_u32(&slots[i].pid) == (uint32_t)pid &&
+			    (!asleep || uf_load_relaxed_u32(&slots[i].flags) == 1))
+				return;
+		if (uf_now_mono_ns() > end)
+			fail_msg("uf-tail %d never %s", (int)pid,
+			         asleep ? "slept in the ring's futex wait" : "attached");
+		usleep(1000);
+	}
+}
+
 static void test_tail_ends_cleanly_on_ctrl_c(void **state)
 {
 	char name[64], path[600];
@@ -267,7 +286,9 @@ static void test_tail_ends_cleanly_on_ctrl_c(void **state)
 				      "20", (char *)NULL);
 			_exit(127);
 		}
-		usleep(300000); /* attached and asleep in the futex wait */
+		/* attached (its signal handler is in place before it attaches), and for the records
+		 * mode seen asleep in the futex wait once, which SIGINT must cut short */
+		tail_wait_attached(r, pid, mode == 0);
 		t0 = uf_now_mono_ns();
 		kill(pid, SIGINT);
 		st = test_wait_child(pid, 5000);
