@@ -67,13 +67,6 @@ static void copy_side(struct uf_level *dst, uint32_t depth, const struct uf_leve
 		memset(&dst[n], 0, (size_t)(depth - n) * sizeof(*dst));
 }
 
-/* A side given more levels than the image depth is cut, and says so: a late joiner must know
- * that its copy of the book is not the whole book (UF_BOOKF_TRUNCATED_* in the snapshot). */
-static inline uint32_t set_trunc(uint32_t flags, uint32_t bit, uint32_t cut)
-{
-	return cut ? flags | bit : flags & ~bit;
-}
-
 int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
                              const struct uf_level *levels, uint32_t n, uint64_t seq,
                              uint64_t rx_ts)
@@ -94,11 +87,11 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
 	if (side == UF_SIDE_BID) {
 		copy_side(uf_image_levels(e), depth, levels, n);
 		e->nbid = n;
-		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
+		e->flags = uf_ring_set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
 	} else {
 		copy_side(uf_image_levels(e) + depth, depth, levels, n);
 		e->nask = n;
-		e->flags = set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
+		e->flags = uf_ring_set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
 	}
 	e->update_rx_ts = rx_ts;
 	uf_ring_entry_end(r, e, seq);
@@ -124,8 +117,8 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
 	copy_side(uf_image_levels(e) + depth, depth, asks, nask);
 	e->nbid = nbid;
 	e->nask = nask;
-	e->flags = set_trunc(set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut_bid),
-	                     UF_IMAGE_F_TRUNC_ASK, cut_ask);
+	e->flags = uf_ring_set_trunc(uf_ring_set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut_bid),
+	                             UF_IMAGE_F_TRUNC_ASK, cut_ask);
 	e->update_rx_ts = rx_ts;
 	uf_ring_entry_end(r, e, seq);
 	return 0;

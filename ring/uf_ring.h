@@ -324,6 +324,15 @@ struct uf_ring_side {
 	int side;                 /* UF_SIDE_BID or UF_SIDE_ASK */
 };
 
+/* A side given more levels than the image depth is cut, and says so: a late joiner must know
+ * that its copy of the book is not the whole book (UF_BOOKF_TRUNCATED_* in the snapshot).
+ * `flags` with the side's truncated `bit` set when `cut`, cleared when not; for every setter
+ * (ring/image.c) and the in-place side write below. */
+static inline uint32_t uf_ring_set_trunc(uint32_t flags, uint32_t bit, uint32_t cut)
+{
+	return cut ? flags | bit : flags & ~bit;
+}
+
 /* The entry's sequence lock, shared by every setter (ring/image.c) and the in-place side
  * write below, which is inline for the feed's per-side image copy. Lock: the odd value is
  * visible before any field of the entry changes. Unlock: stamps `seq`, marks the entry
@@ -419,7 +428,7 @@ static inline void uf_ring_image_side_end(struct uf_ring *r, const struct uf_rin
 		e->nbid = n;
 	else
 		e->nask = n;
-	e->flags = cut ? e->flags | bit : e->flags & ~bit;
+	e->flags = uf_ring_set_trunc(e->flags, bit, cut);
 	e->update_rx_ts = rx_ts;
 	uf_ring_entry_end(r, e, seq);
 }
