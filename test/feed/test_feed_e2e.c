@@ -12,6 +12,7 @@
 
 #include "common/uf_endian.h"
 #include "common/uf_nyday.h"
+#include "common/uf_schedstat.h"
 #include "common/uf_symbol.h"
 #include "feed/mcast.h"
 #include "feed/uf_feed.h"
@@ -545,20 +546,14 @@ static uint64_t ft_steal_ticks(void)
 }
 
 /* CPU time the host withheld from the feed thread so far, ns: its wait on a run queue
- * (/proc/self/task/TID/schedstat, field 2) plus the time stolen from every CPU since `steal0`
+ * (uf_schedstat_read) plus the time stolen from every CPU since `steal0`
  * (ft_steal_ticks; an upper bound, it counts all CPUs). Call while the thread lives. */
 static uint64_t ft_feed_withheld_ns(const struct ft_case *c, uint64_t steal0)
 {
-	char path[64];
-	unsigned long long run = 0, wait = 0;
+	uint64_t wait = 0;
 	pid_t tid = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
-	FILE *f = tid ? fopen(path, "r") : NULL;
-	if (f) {
-		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-			wait = 0;
-		fclose(f);
-	}
+	if (!tid || uf_schedstat_read(getpid(), tid, NULL, &wait) < 0)
+		wait = 0;
 	uint64_t steal = ft_steal_ticks() - steal0;
 	return wait + steal * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 }

@@ -29,6 +29,7 @@
 
 #include "bench.h"
 #include "common/uf_parse.h"
+#include "common/uf_schedstat.h"
 #include "common/uf_time.h"
 
 #ifndef UF_BENCH_NATS
@@ -68,23 +69,11 @@ struct side {
 	volatile pid_t tid;    /* its thread (CPU time per record) */
 };
 
-/* CPU time (ns) thread `tid` of process `pid` has run, from the scheduler's own account
- * (/proc/PID/task/TID/schedstat, nanoseconds: the tick-based utime would round a 100 ms
- * phase to tens of percent); 0 if it is gone. */
+/* CPU time (ns) thread `tid` of process `pid` has run (uf_schedstat_read); 0 if it is gone. */
 static uint64_t task_cpu_ns(pid_t pid, pid_t tid)
 {
-	char path[64];
-	unsigned long long ns = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &ns) != 1)
-		ns = 0;
-	fclose(f);
-	return ns;
+	uint64_t ns = 0;
+	return uf_schedstat_read(pid, tid, &ns, NULL) == 0 ? ns : 0;
 }
 
 /* CPU time (ns) of every thread of process `pid` (threads that exited are not counted:

@@ -81,12 +81,6 @@ int e2e_status_read(uint16_t port, struct e2e_status *st);
  * io_uring SQPOLL thread, included), in ns. Returns 0 or -errno. */
 int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns);
 
-/* Time thread `tid` of `pid` has run on a CPU so far, in ns, exact (the scheduler's own sum,
- * /proc/PID/task/TID/schedstat; utime + stime count in clock ticks), and in *wait_ns (NULL:
- * not wanted) the time it waited on a run queue, runnable but not running (preempted): from
- * one reading. Returns 0 or -errno. */
-int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns, uint64_t *wait_ns);
-
 /* Sleeps `ms` milliseconds (a poll interval: waking early on a signal is fine). */
 void e2e_sleep_ms(int ms);
 

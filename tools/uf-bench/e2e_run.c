@@ -18,6 +18,7 @@
 
 #include "bench.h"
 #include "common/uf_parse.h"
+#include "common/uf_schedstat.h"
 #include "common/uf_time.h"
 #include "e2e_run.h"
 #include "e2e_search.h"
@@ -251,7 +252,7 @@ static void stage_figs(const struct e2e_hists *m0, const struct e2e_hists *m1, s
 static int feed_cpu_mark(struct run *r, pid_t tid, uint64_t *run_ns, uint64_t *wait_ns,
                          struct e2e_status *st)
 {
-	int rc = e2e_thread_run_ns(r->feed, tid, run_ns, wait_ns);
+	int rc = uf_schedstat_read(r->feed, tid, run_ns, wait_ns);
 	return rc < 0 ? rc : e2e_status_read(r->status_port, st);
 }
 

@@ -217,27 +217,6 @@ int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns)
 	return 0;
 }
 
-int e2e_thread_run_ns(pid_t pid, pid_t tid, uint64_t *ns, uint64_t *wait_ns)
-{
-	char path[96];
-	unsigned long long run, wait;
-	FILE *f;
-	int ok;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	ok = fscanf(f, "%llu %llu", &run, &wait) == 2;
-	fclose(f);
-	if (!ok)
-		return -EPROTO;
-	*ns = run;
-	if (wait_ns)
-		*wait_ns = wait;
-	return 0;
-}
-
 void e2e_sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
