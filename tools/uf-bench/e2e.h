@@ -80,6 +80,9 @@ int e2e_status_read(uint16_t port, struct e2e_status *st);
 /* utime + stime of every thread of `pid` so far (kernel threads of the process, such as the
  * io_uring SQPOLL thread, included), in ns. Returns 0 or -errno. */
 int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns);
+/* Thread tid's time in the kernel (stime of /proc/PID/task/TID/stat), ns: counted in clock
+ * ticks (10 ms at 100 Hz), so only a window of seconds gives it to a few percent. */
+int e2e_thread_sys_ns(pid_t pid, pid_t tid, uint64_t *ns);
 
 /* Sleeps `ms` milliseconds (a poll interval: waking early on a signal is fine). */
 void e2e_sleep_ms(int ms);

@@ -162,6 +162,11 @@ struct feedcpu {
 	uint64_t wait_ns;        /* the step: time the thread was runnable and not running
 	                          * (schedstat): busy_ns is wall time, so preemption inside a
 	                          * working turn is in it; at most this much of it */
+	int sys_ok;              /* sys_ns read at both ends of the step */
+	uint64_t sys_ns;         /* the step: the thread's time in the kernel (stime, clock
+	                          * ticks): the receive copies of both lines, run as task work
+	                          * in the feed's own turns (io_uring without SQPOLL) */
+	double sys_per_msg;      /* sys_ns / messages */
 };
 
 /* One replay step's outcome. */

@@ -261,7 +261,7 @@ static int feed_cpu_mark(struct run *r, pid_t tid, uint64_t *run_ns, uint64_t *w
 static void feed_cpu_idle(struct run *r, pid_t tid, struct feedcpu *fc)
 {
 	struct e2e_status a, b;
-	uint64_t ra, rb;
+	uint64_t ra = 0, rb = 0;
 
 	if (feed_cpu_mark(r, tid, &ra, NULL, &a) < 0) {
 		snprintf(fc->note, sizeof(fc->note), "feed thread %d: no schedstat", (int)tid);
@@ -290,7 +290,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	struct replay_cmd cmd;
 	struct e2e_status s0, s1;
 	static struct e2e_hists m0, m1; /* big; one step at a time */
-	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0, fw0 = 0, fw1 = 0;
+	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0, fw0 = 0, fw1 = 0, fs0 = 0, fs1 = 0;
 	struct e2e_status q0, q1;
 	struct feedcpu *fc = NULL;
 	pid_t ftid = -1;
@@ -336,6 +336,8 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		return -ECHILD;
 	if (fc && feed_cpu_mark(r, ftid, &fr0, &fw0, &q0) < 0)
 		fc = NULL;
+	if (fc && e2e_thread_sys_ns(r->feed, ftid, &fs0) < 0)
+		fs0 = UINT64_MAX; /* no system time for this step */
 	t0 = uf_now_mono_ns();
 	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
 	t1 = uf_now_mono_ns();
@@ -381,6 +383,12 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 			fc->run_per_msg = (double)fc->run_ns / (double)fc->messages;
 			fc->work_per_msg = ((double)fc->run_ns - spin) / (double)fc->messages;
 			fc->ok = 1;
+			if (fs0 != UINT64_MAX && e2e_thread_sys_ns(r->feed, ftid, &fs1) == 0 &&
+			    fs1 >= fs0) {
+				fc->sys_ns = fs1 - fs0;
+				fc->sys_per_msg = (double)fc->sys_ns / (double)fc->messages;
+				fc->sys_ok = 1;
+			}
 			if (r->busy_clock && fc->busy_ns) {
 				fc->busy_per_msg = (double)fc->busy_ns / (double)fc->messages;
 				fc->busy_ok = 1;

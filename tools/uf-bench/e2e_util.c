@@ -179,8 +179,9 @@ int e2e_status_read(uint16_t port, struct e2e_status *st)
 	return 0;
 }
 
-/* Fields 14 and 15 of a stat line (utime, stime), after the parenthesised comm. */
-static int stat_times(const char *path, uint64_t *ticks)
+/* Fields 14 and 15 of a stat line (utime, stime), after the parenthesised comm: their sum into
+ * *ticks, and stime alone into *sys (may be NULL). */
+static int stat_times(const char *path, uint64_t *ticks, uint64_t *sys)
 {
 	char buf[1024], *p;
 	unsigned long long ut, st;
@@ -197,23 +198,44 @@ static int stat_times(const char *path, uint64_t *ticks)
 	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -EPROTO;
 	*ticks = ut + st;
+	if (sys)
+		*sys = st;
 	return 0;
+}
+
+static uint64_t ticks_ns(uint64_t ticks)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	return ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
 }
 
 int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns)
 {
 	char path[64];
 	uint64_t ticks;
-	long hz = sysconf(_SC_CLK_TCK);
 	int rc;
 
 	/* /proc/PID/stat sums every thread of the group, the SQPOLL thread (iou-sqp) too:
 	 * it is a thread of the process. */
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	rc = stat_times(path, &ticks);
+	rc = stat_times(path, &ticks, NULL);
 	if (rc < 0)
 		return rc;
-	*ns = ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	*ns = ticks_ns(ticks);
+	return 0;
+}
+
+int e2e_thread_sys_ns(pid_t pid, pid_t tid, uint64_t *ns)
+{
+	char path[96];
+	uint64_t ticks, sys;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	rc = stat_times(path, &ticks, &sys);
+	if (rc < 0)
+		return rc;
+	*ns = ticks_ns(sys);
 	return 0;
 }
 
