@@ -88,12 +88,25 @@ static int uf_feed_async_wake(void *ctx, uint32_t *word)
 static void uf_feed_flush(struct uf_feed *f)
 {
 	int timed = 0;
-	uint64_t t_ring = 0;
+	uint64_t t_ring = 0, tk = 0, now = 0;
 	if (f->tm.timed && f->step.nrec)
 		t_ring = uf_tick_now(&f->tm.clock);
 	if (UF_UNLIKELY(f->filter.on) && f->step.nrec)
 		f->step.nrec = uf_filter_records(&f->filter, f->recs, f->step.nrec);
+	/* One clock read for the step, as its records enter the ring: their pub_delta_ns
+	 * (uf_rec_stamp: after every book update of the step, so the figure is the time to
+	 * readable) and the latency histogram, the same instant. Timing off: one
+	 * CLOCK_REALTIME read; on: one tick, wall time from the anchor. */
+	if (f->step.nrec || f->step.lat_msgs) {
+		if (f->tm.timed) {
+			tk = uf_tick_now(&f->tm.clock);
+			now = uf_stage_realtime(&f->tm, tk);
+		} else {
+			now = uf_now_realtime_ns();
+		}
+	}
 	if (f->step.nrec) {
+		uf_rec_stamp(f->recs, f->step.nrec, now);
 		int rc = uf_sink_records(&f->sink, f->recs, f->step.nrec, f->step.lat_rx);
 		if (UF_UNLIKELY(rc < 0))
 			uf_stat_add(&f->stats.image_errors, 1);
@@ -101,23 +114,18 @@ static void uf_feed_flush(struct uf_feed *f)
 		f->step.nrec = 0;
 		timed = f->tm.timed;
 	}
-	if (f->step.lat_msgs || timed) {
-		/* Timing off: one CLOCK_REALTIME read. On: one tick, wall time from the anchor. */
-		uint64_t tk = 0, now;
-		if (f->tm.timed) {
-			tk = uf_tick_now(&f->tm.clock);
-			now = uf_stage_realtime(&f->tm, tk);
-		} else {
-			now = uf_now_realtime_ns();
-		}
-		if (f->step.lat_msgs && f->step.lat_rx)
+	if (f->step.lat_msgs) {
+		if (f->step.lat_rx)
 			uf_lat_record_n(&f->stats.latency, (int64_t)(now - f->step.lat_rx),
 			                f->step.lat_msgs);
-		if (timed) {
-			uf_stage_acc(&f->tm, UF_STAGE_RING, t_ring, f->sink.published_tick);
-			uf_stage_acc(&f->tm, UF_STAGE_IMAGE, f->sink.published_tick, tk);
-		}
 		f->step.lat_msgs = 0;
+	}
+	if (timed) {
+		/* the ring stage from before the filter to the sink's publish, the image from
+		 * there to now (a second tick: the stamp's was taken before the publish) */
+		uint64_t end = uf_tick_now(&f->tm.clock);
+		uf_stage_acc(&f->tm, UF_STAGE_RING, t_ring, f->sink.published_tick);
+		uf_stage_acc(&f->tm, UF_STAGE_IMAGE, f->sink.published_tick, end);
 	}
 	uf_feed_wake_consumers(f); /* after the stamp: not in these messages' time */
 }

@@ -112,9 +112,9 @@ static uint64_t uf_iex_u64(int64_t v)
  * uf_venue_end). `out` has room for UF_REC_MAX_PER_MSG. */
 static int uf_iex_apply_msg(struct uf_publisher *p, struct uf_iex_state *st,
                             const struct uf_iex_msg *im, uint64_t seq, uint64_t rx_ns,
-                            uint32_t delta, struct uf_record *out)
+                            struct uf_record *out)
 {
-	struct uf_venue_msg m = {.seq = seq, .rx_ts = rx_ns, .delta = delta};
+	struct uf_venue_msg m = {.seq = seq, .rx_ts = rx_ns};
 	m.exch_ts =
 	    im->timestamp > 0 ? uf_nyday_since_midnight(&st->day, (uint64_t)im->timestamp) : 0;
 	if (UF_UNLIKELY(uf_venue_begin(p, &m, UF_REC_MAX_PER_MSG) != 0))
@@ -247,7 +247,6 @@ static inline __attribute__((always_inline)) void uf_iex_apply(uint16_t proto,
 	struct uf_frame_iter it;
 	struct uf_frame_msg b;
 	uf_iextp_iter_init(&it, f);
-	uint32_t delta = uf_venue_delta(rx_ns); /* one clock read per packet */
 	if (s->timed)
 		s->decoded(s->owner); /* decoding is fused with applying: it starts now */
 	for (uint32_t i = 0; uf_iextp_next(&it, &b); i++) {
@@ -268,8 +267,7 @@ static inline __attribute__((always_inline)) void uf_iex_apply(uint16_t proto,
 		if (UF_UNLIKELY(ts && ts - st->day.start_ns >= st->day.end_ns - st->day.start_ns))
 			uf_iex_new_day(s, st, ts, b.seq, rx_ns);
 		uf_step_room(s, UF_REC_MAX_PER_MSG);
-		s->nrec += (size_t)uf_iex_apply_msg(s->pub, st, &im, b.seq, rx_ns, delta,
-		                                    s->recs + s->nrec);
+		s->nrec += (size_t)uf_iex_apply_msg(s->pub, st, &im, b.seq, rx_ns, s->recs + s->nrec);
 		s->lat_msgs++;
 	}
 }

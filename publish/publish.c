@@ -472,7 +472,7 @@ UF_HOT int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m,
 {
 	if (UF_UNLIKELY(cap < UF_REC_MAX_PER_MSG))
 		return -ENOBUFS;
-	struct uf_pub_ctx c = {feed_seq, rx_ts, m->timestamp, uf_pub_delta(rx_ts)};
+	struct uf_pub_ctx c = {feed_seq, rx_ts, m->timestamp};
 	int k = uf_pub_apply_one(p, m, &c, out);
 	if (UF_UNLIKELY(p->doubt))
 		k += uf_pub_doubt_out(p, &c, &out[k]);
@@ -558,7 +558,7 @@ UF_HOT int uf_publish_apply_batch(struct uf_publisher *p, const struct uf_itch_m
                                   uint64_t first_seq, uint64_t rx_ts, struct uf_record *out,
                                   size_t cap, size_t *applied)
 {
-	struct uf_pub_ctx c = {0, rx_ts, 0, uf_pub_delta(rx_ts)};
+	struct uf_pub_ctx c = {0, rx_ts, 0};
 	/* Two stages: addresses from the message `far` ahead, then what those lines point to
 	 * `far / 2` ahead, when they have had half the distance to arrive. */
 	size_t far = p->prefetch, near = far / 2;
@@ -614,7 +614,7 @@ UF_COLD int uf_publish_gap(struct uf_publisher *p, uint64_t first_seq, uint64_t 
 		return -ENOBUFS;
 	uf_pub_all_stale(p);
 	p->ev_open = 0; /* the GAP record carries UF_RECF_LAST: no event spans it */
-	struct uf_pub_ctx c = {first_seq, 0, p->last_ts, 0};
+	struct uf_pub_ctx c = {first_seq, 0, p->last_ts};
 	uf_pub_rec(out, &c, UF_REC_GAP, UF_SIDE_NONE, UF_RECF_LAST | UF_RECF_STALE, 0, 0, count, 0,
 	           0);
 	uf_pub_count(&p->st.gaps, 1);
@@ -635,7 +635,7 @@ UF_COLD int uf_publish_void_books(struct uf_publisher *p, uint32_t reason, const
 	if (cap < 1)
 		return -ENOBUFS;
 	uf_publish_reset(p);
-	struct uf_pub_ctx c = {feed_seq, 0, 0, 0};
+	struct uf_pub_ctx c = {feed_seq, 0, 0};
 	uint64_t ref;
 	uint16_t tail;
 	memcpy(&ref, session, 8);
@@ -654,7 +654,7 @@ UF_COLD int uf_publish_doubt(struct uf_publisher *p, uint32_t instrument, uint32
 		return -ENOBUFS;
 	if (instrument != UF_INSTRUMENT_ALL && instrument >= p->max_instruments)
 		return 0; /* a locate beyond the books: no book of ours missed anything */
-	struct uf_pub_ctx c = {feed_seq, rx_ts, p->last_ts, uf_pub_delta(rx_ts)};
+	struct uf_pub_ctx c = {feed_seq, rx_ts, p->last_ts};
 	int k = uf_pub_stale_out(p, instrument, reason, 0, &c, out);
 	if (k)
 		out[0].flags |= UF_RECF_LAST;
@@ -671,7 +671,7 @@ int uf_publish_snapshot(struct uf_publisher *p, uint32_t instrument, struct uf_r
 	size_t nlev = (size_t)b->side[0].n + b->side[1].n;
 	if (cap < nlev + 2)
 		return -ENOBUFS;
-	struct uf_pub_ctx c = {p->last_seq, 0, p->last_ts, 0};
+	struct uf_pub_ctx c = {p->last_seq, 0, p->last_ts};
 	uint16_t fl = UF_RECF_SNAPSHOT | uf_pub_stale(b);
 	size_t k = 0;
 	uf_pub_rec(&out[k++], &c, UF_REC_SNAPSHOT_BEGIN, UF_SIDE_NONE, fl, instrument, 0, nlev, 0,

@@ -44,7 +44,6 @@ struct uf_pub_ctx {
 	uint64_t seq;     /* feed_seq */
 	uint64_t rx_ts;   /* kernel receive time */
 	uint64_t exch_ts; /* exchange timestamp */
-	uint32_t delta;   /* pub_delta_ns */
 };
 
 /* Counter bump: single writer, relaxed store so a monitor's read is never torn. */
@@ -84,7 +83,7 @@ static inline void uf_pub_rec(struct uf_record *r, const struct uf_pub_ctx *c, u
 	r->price = price;
 	r->shares = shares;
 	r->aux = aux;
-	r->pub_delta_ns = c->delta;
+	r->pub_delta_ns = 0; /* stamped as the records enter the ring (uf_rec_stamp) */
 	r->ref = ref;
 	r->exch_ts = c->exch_ts;
 	r->rx_ts = c->rx_ts;
@@ -94,18 +93,6 @@ static inline void uf_pub_rec(struct uf_record *r, const struct uf_pub_ctx *c, u
 static inline uint16_t uf_pub_stale(const struct uf_book *b)
 {
 	return b->stale ? UF_RECF_STALE : 0;
-}
-
-/* pub_delta_ns for records received at rx_ts: one CLOCK_REALTIME read (vDSO), 0 without a
- * receive time. */
-static inline uint32_t uf_pub_delta(uint64_t rx_ts)
-{
-	if (rx_ts == 0)
-		return 0;
-	uint64_t now = uf_now_realtime_ns();
-	if (now <= rx_ts)
-		return 0;
-	return now - rx_ts > UINT32_MAX ? UINT32_MAX : (uint32_t)(now - rx_ts);
 }
 
 /* The doubt a message's errors raised (uf_pub_doubt), as its last record (without

@@ -216,7 +216,7 @@ int uf_publish_doubt(struct uf_publisher *p, uint32_t instrument, uint32_t reaso
 
 /* Applies one decoded message: updates books, directory and status, writes its records to
  * `out` (UF_RECF_LAST on the last). `feed_seq` and `rx_ts` are copied into the records;
- * rx_ts != 0 makes the publisher read CLOCK_REALTIME (vDSO) once for pub_delta_ns.
+ * pub_delta_ns is left 0 (whoever makes them readable stamps it: uf_rec_stamp).
  * Returns the number of records written (0..UF_REC_MAX_PER_MSG), or -ENOBUFS when
  * cap < UF_REC_MAX_PER_MSG (nothing applied). Hot: no allocation, lock or system call. */
 int uf_publish_apply(struct uf_publisher *p, const struct uf_itch_msg *m, uint64_t feed_seq,

@@ -286,12 +286,28 @@ struct uf_record {
 		uint32_t aux;    /* kind-specific for the other kinds, see above */
 	};
 	uint32_t pub_delta_ns; /* publish time minus rx_ts in ns (saturates at UINT32_MAX;
-	                        * 0 when rx_ts is 0): the handler's own latency */
+	                        * 0 when rx_ts is 0): the handler's own latency. Publish time:
+	                        * the clock read just before the record is copied into the
+	                        * ring (uf_rec_stamp), after every book update of its step */
 	uint64_t ref;          /* order reference, match number, or symbol bytes */
 	uint64_t exch_ts;      /* exchange timestamp, ns since New York midnight (see Units) */
 	uint64_t rx_ts;        /* kernel receive timestamp, ns since the epoch (CLOCK_REALTIME) */
 	uint64_t feed_seq;     /* the venue's sequence number of the source message */
 };
+
+/* Stamps pub_delta_ns on recs[0..n): `now` (CLOCK_REALTIME, ns, one read for the lot, taken
+ * just before they enter the ring) minus each record's rx_ts; 0 for a record without a
+ * receive time or one received "after" now (a clock step), UINT32_MAX beyond 4.29 s. The one
+ * rule for the field: the publisher leaves it 0, whoever makes the records readable stamps
+ * them, so the figure is the time to readable, the books of the record's own step included. */
+static inline void uf_rec_stamp(struct uf_record *recs, size_t n, uint64_t now)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rx = recs[i].rx_ts;
+		uint64_t d = rx && now > rx ? now - rx : 0;
+		recs[i].pub_delta_ns = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+	}
+}
 
 /* 1 when TRADE record `r` moves volume and last trade (see UF_REC_TRADE): printable, not a
  * break, shares > 0. The one rule the producer's image, its instrument view and consumers

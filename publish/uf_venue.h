@@ -46,16 +46,12 @@ struct uf_venue_msg {
 	uint64_t rx_ts;   /* kernel receive time, ns since the epoch (0: none) */
 	uint64_t exch_ts; /* exchange time as the record contract says (ns since the venue's
 	                   * local midnight) */
-	uint32_t delta;   /* pub_delta_ns: uf_venue_delta(rx_ts), read once per packet */
 	uint32_t inst;    /* the message's book, set by uf_venue_symbol (UF_INSTRUMENT_ALL: none
 	                   * could be given) */
 };
 
-/* pub_delta_ns of records received at rx_ts, now (one CLOCK_REALTIME read, vDSO; 0 without a
- * receive time): read once per packet, not per message. */
-uint32_t uf_venue_delta(uint64_t rx_ts);
-
-/* Starts a message (seq, rx_ts, exch_ts and delta set by the caller): sets m->inst to
+/* Starts a message (seq, rx_ts and exch_ts set by the caller; pub_delta_ns is stamped as the
+ * records enter the ring, uf_rec_stamp): sets m->inst to
  * UF_INSTRUMENT_ALL. Returns 0, or -ENOBUFS when cap < UF_REC_MAX_PER_MSG (the caller makes
  * room first: uf_step_room). */
 int uf_venue_begin(struct uf_publisher *p, struct uf_venue_msg *m, size_t cap);

@@ -12,7 +12,7 @@ static const uint8_t uf_venue_side_char[2] = {UF_SIDE_BID, UF_SIDE_ASK};
 
 static inline struct uf_pub_ctx uf_venue_ctx(const struct uf_venue_msg *m)
 {
-	struct uf_pub_ctx c = {m->seq, m->rx_ts, m->exch_ts, m->delta};
+	struct uf_pub_ctx c = {m->seq, m->rx_ts, m->exch_ts};
 	return c;
 }
 
@@ -23,11 +23,6 @@ int uf_venue_begin(struct uf_publisher *p, struct uf_venue_msg *m, size_t cap)
 		return -ENOBUFS;
 	m->inst = UF_INSTRUMENT_ALL;
 	return 0;
-}
-
-uint32_t uf_venue_delta(uint64_t rx_ts)
-{
-	return uf_pub_delta(rx_ts);
 }
 
 int uf_venue_symbol(struct uf_publisher *p, struct uf_venue_msg *m, const char sym[8], int announce,
@@ -279,8 +274,7 @@ UF_HOT int uf_venue_end(struct uf_publisher *p, const struct uf_venue_msg *m,
 UF_COLD int uf_venue_day(struct uf_publisher *p, uint64_t seq, uint64_t rx_ts, uint64_t exch_ts,
                          const char mic[8], uint32_t date, struct uf_record *out, size_t cap)
 {
-	struct uf_venue_msg m = {
-	    .seq = seq, .rx_ts = rx_ts, .exch_ts = exch_ts, .delta = uf_venue_delta(rx_ts)};
+	struct uf_venue_msg m = {.seq = seq, .rx_ts = rx_ts, .exch_ts = exch_ts};
 	uint64_t key;
 	memcpy(&key, mic, 8);
 	if (uf_venue_begin(p, &m, cap) != 0 ||

@@ -707,20 +707,41 @@ static void test_no_mbo_flag_writes_levels_and_trades_only(void **state)
 	uf_publish_destroy(f.p);
 }
 
-static void test_receive_time_gives_publish_delta(void **state)
+static void test_publisher_leaves_the_publish_delta_to_the_ring(void **state)
 {
 	struct fx *f = *state;
 	struct uf_itch_msg m = mk_add(1, 1, 'B', 100, 1000, NULL);
 	uint64_t rx = uf_now_realtime_ns() - 5000;
 	assert_int_equal(uf_publish_apply(f->p, &m, 1, rx, f->r, 4), 2);
+	/* the receive time travels with the records; the publish time is not known yet: the
+	 * records are readable only after every book update of their step (uf_rec_stamp) */
 	assert_int_equal(f->r[0].rx_ts, rx);
-	assert_true(f->r[0].pub_delta_ns >= 5000);
-	assert_true(f->r[0].pub_delta_ns < 1000000000u);
-	/* A receive time from the future (clock step) gives 0, never a wrapped delta. */
-	m = mk_add(1, 2, 'B', 100, 1000, NULL);
-	assert_int_equal(
-	    uf_publish_apply(f->p, &m, 2, uf_now_realtime_ns() + 10000000000ull, f->r, 4), 2);
+	assert_int_equal(f->r[1].rx_ts, rx);
 	assert_int_equal(f->r[0].pub_delta_ns, 0);
+	assert_int_equal(f->r[1].pub_delta_ns, 0);
+}
+
+static void test_record_stamp_is_now_less_the_receive_time(void **state)
+{
+	(void)state;
+	const uint64_t now = 1700000000000000000ull;
+	struct uf_record r[5];
+	memset(r, 0, sizeof(r));
+	r[0].rx_ts = now - 5000;               /* 5 us ago */
+	r[1].rx_ts = 0;                        /* no receive time (a snapshot, a file) */
+	r[2].rx_ts = now + 10000000000ull;     /* "after" now: a clock step, never a wrap */
+	r[3].rx_ts = now - 5000000000ull;      /* 5 s ago: saturates */
+	r[4].rx_ts = now;                      /* the same instant */
+	for (int i = 0; i < 5; i++)
+		r[i].pub_delta_ns = 77; /* every one is overwritten */
+	uf_rec_stamp(r, 5, now);
+	assert_int_equal(r[0].pub_delta_ns, 5000);
+	assert_int_equal(r[1].pub_delta_ns, 0);
+	assert_int_equal(r[2].pub_delta_ns, 0);
+	assert_int_equal(r[3].pub_delta_ns, UINT32_MAX);
+	assert_int_equal(r[4].pub_delta_ns, 0);
+	uf_rec_stamp(r, 0, now); /* nothing to stamp: nothing touched */
+	assert_int_equal(r[0].pub_delta_ns, 5000);
 }
 
 static void test_create_refuses_impossible_sizes(void **state)
@@ -815,7 +836,8 @@ int main(void)
 	    T(test_order_ref_zero_and_huge_refs_are_keys),
 	    T(test_wire_bytes_decode_then_apply),
 	    cmocka_unit_test(test_no_mbo_flag_writes_levels_and_trades_only),
-	    T(test_receive_time_gives_publish_delta),
+	    T(test_publisher_leaves_the_publish_delta_to_the_ring),
+	    cmocka_unit_test(test_record_stamp_is_now_less_the_receive_time),
 	    cmocka_unit_test(test_create_refuses_impossible_sizes),
 	    T(test_stats_are_readable_from_another_thread_while_applying),
 #undef T
