@@ -88,6 +88,12 @@ struct uf_framing {
 	 * sent after the current stream's start is a new stream (the arbiter voids the books,
 	 * feed/arbiter.h), an older one a late copy. Called only for frames at sequence 1. */
 	int (*restart)(const struct uf_frame *f, uint64_t *sent_ns);
+	/* Optional, with restart: when the venue sent an opened frame (any kind, any sequence),
+	 * into *sent_ns; 1 when the frame says, 0 when not. After a stream starts over, a line
+	 * still sending the old stream's tail sends sequences the new stream reuses: the arbiter
+	 * tells them apart by this (sent before the current stream's start: the old stream).
+	 * Hot for those framings: one header read per datagram once a stream's start is known. */
+	int (*sent)(const struct uf_frame *f, uint64_t *sent_ns);
 };
 
 #define UF_FRAME_PREFETCH_DEFAULT   8  /* datagrams ahead: best of 1-16 in docs/decode.md */

@@ -219,6 +219,21 @@ out_drop:
 	return -1;
 }
 
+/* 1 when a packet of the current session was sent before the current stream's start
+ * (`sent`, decode/uf_frame.h): the old stream's tail from a line that showed the restart
+ * later than the one that started the new stream (a batch of one socket's datagrams is
+ * handled before the other's). Its sequences are the old stream's, which the new one
+ * reuses: taken as the new stream's, it would open a hole nothing fills, or fill one with
+ * the wrong messages. Dropped, counted as wrong_session of its line. */
+int uf_arb_older_stream(struct uf_arb *a, const struct uf_frame *pkt, unsigned src)
+{
+	uint64_t sent;
+	if (!a->framing->sent || !a->framing->sent(pkt, &sent) || sent >= a->stream_sent)
+		return 0;
+	uf_stat_add(&a->st->lines[src].wrong_session, 1);
+	return 1;
+}
+
 /* ---- quarantine of jumps nothing corroborates yet ---- */
 
 static void uf_arb_quar_hold(struct uf_arb *a, unsigned l, const struct uf_frame *pkt,

@@ -62,6 +62,9 @@
  *     duplicate. Until then the new stream's packets of that line are held back (dropped,
  *     counted as wrong_session) and recovered like any gap after. It is handled as a new session of
  * the same name: what the old stream still missed is a gap, then a RESET record voids the books.
+ *     From then on a packet sent before the new stream's start (the framing's `sent`) is
+ *     the old stream's tail from a line that showed the restart later: dropped (its
+ *     wrong_session), never taken for the new stream's message of the same sequence.
  *   - Re-request answers (src UF_ARB_SRC_RECOVERY, already checked to come from the
  *     server's address by the feed) are accepted only when they are data of the current
  *     session lying inside one of the last UF_ARB_REQ_HISTORY ranges requested (at least

@@ -100,7 +100,7 @@
 	X(gap_messages, "messages this line lost (sum of its own sequence jumps)")                 \
 	X(heartbeats, "MoldUDP64 heartbeats (count 0) received on this line")                      \
 	X(malformed, "packets dropped as malformed MoldUDP64 (any kind, see decode_* per feed)")   \
-	X(wrong_session, "packets of an older session than the current one, dropped")              \
+	X(wrong_session, "packets of an older session (IEX-TP: stream) than the current, dropped") \
 	X(rearms, "multishot receives re-armed (-ENOBUFS or no IORING_CQE_F_MORE)")                \
 	X(enobufs, "receives that ended because the provided buffer ring was empty")               \
 	X(rx_errors, "receive errors other than -ENOBUFS / -EAGAIN (negative CQE or errno)")       \

@@ -34,6 +34,18 @@ static int uf_iex_restart(const struct uf_frame *f, uint64_t *sent_ns)
 	return 1;
 }
 
+/* When an opened segment was sent (its header's send time): the arbiter's old-stream rule. */
+static int uf_iex_sent(const struct uf_frame *f, uint64_t *sent_ns)
+{
+	if (f->len < UF_IEXTP_HDR_LEN)
+		return 0;
+	int64_t t = uf_le64s(f->buf + 32);
+	if (t < 0)
+		return 0;
+	*sent_ns = (uint64_t)t;
+	return 1;
+}
+
 static int uf_iex_open_deep(struct uf_frame *f, const uint8_t *buf, size_t len)
 {
 	return uf_iextp_open_proto(f, buf, len, UF_IEXTP_PROTO_DEEP);
@@ -53,6 +65,7 @@ static const struct uf_framing uf_iex_deep_framing = {
     .iter_init = uf_iextp_iter_init,
     .iter_next = uf_iextp_next,
     .restart = uf_iex_restart,
+    .sent = uf_iex_sent,
 };
 
 static const struct uf_framing uf_iex_tops_framing = {
@@ -62,6 +75,7 @@ static const struct uf_framing uf_iex_tops_framing = {
     .iter_init = uf_iextp_iter_init,
     .iter_next = uf_iextp_next,
     .restart = uf_iex_restart,
+    .sent = uf_iex_sent,
 };
 
 /* ---- messages into records ---- */
@@ -267,7 +281,8 @@ static inline __attribute__((always_inline)) void uf_iex_apply(uint16_t proto,
 		if (UF_UNLIKELY(ts && ts - st->day.start_ns >= st->day.end_ns - st->day.start_ns))
 			uf_iex_new_day(s, st, ts, b.seq, rx_ns);
 		uf_step_room(s, UF_REC_MAX_PER_MSG);
-		s->nrec += (size_t)uf_iex_apply_msg(s->pub, st, &im, b.seq, rx_ns, s->recs + s->nrec);
+		s->nrec +=
+		    (size_t)uf_iex_apply_msg(s->pub, st, &im, b.seq, rx_ns, s->recs + s->nrec);
 		s->lat_msgs++;
 	}
 }

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "common/uf_time.h"
+#include "feed/arbiter.h"
 #include "feed/mcast.h"
 #include "feed/uf_feed.h"
 #include "ring/ufbook.h"
@@ -437,6 +438,82 @@ static void test_iex_deep_gap_stale_until_restart(void **st)
 	close(srv);
 }
 
+/* A restart seen first on line A, which starts the new stream alone (jump_confirm packets in
+ * a row), while line B still sends the old stream's tail: a receive batch hands one socket's
+ * datagrams before the other's, so this is the usual order under load (the real DEEP capture,
+ * both lines whole, lost a third of its messages to it). The tail's sequences are the old
+ * stream's, which the new one reuses: they must be dropped as older than the new stream's
+ * start, never taken for the new stream's messages (filling its holes with the old content,
+ * or opening a hole nothing fills). */
+static void test_iex_deep_old_stream_tail_is_not_the_new_stream(void **st)
+{
+	(void)st;
+	struct fi *t = calloc(1, sizeof(*t));
+	assert_non_null(t);
+	fi_start(t, UF_BACKEND_IO_URING_NOSQPOLL, 0, "iex-deep");
+	struct ti_seg o1, o4, o5, n[5];
+	uint8_t m[80];
+	fi_deep(&o1, 1);
+	ti_seg_add(&o1, m, ti_system(m, 'O', TI_TS));
+	ti_seg_add(&o1, m, ti_directory(m, "ZIEXT", 100, 1, TI_TS));
+	ti_seg_add(&o1, m, ti_level(m, 'B', 1, "ZIEXT", 300, 250000, TI_TS));
+	fi_deep(&o4, 4);
+	ti_seg_add(&o4, m, ti_level(m, 'S', 1, "ZIEXT", 200, 250100, TI_TS));
+	fi_deep(&o5, 5);
+	ti_seg_add(&o5, m, ti_level(m, 'B', 1, "ZIEXT", 100, 249800, TI_TS));
+	fi_send(t, 0, &o1);
+	fi_send(t, 1, &o1);
+	fi_send(t, 0, &o4); /* B has not sent 4 and 5 yet */
+	fi_send(t, 0, &o5);
+	fi_read(t, 6); /* venue, system, directory, bid, ask, bid */
+	fi_level(&t->recs[5], 'B', 249800, 100, 5, UF_RECF_LAST); /* below the best */
+
+	/* The new stream, sent ten minutes later: 1 (system, bid), then one level a segment */
+	const int64_t px[4] = {100100, 100200, 99900, 100300};
+	const uint64_t qty[4] = {10, 20, 30, 40};
+	const uint8_t side[4] = {'S', 'S', 'B', 'S'};
+	ti_seg_begin(&n[0], UF_IEXTP_PROTO_DEEP, FI_SESSION, 0, 1, TI_TS + 600 * FI_SEC);
+	ti_seg_add(&n[0], m, ti_system(m, 'O', TI_TS));
+	ti_seg_add(&n[0], m, ti_level(m, 'B', 1, "ZIEXT", 500, 100000, TI_TS));
+	for (int i = 0; i < 4; i++) {
+		ti_seg_begin(&n[i + 1], UF_IEXTP_PROTO_DEEP, FI_SESSION, 64 * (i + 1), 3 + i,
+		             TI_TS + (601 + i) * FI_SEC);
+		ti_seg_add(&n[i + 1], m, ti_level(m, side[i], 1, "ZIEXT", qty[i], px[i], TI_TS));
+	}
+	/* A alone: its first jump_confirm packets of the new stream make it the current one */
+	for (int i = 0; i < UF_ARB_JUMP_CONFIRM; i++)
+		fi_send(t, 0, &n[i]);
+	fi_read(t, 7);
+	assert_int_equal(t->recs[6].kind, UF_REC_RESET);
+	/* now B: the old tail (4 and 5, sent before the new stream's start), then the new
+	 * stream from its start, which fills what A's held-back packets left */
+	fi_send(t, 1, &o4);
+	fi_send(t, 1, &o5);
+	for (int i = 0; i < 5; i++)
+		fi_send(t, 1, &n[i]);
+	fi_send(t, 0, &n[4]);
+	fi_read(t, 13);
+	const struct uf_record *r = &t->recs[7];
+	assert_int_equal(r[0].kind, UF_REC_STATUS);
+	assert_int_equal(r[0].feed_seq, 1);
+	fi_level(&r[1], 'B', 100000, 500, 2, UF_RECF_BBO | UF_RECF_LAST);
+	fi_level(&r[2], 'S', 100100, 10, 3, UF_RECF_BBO | UF_RECF_LAST);
+	fi_level(&r[3], 'S', 100200, 20, 4, UF_RECF_LAST);
+	fi_level(&r[4], 'B', 99900, 30, 5, UF_RECF_LAST);
+	fi_level(&r[5], 'S', 100300, 40, 6, UF_RECF_LAST);
+	const struct uf_level b[] = {{100000, 500, 0, 0}, {99900, 30, 0, 0}};
+	const struct uf_level a[] = {{100100, 10, 0, 0}, {100200, 20, 0, 0}, {100300, 40, 0, 0}};
+	fi_books(t, b, 2, a, 3, 0);
+	const struct uf_feed_stats *fs = uf_feed_stats(t->feed);
+	assert_int_equal(fs->gaps_unrecovered, 0);
+	assert_int_equal(fs->messages_unrecovered, 0);
+	assert_int_equal(fs->sessions, 2);
+	assert_true(fs->lines[1].wrong_session >= 2); /* the old tail on B */
+	assert_int_equal(fs->messages, 5 + 6);
+	fi_stop(t);
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +523,7 @@ int main(void)
 	    cmocka_unit_test(test_iex_deep_live_io_uring_nosqpoll),
 	    cmocka_unit_test(test_iex_tops_live_level_one_book),
 	    cmocka_unit_test(test_iex_deep_gap_stale_until_restart),
+	    cmocka_unit_test(test_iex_deep_old_stream_tail_is_not_the_new_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -727,11 +727,11 @@ static void test_record_stamp_is_now_less_the_receive_time(void **state)
 	const uint64_t now = 1700000000000000000ull;
 	struct uf_record r[5];
 	memset(r, 0, sizeof(r));
-	r[0].rx_ts = now - 5000;               /* 5 us ago */
-	r[1].rx_ts = 0;                        /* no receive time (a snapshot, a file) */
-	r[2].rx_ts = now + 10000000000ull;     /* "after" now: a clock step, never a wrap */
-	r[3].rx_ts = now - 5000000000ull;      /* 5 s ago: saturates */
-	r[4].rx_ts = now;                      /* the same instant */
+	r[0].rx_ts = now - 5000;           /* 5 us ago */
+	r[1].rx_ts = 0;                    /* no receive time (a snapshot, a file) */
+	r[2].rx_ts = now + 10000000000ull; /* "after" now: a clock step, never a wrap */
+	r[3].rx_ts = now - 5000000000ull;  /* 5 s ago: saturates */
+	r[4].rx_ts = now;                  /* the same instant */
 	for (int i = 0; i < 5; i++)
 		r[i].pub_delta_ns = 77; /* every one is overwritten */
 	uf_rec_stamp(r, 5, now);

@@ -166,13 +166,14 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 			           : 0.0,
 			       fc->busy_per_msg);
 			if (fc->sys_ok)
-				printf("    of which in the kernel: %.2f ns/msg (the thread's system "
-				       "time, %" PRIu64 " ns in clock ticks: the receive copies of "
-				       "both lines run in the feed's turns); in user space: %.2f "
-				       "ns/msg, ratio X/Y %.3f / %.3f\n",
-				       fc->sys_per_msg, fc->sys_ns, fc->busy_per_msg - fc->sys_per_msg,
-				       ratio(fc->busy_per_msg - fc->sys_per_msg, ref[0].ns_per_msg),
-				       ratio(fc->busy_per_msg - fc->sys_per_msg, ref[1].ns_per_msg));
+				printf(
+				    "    of which in the kernel: %.2f ns/msg (the thread's system "
+				    "time, %" PRIu64 " ns in clock ticks: the receive copies of "
+				    "both lines run in the feed's turns); in user space: %.2f "
+				    "ns/msg, ratio X/Y %.3f / %.3f\n",
+				    fc->sys_per_msg, fc->sys_ns, fc->busy_per_msg - fc->sys_per_msg,
+				    ratio(fc->busy_per_msg - fc->sys_per_msg, ref[0].ns_per_msg),
+				    ratio(fc->busy_per_msg - fc->sys_per_msg, ref[1].ns_per_msg));
 		} else {
 			printf("  feed busy ns/msg (exact, busy clock): not measured (%s)\n",
 			       o->no_busy_clock ? "--no-busy-clock" : "no busy_ns counted");
@@ -233,8 +234,8 @@ json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o
 		json_object_set_new(be, "busy_ns", json_integer((json_int_t)fc->busy_ns));
 		json_object_set_new(be, "busy_ns_per_msg", json_real(fc->busy_per_msg));
 		json_object_set_new(be, "preempted_ns", json_integer((json_int_t)fc->wait_ns));
-		json_object_set_new(be, "sys_ns", fc->sys_ok ? json_integer((json_int_t)fc->sys_ns)
-		                                             : json_null());
+		json_object_set_new(
+		    be, "sys_ns", fc->sys_ok ? json_integer((json_int_t)fc->sys_ns) : json_null());
 		json_object_set_new(be, "sys_ns_per_msg",
 		                    fc->sys_ok ? json_real(fc->sys_per_msg) : json_null());
 		json_object_set_new(be, "step",
