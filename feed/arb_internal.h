@@ -63,6 +63,7 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
                          unsigned src);
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 int uf_arb_older_stream(struct uf_arb *a, const struct uf_frame *pkt, unsigned src);
+void uf_arb_end_stream(struct uf_arb *a, uint64_t last);
 void uf_arb_quarantine(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 void uf_arb_quar_recheck(struct uf_arb *a, unsigned src);
 int uf_arb_hb_believed(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);

@@ -141,12 +141,7 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 	uint64_t last = a->high;
 	if (a->eos_seen && a->eos_seq > last)
 		last = a->eos_seq;
-	if (a->expected < last) { /* a late joiner still at 1 loses what it held too */
-		uint64_t first = a->expected, n = last - a->expected;
-		uf_stat_add(&a->st->gaps_unrecovered, 1);
-		uf_stat_add(&a->st->messages_unrecovered, n);
-		a->cb.gap(a->cb.ctx, first, n);
-	}
+	uf_arb_end_stream(a, last); /* what it received is delivered, what it missed lost */
 	uf_arb_queue_clear(a);
 	memcpy(a->prev_session, a->session, UF_FRAME_SESSION_LEN);
 	a->have_prev = 1;
@@ -200,13 +195,8 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		if (!a->restart_row[l] && ((unsigned)l == src || uf_arb_live(a, l, rx_ns)))
 			goto out_drop;
 out_start:
-	/* The old stream is over: whatever it still missed is lost. */
-	if (a->expected < a->high) {
-		uint64_t first = a->expected, n = a->high - a->expected;
-		uf_stat_add(&a->st->gaps_unrecovered, 1);
-		uf_stat_add(&a->st->messages_unrecovered, n);
-		a->cb.gap(a->cb.ctx, first, n);
-	}
+	/* The old stream is over: what it received is delivered, what it still missed lost. */
+	uf_arb_end_stream(a, a->high);
 	uf_arb_queue_clear(a);
 	if (a->cb.new_session)
 		a->cb.new_session(a->cb.ctx, pkt->session);

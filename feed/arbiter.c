@@ -243,6 +243,22 @@ void uf_arb_give_up(struct uf_arb *a)
 	uf_arb_update_gap(a);
 }
 
+/* The current stream ends (another session or a new stream replaces it): each hole is given
+ * up in turn and what was queued behind it delivered, so the stream loses only what no line
+ * sent (not the packets received past its first hole), then [expected, last) if still
+ * missing (`last` >= high: an end of session every line announced). */
+void uf_arb_end_stream(struct uf_arb *a, uint64_t last)
+{
+	while (a->expected < a->high) {
+		uint64_t before = a->expected;
+		uf_arb_give_up(a);
+		if (a->expected == before)
+			break;
+	}
+	if (a->expected < last)
+		uf_arb_lose_until(a, last);
+}
+
 static void uf_arb_enqueue(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                            unsigned src)
 {

@@ -61,7 +61,8 @@
  *     packets in a row (the other line may have lost every start); a copy sent earlier is a
  *     duplicate. Until then the new stream's packets of that line are held back (dropped,
  *     counted as wrong_session) and recovered like any gap after. It is handled as a new session of
- * the same name: what the old stream still missed is a gap, then a RESET record voids the books.
+ * the same name: what the old stream received past its holes is delivered, what it still missed
+ * is a gap (one per hole), then a RESET record voids the books (the same on a session change).
  *     From then on a packet sent before the new stream's start (the framing's `sent`) is
  *     the old stream's tail from a line that showed the restart later: dropped (its
  *     wrong_session), never taken for the new stream's message of the same sequence.
