@@ -53,9 +53,9 @@
 extern "C" {
 #endif
 
-/* 2 (libufconsumer.so.2): UF_BOOK_MAX_STATUS went from 8 to 32. Status codes a snapshot can
- * hold: every UF_STATUS_* code (UF_STATUS_MAX, checked when the library is built), with room
- * for codes to come within this ABI. */
+/* API/ABI version 2 (libufconsumer.so.2): UF_BOOK_MAX_STATUS went from 8 to 32, room for
+ * every UF_STATUS_* code (UF_STATUS_MAX, checked when the library is built) and for codes to
+ * come within this ABI. */
 #define UF_CONSUMER_API_VERSION 2
 #define UF_BOOK_MAX_DEPTH       64 /* levels per side a snapshot can hold */
 #define UF_BOOK_MAX_STATUS      32 /* status codes a snapshot can hold (above) */

@@ -185,6 +185,22 @@ def test_book_builder_snapshot_holds_every_status_code_with_its_latest_value():
                                     for c in range(1, uringfeed._lib.STATUS_MAX + 1)]
 
 
+def test_ctypes_constants_mirror_the_c_headers():
+    # the limits the ctypes structs are sized by, read from the headers they mirror
+    import re
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(src, "publish", "uf_record.h")) as f:
+        rec = f.read()
+    with open(os.path.join(src, "ring", "ufconsumer.h")) as f:
+        cons = f.read()
+    enum = rec[rec.index("enum uf_status_code {"):rec.index("UF_STATUS_LIMIT")]
+    assert max(int(v) for v in re.findall(r"UF_STATUS_\w+ =\s*(\d+)", enum)) == \
+        uringfeed._lib.STATUS_MAX
+    for name, val in (("UF_BOOK_MAX_STATUS", uringfeed._lib.BOOK_MAX_STATUS),
+                      ("UF_BOOK_MAX_DEPTH", uringfeed._lib.BOOK_MAX_DEPTH)):
+        assert int(re.search(r"#define %s\s+(\d+)" % name, cons).group(1)) == val, name
+
+
 def test_books_command_prints_exactly_uf_tail_books(ring):
     uf_tail = os.path.join(BIN, "uf-tail")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
