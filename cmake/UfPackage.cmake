@@ -23,7 +23,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # picked up without editing a list. libufconsumer is ours: found in the build's lib folder.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/lib)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON) # shlibs for libufconsumer.so.1 + ldconfig trigger
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON) # shlibs for libufconsumer.so.2 + ldconfig trigger
 # python3 for the uringfeed Python package (/usr/lib/python3/dist-packages), numpy optional.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd, python3")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus, grafana, python3-numpy")

@@ -17,9 +17,9 @@ if(IS_ABSOLUTE "${UF_PYTHON_INSTALL_DIR}")
 endif()
 set(uf_py_pkg ${UF_PYTHON_INSTALL_DIR}/uringfeed)
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
-  set(uf_py_lib "${CMAKE_INSTALL_LIBDIR}/libufconsumer.so.1")
+  set(uf_py_lib "${CMAKE_INSTALL_LIBDIR}/libufconsumer.so.2")
 else()
-  file(RELATIVE_PATH uf_py_lib "/p/${uf_py_pkg}" "/p/${CMAKE_INSTALL_LIBDIR}/libufconsumer.so.1")
+  file(RELATIVE_PATH uf_py_lib "/p/${uf_py_pkg}" "/p/${CMAKE_INSTALL_LIBDIR}/libufconsumer.so.2")
 endif()
 file(WRITE ${CMAKE_BINARY_DIR}/python/_libpath.py
      "\"\"\"Written by cmake --install (cmake/UfPython.cmake): the libufconsumer to load, relative\n"

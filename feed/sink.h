@@ -22,9 +22,10 @@
  *     image.
  *
  * Errors: the ring refuses an image update for an instrument outside its image (-ERANGE) or a
- * status code beyond its slots (-ENOSPC). The stream itself is always complete; each call
- * still applies every other update of its step and returns the first error, which the
- * pipeline counts (image_errors). Feed thread only, except open/close (control thread). */
+ * status code beyond UF_STATUS_MAX (-EINVAL: every defined code has its slot). The stream
+ * itself is always complete; each call still applies every other update of its step and
+ * returns the first error, which the pipeline counts (image_errors). Feed thread only, except
+ * open/close (control thread). */
 #ifndef UF_SINK_H
 #define UF_SINK_H
 

@@ -143,7 +143,8 @@
 	X(book_integrity_errors, "book integrity errors (unknown order ref, over-execution ...)")  \
 	X(records, "records published to the ring")                                                \
 	X(image_errors, "publish steps with a book image update the ring refused (instrument "     \
-	                "outside the image, status slots full); the stream itself is complete")    \
+	                "outside the image, a status code beyond UF_STATUS_MAX); the stream "      \
+	                "itself is complete")                                                      \
 	X(cq_overflows, "io_uring completion-queue overflows seen (IORING_SQ_CQ_OVERFLOW)")        \
 	X(sq_wakeups, "io_uring_enter calls made to wake the SQ thread or flush task work")        \
 	X(ring_wakes, "wake-ups of sleeping consumers (FUTEX_WAKE; at most one per packet, after " \

@@ -272,7 +272,19 @@ enum uf_status_code {
 	                                 * York date (a live feed receives its day that day),
 	                                 * before the first records received on each day; a
 	                                 * packet without receive time gives none */
+	UF_STATUS_LIMIT /* one past the highest code: a new code goes above this line. Every
+	                 * layout that keeps statuses per instrument (the ring's image, the
+	                 * consumer snapshot, the NATS book entry, the book model) asserts at
+	                 * compile time that it has a slot for each code up to UF_STATUS_MAX */
 };
+#define UF_STATUS_MAX (UF_STATUS_LIMIT - 1) /* highest defined UF_STATUS_* code */
+
+/* 1 when `code` is a status code this build defines (1 .. UF_STATUS_MAX), the one test of
+ * every place that keeps a status by its code; 0 for 0 (no status) and for codes beyond. */
+static inline int uf_status_code_known(uint32_t code)
+{
+	return code >= 1 && code <= (uint32_t)UF_STATUS_MAX;
+}
 
 struct uf_record {
 	uint8_t kind;        /* enum uf_rec_kind */

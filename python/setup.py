@@ -3,7 +3,7 @@
 Records where libufconsumer is when UF_CONSUMER_LIB is set during `pip install`: the built
 package gets uringfeed/_libpath.py naming that library (an absolute path), which _lib.py loads
 without any environment variable afterwards. Without UF_CONSUMER_LIB nothing is recorded and
-the package uses the system loader (an installed libufconsumer.so.1).
+the package uses the system loader (an installed libufconsumer.so.2).
 """
 import os
 

@@ -358,19 +358,10 @@ static void on_trade(struct uf_bm_book *bk, const struct uf_record *r)
 	bk->update_rx_ts = r->rx_ts;
 }
 
-/* Latest value per code; a code beyond the slots is dropped, as the image drops it. */
+/* Latest value per code, in the code's own slot (changes_book let only known codes in). */
 static void on_status(struct uf_bm_book *bk, const struct uf_record *r)
 {
-	uint32_t i;
-
-	for (i = 0; i < bk->nstatus && bk->status[i].code != r->aux; i++)
-		;
-	if (i == bk->nstatus) {
-		if (i == UF_BOOK_MAX_STATUS)
-			return;
-		bk->nstatus++;
-	}
-	bk->status[i] = (struct uf_book_status){
+	bk->status[r->aux - 1] = (struct uf_book_status){
 	    .code = r->aux, .price = r->price, .shares = r->shares, .exch_ts = r->exch_ts};
 }
 
@@ -412,8 +403,8 @@ static int changes_book(const struct uf_record *r)
 		return side_index(r->side) >= 0;
 	case UF_REC_TRADE:
 		return uf_rec_trade_prints(r);
-	case UF_REC_STATUS:
-		return r->aux != 0;
+	case UF_REC_STATUS: /* 0 and codes this build does not know: as the image refuses them */
+		return uf_status_code_known(r->aux);
 	case UF_REC_INSTRUMENT:
 	case UF_REC_SNAPSHOT_BEGIN:
 	case UF_REC_STALE:
@@ -550,9 +541,22 @@ int uf_book_model_load(struct uf_book_model *m, const struct uf_book_snapshot *s
 	bk->volume = s->volume;
 	bk->trades = s->trades;
 	bk->update_rx_ts = s->update_rx_ts;
-	bk->nstatus = s->nstatus < UF_BOOK_MAX_STATUS ? s->nstatus : UF_BOOK_MAX_STATUS;
-	memcpy(bk->status, s->status, (size_t)bk->nstatus * sizeof(bk->status[0]));
+	memset(bk->status, 0, sizeof(bk->status));
+	for (uint32_t k = 0; k < s->nstatus && k < UF_BOOK_MAX_STATUS; k++)
+		if (uf_status_code_known(s->status[k].code))
+			bk->status[s->status[k].code - 1] = s->status[k];
 	return 0;
+}
+
+/* A snapshot's statuses: the used slots, ascending code (the image's order). */
+static void copy_statuses(const struct uf_bm_book *bk, struct uf_book_snapshot *s)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < UF_STATUS_MAX; i++)
+		if (bk->status[i].code)
+			s->status[n++] = bk->status[i];
+	s->nstatus = n;
 }
 
 /* Copies up to `depth` best levels of one side best first; returns how many. */
@@ -597,8 +601,7 @@ int uf_book_model_snapshot(const struct uf_book_model *m, uint32_t id, uint32_t 
 	s->volume = bk->volume;
 	s->trades = bk->trades;
 	s->update_rx_ts = bk->update_rx_ts;
-	s->nstatus = bk->nstatus;
-	memcpy(s->status, bk->status, (size_t)bk->nstatus * sizeof(s->status[0]));
+	copy_statuses(bk, s);
 	return 0;
 }
 

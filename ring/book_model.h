@@ -11,8 +11,8 @@
  *   ORDER_*          change no level (their LEVEL records do): the live order table, when
  *                    uf_book_model_track_orders() turned it on
  *   TRADE            last trade, volume and trade count, exactly when uf_rec_trade_prints()
- *   STATUS           latest value per code (aux != 0), UF_BOOK_MAX_STATUS codes, first come
- *                    first kept (as the image's slots)
+ *   STATUS           latest value per code, a slot per code (as the image's slots); a code
+ *                    beyond UF_STATUS_MAX (or 0) changes nothing and counts as ignored
  *   INSTRUMENT       symbol, round lot, market category; STALE when the record carries
  *                    UF_RECF_STALE (a book named, or entering a symbol filter, in doubt)
  *   GAP              every book stale (and every book made later: their records say so too)
@@ -59,7 +59,6 @@ struct uf_bm_book {
 	char name[9];              /* the symbol trimmed, NUL-terminated */
 	uint32_t round_lot;        /* directory round lot */
 	uint32_t category;         /* directory market category */
-	uint32_t nstatus;          /* valid entries in status[] */
 	int64_t last_price;        /* last printing trade */
 	uint64_t last_shares;      /* last printing trade */
 	uint64_t last_exch_ts;     /* last printing trade */
@@ -68,8 +67,12 @@ struct uf_bm_book {
 	uint64_t trades;           /* printing trades this session */
 	uint64_t update_rx_ts;     /* receive time of the last level or trade change */
 	struct uf_bm_side side[2]; /* 0 bids, 1 asks */
-	struct uf_book_status status[UF_BOOK_MAX_STATUS]; /* latest value per code */
+	struct uf_book_status status[UF_STATUS_MAX]; /* latest value per code, slot code - 1;
+	                                              * code 0 = never set */
 };
+
+/* A snapshot (and so every consumer path) holds every status a book can. */
+_Static_assert(UF_BOOK_MAX_STATUS >= UF_STATUS_MAX, "a snapshot holds every status code");
 
 struct uf_book_model_stats {
 	uint64_t applied;        /* records that changed or confirmed a book */

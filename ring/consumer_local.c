@@ -752,6 +752,8 @@ static void local_get_info(const struct uf_consumer *h, struct uf_consumer_info 
 	info->hugepages = (int)c->hdr->hugepages;
 }
 
+_Static_assert(UF_BOOK_MAX_STATUS >= UF_RING_STATUS_SLOTS, "a snapshot holds every status slot");
+
 /* Copies one entry under its sequence lock. */
 static int copy_entry(const struct uf_consumer_local *c, uint32_t id, struct uf_book_snapshot *s)
 {
@@ -809,8 +811,9 @@ static int copy_entry(const struct uf_consumer_local *c, uint32_t id, struct uf_
 		s->volume = e->volume;
 		s->trades = e->trades;
 		s->update_rx_ts = e->update_rx_ts;
-		for (int i = 0; i < UF_RING_STATUS_SLOTS && i < UF_BOOK_MAX_STATUS; i++) {
-			if (e->status[i].code == 0)
+		/* ascending code; a slot that does not hold its own code is not one */
+		for (uint32_t i = 0; i < UF_RING_STATUS_SLOTS; i++) {
+			if (e->status[i].code != i + 1)
 				continue;
 			s->status[ns].code = e->status[i].code;
 			s->status[ns].reserved = 0;

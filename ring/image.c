@@ -128,23 +128,16 @@ int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t co
                              uint64_t shares, uint64_t exch_ts, uint64_t seq)
 {
 	struct uf_image_entry *e;
-	struct uf_image_status_raw *st = NULL;
+	struct uf_image_status_raw *st;
 
-	if (UF_UNLIKELY(code == 0))
+	/* 0 and codes beyond the enum have no slot: refused before any write, so a code this
+	 * build does not know never lands in (or past) another code's slot */
+	if (UF_UNLIKELY(!uf_status_code_known(code)))
 		return -EINVAL;
-	if (UF_UNLIKELY(instrument >= r->image->max_instruments))
-		return -ERANGE;
-	e = uf_image_entry_at(r->image, instrument);
-	/* find the slot before locking: only this thread writes codes */
-	for (int i = 0; i < UF_RING_STATUS_SLOTS; i++) {
-		if (e->status[i].code == code || e->status[i].code == 0) {
-			st = &e->status[i];
-			break;
-		}
-	}
-	if (UF_UNLIKELY(!st))
-		return -ENOSPC;
 	e = uf_ring_entry_begin(r, instrument);
+	if (UF_UNLIKELY(!e))
+		return -ERANGE;
+	st = &e->status[code - 1];
 	st->code = code;
 	st->price = price;
 	st->shares = shares;

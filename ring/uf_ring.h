@@ -494,8 +494,9 @@ int uf_ring_image_set_book(struct uf_ring *r, uint32_t instrument, const struct 
                            uint32_t nbid, const struct uf_level *asks, uint32_t nask, uint64_t seq,
                            uint64_t rx_ts);
 
-/* Records the latest value of status `code` (code != 0; up to UF_RING_STATUS_SLOTS distinct
- * codes per instrument, -ENOSPC beyond). */
+/* Records the latest value of status `code` in its own slot (code - 1): every defined code
+ * fits. Returns 0, -EINVAL for 0 or a code beyond UF_STATUS_MAX (nothing written), -ERANGE
+ * for an instrument outside the image. */
 int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t code, int64_t price,
                              uint64_t shares, uint64_t exch_ts, uint64_t seq);
 

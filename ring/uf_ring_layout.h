@@ -47,12 +47,17 @@
 
 #define UF_RING_MAGIC          0x474e4952464d5546ull /* "UFMFRING" little-endian */
 #define UF_RING_CT_MAGIC       0x534e4f4346465546ull /* "UFFCONS" */
-#define UF_RING_LAYOUT_VERSION 1
+#define UF_RING_LAYOUT_VERSION 2 /* 2: a status slot per code (was 8 slots, first come) */
 #define UF_RING_IMAGE_MAGIC    0x45474d4946465546ull /* "UFFIMGE" */
 
 #define UF_RING_NAME_MAX     32 /* ring name bytes incl. NUL */
 #define UF_RING_MAX_DEPTH    64 /* book image levels per side, upper bound */
-#define UF_RING_STATUS_SLOTS 8  /* distinct status codes kept per instrument */
+#define UF_RING_STATUS_SLOTS 20 /* status slots per image entry: slot code - 1 */
+
+/* Every defined status code has its slot, so no status is ever refused for want of room. A new
+ * UF_STATUS_* code stops the build here: raise the slots and UF_RING_LAYOUT_VERSION together
+ * (a consumer of the old layout must refuse the ring, not misread its entries). */
+_Static_assert(UF_RING_STATUS_SLOTS >= UF_STATUS_MAX, "an image slot for every status code");
 
 enum uf_ring_state {
 	UF_RING_STATE_OPEN = 1,   /* producer running */
@@ -139,8 +144,10 @@ _Static_assert(sizeof(struct uf_ring_cslot) == UF_FALSE_SHARING, "one slot per l
 
 /* ---- Book image (last-value cache) ---- */
 
+/* Slot i holds status code i + 1 (indexed by code: no search on the feed thread, and the same
+ * order, ascending code, for every reader). */
 struct uf_image_status_raw {
-	uint32_t code;    /* status code (UF_STATUS_* of the record header); 0 = unused */
+	uint32_t code;    /* i + 1 once that status was set; 0 = unused (never set) */
 	uint32_t pad;     /* zero */
 	int64_t price;    /* the status record's price field */
 	uint64_t shares;  /* the status record's shares field */
@@ -174,7 +181,8 @@ struct uf_image_entry {
 	                        * at a RESET) */
 	uint64_t trades;       /* number of trades added (same rule) */
 	uint64_t update_rx_ts; /* rx_ts of the last update of any kind */
-	struct uf_image_status_raw status[UF_RING_STATUS_SLOTS]; /* latest value per code */
+	struct uf_image_status_raw status[UF_RING_STATUS_SLOTS]; /* latest value per code,
+	                                                          * slot code - 1 */
 };
 
 _Static_assert(sizeof(struct uf_image_entry) % 8 == 0, "entry header is 8-byte aligned");

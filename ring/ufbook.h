@@ -25,7 +25,7 @@
  *   INSTRUMENT       remembers the symbol, round lot and market category; flags the book
  *                    STALE when the record carries UF_RECF_STALE (named in doubt)
  *   TRADE            last trade, volume and trade count, only when uf_rec_trade_prints()
- *   STATUS           keeps the latest value per status code
+ *   STATUS           keeps the latest value per status code, every defined code
  *   ORDER_*          the live order table, when uf_book_builder_track_orders() turned it on
  *   anything else    counted, ignored
  * A book's STALE flag follows the UF_RECF_STALE bit of the last LEVEL or SNAPSHOT_BEGIN record

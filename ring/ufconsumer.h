@@ -53,9 +53,12 @@
 extern "C" {
 #endif
 
-#define UF_CONSUMER_API_VERSION 1
+/* API/ABI version 2 (libufconsumer.so.2): UF_BOOK_MAX_STATUS went from 8 to 32, room for
+ * every UF_STATUS_* code (UF_STATUS_MAX, checked when the library is built) and for codes to
+ * come within this ABI. */
+#define UF_CONSUMER_API_VERSION 2
 #define UF_BOOK_MAX_DEPTH       64 /* levels per side a snapshot can hold */
-#define UF_BOOK_MAX_STATUS      8  /* status codes a snapshot can hold */
+#define UF_BOOK_MAX_STATUS      32 /* status codes a snapshot can hold (above) */
 
 /* uf_book_snapshot.flags (and the book builder's books, ring/ufbook.h). */
 #define UF_BOOKF_STALE UF_RECF_STALE /* may be wrong: an unrecovered gap came before */
@@ -149,9 +152,11 @@ struct uf_book_snapshot {
 	uint64_t volume;       /* cumulative printing shares this session (0 after a RESET) */
 	uint64_t trades;       /* number of printing trades this session */
 	uint64_t update_rx_ts; /* receive time of the update that last changed the entry */
-	uint32_t nstatus;      /* valid entries in status[] */
+	uint32_t nstatus;      /* valid entries in status[]: one per code seen, every code the
+	                        * instrument received (none is ever dropped for want of room) */
 	uint32_t reserved;     /* zero */
-	struct uf_book_status status[UF_BOOK_MAX_STATUS]; /* latest value per status code */
+	struct uf_book_status status[UF_BOOK_MAX_STATUS]; /* latest value per status code, in
+	                                                   * ascending code order */
 	struct uf_level bid[UF_BOOK_MAX_DEPTH];           /* bids */
 	struct uf_level ask[UF_BOOK_MAX_DEPTH];           /* asks */
 };

@@ -42,7 +42,7 @@ fi
 # reachable, and the package needs nothing from one). Debian's pip refuses the system site
 # (PEP 668, "externally managed") unless told: --break-system-packages puts it in
 # /usr/local/lib/python3.11/dist-packages, beside apt's packages and not over them. It loads
-# libufconsumer.so.1 through the system loader (the .deb, or `cmake --install` + ldconfig); the
+# libufconsumer.so.2 through the system loader (the .deb, or `cmake --install` + ldconfig); the
 # in-tree tests use the tree's python/ and library instead. Built from a copy: pip builds in
 # the folder it is given.
 pip_cmd=(/usr/bin/python3 -m pip install --no-build-isolation --no-index --no-cache-dir -q

@@ -41,11 +41,11 @@ def test_recorded_relative_path_loads_without_environment(pkg):
     # what cmake --install writes: relative to the package folder
     lib_dir = pkg / "lib"
     lib_dir.mkdir()
-    shutil.copy(BUILT, lib_dir / "libufconsumer.so.1")
-    record(pkg, "../lib/libufconsumer.so.1")
+    shutil.copy(BUILT, lib_dir / "libufconsumer.so.2")
+    record(pkg, "../lib/libufconsumer.so.2")
     rc, out, err = probe(pkg)
     assert rc == 0, err
-    assert out == str(lib_dir / "libufconsumer.so.1")
+    assert out == str(lib_dir / "libufconsumer.so.2")
 
 
 def test_recorded_absolute_path_loads_without_environment(pkg):
@@ -57,7 +57,7 @@ def test_recorded_absolute_path_loads_without_environment(pkg):
 
 
 def test_environment_wins_over_recorded_path(pkg):
-    record(pkg, "/nonexistent/libufconsumer.so.1")
+    record(pkg, "/nonexistent/libufconsumer.so.2")
     rc, out, err = probe(pkg, {"UF_CONSUMER_LIB": BUILT})
     assert rc == 0, err
     assert out == BUILT
@@ -72,10 +72,10 @@ def test_bad_environment_path_is_an_error_not_a_fallback(pkg):
 
 def test_stale_recorded_path_falls_back_to_the_system_loader(pkg):
     # the recorded library was removed: the system loader is tried, and the error names both
-    record(pkg, "/nonexistent/libufconsumer.so.1")
+    record(pkg, "/nonexistent/libufconsumer.so.2")
     rc, out, err = probe(pkg)
-    if rc == 0:  # a libufconsumer.so.1 installed on this host: it must be the system's
-        assert out != "/nonexistent/libufconsumer.so.1"
+    if rc == 0:  # a libufconsumer.so.2 installed on this host: it must be the system's
+        assert out != "/nonexistent/libufconsumer.so.2"
         return
-    assert "recorded at install: /nonexistent/libufconsumer.so.1" in err
+    assert "recorded at install: /nonexistent/libufconsumer.so.2" in err
     assert "system loader:" in err

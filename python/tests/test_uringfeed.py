@@ -162,6 +162,45 @@ def test_book_builder_tracks_orders_when_asked():
     assert b.order(42) is None and b.stats()["orders_live"] == 0
 
 
+def test_book_builder_snapshot_holds_every_status_code_with_its_latest_value():
+    # every defined code twice, highest first (ring layout 1 kept 8, first come): the snapshot
+    # struct (BOOK_MAX_STATUS slots) lists each one, in code order, with its latest value
+    b = uringfeed.BookBuilder(8)
+
+    class R:
+        kind, side, flags, instrument, price, shares = 6, 0, 1, 3, 0, 0  # STATUS
+        orders, pub_delta_ns, ref, exch_ts, rx_ts, feed_seq = 0, 0, 0, 0, 0, 1
+    seq = 0
+    for rnd in (0, 1):
+        for code in range(uringfeed._lib.STATUS_MAX, 0, -1):
+            R.orders, R.price, R.shares = code, 1000 * rnd + code, 10 * code + rnd
+            assert b.apply(R, seq)
+            seq += 1
+    ignored = b.stats()["ignored"]
+    R.orders = uringfeed._lib.STATUS_MAX + 1  # a code this build does not know: ignored
+    assert not b.apply(R, seq)
+    assert b.stats()["ignored"] == ignored + 1
+    assert uringfeed._lib.BOOK_MAX_STATUS >= uringfeed._lib.STATUS_MAX
+    assert b.snapshot(3).status == [(c, 1000 + c, 10 * c + 1)
+                                    for c in range(1, uringfeed._lib.STATUS_MAX + 1)]
+
+
+def test_ctypes_constants_mirror_the_c_headers():
+    # the limits the ctypes structs are sized by, read from the headers they mirror
+    import re
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(src, "publish", "uf_record.h")) as f:
+        rec = f.read()
+    with open(os.path.join(src, "ring", "ufconsumer.h")) as f:
+        cons = f.read()
+    enum = rec[rec.index("enum uf_status_code {"):rec.index("UF_STATUS_LIMIT")]
+    assert max(int(v) for v in re.findall(r"UF_STATUS_\w+ =\s*(\d+)", enum)) == \
+        uringfeed._lib.STATUS_MAX
+    for name, val in (("UF_BOOK_MAX_STATUS", uringfeed._lib.BOOK_MAX_STATUS),
+                      ("UF_BOOK_MAX_DEPTH", uringfeed._lib.BOOK_MAX_DEPTH)):
+        assert int(re.search(r"#define %s\s+(\d+)" % name, cons).group(1)) == val, name
+
+
 def test_books_command_prints_exactly_uf_tail_books(ring):
     uf_tail = os.path.join(BIN, "uf-tail")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))

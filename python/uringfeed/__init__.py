@@ -12,7 +12,7 @@
         for rec in books.follow(c, timeout=5): ...    # laps re-sync by themselves
         print(books.top(c.lookup("AAPL")))
 
-Library: $UF_CONSUMER_LIB (path) or the system's libufconsumer.so.1. Prices are integers
+Library: $UF_CONSUMER_LIB (path) or the system's libufconsumer.so.2. Prices are integers
 with 4 implied decimals, as in the C records (docs/consumers.md has the record contract).
 No build step: PYTHONPATH=python is enough.
 """

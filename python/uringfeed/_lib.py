@@ -7,7 +7,7 @@ Which libufconsumer, first found wins (no environment variable needed once insta
      --install` and the .deb write it relative to the package, so it names the library
      installed beside it in the same prefix; `pip install` writes it when UF_CONSUMER_LIB is set
      during the install (python/setup.py); the source tree has none;
-  3. the system loader: libufconsumer.so.1 where ld.so finds it (/usr/lib, or /usr/local/lib
+  3. the system loader: libufconsumer.so.2 where ld.so finds it (/usr/lib, or /usr/local/lib
      after `cmake --install` and `ldconfig`), as ctypes.util.find_library names it.
 """
 import ctypes
@@ -32,7 +32,8 @@ RECF_LAST, RECF_BBO, RECF_SNAPSHOT, RECF_STALE, RECF_REPLACE = 1, 2, 4, 8, 16
 BOOKF_STALE = RECF_STALE
 BOOKF_TRUNCATED_BID, BOOKF_TRUNCATED_ASK = 1 << 16, 1 << 17
 BOOKF_TRUNCATED = BOOKF_TRUNCATED_BID | BOOKF_TRUNCATED_ASK
-BOOK_MAX_DEPTH, BOOK_MAX_STATUS = 64, 8
+BOOK_MAX_DEPTH, BOOK_MAX_STATUS = 64, 32  # ABI 2 (libufconsumer.so.2): 32 status slots
+STATUS_MAX = 20  # UF_STATUS_MAX: codes 1..20 defined; a snapshot lists each one seen
 START_LATEST, START_OLDEST, START_JOURNAL = 0, 1, 2  # enum uf_consumer_start
 PRICE_DECIMALS = 4
 
@@ -98,7 +99,7 @@ class BookOrder(ctypes.Structure):
 
 
 # The C layout, checked once here rather than discovered as garbage later.
-for _t, _size in ((Record, 64), (Level, 24), (BookStatus, 32), (BookSnapshot, 3440),
+for _t, _size in ((Record, 64), (Level, 24), (BookStatus, 32), (BookSnapshot, 4208),
                   (ConsumerOptions, 32), (ConsumerLap, 24), (ConsumerInfo, 96),
                   (BuilderStats, 88), (BookOrder, 32)):
     assert ctypes.sizeof(_t) == _size, (_t.__name__, ctypes.sizeof(_t), _size)
@@ -129,7 +130,7 @@ def _load():
         if recorded:
             candidates.append(("recorded at install", recorded))
         candidates.append(("system loader",
-                           ctypes.util.find_library("ufconsumer") or "libufconsumer.so.1"))
+                           ctypes.util.find_library("ufconsumer") or "libufconsumer.so.2"))
     errors = []
     for how, cand in candidates:
         try:

@@ -111,7 +111,7 @@ int uf_nats_books_encode(struct uf_nats_books *bk, uint32_t id, uint64_t stamp, 
 	h = *buf;
 	memset(h, 0, sizeof(*h));
 	h->magic = UF_NATS_BOOK_MAGIC;
-	h->version = UF_NATS_VERSION;
+	h->version = UF_NATS_BOOK_VERSION;
 	h->instrument = id;
 	h->generation = bk->generation;
 	h->stamp = stamp > bk->stamp[id] ? stamp : bk->stamp[id];
@@ -128,12 +128,14 @@ int uf_nats_books_encode(struct uf_nats_books *bk, uint32_t id, uint64_t stamp, 
 	h->volume = b->volume;
 	h->trades = b->trades;
 	h->update_rx_ts = b->update_rx_ts;
-	h->nstatus = b->nstatus < UF_NATS_STATUS ? b->nstatus : UF_NATS_STATUS;
-	for (uint32_t i = 0; i < h->nstatus; i++) {
+	for (uint32_t i = 0; i < UF_STATUS_MAX; i++) { /* slot for slot: both by code */
+		if (!b->status[i].code)
+			continue;
 		h->status[i].code = b->status[i].code;
 		h->status[i].price = b->status[i].price;
 		h->status[i].shares = b->status[i].shares;
 		h->status[i].exch_ts = b->status[i].exch_ts;
+		h->nstatus++;
 	}
 	lv = (struct uf_level *)(h + 1); /* best first: bids, then asks */
 	for (int sx = 0; sx < 2; sx++)
@@ -148,14 +150,21 @@ int uf_nats_books_decode(struct uf_nats_books *bk, const void *buf, size_t len, 
 	struct uf_bm_book *b;
 	const char *lv;
 
-	if (len < sizeof(h))
+	/* The prefix every book version shares first: an entry another generation left in the
+	 * bucket is ignored whatever its version (the bridge does not delete old keys), while
+	 * one of this generation in another version is a bridge of another release. */
+	if (len < UF_NATS_BOOK_PREFIX)
 		return -EPROTO;
-	memcpy(&h, buf, sizeof(h));
-	if (h.magic != UF_NATS_BOOK_MAGIC || h.version != UF_NATS_VERSION ||
-	    len != sizeof(h) + ((size_t)h.nbid + h.nask) * sizeof(struct uf_level))
+	memcpy(&h, buf, UF_NATS_BOOK_PREFIX);
+	if (h.magic != UF_NATS_BOOK_MAGIC)
 		return -EPROTO;
 	if (h.generation != bk->generation)
 		return -ESTALE;
+	if (h.version != UF_NATS_BOOK_VERSION || len < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	if (len != sizeof(h) + ((size_t)h.nbid + h.nask) * sizeof(struct uf_level))
+		return -EPROTO;
 	if (h.instrument >= bk->max)
 		return -ERANGE;
 	b = uf_book_model_book(&bk->m, h.instrument);
@@ -180,14 +189,15 @@ int uf_nats_books_decode(struct uf_nats_books *bk, const void *buf, size_t len, 
 	b->volume = h.volume;
 	b->trades = h.trades;
 	b->update_rx_ts = h.update_rx_ts;
-	b->nstatus = 0;
-	for (uint32_t i = 0; i < UF_NATS_STATUS && b->nstatus < UF_BOOK_MAX_STATUS; i++)
-		if (h.status[i].code) /* a used slot: the entry's own count is not trusted */
-			b->status[b->nstatus++] =
-			    (struct uf_book_status){.code = h.status[i].code,
-			                            .price = h.status[i].price,
-			                            .shares = h.status[i].shares,
-			                            .exch_ts = h.status[i].exch_ts};
+	/* a slot that holds its own code (known to this build) is used; the entry's count is
+	 * not trusted */
+	memset(b->status, 0, sizeof(b->status));
+	for (uint32_t i = 0; i < UF_NATS_STATUS && i < UF_STATUS_MAX; i++)
+		if (h.status[i].code == i + 1)
+			b->status[i] = (struct uf_book_status){.code = h.status[i].code,
+			                                       .price = h.status[i].price,
+			                                       .shares = h.status[i].shares,
+			                                       .exch_ts = h.status[i].exch_ts};
 	b->stamp = h.stamp > min_from ? h.stamp : min_from;
 	bk->stamp[h.instrument] = h.stamp;
 	return 0;

@@ -50,8 +50,9 @@ int uf_nats_books_encode(struct uf_nats_books *bk, uint32_t id, uint64_t stamp, 
                          size_t *cap);
 
 /* Decodes a key-value entry into its instrument's book; records below
- * max(entry stamp, min_from) will be skipped. Returns 0, -EPROTO (bad entry), -ESTALE
- * (other generation: ignored), -ERANGE (id too large), -ENOMEM. */
+ * max(entry stamp, min_from) will be skipped. Returns 0, -EPROTO (bad entry, or this
+ * generation's entry in another book version), -ESTALE (other generation, of any version:
+ * ignored), -ERANGE (id too large), -ENOMEM. */
 int uf_nats_books_decode(struct uf_nats_books *bk, const void *buf, size_t len, uint64_t min_from);
 
 /* Copies instrument `id` cut to `depth` levels per side (flagged TRUNCATED where cut, as the

@@ -128,8 +128,11 @@ int uf_nats_load_books(struct uf_nats_consumer *n, struct uf_nats_books *bk,
 	}
 	if (rc < 0) {
 		if (rc == -EPROTO)
-			uf_err_set(err, errlen, "ring %s: a book entry is not wire version %u",
-			           n->ring, UF_NATS_VERSION);
+			uf_err_set(err, errlen,
+			           "ring %s: a book entry is not book version %u (a uf-bridge of "
+			           "another release wrote the bucket: use the same release on both "
+			           "sides)",
+			           n->ring, UF_NATS_BOOK_VERSION);
 		if (rc == -EBADMSG) /* a book we cannot believe: no image rather than a wrong one */
 			uf_err_set(err, errlen,
 			           "ring %s: a book entry is not authenticated by the shared key",

@@ -50,7 +50,14 @@
  * headers per record (nats-server's cost goes by messages, docs/performance.md). Consumers
  * built when this was 1024 refuse larger messages: upgrade them before raising --batch. */
 #define UF_NATS_MAX_RECORDS 4096
-#define UF_NATS_STATUS      8 /* status codes kept per instrument */
+/* Version of the key-value book entries (struct uf_nats_book), apart from the messages' and
+ * the commit entry's UF_NATS_VERSION: 2 = a status slot per code (1 had 8, first come). */
+#define UF_NATS_BOOK_VERSION 2
+#define UF_NATS_STATUS       20 /* status slots per book entry: slot code - 1 */
+
+/* As the ring's image: a slot for every defined code. A new UF_STATUS_* code stops the build
+ * here: raise the slots and UF_NATS_BOOK_VERSION together. */
+_Static_assert(UF_NATS_STATUS >= UF_STATUS_MAX, "a book entry slot for every status code");
 
 enum uf_nats_kind {
 	UF_NATS_DATA = 1,   /* `count` records, ring sequences first_seq .. first_seq+count-1 */
@@ -108,8 +115,9 @@ struct uf_nats_commit {
 
 _Static_assert(sizeof(struct uf_nats_commit) == 56, "commit entry layout");
 
+/* Slot i of a book entry holds status code i + 1, as the ring's image does. */
 struct uf_nats_status {
-	uint32_t code;    /* UF_STATUS_*; 0 = unused */
+	uint32_t code;    /* i + 1 once set; 0 = unused */
 	uint32_t pad;     /* zero */
 	int64_t price;    /* the status record's price */
 	uint64_t shares;  /* the status record's shares */
@@ -121,7 +129,7 @@ struct uf_nats_status {
  * nask struct uf_level follow, best first. */
 struct uf_nats_book {
 	uint16_t magic;        /* UF_NATS_BOOK_MAGIC */
-	uint8_t version;       /* UF_NATS_VERSION */
+	uint8_t version;       /* UF_NATS_BOOK_VERSION */
 	uint8_t pad0;          /* zero */
 	uint32_t instrument;   /* id */
 	uint64_t generation;   /* source ring generation */
@@ -132,7 +140,7 @@ struct uf_nats_book {
 	uint32_t category;     /* directory market category */
 	uint32_t nbid;         /* bid levels that follow */
 	uint32_t nask;         /* ask levels that follow (after the bids) */
-	uint32_t nstatus;      /* valid status[] entries */
+	uint32_t nstatus;      /* used status[] slots (informative: readers go by the codes) */
 	int64_t last_price;    /* last trade */
 	uint64_t last_shares;  /* last trade */
 	uint64_t last_exch_ts; /* last trade */
@@ -140,10 +148,18 @@ struct uf_nats_book {
 	uint64_t volume;       /* traded shares */
 	uint64_t trades;       /* trades */
 	uint64_t update_rx_ts; /* rx time of the last change */
-	struct uf_nats_status status[UF_NATS_STATUS]; /* latest value per code */
+	struct uf_nats_status status[UF_NATS_STATUS]; /* latest value per code, slot code - 1 */
 };
 
 _Static_assert(sizeof(struct uf_nats_book) % 8 == 0, "book entry is 8-byte aligned");
+
+/* Bytes every book entry version begins with, at these places: magic, version, instrument,
+ * generation (a reader tells another generation's entry from another version's). */
+#define UF_NATS_BOOK_PREFIX 16
+_Static_assert(offsetof(struct uf_nats_book, version) == 2 &&
+                   offsetof(struct uf_nats_book, generation) == 8 &&
+                   offsetof(struct uf_nats_book, stamp) == UF_NATS_BOOK_PREFIX,
+               "book entry prefix is fixed across versions");
 
 #define UF_NATS_MSG_ID_MAX 96 /* "<generation>:<kind>:<first_seq>:<count>[:r<16 hex>]" */
 

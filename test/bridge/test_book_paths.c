@@ -10,12 +10,14 @@
  * the book image the way feed/sink.c does (trade only when it prints, STALE and RESET through
  * the image setters, the touched sides of a book copied at the end of each message).
  *
- * Script (ids 1 AAPL, 2 MSFT, 3 DEEP, 4 IBM; 0 = market-wide statuses):
- *   A  directory, statuses (one per book, one market-wide), levels on both sides, orders
- *      (add, modify, delete, replace), trades that print (E, Q) and that do not (non-printable
- *      C, a break, a cross of 0 shares), STALE of MSFT, STALE of all, a GAP (records then say
- *      STALE)
- *   B  RESET (new session), new levels, trades and a status: the books start over
+ * Script (ids 1 AAPL, 2 MSFT, 3 DEEP, 4 IBM, 5 ALLST; 0 = market-wide statuses):
+ *   A  directory, statuses (one per book, one market-wide, and every status code, ITCH's
+ *      and IEX's, twice on ALLST: more than the 8 codes ring layout 1 kept), levels on both
+ *      sides, orders (add, modify, delete, replace), trades that print (E, Q) and that do not
+ *      (non-printable C, a break, a cross of 0 shares), STALE of MSFT, STALE of all, a GAP
+ *      (records then say STALE)
+ *   B  RESET (new session), new levels, trades and statuses: the books start over (statuses
+ *      stay)
  *   C  STALE of MSFT (its later records say STALE)
  *   D  3 ring capacities of IBM level changes while the local builder reads nothing (it is
  *      lapped), paced so that uf-bridge is not
@@ -224,6 +226,13 @@ static void phase_a(struct prod *p)
 	one(p, status(0, UF_STATUS_SYSTEM, 'O')); /* market-wide */
 	one(p, status(1, UF_STATUS_TRADING, 'T'));
 	one(p, status(2, UF_STATUS_REG_SHO, '0'));
+	one(p, directory(5, "ALLST", 100, 'Q'));
+	for (uint32_t round = 0; round < 2; round++) /* every code, highest first, twice */
+		for (uint32_t code = UF_STATUS_MAX; code >= 1; code--) {
+			struct uf_record r = status(5, code, 10u * code + round);
+			r.price = (int64_t)(1000 * round + code);
+			one(p, r);
+		}
 	for (uint32_t id = 1; id <= 4; id++) {
 		m[0] = ordr(UF_REC_ORDER_ADD, id, id * 100 + 1, UF_SIDE_BID, 1000000 * id, 100);
 		m[1] = lvl(id, UF_SIDE_BID, 1000000 * id, 100, 1);
@@ -283,6 +292,7 @@ static void phase_b_c(struct prod *p)
 	one(p, trade(1, 1010050, 900, UF_TRADE_EXEC_PRICE | UF_TRADE_NONPRINTABLE));
 	one(p, trade(2, 2010100, 60, UF_TRADE_EXEC));
 	one(p, status(1, UF_STATUS_TRADING, 'H'));
+	one(p, status(5, UF_STATUS_OP_HALT, 'H'));
 	one(p, stale(2)); /* C */
 	one(p, lvl(2, UF_SIDE_BID, 2009900, 45, 2));
 }
@@ -581,6 +591,18 @@ static void test_every_consumer_path_shows_the_same_books(void **state)
 	    strstr(ref, "|40|2|st:2,0,72|bid:1010000,10,1;1009900,20,2|ask:1010100,30,3\n"));
 	assert_non_null(strstr(ref, "2|MSFT|8|100|81|2010100,60,")); /* stale again after RESET */
 	assert_non_null(strstr(ref, "3|DEEP|0|50|71|3005000,11,"));
+	{ /* ALLST: every code in code order, each with its latest value */
+		char want[1024];
+		int n = snprintf(want, sizeof(want), "5|ALLST|0|100|81|0,0,0,0|0|0|st:");
+		for (uint32_t code = 1; code <= UF_STATUS_MAX; code++) {
+			int halt = code == UF_STATUS_OP_HALT; /* changed again after the RESET */
+			n += snprintf(want + n, sizeof(want) - (size_t)n, "%s%u,%u,%u",
+			              code > 1 ? ";" : "", code, halt ? 0 : 1000 + code,
+			              halt ? 'H' : 10 * code + 1);
+		}
+		snprintf(want + n, sizeof(want) - (size_t)n, "|bid:|ask:\n");
+		assert_non_null(strstr(ref, want));
+	}
 	assert_non_null(
 	    strstr(ref, "|bid:2995000,70,7;2994000,60,6|ask:3005000,80,8;3006000,90,9\n"));
 

@@ -92,10 +92,20 @@ static void test_encoded_book_decodes_to_the_same_book_and_skips_older_records(v
 	assert_int_equal(uf_nats_books_apply(&b, &r, 100), 1);
 	assert_int_equal(uf_nats_books_snapshot(&b, 2, 1, 101, &sb), 0);
 	assert_int_equal(sb.ask[0].price, 1001);
-	/* another generation's entry is refused, a damaged one too */
+	/* a damaged entry is refused; another generation's is ignored (-ESTALE), whatever its
+	 * book version or size (the bridge leaves old generations' keys in the bucket) */
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len - 1, 0), -EPROTO);
 	b.generation = 6;
 	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len, 0), -ESTALE);
-	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len - 1, 0), -EPROTO);
+	((struct uf_nats_book *)buf)->version = 1;
+	assert_int_equal(uf_nats_books_decode(&b, buf, UF_NATS_BOOK_PREFIX, 0), -ESTALE);
+	/* this generation's entry in another book version (a bridge of another release; version
+	 * 1 kept 8 status slots) is refused, not misread */
+	b.generation = 5;
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len, 0), -EPROTO);
+	((struct uf_nats_book *)buf)->version = UF_NATS_BOOK_VERSION + 1;
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len, 0), -EPROTO);
+	assert_int_equal(uf_nats_books_decode(&b, buf, UF_NATS_BOOK_PREFIX - 1, 0), -EPROTO);
 	free(buf);
 	uf_nats_books_free(&a);
 	uf_nats_books_free(&b);
@@ -164,6 +174,61 @@ static int load_from(struct uf_nats_books *dst, struct uf_nats_books *src, const
  * rule "stop at the mark" left book 2 out; the next record of instrument 2 then made it
  * from the stream alone: levels, no symbol. Counting the bucket's keys reads on past the
  * early mark, and book 2 keeps its symbol. */
+/* Every status code, each with its latest value, goes through a book entry and back (book
+ * version 1 carried 8); a slot that does not hold its own code is not believed. */
+static void test_book_entry_carries_every_status_code(void **state)
+{
+	struct uf_nats_books a, b;
+	struct uf_book_snapshot sa, sb;
+	struct uf_record r;
+	struct uf_nats_book *h;
+	void *buf = NULL;
+	size_t cap = 0;
+	uint64_t seq = 0;
+	int len;
+
+	(void)state;
+	assert_int_equal(uf_nats_books_init(&a, 8, 5), 0);
+	assert_int_equal(uf_nats_books_init(&b, 8, 5), 0);
+	memset(&r, 0, sizeof(r));
+	r.kind = UF_REC_STATUS;
+	r.instrument = 3;
+	for (uint32_t round = 0; round < 2; round++)
+		for (uint32_t code = UF_STATUS_MAX; code >= 1; code--) {
+			r.aux = code;
+			r.price = (int64_t)(1000 * round + code);
+			r.shares = 10u * code + round;
+			r.exch_ts = 100u * round + code;
+			assert_int_equal(uf_nats_books_apply(&a, &r, seq++), 1);
+		}
+	len = uf_nats_books_encode(&a, 3, 1000, &buf, &cap);
+	assert_true(len > 0);
+	h = buf;
+	assert_int_equal(h->version, UF_NATS_BOOK_VERSION);
+	assert_int_equal(h->nstatus, UF_STATUS_MAX);
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len, 0), 0);
+	assert_int_equal(uf_nats_books_snapshot(&a, 3, 8, 1000, &sa), 0);
+	assert_int_equal(uf_nats_books_snapshot(&b, 3, 8, 1000, &sb), 0);
+	assert_int_equal(sb.nstatus, UF_STATUS_MAX);
+	for (uint32_t k = 0; k < sb.nstatus; k++) {
+		assert_int_equal(sb.status[k].code, k + 1);
+		assert_int_equal(sb.status[k].price, 1000 + k + 1);
+		assert_int_equal(sb.status[k].shares, 10u * (k + 1) + 1);
+		assert_int_equal(sb.status[k].exch_ts, 100 + k + 1);
+	}
+	assert_memory_equal(sa.status, sb.status, sizeof(sa.status));
+	h->status[4].code = 7; /* slot of code 5 claiming code 7: dropped, code 7 kept */
+	assert_int_equal(uf_nats_books_decode(&b, buf, (size_t)len, 0), 0);
+	assert_int_equal(uf_nats_books_snapshot(&b, 3, 8, 1000, &sb), 0);
+	assert_int_equal(sb.nstatus, UF_STATUS_MAX - 1);
+	assert_int_equal(sb.status[4].code, 6);
+	assert_int_equal(sb.status[5].code, 7);
+	assert_int_equal(sb.status[5].price, 1007);
+	free(buf);
+	uf_nats_books_free(&a);
+	uf_nats_books_free(&b);
+}
+
 static void test_early_watch_mark_no_longer_loses_a_book_and_its_symbol(void **state)
 {
 	static const char *const syms[] = {"", "AAA", "BBB", "CCC"};
@@ -522,6 +587,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_levels_keep_best_first_and_vanish_at_zero),
 	    cmocka_unit_test(test_encoded_book_decodes_to_the_same_book_and_skips_older_records),
+	    cmocka_unit_test(test_book_entry_carries_every_status_code),
 	    cmocka_unit_test(test_early_watch_mark_no_longer_loses_a_book_and_its_symbol),
 	    cmocka_unit_test(test_bucket_key_count_counts_each_key_once),
 	    cmocka_unit_test(test_gap_marks_every_present_book_stale),

@@ -644,29 +644,38 @@ static void test_sink_returns_image_range_error(void **state)
 	fx_teardown(&x);
 }
 
-/* A ninth distinct status code on one instrument overflows its status slots. */
-static void test_sink_returns_status_slots_error(void **state)
+/* Every defined status code on one instrument goes into the image (ring layout 1 kept 8 and
+ * the sink returned -ENOSPC for a ninth: image_errors on a generated day); a code beyond the
+ * enum is refused (-EINVAL, which the pipeline counts) and touches no other code's slot. */
+static void test_sink_keeps_every_status_code_and_refuses_unknown_ones(void **state)
 {
 	(void)state;
 	struct fx x;
-	struct uf_record r[9];
+	struct uf_record r[UF_STATUS_MAX + 1];
 	fx_setup(&x, 16);
 	memset(r, 0, sizeof(r));
-	for (int i = 0; i < 9; i++) {
+	for (uint32_t i = 0; i <= UF_STATUS_MAX; i++) {
 		r[i].kind = UF_REC_STATUS;
 		r[i].flags = UF_RECF_LAST;
 		r[i].instrument = 4;
-		r[i].aux = (uint32_t)(i + 1);
-		r[i].shares = (uint64_t)(100 + i);
+		r[i].aux = UF_STATUS_MAX - i; /* highest first; r[UF_STATUS_MAX] is set below */
+		r[i].price = (int64_t)(1000 + r[i].aux);
+		r[i].shares = (uint64_t)(100 + r[i].aux);
 	}
-	assert_int_equal(uf_sink_records(&x.sink, r, 8, RX_NS), 0);
-	assert_int_equal(uf_sink_records(&x.sink, r + 8, 1, RX_NS), -ENOSPC);
+	r[UF_STATUS_MAX].aux = UF_STATUS_MAX + 1;
+	assert_int_equal(uf_sink_records(&x.sink, r, UF_STATUS_MAX, RX_NS), 0);
+	assert_int_equal(uf_sink_records(&x.sink, r + UF_STATUS_MAX, 1, RX_NS), -EINVAL);
 	struct uf_book_snapshot s;
 	snap(&x, 4, &s);
-	assert_int_equal(s.nstatus, 8);
-	struct uf_record got[9];
-	read_exactly(&x, got, 9); /* the refused status is in the stream all the same */
-	assert_int_equal(got[8].aux, 9);
+	assert_int_equal(s.nstatus, UF_STATUS_MAX);
+	for (uint32_t k = 0; k < s.nstatus; k++) {
+		assert_int_equal(s.status[k].code, k + 1);
+		assert_int_equal(s.status[k].price, 1000 + k + 1);
+		assert_int_equal(s.status[k].shares, 100 + k + 1);
+	}
+	struct uf_record got[UF_STATUS_MAX + 1];
+	read_exactly(&x, got, UF_STATUS_MAX + 1); /* the refused status is in the stream */
+	assert_int_equal(got[UF_STATUS_MAX].aux, UF_STATUS_MAX + 1);
 	fx_teardown(&x);
 }
 
@@ -1086,7 +1095,7 @@ int main(void)
 	    cmocka_unit_test(test_sink_doubts_mark_their_books_stale),
 	    cmocka_unit_test(test_sink_full_table_marks_the_book_stale),
 	    cmocka_unit_test(test_sink_returns_image_range_error),
-	    cmocka_unit_test(test_sink_returns_status_slots_error),
+	    cmocka_unit_test(test_sink_keeps_every_status_code_and_refuses_unknown_ones),
 	    cmocka_unit_test(test_sink_deferred_image_waits_for_the_flush),
 	    cmocka_unit_test(test_sink_deferred_image_flushed_by_gap_enter_off_and_close),
 	    cmocka_unit_test(test_sink_deferred_image_handover_mid_window),

@@ -45,7 +45,7 @@ conf=$(grep -v '^$' "$tmp/ctrl/conffiles" | sort)
 [ -n "$etc" ] && [ "$etc" = "$conf" ] || bad "conffiles ($conf) differ from the files in /etc/uringfeed ($etc)"
 
 want=(/usr/bin/uringfeed /usr/bin/uf-gen /usr/bin/uf-decode /usr/bin/uf-replay /usr/bin/uf-tail
-      /usr/bin/uf-bench /usr/bin/uf-snap /usr/lib/libufconsumer.so.1
+      /usr/bin/uf-bench /usr/bin/uf-snap /usr/lib/libufconsumer.so.2
       /etc/uringfeed/loopback.json /etc/uringfeed/nasdaq-production.json
       /etc/uringfeed/uf-replay.env /etc/uringfeed/uf-bridge.json
       /usr/lib/systemd/system/uringfeed.service /usr/lib/systemd/system/uf-replay.service
@@ -125,7 +125,7 @@ for b in "$root"/usr/bin/*; do
 		bad "$(basename "$b"): $(grep 'not found' <<<"$libs")"
 	fi
 done
-grep -q "libufconsumer.so.1 => $root/usr/lib/libufconsumer.so.1" <<<"$(ldd "$root/usr/bin/uf-tail")" ||
+grep -q "libufconsumer.so.2 => $root/usr/lib/libufconsumer.so.2" <<<"$(ldd "$root/usr/bin/uf-tail")" ||
 	bad "uf-tail does not load the packaged libufconsumer: $(ldd "$root/usr/bin/uf-tail" | grep ufconsumer)"
 out=$("$root/usr/bin/uf-tail" --help 2>&1) || bad "packaged uf-tail --help exited $?: $out"
 [ $fail -eq 0 ] && echo "ok: every packaged binary resolves its libraries; uf-tail runs on the packaged libufconsumer"
@@ -137,7 +137,7 @@ import uringfeed, uringfeed._lib as l
 assert uringfeed.__file__.startswith(sys.argv[1]), uringfeed.__file__
 print(l.lib._name); print(l.strerror(-l.EOVERFLOW))' "$root/usr/lib/python3/dist-packages" 2>&1) ||
 	bad "packaged Python package does not import: $got"
-[ "$(head -1 <<<"$got")" = "$root/usr/lib/libufconsumer.so.1" ] ||
-	bad "packaged Python package loaded '$(head -1 <<<"$got")', want $root/usr/lib/libufconsumer.so.1"
+[ "$(head -1 <<<"$got")" = "$root/usr/lib/libufconsumer.so.2" ] ||
+	bad "packaged Python package loaded '$(head -1 <<<"$got")', want $root/usr/lib/libufconsumer.so.2"
 [ $fail -eq 0 ] && echo "ok: packaged Python package imports with no environment and loads the packaged library ($(tail -1 <<<"$got"))"
 exit $fail

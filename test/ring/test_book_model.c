@@ -139,28 +139,51 @@ static void test_trade_moves_volume_and_last_trade_only_when_it_prints(void **st
 	assert_int_equal(uf_book_model_snapshot(&f->m, 3, 64, 0, &f->s), -ENOENT);
 }
 
-static void test_status_keeps_the_latest_value_per_code_first_come_kept(void **state)
+/* Every defined code twice, highest first: each keeps its latest value in its own slot (the
+ * model kept 8 codes, first come, before ring layout 2), listed in code order; 0 and codes
+ * beyond the enum change nothing and are counted as ignored. */
+static void test_status_keeps_the_latest_value_of_every_code(void **state)
 {
 	struct fixture *f = *state;
 	struct uf_record r = rec(UF_REC_STATUS, 4);
+	struct uf_book_snapshot copy;
 	const struct uf_book_snapshot *s;
+	uint64_t ignored;
 
-	for (uint32_t code = 1; code <= 10; code++) { /* 10 codes, 8 slots */
-		r.aux = code;
-		r.shares = code * 10;
-		put(f, r);
-	}
-	r.aux = UF_STATUS_TRADING;
-	r.shares = 'T';
-	put(f, r);
-	r.aux = 0; /* no code: nothing */
+	for (uint32_t round = 0; round < 2; round++)
+		for (uint32_t code = UF_STATUS_MAX; code >= 1; code--) {
+			r.aux = code;
+			r.price = (int64_t)(1000 * round + code);
+			r.shares = 10u * code + round;
+			r.exch_ts = 100u * round + code;
+			assert_int_equal(put(f, r), 1);
+		}
+	ignored = f->m.stats.ignored;
+	r.aux = 0; /* no code */
 	assert_int_equal(put(f, r), 0);
+	r.aux = UF_STATUS_MAX + 1; /* a code this build does not know */
+	assert_int_equal(put(f, r), 0);
+	r.aux = UINT32_MAX;
+	assert_int_equal(put(f, r), 0);
+	r.instrument = 7; /* nor does it make a book */
+	assert_int_equal(put(f, r), 0);
+	assert_int_equal(f->m.stats.ignored, ignored + 4);
+	assert_int_equal(uf_book_model_snapshot(&f->m, 7, 64, 0, &f->s), -ENOENT);
 	s = snap(f, 4);
-	assert_int_equal(s->nstatus, UF_BOOK_MAX_STATUS);
-	assert_int_equal(s->status[0].code, 1);
-	assert_int_equal(s->status[1].code, UF_STATUS_TRADING);
-	assert_int_equal(s->status[1].shares, 'T');
-	assert_int_equal(s->status[7].code, 8);
+	assert_int_equal(s->nstatus, UF_STATUS_MAX);
+	for (uint32_t k = 0; k < s->nstatus; k++) {
+		assert_int_equal(s->status[k].code, k + 1);
+		assert_int_equal(s->status[k].price, 1000 + k + 1);
+		assert_int_equal(s->status[k].shares, 10u * (k + 1) + 1);
+		assert_int_equal(s->status[k].exch_ts, 100 + k + 1);
+	}
+	/* a book loaded from a snapshot (the image's, a key-value entry's) has them all too */
+	copy = *s;
+	copy.instrument = 6;
+	assert_int_equal(uf_book_model_load(&f->m, &copy), 0);
+	s = snap(f, 6);
+	assert_int_equal(s->nstatus, UF_STATUS_MAX);
+	assert_memory_equal(s->status, copy.status, UF_STATUS_MAX * sizeof(s->status[0]));
 }
 
 static void test_instrument_names_the_book(void **state)
@@ -393,7 +416,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_level_sets_totals_best_first_and_both_zero_removes),
 	    T(test_trade_moves_volume_and_last_trade_only_when_it_prints),
-	    T(test_status_keeps_the_latest_value_per_code_first_come_kept),
+	    T(test_status_keeps_the_latest_value_of_every_code),
 	    T(test_instrument_names_the_book),
 	    T(test_instrument_named_in_doubt_is_stale),
 	    T(test_gap_makes_every_book_stale_and_books_made_later_too),

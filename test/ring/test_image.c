@@ -433,9 +433,17 @@ static void test_image_directory_status_and_limits(void **state)
 	assert_int_equal(uf_ring_image_set_status(r, 3, 2, 0, 'T', 100, 9), 0); /* same code */
 	assert_int_equal(uf_ring_image_set_status(r, 3, 5, 1234, 0, 101, 10), 0);
 	assert_int_equal(uf_ring_image_set_status(r, 3, 0, 0, 0, 0, 10), -EINVAL);
-	for (uint32_t code = 10; code < 10 + UF_RING_STATUS_SLOTS - 2; code++)
-		assert_int_equal(uf_ring_image_set_status(r, 3, code, 0, 0, 0, 11), 0);
-	assert_int_equal(uf_ring_image_set_status(r, 3, 99, 0, 0, 0, 12), -ENOSPC);
+	/* every other defined code, highest first: each has its own slot (layout 1 kept the
+	 * first 8 and refused the rest), and readers get them in code order, not arrival order */
+	for (uint32_t code = UF_STATUS_MAX; code >= 1; code--)
+		if (code != 2 && code != 5)
+			assert_int_equal(
+			    uf_ring_image_set_status(r, 3, code, 10 * code, code, 200 + code, 11),
+			    0);
+	/* beyond the enum: refused, and no slot (nor the entry's stamp) changes */
+	assert_int_equal(uf_ring_image_set_status(r, 3, UF_STATUS_MAX + 1, 7, 7, 7, 12), -EINVAL);
+	assert_int_equal(uf_ring_image_set_status(r, 3, UINT32_MAX, 7, 7, 7, 12), -EINVAL);
+	assert_int_equal(uf_ring_image_set_status(r, 64, 2, 7, 7, 7, 12), -ERANGE);
 	assert_int_equal(uf_ring_image_set_stale(r, UINT32_MAX, 1, 13), 0);
 
 	assert_int_equal(uf_consumer_snapshot(c, 3, &s), 0);
@@ -449,12 +457,22 @@ static void test_image_directory_status_and_limits(void **state)
 	assert_int_equal(s.update_rx_ts, 111);
 	assert_int_equal(s.stamp, 13);
 	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);
-	assert_int_equal(s.nstatus, UF_RING_STATUS_SLOTS);
-	assert_int_equal(s.status[0].code, 2);
-	assert_int_equal(s.status[0].shares, 'T');
-	assert_int_equal(s.status[0].exch_ts, 100);
-	assert_int_equal(s.status[1].code, 5);
-	assert_int_equal(s.status[1].price, 1234);
+	assert_int_equal(s.nstatus, UF_STATUS_MAX);
+	for (uint32_t k = 0; k < s.nstatus; k++) {
+		uint32_t code = k + 1;
+		assert_int_equal(s.status[k].code, code);
+		if (code == 2) { /* the latest of its two values */
+			assert_int_equal(s.status[k].shares, 'T');
+			assert_int_equal(s.status[k].exch_ts, 100);
+		} else if (code == 5) {
+			assert_int_equal(s.status[k].price, 1234);
+			assert_int_equal(s.status[k].exch_ts, 101);
+		} else {
+			assert_int_equal(s.status[k].price, 10 * code);
+			assert_int_equal(s.status[k].shares, code);
+			assert_int_equal(s.status[k].exch_ts, 200 + code);
+		}
+	}
 	assert_int_equal(uf_consumer_snapshot(c, 9, &s), 0);
 	assert_string_equal(s.symbol, "ZVZZT");
 	assert_int_equal(s.flags & UF_RECF_STALE, UF_RECF_STALE);

@@ -50,11 +50,14 @@ struct day {
 	struct uf_sink sink;
 	struct uf_reader rd;
 	struct uf_decode_counters dc;
-	uint64_t messages; /* played so far */
+	uint64_t messages;      /* played so far */
+	uint64_t sink_errors;   /* uf_sink_records calls that failed: the feed's image_errors */
+	uf_book_builder_t *all; /* when set: every record applied as published (a reference) */
 };
 
-/* Plays the next message; returns 0 at the end of the file. Keeps the journal writer within
- * half a ring (waits for it, bounded): a 2-CPU host must not let the ring lap it. */
+/* Plays the next message; returns 0 at the end of the file. Keeps the journal writer, when
+ * there is one, within half a ring (waits for it, bounded): a 2-CPU host must not let the ring
+ * lap it. */
 static int play_one(struct day *d)
 {
 	struct uf_record recs[UF_REC_MAX_PER_MSG];
@@ -70,8 +73,16 @@ static int play_one(struct day *d)
 	} while (uf_decode_msg_counted(rm.msg, rm.len, &m, &d->dc) != 0);
 	d->messages++;
 	n = uf_publish_apply(d->p, &m, rm.seq, uf_now_realtime_ns(), recs, UF_REC_MAX_PER_MSG);
-	if (n > 0)
-		assert_true(uf_sink_records(&d->sink, recs, (size_t)n, recs[0].rx_ts) >= 0);
+	if (n > 0) {
+		uint64_t first = uf_ring_tail(d->sink.ring);
+		if (uf_sink_records(&d->sink, recs, (size_t)n, recs[0].rx_ts) < 0)
+			d->sink_errors++;
+		for (int i = 0; d->all && i < n; i++)
+			assert_true(uf_book_builder_apply(d->all, &recs[i], first + (uint64_t)i) >=
+			            0);
+	}
+	if (!d->sink.journal)
+		return 1;
 	end = uf_now_mono_ns() + 10000000000ull;
 	for (;;) {
 		uf_journal_get_stats(d->sink.journal, &js);
@@ -111,10 +122,11 @@ static uint64_t drain(uf_consumer_t *c, uf_book_builder_t *b, uint64_t *next)
 struct cmp {
 	uf_book_builder_t *b;
 	uint32_t books;
+	uint32_t most_status; /* the most status codes one book had */
 };
 
 /* One image entry against the consumer's book: the levels the image holds, the flags, the
- * last trade, volume and trade count. */
+ * last trade, volume, trade count and every status. */
 static int cmp_one(const struct uf_book_snapshot *img, void *arg)
 {
 	struct cmp *x = arg;
@@ -138,6 +150,10 @@ static int cmp_one(const struct uf_book_snapshot *img, void *arg)
 	assert_int_equal(got.trades, img->trades);
 	assert_int_equal(got.last_price, img->last_price);
 	assert_int_equal(got.flags & UF_BOOKF_STALE, img->flags & UF_BOOKF_STALE);
+	assert_int_equal(got.nstatus, img->nstatus);
+	assert_memory_equal(got.status, img->status, img->nstatus * sizeof(img->status[0]));
+	if (img->nstatus > x->most_status)
+		x->most_status = img->nstatus;
 	x->books++;
 	return 0;
 }
@@ -201,6 +217,7 @@ static void test_consumer_from_the_journal_at_90_percent_ends_with_the_days_book
 	while (play_one(&d)) /* the rest of the day, read while it is published */
 		drain(c, b, &next);
 	assert_true(d.messages > played_at_attach);
+	assert_int_equal(d.sink_errors, 0);
 	assert_int_equal(uf_sink_image_flush(&d.sink), 0);
 	assert_int_equal(uf_journal_sync(d.sink.journal, 5000000000ll), 0);
 	drain(c, b, &next);
@@ -213,12 +230,73 @@ static void test_consumer_from_the_journal_at_90_percent_ends_with_the_days_book
 	assert_int_equal(uf_consumer_attach(name, NULL, &image, err, sizeof(err)), 0);
 	assert_int_equal(uf_consumer_snapshot_all(image, cmp_one, &x), 0);
 	assert_true(x.books >= 20); /* the day's books, compared */
-	fprintf(stderr, "%llu records over %llu laps, %u books equal\n", (unsigned long long)next,
-	        (unsigned long long)(next / CAP), x.books);
+	fprintf(stderr, "%llu records over %llu laps, %u books equal, up to %u status codes\n",
+	        (unsigned long long)next, (unsigned long long)(next / CAP), x.books, x.most_status);
 
 	uf_consumer_detach(image);
 	uf_consumer_detach(c);
 	uf_book_builder_destroy(b);
+	uf_reader_close(&d.rd);
+	uf_sink_close(&d.sink);
+	uf_publish_destroy(d.p);
+}
+
+/* The feed-level check of the status slots: a day whose busiest stock receives 11 status
+ * codes (uf-gen: L H Y K J O h, I and N; seed and size chosen so) goes through the sink
+ * without one refusal (ring layout 1 kept 8 codes and refused the rest: image_errors in the
+ * daemon's /status), and every image entry, statuses included, equals a book model that
+ * applied every record as it was published. */
+static void test_generated_day_puts_every_status_in_the_image(void **state)
+{
+	char day_path[200], name[32], err[256] = "";
+	const char *argv[] = {"uf-gen",    "--out", day_path, "--messages", "100000",
+	                      "--symbols", "3",     "--seed", "1",          NULL};
+	struct uf_test_run run;
+	struct uf_publish_params pp;
+	struct uf_feed_config cfg;
+	uf_consumer_t *image = NULL;
+	struct day d;
+	struct cmp x = {0};
+
+	(void)state;
+	snprintf(day_path, sizeof(day_path), "%s/statusday.itch", g_dir);
+	uf_test_run_path(UF_BIN_DIR "/uf-gen", argv, 60000, &run);
+	assert_int_equal(run.status, 0);
+	uf_test_run_free(&run);
+
+	memset(&d, 0, sizeof(d));
+	uf_publish_params_default(&pp);
+	pp.max_orders = 1000000;
+	pp.max_instruments = MAX_INST;
+	pp.numa_node = -1;
+	assert_int_equal(uf_publish_create(&pp, &d.p), 0);
+	uf_feed_config_defaults(&cfg);
+	test_ring_name(name, sizeof(name), "statusday");
+	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
+	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", name);
+	cfg.ring.capacity = CAP;
+	cfg.book.depth = 10;
+	cfg.book.max_orders = pp.max_orders;
+	cfg.book.max_instruments = MAX_INST;
+	if (uf_sink_open(&d.sink, &cfg, d.p, err, sizeof(err)) < 0)
+		fail_msg("sink: %s", err);
+	assert_int_equal(uf_book_builder_create(MAX_INST, &d.all), 0);
+	assert_int_equal(uf_reader_open(&d.rd, day_path, NULL), 0);
+	while (play_one(&d))
+		;
+	assert_int_equal(uf_sink_image_flush(&d.sink), 0);
+	assert_int_equal(d.sink_errors, 0);
+
+	x.b = d.all;
+	assert_int_equal(uf_consumer_attach(name, NULL, &image, err, sizeof(err)), 0);
+	assert_int_equal(uf_consumer_snapshot_all(image, cmp_one, &x), 0);
+	fprintf(stderr, "%llu messages, %u books equal, up to %u status codes\n",
+	        (unsigned long long)d.messages, x.books, x.most_status);
+	assert_true(x.books >= 3);
+	assert_true(x.most_status > 8); /* the day has what layout 1 could not hold */
+
+	uf_consumer_detach(image);
+	uf_book_builder_destroy(d.all);
 	uf_reader_close(&d.rd);
 	uf_sink_close(&d.sink);
 	uf_publish_destroy(d.p);
@@ -230,6 +308,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 	        test_consumer_from_the_journal_at_90_percent_ends_with_the_days_books, setup,
 	        teardown),
+	    cmocka_unit_test_setup_teardown(test_generated_day_puts_every_status_in_the_image,
+	                                    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,8 +45,8 @@ cmake --build "$tmp/build" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log";
 cmake --install "$tmp/build" --prefix "$tmp/prefix" >"$tmp/install.log"
 cat "$tmp/install.log"
 inc="$tmp/prefix/include"
-lib=$(dirname "$(find "$tmp/prefix" -name 'libufconsumer.so.1' | head -1)")
-[ -n "$lib" ] || fail "libufconsumer.so.1 not installed"
+lib=$(dirname "$(find "$tmp/prefix" -name 'libufconsumer.so.2' | head -1)")
+[ -n "$lib" ] || fail "libufconsumer.so.2 not installed"
 new_headers=(uringfeed/ufconsumer.h uringfeed/ufbook.h uringfeed/uf_record.h uringfeed/uf_level.h)
 old_headers=(ring/ufconsumer.h ring/ufbook.h publish/uf_record.h publish/uf_level.h)
 pypkg="$tmp/prefix/lib/python3/dist-packages"
@@ -149,7 +149,7 @@ print(uringfeed.__file__, file=sys.stderr)
 PY
 check_py() { # what, output of top.py
 	[ "$(sed -n 2p <<<"$2")" = "$want" ] || fail "$1: printed '$2', want '$want'"
-	[ "$(realpath "$(sed -n 1p <<<"$2")")" = "$(realpath "$lib/libufconsumer.so.1")" ] ||
+	[ "$(realpath "$(sed -n 1p <<<"$2")")" = "$(realpath "$lib/libufconsumer.so.2")" ] ||
 		fail "$1 loaded $(sed -n 1p <<<"$2"), not the prefix's library"
 	echo "ok $1: $(sed -n 2p <<<"$2")"
 }
@@ -162,7 +162,7 @@ check_py "python (cmake --install)" "$out"
 cp -r "$src/python" "$tmp/pysrc"
 rm -rf "$tmp/pysrc/build" "$tmp/pysrc"/*.egg-info
 "$python" -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv"
-UF_CONSUMER_LIB="$lib/libufconsumer.so.1" "$tmp/venv/bin/python" -m pip install --no-build-isolation \
+UF_CONSUMER_LIB="$lib/libufconsumer.so.2" "$tmp/venv/bin/python" -m pip install --no-build-isolation \
 	--no-index --no-cache-dir -q "$tmp/pysrc" >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; fail "pip install"; }
 out=$(cd / && env -i "$tmp/venv/bin/python" "$tmp/top.py" "$ring" 2>"$tmp/py.err") ||
 	{ cat "$tmp/py.err"; fail "python from the pip-installed venv"; }
@@ -172,8 +172,8 @@ check_py "python (pip install into a venv)" "$out"
 
 echo "--- 5. the full build's cmake --install gives the same SDK"
 cmake --install "$build" --prefix "$tmp/full" >"$tmp/full.log" 2>&1 || { cat "$tmp/full.log"; fail "full install"; }
-flib=$(dirname "$(find "$tmp/full" -name 'libufconsumer.so.1' | head -1)")
-[ -n "$flib" ] || fail "the full install has no libufconsumer.so.1"
+flib=$(dirname "$(find "$tmp/full" -name 'libufconsumer.so.2' | head -1)")
+[ -n "$flib" ] || fail "the full install has no libufconsumer.so.2"
 diff -r "$inc/uringfeed" "$tmp/full/include/uringfeed" || fail "headers differ between the installs"
 diff -r -x __pycache__ "$pypkg/uringfeed" "$tmp/full/lib/python3/dist-packages/uringfeed" ||
 	fail "Python packages differ between the installs"
