@@ -36,8 +36,16 @@ pid_t uf_bench_fork(int deathsig);
  * -errno. */
 pid_t uf_bench_spawn(char *const argv[], const char *out_path, const char *err_path, int cpu);
 
-/* Number of CPUs this process may run on. */
+/* Number of CPUs this process may run on (before uf_bench_keep_off). */
 int uf_bench_ncpus(void);
+
+/* Keeps uf-bench's own threads (the calling one and those it creates after) off `cpu`, the
+ * CPU being measured: waking there to read the daemon's /status or the ring, uf-bench
+ * preempted the busy feed thread for up to 891 us (sched_switch trace, quiet host), which
+ * was the feed's millisecond p99 in `e2e --sizes`. What uf-bench forks (uf_bench_fork) gets
+ * back every CPU it had: the measured setup keeps its own placement. No-op on one CPU.
+ * Returns 0 or -errno. */
+int uf_bench_keep_off(int cpu);
 
 /* The 1-minute load average (to say how noisy the machine was). */
 double uf_bench_loadavg(void);

@@ -379,6 +379,12 @@ int uf_bench_e2e(int argc, char **argv)
 		        o.ncpu - 1);
 		return 2;
 	}
+	/* uf-bench's own threads off the feed's CPU (uf_bench_keep_off): its /status reads
+	 * there were the feed's millisecond p99 */
+	int krc = o.ncpu > 1 ? uf_bench_keep_off(o.feed_cpu) : 0;
+	if (krc < 0)
+		fprintf(stderr, "uf-bench e2e: cannot keep off cpu %d: %s\n", o.feed_cpu,
+		        strerror(-krc));
 	if (!o.bindir[0] && make_bindir(&o) < 0) {
 		fprintf(stderr, "uf-bench e2e: cannot find my own binary: %s\n", strerror(errno));
 		return 2;

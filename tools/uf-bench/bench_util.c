@@ -58,6 +58,26 @@ static int redirect(int fd, const char *path)
 	return 0;
 }
 
+/* The CPUs uf-bench had before uf_bench_keep_off: what its children get back. */
+static cpu_set_t uf_bench_all;
+static int uf_bench_all_saved;
+
+int uf_bench_keep_off(int cpu)
+{
+	cpu_set_t set;
+
+	if (!uf_bench_all_saved) {
+		if (sched_getaffinity(0, sizeof(uf_bench_all), &uf_bench_all) < 0)
+			return -errno;
+		uf_bench_all_saved = 1;
+	}
+	set = uf_bench_all;
+	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set) || CPU_COUNT(&set) < 2)
+		return 0;
+	CPU_CLR(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
+}
+
 pid_t uf_bench_fork(int deathsig)
 {
 	pid_t parent = getpid(), pid = fork();
@@ -65,6 +85,8 @@ pid_t uf_bench_fork(int deathsig)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		if (uf_bench_all_saved) /* the CPUs it would have had without keep_off */
+			(void)sched_setaffinity(0, sizeof(uf_bench_all), &uf_bench_all);
 		prctl(PR_SET_PDEATHSIG, deathsig);
 		if (getppid() != parent)
 			_exit(127);
@@ -97,6 +119,8 @@ int uf_bench_ncpus(void)
 {
 	cpu_set_t set;
 
+	if (uf_bench_all_saved)
+		return CPU_COUNT(&uf_bench_all);
 	if (sched_getaffinity(0, sizeof(set), &set) < 0)
 		return 1;
 	return CPU_COUNT(&set);
