@@ -30,6 +30,11 @@ int uf_bench_pin_task(pid_t pid, int cpu);
  * or -errno. */
 pid_t uf_bench_fork(int deathsig);
 
+/* uf_bench_fork pinned to `cpu` (-1: not pinned, every CPU uf-bench had before
+ * uf_bench_keep_off): the child sets that mask first thing and the parent sets it on the
+ * child too (it reported a pinned sender as "allowed 0-1, seen 0,1" otherwise). */
+pid_t uf_bench_fork_on(int deathsig, int cpu);
+
 /* Forks (uf_bench_fork, SIGTERM) and execs argv[0] (searched in PATH when it has no '/')
  * with stdout to `out_path` and stderr to `err_path` (NULL: inherit), pinned to `cpu` first
  * (-1: not pinned; the parent pins the child too, see uf_bench_pin_task). Returns the pid or

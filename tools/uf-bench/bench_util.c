@@ -78,30 +78,42 @@ int uf_bench_keep_off(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
 }
 
-pid_t uf_bench_fork(int deathsig)
+pid_t uf_bench_fork_on(int deathsig, int cpu)
 {
 	pid_t parent = getpid(), pid = fork();
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		if (uf_bench_all_saved) /* the CPUs it would have had without keep_off */
+		/* one mask change, the final one: pinned, or the CPUs it would have had without
+		 * keep_off (restoring first and pinning after would let a placement sample see
+		 * every CPU in between) */
+		if (cpu >= 0) {
+			if (uf_bench_pin(cpu) < 0)
+				_exit(126);
+		} else if (uf_bench_all_saved) {
 			(void)sched_setaffinity(0, sizeof(uf_bench_all), &uf_bench_all);
+		}
 		prctl(PR_SET_PDEATHSIG, deathsig);
 		if (getppid() != parent)
 			_exit(127);
+	} else if (cpu >= 0) {
+		(void)uf_bench_pin_task(pid, cpu); /* see uf_bench_pin_task */
 	}
 	return pid;
+}
+
+pid_t uf_bench_fork(int deathsig)
+{
+	return uf_bench_fork_on(deathsig, -1);
 }
 
 pid_t uf_bench_spawn(char *const argv[], const char *out_path, const char *err_path, int cpu)
 {
 	/* SIGTERM: a killed uf-bench must not leave a busy-polling daemon behind */
-	pid_t pid = uf_bench_fork(SIGTERM);
+	pid_t pid = uf_bench_fork_on(SIGTERM, cpu);
 
 	if (pid == 0) {
-		if (cpu >= 0 && uf_bench_pin(cpu) < 0)
-			_exit(126);
 		if ((out_path && redirect(1, out_path) < 0) ||
 		    (err_path && redirect(2, err_path) < 0))
 			_exit(127);
@@ -109,9 +121,6 @@ pid_t uf_bench_spawn(char *const argv[], const char *out_path, const char *err_p
 		fprintf(stderr, "uf-bench: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	if (pid > 0 && cpu >= 0) /* the parent too (uf_bench_pin_task): it reported a pinned
-	                          * sender as "allowed 0-1, seen 0,1" */
-		(void)uf_bench_pin_task(pid, cpu);
 	return pid;
 }
 

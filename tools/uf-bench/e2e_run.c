@@ -830,16 +830,11 @@ void e2e_run_backend(const struct e2e_opts *o, enum backend be, const struct day
 	if (e2e_daemon_start(&r, res) < 0)
 		goto out_stop;
 	for (int i = 0; i < o->consumers; i++) {
-		pid_t pid = uf_bench_fork(SIGKILL);
+		pid_t pid = uf_bench_fork_on(SIGKILL, o->consumer_cpu);
 		if (pid < 0)
 			break;
-		if (pid == 0) {
-			if (o->consumer_cpu >= 0 && uf_bench_pin(o->consumer_cpu) < 0)
-				_exit(1);
+		if (pid == 0)
 			_exit(e2e_consumer_main(&r, i));
-		}
-		if (o->consumer_cpu >= 0)
-			(void)uf_bench_pin_task(pid, o->consumer_cpu); /* as uf_bench_spawn */
 		r.cons[r.ncons++] = pid;
 	}
 	if (r.ncons < o->consumers) {
