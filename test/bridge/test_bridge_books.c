@@ -15,6 +15,7 @@
 #include "ring/ufbook.h"
 #include "tools/uf-bridge/bridge.h"
 #include "tools/uf-bridge/bridge_pipe.h"
+#include "test/common/uf_test_status.h"
 
 static struct uf_record lvl(uint32_t id, uint8_t side, int64_t px, uint64_t sh, uint32_t ord)
 {
@@ -195,10 +196,7 @@ static void test_book_entry_carries_every_status_code(void **state)
 	r.instrument = 3;
 	for (uint32_t round = 0; round < 2; round++)
 		for (uint32_t code = UF_STATUS_MAX; code >= 1; code--) {
-			r.aux = code;
-			r.price = (int64_t)(1000 * round + code);
-			r.shares = 10u * code + round;
-			r.exch_ts = 100u * round + code;
+			uf_test_status_value(&r, round, code);
 			assert_int_equal(uf_nats_books_apply(&a, &r, seq++), 1);
 		}
 	len = uf_nats_books_encode(&a, 3, 1000, &buf, &cap);

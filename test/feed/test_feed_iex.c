@@ -153,6 +153,26 @@ static void fi_deep(struct ti_seg *s, int64_t seq)
 	             TI_TS + seq);
 }
 
+/* The first stream's start: 1 system 'O', 2 the directory entry of ZIEXT, 3 a bid 300 at
+ * 25.0000. */
+static void fi_first_start(struct ti_seg *s)
+{
+	uint8_t m[80];
+	fi_deep(s, 1);
+	ti_seg_add(s, m, ti_system(m, 'O', TI_TS));
+	ti_seg_add(s, m, ti_directory(m, "ZIEXT", 100, 1, TI_TS));
+	ti_seg_add(s, m, ti_level(m, 'B', 1, "ZIEXT", 300, 250000, TI_TS));
+}
+
+/* The restarted stream's start, ten minutes on: 1 system 'O', 2 a bid 500 at 10.0000. */
+static void fi_restart_start(struct ti_seg *s)
+{
+	uint8_t m[80];
+	ti_seg_begin(s, UF_IEXTP_PROTO_DEEP, FI_SESSION, 0, 1, TI_TS + 600 * FI_SEC);
+	ti_seg_add(s, m, ti_system(m, 'O', TI_TS));
+	ti_seg_add(s, m, ti_level(m, 'B', 1, "ZIEXT", 500, 100000, TI_TS));
+}
+
 /* Checks instrument 1's book as the consumer built it and as the producer's image holds it. */
 static void fi_books(struct fi *t, const struct uf_level *bids, size_t nb,
                      const struct uf_level *asks, size_t na, uint32_t flags)
@@ -213,10 +233,7 @@ static void run_deep(enum uf_backend be)
 	struct ti_seg s1, s2, s3, s5, r1;
 	uint8_t m[80];
 	/* 1-3 on both lines; 4 on B only; 5-6 (an event in two updates) on A, then B */
-	fi_deep(&s1, 1);
-	ti_seg_add(&s1, m, ti_system(m, 'O', TI_TS));
-	ti_seg_add(&s1, m, ti_directory(m, "ZIEXT", 100, 1, TI_TS));
-	ti_seg_add(&s1, m, ti_level(m, 'B', 1, "ZIEXT", 300, 250000, TI_TS));
+	fi_first_start(&s1);
 	fi_deep(&s2, 4);
 	ti_seg_add(&s2, m, ti_level(m, 'S', 1, "ZIEXT", 200, 250100, TI_TS));
 	fi_deep(&s3, 5);
@@ -264,9 +281,7 @@ static void run_deep(enum uf_backend be)
 	ti_seg_begin(&hb, UF_IEXTP_PROTO_DEEP, FI_SESSION, 900, 9, TI_TS + 599 * FI_SEC);
 	fi_send(t, 0, &hb);
 	fi_send(t, 1, &hb);
-	ti_seg_begin(&r1, UF_IEXTP_PROTO_DEEP, FI_SESSION, 0, 1, TI_TS + 600 * FI_SEC);
-	ti_seg_add(&r1, m, ti_system(m, 'O', TI_TS));
-	ti_seg_add(&r1, m, ti_level(m, 'B', 1, "ZIEXT", 500, 100000, TI_TS));
+	fi_restart_start(&r1);
 	fi_send(t, 0, &r1);
 	fi_send(t, 1, &r1);
 	ti_seg_begin(&s5, UF_IEXTP_PROTO_DEEP, FI_SESSION, 64, 3, TI_TS + 601 * FI_SEC);
@@ -371,10 +386,7 @@ static void test_iex_deep_gap_stale_until_restart(void **st)
 	fi_start_srv(t, UF_BACKEND_EPOLL, 0, "iex-deep", &sa);
 	struct ti_seg s1, s5, s7, hb, r1, r3;
 	uint8_t m[80];
-	fi_deep(&s1, 1);
-	ti_seg_add(&s1, m, ti_system(m, 'O', TI_TS));
-	ti_seg_add(&s1, m, ti_directory(m, "ZIEXT", 100, 1, TI_TS));
-	ti_seg_add(&s1, m, ti_level(m, 'B', 1, "ZIEXT", 300, 250000, TI_TS));
+	fi_first_start(&s1);
 	fi_send(t, 0, &s1);
 	fi_send(t, 1, &s1);
 	/* 4 lost on both lines; 5 sets the bid level again, 6 an ask */
@@ -416,9 +428,7 @@ static void test_iex_deep_gap_stale_until_restart(void **st)
 	ti_seg_begin(&hb, UF_IEXTP_PROTO_DEEP, FI_SESSION, 900, 9, TI_TS + 599 * FI_SEC);
 	fi_send(t, 0, &hb);
 	fi_send(t, 1, &hb);
-	ti_seg_begin(&r1, UF_IEXTP_PROTO_DEEP, FI_SESSION, 0, 1, TI_TS + 600 * FI_SEC);
-	ti_seg_add(&r1, m, ti_system(m, 'O', TI_TS));
-	ti_seg_add(&r1, m, ti_level(m, 'B', 1, "ZIEXT", 500, 100000, TI_TS));
+	fi_restart_start(&r1);
 	fi_send(t, 0, &r1);
 	fi_send(t, 1, &r1);
 	ti_seg_begin(&r3, UF_IEXTP_PROTO_DEEP, FI_SESSION, 64, 3, TI_TS + 601 * FI_SEC);
@@ -453,10 +463,7 @@ static void test_iex_deep_old_stream_tail_is_not_the_new_stream(void **st)
 	fi_start(t, UF_BACKEND_IO_URING_NOSQPOLL, 0, "iex-deep");
 	struct ti_seg o1, o4, o5, n[5];
 	uint8_t m[80];
-	fi_deep(&o1, 1);
-	ti_seg_add(&o1, m, ti_system(m, 'O', TI_TS));
-	ti_seg_add(&o1, m, ti_directory(m, "ZIEXT", 100, 1, TI_TS));
-	ti_seg_add(&o1, m, ti_level(m, 'B', 1, "ZIEXT", 300, 250000, TI_TS));
+	fi_first_start(&o1);
 	fi_deep(&o4, 4);
 	ti_seg_add(&o4, m, ti_level(m, 'S', 1, "ZIEXT", 200, 250100, TI_TS));
 	fi_deep(&o5, 5);
@@ -472,9 +479,7 @@ static void test_iex_deep_old_stream_tail_is_not_the_new_stream(void **st)
 	const int64_t px[4] = {100100, 100200, 99900, 100300};
 	const uint64_t qty[4] = {10, 20, 30, 40};
 	const uint8_t side[4] = {'S', 'S', 'B', 'S'};
-	ti_seg_begin(&n[0], UF_IEXTP_PROTO_DEEP, FI_SESSION, 0, 1, TI_TS + 600 * FI_SEC);
-	ti_seg_add(&n[0], m, ti_system(m, 'O', TI_TS));
-	ti_seg_add(&n[0], m, ti_level(m, 'B', 1, "ZIEXT", 500, 100000, TI_TS));
+	fi_restart_start(&n[0]);
 	for (int i = 0; i < 4; i++) {
 		ti_seg_begin(&n[i + 1], UF_IEXTP_PROTO_DEEP, FI_SESSION, 64 * (i + 1), 3 + i,
 		             TI_TS + (601 + i) * FI_SEC);

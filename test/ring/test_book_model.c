@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ring/book_model.h"
+#include "test/common/uf_test_status.h"
 
 static struct uf_record rec(uint8_t kind, uint32_t id)
 {
@@ -152,10 +153,7 @@ static void test_status_keeps_the_latest_value_of_every_code(void **state)
 
 	for (uint32_t round = 0; round < 2; round++)
 		for (uint32_t code = UF_STATUS_MAX; code >= 1; code--) {
-			r.aux = code;
-			r.price = (int64_t)(1000 * round + code);
-			r.shares = 10u * code + round;
-			r.exch_ts = 100u * round + code;
+			uf_test_status_value(&r, round, code);
 			assert_int_equal(put(f, r), 1);
 		}
 	ignored = f->m.stats.ignored;

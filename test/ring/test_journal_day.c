@@ -158,13 +158,33 @@ static int cmp_one(const struct uf_book_snapshot *img, void *arg)
 	return 0;
 }
 
+/* A publisher for the day and the feed config of its sink (ring `tag`, named into name[]). */
+static void day_setup(struct day *d, struct uf_feed_config *cfg, char *name, size_t nlen,
+                      const char *tag)
+{
+	struct uf_publish_params pp;
+	memset(d, 0, sizeof(*d));
+	uf_publish_params_default(&pp);
+	pp.max_orders = 1000000;
+	pp.max_instruments = MAX_INST;
+	pp.numa_node = -1;
+	assert_int_equal(uf_publish_create(&pp, &d->p), 0);
+	uf_feed_config_defaults(cfg);
+	test_ring_name(name, nlen, tag);
+	snprintf(cfg->name, sizeof(cfg->name), "%s", name);
+	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "%s", name);
+	cfg->ring.capacity = CAP;
+	cfg->book.depth = 10;
+	cfg->book.max_orders = pp.max_orders;
+	cfg->book.max_instruments = MAX_INST;
+}
+
 static void test_consumer_from_the_journal_at_90_percent_ends_with_the_days_books(void **state)
 {
 	char day_path[200], jdir[200], name[32], err[256] = "";
 	const char *argv[] = {"uf-gen",    "--out", day_path, "--messages", "60000",
 	                      "--symbols", "40",    "--seed", "7",          NULL};
 	struct uf_test_run run;
-	struct uf_publish_params pp;
 	struct uf_feed_config cfg;
 	struct uf_consumer_options co;
 	struct uf_journal_stats js;
@@ -182,20 +202,7 @@ static void test_consumer_from_the_journal_at_90_percent_ends_with_the_days_book
 	assert_int_equal(run.status, 0);
 	uf_test_run_free(&run);
 
-	memset(&d, 0, sizeof(d));
-	uf_publish_params_default(&pp);
-	pp.max_orders = 1000000;
-	pp.max_instruments = MAX_INST;
-	pp.numa_node = -1;
-	assert_int_equal(uf_publish_create(&pp, &d.p), 0);
-	uf_feed_config_defaults(&cfg);
-	test_ring_name(name, sizeof(name), "jdayfeed");
-	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
-	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", name);
-	cfg.ring.capacity = CAP;
-	cfg.book.depth = 10;
-	cfg.book.max_orders = pp.max_orders;
-	cfg.book.max_instruments = MAX_INST;
+	day_setup(&d, &cfg, name, sizeof(name), "jdayfeed");
 	snprintf(cfg.ring.journal.dir, sizeof(cfg.ring.journal.dir), "%s", jdir);
 	cfg.ring.journal.fsync = UF_JOURNAL_FSYNC_NONE;
 	if (uf_sink_open(&d.sink, &cfg, d.p, err, sizeof(err)) < 0)
@@ -252,7 +259,6 @@ static void test_generated_day_puts_every_status_in_the_image(void **state)
 	const char *argv[] = {"uf-gen",    "--out", day_path, "--messages", "100000",
 	                      "--symbols", "3",     "--seed", "1",          NULL};
 	struct uf_test_run run;
-	struct uf_publish_params pp;
 	struct uf_feed_config cfg;
 	uf_consumer_t *image = NULL;
 	struct day d;
@@ -264,20 +270,7 @@ static void test_generated_day_puts_every_status_in_the_image(void **state)
 	assert_int_equal(run.status, 0);
 	uf_test_run_free(&run);
 
-	memset(&d, 0, sizeof(d));
-	uf_publish_params_default(&pp);
-	pp.max_orders = 1000000;
-	pp.max_instruments = MAX_INST;
-	pp.numa_node = -1;
-	assert_int_equal(uf_publish_create(&pp, &d.p), 0);
-	uf_feed_config_defaults(&cfg);
-	test_ring_name(name, sizeof(name), "statusday");
-	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
-	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%s", name);
-	cfg.ring.capacity = CAP;
-	cfg.book.depth = 10;
-	cfg.book.max_orders = pp.max_orders;
-	cfg.book.max_instruments = MAX_INST;
+	day_setup(&d, &cfg, name, sizeof(name), "statusday");
 	if (uf_sink_open(&d.sink, &cfg, d.p, err, sizeof(err)) < 0)
 		fail_msg("sink: %s", err);
 	assert_int_equal(uf_book_builder_create(MAX_INST, &d.all), 0);
