@@ -21,12 +21,10 @@ struct uf_iex_state {
 
 /* ---- the framings: IEX-TP of one message protocol, plus the stream restart rule ---- */
 
-/* 1 when an opened segment at sequence 1 starts its stream over (stream offset 0), with its
- * send time: the arbiter's restart rule (decode/uf_frame.h). */
-static int uf_iex_restart(const struct uf_frame *f, uint64_t *sent_ns)
+/* When an opened segment was sent (its header's send time): the arbiter's old-stream rule
+ * (decode/uf_frame.h). */
+static int uf_iex_sent(const struct uf_frame *f, uint64_t *sent_ns)
 {
-	if (!uf_iextp_is_stream_start(f))
-		return 0;
 	struct uf_iextp_hdr h;
 	if (uf_iextp_parse_header(&h, f->buf, f->len) != 0 || h.send_time < 0)
 		return 0;
@@ -34,16 +32,11 @@ static int uf_iex_restart(const struct uf_frame *f, uint64_t *sent_ns)
 	return 1;
 }
 
-/* When an opened segment was sent (its header's send time): the arbiter's old-stream rule. */
-static int uf_iex_sent(const struct uf_frame *f, uint64_t *sent_ns)
+/* 1 when an opened segment at sequence 1 starts its stream over (stream offset 0), with its
+ * send time: the arbiter's restart rule (decode/uf_frame.h). */
+static int uf_iex_restart(const struct uf_frame *f, uint64_t *sent_ns)
 {
-	if (f->len < UF_IEXTP_HDR_LEN)
-		return 0;
-	int64_t t = uf_le64s(f->buf + 32);
-	if (t < 0)
-		return 0;
-	*sent_ns = (uint64_t)t;
-	return 1;
+	return uf_iextp_is_stream_start(f) && uf_iex_sent(f, sent_ns);
 }
 
 static int uf_iex_open_deep(struct uf_frame *f, const uint8_t *buf, size_t len)

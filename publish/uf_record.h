@@ -286,6 +286,14 @@ static inline int uf_status_code_known(uint32_t code)
 	return code >= 1 && code <= (uint32_t)UF_STATUS_MAX;
 }
 
+/* The slot a per-instrument status table (the ring's image, the book model, the NATS book
+ * entry) keeps a known `code` in: one per code, in code order. A slot i is in use when it
+ * holds its own code: uf_status_slot(code) == i (0, never set, is no slot's). */
+static inline uint32_t uf_status_slot(uint32_t code)
+{
+	return code - 1;
+}
+
 struct uf_record {
 	uint8_t kind;        /* enum uf_rec_kind */
 	uint8_t side;        /* enum uf_rec_side */

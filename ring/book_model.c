@@ -361,7 +361,7 @@ static void on_trade(struct uf_bm_book *bk, const struct uf_record *r)
 /* Latest value per code, in the code's own slot (changes_book let only known codes in). */
 static void on_status(struct uf_bm_book *bk, const struct uf_record *r)
 {
-	bk->status[r->aux - 1] = (struct uf_book_status){
+	bk->status[uf_status_slot(r->aux)] = (struct uf_book_status){
 	    .code = r->aux, .price = r->price, .shares = r->shares, .exch_ts = r->exch_ts};
 }
 
@@ -544,7 +544,7 @@ int uf_book_model_load(struct uf_book_model *m, const struct uf_book_snapshot *s
 	memset(bk->status, 0, sizeof(bk->status));
 	for (uint32_t k = 0; k < s->nstatus && k < UF_BOOK_MAX_STATUS; k++)
 		if (uf_status_code_known(s->status[k].code))
-			bk->status[s->status[k].code - 1] = s->status[k];
+			bk->status[uf_status_slot(s->status[k].code)] = s->status[k];
 	return 0;
 }
 

@@ -813,7 +813,7 @@ static int copy_entry(const struct uf_consumer_local *c, uint32_t id, struct uf_
 		s->update_rx_ts = e->update_rx_ts;
 		/* ascending code; a slot that does not hold its own code is not one */
 		for (uint32_t i = 0; i < UF_RING_STATUS_SLOTS; i++) {
-			if (e->status[i].code != i + 1)
+			if (uf_status_slot(e->status[i].code) != i)
 				continue;
 			s->status[ns].code = e->status[i].code;
 			s->status[ns].reserved = 0;

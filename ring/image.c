@@ -137,7 +137,7 @@ int uf_ring_image_set_status(struct uf_ring *r, uint32_t instrument, uint32_t co
 	e = uf_ring_entry_begin(r, instrument);
 	if (UF_UNLIKELY(!e))
 		return -ERANGE;
-	st = &e->status[code - 1];
+	st = &e->status[uf_status_slot(code)];
 	st->code = code;
 	st->price = price;
 	st->shares = shares;

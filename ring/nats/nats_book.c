@@ -193,7 +193,7 @@ int uf_nats_books_decode(struct uf_nats_books *bk, const void *buf, size_t len, 
 	 * not trusted */
 	memset(b->status, 0, sizeof(b->status));
 	for (uint32_t i = 0; i < UF_NATS_STATUS && i < UF_STATUS_MAX; i++)
-		if (h.status[i].code == i + 1)
+		if (uf_status_slot(h.status[i].code) == i)
 			b->status[i] = (struct uf_book_status){.code = h.status[i].code,
 			                                       .price = h.status[i].price,
 			                                       .shares = h.status[i].shares,

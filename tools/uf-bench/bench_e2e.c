@@ -381,7 +381,7 @@ int uf_bench_e2e(int argc, char **argv)
 	}
 	/* uf-bench's own threads off the feed's CPU (uf_bench_keep_off): its /status reads
 	 * there were the feed's millisecond p99 */
-	int krc = o.ncpu > 1 ? uf_bench_keep_off(o.feed_cpu) : 0;
+	int krc = uf_bench_keep_off(o.feed_cpu); /* a no-op on one CPU */
 	if (krc < 0)
 		fprintf(stderr, "uf-bench e2e: cannot keep off cpu %d: %s\n", o.feed_cpu,
 		        strerror(-krc));
