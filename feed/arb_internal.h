@@ -62,7 +62,8 @@ void uf_arb_session_start(struct uf_arb *a, const char *name);
 int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                          unsigned src);
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
-int uf_arb_older_stream(struct uf_arb *a, const struct uf_frame *pkt, unsigned src);
+int uf_arb_older_stream(struct uf_arb *a, unsigned src);
+void uf_arb_sent_note(struct uf_arb *a, const struct uf_frame *pkt);
 void uf_arb_end_stream(struct uf_arb *a, uint64_t last);
 void uf_arb_quarantine(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 void uf_arb_quar_recheck(struct uf_arb *a, unsigned src);

@@ -85,6 +85,7 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	memset(a->restart_row, 0, sizeof(a->restart_row));
 	a->restart_any = 0;
 	a->stream_sent = 0;
+	a->stream_newest = 0;
 	memset(a->hb_claim, 0, sizeof(a->hb_claim));
 	memset(a->hb_row, 0, sizeof(a->hb_row));
 	memset(a->reqs, 0, sizeof(a->reqs));
@@ -156,57 +157,161 @@ out_drop:
 	return 0;
 }
 
-/* A packet of the current session at sequence 1 whose framing says it starts the stream over
- * (`restart`, decode/uf_frame.h). Returns 0 when it is handled like any packet of the
- * (possibly new) current stream, -1 when it starts a newer stream that not every live line
- * corroborated yet (dropped, counted as wrong_session). Cold: sequence 1 only. */
+/* 1 while line `src`, which showed a newer stream's start and went on with it, waits for
+ * another live line that shows none yet but is still behind the current stream's high: the
+ * lines run apart (a batch of one socket's datagrams is handled before the other's, or the
+ * paths differ), and that line's copies may fill the current stream's holes before its own
+ * start comes. Ending the stream gives them up. Only while holes are open, while the hold
+ * has room, and at most wait_ns after the start (receive times): a line that lost every
+ * start goes on with the new stream's sequences, which never take it past the old high. */
+static int uf_arb_restart_wait(const struct uf_arb *a, unsigned src, uint64_t rx_ns)
+{
+	if (!a->nholes || a->rs[src].n >= UF_ARB_RESTART_HOLD ||
+	    (rx_ns > a->restart_rx[src] && rx_ns - a->restart_rx[src] >= a->wait_ns))
+		return 0;
+	for (int l = 0; l < a->nlines; l++)
+		if ((unsigned)l != src && !a->restart_row[l] && uf_arb_live(a, l, rx_ns) &&
+		    a->line_next[l] < a->high)
+			return 1;
+	return 0;
+}
+
+/* Keeps a copy of a newer stream's data packet of line `src` until that stream starts
+ * (uf_arb_restart_replay). Returns 0 when it cannot (not data, or the hold is full). */
+static int uf_arb_restart_hold(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
+                               unsigned src)
+{
+	struct uf_arb_hold *h = &a->rs[src];
+	if (pkt->kind != UF_FRAME_DATA || pkt->len > a->slot_size || h->n >= UF_ARB_RESTART_HOLD)
+		return 0;
+	memcpy(h->mem + (size_t)h->n * a->slot_size, pkt->buf, pkt->len);
+	h->len[h->n] = (uint32_t)pkt->len;
+	h->rx_ns[h->n] = rx_ns;
+	h->n++;
+	return 1;
+}
+
+/* The new stream started: the packets the lines in `lines` (a bit each) held of it are
+ * handled now, like any packet of the stream, before the one that started it. */
+static void uf_arb_restart_replay(struct uf_arb *a, unsigned lines)
+{
+	uint64_t sent = a->pkt_sent; /* the packet at hand's, which the caller goes on with */
+	for (int l = 0; l < a->nlines; l++) {
+		struct uf_arb_hold *h = &a->rs[l];
+		uint32_t n = (lines >> l) & 1 ? h->n : 0;
+		h->n = 0;
+		for (uint32_t k = 0; k < n; k++) {
+			struct uf_frame f;
+			const uint8_t *b = h->mem + (size_t)k * a->slot_size;
+			if (a->framing->open(&f, b, h->len[k]) == UF_FRAME_DATA)
+				uf_arb_packet(a, &f, h->rx_ns[k], (unsigned)l);
+		}
+	}
+	a->pkt_sent = sent;
+}
+
+/* Line `src` shows a newer stream than the current one: a start sent at `sent`, or a
+ * packet sent after another line's start at `sent` (it lost every start it carried). */
+static void uf_arb_restart_mark(struct uf_arb *a, unsigned src, uint64_t sent, uint64_t rx_ns)
+{
+	a->restart_row[src] = 1;
+	a->restart_sent[src] = sent;
+	a->restart_cnt[src] = 0;
+	a->restart_rx[src] = rx_ns;
+	a->restart_any = 1;
+	a->rs[src].n = 0;
+}
+
+/* The send time of the earliest newer start a line showed (0: none): the new stream's
+ * start, before which everything is the old stream's. */
+static uint64_t uf_arb_restart_first(const struct uf_arb *a)
+{
+	uint64_t first = 0;
+	for (int l = 0; l < a->nlines; l++)
+		if (a->restart_row[l] && (!first || a->restart_sent[l] < first))
+			first = a->restart_sent[l];
+	return first;
+}
+
+/* A packet of the current session while a line shows a newer stream (restart_any), or at
+ * sequence 1 whose framing says it starts the stream over (`restart`, decode/uf_frame.h).
+ * Returns 0 when it is handled like any packet of the (possibly new) current stream, -1
+ * when it belongs to a newer stream not corroborated yet (held, or dropped and counted as
+ * wrong_session). Cold: sequence 1, and every packet while a newer stream waits. */
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
 	uint64_t sent = 0;
-	if (pkt->seq != 1 || !a->framing->restart(pkt, &sent)) {
-		/* A line holding a newer start that goes on with it (each packet where the one
-		 * before ended) corroborates it itself after jump_confirm packets, as a jump is
-		 * (the other line may have lost every start it sent); until then its packets are
-		 * the new stream's, not the old one's: held back. */
-		if (!a->restart_row[src])
+	if (pkt->seq == 1 && a->framing->restart(pkt, &sent)) {
+		if (a->high <= 1 || sent <= a->stream_sent || sent <= a->stream_newest) {
+			/* The current stream's own start (nothing past it yet), or a late copy
+			 * of it. A stream starts with heartbeats at 1 and then its first data,
+			 * also at 1: a line that lost that data goes on past it, and the other
+			 * line's copy, handled after, was sent after the stream's start but
+			 * before what took the stream further. A newer stream's start is sent
+			 * after every packet of the current one. */
+			if (a->high <= 1 && sent > a->stream_sent)
+				a->stream_sent = sent;
 			return 0;
-		if (pkt->seq != a->restart_next[src])
+		}
+		if (!a->restart_row[src]) /* later starts of its line: that stream's heartbeats */
+			uf_arb_restart_mark(a, src, sent, rx_ns);
+	} else if (a->restart_row[src]) {
+		/* Its line goes on with the newer stream: by send time when the framing gives
+		 * one (a line that lost a packet goes on too), else each packet where the one
+		 * before ended. Otherwise an old packet of the line (reordered): the old
+		 * stream's. */
+		if (a->pkt_sent ? a->pkt_sent < a->restart_sent[src]
+		                : pkt->seq != a->restart_next[src])
 			return 0;
-		a->restart_next[src] = uf_frame_next_seq(pkt);
-		if (pkt->kind != UF_FRAME_DATA || ++a->restart_cnt[src] < a->p.jump_confirm)
-			goto out_drop;
-		sent = a->restart_sent[src];
-		goto out_start;
-	}
-	if (a->high <= 1 || sent <= a->stream_sent) {
-		/* the current stream's own start (nothing past it yet), or a late copy of it */
-		if (a->high <= 1 && sent > a->stream_sent)
-			a->stream_sent = sent;
-		return 0;
-	}
-	if (!a->restart_row[src] || sent != a->restart_sent[src]) {
-		a->restart_row[src] = 1;
-		a->restart_sent[src] = sent;
-		a->restart_cnt[src] = pkt->kind == UF_FRAME_DATA;
-		a->restart_any = 1;
+	} else {
+		/* A line that shows no start: a packet it sent after another line's start is
+		 * the newer stream's (the line lost every start it carried). */
+		uint64_t first = uf_arb_restart_first(a);
+		if (!a->pkt_sent || !first || a->pkt_sent < first)
+			return 0;
+		uf_arb_restart_mark(a, src, first, rx_ns);
 	}
 	a->restart_next[src] = uf_frame_next_seq(pkt);
+	a->restart_cnt[src] += pkt->kind == UF_FRAME_DATA;
+	/* Every live line shows it, or its line went on with it for jump_confirm data packets
+	 * (as a jump is corroborated: the other line may have lost every start, and has no
+	 * send times to show it went on) and need not wait for a lagging line. */
+	int every = 1;
 	for (int l = 0; l < a->nlines; l++)
-		if (!a->restart_row[l] && ((unsigned)l == src || uf_arb_live(a, l, rx_ns)))
-			goto out_drop;
-out_start:
-	/* The old stream is over: what it received is delivered, what it still missed lost. */
+		if (!a->restart_row[l] && uf_arb_live(a, l, rx_ns))
+			every = 0;
+	if (!every &&
+	    (a->restart_cnt[src] < a->p.jump_confirm || uf_arb_restart_wait(a, src, rx_ns)))
+		goto out_hold;
+	/* The old stream is over: what it received is delivered, what it still missed lost.
+	 * Then the packets the lines held of the new one, then this one. */
+	sent = uf_arb_restart_first(a);
+	unsigned held = 0;
+	for (int l = 0; l < a->nlines; l++)
+		if (a->restart_row[l])
+			held |= 1u << l;
 	uf_arb_end_stream(a, a->high);
 	uf_arb_queue_clear(a);
 	if (a->cb.new_session)
 		a->cb.new_session(a->cb.ctx, pkt->session);
 	uf_arb_session_start(a, pkt->session);
 	a->stream_sent = sent;
+	uf_arb_restart_replay(a, held);
 	return 0;
 
-out_drop:
-	uf_stat_add(&a->st->lines[src].wrong_session, 1);
+out_hold:
+	if (!uf_arb_restart_hold(a, pkt, rx_ns, src))
+		uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return -1;
+}
+
+/* The packet at hand's send time into pkt_sent (0 when its framing does not say): read once
+ * per packet, for the old stream's tail (uf_arb_older_stream) and the newest packet that took
+ * the stream further (stream_newest, uf_arb_restart). */
+void uf_arb_sent_note(struct uf_arb *a, const struct uf_frame *pkt)
+{
+	uint64_t sent;
+	a->pkt_sent = a->framing->sent(pkt, &sent) ? sent : 0;
 }
 
 /* 1 when a packet of the current session was sent before the current stream's start
@@ -215,10 +320,9 @@ out_drop:
  * handled before the other's). Its sequences are the old stream's, which the new one
  * reuses: taken as the new stream's, it would open a hole nothing fills, or fill one with
  * the wrong messages. Dropped, counted as wrong_session of its line. */
-int uf_arb_older_stream(struct uf_arb *a, const struct uf_frame *pkt, unsigned src)
+int uf_arb_older_stream(struct uf_arb *a, unsigned src)
 {
-	uint64_t sent;
-	if (!a->framing->sent || !a->framing->sent(pkt, &sent) || sent >= a->stream_sent)
+	if (!a->has_sent || !a->pkt_sent || a->pkt_sent >= a->stream_sent)
 		return 0;
 	uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return 1;

@@ -25,6 +25,7 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 	if (!framing || !framing->open)
 		return -EINVAL;
 	a->framing = framing;
+	a->has_sent = framing->sent != NULL;
 	a->cb = *cb;
 	a->st = st;
 	a->nlines = cfg->nlines;
@@ -72,7 +73,8 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 	}
 	a->mem = m;
 	/* Quarantine copies: also reserved only; a line fills them only while a jump waits. */
-	a->qmem_len = (size_t)UF_CFG_MAX_LINES * UF_ARB_CONFIRM_MAX * slot_size;
+	size_t qlen = (size_t)UF_CFG_MAX_LINES * UF_ARB_CONFIRM_MAX * slot_size;
+	a->qmem_len = qlen + (size_t)UF_CFG_MAX_LINES * UF_ARB_RESTART_HOLD * slot_size;
 	m = mmap(NULL, a->qmem_len, PROT_READ | PROT_WRITE,
 	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
@@ -80,10 +82,12 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 		return -ENOMEM;
 	}
 	a->qmem = m;
-	for (int l = 0; l < UF_CFG_MAX_LINES; l++)
+	for (int l = 0; l < UF_CFG_MAX_LINES; l++) {
 		for (int k = 0; k < UF_ARB_CONFIRM_MAX; k++)
 			a->q[l].data[k] =
 			    a->qmem + ((size_t)l * UF_ARB_CONFIRM_MAX + (size_t)k) * slot_size;
+		a->rs[l].mem = a->qmem + qlen + (size_t)l * UF_ARB_RESTART_HOLD * slot_size;
+	}
 	uf_arb_params_default(&a->p);
 	for (uint32_t i = 0; i < a->cap; i++) {
 		a->slots[i].data = a->mem + (size_t)i * slot_size;
@@ -390,8 +394,10 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		uf_arb_accept(a, pkt, rx_ns, UF_ARB_SRC_RECOVERY);
 		return;
 	}
+	if (UF_UNLIKELY(a->has_sent))
+		uf_arb_sent_note(a, pkt);
 	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_FRAME_SESSION_LEN))) {
-		if (UF_UNLIKELY(a->stream_sent) && uf_arb_older_stream(a, pkt, src))
+		if (UF_UNLIKELY(a->stream_sent) && uf_arb_older_stream(a, src))
 			return; /* the tail of a stream the current one replaced */
 		if (UF_UNLIKELY((pkt->seq == 1 && a->framing->restart) || a->restart_any) &&
 		    uf_arb_restart(a, pkt, rx_ns, src) < 0)
@@ -410,7 +416,10 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 	if (UF_UNLIKELY(pkt->kind != UF_FRAME_DATA && pkt->seq > a->high) &&
 	    !uf_arb_hb_believed(a, pkt, rx_ns, src))
 		return;
+	uint64_t high = a->high;
 	uf_arb_accept(a, pkt, rx_ns, src);
+	if (UF_UNLIKELY(a->has_sent) && a->high > high && a->pkt_sent > a->stream_newest)
+		a->stream_newest = a->pkt_sent; /* uf_arb_restart: what is sent no later is ours */
 	if (UF_UNLIKELY(a->hb_claim[src]))
 		uf_arb_hb_settle(a, src);
 	if (UF_UNLIKELY(a->nquar))

@@ -58,9 +58,13 @@
  *     at stream offset 0 after a publisher restart) replaces the current stream when it
  *     was sent after the current stream's start and every live line (and the line that
  *     carries it) showed such a start, or its line went on with it for jump_confirm data
- *     packets in a row (the other line may have lost every start); a copy sent earlier is a
- *     duplicate. Until then the new stream's packets of that line are held back (dropped,
- *     counted as wrong_session) and recovered like any gap after. It is handled as a new session of
+ *     packets in a row (the other line may have lost every start) and no other live line that
+ *     shows no start yet is still behind the current stream's high while it has holes
+ *     (that line may fill them before its own start comes; at most wait_ms, receive
+ *     times); a copy sent no later than the newest packet of the current stream is not a
+ *     newer start. Until then the new stream's data packets of that line are held (up to
+ *     UF_ARB_RESTART_HOLD per line; beyond, and heartbeats, dropped as wrong_session) and
+ *     handled first once the new stream starts. It is handled as a new session of
  * the same name: what the old stream received past its holes is delivered, what it still missed
  * is a gap (one per hole), then a RESET record voids the books (the same on a session change).
  *     From then on a packet sent before the new stream's start (the framing's `sent`) is
@@ -146,6 +150,17 @@ struct uf_arb_quar {
 	uint8_t *data[UF_ARB_CONFIRM_MAX];  /* their copies (slot_size bytes each) */
 };
 
+/* A line's packets of a newer stream (IEX-TP restart) held until that stream starts
+ * (uf_arb_restart): copies in `mem`, slot_size bytes each. Sized for the lines running
+ * wait_ms apart at a busy feed's packet rate. */
+#define UF_ARB_RESTART_HOLD 1024
+struct uf_arb_hold {
+	uint32_t n;                          /* packets held */
+	uint32_t len[UF_ARB_RESTART_HOLD];   /* their datagram bytes */
+	uint64_t rx_ns[UF_ARB_RESTART_HOLD]; /* their receive times */
+	uint8_t *mem;                        /* their copies */
+};
+
 /* One missing range [first, end) of the stream: nothing of it was received. Holes are kept
  * sorted and disjoint; everything in [expected, high) not in a hole is queued. */
 struct uf_arb_hole {
@@ -212,12 +227,18 @@ struct uf_arb {
 	uint32_t cand_row[UF_CFG_MAX_LINES];     /* its packets in a row, per line */
 	uint64_t stream_sent;                    /* venue send time of the current stream's
 	                                          * start (framing restart, 0 = none) */
+	uint64_t stream_newest;                  /* venue send time of the newest packet that
+	                                          * took the current stream further (its high):
+	                                          * a start sent no later is this stream's own */
+	uint64_t pkt_sent;                       /* the packet at hand's send time (0 = none) */
+	int has_sent;                            /* the framing gives send times (`sent`) */
 	uint8_t restart_row[UF_CFG_MAX_LINES];   /* per line: showed a start of a newer stream
 	                                          * than the current one */
 	int restart_any;                         /* some restart_row is set */
 	uint64_t restart_sent[UF_CFG_MAX_LINES]; /* per line: that start's send time */
 	uint64_t restart_next[UF_CFG_MAX_LINES]; /* per line: the new stream's next sequence */
 	uint32_t restart_cnt[UF_CFG_MAX_LINES];  /* per line: its data packets in a row */
+	uint64_t restart_rx[UF_CFG_MAX_LINES];   /* per line: when it showed that start */
 	uint64_t delivered;                  /* messages delivered or given up in this session */
 	int eos_seen;                        /* end of session corroborated (every live line) */
 	int any_eos;                         /* some line_eos is set */
@@ -256,10 +277,12 @@ struct uf_arb {
 	    hb_claim[UF_CFG_MAX_LINES];    /* the sequence its held heartbeats announce (0 none) */
 	uint32_t hb_row[UF_CFG_MAX_LINES]; /* heartbeats in a row announcing it */
 	/* quarantine of uncorroborated jumps, per line */
-	uint32_t nquar;                         /* lines with a non-empty quarantine */
-	struct uf_arb_quar q[UF_CFG_MAX_LINES]; /* per line */
-	uint8_t *qmem;                          /* their copies (mmap, faulted lazily) */
-	size_t qmem_len;                        /* its length */
+	uint32_t nquar;                          /* lines with a non-empty quarantine */
+	struct uf_arb_quar q[UF_CFG_MAX_LINES];  /* per line */
+	struct uf_arb_hold rs[UF_CFG_MAX_LINES]; /* per line: a newer stream's data packets held
+	                                          * until that stream starts (uf_arb_restart) */
+	uint8_t *qmem;                           /* q's and rs's copies (mmap, faulted lazily) */
+	size_t qmem_len;                         /* its length */
 	/* bounded queue: a min-heap of slot indices ordered by seq, plus a free list */
 	uint32_t cap;              /* queue_packets */
 	uint32_t slot_size;        /* bytes per slot */

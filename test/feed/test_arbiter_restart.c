@@ -151,14 +151,15 @@ static void test_restart_needs_every_live_line(void **st)
 	rs_seg(r, 1, 5, 0, 1, 1, 1); /* B's copy of the start: a duplicate */
 	assert_int_equal(r->sessions, 0);
 	assert_int_equal(r->st.lines[1].wrong_session, 0);
-	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A alone while B is live: held back */
+	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A alone while B is live: held */
 	assert_int_equal(r->sessions, 0);
-	assert_int_equal(r->st.lines[0].wrong_session, 1);
+	assert_int_equal(r->st.lines[0].wrong_session, 0);
 	assert_int_equal(r->n, 5);
-	rs_seg(r, 1, 2, 0, 600, 1, 2); /* B shows it too: a new stream */
+	rs_seg(r, 1, 2, 0, 600, 1, 2); /* B shows it too: a new stream, A's held copy first */
 	assert_int_equal(r->sessions, 1);
 	assert_int_equal(r->n, 7);
-	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A's next copy of it: a duplicate now */
+	assert_int_equal(r->st.lines[0].wins, 2); /* 1 (old) and the held new 1-2 */
+	rs_seg(r, 1, 2, 0, 600, 0, 2);            /* A's next copy of it: a duplicate now */
 	assert_int_equal(r->sessions, 1);
 	assert_int_equal(r->n, 7);
 	/* B falls silent (line_silent: 5 s): A alone is believed for the next restart */
@@ -170,8 +171,8 @@ static void test_restart_needs_every_live_line(void **st)
 }
 
 /* The other line lost every start it sent: the line that has one corroborates it by going on
- * with it (jump_confirm data packets in a row, held back meanwhile); the held messages are a
- * hole the other line's copies fill. */
+ * with it (jump_confirm data packets, held meanwhile and handled first once it starts); the
+ * other line's copies are duplicates then. */
 static void test_restart_confirmed_by_its_line_going_on(void **st)
 {
 	(void)st;
@@ -185,16 +186,121 @@ static void test_restart_confirmed_by_its_line_going_on(void **st)
 	assert_int_equal(r->n, 5);
 	rs_seg(r, 7, 2, 60, 603, 0, 2); /* the 4th (jump_confirm): a new stream */
 	assert_int_equal(r->sessions, 1);
-	assert_int_equal(r->st.lines[0].wrong_session, 3);
-	assert_int_equal(r->n, 5);      /* 7-8 wait for 1-6 */
-	rs_seg(r, 3, 4, 20, 601, 1, 2); /* B's copies fill the hole */
-	assert_int_equal(r->n, 5);
-	rs_seg(r, 1, 2, 0, 600, 1, 2); /* B's start: the current stream's own now */
+	assert_int_equal(r->st.lines[0].wrong_session, 0);
+	assert_int_equal(r->n, 13);     /* the held 1-6, then 7-8 */
+	rs_seg(r, 3, 4, 20, 601, 1, 2); /* B's copies: duplicates */
+	rs_seg(r, 1, 2, 0, 600, 1, 2);  /* B's start: the current stream's own now */
 	assert_int_equal(r->sessions, 1);
 	assert_int_equal(r->n, 13);
+	assert_int_equal(r->st.lines[1].wrong_session, 0);
 	for (size_t i = 5; i < 13; i++)
 		assert_int_equal(r->delivered[i], i - 4);
 	assert_int_equal(r->gaps, 0);
+	rs_free(r);
+}
+
+/* A stream starts with heartbeats at sequence 1 (the real DEEP capture sends 16-23 of them,
+ * a second apart) before its first data segment, also at sequence 1. A line that lost that
+ * data segment goes on past it; the other line's copy, handled after (its socket's batch
+ * came second), was sent after the heartbeat that started the stream but before what the
+ * first line already delivered: it is the current stream's, it fills the hole. Taken for a
+ * newer stream, it was held back and its line's next jump_confirm packets started the
+ * stream a second time: the hole given up, a RESET, and the stream delivered again. */
+static void test_restart_late_copy_of_the_first_data_is_not_a_newer_stream(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 1, 0, 0, 600, 0, 2); /* the publisher restarted: heartbeats at 1 */
+	rs_seg(r, 1, 0, 0, 600, 1, 2);
+	assert_int_equal(r->sessions, 1);
+	rs_seg(r, 1, 0, 0, 601, 0, 2);
+	rs_seg(r, 1, 0, 0, 601, 1, 2);
+	/* the first data (1-3, sent at 602): A lost it; A's 4-5 come first */
+	rs_seg(r, 4, 2, 30, 603, 0, 2);
+	assert_int_equal(r->n, 5);     /* 4-5 wait for 1-3 */
+	rs_seg(r, 1, 3, 0, 602, 1, 2); /* B's copy: the hole's content */
+	rs_seg(r, 4, 2, 30, 603, 1, 2);
+	for (int64_t seq = 6; seq < 14; seq += 2) { /* both lines go on */
+		rs_seg(r, seq, 2, seq * 10, 604, 0, 2);
+		rs_seg(r, seq, 2, seq * 10, 604, 1, 2);
+	}
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->gaps, 0);
+	assert_int_equal(r->n, 5 + 13);
+	for (size_t i = 5; i < r->n; i++)
+		assert_int_equal(r->delivered[i], i - 4);
+	assert_int_equal(r->st.sessions, 2);
+	assert_int_equal(r->st.lines[1].wrong_session, 0);
+	rs_free(r);
+}
+
+/* A line that lost every start it carried shows the newer stream by a packet sent after
+ * the other line's start (send times): the stream starts then, the held packets first. */
+static void test_restart_line_without_start_joins_by_send_time(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A: the new stream's 1-2, held */
+	assert_int_equal(r->sessions, 0);
+	rs_seg(r, 3, 2, 20, 601, 1, 2); /* B lost 1-2; its 3-4 were sent after A's start */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->n, 9); /* 1-5, then the new 1-2 and 3-4 */
+	for (size_t i = 5; i < 9; i++)
+		assert_int_equal(r->delivered[i], i - 4);
+	assert_int_equal(r->gaps, 0);
+	assert_int_equal(r->st.lines[0].wrong_session + r->st.lines[1].wrong_session, 0);
+	rs_free(r);
+}
+
+/* A line that goes on with a newer stream while the other is still behind the old one with
+ * a hole open waits for it (holding what it sends): the lagging line fills the hole, then
+ * shows the start. Without the wait the hole was given up though a line had it. */
+static void test_restart_waits_for_a_lagging_line_to_fill_the_old_stream(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 8, 2, 80, 3, 0, 1);            /* A lost 6-7: a hole */
+	for (int64_t seq = 1; seq < 9; seq += 2) /* A: the new stream's 1-8, four data packets */
+		rs_seg(r, seq, 2, (seq - 1) * 10, 600 + seq, 0, 1);
+	assert_int_equal(r->sessions, 0); /* B is live, behind, and may have 6-7 */
+	assert_int_equal(r->n, 5);
+	rs_seg(r, 6, 2, 60, 2, 1, 1); /* B, behind: its 6-7, 8-9 */
+	assert_int_equal(r->n, 9);
+	rs_seg(r, 8, 2, 80, 3, 1, 1);
+	rs_seg(r, 1, 2, 0, 601, 1, 1); /* B's start: the new stream, A's held 1-8 first */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->n_at_session, 9);
+	assert_int_equal(r->n, 17);
+	for (size_t i = 9; i < 17; i++)
+		assert_int_equal(r->delivered[i], i - 8);
+	assert_int_equal(r->gaps, 0);
+	rs_free(r);
+}
+
+/* ... but not beyond wait_ms (here 1 s) after its start, by receive times: then the old
+ * stream's hole is given up (a gap), and the new stream starts with what was held. */
+static void test_restart_wait_for_a_lagging_line_is_bounded(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 8, 2, 80, 3, 0, 1); /* 6-7 missing on A, B behind */
+	for (int64_t seq = 1; seq < 9; seq += 2)
+		rs_seg(r, seq, 2, (seq - 1) * 10, 600 + seq, 0, 1);
+	assert_int_equal(r->sessions, 0);
+	rs_seg(r, 9, 2, 80, 610, 0, 3); /* 2 s after the start: it waited long enough */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->gaps, 1);
+	assert_int_equal(r->gap_first, 6);
+	assert_int_equal(r->gap_count, 2);
+	assert_int_equal(r->n, 5 + 2 + 10); /* old 1-5, 8-9; new 1-10 */
 	rs_free(r);
 }
 
@@ -205,6 +311,10 @@ int main(void)
 	    cmocka_unit_test(test_restart_gives_up_what_the_old_stream_missed),
 	    cmocka_unit_test(test_restart_needs_every_live_line),
 	    cmocka_unit_test(test_restart_confirmed_by_its_line_going_on),
+	    cmocka_unit_test(test_restart_late_copy_of_the_first_data_is_not_a_newer_stream),
+	    cmocka_unit_test(test_restart_line_without_start_joins_by_send_time),
+	    cmocka_unit_test(test_restart_waits_for_a_lagging_line_to_fill_the_old_stream),
+	    cmocka_unit_test(test_restart_wait_for_a_lagging_line_is_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
