@@ -205,8 +205,13 @@ int uf_ingest_poll(struct uf_ingest *ig, struct uf_pkt *pkts, int max, int wait_
 		int ne = epoll_wait(ig->epfd, ev, ig->nsrc, wait_ms);
 		if (ne < 0)
 			return errno == EINTR ? 0 : -errno;
+		/* Each ready source an equal share of what is left: the first one returned,
+		 * when flooded, would otherwise take the whole batch poll after poll while the
+		 * other line's datagrams wait in its socket (thousands behind: its copies come
+		 * too late to fill the holes of the first). */
 		for (int i = 0; i < ne && n < max; i++)
-			n += uf_ingest_mmsg_recv(ig, (int)ev[i].data.u32, n, max - n, pkts);
+			n += uf_ingest_mmsg_recv(ig, (int)ev[i].data.u32, n, (max - n) / (ne - i),
+			                         pkts);
 		return n;
 	}
 	/* Busy-poll: every source once per call, starting at a rotating one so a flooded line
