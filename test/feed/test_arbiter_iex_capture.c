@@ -29,7 +29,7 @@
 #include "publish/uf_proto.h"
 
 #define CX_STREAMS 12
-#define CX_MAX_SEQ (1u << 20) /* more than any stream's last sequence (105,210) */
+#define CX_MAX_SEQ (1u << 17) /* more than any stream's last sequence (105,210) */
 
 /* One segment of the capture: a copy of its bytes, its stream. */
 struct cx_seg {
