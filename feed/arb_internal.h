@@ -64,6 +64,16 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 int uf_arb_older_stream(struct uf_arb *a, unsigned src);
 void uf_arb_sent_note(struct uf_arb *a, const struct uf_frame *pkt);
+
+/* 1 when data packet `pkt` of the current session (send time in pkt_sent) repeats sequences
+ * already delivered yet was sent after the newest packet that took the stream further: no
+ * copy of the current stream is, so it is a newer stream whose every start its line lost
+ * (uf_arb_restart). Hot for framings with send times: two compares. */
+static inline int uf_arb_sent_too_late(const struct uf_arb *a, const struct uf_frame *pkt)
+{
+	return a->pkt_sent > a->stream_newest && a->stream_newest && pkt->kind == UF_FRAME_DATA &&
+	       uf_frame_next_seq(pkt) <= a->expected;
+}
 void uf_arb_end_stream(struct uf_arb *a, uint64_t last);
 void uf_arb_quarantine(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 void uf_arb_quar_recheck(struct uf_arb *a, unsigned src);

@@ -265,8 +265,14 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 			return 0;
 	} else {
 		/* A line that shows no start: a packet it sent after another line's start is
-		 * the newer stream's (the line lost every start it carried). */
+		 * the newer stream's (the line lost every start it carried). With no line showing
+		 * one (both lost every start), a packet that repeats delivered sequences but was
+		 * sent after the newest one of the stream is the first sign: its send time stands
+		 * for the start. The new stream then begins with a hole (a GAP), never with its
+		 * messages taken for the old stream's. */
 		uint64_t first = uf_arb_restart_first(a);
+		if (!first && uf_arb_sent_too_late(a, pkt))
+			first = a->pkt_sent;
 		if (!a->pkt_sent || !first || a->pkt_sent < first)
 			return 0;
 		uf_arb_restart_mark(a, src, first, rx_ns);

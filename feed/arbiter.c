@@ -399,7 +399,8 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_FRAME_SESSION_LEN))) {
 		if (UF_UNLIKELY(a->stream_sent) && uf_arb_older_stream(a, src))
 			return; /* the tail of a stream the current one replaced */
-		if (UF_UNLIKELY((pkt->seq == 1 && a->framing->restart) || a->restart_any) &&
+		if (UF_UNLIKELY((pkt->seq == 1 && a->framing->restart) || a->restart_any ||
+		                (a->has_sent && uf_arb_sent_too_late(a, pkt))) &&
 		    uf_arb_restart(a, pkt, rx_ns, src) < 0)
 			return; /* a new stream not corroborated yet */
 		if (UF_LIKELY(pkt->kind != UF_FRAME_END))

@@ -57,7 +57,9 @@
  *   - A stream starting over inside the session (a framing's `restart`: IEX-TP sequence 1
  *     at stream offset 0 after a publisher restart) replaces the current stream when it
  *     was sent after the current stream's start and every live line (and the line that
- *     carries it) showed such a start, or its line went on with it for jump_confirm data
+ *     carries it) showed such a start (or, with send times, a packet sent after another
+ *     line's start; with none, a data packet repeating delivered sequences that was sent
+ *     after the stream's newest packet), or its line went on with it for jump_confirm data
  *     packets in a row (the other line may have lost every start) and no other live line that
  *     shows no start yet is still behind the current stream's high while it has holes
  *     (that line may fill them before its own start comes; at most wait_ms, receive

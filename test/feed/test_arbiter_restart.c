@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/uf_time.h"
 #include "feed/arbiter.h"
 #include "publish/uf_proto.h"
 #include "test/common/uf_test_iex.h"
@@ -304,6 +305,38 @@ static void test_restart_wait_for_a_lagging_line_is_bounded(void **st)
 	rs_free(r);
 }
 
+/* Both lines lost every start of a newer stream (its heartbeats and first data): its first
+ * packets repeat sequences the old stream delivered, but were sent after the old stream's
+ * newest packet, which no copy of the old stream is. They start the new stream, with a hole
+ * before them (a GAP): before, they were dropped as duplicates, and the new stream's
+ * messages past the old stream's end were delivered as the old stream's, unflagged. */
+static void test_restart_every_start_lost_on_both_lines(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 6, 5, 50, 2, 0, 1);
+	rs_seg(r, 6, 5, 50, 2, 1, 1);
+	assert_int_equal(r->n, 10);
+	rs_seg(r, 4, 2, 30, 603, 0, 2); /* the new stream's 4-5 on A: held */
+	assert_int_equal(r->sessions, 0);
+	rs_seg(r, 4, 2, 30, 603, 1, 2); /* and on B: every line shows it */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->n_at_session, 10);
+	rs_seg(r, 6, 6, 50, 604, 0, 2); /* 6-11: past the old stream's end */
+	rs_seg(r, 6, 6, 50, 604, 1, 2);
+	assert_int_equal(r->n, 10); /* all wait for 1-3 */
+	uf_arb_tick(&r->a, uf_now_mono_ns() + 60 * RS_SEC, 1);
+	assert_int_equal(r->gaps, 1);
+	assert_int_equal(r->gap_first, 1);
+	assert_int_equal(r->gap_count, 3);
+	assert_int_equal(r->n, 18);
+	for (size_t i = 10; i < 18; i++)
+		assert_int_equal(r->delivered[i], i - 6);
+	rs_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +348,7 @@ int main(void)
 	    cmocka_unit_test(test_restart_line_without_start_joins_by_send_time),
 	    cmocka_unit_test(test_restart_waits_for_a_lagging_line_to_fill_the_old_stream),
 	    cmocka_unit_test(test_restart_wait_for_a_lagging_line_is_bounded),
+	    cmocka_unit_test(test_restart_every_start_lost_on_both_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
