@@ -157,21 +157,21 @@ out_drop:
 	return 0;
 }
 
-/* 1 while line `src`, which showed a newer stream's start and went on with it, waits for
- * another live line that shows none yet but is still behind the current stream's high: the
- * lines run apart (a batch of one socket's datagrams is handled before the other's, or the
- * paths differ), and that line's copies may fill the current stream's holes before its own
- * start comes. Ending the stream gives them up. Only while holes are open, while the hold
- * has room, and at most wait_ns after the start (receive times): a line that lost every
- * start goes on with the new stream's sequences, which never take it past the old high. */
+/* 1 while line `src`, which showed a newer stream and went on with it, waits for another
+ * live line that shows it not yet: the lines run apart (a batch of one socket's datagrams is
+ * handled before the other's, or the paths differ), and that line's copies of the current
+ * stream may still fill its holes, or carry its tail past what this line showed (a tail
+ * this line lost opens no hole: ending the stream then would lose it without a flag).
+ * Ending the stream drops them. While the hold has room, and at most wait_ns after the
+ * start (receive times). A line that lost every start shows the newer stream by send time
+ * (uf_arb_restart), so it is not waited for. */
 static int uf_arb_restart_wait(const struct uf_arb *a, unsigned src, uint64_t rx_ns)
 {
-	if (!a->nholes || a->rs[src].n >= UF_ARB_RESTART_HOLD ||
+	if (a->rs[src].n >= UF_ARB_RESTART_HOLD ||
 	    (rx_ns > a->restart_rx[src] && rx_ns - a->restart_rx[src] >= a->wait_ns))
 		return 0;
 	for (int l = 0; l < a->nlines; l++)
-		if ((unsigned)l != src && !a->restart_row[l] && uf_arb_live(a, l, rx_ns) &&
-		    a->line_next[l] < a->high)
+		if ((unsigned)l != src && !a->restart_row[l] && uf_arb_live(a, l, rx_ns))
 			return 1;
 	return 0;
 }
@@ -196,6 +196,7 @@ static int uf_arb_restart_hold(struct uf_arb *a, const struct uf_frame *pkt, uin
 static void uf_arb_restart_replay(struct uf_arb *a, unsigned lines)
 {
 	uint64_t sent = a->pkt_sent; /* the packet at hand's, which the caller goes on with */
+	a->replaying = 1;            /* they are this stream's: no restart rule, no nesting */
 	for (int l = 0; l < a->nlines; l++) {
 		struct uf_arb_hold *h = &a->rs[l];
 		uint32_t n = (lines >> l) & 1 ? h->n : 0;
@@ -207,6 +208,7 @@ static void uf_arb_restart_replay(struct uf_arb *a, unsigned lines)
 				uf_arb_packet(a, &f, h->rx_ns[k], (unsigned)l);
 		}
 	}
+	a->replaying = 0;
 	a->pkt_sent = sent;
 }
 
@@ -217,6 +219,7 @@ static void uf_arb_restart_mark(struct uf_arb *a, unsigned src, uint64_t sent, u
 	a->restart_row[src] = 1;
 	a->restart_sent[src] = sent;
 	a->restart_cnt[src] = 0;
+	a->restart_next[src] = 0;
 	a->restart_rx[src] = rx_ns;
 	a->restart_any = 1;
 	a->rs[src].n = 0;
@@ -238,9 +241,30 @@ static uint64_t uf_arb_restart_first(const struct uf_arb *a)
  * Returns 0 when it is handled like any packet of the (possibly new) current stream, -1
  * when it belongs to a newer stream not corroborated yet (held, or dropped and counted as
  * wrong_session). Cold: sequence 1, and every packet while a newer stream waits. */
+/* The newer stream the lines show replaces the current one: what the old stream received is
+ * delivered, what it still missed lost, a RESET; then the packets the lines held of the new
+ * stream. */
+static void uf_arb_restart_start(struct uf_arb *a, const char *session)
+{
+	uint64_t sent = uf_arb_restart_first(a);
+	unsigned held = 0;
+	for (int l = 0; l < a->nlines; l++)
+		if (a->restart_row[l])
+			held |= 1u << l;
+	uf_arb_end_stream(a, a->high);
+	uf_arb_queue_clear(a);
+	if (a->cb.new_session)
+		a->cb.new_session(a->cb.ctx, session);
+	uf_arb_session_start(a, session);
+	a->stream_sent = sent;
+	uf_arb_restart_replay(a, held);
+}
+
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
 	uint64_t sent = 0;
+	if (a->replaying)
+		return 0;
 	if (pkt->seq == 1 && a->framing->restart(pkt, &sent)) {
 		if (a->high <= 1 || sent <= a->stream_sent || sent <= a->stream_newest) {
 			/* The current stream's own start (nothing past it yet), or a late copy
@@ -253,8 +277,14 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 				a->stream_sent = sent;
 			return 0;
 		}
-		if (!a->restart_row[src]) /* later starts of its line: that stream's heartbeats */
+		if (!a->restart_row[src]) {
 			uf_arb_restart_mark(a, src, sent, rx_ns);
+		} else if (a->restart_cnt[src] && sent > a->restart_sent[src]) {
+			/* A start after data of the stream its line holds: a newer one still (a
+			 * short stream went by while the other line lagged). The one held starts
+			 * now, then this packet is judged against it. */
+			goto out_newer;
+		} /* else a later heartbeat at 1 of the stream it holds */
 	} else if (a->restart_row[src]) {
 		/* Its line goes on with the newer stream: by send time when the framing gives
 		 * one (a line that lost a packet goes on too), else each packet where the one
@@ -263,6 +293,10 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		if (a->pkt_sent ? a->pkt_sent < a->restart_sent[src]
 		                : pkt->seq != a->restart_next[src])
 			return 0;
+		if (a->pkt_sent && pkt->kind == UF_FRAME_DATA && a->restart_cnt[src] &&
+		    pkt->seq < a->restart_next[src])
+			goto out_newer; /* sent later, sequence back: a newer stream (its start
+			                   lost) */
 	} else {
 		/* A line that shows no start: a packet it sent after another line's start is
 		 * the newer stream's (the line lost every start it carried). With no line showing
@@ -277,7 +311,8 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 			return 0;
 		uf_arb_restart_mark(a, src, first, rx_ns);
 	}
-	a->restart_next[src] = uf_frame_next_seq(pkt);
+	if (pkt->seq >= a->restart_next[src] || !a->restart_next[src])
+		a->restart_next[src] = uf_frame_next_seq(pkt);
 	a->restart_cnt[src] += pkt->kind == UF_FRAME_DATA;
 	/* Every live line shows it, or its line went on with it for jump_confirm data packets
 	 * (as a jump is corroborated: the other line may have lost every start, and has no
@@ -289,26 +324,32 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 	if (!every &&
 	    (a->restart_cnt[src] < a->p.jump_confirm || uf_arb_restart_wait(a, src, rx_ns)))
 		goto out_hold;
-	/* The old stream is over: what it received is delivered, what it still missed lost.
-	 * Then the packets the lines held of the new one, then this one. */
-	sent = uf_arb_restart_first(a);
-	unsigned held = 0;
-	for (int l = 0; l < a->nlines; l++)
-		if (a->restart_row[l])
-			held |= 1u << l;
-	uf_arb_end_stream(a, a->high);
-	uf_arb_queue_clear(a);
-	if (a->cb.new_session)
-		a->cb.new_session(a->cb.ctx, pkt->session);
-	uf_arb_session_start(a, pkt->session);
-	a->stream_sent = sent;
-	uf_arb_restart_replay(a, held);
+	uf_arb_restart_start(a, pkt->session);
 	return 0;
+
+out_newer:
+	/* Once: after the start no line holds anything (restart_any is 0). */
+	uf_arb_restart_start(a, pkt->session);
+	return uf_arb_restart(a, pkt, rx_ns, src);
 
 out_hold:
 	if (!uf_arb_restart_hold(a, pkt, rx_ns, src))
 		uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return -1;
+}
+
+int uf_arb_restart_queued(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
+                          unsigned src)
+{
+	uint64_t sent, first = uf_arb_restart_first(a);
+	if (a->replaying || src >= UF_CFG_MAX_LINES || !first || !a->framing->sent(pkt, &sent) ||
+	    sent < first)
+		return 0;
+	if (!a->restart_row[src])
+		uf_arb_restart_mark(a, src, first, rx_ns);
+	if (!uf_arb_restart_hold(a, pkt, rx_ns, src))
+		uf_stat_add(&a->st->lines[src].wrong_session, 1);
+	return 1;
 }
 
 /* The packet at hand's send time into pkt_sent (0 when its framing does not say): read once

@@ -27,16 +27,10 @@
 #include "decode/uf_decode.h"
 #include "feed/arbiter.h"
 #include "publish/uf_proto.h"
+#include "test/feed/arb_two_lines.h"
 
 #define CX_STREAMS 12
 #define CX_MAX_SEQ (1u << 17) /* more than any stream's last sequence (105,210) */
-
-/* One segment of the capture: a copy of its bytes, its stream. */
-struct cx_seg {
-	uint8_t *b;
-	uint32_t len;
-	uint32_t stream;
-};
 
 /* Per stream and sequence: the message's bytes in the capture, and what the arbiter did. */
 struct cx_msg {
@@ -48,7 +42,8 @@ struct cx_msg {
 };
 
 struct cx {
-	struct cx_seg *seg;
+	struct atl_seg *seg;  /* the capture's segments, copied */
+	uint32_t *seg_stream; /* the stream of each */
 	size_t nseg;
 	struct cx_msg *m[CX_STREAMS]; /* [stream][seq] */
 	uint64_t last[CX_STREAMS];    /* last sequence of each stream */
@@ -58,13 +53,6 @@ struct cx {
 	uint64_t wrong_delivery; /* delivered bytes not the capture's */
 	uint64_t beyond;         /* delivered or given up past the stream's end */
 };
-
-static uint64_t g_now;
-
-static uint64_t cx_now(void)
-{
-	return g_now;
-}
 
 static void cx_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
@@ -125,7 +113,8 @@ static void cx_load(struct cx *x)
 	const struct uf_framing *fr = uf_proto_find("iex-deep")->framing;
 	size_t cap = 1u << 17;
 	x->seg = calloc(cap, sizeof(*x->seg));
-	assert_non_null(x->seg);
+	x->seg_stream = calloc(cap, sizeof(*x->seg_stream));
+	assert_true(x->seg && x->seg_stream);
 	for (int s = 0; s < CX_STREAMS; s++) {
 		x->m[s] = calloc(CX_MAX_SEQ, sizeof(struct cx_msg));
 		assert_non_null(x->m[s]);
@@ -145,12 +134,12 @@ static void cx_load(struct cx *x)
 		prev_start_hb = start && kind != UF_FRAME_DATA;
 		assert_true(stream >= 0 && stream < CX_STREAMS);
 		assert_true(x->nseg < cap);
-		struct cx_seg *g = &x->seg[x->nseg++];
+		x->seg_stream[x->nseg] = (uint32_t)stream;
+		struct atl_seg *g = &x->seg[x->nseg++];
 		g->b = malloc(len);
 		assert_non_null(g->b);
 		memcpy(g->b, p, len);
 		g->len = (uint32_t)len;
-		g->stream = (uint32_t)stream;
 		if (kind != UF_FRAME_DATA)
 			continue;
 		assert_int_equal(fr->open(&f, g->b, len), UF_FRAME_DATA);
@@ -170,15 +159,6 @@ static void cx_load(struct cx *x)
 	assert_int_equal(x->nseg, 121314);
 }
 
-/* xorshift64*: the losses and batch sizes of one seed, the same on every machine */
-static uint64_t cx_rand(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 2685821657736338717ull;
-}
-
 /* Marks the messages of segment `i` lost on line `l`. */
 static void cx_lose(struct cx *x, size_t i, int l)
 {
@@ -187,21 +167,12 @@ static void cx_lose(struct cx *x, size_t i, int l)
 	if (fr->open(&f, x->seg[i].b, x->seg[i].len) != UF_FRAME_DATA)
 		return;
 	for (uint64_t seq = f.seq; seq < f.seq + f.count; seq++) {
-		struct cx_msg *m = &x->m[x->seg[i].stream][seq];
+		struct cx_msg *m = &x->m[x->seg_stream[i]][seq];
 		if (l == 0)
 			m->lost_a = 1;
 		else
 			m->lost_b = 1;
 	}
-}
-
-static void cx_send(struct cx *x, size_t i, unsigned l)
-{
-	struct uf_frame f;
-	int kind = x->a.framing->open(&f, x->seg[i].b, x->seg[i].len);
-	assert_true(kind >= 0);
-	g_now += 2000; /* 2 us a packet: the whole day in about half a second of fake time */
-	uf_arb_packet(&x->a, &f, g_now, l);
 }
 
 /* One run: each line drops a segment with probability 1/`loss`; the lines are handled in
@@ -215,39 +186,19 @@ static void cx_run(struct cx *x, uint64_t seed, unsigned loss, unsigned batch, s
 		}
 	x->stream = 0;
 	x->wrong_delivery = x->beyond = 0;
-	memset(&x->st, 0, sizeof(x->st));
-	struct uf_feed_config cfg;
-	uf_feed_config_defaults(&cfg); /* the daemon's: wait 2 ms or 64 packets past a hole */
-	cfg.nlines = 2;
 	struct uf_arb_cb cb = {cx_deliver, cx_gap, cx_session, x};
-	assert_int_equal(
-	    uf_arb_init(&x->a, &cfg, uf_proto_find("iex-deep")->framing, -1, 2048, &x->st, &cb), 0);
-	g_now = 1000000000ull;
-	x->a.now = cx_now;
+	atl_init(&x->a, uf_proto_find("iex-deep")->framing, &x->st, &cb);
 	uint8_t *drop[2];
 	for (int l = 0; l < 2; l++) {
 		drop[l] = calloc(x->nseg, 1);
 		assert_non_null(drop[l]);
 		for (size_t i = 0; i < x->nseg; i++)
-			if (cx_rand(&seed) % loss == 0) {
+			if (atl_rand(&seed) % loss == 0) {
 				drop[l][i] = 1;
 				cx_lose(x, i, l);
 			}
 	}
-	size_t next[2] = {0, 0};
-	while (next[0] < x->nseg || next[1] < x->nseg) {
-		for (unsigned l = 0; l < 2; l++) {
-			size_t n = 1 + cx_rand(&seed) % batch;
-			if (next[l] > next[1 - l] + lag)
-				n = 0; /* far enough ahead: the other socket's turn */
-			for (; n && next[l] < x->nseg; n--, next[l]++)
-				if (!drop[l][next[l]])
-					cx_send(x, next[l], l);
-		}
-		uf_arb_tick(&x->a, g_now, 0);
-	}
-	g_now += 10000000000ull; /* the end of the day: every hole's life is over */
-	uf_arb_tick(&x->a, g_now, 1);
+	atl_play(&x->a, x->seg, x->nseg, drop, &seed, batch, lag);
 	free(drop[0]);
 	free(drop[1]);
 }
@@ -305,6 +256,7 @@ static void test_iex_deep_capture_two_lossy_lines(void **st)
 	for (size_t i = 0; i < x->nseg; i++)
 		free(x->seg[i].b);
 	free(x->seg);
+	free(x->seg_stream);
 	for (int s = 0; s < CX_STREAMS; s++)
 		free(x->m[s]);
 	free(x);

@@ -171,10 +171,12 @@ static void test_restart_needs_every_live_line(void **st)
 	rs_free(r);
 }
 
-/* The other line lost every start it sent: the line that has one corroborates it by going on
- * with it (jump_confirm data packets, held meanwhile and handled first once it starts); the
- * other line's copies are duplicates then. */
-static void test_restart_confirmed_by_its_line_going_on(void **st)
+/* The other line lost every start it sent: the line that has one goes on with it, held, and
+ * even after jump_confirm data packets waits for the other line, live (it may still carry
+ * the old stream's tail); that line shows the new stream by its next packet, sent after the
+ * start. Then the stream starts, the held packets first, and the other line's copies are
+ * duplicates. */
+static void test_restart_waits_for_the_line_that_lost_every_start(void **st)
 {
 	(void)st;
 	struct rs *r = rs_new(2);
@@ -183,14 +185,14 @@ static void test_restart_confirmed_by_its_line_going_on(void **st)
 	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A: the new stream's 1-2, B lost its copy */
 	rs_seg(r, 3, 2, 20, 601, 0, 2);
 	rs_seg(r, 5, 2, 40, 602, 0, 2);
-	assert_int_equal(r->sessions, 0); /* 3 data packets in a row: not yet */
+	rs_seg(r, 7, 2, 60, 603, 0, 2);   /* the 4th (jump_confirm) */
+	assert_int_equal(r->sessions, 0); /* B is live: waited for */
 	assert_int_equal(r->n, 5);
-	rs_seg(r, 7, 2, 60, 603, 0, 2); /* the 4th (jump_confirm): a new stream */
+	rs_seg(r, 3, 4, 20, 601, 1, 2); /* B's next, sent after A's start: a new stream */
 	assert_int_equal(r->sessions, 1);
 	assert_int_equal(r->st.lines[0].wrong_session, 0);
-	assert_int_equal(r->n, 13);     /* the held 1-6, then 7-8 */
-	rs_seg(r, 3, 4, 20, 601, 1, 2); /* B's copies: duplicates */
-	rs_seg(r, 1, 2, 0, 600, 1, 2);  /* B's start: the current stream's own now */
+	assert_int_equal(r->n, 13);    /* A's held 1-8; B's 3-6 duplicates */
+	rs_seg(r, 1, 2, 0, 600, 1, 2); /* B's start: the current stream's own now */
 	assert_int_equal(r->sessions, 1);
 	assert_int_equal(r->n, 13);
 	assert_int_equal(r->st.lines[1].wrong_session, 0);
@@ -343,7 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_restart_on_one_line_starts_a_new_stream),
 	    cmocka_unit_test(test_restart_gives_up_what_the_old_stream_missed),
 	    cmocka_unit_test(test_restart_needs_every_live_line),
-	    cmocka_unit_test(test_restart_confirmed_by_its_line_going_on),
+	    cmocka_unit_test(test_restart_waits_for_the_line_that_lost_every_start),
 	    cmocka_unit_test(test_restart_late_copy_of_the_first_data_is_not_a_newer_stream),
 	    cmocka_unit_test(test_restart_line_without_start_joins_by_send_time),
 	    cmocka_unit_test(test_restart_waits_for_a_lagging_line_to_fill_the_old_stream),
