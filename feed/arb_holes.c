@@ -89,39 +89,6 @@ void uf_arb_hole_room(struct uf_arb *a)
 	a->h0 = 0;
 }
 
-/* [first, end) is missing again, at the front of the stream (first <= expected, nothing of
- * it queued or in a hole): a snapshot older than what was delivered, or a queued packet that
- * turned out to be a newer stream's. One hole with the first hole when they touch. With the
- * table full (cannot happen: holes <= queued + 1) the range is given up at once. */
-void uf_arb_hole_front(struct uf_arb *a, uint64_t first, uint64_t end)
-{
-	uf_stat_add(&a->st->gaps, 1);
-	uf_stat_add(&a->st->gap_messages, end - first);
-	if (a->nholes && uf_arb_hole_at(a, 0)->first <= end) {
-		uf_arb_hole_at(a, 0)->first = first;
-		return;
-	}
-	if (UF_UNLIKELY(a->nholes >= a->hole_cap)) {
-		uf_stat_add(&a->st->gaps_unrecovered, 1);
-		uf_stat_add(&a->st->messages_unrecovered, end - first);
-		a->cb.gap(a->cb.ctx, first, end - first);
-		a->expected = end;
-		return;
-	}
-	if (a->h0 > 0) {
-		a->h0--;
-	} else {
-		memmove(a->holes + 1, a->holes, (size_t)a->nholes * sizeof(*a->holes));
-	}
-	a->nholes++;
-	struct uf_arb_hole *h = uf_arb_hole_at(a, 0);
-	memset(h, 0, sizeof(*h));
-	h->first = first;
-	h->end = end;
-	h->opened_ns = a->now();
-	h->deadline_ns = h->opened_ns + uf_arb_life(a);
-}
-
 void uf_arb_hole_remove(struct uf_arb *a, uint32_t i)
 {
 	if (i == 0) {

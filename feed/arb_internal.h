@@ -64,15 +64,6 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 int uf_arb_older_stream(struct uf_arb *a, unsigned src);
 void uf_arb_sent_note(struct uf_arb *a, const struct uf_frame *pkt);
-void uf_arb_hole_front(struct uf_arb *a, uint64_t first, uint64_t end);
-
-/* Queued packet `pkt` of line `src`, now next to deliver, was sent at or after the start of
- * a newer stream a line shows (restart_any): it is that stream's, queued as the current
- * one's (its sequences lay past the current stream's end). Its line shows that stream now,
- * the packet is held for it (uf_arb_restart), and 1 is returned: the caller makes its
- * sequences a hole again. */
-int uf_arb_restart_queued(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
-                          unsigned src);
 
 /* 1 when data packet `pkt` of the current session (send time in pkt_sent) lies wholly at
  * sequences the stream has shown (below `high`: delivered, queued or a hole's) yet was sent

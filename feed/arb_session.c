@@ -255,7 +255,15 @@ static void uf_arb_restart_start(struct uf_arb *a, const char *session)
 	uf_arb_queue_clear(a);
 	if (a->cb.new_session)
 		a->cb.new_session(a->cb.ctx, session);
+	/* The same session goes on: a line live a moment ago still is (a newer stream right
+	 * after this one must wait for it too). */
+	uint8_t seen[UF_CFG_MAX_LINES];
+	uint64_t rx[UF_CFG_MAX_LINES];
+	memcpy(seen, a->line_seen, sizeof(seen));
+	memcpy(rx, a->line_rx, sizeof(rx));
 	uf_arb_session_start(a, session);
+	memcpy(a->line_seen, seen, sizeof(seen));
+	memcpy(a->line_rx, rx, sizeof(rx));
 	a->stream_sent = sent;
 	uf_arb_restart_replay(a, held);
 }
@@ -336,20 +344,6 @@ out_hold:
 	if (!uf_arb_restart_hold(a, pkt, rx_ns, src))
 		uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return -1;
-}
-
-int uf_arb_restart_queued(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
-                          unsigned src)
-{
-	uint64_t sent, first = uf_arb_restart_first(a);
-	if (a->replaying || src >= UF_CFG_MAX_LINES || !first || !a->framing->sent(pkt, &sent) ||
-	    sent < first)
-		return 0;
-	if (!a->restart_row[src])
-		uf_arb_restart_mark(a, src, first, rx_ns);
-	if (!uf_arb_restart_hold(a, pkt, rx_ns, src))
-		uf_stat_add(&a->st->lines[src].wrong_session, 1);
-	return 1;
 }
 
 /* The packet at hand's send time into pkt_sent (0 when its framing does not say): read once

@@ -163,13 +163,7 @@ static void uf_arb_drain(struct uf_arb *a)
 		if (sl->end > a->expected) {
 			struct uf_frame pkt;
 			/* Validated before it was queued: opening again only re-reads lengths. */
-			if (a->framing->open(&pkt, sl->data, sl->len) != UF_FRAME_DATA)
-				; /* cannot happen */
-			else if (UF_UNLIKELY(a->restart_any) &&
-			         uf_arb_restart_queued(a, &pkt, sl->rx_ns, sl->src))
-				uf_arb_hole_front(a, a->expected,
-				                  sl->end); /* a newer stream's: held */
-			else
+			if (a->framing->open(&pkt, sl->data, sl->len) == UF_FRAME_DATA)
 				uf_arb_deliver(a, &pkt, sl->rx_ns, sl->src);
 		}
 		a->freel[a->nfree++] = s;
@@ -462,8 +456,29 @@ void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
 	}
 	/* A snapshot older than what was delivered: the books were replaced, so
 	 * [next_seq, expected) must come again, as a hole at the front of the table. */
-	if (next_seq < a->expected)
-		uf_arb_hole_front(a, next_seq, a->expected);
+	if (next_seq < a->expected && a->nholes < a->hole_cap) {
+		uint64_t end = a->expected;
+		if (a->nholes && uf_arb_hole_at(a, 0)->first <= end) {
+			uf_arb_hole_at(a, 0)->first =
+			    next_seq; /* touches the first hole: one hole */
+		} else {
+			if (a->h0 > 0) {
+				a->h0--;
+			} else {
+				memmove(a->holes + 1, a->holes,
+				        (size_t)a->nholes * sizeof(*a->holes));
+			}
+			a->nholes++;
+			struct uf_arb_hole *h = uf_arb_hole_at(a, 0);
+			memset(h, 0, sizeof(*h));
+			h->first = next_seq;
+			h->end = end;
+			h->opened_ns = now;
+			h->deadline_ns = now + uf_arb_life(a);
+		}
+		uf_stat_add(&a->st->gaps, 1);
+		uf_stat_add(&a->st->gap_messages, end - next_seq);
+	}
 	a->expected = next_seq;
 	if (a->high < next_seq)
 		a->high = next_seq;

@@ -339,6 +339,53 @@ static void test_restart_every_start_lost_on_both_lines(void **st)
 	rs_free(r);
 }
 
+/* Both lines lost every start of a newer stream, and its first packet one line shows lies
+ * in a hole of the old stream (below its high): sent after the old stream's newest packet,
+ * it cannot fill that hole. The hole is given up as the old stream's gap, the new stream
+ * starts with it. */
+static void test_restart_newer_packet_never_fills_an_old_hole(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 8, 3, 80, 3, 0, 1); /* 6-7 lost on both lines: a hole */
+	rs_seg(r, 8, 3, 80, 3, 1, 1);
+	assert_int_equal(r->n, 5);
+	rs_seg(r, 6, 2, 60, 606, 1, 2); /* the new stream's 6-7 on B: held, not the hole's */
+	assert_int_equal(r->n, 5);
+	assert_int_equal(r->sessions, 0);
+	rs_seg(r, 6, 2, 60, 606, 0, 2); /* and on A: every line shows the new stream */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->n_at_session, 8); /* 1-5, then 8-10 past the old gap */
+	assert_int_equal(r->delivered[5], 8);
+	assert_int_equal(r->gaps, 1);
+	assert_int_equal(r->gap_first, 6);
+	assert_int_equal(r->gap_count, 2);
+	rs_free(r);
+}
+
+/* A line holding a newer stream shows a packet sent later still whose sequence goes back:
+ * a third stream, whose start it lost. The held stream starts then (its packets delivered),
+ * and the packet is judged against it: not its own (sent after its newest, below its high),
+ * so held for the third. */
+static void test_restart_held_line_sequence_back_is_a_newer_stream(void **st)
+{
+	(void)st;
+	struct rs *r = rs_new(2);
+	rs_seg(r, 1, 5, 0, 1, 0, 1);
+	rs_seg(r, 1, 5, 0, 1, 1, 1);
+	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A: the second stream's 1-2 and 3-4, held: B is live */
+	rs_seg(r, 3, 2, 20, 601, 0, 2);
+	assert_int_equal(r->sessions, 0);
+	rs_seg(r, 3, 2, 20, 700, 0, 2); /* A: 3-4 again, sent later: a third stream */
+	assert_int_equal(r->sessions, 1);
+	assert_int_equal(r->n, 9); /* the second stream's 1-4 */
+	for (size_t i = 5; i < 9; i++)
+		assert_int_equal(r->delivered[i], i - 4);
+	rs_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +398,8 @@ int main(void)
 	    cmocka_unit_test(test_restart_waits_for_a_lagging_line_to_fill_the_old_stream),
 	    cmocka_unit_test(test_restart_wait_for_a_lagging_line_is_bounded),
 	    cmocka_unit_test(test_restart_every_start_lost_on_both_lines),
+	    cmocka_unit_test(test_restart_newer_packet_never_fills_an_old_hole),
+	    cmocka_unit_test(test_restart_held_line_sequence_back_is_a_newer_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
