@@ -55,20 +55,22 @@
  *     session is taken at once. The new session starts at sequence 1 (its packets dropped
  *     while confirming are recovered like any gap); the previous one is then dropped.
  *   - A stream starting over inside the session (a framing's `restart`: IEX-TP sequence 1
- *     at stream offset 0 after a publisher restart) replaces the current stream when it
- *     was sent after the current stream's start and every live line (and the line that
- *     carries it) showed such a start (or, with send times, a packet sent after another
- *     line's start; with none, a data packet repeating delivered sequences that was sent
- *     after the stream's newest packet), or its line went on with it for jump_confirm data
- *     packets in a row (the other line may have lost every start) and no other live line that
- *     shows no start yet is still behind the current stream's high while it has holes
- *     (that line may fill them before its own start comes; at most wait_ms, receive
- *     times); a copy sent no later than the newest packet of the current stream is not a
- *     newer start. Until then the new stream's data packets of that line are held (up to
- *     UF_ARB_RESTART_HOLD per line; beyond, and heartbeats, dropped as wrong_session) and
- *     handled first once the new stream starts. It is handled as a new session of
- * the same name: what the old stream received past its holes is delivered, what it still missed
- * is a gap (one per hole), then a RESET record voids the books (the same on a session change).
+ *     at stream offset 0 after a publisher restart, with the framing's send times, `sent`):
+ *     a start sent after every packet that took the current stream further is a newer
+ *     stream's. A line shows the newer stream by such a start, or by a packet sent at or
+ *     after another line's start (it lost every start), or, when no line shows one, by a
+ *     data packet lying below `high` yet sent after the stream's newest packet (no packet
+ *     of the current stream is). The newer stream replaces the current one when every live
+ *     line shows it, or when its line went on with it for jump_confirm data packets and
+ *     the lines that show it not yet stopped being waited for: wait_ms after its start
+ *     (receive times), or the line's hold is full. Until then that line's data packets of
+ *     it are held (UF_ARB_RESTART_HOLD per line; beyond, and heartbeats, dropped as
+ *     wrong_session) and handled first once it starts. A line holding one that shows a
+ *     start after data of it, or a later-sent packet whose sequence goes back, shows a
+ *     newer one still: the held one starts at once, and the packet is judged against it.
+ *     It is handled as a new session of the same name (the lines' liveness kept): what
+ *     the old stream received past its holes is delivered, what it still missed is a gap
+ *     (one per hole), then a RESET record voids the books (the same on a session change).
  *     From then on a packet sent before the new stream's start (the framing's `sent`) is
  *     the old stream's tail from a line that showed the restart later: dropped (its
  *     wrong_session), never taken for the new stream's message of the same sequence.
