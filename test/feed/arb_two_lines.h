@@ -33,6 +33,19 @@ static inline uint64_t atl_rand(uint64_t *s)
 	return *s * 2685821657736338717ull;
 }
 
+/* Calls fn for each message of a delivered packet from `skip` on, with its sequence. */
+static inline void
+atl_each_message(const struct uf_framing *fr, const struct uf_frame *pkt, uint32_t skip,
+                 void (*fn)(void *ctx, uint64_t seq, const uint8_t *msg, size_t len), void *ctx)
+{
+	struct uf_frame_iter it;
+	struct uf_frame_msg b;
+	fr->iter_init(&it, pkt);
+	for (uint64_t seq = pkt->seq; fr->iter_next(&it, &b); seq++)
+		if (seq >= pkt->seq + skip)
+			fn(ctx, seq, b.msg, b.len);
+}
+
 /* An arbiter for two lines with the daemon's defaults (wait 2 ms or 64 packets past a
  * hole) on `framing`, on the fake clock. */
 static inline void atl_init(struct uf_arb *a, const struct uf_framing *framing,

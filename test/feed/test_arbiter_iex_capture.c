@@ -54,27 +54,26 @@ struct cx {
 	uint64_t beyond;         /* delivered or given up past the stream's end */
 };
 
+static void cx_message(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	struct cx *x = ctx;
+	if (seq > x->last[x->stream]) {
+		x->beyond++;
+		return;
+	}
+	struct cx_msg *m = &x->m[x->stream][seq];
+	m->delivered++;
+	if (len != m->len || memcmp(msg, m->p, m->len) != 0)
+		x->wrong_delivery++;
+}
+
 static void cx_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	(void)rx;
 	(void)src;
 	struct cx *x = ctx;
-	struct uf_frame_iter it;
-	struct uf_frame_msg b;
-	x->a.framing->iter_init(&it, pkt);
-	for (uint64_t seq = pkt->seq; x->a.framing->iter_next(&it, &b); seq++) {
-		if (seq < pkt->seq + skip)
-			continue;
-		if (seq > x->last[x->stream]) {
-			x->beyond++;
-			continue;
-		}
-		struct cx_msg *m = &x->m[x->stream][seq];
-		m->delivered++;
-		if (b.len != m->len || memcmp(b.msg, m->p, m->len) != 0)
-			x->wrong_delivery++;
-	}
+	atl_each_message(x->a.framing, pkt, skip, cx_message, x);
 }
 
 static void cx_gap(void *ctx, uint64_t first, uint64_t count)

@@ -63,33 +63,32 @@ struct rr {
 	uint64_t wrong, twice, gap_messages;
 };
 
+static void rr_message(void *ctx, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	(void)len;
+	struct rr *x = ctx;
+	uint32_t stream = (uint32_t)msg[18] | (uint32_t)msg[19] << 8;
+	uint64_t carried = 0;
+	for (int i = 0; i < 8; i++)
+		carried |= (uint64_t)msg[22 + i] << (8 * i);
+	int *m = &x->map[x->arb_stream];
+	if (*m < 0)
+		*m = (int)stream;
+	if (carried != seq || (int)stream != *m || stream >= RR_STREAMS || seq > RR_MAX_MSGS) {
+		x->wrong++;
+		return;
+	}
+	if (x->delivered[stream][seq]++)
+		x->twice++;
+}
+
 static void rr_deliver(void *ctx, const struct uf_frame *pkt, uint32_t skip, uint64_t rx,
                        unsigned src)
 {
 	(void)rx;
 	(void)src;
 	struct rr *x = ctx;
-	struct uf_frame_iter it;
-	struct uf_frame_msg b;
-	x->a.framing->iter_init(&it, pkt);
-	for (uint64_t seq = pkt->seq; x->a.framing->iter_next(&it, &b); seq++) {
-		if (seq < pkt->seq + skip)
-			continue;
-		uint32_t stream = (uint32_t)b.msg[18] | (uint32_t)b.msg[19] << 8;
-		uint64_t carried = 0;
-		for (int i = 0; i < 8; i++)
-			carried |= (uint64_t)b.msg[22 + i] << (8 * i);
-		int *m = &x->map[x->arb_stream];
-		if (*m < 0)
-			*m = (int)stream;
-		if (carried != seq || (int)stream != *m || stream >= RR_STREAMS ||
-		    seq > RR_MAX_MSGS) {
-			x->wrong++;
-			continue;
-		}
-		if (x->delivered[stream][seq]++)
-			x->twice++;
-	}
+	atl_each_message(x->a.framing, pkt, skip, rr_message, x);
 }
 
 static void rr_gap(void *ctx, uint64_t first, uint64_t count)
