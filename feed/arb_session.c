@@ -219,6 +219,7 @@ static void uf_arb_restart_mark(struct uf_arb *a, unsigned src, uint64_t sent, u
 	a->restart_row[src] = 1;
 	a->restart_sent[src] = sent;
 	a->restart_cnt[src] = 0;
+	a->restart_last[src] = sent;
 	a->restart_next[src] = 0;
 	a->restart_rx[src] = rx_ns;
 	a->restart_any = 1;
@@ -287,7 +288,7 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		}
 		if (!a->restart_row[src]) {
 			uf_arb_restart_mark(a, src, sent, rx_ns);
-		} else if (a->restart_cnt[src] && sent > a->restart_sent[src]) {
+		} else if (a->restart_cnt[src] && sent > a->restart_last[src]) {
 			/* A start after data of the stream its line holds: a newer one still (a
 			 * short stream went by while the other line lagged). The one held starts
 			 * now, then this packet is judged against it. */
@@ -301,8 +302,8 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		if (a->pkt_sent ? a->pkt_sent < a->restart_sent[src]
 		                : pkt->seq != a->restart_next[src])
 			return 0;
-		if (a->pkt_sent && pkt->kind == UF_FRAME_DATA && a->restart_cnt[src] &&
-		    pkt->seq < a->restart_next[src])
+		if (pkt->kind == UF_FRAME_DATA && a->restart_cnt[src] &&
+		    a->pkt_sent > a->restart_last[src] && pkt->seq < a->restart_next[src])
 			goto out_newer; /* sent later, sequence back: a newer stream (its start
 			                   lost) */
 	} else {
@@ -322,6 +323,8 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 	if (pkt->seq >= a->restart_next[src] || !a->restart_next[src])
 		a->restart_next[src] = uf_frame_next_seq(pkt);
 	a->restart_cnt[src] += pkt->kind == UF_FRAME_DATA;
+	if (a->pkt_sent > a->restart_last[src])
+		a->restart_last[src] = a->pkt_sent; /* a copy or a reordered one is no newer */
 	/* Every live line shows it, or its line went on with it for jump_confirm data packets
 	 * (as a jump is corroborated: the other line may have lost every start, and has no
 	 * send times to show it went on) and need not wait for a lagging line. */

@@ -243,6 +243,8 @@ struct uf_arb {
 	uint64_t restart_next[UF_CFG_MAX_LINES]; /* per line: the new stream's next sequence */
 	uint32_t restart_cnt[UF_CFG_MAX_LINES];  /* per line: its data packets in a row */
 	uint64_t restart_rx[UF_CFG_MAX_LINES];   /* per line: when it showed that start */
+	uint64_t restart_last[UF_CFG_MAX_LINES]; /* per line: the newest send time it showed
+	                                          * of that stream */
 	int replaying;                           /* handling the held packets of a stream
 	                                          * that just started (no restart rule then) */
 	uint64_t delivered;                  /* messages delivered or given up in this session */

@@ -378,6 +378,9 @@ static void test_restart_held_line_sequence_back_is_a_newer_stream(void **st)
 	rs_seg(r, 1, 2, 0, 600, 0, 2); /* A: the second stream's 1-2 and 3-4, held: B is live */
 	rs_seg(r, 3, 2, 20, 601, 0, 2);
 	assert_int_equal(r->sessions, 0);
+	rs_seg(r, 3, 2, 20, 601, 0, 2); /* a copy of 3-4 (the network repeated it): no newer */
+	rs_seg(r, 1, 2, 0, 600, 0, 2);  /* nor a copy of the start */
+	assert_int_equal(r->sessions, 0);
 	rs_seg(r, 3, 2, 20, 700, 0, 2); /* A: 3-4 again, sent later: a third stream */
 	assert_int_equal(r->sessions, 1);
 	assert_int_equal(r->n, 9); /* the second stream's 1-4 */
