@@ -61,12 +61,40 @@ static inline void atl_init(struct uf_arb *a, const struct uf_framing *framing,
 	a->now = atl_now;
 }
 
-/* Plays the day: line l skips segment i where drop[l][i]; batches of 1..`batch` segments,
- * A's then B's, a line no more than `lag` segments ahead of the other. Then the end of the
- * day: every hole's life is over. */
-static inline void atl_play(struct uf_arb *a, const struct atl_seg *seg, size_t nseg,
-                            uint8_t *const drop[2], uint64_t *seed, unsigned batch, size_t lag)
+/* What a line does with a segment (flags of atl_play's per-line array). */
+#define ATL_DROP  1 /* lost */
+#define ATL_TWICE 2 /* the network repeats it */
+#define ATL_SWAP  4 /* the next segment arrives before it */
+
+static inline void atl_send(struct uf_arb *a, const struct atl_seg *g, unsigned l)
 {
+	struct uf_frame f;
+	if (a->framing->open(&f, g->b, g->len) < 0)
+		abort(); /* the day is built valid */
+	atl_now_ns += 2000;
+	uf_arb_packet(a, &f, atl_now_ns, l);
+}
+
+/* Plays the day: line l does with segment i what fl[l][i] says (ATL_*); batches of
+ * 1..`batch` segments, A's then B's, a line no more than `lag` segments ahead of the other.
+ * Then the end of the day: every hole's life is over. */
+static inline void atl_play(struct uf_arb *a, const struct atl_seg *seg, size_t nseg,
+                            uint8_t *const fl[2], uint64_t *seed, unsigned batch, size_t lag)
+{
+	size_t *ord[2];
+	for (int l = 0; l < 2; l++) {
+		ord[l] = malloc(nseg * sizeof(*ord[l]));
+		if (!ord[l])
+			abort();
+		for (size_t i = 0; i < nseg; i++)
+			ord[l][i] = i;
+		for (size_t i = 0; i + 1 < nseg; i++)
+			if (fl[l][i] & ATL_SWAP) {
+				ord[l][i] = i + 1;
+				ord[l][i + 1] = i;
+				i++;
+			}
+	}
 	size_t next[2] = {0, 0};
 	while (next[0] < nseg || next[1] < nseg) {
 		for (unsigned l = 0; l < 2; l++) {
@@ -74,20 +102,20 @@ static inline void atl_play(struct uf_arb *a, const struct atl_seg *seg, size_t 
 			if (next[l] > next[1 - l] + lag)
 				n = 0; /* far enough ahead: the other socket's turn */
 			for (; n && next[l] < nseg; n--, next[l]++) {
-				if (drop[l][next[l]])
+				size_t i = ord[l][next[l]];
+				if (fl[l][i] & ATL_DROP)
 					continue;
-				struct uf_frame f;
-				const struct atl_seg *g = &seg[next[l]];
-				if (a->framing->open(&f, g->b, g->len) < 0)
-					abort(); /* the day is built valid */
-				atl_now_ns += 2000;
-				uf_arb_packet(a, &f, atl_now_ns, l);
+				atl_send(a, &seg[i], l);
+				if (fl[l][i] & ATL_TWICE)
+					atl_send(a, &seg[i], l);
 			}
 		}
 		uf_arb_tick(a, atl_now_ns, 0);
 	}
 	atl_now_ns += 10000000000ull;
 	uf_arb_tick(a, atl_now_ns, 1);
+	free(ord[0]);
+	free(ord[1]);
 }
 
 #endif

@@ -193,7 +193,7 @@ static void cx_run(struct cx *x, uint64_t seed, unsigned loss, unsigned batch, s
 		assert_non_null(drop[l]);
 		for (size_t i = 0; i < x->nseg; i++)
 			if (atl_rand(&seed) % loss == 0) {
-				drop[l][i] = 1;
+				drop[l][i] = ATL_DROP;
 				cx_lose(x, i, l);
 			}
 	}

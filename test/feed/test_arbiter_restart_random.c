@@ -2,10 +2,10 @@
  * each day is several streams in one session id, each starting with 0-4 heartbeats at
  * sequence 1 and then its data from 1 (40-400 messages), send times rising, and 600
  * heartbeats of silence before the next start (IEX: minutes, one a second); both lines
- * carry it, each losing its own packets (up to 15 %, and runs of 2-40), handled in the
- * engine's batch order with the lines up to 512 packets apart (test/feed/arb_two_lines.h).
- * Every message says which stream it belongs to and its sequence (a DEEP price level:
- * size = stream, price = sequence).
+ * carry it, each losing its own packets (up to 15 %, and runs of 2-40), getting some twice
+ * and some out of order, handled in the engine's batch order with the lines up to 512 packets apart
+ * (test/feed/arb_two_lines.h). Every message says which stream it belongs to and its sequence (a
+ * DEEP price level: size = stream, price = sequence).
  *
  * Asserted on every run, whatever was lost:
  *   - a delivered message is at the sequence it carries, and every message delivered
@@ -160,19 +160,23 @@ static void rr_day(struct rr *x, uint64_t *seed)
 	}
 }
 
-/* Line l loses segments with probability 1/`loss` each, and runs of 2..40 at 1/(8 loss). */
-static void rr_losses(uint8_t *drop, size_t nseg, unsigned loss, uint64_t *seed)
+/* A line's faults (test/feed/arb_two_lines.h): it loses segments with probability 1/`loss`
+ * each and runs of 2..40 at 1/(8 loss) (none when `loss` is 0), and, whole or not, gets a
+ * segment twice at 1/64 and two segments swapped at 1/128. */
+static void rr_faults(uint8_t *fl, size_t nseg, unsigned loss, uint64_t *seed)
 {
-	memset(drop, 0, nseg);
-	if (!loss)
-		return;
+	memset(fl, 0, nseg);
 	for (size_t i = 0; i < nseg; i++) {
-		if (atl_rand(seed) % loss == 0)
-			drop[i] = 1;
-		if (atl_rand(seed) % (8 * loss) == 0)
+		if (loss && atl_rand(seed) % loss == 0)
+			fl[i] |= ATL_DROP;
+		if (loss && atl_rand(seed) % (8 * loss) == 0)
 			for (size_t k = i, end = i + 2 + atl_rand(seed) % 39; k < end && k < nseg;
 			     k++)
-				drop[k] = 1;
+				fl[k] |= ATL_DROP;
+		if (atl_rand(seed) % 64 == 0)
+			fl[i] |= ATL_TWICE;
+		if (atl_rand(seed) % 128 == 0)
+			fl[i] |= ATL_SWAP;
 	}
 }
 
@@ -188,17 +192,17 @@ static void rr_run(struct rr *x, uint64_t seed, unsigned loss_a, unsigned loss_b
 	struct uf_arb_cb cb = {rr_deliver, rr_gap, rr_session, x};
 	atl_init(&x->a, uf_proto_find("iex-deep")->framing, &x->st, &cb);
 	static uint8_t da[RR_MAX_SEGS], db[RR_MAX_SEGS];
-	rr_losses(da, x->nseg, loss_a, &s);
-	rr_losses(db, x->nseg, loss_b, &s);
+	rr_faults(da, x->nseg, loss_a, &s);
+	rr_faults(db, x->nseg, loss_b, &s);
 	uint8_t *drop[2] = {da, db};
 	/* Each line keeps one start of every stream (see the file's head: what is not handled) */
 	for (int l = 0; l < 2; l++)
 		for (int st = 0; st < x->nstreams; st++) {
 			int kept = 0;
 			for (size_t i = x->start_lo[st]; i <= x->start_hi[st]; i++)
-				kept |= !drop[l][i];
+				kept |= !(drop[l][i] & ATL_DROP);
 			if (!kept)
-				drop[l][x->start_hi[st]] = 0;
+				drop[l][x->start_hi[st]] &= (uint8_t)~ATL_DROP;
 		}
 	unsigned batch = 1 + (unsigned)(atl_rand(&s) % 64);
 	size_t lag = (size_t)(atl_rand(&s) % 513);
