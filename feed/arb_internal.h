@@ -62,6 +62,10 @@ void uf_arb_session_start(struct uf_arb *a, const char *name);
 int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                          unsigned src);
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
+/* The rules of a framing whose streams start over (`restart`), for a packet of the current
+ * session: 1 when it is an older stream's tail (dropped) or a newer stream's not started yet
+ * (held or dropped). Cold for other framings: they never call it. */
+int uf_arb_stream_rules(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);
 int uf_arb_older_stream(struct uf_arb *a, unsigned src);
 void uf_arb_sent_note(struct uf_arb *a, const struct uf_frame *pkt);
 

@@ -349,6 +349,16 @@ out_hold:
 	return -1;
 }
 
+int uf_arb_stream_rules(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
+{
+	if (a->stream_sent && uf_arb_older_stream(a, src))
+		return 1; /* the tail of a stream the current one replaced */
+	if ((pkt->seq == 1 || a->restart_any || (a->has_sent && uf_arb_sent_too_late(a, pkt))) &&
+	    uf_arb_restart(a, pkt, rx_ns, src) < 0)
+		return 1; /* a new stream not corroborated yet */
+	return 0;
+}
+
 /* The packet at hand's send time into pkt_sent (0 when its framing does not say): read once
  * per packet, for the old stream's tail (uf_arb_older_stream) and the newest packet that took
  * the stream further (stream_newest, uf_arb_restart). */

@@ -25,7 +25,8 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 	if (!framing || !framing->open)
 		return -EINVAL;
 	a->framing = framing;
-	a->has_sent = framing->sent != NULL;
+	a->has_restart = framing->restart != NULL;
+	a->has_sent = a->has_restart && framing->sent != NULL;
 	a->cb = *cb;
 	a->st = st;
 	a->nlines = cfg->nlines;
@@ -332,6 +333,7 @@ void uf_arb_accept(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		if (end > a->high) {
 			uf_arb_hole_open(a, end); /* announced, not received */
 			a->high = end;
+			a->stream_newest = a->pkt_sent;
 		}
 		if (pkt->kind == UF_FRAME_HEARTBEAT) {
 			uf_stat_add(&a->st->heartbeats, 1);
@@ -365,8 +367,12 @@ void uf_arb_accept(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 	}
 	if (UF_UNLIKELY(pkt->seq > a->high))
 		uf_arb_hole_open(a, pkt->seq);
-	if (end > a->high)
+	if (end > a->high) {
 		a->high = end;
+		/* Sequences are sent in order: what lies below it was sent no later (the send
+		 * time of the packet at hand, framings with `sent`; uf_arb_restart) */
+		a->stream_newest = a->pkt_sent;
+	}
 	if (UF_LIKELY(pkt->seq <= a->expected)) {
 		uf_arb_deliver(a, pkt, rx_ns, src);
 		if (UF_LIKELY(!a->nheap && !a->gap_open))
@@ -384,6 +390,8 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		uf_stat_add(&a->st->bad_sequence, 1); /* no stream reaches 2^64: a forgery */
 		return;
 	}
+	if (UF_UNLIKELY(a->has_sent))
+		uf_arb_sent_note(a, pkt); /* pkt_sent: every rule below reads it */
 	if (UF_UNLIKELY(src >= UF_CFG_MAX_LINES)) {
 		/* The re-request socket: only answers to what was asked. */
 		if (!uf_arb_answer_ok(a, pkt)) {
@@ -394,15 +402,9 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		uf_arb_accept(a, pkt, rx_ns, UF_ARB_SRC_RECOVERY);
 		return;
 	}
-	if (UF_UNLIKELY(a->has_sent))
-		uf_arb_sent_note(a, pkt);
 	if (UF_LIKELY(a->have_session && !memcmp(pkt->session, a->session, UF_FRAME_SESSION_LEN))) {
-		if (UF_UNLIKELY(a->stream_sent) && uf_arb_older_stream(a, src))
-			return; /* the tail of a stream the current one replaced */
-		if (UF_UNLIKELY((pkt->seq == 1 && a->framing->restart) || a->restart_any ||
-		                (a->has_sent && uf_arb_sent_too_late(a, pkt))) &&
-		    uf_arb_restart(a, pkt, rx_ns, src) < 0)
-			return; /* a new stream not corroborated yet */
+		if (UF_UNLIKELY(a->has_restart) && uf_arb_stream_rules(a, pkt, rx_ns, src))
+			return; /* an older stream's tail, or a newer stream's packet */
 		if (UF_LIKELY(pkt->kind != UF_FRAME_END))
 			a->cand_row[src] = 0; /* the current session goes on on this line */
 	} else if (!uf_arb_other_session(a, pkt, rx_ns, src)) {
@@ -417,10 +419,7 @@ void uf_arb_packet(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 	if (UF_UNLIKELY(pkt->kind != UF_FRAME_DATA && pkt->seq > a->high) &&
 	    !uf_arb_hb_believed(a, pkt, rx_ns, src))
 		return;
-	uint64_t high = a->high;
 	uf_arb_accept(a, pkt, rx_ns, src);
-	if (UF_UNLIKELY(a->has_sent) && a->high > high && a->pkt_sent > a->stream_newest)
-		a->stream_newest = a->pkt_sent; /* uf_arb_restart: what is sent no later is ours */
 	if (UF_UNLIKELY(a->hb_claim[src]))
 		uf_arb_hb_settle(a, src);
 	if (UF_UNLIKELY(a->nquar))

@@ -235,7 +235,8 @@ struct uf_arb {
 	                                          * took the current stream further (its high):
 	                                          * a start sent no later is this stream's own */
 	uint64_t pkt_sent;                       /* the packet at hand's send time (0 = none) */
-	int has_sent;                            /* the framing gives send times (`sent`) */
+	int has_restart;                         /* the framing's streams start over (`restart`) */
+	int has_sent;                            /* ... and it gives send times (`sent`) */
 	uint8_t restart_row[UF_CFG_MAX_LINES];   /* per line: showed a start of a newer stream
 	                                          * than the current one */
 	int restart_any;                         /* some restart_row is set */
