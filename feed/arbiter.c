@@ -75,7 +75,9 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 	a->mem = m;
 	/* Quarantine copies: also reserved only; a line fills them only while a jump waits. */
 	size_t qlen = (size_t)UF_CFG_MAX_LINES * UF_ARB_CONFIRM_MAX * slot_size;
-	a->qmem_len = qlen + (size_t)UF_CFG_MAX_LINES * UF_ARB_RESTART_HOLD * slot_size;
+	size_t hold =
+	    (size_t)UF_ARB_RESTART_HOLD * (slot_size + sizeof(uint32_t) + sizeof(uint64_t));
+	a->qmem_len = qlen + (size_t)UF_CFG_MAX_LINES * hold;
 	m = mmap(NULL, a->qmem_len, PROT_READ | PROT_WRITE,
 	         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
@@ -87,7 +89,10 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 		for (int k = 0; k < UF_ARB_CONFIRM_MAX; k++)
 			a->q[l].data[k] =
 			    a->qmem + ((size_t)l * UF_ARB_CONFIRM_MAX + (size_t)k) * slot_size;
-		a->rs[l].mem = a->qmem + qlen + (size_t)l * UF_ARB_RESTART_HOLD * slot_size;
+		uint8_t *h = a->qmem + qlen + (size_t)l * hold; /* rx_ns 8-aligned: pages, then 8 */
+		a->rs[l].rx_ns = (uint64_t *)(void *)h;
+		a->rs[l].len = (uint32_t *)(void *)(h + UF_ARB_RESTART_HOLD * sizeof(uint64_t));
+		a->rs[l].mem = h + UF_ARB_RESTART_HOLD * (sizeof(uint64_t) + sizeof(uint32_t));
 	}
 	uf_arb_params_default(&a->p);
 	for (uint32_t i = 0; i < a->cap; i++) {

@@ -159,10 +159,11 @@ struct uf_arb_quar {
  * wait_ms apart at a busy feed's packet rate. */
 #define UF_ARB_RESTART_HOLD 1024
 struct uf_arb_hold {
-	uint32_t n;                          /* packets held */
-	uint32_t len[UF_ARB_RESTART_HOLD];   /* their datagram bytes */
-	uint64_t rx_ns[UF_ARB_RESTART_HOLD]; /* their receive times */
-	uint8_t *mem;                        /* their copies */
+	uint32_t n;      /* packets held */
+	uint32_t *len;   /* their datagram bytes (UF_ARB_RESTART_HOLD; in qmem, cold: out of
+	                  * the struct, whose hot fields stay where they were) */
+	uint64_t *rx_ns; /* their receive times (likewise) */
+	uint8_t *mem;    /* their copies */
 };
 
 /* One missing range [first, end) of the stream: nothing of it was received. Holes are kept
