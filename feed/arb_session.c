@@ -237,11 +237,6 @@ static uint64_t uf_arb_restart_first(const struct uf_arb *a)
 	return first;
 }
 
-/* A packet of the current session while a line shows a newer stream (restart_any), or at
- * sequence 1 whose framing says it starts the stream over (`restart`, decode/uf_frame.h).
- * Returns 0 when it is handled like any packet of the (possibly new) current stream, -1
- * when it belongs to a newer stream not corroborated yet (held, or dropped and counted as
- * wrong_session). Cold: sequence 1, and every packet while a newer stream waits. */
 /* The newer stream the lines show replaces the current one: what the old stream received is
  * delivered, what it still missed lost, a RESET; then the packets the lines held of the new
  * stream. */
@@ -269,6 +264,11 @@ static void uf_arb_restart_start(struct uf_arb *a, const char *session)
 	uf_arb_restart_replay(a, held);
 }
 
+/* A packet of the current session while a line shows a newer stream (restart_any), or at
+ * sequence 1 whose framing says it starts the stream over (`restart`, decode/uf_frame.h).
+ * Returns 0 when it is handled like any packet of the (possibly new) current stream, -1
+ * when it belongs to a newer stream not corroborated yet (held, or dropped and counted as
+ * wrong_session). Cold: sequence 1, and every packet while a newer stream waits. */
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
 	uint64_t sent = 0;

@@ -73,7 +73,8 @@ int uf_arb_init(struct uf_arb *a, const struct uf_feed_config *given,
 		return -ENOMEM;
 	}
 	a->mem = m;
-	/* Quarantine copies: also reserved only; a line fills them only while a jump waits. */
+	/* Quarantine copies and restart holds: also reserved only; a line fills them only while
+	 * a jump or a newer stream waits. */
 	size_t qlen = (size_t)UF_CFG_MAX_LINES * UF_ARB_CONFIRM_MAX * slot_size;
 	size_t hold =
 	    (size_t)UF_ARB_RESTART_HOLD * (slot_size + sizeof(uint32_t) + sizeof(uint64_t));
