@@ -157,23 +157,18 @@ out_drop:
 	return 0;
 }
 
-/* 1 while line `src`, which showed a newer stream and went on with it, waits for another
- * live line that shows it not yet: the lines run apart (a batch of one socket's datagrams is
- * handled before the other's, or the paths differ), and that line's copies of the current
- * stream may still fill its holes, or carry its tail past what this line showed (a tail
- * this line lost opens no hole: ending the stream then would lose it without a flag).
+/* 1 while line `src`, which showed a newer stream and went on with it, may still wait for
+ * the live lines that show it not yet: the lines run apart (a batch of one socket's
+ * datagrams is handled before the other's, or the paths differ), and their copies of the
+ * current stream may still fill its holes, or carry its tail past what this line showed (a
+ * tail this line lost opens no hole: ending the stream then would lose it without a flag).
  * Ending the stream drops them. While the hold has room, and at most wait_ns after the
  * start (receive times). A line that lost every start shows the newer stream by send time
  * (uf_arb_restart), so it is not waited for. */
-static int uf_arb_restart_wait(const struct uf_arb *a, unsigned src, uint64_t rx_ns)
+static int uf_arb_restart_may_wait(const struct uf_arb *a, unsigned src, uint64_t rx_ns)
 {
-	if (a->rs[src].n >= UF_ARB_RESTART_HOLD ||
-	    (rx_ns > a->restart_rx[src] && rx_ns - a->restart_rx[src] >= a->wait_ns))
-		return 0;
-	for (int l = 0; l < a->nlines; l++)
-		if ((unsigned)l != src && !a->restart_row[l] && uf_arb_live(a, l, rx_ns))
-			return 1;
-	return 0;
+	return a->rs[src].n < UF_ARB_RESTART_HOLD &&
+	       !(rx_ns > a->restart_rx[src] && rx_ns - a->restart_rx[src] >= a->wait_ns);
 }
 
 /* Keeps a copy of a newer stream's data packet of line `src` until that stream starts
@@ -320,7 +315,7 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 			return 0;
 		uf_arb_restart_mark(a, src, first, rx_ns);
 	}
-	if (pkt->seq >= a->restart_next[src] || !a->restart_next[src])
+	if (pkt->seq >= a->restart_next[src])
 		a->restart_next[src] = uf_frame_next_seq(pkt);
 	a->restart_cnt[src] += pkt->kind == UF_FRAME_DATA;
 	if (a->pkt_sent > a->restart_last[src])
@@ -333,7 +328,7 @@ int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 		if (!a->restart_row[l] && uf_arb_live(a, l, rx_ns))
 			every = 0;
 	if (!every &&
-	    (a->restart_cnt[src] < a->p.jump_confirm || uf_arb_restart_wait(a, src, rx_ns)))
+	    (a->restart_cnt[src] < a->p.jump_confirm || uf_arb_restart_may_wait(a, src, rx_ns)))
 		goto out_hold;
 	uf_arb_restart_start(a, pkt->session);
 	return 0;
@@ -376,7 +371,7 @@ void uf_arb_sent_note(struct uf_arb *a, const struct uf_frame *pkt)
  * the wrong messages. Dropped, counted as wrong_session of its line. */
 int uf_arb_older_stream(struct uf_arb *a, unsigned src)
 {
-	if (!a->has_sent || !a->pkt_sent || a->pkt_sent >= a->stream_sent)
+	if (!a->pkt_sent || a->pkt_sent >= a->stream_sent) /* 0: no send times */
 		return 0;
 	uf_stat_add(&a->st->lines[src].wrong_session, 1);
 	return 1;
