@@ -354,6 +354,18 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 		uf_err_set(err, errlen, "feed %s: ring: %s", cfg->name, why);
 		goto out_filter;
 	}
+	{
+		/* What the kernel granted the ring and image (read back, not inferred from a
+		 * setting): small pages cost a TLB miss per image entry a flush touches. */
+		static const char *const kinds[] = {"4 KiB", "transparent huge", "hugetlbfs"};
+		int hp = uf_ring_hugepages(f->sink.ring);
+		uf_feed_log_info("feed %s: ring %s on %s pages%s", cfg->name,
+		                 cfg->ring.name[0] ? cfg->ring.name : cfg->name,
+		                 kinds[hp >= 0 && hp <= 2 ? hp : 0],
+		                 hp ? ""
+		                    : " (huge pages: mount its tmpfs with huge=within_size, or a "
+		                      "hugetlbfs ring.dir)");
+	}
 	f->step.pub = f->pub;
 	f->step.recs = f->recs;
 	f->step.rec_cap = uf_sink_max_batch(&f->sink);

@@ -1,6 +1,8 @@
 /* Table memory: hugetlb -> transparent huge pages -> plain pages, NUMA binding, pre-fault. */
 #include "publish/pub_mem.h"
 
+#include "common/uf_smaps.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <numa.h>
@@ -105,7 +107,7 @@ static int uf_pub_map_anon(struct uf_pub_mem *m, size_t len, int numa_node, int 
 	m->guarded = 1;
 	m->huge_bytes = 0;
 	if (thp) {
-		int64_t h = uf_pub_mem_thp_bytes(p, len);
+		int64_t h = uf_smaps_huge_bytes(p, len);
 		m->huge_bytes = h > 0 ? (size_t)h : 0;
 	}
 	m->kind = m->huge_bytes ? UF_PUB_PAGE_THP : UF_PUB_PAGE_4K;
@@ -140,33 +142,6 @@ void uf_pub_mem_unmap(struct uf_pub_mem *m)
 	else
 		munmap(m->p, m->bytes);
 	memset(m, 0, sizeof(*m));
-}
-
-int64_t uf_pub_mem_thp_bytes(const void *p, size_t bytes)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	if (!f)
-		return -errno;
-	uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
-	char *line = NULL;
-	size_t cap = 0;
-	int inside = 0;
-	int64_t total = 0;
-	while (getline(&line, &cap, f) > 0) {
-		uintptr_t s, e;
-		unsigned long long kb;
-		/* A mapping's header ("start-end perms ...", lower-case hex) starts a new block;
-		 * its fields ("Name:  value kB") follow. */
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &s, &e) == 2) {
-			inside = s >= lo && e <= hi;
-			continue;
-		}
-		if (inside && sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
-			total += (int64_t)kb * 1024;
-	}
-	free(line);
-	fclose(f);
-	return total;
 }
 
 void *uf_pub_mem_alloc(size_t bytes, int numa_node)

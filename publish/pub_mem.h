@@ -41,9 +41,4 @@ void uf_pub_mem_unmap(struct uf_pub_mem *m);
 void *uf_pub_mem_alloc(size_t bytes, int numa_node);
 void uf_pub_mem_free(void *p, size_t bytes);
 
-/* Bytes of the mapping at [p, p + bytes) backed by transparent huge pages, from
- * /proc/self/smaps (the AnonHugePages of every mapping inside that range); -errno when smaps
- * cannot be read. Cold. Exposed for the tests' cross-check. */
-int64_t uf_pub_mem_thp_bytes(const void *p, size_t bytes);
-
 #endif /* UF_PUB_MEM_H */

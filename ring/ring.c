@@ -20,6 +20,7 @@
 
 #include "common/uf_err.h"
 #include "common/uf_label.h"
+#include "common/uf_smaps.h"
 #include "common/uf_time.h"
 #include "ring/ctable.h"
 #include "ring/journal_file.h"
@@ -48,20 +49,6 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 }
 
 /* Whether the kernel backs shmem with transparent huge pages when advised. */
-static int shmem_thp_allowed(void)
-{
-	char buf[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "r");
-
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	return strstr(buf, "[always]") || strstr(buf, "[within_size]") || strstr(buf, "[advise]") ||
-	       strstr(buf, "[force]");
-}
-
 /* Huge page size when `dir` is a hugetlbfs mount (explicit huge pages), else 0. */
 static uint64_t hugetlbfs_page(const char *dir)
 {
@@ -339,16 +326,22 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 		}
 	}
 	/* explicit huge pages when the directory is hugetlbfs (sizes must be page multiples);
-	 * otherwise transparent huge pages on /dev/shm when the kernel allows them for shmem */
+	 * otherwise transparent huge pages are asked for, and what was granted is read back
+	 * after the pre-fault (common/uf_smaps.h): on tmpfs the mount's huge= option decides,
+	 * which no sysfs setting tells */
 	htlb_page = hugetlbfs_page(dir);
-	huge = htlb_page ? 2 : (opt.hugepages && shmem_thp_allowed());
-	page = htlb_page ? htlb_page : (huge ? UF_RING_HUGE_ALIGN : UF_RING_PAGE);
+	huge = htlb_page ? 2 : (opt.hugepages ? 1 : 0); /* 1: asked; granted or not below */
+	page = htlb_page ? htlb_page : UF_RING_PAGE;
 
 	ring_off = align_up(sizeof(struct uf_ring_hdr), UF_RING_PAGE);
 	image_off = align_up(ring_off + opt.capacity * sizeof(struct uf_record), UF_RING_PAGE);
 	image_size = sizeof(struct uf_image_hdr) +
 	             (uint64_t)opt.max_instruments * uf_image_entry_size(opt.depth);
 	data_size = align_up(image_off + image_size, page);
+	/* a whole last huge page for THP, but only for data that fills one: a small ring on a
+	 * small tmpfs must not be refused for its rounding */
+	if (huge == 1 && data_size >= UF_RING_HUGE_ALIGN)
+		data_size = align_up(data_size, UF_RING_HUGE_ALIGN);
 	ct_size = align_up(sizeof(struct uf_ring_ctable) +
 	                       (uint64_t)opt.max_consumers * sizeof(struct uf_ring_cslot),
 	                   UF_RING_PAGE);
@@ -393,6 +386,8 @@ int uf_ring_create(const char *name, const struct uf_ring_options *opt_in, struc
 	               errlen);
 	if (rc < 0)
 		goto out_free;
+	if (huge != 2) /* what was granted, asked or not (a huge=always mount gives it anyway) */
+		huge = uf_smaps_huge_bytes(data, data_size) > 0;
 	rc = uf_ring_table_make(name, ct_size, node, &ctmap, &ct_fd, err, errlen);
 	if (rc < 0)
 		goto out_unmap_data;

@@ -40,8 +40,9 @@ struct uf_ring_options {
 	                           * socket 0600/0660 (connecting needs write on it) */
 	int64_t gid;              /* group owning the directory and files, -1 = the creator's */
 	int numa_node;            /* node to bind to, UF_RING_NUMA_AUTO or UF_RING_NUMA_NONE */
-	int hugepages;            /* 1 = advise transparent huge pages when the kernel allows;
-	                           * a hugetlbfs `dir` always gets explicit huge pages */
+	int hugepages;            /* 1 = ask for transparent huge pages (what was granted is
+	                           * read back: uf_ring_hugepages); a hugetlbfs `dir` always
+	                           * gets explicit huge pages */
 	uint32_t max_consumers;   /* consumer table slots */
 	uint32_t depth;           /* book image levels per side, 1..UF_RING_MAX_DEPTH */
 	uint32_t max_instruments; /* book image entries; instrument ids are 0..max-1 */
@@ -196,8 +197,10 @@ static inline int uf_ring_wake_flush(struct uf_ring *r)
 	return uf_ring_wake(r);
 }
 
-/* 0 small pages (the fallback), 1 transparent huge pages advised (kernel allows THP for
- * shmem), 2 explicit huge pages (options.dir is a hugetlbfs mount). For the startup log. */
+/* 0 small pages (the fallback), 1 transparent huge pages (granted: the data mapping's
+ * ShmemPmdMapped in smaps after the pre-fault; on /dev/shm that takes the tmpfs mount option
+ * huge=within_size or huge=always), 2 explicit huge pages (options.dir is a hugetlbfs
+ * mount). For the startup log. */
 static inline int uf_ring_hugepages(const struct uf_ring *r)
 {
 	return (int)r->hdr->hugepages;

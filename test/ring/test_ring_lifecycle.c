@@ -5,7 +5,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -437,6 +439,97 @@ static void test_ring_create_refuses_a_ring_another_producer_runs(void **state)
 	}
 }
 
+/* ShmemPmdMapped of the mapping that starts at `p`, in bytes (the test's own reading of
+ * /proc/self/smaps); -1 when no mapping starts there. */
+static long long shmem_pmd_bytes(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long long kb = -1;
+	int mine = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, v;
+		if (sscanf(line, "%llx-%llx ", &s, &e) == 2)
+			mine = s == (unsigned long long)(uintptr_t)p;
+		else if (mine && sscanf(line, "ShmemPmdMapped: %llu kB", &v) == 1)
+			kb = (long long)v;
+	}
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/* The ring reports the pages the kernel gave it, read back, not the pages a setting says it
+ * may get: on tmpfs the mount's huge= option decides (shmem_enabled in sysfs does not), so a
+ * ring on a huge=never mount is on small pages whatever it asked, and one on a huge=always
+ * mount is on huge pages even when it did not ask. A consumer sees the same in the header.
+ * Runs as root: mounts tmpfs in its own mount namespace. */
+static void test_ring_reports_the_pages_the_kernel_granted(void **state)
+{
+	(void)state;
+	char mnt[] = "/tmp/uf-ring-huge-XXXXXX", name[64];
+	if (geteuid() != 0)
+		fail_msg("this test mounts a tmpfs: it must run as root");
+	assert_non_null(mkdtemp(mnt));
+	test_ring_name(name, sizeof(name), "huge");
+	pid_t pid = uf_test_fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static const struct {
+			const char *opts;
+			int ask, want;
+		} cases[] = {
+		    {"size=64M,mode=0755,huge=never", 1, 0},
+		    {"size=64M,mode=0755,huge=always", 1, 1},
+		    {"size=64M,mode=0755,huge=always", 0, 1},
+		};
+		CHILD_CHECK(unshare(CLONE_NEWNS) == 0);
+		CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+		/* free 2 MiB blocks for the huge=always cases: without them tmpfs quietly gives
+		 * small pages, and the check below would be of the machine's memory */
+		int cfd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+		if (cfd >= 0) {
+			(void)!write(cfd, "1", 1);
+			close(cfd);
+		}
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			struct uf_ring_options o;
+			struct uf_ring *r = NULL;
+			struct uf_consumer_options co;
+			struct uf_consumer_info info;
+			uf_consumer_t *c = NULL;
+			char err[512] = "";
+			CHILD_CHECK(mount("tmpfs", mnt, "tmpfs", 0, cases[i].opts) == 0);
+			uf_ring_options_init(&o);
+			o.capacity = 1u << 16; /* 4 MiB of records: two whole huge pages and more */
+			o.max_instruments = 64;
+			o.hugepages = cases[i].ask;
+			o.numa_node = UF_RING_NUMA_NONE;
+			o.dir = mnt;
+			CHILD_CHECK(uf_ring_create(name, &o, &r, err, sizeof(err)) == 0);
+			long long huge = shmem_pmd_bytes(r->hdr);
+			fprintf(stderr, "%s, asked %d: %lld bytes on huge pages, reported %d\n",
+			        cases[i].opts, cases[i].ask, huge, uf_ring_hugepages(r));
+			CHILD_CHECK(cases[i].want ? huge > 0 : huge == 0);
+			CHILD_CHECK(uf_ring_hugepages(r) == cases[i].want);
+			uf_consumer_options_init(&co);
+			co.dir = mnt;
+			CHILD_CHECK(uf_consumer_attach(name, &co, &c, err, sizeof(err)) == 0);
+			uf_consumer_get_info(c, &info);
+			CHILD_CHECK(info.hugepages == cases[i].want);
+			uf_consumer_detach(c);
+			uf_ring_close(r);
+			CHILD_CHECK(uf_ring_unlink(name, mnt) == 0);
+			CHILD_CHECK(umount(mnt) == 0);
+		}
+		_exit(0);
+	}
+	int st = test_wait_child(pid, 30000);
+	rmdir(mnt);
+	assert_true(test_child_ok(st));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +539,7 @@ int main(void)
 	    cmocka_unit_test(test_ring_access_modes_and_readonly_mapping),
 	    cmocka_unit_test(test_ring_consumer_sees_producer_died_without_closing),
 	    cmocka_unit_test(test_ring_create_refuses_a_ring_another_producer_runs),
+	    cmocka_unit_test(test_ring_reports_the_pages_the_kernel_granted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
