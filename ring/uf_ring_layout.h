@@ -71,7 +71,7 @@ struct uf_ring_hdr {
 	uint32_t layout_version; /* UF_RING_LAYOUT_VERSION */
 	uint32_t record_size;    /* sizeof(struct uf_record) */
 	uint32_t record_version; /* UF_RECORD_VERSION of the producer */
-	uint32_t hugepages;      /* 0 small pages, 1 transparent huge pages (granted), 2 hugetlbfs */
+	uint32_t hugepages;      /* 0 small pages, 1 transparent huge pages granted, 2 hugetlbfs */
 	uint64_t capacity;       /* records, power of two */
 	uint64_t generation;     /* changes on every producer start (strictly increasing) */
 	uint64_t created_ns;     /* CLOCK_REALTIME at creation */

@@ -113,7 +113,7 @@ struct uf_consumer_info {
 	int producer_alive;       /* 0 when the producer process is gone (crashed without
 	                           * closing; a restart then shows as -ESTALE). Needs a shared
 	                           * pid namespace */
-	int hugepages;            /* 0 small pages, 1 transparent huge pages (granted), 2 hugetlbfs */
+	int hugepages;            /* 0 small pages, 1 transparent huge pages granted, 2 hugetlbfs */
 	uint32_t forged;          /* NATS handle: stream messages dropped because they do not
 	                           * continue the stream uf-bridge wrote (published by another
 	                           * client, replayed, or unauthenticated with a shared key set);
