@@ -1,10 +1,10 @@
 /* uf-bench e2e --sizes (issue 26 item 3): one back end, one small rate, about 1.5 s of replay.
- * Exit 0; the JSON has one row per size class in order, each with the raw receiver's and the
- * feed's exact per-message figures; the 1-message class really is one message a datagram,
- * the <= 200-byte class several, the full class more; every message the feed delivered is one
- * pub_delta_ns sample read back from the ring (a generated day: every message makes a LAST
- * record with a receive time); the ratios are the figures' own. Bad --sizes exits 2. Never
- * asserts on speed. */
+ * Exit 0; the JSON has one row per size class in order, each with the raw receiver's, the
+ * back end's own receive method's (bare) and the feed's exact per-message figures; the 1-message
+ * class really is one message a datagram, the <= 200-byte class several, the full class more; every
+ * message the feed delivered is one pub_delta_ns sample read back from the ring (a generated day:
+ * every message makes a LAST record with a receive time); the ratios are the figures' own. Bad
+ * --sizes exits 2. Never asserts on speed. */
 #include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
@@ -68,6 +68,8 @@ static void test_sizes_rows(void **state)
 	be = json_array_get(json_object_get(root, "backends"), 0);
 	assert_string_equal(json_string_value(json_object_get(be, "backend")), "io_uring_nosqpoll");
 	assert_string_equal(json_string_value(json_object_get(be, "raw_method")), "recvmsg-busy");
+	/* the back end's own receive method, bare, is the third replay of every row */
+	assert_string_equal(json_string_value(json_object_get(be, "own_method")), "io_uring");
 	assert_true(json_is_true(json_object_get(be, "ok")));
 	rows = json_object_get(be, "rows");
 	assert_int_equal(json_array_size(rows), 3);
@@ -99,6 +101,22 @@ static void test_sizes_rows(void **state)
 		                     (double)geti(json_object_get(raw, "latency_ns"), "p50")) <
 		            1e-9);
 		assert_true(getf(w, "aim_p50_vs_raw") == (i < 2 ? 1.3 : 2.0));
+		/* the own method's step: same replay, its own exact figures, ratios its own */
+		{
+			json_t *own = json_object_get(w, "own");
+			json_t *ol = json_object_get(own, "latency_ns");
+			assert_non_null(own);
+			check_pct(ol);
+			assert_true(geti(own, "received") > 0 && geti(own, "received") <= sent);
+			assert_true(geti(own, "p10_ns") <= geti(ol, "p50"));
+			assert_true(fabs(getf(w, "own_p50_vs_raw") -
+			                 (double)geti(ol, "p50") /
+			                     (double)geti(json_object_get(raw, "latency_ns"),
+			                                  "p50")) < 1e-9);
+			assert_true(fabs(getf(w, "publish_p50_vs_own") -
+			                 (double)geti(pub, "p50") / (double)geti(ol, "p50")) <
+			            1e-9);
+		}
 		/* p10 <= p50 on both sides */
 		{
 			json_t *t = json_object_get(w, "p10_ns");

@@ -656,13 +656,17 @@ void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machin
 	       "records' pub_delta_ns;\nboth exact, one sample per message; each row: raw first, "
 	       "then a fresh uringfeed on the same replay (sent/s: what uf-replay achieved in the "
 	       "feed's step);\naim_met busy: the raw p50 is above "
-	       "%u us, the bare receiver waited for a CPU (no verdict)\n\n",
+	       "%u us, the bare receiver waited for a CPU (no verdict);\n"
+	       "own = the back end's own receive method bare (own_method), between the two on the "
+	       "same replay: recv_x = own_p50 / raw_p50 (the receive method's share of p50_x), "
+	       "work_x = pub_p50 / own_p50 (what the feed adds to its own receive)\n\n",
 	       m->cpu, m->kernel, m->ncpu, m->load_start, m->load_end,
 	       E2E_SIZE_RAW_SANE_NS / 1000u);
-	printf("%-16s %-16s %9s %9s %-8s %10s %9s %9s %9s %9s %8s %8s %5s %-7s %9s %9s %8s %s\n",
+	printf("%-16s %-16s %9s %9s %-8s %10s %9s %9s %9s %9s %8s %8s %5s %-7s %9s %9s %8s "
+	       "%-16s %9s %8s %8s %s\n",
 	       "backend", "raw_method", "msg/s", "sent/s", "size", "msgs/dgram", "raw_p50",
 	       "raw_p99", "pub_p50", "pub_p99", "p50_x", "p99_x", "aim", "aim_met", "raw_p10",
-	       "pub_p10", "p10_x", "loss");
+	       "pub_p10", "p10_x", "own_method", "own_p50", "recv_x", "work_x", "loss");
 	for (int i = 0; i < n; i++) {
 		const struct sizeres *b = &rs[i];
 		for (int k = 0; k < b->n; k++) {
@@ -676,9 +680,18 @@ void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machin
 				       c->name, w->note);
 				continue;
 			}
+			char own[3][24] = {"-", "-", "-"};
+			if (b->own_kind >= 0) {
+				snprintf(own[0], sizeof(own[0]), "%.2f",
+				         (double)w->own.lat.p50 / 1e3);
+				snprintf(own[1], sizeof(own[1]), "%.2fx",
+				         ratio((double)w->own.lat.p50, (double)w->raw.lat.p50));
+				snprintf(own[2], sizeof(own[2]), "%.2fx",
+				         ratio((double)w->pub.p50, (double)w->own.lat.p50));
+			}
 			printf("%-16s %-16s %9.0f %9.0f %-8s %10.2f %9.2f %9.2f %9.2f %9.2f %7.2fx "
 			       "%7.2fx "
-			       "%4.1fx %-7s %9.2f %9.2f %7.2fx %s\n",
+			       "%4.1fx %-7s %9.2f %9.2f %7.2fx %-16s %9s %8s %8s %s\n",
 			       e2e_backend_label((enum backend)b->be),
 			       e2e_raw_name((enum raw_kind)b->raw_kind), w->rate, w->feed.achieved,
 			       c->name, size_per_dgram(w), (double)w->raw.lat.p50 / 1e3,
@@ -687,7 +700,8 @@ void e2e_report_sizes_table(const struct sizeres *rs, int n, const struct machin
 			       ratio((double)w->pub.p99, (double)w->raw.lat.p99), c->aim,
 			       size_verdict(w), (double)w->raw_p10 / 1e3, (double)w->pub_p10 / 1e3,
 			       ratio((double)w->pub_p10, (double)w->raw_p10),
-			       w->feed.loss ? w->feed.why : "none");
+			       b->own_kind >= 0 ? e2e_raw_name((enum raw_kind)b->own_kind) : "-",
+			       own[0], own[1], own[2], w->feed.loss ? w->feed.why : "none");
 		}
 	}
 }
@@ -726,16 +740,32 @@ json_t *e2e_report_sizes_json(const struct sizeres *rs, int n, const struct e2e_
 			              (json_int_t)w->pub_p10, "publish_vs_raw",
 			              ratio((double)w->pub_p10, (double)w->raw_p10)));
 			json_object_set_new(jr, "raw", raw_json(&w->raw));
+			if (b->own_kind >= 0) {
+				json_t *jo = raw_json(&w->own);
+				json_object_set_new(jo, "p10_ns",
+				                    json_integer((json_int_t)w->own_p10));
+				json_object_set_new(jr, "own", jo);
+				json_object_set_new(jr, "own_p50_vs_raw",
+				                    json_real(ratio((double)w->own.lat.p50,
+				                                    (double)w->raw.lat.p50)));
+				json_object_set_new(
+				    jr, "publish_p50_vs_own",
+				    json_real(ratio((double)w->pub.p50, (double)w->own.lat.p50)));
+			}
 			json_object_set_new(jr, "publish_ns", pct_json(&w->pub));
 			json_object_set_new(jr, "feed", step_json(&w->feed, 0));
 			json_array_append_new(rows, jr);
 		}
-		json_array_append_new(bes, json_pack("{s:s, s:s, s:s, s:b, s:s, s:o}", "backend",
-		                                     e2e_backend_cfg((enum backend)b->be), "label",
-		                                     e2e_backend_label((enum backend)b->be),
-		                                     "raw_method",
-		                                     e2e_raw_name((enum raw_kind)b->raw_kind), "ok",
-		                                     b->ok, "note", b->note, "rows", rows));
+		json_t *jb = json_pack("{s:s, s:s, s:s, s:b, s:s, s:o}", "backend",
+		                       e2e_backend_cfg((enum backend)b->be), "label",
+		                       e2e_backend_label((enum backend)b->be), "raw_method",
+		                       e2e_raw_name((enum raw_kind)b->raw_kind), "ok", b->ok,
+		                       "note", b->note, "rows", rows);
+		json_object_set_new(jb, "own_method",
+		                    b->own_kind >= 0
+		                        ? json_string(e2e_raw_name((enum raw_kind)b->own_kind))
+		                        : json_null());
+		json_array_append_new(bes, jb);
 	}
 	json_object_set_new(root, "backends", bes);
 	return root;

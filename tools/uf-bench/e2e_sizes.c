@@ -99,24 +99,40 @@ static int64_t read_pub_deltas(const char *ring, uint64_t from, uint64_t to, uin
 	return (int64_t)n;
 }
 
-/* One row: the raw receiver, then a fresh daemon on the same replay, read back from its ring.
- */
-static void run_row(struct run *r, const struct day *day, struct sizerow *w, double secs,
-                    uint64_t *samples, struct beres *scratch)
+/* One bare receiver's step of a row: method `kind` (the run's options say which), its p10
+ * into *p10. Returns 0 or -1 (the note says why). */
+static int raw_step(struct run *r, struct e2e_opts *ro, int kind, const struct day *day,
+                    const struct sizerow *w, struct rawres *res, uint64_t *p10, double secs)
+{
+	ro->raw_kind = kind;
+	fprintf(stderr, "uf-bench e2e: --sizes %s: %.0f msg/s, %s datagrams: raw (%s)...\n",
+	        e2e_backend_label(r->be), w->rate, e2e_size_classes[w->cls].name,
+	        e2e_raw_name((enum raw_kind)kind));
+	if (e2e_run_raw_step(r, day, res, w->rate, secs) < 0)
+		return -1;
+	if (res->lat.n) /* run_raw left its samples sorted */
+		*p10 = r->raw_samples[(size_t)((double)(res->lat.n - 1) * 0.10)];
+	return 0;
+}
+
+/* One row: the raw receiver, the back end's own method bare (own_kind >= 0), then a fresh
+ * daemon on the same replay, read back from its ring. `ro` is the run's options (r->o). */
+static void run_row(struct run *r, struct e2e_opts *ro, int raw_kind, int own_kind,
+                    const struct day *day, struct sizerow *w, double secs, uint64_t *samples,
+                    struct beres *scratch)
 {
 	struct e2e_status s0, s1;
 	int64_t got;
 
 	r->mtu = e2e_size_classes[w->cls].mtu;
-	fprintf(stderr, "uf-bench e2e: --sizes %s: %.0f msg/s, %s datagrams: raw (%s)...\n",
-	        e2e_backend_label(r->be), w->rate, e2e_size_classes[w->cls].name,
-	        e2e_raw_name((enum raw_kind)r->o->raw_kind));
-	if (e2e_run_raw_step(r, day, &w->raw, w->rate, secs) < 0) {
+	if (raw_step(r, ro, raw_kind, day, w, &w->raw, &w->raw_p10, secs) < 0) {
 		memcpy(w->note, w->raw.note, sizeof(w->note)); /* same size, NUL-terminated */
 		return;
 	}
-	if (w->raw.lat.n) /* run_raw left its samples sorted */
-		w->raw_p10 = r->raw_samples[(size_t)((double)(w->raw.lat.n - 1) * 0.10)];
+	if (own_kind >= 0 && raw_step(r, ro, own_kind, day, w, &w->own, &w->own_p10, secs) < 0) {
+		memcpy(w->note, w->own.note, sizeof(w->note));
+		return;
+	}
 	fprintf(stderr, "uf-bench e2e: --sizes %s: %.0f msg/s, %s datagrams: feed...\n",
 	        e2e_backend_label(r->be), w->rate, e2e_size_classes[w->cls].name);
 	memset(scratch, 0, sizeof(*scratch));
@@ -144,7 +160,7 @@ static void run_row(struct run *r, const struct day *day, struct sizerow *w, dou
 	uf_bench_percentiles(samples, (size_t)got, &w->pub); /* sorts them */
 	if (got > 0)
 		w->pub_p10 = samples[(size_t)((double)(got - 1) * 0.10)];
-	w->ran = w->raw.ran && w->feed.ran && got > 0;
+	w->ran = w->raw.ran && (own_kind < 0 || w->own.ran) && w->feed.ran && got > 0;
 	if (!w->ran)
 		snprintf(w->note, sizeof(w->note), "no sample");
 }
@@ -163,11 +179,14 @@ void e2e_run_sizes(const struct e2e_opts *o, enum backend be, const struct day *
 	if (ro.raw_kind < 0)
 		ro.raw_kind = RAW_RECVMSG;
 	res->raw_kind = ro.raw_kind;
+	res->own_kind = (int)e2e_raw_for(be);
+	if (res->own_kind == res->raw_kind)
+		res->own_kind = -1;
 	if (e2e_run_addresses(&r, 89, "sz", res->note, sizeof(res->note)) < 0)
 		return;
 
-	/* --duration over every replay of the back end: each row replays twice */
-	secs = o->duration / (2.0 * o->nsize_rates * E2E_NSIZES);
+	/* --duration over every replay of the back end: each row replays two or three times */
+	secs = o->duration / ((res->own_kind >= 0 ? 3.0 : 2.0) * o->nsize_rates * E2E_NSIZES);
 	if (secs < 0.25)
 		secs = 0.25;
 	r.cap = E2E_SIZE_MAX_MSGS + 1000;
@@ -187,7 +206,8 @@ void e2e_run_sizes(const struct e2e_opts *o, enum backend be, const struct day *
 			w->cls = k;
 			if (s * w->rate > E2E_SIZE_MAX_MSGS)
 				s = E2E_SIZE_MAX_MSGS / w->rate;
-			run_row(&r, day, w, s, samples, &scratch);
+			run_row(&r, &ro, res->raw_kind, res->own_kind, day, w, s, samples,
+			        &scratch);
 			if (!w->ran)
 				fprintf(stderr, "uf-bench e2e: --sizes: %s\n", w->note);
 		}

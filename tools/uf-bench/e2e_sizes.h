@@ -3,9 +3,10 @@
  * microsecond) and full ones inside; the feed's fixed cost per datagram weighs most on the
  * small ones. For each rate asked and each size class (one message a datagram, <= 200 bytes
  * (~6 messages), full 1400-byte datagrams, as uf-replay --mtu packs them) one back end's run
- * replays the same steady prefix of the day twice, alternated: first to the raw receiver
- * (e2e_raw.c, busy recvmsg unless --raw says otherwise), then to a fresh uringfeed. Both
- * figures are exact per message: the raw receiver's read time - kernel rx timestamp, and the
+ * replays the same steady prefix of the day, alternated: first to the raw receiver
+ * (e2e_raw.c, busy recvmsg unless --raw says otherwise), then to the back end's own receive
+ * method bare (when it is another), then to a fresh uringfeed. The
+ * figures are exact per message: the raw receivers' read time - kernel rx timestamp, and the
  * feed's records' pub_delta_ns (publish time - the same kernel timestamp), read from the ring
  * after the step (no consumer runs meanwhile, so nothing but the feed competes with the raw
  * receiver's conditions). */
@@ -45,6 +46,12 @@ struct sizerow {
 	 * p50 of a host whose run queues are longer than a datagram gap is mostly the wait for a
 	 * CPU, on both sides alike. */
 	uint64_t raw_p10, pub_p10;
+	/* The back end's own receive method, bare (e2e_raw_for: io_uring for io_uring_nosqpoll),
+	 * on the same replay, when it is not the --raw method: it splits the row's ratio into
+	 * what the receive method costs against the --raw one (own / raw) and what the feed's
+	 * work adds to its own receive (publish / own). */
+	struct rawres own;
+	uint64_t own_p10;
 	char note[160]; /* why a side did not run (as long as rawres.note) */
 };
 
@@ -52,6 +59,7 @@ struct sizerow {
 struct sizeres {
 	int be;       /* enum backend */
 	int raw_kind; /* enum raw_kind of every row */
+	int own_kind; /* enum raw_kind of every row's `own`, -1: none (it is the raw method) */
 	int n;        /* rows */
 	struct sizerow row[E2E_SIZE_RATES * E2E_NSIZES];
 	int ok;         /* every row ran */
