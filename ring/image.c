@@ -71,30 +71,18 @@ int uf_ring_image_set_levels(struct uf_ring *r, uint32_t instrument, int side,
                              const struct uf_level *levels, uint32_t n, uint64_t seq,
                              uint64_t rx_ts)
 {
-	uint32_t depth = r->image->depth;
-	struct uf_image_entry *e;
-
-	uint32_t cut;
-
-	if (UF_UNLIKELY(side != UF_SIDE_BID && side != UF_SIDE_ASK))
-		return -EINVAL;
-	cut = n > depth;
-	if (cut)
-		n = depth;
-	e = uf_ring_entry_begin(r, instrument);
-	if (UF_UNLIKELY(!e))
-		return -ERANGE;
-	if (side == UF_SIDE_BID) {
-		copy_side(uf_image_levels(e), depth, levels, n);
-		e->nbid = n;
-		e->flags = uf_ring_set_trunc(e->flags, UF_IMAGE_F_TRUNC_BID, cut);
-	} else {
-		copy_side(uf_image_levels(e) + depth, depth, levels, n);
-		e->nask = n;
-		e->flags = uf_ring_set_trunc(e->flags, UF_IMAGE_F_TRUNC_ASK, cut);
-	}
-	e->update_rx_ts = rx_ts;
-	uf_ring_entry_end(r, e, seq);
+	/* The whole side through the in-place write: one rule (cut to depth, flag the cut, clear
+	 * what the side lost) for this setter and the feed's per-level copy. */
+	struct uf_ring_side w;
+	int rc = uf_ring_image_side_begin(r, instrument, side, &w);
+	if (UF_UNLIKELY(rc < 0))
+		return rc;
+	uint32_t k = n < w.depth ? n : w.depth;
+	for (uint32_t i = 0; i < k; i++)
+		w.lv[i] = (struct uf_level){.price = levels[i].price,
+		                            .shares = levels[i].shares,
+		                            .orders = levels[i].orders};
+	uf_ring_image_side_end(r, &w, n, seq, rx_ts);
 	return 0;
 }
 
