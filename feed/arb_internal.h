@@ -58,7 +58,7 @@ void uf_arb_accept(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
 /* arb_session.c: sessions, end of session and the quarantine of uncorroborated jumps */
 void uf_arb_eos_update(struct uf_arb *a, uint64_t rx_ns);
 void uf_arb_eos_contradict(struct uf_arb *a, uint64_t end);
-void uf_arb_session_start(struct uf_arb *a, const char *name);
+void uf_arb_session_start(struct uf_arb *a, const char *name, int keep_lines);
 int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns,
                          unsigned src);
 int uf_arb_restart(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src);

@@ -71,8 +71,10 @@ static void uf_arb_quar_drop(struct uf_arb *a, unsigned l)
 	a->nquar--;
 }
 
-/* Starts session `name` at sequence 1 (a late joiner recovers the start). */
-void uf_arb_session_start(struct uf_arb *a, const char *name)
+/* Starts session `name` at sequence 1 (a late joiner recovers the start). `keep_lines`: the
+ * lines' liveness stays (a stream restart within one session: a line live a moment ago still
+ * is); otherwise every line must show itself again. */
+void uf_arb_session_start(struct uf_arb *a, const char *name, int keep_lines)
 {
 	memcpy(a->session, name, UF_FRAME_SESSION_LEN);
 	a->have_session = 1;
@@ -80,7 +82,8 @@ void uf_arb_session_start(struct uf_arb *a, const char *name)
 	a->high = 1;
 	memset(a->line_next, 0, sizeof(a->line_next));
 	memset(a->line_eos, 0, sizeof(a->line_eos));
-	memset(a->line_seen, 0, sizeof(a->line_seen));
+	if (!keep_lines)
+		memset(a->line_seen, 0, sizeof(a->line_seen));
 	memset(a->cand_row, 0, sizeof(a->cand_row));
 	memset(a->restart_row, 0, sizeof(a->restart_row));
 	a->restart_any = 0;
@@ -115,7 +118,7 @@ static void uf_arb_stream_mark(struct uf_arb *a, const struct uf_frame *pkt)
 int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t rx_ns, unsigned src)
 {
 	if (!a->have_session) {
-		uf_arb_session_start(a, pkt->session); /* nothing to protect yet */
+		uf_arb_session_start(a, pkt->session, 0); /* nothing to protect yet */
 		uf_arb_stream_mark(a, pkt);
 		return 1;
 	}
@@ -148,7 +151,7 @@ int uf_arb_other_session(struct uf_arb *a, const struct uf_frame *pkt, uint64_t 
 	a->have_prev = 1;
 	if (a->cb.new_session)
 		a->cb.new_session(a->cb.ctx, pkt->session);
-	uf_arb_session_start(a, pkt->session);
+	uf_arb_session_start(a, pkt->session, 0);
 	uf_arb_stream_mark(a, pkt);
 	return 1;
 
@@ -248,13 +251,7 @@ static void uf_arb_restart_start(struct uf_arb *a, const char *session)
 		a->cb.new_session(a->cb.ctx, session);
 	/* The same session goes on: a line live a moment ago still is (a newer stream right
 	 * after this one must wait for it too). */
-	uint8_t seen[UF_CFG_MAX_LINES];
-	uint64_t rx[UF_CFG_MAX_LINES];
-	memcpy(seen, a->line_seen, sizeof(seen));
-	memcpy(rx, a->line_rx, sizeof(rx));
-	uf_arb_session_start(a, session);
-	memcpy(a->line_seen, seen, sizeof(seen));
-	memcpy(a->line_rx, rx, sizeof(rx));
+	uf_arb_session_start(a, session, 1);
 	a->stream_sent = sent;
 	uf_arb_restart_replay(a, held);
 }

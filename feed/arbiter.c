@@ -440,7 +440,7 @@ void uf_arb_resync(struct uf_arb *a, const char *session, uint64_t next_seq)
 			a->have_prev = 1;
 			uf_arb_queue_clear(a); /* another day's packets */
 		}
-		uf_arb_session_start(a, session);
+		uf_arb_session_start(a, session, 0);
 	}
 	if (next_seq < 1)
 		next_seq = 1;
