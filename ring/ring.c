@@ -48,7 +48,6 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-/* Whether the kernel backs shmem with transparent huge pages when advised. */
 /* Huge page size when `dir` is a hugetlbfs mount (explicit huge pages), else 0. */
 static uint64_t hugetlbfs_page(const char *dir)
 {
