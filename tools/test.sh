@@ -7,20 +7,6 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 tools/setup.sh
 
-# The tests' fixed UDP ports (multicast lines and re-request servers at 40000-49999, a few
-# derived from the pid from 20000 up) lie in the kernel's ephemeral range (32768-60999 by
-# default), where any socket's automatic port may take one mid-run: seen on a loaded run,
-# test_feed_e2e_epoll's re-request server refused on 41345 (EADDRINUSE) and the case timed
-# out. For the run, the kernel is told to keep 32768-49999 for explicit binds (automatic
-# ports then come from 50000-60999); the previous setting is put back at exit.
-reserved_file=/proc/sys/net/ipv4/ip_local_reserved_ports
-reserved_old=$(cat "$reserved_file" 2>/dev/null || true)
-if [ -w "$reserved_file" ] && echo "32768-49999${reserved_old:+,$reserved_old}" >"$reserved_file" 2>/dev/null; then
-	trap 'echo "$reserved_old" >"$reserved_file" 2>/dev/null || true' EXIT
-else
-	echo "test.sh: cannot reserve ports 32768-49999 (not root?): a test's fixed port may be taken by another socket" >&2
-fi
-
 jobs=$(nproc)
 ctest_jobs=${UF_CTEST_JOBS:-1} # tests busy-poll; on 2 CPUs they run one at a time
 status=0
