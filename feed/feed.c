@@ -359,8 +359,7 @@ int uf_feed_create(const struct uf_feed_config *given, struct uf_feed **out, cha
 		 * setting): small pages cost a TLB miss per image entry a flush touches. */
 		static const char *const kinds[] = {"4 KiB", "transparent huge", "hugetlbfs"};
 		int hp = uf_ring_hugepages(f->sink.ring);
-		uf_feed_log_info("feed %s: ring %s on %s pages%s", cfg->name,
-		                 cfg->ring.name[0] ? cfg->ring.name : cfg->name,
+		uf_feed_log_info("feed %s: ring %s on %s pages%s", cfg->name, f->sink.ring->name,
 		                 kinds[hp >= 0 && hp <= 2 ? hp : 0],
 		                 hp ? ""
 		                    : " (huge pages: mount its tmpfs with huge=within_size, or a "
