@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "test/common/uf_test_dir.h"
+#include "test/common/uf_test_port.h"
 #include "test/common/uf_test_proc.h"
 
 /* A scratch folder /tmp/uf-`name`-XXXXXX into dir[len], which the daemon and the consumers
@@ -212,7 +213,7 @@ static inline void uf_test_feed_unique(struct uf_test_feed *f, int nlines, int n
 	f->nlines = nlines;
 	for (int i = 0; i < nlines; i++) {
 		snprintf(f->group[i], sizeof(f->group[i]), "239.%d.%d.%d", net, pid % 250, i + 1);
-		f->port[i] = port0 + (pid % span) * 2 + i;
+		f->port[i] = uf_test_port_fixed(port0 + (pid % span) * 2 + i);
 	}
 	snprintf(f->ring, sizeof(f->ring), "uf_%s_%d", tag, pid);
 }

@@ -59,7 +59,7 @@ static void test_daemon_capture_disk_full_mid_day_feed_goes_on(void **state)
 	         ",\"capture\":{\"dir\":\"%s\",\"rotate_mb\":1,\"buffer_mb\":4}", capdir);
 	struct uf_test_feed feed = {
 	    .name = "cap", .capacity = 262144, .max_orders = 1000000, .extra = extra};
-	uf_test_feed_unique(&feed, 2, 76, 47000, 500, "cap");
+	uf_test_feed_unique(&feed, 2, 76, 27000, 500, "cap");
 	uf_test_write_feed_config(tmpdir, &feed);
 	daemon_pid = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
 	uint16_t port = uf_test_status_port(tmpdir);

@@ -125,7 +125,7 @@ static void test_daemon_journal_holds_the_day_and_cuts_a_torn_tail(void **state)
 	snprintf(jdir, sizeof(jdir), "%s/journal", tmpdir);
 	assert_int_equal(mkdir(jdir, 0755), 0);
 	uf_test_gen_day(tmpdir, day, "20000", "20", "5");
-	uf_test_feed_unique(&feed, 2, 78, 47000, 500, "jrnl");
+	uf_test_feed_unique(&feed, 2, 78, 27000, 500, "jrnl");
 	for (int i = 0; i < feed.nlines; i++)
 		n += snprintf(lines + n, sizeof(lines) - (size_t)n,
 		              "%s{\"name\":\"%c\",\"group\":\"%s\",\"port\":%d,\"interface\":"
@@ -360,7 +360,7 @@ static void test_daemon_journal_continues_the_day_across_a_sigkill(void **state)
 		    uf_test_bin("uf-decode"), "books", day, "--depth", "10", NULL};
 		assert_int_equal(uf_test_run_tool(tmpdir, argv, "ref", 30000), 0);
 	}
-	uf_test_feed_unique(&feed, 2, 77, 49000, 400, "jrst");
+	uf_test_feed_unique(&feed, 2, 77, 29000, 400, "jrst");
 	restart_config(&feed, jdir, 0, 0);
 	daemon = g_daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);
 	port = uf_test_status_port(tmpdir);

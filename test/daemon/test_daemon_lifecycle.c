@@ -115,10 +115,10 @@ static int teardown(void **state)
 #define CONFIG(symbols)                                                                            \
 	"{\"status\":{\"listen\":\"127.0.0.1:0\"},\"log\":{\"level\":\"info\"},\"feeds\":[{"       \
 	"\"name\":\"life\",\"backend\":\"epoll\",\"cpu\":-1,"                                      \
-	"\"lines\":[{\"name\":\"A\",\"group\":\"239.79.0.1\",\"port\":44701,\"interface\":\"127."  \
+	"\"lines\":[{\"name\":\"A\",\"group\":\"239.79.0.1\",\"port\":24701,\"interface\":\"127."  \
 	"0.0.1\"},"                                                                                \
-	"{\"name\":\"B\",\"group\":\"239.79.0.2\",\"port\":44702,\"interface\":\"127.0.0.1\"}],"   \
-	"\"recovery\":{\"server\":\"127.0.0.1:44710\"},"                                           \
+	"{\"name\":\"B\",\"group\":\"239.79.0.2\",\"port\":24702,\"interface\":\"127.0.0.1\"}],"   \
+	"\"recovery\":{\"server\":\"127.0.0.1:24710\"},"                                           \
 	"\"ring\":{\"name\":\"uf_life_test\",\"capacity\":1048576},"                               \
 	"\"book\":{\"max_orders\":1000000}" symbols "}]}"
 
@@ -145,9 +145,9 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	                       "--in",
 	                       day,
 	                       "--a",
-	                       "239.79.0.1:44701",
+	                       "239.79.0.1:24701",
 	                       "--b",
-	                       "239.79.0.2:44702",
+	                       "239.79.0.2:24702",
 	                       "--interface",
 	                       "127.0.0.1",
 	                       "--rate",
@@ -159,7 +159,7 @@ static void test_lifecycle_sigterm_during_traffic_leaves_consumers_closed(void *
 	                       "--seed",
 	                       "5",
 	                       "--serve-rerequests",
-	                       "44710",
+	                       "24710",
 	                       NULL};
 	replay = uf_test_spawn(tmpdir, rargv, "replay.out", "replay.err", NULL, 0);
 

@@ -66,7 +66,7 @@ static void test_live_metrics_ready_and_event_log(void **state)
 	    .name = "live",
 	    .capacity = 262144,
 	    .max_orders = 1000000};
-	uf_test_feed_unique(&feed, 2, 77, 46000, 500, "live");
+	uf_test_feed_unique(&feed, 2, 77, 26000, 500, "live");
 	uf_test_write_feed_config(tmpdir, &feed);
 
 	pid_t daemon = uf_test_daemon_start(tmpdir, uf_test_bin("uringfeed"), NULL, 0);

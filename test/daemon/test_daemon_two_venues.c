@@ -236,7 +236,7 @@ static void test_two_venues_one_daemon_books_equal_or_flagged(void **state)
 {
 	(void)state;
 	char day[256], cfg[4096], ga[6][32], ring[3][64];
-	int pid = (int)getpid(), port0 = 42000 + (pid % 500) * 6;
+	int pid = (int)getpid(), port0 = 22000 + (pid % 500) * 6;
 	const char *names[3] = {"nasdaq", "deep", "tops"};
 	const char *protos[3] = {"itch50-moldudp64", "iex-deep", "iex-tops"};
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);

@@ -243,8 +243,8 @@ int main(int argc, char **argv)
 		       dir, cb_probe(dir, 0), cb_probe(dir, 1));
 	cfg.cpu = cpu;
 	cfg.sqpoll_cpu = sqcpu;
-	fp_config_lines(&cfg, 2, 79, 0, 42101, a, b);
-	fp_config_recovery(&cfg, 42110, 20, 65536, 1000);
+	fp_config_lines(&cfg, 2, 79, 0, 22101, a, b);
+	fp_config_recovery(&cfg, 22110, 20, 65536, 1000);
 	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "ufcapbench_%d", (int)getpid());
 	snprintf(cfg.capture.dir, sizeof(cfg.capture.dir), "%.200s", dir);
 	cfg.capture.rotate_mb = 1024;

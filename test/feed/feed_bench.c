@@ -104,8 +104,8 @@ int main(int argc, char **argv)
 	cfg.cpu = cpu;
 	cfg.sqpoll_cpu = sqcpu;
 	cfg.sqpoll_idle_ms = (uint32_t)idle_ms;
-	fp_config_lines(&cfg, no_b ? 1 : 2, 78, 0, 42001, a, b);
-	fp_config_recovery(&cfg, 42010, 20, 65536, 1000);
+	fp_config_lines(&cfg, no_b ? 1 : 2, 78, 0, 22001, a, b);
+	fp_config_recovery(&cfg, 22010, 20, 65536, 1000);
 	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "ufbench_%d", (int)getpid());
 	cfg.no_stage_timing = every <= 0;
 	cfg.stage_timing_every = every > 0 ? (uint32_t)every : 0;
@@ -128,12 +128,12 @@ int main(int argc, char **argv)
 	snprintf(r, sizeof(r), "%.0f", rate);
 	char *args[] = {"uf-replay", "--in",     day,      "--a", a,
 	                "--b",       b,          "--rate", r,     "--serve-rerequests",
-	                "42010",     "--linger", "30",     NULL};
+	                "22010",     "--linger", "30",     NULL};
 	if (no_b) {
 		args[5] = "--rate";
 		args[6] = r;
 		args[7] = "--serve-rerequests";
-		args[8] = "42010";
+		args[8] = "22010";
 		args[9] = "--linger";
 		args[10] = "30";
 		args[11] = NULL;

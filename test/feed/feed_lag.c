@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 		rc = fp_ring_dir_and_day(day, sizeof(day), messages, 50);
 	if (rc)
 		return rc;
-	int base = 43000 + (int)(getpid() % 500) * 4;
+	int base = 23000 + (int)(getpid() % 500) * 4;
 	fp_config_lines(&cfg, 2, 79, (int)(getpid() % 200), base, a, b);
 	/* The daemon's defaults (daemon/uf_config.h), except the queue when asked. */
 	fp_config_recovery(&cfg, base + 2, 2, queue, rps);

@@ -126,7 +126,7 @@ static inline void fp_config_lines(struct uf_feed_config *cfg, int nlines, int o
 		char g[32];
 		snprintf(g, sizeof(g), "239.%d.%d.%d", o2, o3, l + 1);
 		inet_pton(AF_INET, g, &cfg->lines[l].group);
-		cfg->lines[l].port = (uint16_t)(port_base + l);
+		cfg->lines[l].port = (uint16_t)uf_test_port_fixed(port_base + l);
 		inet_pton(AF_INET, "127.0.0.1", &cfg->lines[l].interface);
 		snprintf(l ? b : a, 64, "%s:%d", g, port_base + l);
 	}
@@ -140,7 +140,7 @@ static inline void fp_config_recovery(struct uf_feed_config *cfg, int port, uint
 {
 	cfg->recovery.enabled = 1;
 	cfg->recovery.server.sin_family = AF_INET;
-	cfg->recovery.server.sin_port = htons((uint16_t)port);
+	cfg->recovery.server.sin_port = htons((uint16_t)uf_test_port_fixed(port));
 	inet_pton(AF_INET, "127.0.0.1", &cfg->recovery.server.sin_addr);
 	cfg->recovery.max_count = 1000;
 	cfg->recovery.timeout_ms = 50;

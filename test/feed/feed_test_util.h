@@ -23,6 +23,7 @@
 #include "publish/uf_record.h"
 #include "ring/uf_ring.h"
 #include "test/common/uf_test_dir.h"
+#include "test/common/uf_test_port.h"
 #include "test/common/uf_test_proc.h"
 #include "test/common/uf_test_rings.h"
 
@@ -187,7 +188,8 @@ static inline void ft_config_lines(struct uf_feed_config *cfg, const char *tag,
 		char g[32];
 		snprintf(g, sizeof(g), "239.%d.%d.%d", octet, (int)backend, sc * 2 + l);
 		inet_pton(AF_INET, g, &lc->group);
-		lc->port = (uint16_t)(port_base + 100 * (int)backend + 10 * sc + l);
+		lc->port =
+		    (uint16_t)uf_test_port_fixed(port_base + 100 * (int)backend + 10 * sc + l);
 		inet_pton(AF_INET, "127.0.0.1", &lc->interface);
 	}
 	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "u%s%d_%d_%d", tag, (int)backend, sc,

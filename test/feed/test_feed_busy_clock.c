@@ -25,7 +25,7 @@
 #define BC_RATE      "20000" /* ~1 s of replay in ~500 datagrams a line: mostly waiting */
 #define BC_DONE_MS   30000   /* a run that has not seen its whole day by then fails */
 #define BC_OCTET     99      /* groups 239.99.<backend>.<2 sc + line> */
-#define BC_PORT_BASE 49100   /* each run its own group pair (sc), as the other feed tests */
+#define BC_PORT_BASE 29100   /* each run its own group pair (sc), as the other feed tests */
 
 static char g_day[256];
 

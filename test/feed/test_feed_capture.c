@@ -504,10 +504,10 @@ static int tc_run(struct uf_feed_config *cfg, char **argv, struct uf_feed_stats 
 /* Feed `sc` of this test on loopback, capture into `dir` when given. */
 static void tc_config(struct uf_feed_config *cfg, int sc, const char *dir)
 {
-	ft_config_lines(cfg, "tc", UF_BACKEND_EPOLL, sc, 78, 43000, 10);
+	ft_config_lines(cfg, "tc", UF_BACKEND_EPOLL, sc, 78, 23000, 10);
 	cfg->recovery.enabled = 1;
 	cfg->recovery.server.sin_family = AF_INET;
-	cfg->recovery.server.sin_port = htons((uint16_t)(43005 + 100 * UF_BACKEND_EPOLL + 10 * sc));
+	cfg->recovery.server.sin_port = htons((uint16_t)(23005 + 100 * UF_BACKEND_EPOLL + 10 * sc));
 	inet_pton(AF_INET, "127.0.0.1", &cfg->recovery.server.sin_addr);
 	cfg->recovery.wait_ms = 20;
 	cfg->recovery.queue_packets = 16384;
@@ -824,7 +824,7 @@ static void test_capture_records_snapshot_sessions(void **s)
 	mkdir(dir, 0755);
 	struct uf_feed_config cfg;
 	tc_config(&cfg, 3, dir);
-	uint16_t snap_port = (uint16_t)(43007 + 100 * UF_BACKEND_EPOLL + 30);
+	uint16_t snap_port = (uint16_t)(23007 + 100 * UF_BACKEND_EPOLL + 30);
 	cfg.snapshot.enabled = 1;
 	cfg.snapshot.server.sin_family = AF_INET;
 	cfg.snapshot.server.sin_port = htons(snap_port);

@@ -80,14 +80,14 @@ static void *ft_feed_thread(void *arg)
 }
 
 /* Feed configuration of case `sc`: lines 239.77.<backend>.<2sc>/<2sc+1>, ports
- * 41000 + 100 * backend + 10 * sc (+1 B, +5 request server). */
+ * 21000 + 100 * backend + 10 * sc (+1 B, +5 request server). */
 static void ft_config(struct uf_feed_config *cfg, int sc, int with_recovery)
 {
-	ft_config_lines(cfg, "ft", FT_BACKEND, sc, 77, 41000, FT_DEPTH);
+	ft_config_lines(cfg, "ft", FT_BACKEND, sc, 77, 21000, FT_DEPTH);
 	cfg->recovery.enabled = with_recovery;
 	cfg->recovery.server.sin_family = AF_INET;
 	cfg->recovery.server.sin_port =
-	    htons((uint16_t)(41000 + 100 * (int)FT_BACKEND + 10 * sc + 5));
+	    htons((uint16_t)(21000 + 100 * (int)FT_BACKEND + 10 * sc + 5));
 	inet_pton(AF_INET, "127.0.0.1", &cfg->recovery.server.sin_addr);
 	cfg->recovery.max_count = 1000;
 	cfg->recovery.timeout_ms = 50;
@@ -1280,14 +1280,14 @@ static void test_feed_late_consumer_handover_gives_identical_books(void **state)
 	struct ft_case c = {0};
 	char err[256];
 	ft_config(&c.cfg, 11, 1);
-	/* groups and ports of their own: 44000 + 10 * backend (+1 B, +5 request server) */
+	/* groups and ports of their own: 24000 + 10 * backend (+1 B, +5 request server) */
 	for (int l = 0; l < 2; l++) {
 		char g[32];
 		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, l);
 		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
-		c.cfg.lines[l].port = (uint16_t)(44000 + 10 * (int)FT_BACKEND + l);
+		c.cfg.lines[l].port = (uint16_t)(24000 + 10 * (int)FT_BACKEND + l);
 	}
-	c.cfg.recovery.server.sin_port = htons((uint16_t)(44000 + 10 * (int)FT_BACKEND + 5));
+	c.cfg.recovery.server.sin_port = htons((uint16_t)(24000 + 10 * (int)FT_BACKEND + 5));
 	c.cfg.book.depth = UF_BOOK_MAX_DEPTH; /* the image holds whole books */
 	ft_create(&c);
 	ft_launch(&c);
@@ -1396,7 +1396,7 @@ static void test_feed_undecodable_messages_are_counted_and_the_rest_applied(void
 		char g[32];
 		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 10 + l);
 		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
-		c.cfg.lines[l].port = (uint16_t)(44500 + 10 * (int)FT_BACKEND + l);
+		c.cfg.lines[l].port = (uint16_t)(24500 + 10 * (int)FT_BACKEND + l);
 	}
 	c.cfg.buffers.size = 4096; /* the long packet is ~2.1 kB */
 	ft_create(&c);
@@ -1527,7 +1527,7 @@ static void test_feed_symbol_filter_keeps_every_doubt(void **state)
 		char g[32];
 		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 40 + l);
 		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
-		c.cfg.lines[l].port = (uint16_t)(44800 + 10 * (int)FT_BACKEND + l);
+		c.cfg.lines[l].port = (uint16_t)(24800 + 10 * (int)FT_BACKEND + l);
 	}
 	c.cfg.symbols = syms;
 	c.cfg.nsymbols = 4;
@@ -1686,7 +1686,7 @@ static void test_feed_foreign_source_and_far_jump_are_dropped_and_counted(void *
 		char g[32];
 		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 30 + l);
 		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
-		c.cfg.lines[l].port = (uint16_t)(44700 + 10 * (int)FT_BACKEND + l);
+		c.cfg.lines[l].port = (uint16_t)(24700 + 10 * (int)FT_BACKEND + l);
 		inet_pton(AF_INET, "127.0.0.1", &c.cfg.lines[l].source);
 	}
 	ft_create(&c);
@@ -1749,7 +1749,7 @@ static void test_feed_counts_datagrams_the_host_dropped(void **state)
 		char g[32];
 		snprintf(g, sizeof(g), "239.78.%d.%d", (int)FT_BACKEND, 20 + l);
 		inet_pton(AF_INET, g, &c.cfg.lines[l].group);
-		c.cfg.lines[l].port = (uint16_t)(44600 + 10 * (int)FT_BACKEND + l);
+		c.cfg.lines[l].port = (uint16_t)(24600 + 10 * (int)FT_BACKEND + l);
 	}
 	ft_create(&c);
 	struct sockaddr_in dst;

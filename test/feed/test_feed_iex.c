@@ -65,7 +65,7 @@ static void fi_start_srv(struct fi *t, enum uf_backend be, int sc, const char *p
 {
 	char err[256];
 	memset(t, 0, sizeof(*t));
-	ft_config_lines(&t->cfg, "fi", be, sc, 98, 48000, 5);
+	ft_config_lines(&t->cfg, "fi", be, sc, 98, 28000, 5);
 	snprintf(t->cfg.protocol, sizeof(t->cfg.protocol), "%s", proto);
 	if (server) {
 		t->cfg.recovery.enabled = 1;

@@ -63,7 +63,7 @@ static void fp_run(const char *backend, int idx)
 	snprintf(cfg, sizeof(cfg), "%s/feed-%d.json", ft_tmpdir(), idx);
 	FILE *f = fopen(cfg, "w");
 	assert_non_null(f);
-	int port = 43000 + 10 * idx;
+	int port = 23000 + 10 * idx;
 	fprintf(
 	    f,
 	    "{\"status\":{\"enabled\":false},\"log\":{\"level\":\"warn\"},\"feeds\":[{"

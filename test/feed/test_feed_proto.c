@@ -354,7 +354,7 @@ static void test_proto_toy_feed_delivers_records_through_the_engine(void **st)
 		assert_int_equal(uf_proto_register(&toy_proto), 0);
 	struct tp_feed t;
 	char err[256];
-	ft_config_lines(&t.cfg, "tp", UF_BACKEND_EPOLL, 0, 97, 47700, 5);
+	ft_config_lines(&t.cfg, "tp", UF_BACKEND_EPOLL, 0, 97, 27700, 5);
 	snprintf(t.cfg.protocol, sizeof(t.cfg.protocol), "toy");
 	/* A hole waits for the other line (no request: the toy venue has no re-request
 	 * service), long enough for line B's copy to fill it on a loaded host. */
@@ -455,7 +455,7 @@ static void test_proto_feed_refuses_what_the_protocol_cannot_do(void **st)
 	struct uf_feed_config cfg;
 	struct uf_feed *f = NULL;
 	char err[256];
-	ft_config_lines(&cfg, "tq", UF_BACKEND_EPOLL, 1, 97, 47700, 5);
+	ft_config_lines(&cfg, "tq", UF_BACKEND_EPOLL, 1, 97, 27700, 5);
 	snprintf(cfg.protocol, sizeof(cfg.protocol), "nasdaq-smoke-signals");
 	assert_int_equal(uf_feed_create(&cfg, &f, err, sizeof(err)), -EPROTONOSUPPORT);
 	assert_non_null(strstr(err, "\"itch50-moldudp64\", \"iex-deep\", \"iex-tops\", \"toy\""));

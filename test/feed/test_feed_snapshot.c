@@ -8,7 +8,7 @@
  *     (--serve-snapshot), books equal the file's;
  *   - SIGKILL + restart of `uringfeed` mid-day: a consumer attached across it sees -ESTALE,
  *     re-attaches, and the books equal the file's.
- * Ephemeral TCP ports; multicast groups 239.78.<backend>.<n>, UDP ports 45000 + 100 *
+ * Ephemeral TCP ports; multicast groups 239.78.<backend>.<n>, UDP ports 25000 + 100 *
  * backend + 10 * case. Every wait is for an event, bounded. */
 #include <poll.h>
 #include <pthread.h>
@@ -33,7 +33,7 @@
 
 #define TS_TAG       "ts"
 #define TS_OCTET     78
-#define TS_PORT_BASE 45000
+#define TS_PORT_BASE 25000
 #include "ts_snap_harness.h"
 
 /* ---- a GLIMPSE server that holds its End of Snapshot until released ---- */

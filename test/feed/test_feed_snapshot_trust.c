@@ -11,7 +11,7 @@
  *     untouched;
  *   - an attempt without a working login releases the live data after snapshot.max_hold_ms,
  *     well before timeout_ms.
- * Ephemeral TCP ports; multicast groups 239.76.<backend>.<n>, UDP ports 48000 + 100 *
+ * Ephemeral TCP ports; multicast groups 239.76.<backend>.<n>, UDP ports 28000 + 100 *
  * backend + 10 * case. Every wait is for an event, bounded. */
 #include <poll.h>
 #include <pthread.h>
@@ -28,7 +28,7 @@
 
 #define TS_TAG       "tt"
 #define TS_OCTET     76
-#define TS_PORT_BASE 48000
+#define TS_PORT_BASE 28000
 #include "ts_snap_harness.h"
 
 /* ---- a GLIMPSE server that lies, closes or answers for another session ---- */

@@ -55,22 +55,22 @@ static void test_replay_rejects_bad_usage_with_status_2(void **s)
 {
 	assert_int_equal(tr_replay(NULL, 0, NULL), 2); /* no --a */
 	assert_int_equal(tr_replay(NULL, 0, "--a", "10.1.1.1:5000", NULL), 2);
-	assert_int_equal(tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--drop-a", "1.5", NULL), 2);
-	assert_int_equal(tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--drop-b", "@x", NULL), 2);
+	assert_int_equal(tr_replay(NULL, 0, "--a", "239.81.0.1:25001", "--drop-a", "1.5", NULL), 2);
+	assert_int_equal(tr_replay(NULL, 0, "--a", "239.81.0.1:25001", "--drop-b", "@x", NULL), 2);
 	assert_int_equal(
-	    tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--rate", "5", "--speed", "2", NULL), 2);
+	    tr_replay(NULL, 0, "--a", "239.81.0.1:25001", "--rate", "5", "--speed", "2", NULL), 2);
 	assert_int_equal(
-	    tr_replay(NULL, 0, "--a", "239.81.0.1:45001", "--session", "ELEVENCHARS", NULL), 2);
+	    tr_replay(NULL, 0, "--a", "239.81.0.1:25001", "--session", "ELEVENCHARS", NULL), 2);
 	char *argv[] = {"uf-replay",        "--in", "/nonexistent/day.itch", "--a",
-	                "239.81.0.1:45001", NULL};
+	                "239.81.0.1:25001", NULL};
 	assert_int_equal(ft_run(argv, NULL, 10000), 2);
 }
 
 static void test_replay_same_seed_same_faults(void **s)
 {
 	char x[1024], y[1024], z[1024];
-	const char *common[] = {"--a",       "239.81.0.2:45002",
-	                        "--b",       "239.81.0.3:45003",
+	const char *common[] = {"--a",       "239.81.0.2:25002",
+	                        "--b",       "239.81.0.3:25003",
 	                        "--rate",    "0",
 	                        "--drop-a",  "0.1",
 	                        "--drop-b",  "0.2",
@@ -157,9 +157,9 @@ static void test_replay_sends_every_message_once_and_drops_exactly_at_given_sequ
 	struct in_addr g, lo;
 	inet_pton(AF_INET, "239.81.0.4", &g);
 	inet_pton(AF_INET, "127.0.0.1", &lo);
-	int fd = uf_mcast_open_rx(g, 45004, lo, 8 << 20, err, sizeof(err));
+	int fd = uf_mcast_open_rx(g, 25004, lo, 8 << 20, err, sizeof(err));
 	assert_true(fd >= 0);
-	char *argv[] = {"uf-replay", "--in",   g_day,      "--a",   "239.81.0.4:45004",
+	char *argv[] = {"uf-replay", "--in",   g_day,      "--a",   "239.81.0.4:25004",
 	                "--rate",    "200000", "--drop-a", "@5000", NULL};
 	pid_t pid = ft_spawn(argv, NULL);
 	assert_true(pid > 0);
@@ -209,9 +209,9 @@ static void test_replay_serves_rerequests_from_what_it_sent(void **s)
 	struct uf_reader_msg *msgs = calloc(TR_MESSAGES, sizeof(*msgs));
 	for (int i = 0; i < TR_MESSAGES; i++)
 		assert_int_equal(uf_reader_next(&rd, &msgs[i]), 1);
-	char *argv[] = {"uf-replay", "--in",     g_day,       "--a",      "239.81.0.5:45005",
+	char *argv[] = {"uf-replay", "--in",     g_day,       "--a",      "239.81.0.5:25005",
 	                "--rate",    "0",        "--session", "TESTSESS", "--serve-rerequests",
-	                "45009",     "--linger", "3",         NULL};
+	                "25009",     "--linger", "3",         NULL};
 	pid_t pid = ft_spawn(argv, NULL);
 	assert_true(pid > 0);
 	struct timespec ts = {0, 500000000};
@@ -221,7 +221,7 @@ static void test_replay_serves_rerequests_from_what_it_sent(void **s)
 	inet_pton(AF_INET, "127.0.0.1", &lo);
 	int fd = uf_mcast_open_unicast(lo, 0, 0, err, sizeof(err));
 	assert_true(fd >= 0);
-	struct sockaddr_in srv = {.sin_family = AF_INET, .sin_port = htons(45009), .sin_addr = lo};
+	struct sockaddr_in srv = {.sin_family = AF_INET, .sin_port = htons(25009), .sin_addr = lo};
 	char sess[UF_MOLD_SESSION_LEN];
 	memset(sess, ' ', sizeof(sess));
 	memcpy(sess, "TESTSESS", 8);
@@ -309,11 +309,11 @@ static void test_replay_full_speed_reorder_and_dup_keep_every_packet_intact(void
 	struct in_addr g, lo;
 	inet_pton(AF_INET, "239.81.0.6", &g);
 	inet_pton(AF_INET, "127.0.0.1", &lo);
-	int fd = uf_mcast_open_rx(g, 45006, lo, 16 << 20, err, sizeof(err));
+	int fd = uf_mcast_open_rx(g, 25006, lo, 16 << 20, err, sizeof(err));
 	assert_true(fd >= 0);
 	char out[256];
 	snprintf(out, sizeof(out), "%s/replay_intact.json", ft_tmpdir());
-	char *argv[] = {"uf-replay", "--in",   g_day,   "--a",   "239.81.0.6:45006",
+	char *argv[] = {"uf-replay", "--in",   g_day,   "--a",   "239.81.0.6:25006",
 	                "--rate",    "0",      "--dup", "0.2",   "--reorder",
 	                "0.3",       "--seed", "4",     "--mtu", "200",
 	                NULL};

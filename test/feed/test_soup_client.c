@@ -700,7 +700,7 @@ static pid_t ts_replay_start(uint16_t *port)
 	char path[512], group[64];
 	snprintf(path, sizeof(path), "%s/uf-replay", ft_bin_dir());
 	snprintf(group, sizeof(group), "239.81.1.%d:%d", 1 + getpid() % 250,
-	         20000 + getpid() % 20000);
+	         20000 + getpid() % 12000);
 	pid_t pid = uf_test_fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -806,7 +806,7 @@ static void test_uf_replay_rejects_bad_serve_snapshot_values(void **s)
 	                     "1,,pw"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[] = {
-		    "uf-replay",        "--in",         g_day, "--a", "239.81.1.1:45101",
+		    "uf-replay",        "--in",         g_day, "--a", "239.81.1.1:25101",
 		    "--serve-snapshot", (char *)bad[i], NULL};
 		if (ft_run(argv, NULL, 10000) != 2)
 			fail_msg("--serve-snapshot '%s' was accepted", bad[i]);

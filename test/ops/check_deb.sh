@@ -95,7 +95,7 @@ f.update(backend="epoll", cpu=-1, ring={"name": f"uf_deb_{pid}", "capacity": 655
          book={"max_orders": 100000})
 f.pop("recovery", None)
 for i, l in enumerate(f["lines"]):
-    l.update(group=f"239.81.{n}.{i + 1}", port=44000 + n * 2 + i)
+    l.update(group=f"239.81.{n}.{i + 1}", port=24000 + n * 2 + i)
 json.dump(c, open(sys.argv[2], "w"))
 PY
 mkdir -p "$tmp/rings"

@@ -109,7 +109,7 @@ static void test_rules_and_dashboard_use_exported_names(void **state)
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
 	uf_test_gen_day(tmpdir, day, "5000", "10", "7");
 	struct uf_test_feed feed = {.name = "names", .capacity = 65536, .max_orders = 100000};
-	uf_test_feed_unique(&feed, 2, 79, 45000, 400, "names");
+	uf_test_feed_unique(&feed, 2, 79, 25000, 400, "names");
 	/* a ring journal, so that its families (the journal alerts use them) are exported */
 	char jdir[128], jextra[192];
 	snprintf(jdir, sizeof(jdir), "%s/journal", tmpdir);

@@ -135,7 +135,7 @@ static void test_notify_ready_watchdog_status_stopping(void **state)
 	snprintf(day, sizeof(day), "%s/day.itch", tmpdir);
 	uf_test_gen_day(tmpdir, day, "3000", "10", "5");
 	struct uf_test_feed feed = {.name = "sd", .capacity = 65536, .max_orders = 100000};
-	uf_test_feed_unique(&feed, 1, 78, 47000, 450, "sdn");
+	uf_test_feed_unique(&feed, 1, 78, 27000, 450, "sdn");
 	uf_test_write_feed_config(tmpdir, &feed);
 
 	snprintf(envs[0], sizeof(envs[0]), "NOTIFY_SOCKET=%s", sock);

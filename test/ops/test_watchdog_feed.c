@@ -53,7 +53,7 @@ static void idle_config(struct uf_feed_config *cfg)
 	char g[32];
 	snprintf(g, sizeof(g), "239.79.%d.%d", (pid >> 8) & 0xff, pid & 0xff);
 	inet_pton(AF_INET, g, &cfg->lines[0].group);
-	cfg->lines[0].port = (uint16_t)(20000 + pid % 20000);
+	cfg->lines[0].port = (uint16_t)(20000 + pid % 12000);
 	inet_pton(AF_INET, "127.0.0.1", &cfg->lines[0].interface);
 	snprintf(cfg->ring.name, sizeof(cfg->ring.name), "wd%d", pid);
 	cfg->ring.capacity = 1024;
