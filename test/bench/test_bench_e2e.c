@@ -239,6 +239,22 @@ static void check_busy_clock(json_t *b)
 	assert_true(json_real_value(json_object_get(b, "busy_vs_book_after")) > 0);
 }
 
+/* The interrupts the feed's CPU served in the step (their clock ticks are in the thread's
+ * system time on a kernel without IRQ time accounting): read at both ends, so present; the
+ * CPU's own timer ticks alone make them more than none over a step of a second; the
+ * rescheduling IPIs are some of them, NET_RX some of the softirqs. */
+static void check_cpu_irqs(json_t *b)
+{
+	json_t *q = json_object_get(b, "cpu_irqs");
+	if (!json_is_object(q))
+		fail_msg("%s: no cpu_irqs", json_string_value(json_object_get(b, "backend")));
+	assert_true(json_integer_value(json_object_get(q, "hard")) > 0);
+	assert_true(json_integer_value(json_object_get(q, "resched")) <=
+	            json_integer_value(json_object_get(q, "hard")));
+	assert_true(json_integer_value(json_object_get(q, "net_rx")) <=
+	            json_integer_value(json_object_get(q, "soft")));
+}
+
 /* Issue 26: uf-bench book ran on the same day before and after the back ends, and every back
  * end's steady step says what its feed thread spent per message, the idle spin taken out. */
 static void check_feed_cpu_vs_book(json_t *j)
@@ -284,6 +300,7 @@ static void check_feed_cpu_vs_book(json_t *j)
 		assert_true(json_real_value(json_object_get(b, "work_ns_per_msg")) <=
 		            json_real_value(json_object_get(b, "run_ns_per_msg")));
 		check_busy_clock(b);
+		check_cpu_irqs(b);
 	}
 }
 

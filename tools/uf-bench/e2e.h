@@ -84,6 +84,20 @@ int e2e_proc_cpu_ns(pid_t pid, uint64_t *ns);
  * ticks (10 ms at 100 Hz), so only a window of seconds gives it to a few percent. */
 int e2e_thread_sys_ns(pid_t pid, pid_t tid, uint64_t *ns);
 
+/* Interrupts one CPU has served so far: hardware interrupts and IPIs (/proc/interrupts),
+ * softirqs (/proc/softirqs) and of them NET_RX (the network stack's receive). Without
+ * CONFIG_IRQ_TIME_ACCOUNTING the clock ticks that land in them are charged as system time to
+ * whatever thread ran on the CPU, so they say what a busy thread's stime holds besides its
+ * own system calls. */
+struct e2e_irqs {
+	uint64_t hard;
+	uint64_t resched; /* of hard: rescheduling IPIs (a thread woken onto this CPU) */
+	uint64_t soft;
+	uint64_t net_rx;
+};
+/* Fills `q` for `cpu`. Returns 0, or -errno (-ENOENT: no such CPU column). */
+int e2e_cpu_irqs(int cpu, struct e2e_irqs *q);
+
 /* Sleeps `ms` milliseconds (a poll interval: waking early on a signal is fine). */
 void e2e_sleep_ms(int ms);
 

@@ -165,15 +165,33 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 			           ? (double)(fc->busy_ns - fc->wait_ns) / (double)fc->messages
 			           : 0.0,
 			       fc->busy_per_msg);
-			if (fc->sys_ok)
+			if (fc->sys_ok) {
 				printf(
 				    "    of which in the kernel: %.2f ns/msg (the thread's system "
-				    "time, %" PRIu64 " ns in clock ticks: the receive copies of "
-				    "both lines run in the feed's turns); in user space: %.2f "
+				    "time, %" PRIu64 " ns in clock ticks: %s); in user space: %.2f "
 				    "ns/msg, ratio X/Y %.3f / %.3f\n",
-				    fc->sys_per_msg, fc->sys_ns, fc->busy_per_msg - fc->sys_per_msg,
+				    fc->sys_per_msg, fc->sys_ns,
+				    e2e_backend_feed(rs[i].be) == UF_BACKEND_IO_URING
+				        ? "no receive call: the SQ thread makes the receive copies"
+				        : "the receive copies of both lines run in the feed's "
+				          "turns",
+				    fc->busy_per_msg - fc->sys_per_msg,
 				    ratio(fc->busy_per_msg - fc->sys_per_msg, ref[0].ns_per_msg),
 				    ratio(fc->busy_per_msg - fc->sys_per_msg, ref[1].ns_per_msg));
+				if (fc->irq_ok)
+					printf(
+					    "    the feed's CPU %d served %" PRIu64
+					    " hardware interrupts and IPIs (%" PRIu64
+					    " rescheduling IPIs: a thread woken onto it, "
+					    "preempting the feed) and %" PRIu64
+					    " softirqs (%" PRIu64
+					    " NET_RX) in the step: without IRQ time accounting "
+					    "(CONFIG_IRQ_TIME_ACCOUNTING) the ticks that land in "
+					    "them and in the switches they cause are in that "
+					    "system time too\n",
+					    o->feed_cpu, fc->irqs.hard, fc->irqs.resched,
+					    fc->irqs.soft, fc->irqs.net_rx);
+			}
 		} else {
 			printf("  feed busy ns/msg (exact, busy clock): not measured (%s)\n",
 			       o->no_busy_clock ? "--no-busy-clock" : "no busy_ns counted");
@@ -238,6 +256,13 @@ json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o
 		    be, "sys_ns", fc->sys_ok ? json_integer((json_int_t)fc->sys_ns) : json_null());
 		json_object_set_new(be, "sys_ns_per_msg",
 		                    fc->sys_ok ? json_real(fc->sys_per_msg) : json_null());
+		json_object_set_new(be, "cpu_irqs",
+		                    fc->irq_ok ? json_pack("{s:I, s:I, s:I, s:I}", "hard",
+		                                           (json_int_t)fc->irqs.hard, "resched",
+		                                           (json_int_t)fc->irqs.resched, "soft",
+		                                           (json_int_t)fc->irqs.soft, "net_rx",
+		                                           (json_int_t)fc->irqs.net_rx)
+		                               : json_null());
 		json_object_set_new(be, "step",
 		                    json_string(s == &rs[i].cpu ? "feed_cpu" : "steady"));
 		json_object_set_new(be, "delivered", json_integer((json_int_t)s->delivered));

@@ -164,9 +164,14 @@ struct feedcpu {
 	                          * working turn is in it; at most this much of it */
 	int sys_ok;              /* sys_ns read at both ends of the step */
 	uint64_t sys_ns;         /* the step: the thread's time in the kernel (stime, clock
-	                          * ticks): the receive copies of both lines, run as task work
-	                          * in the feed's own turns (io_uring without SQPOLL) */
+	                          * ticks): without SQPOLL the receive copies of both lines, run
+	                          * as task work in the feed's own turns (with SQPOLL the SQ
+	                          * thread makes them); and, without IRQ time accounting, the
+	                          * interrupts its CPU served meanwhile (irqs) */
 	double sys_per_msg;      /* sys_ns / messages */
+	int irq_ok;              /* irqs read at both ends of the step */
+	struct e2e_irqs irqs;    /* the step: interrupts the feed's CPU served (their ticks are
+	                          * in sys_ns too: no IRQ time accounting here) */
 };
 
 /* One replay step's outcome. */

@@ -291,6 +291,7 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 	struct e2e_status s0, s1;
 	static struct e2e_hists m0, m1; /* big; one step at a time */
 	uint64_t c0 = 0, c1 = 0, t0, t1, n, fr0 = 0, fr1 = 0, fw0 = 0, fw1 = 0, fs0 = 0, fs1 = 0;
+	struct e2e_irqs iq0 = {0}, iq1 = {0};
 	struct e2e_status q0, q1;
 	struct feedcpu *fc = NULL;
 	pid_t ftid = -1;
@@ -338,6 +339,8 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 		fc = NULL;
 	if (fc && e2e_thread_sys_ns(r->feed, ftid, &fs0) < 0)
 		fs0 = UINT64_MAX; /* no system time for this step */
+	if (fc && (o->feed_cpu < 0 || e2e_cpu_irqs(o->feed_cpu, &iq0) < 0))
+		iq0.hard = UINT64_MAX; /* not pinned, or no counts: none for this step */
 	t0 = uf_now_mono_ns();
 	rc = replay_run(r, &cmd, want ? (double)n / 1e5 + 5 : secs * 4, &s->replay_s);
 	t1 = uf_now_mono_ns();
@@ -388,6 +391,13 @@ static int run_step_n(struct run *r, const struct day *day, int idx, struct step
 				fc->sys_ns = fs1 - fs0;
 				fc->sys_per_msg = (double)fc->sys_ns / (double)fc->messages;
 				fc->sys_ok = 1;
+			}
+			if (iq0.hard != UINT64_MAX && e2e_cpu_irqs(o->feed_cpu, &iq1) == 0) {
+				fc->irqs.hard = iq1.hard - iq0.hard;
+				fc->irqs.resched = iq1.resched - iq0.resched;
+				fc->irqs.soft = iq1.soft - iq0.soft;
+				fc->irqs.net_rx = iq1.net_rx - iq0.net_rx;
+				fc->irq_ok = 1;
 			}
 			if (r->busy_clock && fc->busy_ns) {
 				fc->busy_per_msg = (double)fc->busy_ns / (double)fc->messages;

@@ -239,6 +239,63 @@ int e2e_thread_sys_ns(pid_t pid, pid_t tid, uint64_t *ns)
 	return 0;
 }
 
+/* Sums column `cpu` of a /proc/interrupts-style table (a header of "CPUn" names, then one
+ * "label: count count ..." row per source; rows with fewer counts, such as ERR and MIS, are
+ * system-wide and skipped). `row` (may be NULL) names one row whose count goes to *one. */
+static int irq_table_sum(const char *path, int cpu, const char *row, uint64_t *sum, uint64_t *one)
+{
+	char line[4096], want[16];
+	int col = -1, ncol = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	snprintf(want, sizeof(want), "CPU%d", cpu);
+	*sum = 0;
+	if (one)
+		*one = 0;
+	if (fgets(line, sizeof(line), f))
+		for (char *sv = NULL, *t = strtok_r(line, " \t\n", &sv); t;
+		     t = strtok_r(NULL, " \t\n", &sv), ncol++)
+			if (!strcmp(t, want))
+				col = ncol;
+	while (col >= 0 && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':'), *end;
+		unsigned long long v = 0;
+		int i;
+
+		if (!p)
+			continue;
+		*p = '\0';
+		for (i = 0, p++; i <= col; i++, p = end) {
+			v = strtoull(p, &end, 10);
+			if (end == p)
+				break;
+		}
+		if (i <= col)
+			continue; /* a system-wide row */
+		*sum += v;
+		if (row && one) {
+			char *lab = line;
+			while (*lab == ' ')
+				lab++;
+			if (!strcmp(lab, row))
+				*one = v;
+		}
+	}
+	fclose(f);
+	return col < 0 ? -ENOENT : 0;
+}
+
+int e2e_cpu_irqs(int cpu, struct e2e_irqs *q)
+{
+	int rc = irq_table_sum("/proc/interrupts", cpu, "RES", &q->hard, &q->resched);
+
+	if (rc == 0)
+		rc = irq_table_sum("/proc/softirqs", cpu, "NET_RX", &q->soft, &q->net_rx);
+	return rc;
+}
+
 void e2e_sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
