@@ -324,61 +324,117 @@ static void hash_batch(const struct uf_record *r, int n, uint64_t seq, void *arg
 	}
 }
 
-/* The node (0-2) whose client port the bridge's status names as its server, or -1. */
-static int bridge_node(const struct bt_case *k, const char *status)
-{
-	char server[128];
-	const char *colon;
-	json_str(status, "server", server, sizeof(server));
-	colon = strrchr(server, ':');
-	for (int i = 0; colon && i < 3; i++)
-		if (k->ns.pid[i] > 0 && atoi(colon + 1) == k->ns.port[i])
-			return i;
-	return -1;
-}
-
 static int g_victim = -1; /* the node stop_fill_kill_bridge_node stopped and killed */
+
+/* The node (0-2) the bridge process is connected to at this instant, from the kernel: its
+ * established TCP socket (an inode among /proc/PID/fd) whose remote port is a node's client
+ * port in /proc/net/tcp. -1 when none is (between connections). The status file says the
+ * same up to 200 ms late, and a bridge that moved meanwhile is not on the node it names. */
+static int bridge_tcp_node(const struct bt_case *k)
+{
+	unsigned long inodes[256];
+	int n = 0, node = -1;
+	char path[64], link[64], line[512];
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)k->bridge);
+	if (!(d = opendir(path)))
+		return -1;
+	while ((e = readdir(d)) != NULL && n < 256) {
+		char fd[96];
+		ssize_t l;
+		snprintf(fd, sizeof(fd), "%s/%.16s", path, e->d_name);
+		l = readlink(fd, link, sizeof(link) - 1);
+		if (l <= 0)
+			continue;
+		link[l] = '\0';
+		if (sscanf(link, "socket:[%lu]", &inodes[n]) == 1)
+			n++;
+	}
+	closedir(d);
+	if (!(f = fopen("/proc/net/tcp", "r")))
+		return -1;
+	while (node < 0 && fgets(line, sizeof(line), f)) {
+		unsigned rport, st;
+		unsigned long ino;
+		if (sscanf(line, " %*d: %*x:%*x %*x:%x %x %*x:%*x %*x:%*x %*x %*u %*d %lu", &rport,
+		           &st, &ino) != 3 ||
+		    st != 1 /* TCP_ESTABLISHED */)
+			continue;
+		for (int i = 0; i < n && node < 0; i++)
+			for (int j = 0; inodes[i] == ino && j < 3; j++)
+				if (k->ns.pid[j] > 0 && (int)rport == k->ns.port[j])
+					node = j;
+	}
+	fclose(f);
+	return node;
+}
 
 /* The node the bridge is connected to is first stopped (SIGSTOP: no answer comes back, the
  * bridge still has the paced day to send), then SIGKILLed once the bridge's status, written
  * after the stop, shows its window full again and the messages in it sent again
  * (acknowledgement timeout): the kill then always costs messages in flight. A plain SIGKILL
  * at a record count could land between two windows with nothing in flight (seen in CI:
- * resends 0), and the test then proved nothing about the window. The node is the one the
- * bridge's status names NOW: normally the first of the list (the remote consumer's too), but
- * a bridge that failed over before (a node slow to acknowledge on a loaded host) is on
- * another, and stopping a node it does not talk to (nor the stream leader) costs it nothing
- * (seen in a CI run beside another: window_full 256 from 27, resends 0, for 30 s). */
+ * resends 0), and the test then proved nothing about the window.
+ *
+ * The node is the one the bridge is connected to NOW (bridge_tcp_node): normally the first of
+ * the list, but a bridge that moved before (a node slow to acknowledge on a loaded host, or
+ * the client's own PINGs unanswered) is on another, and stopping a node it does not talk to
+ * costs it nothing. Seen in CI twice while the node came from the status file: window_full
+ * 256 from 27, and 193 from 14 (the bridge publishing on, through another node), resends 0,
+ * for 30 s. Should the bridge still go on publishing without a resend (window_full growing,
+ * acknowledgements coming) 1.5 s after the stop, more than its 500 ms acknowledgement wait,
+ * it is not on the stopped node: that one is let go and the bridge's node now is stopped
+ * instead (3 tries). */
 static void stop_fill_kill_bridge_node(void *arg)
 {
 	struct bt_case *k = arg;
-	int64_t full0;
+	int64_t full0, full = 0, resends = 0;
 	char *st;
-	int node;
+	int node = -1;
 
-	st = uf_test_slurp(k->status); /* a file written before the stop at the latest */
-	node = bridge_node(k, st);
-	if (node < 0)
-		fail_msg("the bridge's status names no node of the cluster: %s",
-		         st ? st : "(none)");
-	assert_int_equal(kill(k->ns.pid[node], SIGSTOP), 0);
-	full0 = st ? bt_json_num(st, "window_full") : 0;
-	free(st);
-	g_victim = node;
-	for (uint64_t end = bt_now_ms() + 30000;; bt_sleep_ms(10)) {
-		int64_t full, resends;
+	for (int attempt = 0;; attempt++) {
+		uint64_t stopped;
+		int hit = 0;
 		st = uf_test_slurp(k->status);
-		full = st ? bt_json_num(st, "window_full") : 0;
-		resends = st ? bt_json_num(st, "resends") : 0;
+		full0 = st ? bt_json_num(st, "window_full") : 0;
 		free(st);
-		if (full > full0 && resends >= 1)
+		for (uint64_t end = bt_now_ms() + 5000; (node = bridge_tcp_node(k)) < 0;
+		     bt_sleep_ms(5))
+			if (bt_now_ms() > end)
+				fail_msg("the bridge has no connection to a node of the cluster");
+		assert_int_equal(kill(k->ns.pid[node], SIGSTOP), 0);
+		stopped = bt_now_ms();
+		for (;; bt_sleep_ms(10)) {
+			st = uf_test_slurp(k->status);
+			full = st ? bt_json_num(st, "window_full") : 0;
+			resends = st ? bt_json_num(st, "resends") : 0;
+			free(st);
+			if (full > full0 && resends >= 1) {
+				hit = 1;
+				break;
+			}
+			if (resends == 0 && full > full0 + 2 && bt_now_ms() > stopped + 1500)
+				break; /* acknowledged on: not on that node */
+			if (bt_now_ms() > stopped + 30000)
+				fail_msg("the window never filled against the stopped node %d "
+				         "(window_full %lld from %lld, resends %lld)",
+				         node, (long long)full, (long long)full0,
+				         (long long)resends);
+		}
+		if (hit)
 			break;
-		if (bt_now_ms() > end)
-			fail_msg(
-			    "the window never filled against the stopped node %d (window_full %lld "
-			    "from %lld, resends %lld)",
-			    node, (long long)full, (long long)full0, (long long)resends);
+		assert_int_equal(kill(k->ns.pid[node], SIGCONT), 0);
+		fprintf(stderr,
+		        "# the bridge went on without a resend with node %d stopped (window_full "
+		        "%lld from %lld): it is elsewhere; stopping the node it is on now\n",
+		        node, (long long)full, (long long)full0);
+		if (attempt == 2)
+			fail_msg("three stops of the bridge's node, and it never needed a resend");
 	}
+	g_victim = node;
 	kill(k->ns.pid[node], SIGKILL);
 	bt_wait(k->ns.pid[node], 5000);
 	k->ns.pid[node] = 0;
