@@ -244,7 +244,7 @@ int e2e_thread_sys_ns(pid_t pid, pid_t tid, uint64_t *ns)
  * system-wide and skipped). `row` (may be NULL) names one row whose count goes to *one. */
 static int irq_table_sum(const char *path, int cpu, const char *row, uint64_t *sum, uint64_t *one)
 {
-	char line[4096], want[16];
+	char line[16384], want[16]; /* a row is ~11 bytes a CPU: 1,400 CPUs */
 	int col = -1, ncol = 0;
 	FILE *f = fopen(path, "r");
 
@@ -289,6 +289,7 @@ static int irq_table_sum(const char *path, int cpu, const char *row, uint64_t *s
 
 int e2e_cpu_irqs(int cpu, struct e2e_irqs *q)
 {
+	/* "RES" is x86's row of rescheduling IPIs (arm64 numbers its IPIs: resched stays 0) */
 	int rc = irq_table_sum("/proc/interrupts", cpu, "RES", &q->hard, &q->resched);
 
 	if (rc == 0)
