@@ -14,13 +14,17 @@
 
 static struct bt_case *g_stepdown_case; /* for lap_drain_batch() */
 
+/* SIGKILLs node `i` and reaps it; its pid slot is 0 from then on. */
+static void kill_node(struct bt_case *k, int i)
+{
+	kill(k->ns.pid[i], SIGKILL);
+	bt_wait(k->ns.pid[i], 5000);
+	k->ns.pid[i] = 0;
+}
+
 static void kill_first_node(void *arg)
 {
-	struct bt_case *k = arg;
-
-	kill(k->ns.pid[0], SIGKILL); /* the node the bridge and the consumer are connected to */
-	bt_wait(k->ns.pid[0], 5000);
-	k->ns.pid[0] = 0;
+	kill_node(arg, 0); /* the node the bridge and the consumer are connected to */
 }
 
 /* Three nodes, replicas 3: the node that both the bridge and a streaming remote consumer are
@@ -435,9 +439,7 @@ static void stop_fill_kill_bridge_node(void *arg)
 			fail_msg("three stops of the bridge's node, and it never needed a resend");
 	}
 	g_victim = node;
-	kill(k->ns.pid[node], SIGKILL);
-	bt_wait(k->ns.pid[node], 5000);
-	k->ns.pid[node] = 0;
+	kill_node(k, node);
 }
 
 /* Three nodes, replicas 3, a small window of small messages (16 x 32 records), the day paced

@@ -171,7 +171,7 @@ struct feedcpu {
 	double sys_per_msg;      /* sys_ns / messages */
 	int irq_ok;              /* irqs read at both ends of the step */
 	struct e2e_irqs irqs;    /* the step: interrupts the feed's CPU served (their ticks are
-	                          * in sys_ns too: no IRQ time accounting here) */
+	                          * in sys_ns too on a kernel without IRQ time accounting) */
 };
 
 /* One replay step's outcome. */
