@@ -1,6 +1,7 @@
 /* uf-bench book: a tiny generated day, --json has decode alone beside decode+book with
- * prefetch off and on, the books' own cost, and a clean book (a generated day has no
- * integrity errors). Never asserts on speed. */
+ * prefetch off and on, the books' own cost, the feed's sink row, and a clean book (a
+ * generated day has no integrity errors; the sink's image equals the books). Never asserts
+ * on speed. */
 #include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,13 +38,19 @@ static void test_book_json_has_decode_baseline_and_clean_books(void **state)
 	assert_true(json_real_value(json_object_get(j, "decode_book_vs_decode")) > 0);
 	assert_true(json_real_value(json_object_get(j, "prefetch_on_vs_off")) > 0);
 	rows = json_object_get(j, "rows");
-	assert_int_equal(json_array_size(rows), 5);
+	assert_int_equal(json_array_size(rows), 6);
 	/* the live path's rows, datagram by datagram: the same books (ok above) */
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 3), "pass")),
 	                       "per datagram"));
 	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 4), "pass")),
 	                       "datagram pf"));
 	assert_true(json_real_value(json_object_get(j, "dgram_prefetch_vs_lookahead")) > 0);
+	/* and the feed's sink behind it: a ring and an image, which "ok" says held the books
+	 * (read back through the consumer library after the last pass) */
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(rows, 5), "pass")),
+	                       "+ring +image"));
+	assert_true(json_is_real(json_object_get(j, "sink_ns_per_msg")));
+	assert_true(json_real_value(json_object_get(j, "sink_vs_book")) > 0);
 	const char *mem = json_string_value(json_object_get(j, "book_memory"));
 	assert_non_null(mem);
 	assert_true(strcmp(mem, "hugetlb") == 0 || strcmp(mem, "thp") == 0 ||

@@ -13,22 +13,34 @@
  * does (publish/proto_itch50.c: each datagram decoded whole, then applied with the book
  * look-ahead): once as is, once with the whole datagram's order slots and books prefetched
  * in a first pass before the apply pass (what the feed does while it keeps up). The line
- * "book memory" says which pages the order and level tables got (publish/pub_mem.c). */
+ * "book memory" says which pages the order and level tables got (publish/pub_mem.c).
+ *
+ * The last row is the datagram row with the feed's sink behind it (feed/sink.h): each step's
+ * records go into a real ring and the changed books into its image, flushed after every
+ * datagram as the live feed flushes after a receive batch of one. Its distance from the row
+ * before is what the feed thread does beyond books for the same messages in a tight loop
+ * (issue 26 item 2: the live figure against `book` splits into this and what being live adds:
+ * the receive, arbitration, and caches that went cold waiting). */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "common/uf_time.h"
 #include "bench_input.h"
 #include "iex_rows.h"
 #include "decode/uf_batch.h"
+#include "feed/sink.h"
+#include "feed/uf_feed_config.h"
 #include "publish/uf_proto.h"
 #include "publish/uf_publish.h"
 #include "publish/uf_step.h"
+#include "ring/uf_ring.h"
+#include "ring/ufconsumer.h"
 #include "tools/uf-decode/books_apply.h"
 
 /* --gap-us: the feed thread of a live daemon spins idle between datagrams (~400 us per line
@@ -80,11 +92,15 @@ struct dg_step {
 	uint64_t errs;                 /* messages that did not decode */
 	void *state;                   /* the entry's per-feed state */
 	const struct uf_proto *e;      /* "itch50-moldudp64" */
+	struct uf_sink *sink;          /* the sink row: steps go to the ring and image */
+	uint64_t sink_errs;            /* steps or flushes the sink refused (must stay 0) */
 };
 
 static void dg_split(void *o)
 {
 	struct dg_step *x = o;
+	if (x->sink && x->step.nrec && uf_sink_records(x->sink, x->rec, x->step.nrec, 0) < 0)
+		x->sink_errs++;
 	if (x->step.nrec) {
 		x->records += x->step.nrec;
 		x->acc += x->rec[x->step.nrec - 1].shares ^ x->rec[x->step.nrec - 1].feed_seq;
@@ -116,15 +132,116 @@ static uint64_t pass_dgram(struct dg_step *x, struct uf_publisher *p,
 	x->step.nrec = 0;
 	x->step.step_cap = DG_STEP;
 	x->step.rec_cap = dgram_pf ? DG_STEP + 1 : DG_STEP;
+	x->sink_errs = 0;
+	if (x->sink) {
+		/* books and image empty together, as a new session leaves them (untimed) */
+		struct uf_record reset[1];
+		int k = uf_publish_new_session(p, "BENCH     ", reset, 1);
+		if (k < 0 || uf_sink_new_session(x->sink, reset, (size_t)k) < 0 ||
+		    uf_sink_image_flush(x->sink) < 0)
+			x->sink_errs++;
+	}
 	uint64_t t0 = uf_now_mono_ns();
 	for (size_t i = 0; i < in->npkts; i++) {
 		struct uf_frame f;
 		if (x->e->framing->open(&f, in->seq[i].data, in->seq[i].len) != UF_FRAME_DATA)
 			continue;
 		x->e->apply(&x->step, x->state, &f, 0, 0);
+		if (x->sink) {
+			/* the feed publishes each datagram's last step and copies the image after
+			 * the receive batch: here a batch of one */
+			dg_split(x);
+			if (uf_sink_image_flush(x->sink) < 0)
+				x->sink_errs++;
+		}
 	}
 	dg_split(x);
-	return uf_now_mono_ns() - t0;
+	uint64_t t = uf_now_mono_ns() - t0;
+	if (x->sink && uf_sink_image_flush(x->sink) < 0)
+		x->sink_errs++;
+	return t;
+}
+
+/* One side of the image as a consumer copied it against the publisher's book: the top `depth`
+ * levels, and the truncated flag exactly when the book is deeper. */
+static int side_matches(struct uf_publisher *p, uint32_t id, uint8_t side,
+                        const struct uf_level *img, uint32_t n, int cut, uint32_t depth)
+{
+	struct uf_level lv[UF_BOOK_MAX_DEPTH + 1];
+	int k = uf_publish_top(p, id, side, lv, depth + 1);
+	if (k < 0)
+		return 0;
+	uint32_t want = (uint32_t)k > depth ? depth : (uint32_t)k;
+	if (n != want || cut != ((uint32_t)k > depth))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (img[i].price != lv[i].price || img[i].shares != lv[i].shares ||
+		    img[i].orders != lv[i].orders)
+			return 0;
+	return 1;
+}
+
+/* After the sink row: every instrument's image entry, read through the consumer library as a
+ * late joiner would, holds what the publisher's books hold (an entry never set: an empty
+ * book). The row's figure counts only when its image is right. Returns the instruments that
+ * differ (0), or -errno when the ring cannot be read. */
+static long sink_image_mismatches(struct uf_publisher *p, const char *ring)
+{
+	struct uf_consumer_options co;
+	uf_consumer_t *c;
+	char err[256];
+	uf_consumer_options_init(&co);
+	int rc = uf_consumer_attach(ring, &co, &c, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "uf-bench book: cannot read the sink's ring %s: %s\n", ring, err);
+		return rc;
+	}
+	struct uf_consumer_info info;
+	uf_consumer_get_info(c, &info);
+	struct uf_book_snapshot *snap = malloc(sizeof(*snap));
+	long bad = 0;
+	for (uint32_t id = 0; snap && id < info.max_instruments; id++) {
+		rc = uf_consumer_snapshot(c, id, snap);
+		if (rc == -ENOENT) {
+			bad += uf_publish_depth(p, id, UF_SIDE_BID) +
+			           uf_publish_depth(p, id, UF_SIDE_ASK) >
+			       0;
+			continue;
+		}
+		if (rc < 0 ||
+		    !side_matches(p, id, UF_SIDE_BID, snap->bid, snap->nbid,
+		                  !!(snap->flags & UF_BOOKF_TRUNCATED_BID), info.depth) ||
+		    !side_matches(p, id, UF_SIDE_ASK, snap->ask, snap->nask,
+		                  !!(snap->flags & UF_BOOKF_TRUNCATED_ASK), info.depth))
+			bad++;
+	}
+	if (!snap)
+		bad = -ENOMEM;
+	free(snap);
+	uf_consumer_detach(c);
+	return bad;
+}
+
+/* The feed's sink over a ring of its own (the daemon's capacity, depth and image size for
+ * every instrument the publisher takes), in deferred-image mode as the feed thread runs it.
+ * Returns 0 or -errno with the reason in err. */
+static int sink_open(struct uf_sink *s, struct uf_publisher *p, const char *ring, char *err,
+                     size_t errlen)
+{
+	struct uf_feed_config cfg;
+	uf_feed_config_defaults(&cfg);
+	snprintf(cfg.name, sizeof(cfg.name), "%.*s", (int)sizeof(cfg.name) - 1, ring);
+	snprintf(cfg.ring.name, sizeof(cfg.ring.name), "%.*s", (int)sizeof(cfg.ring.name) - 1,
+	         ring);
+	cfg.ring.capacity = 1u << 20; /* uf-bench e2e's daemon */
+	cfg.book.max_instruments = uf_publish_max_instruments(p);
+	uf_feed_config_resolve(&cfg);
+	int rc = uf_sink_open(s, &cfg, p, err, errlen);
+	if (rc < 0)
+		return rc;
+	uf_sink_defer_wake(s, 1); /* nobody reads: no wake is owed anyway */
+	uf_sink_defer_image(s, 1);
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -145,7 +262,7 @@ static void usage(FILE *f)
 	        UF_DECODE_PREFETCH_DEFAULT);
 }
 
-enum { R_DECODE, R_BOOK_OFF, R_BOOK_ON, R_DGRAM, R_DGRAM_PF, NR };
+enum { R_DECODE, R_BOOK_OFF, R_BOOK_ON, R_DGRAM, R_DGRAM_PF, R_SINK, NR };
 
 int uf_bench_book(int argc, char **argv)
 {
@@ -182,6 +299,7 @@ int uf_bench_book(int argc, char **argv)
 	         pp.prefetch);
 	snprintf(what[R_DGRAM], sizeof(what[0]), "per datagram, look-ahead %u", pp.prefetch);
 	snprintf(what[R_DGRAM_PF], sizeof(what[0]), "per datagram, +datagram pf");
+	snprintf(what[R_SINK], sizeof(what[0]), "per datagram, +ring +image");
 	struct dg_step *dg = calloc(1, sizeof(*dg));
 	dg->e = uf_proto_find("itch50-moldudp64");
 	dg->state = dg->e ? calloc(1, dg->e->state_size) : NULL;
@@ -195,6 +313,14 @@ int uf_bench_book(int argc, char **argv)
 	dg->step.decoded = dg_decoded;
 	dg->step.msg_error = dg_err;
 	dg->step.owner = dg;
+	struct uf_sink sink;
+	char ring[64], err[256];
+	snprintf(ring, sizeof(ring), "ufbench-book%d", (int)getpid());
+	if (sink_open(&sink, x->p, ring, err, sizeof(err)) < 0) {
+		fprintf(stderr, "uf-bench book: cannot open the sink's ring %s: %s\n", ring, err);
+		uf_ring_unlink(ring, NULL);
+		return 2;
+	}
 	uint64_t huge_bytes = 0, book_bytes = 0;
 	unsigned book_kind = uf_publish_book_memory(x->p, &huge_bytes, &book_bytes);
 	for (int k = 0; k < NR; k++)
@@ -224,12 +350,24 @@ int uf_bench_book(int argc, char **argv)
 			if (errs)
 				bad = 1;
 		}
-		for (int k = R_DGRAM; k <= R_DGRAM_PF; k++) {
-			t = pass_dgram(dg, x->p, &in, k == R_DGRAM_PF, pp.prefetch);
+		for (int k = R_DGRAM; k <= R_SINK; k++) {
+			dg->sink = k == R_SINK ? &sink : NULL;
+			t = pass_dgram(dg, x->p, &in, k != R_DGRAM, pp.prefetch);
 			best[k] = t < best[k] ? t : best[k];
 			/* the same books as the chunked passes, record for record */
-			if (dg->records != recs || dg->errs)
+			if (dg->records != recs || dg->errs || dg->sink_errs)
 				bad = 1;
+		}
+		if (r + 1 == o.reps) {
+			long m = sink_image_mismatches(x->p, ring);
+			if (m) {
+				fprintf(
+				    stderr,
+				    "uf-bench book: the sink row's image differs from the books "
+				    "(%ld)\n",
+				    m);
+				bad = 1;
+			}
 		}
 	}
 	acc += dg->acc;
@@ -243,6 +381,7 @@ int uf_bench_book(int argc, char **argv)
 		double on = (double)best[R_BOOK_ON] / (double)in.nmsgs;
 		double dg0 = (double)best[R_DGRAM] / (double)in.nmsgs;
 		double dg1 = (double)best[R_DGRAM_PF] / (double)in.nmsgs;
+		double snk = (double)best[R_SINK] / (double)in.nmsgs;
 		if (o.json) {
 			json_t *rows = json_array();
 			for (int k = 0; k < NR; k++)
@@ -270,6 +409,8 @@ int uf_bench_book(int argc, char **argv)
 			    (json_int_t)peak_levels, "loadavg", uf_bench_loadavg(), "ok", !bad);
 			json_object_set_new(root, "dgram_prefetch_vs_lookahead",
 			                    json_real(dg1 / dg0));
+			json_object_set_new(root, "sink_ns_per_msg", json_real(snk - dg1));
+			json_object_set_new(root, "sink_vs_book", json_real(snk / on));
 			json_object_set_new(root, "book_memory",
 			                    json_string(uf_publish_page_kind_name(book_kind)));
 			json_object_set_new(root, "book_huge_bytes",
@@ -316,12 +457,18 @@ int uf_bench_book(int argc, char **argv)
 			       peak_orders, peak_levels, integ);
 			printf("datagram prefetch: per datagram %.2f -> %.2f ns/msg (%.2fx)\n", dg0,
 			       dg1, dg1 / dg0);
+			printf(
+			    "the feed's sink (ring + image, flushed every datagram): %.2f ns/msg "
+			    "beyond the datagram row; that row is %.2fx decode+book\n",
+			    snk - dg1, snk / on);
 			uf_bench_iex_print(&iex, stdout);
 			uf_bench_print_machine(acc);
 		}
 	}
 	if (bad)
 		fprintf(stderr, "uf-bench book: passes disagreed or did not decode cleanly\n");
+	uf_sink_close(&sink);
+	uf_ring_unlink(ring, NULL);
 	uf_publish_destroy(x->p);
 	free(dg->state);
 	free(dg);
