@@ -237,6 +237,8 @@ static void check_busy_clock(json_t *b)
 		assert_true(busy <= run + (double)json_integer_value(pre) / (double)msgs);
 	assert_true(json_real_value(json_object_get(b, "busy_vs_book_before")) > 0);
 	assert_true(json_real_value(json_object_get(b, "busy_vs_book_after")) > 0);
+	assert_true(json_real_value(json_object_get(b, "busy_vs_sink_before")) > 0);
+	assert_true(json_real_value(json_object_get(b, "busy_vs_sink_after")) > 0);
 }
 
 /* The interrupts the feed's CPU served in the step (their clock ticks are in the thread's
@@ -273,6 +275,8 @@ static void check_feed_cpu_vs_book(json_t *j)
 		/* decode + books costs more than decode alone */
 		assert_true(json_real_value(json_object_get(bk, "ns_per_msg")) >
 		            json_real_value(json_object_get(bk, "decode_ns_per_msg")));
+		/* the row with the feed's ring and image was found */
+		assert_true(json_real_value(json_object_get(bk, "sink_ns_per_msg")) > 0);
 	}
 	assert_int_equal(json_array_size(json_object_get(fc, "backends")), 4);
 	json_array_foreach(json_object_get(fc, "backends"), i, b)

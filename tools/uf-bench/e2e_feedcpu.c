@@ -87,6 +87,8 @@ void e2e_bookref_run(const struct e2e_opts *o, const char *day_path, struct e2e_
 			ref->decode_ns = v;
 		else if (!strncmp(pass, "decode+book, prefetch ", 22) && !strstr(pass, "off"))
 			ref->ns_per_msg = v;
+		else if (strstr(pass, "+ring +image"))
+			ref->sink_ns = v;
 	}
 	ref->ok = json_is_true(json_object_get(root, "ok")) && ref->messages && ref->ns_per_msg > 0;
 	if (!ref->ok)
@@ -127,9 +129,11 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 	       o->feed_cpu);
 	for (int k = 0; k < 2; k++) {
 		if (ref[k].ok)
-			printf("  uf-bench book %s the back ends: %.2f ns/msg (decode alone %.2f), "
+			printf("  uf-bench book %s the back ends: %.2f ns/msg (decode alone %.2f; "
+			       "datagram by datagram with the feed's ring and image %.2f, %.3fx), "
 			       "%" PRIu64 " messages, load %.2f\n",
 			       k ? "after" : "before", ref[k].ns_per_msg, ref[k].decode_ns,
+			       ref[k].sink_ns, ratio(ref[k].sink_ns, ref[k].ns_per_msg),
 			       ref[k].messages, ref[k].load);
 		else
 			printf("  uf-bench book %s the back ends: %s\n", k ? "after" : "before",
@@ -154,6 +158,13 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 			       ratio(fc->busy_per_msg, ref[0].ns_per_msg),
 			       ratio(fc->busy_per_msg, ref[1].ns_per_msg));
 			aim(rs[i].be, fc->busy_per_msg, ref);
+			if (ref[0].sink_ns > 0 && ref[1].sink_ns > 0)
+				printf(
+				    "\n    against the tight loop with the feed's ring and image "
+				    "(what being live adds: receive, arbitration, cold caches): "
+				    "ratio %.3f / %.3f",
+				    ratio(fc->busy_per_msg, ref[0].sink_ns),
+				    ratio(fc->busy_per_msg, ref[1].sink_ns));
 			printf("\n    %" PRIu64 " ns in working loop turns for %" PRIu64
 			       " messages (the feed's busy_ns; its own daemon and steady step, "
 			       "after the latency steps: the clock's read slows an empty poll); "
@@ -224,9 +235,10 @@ void e2e_feedcpu_print(const struct beres *rs, int n, const struct e2e_opts *o,
 
 static json_t *bookref_json(const struct e2e_bookref *r)
 {
-	return json_pack("{s:b, s:s, s:I, s:f, s:f, s:f}", "ok", r->ok, "note", r->note, "messages",
-	                 (json_int_t)r->messages, "decode_ns_per_msg", r->decode_ns, "ns_per_msg",
-	                 r->ns_per_msg, "loadavg", r->load);
+	return json_pack("{s:b, s:s, s:I, s:f, s:f, s:f, s:f}", "ok", r->ok, "note", r->note,
+	                 "messages", (json_int_t)r->messages, "decode_ns_per_msg", r->decode_ns,
+	                 "ns_per_msg", r->ns_per_msg, "sink_ns_per_msg", r->sink_ns, "loadavg",
+	                 r->load);
 }
 
 json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o,
@@ -272,6 +284,10 @@ json_t *e2e_feedcpu_json(const struct beres *rs, int n, const struct e2e_opts *o
 		                    json_real(ratio(fc->busy_per_msg, ref[0].ns_per_msg)));
 		json_object_set_new(be, "busy_vs_book_after",
 		                    json_real(ratio(fc->busy_per_msg, ref[1].ns_per_msg)));
+		json_object_set_new(be, "busy_vs_sink_before",
+		                    json_real(ratio(fc->busy_per_msg, ref[0].sink_ns)));
+		json_object_set_new(be, "busy_vs_sink_after",
+		                    json_real(ratio(fc->busy_per_msg, ref[1].sink_ns)));
 		json_array_append_new(bes, be);
 	}
 	return json_pack("{s:i, s:f, s:o, s:o, s:o}", "cpu", o->feed_cpu, "aim", E2E_FEEDCPU_AIM,

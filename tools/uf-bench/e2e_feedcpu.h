@@ -4,7 +4,9 @@
  * end's feed CPU step (struct beres cpu: a steady replay at --rate into a daemon with its busy
  * clock on) says what its feed thread spent per message (struct feedcpu): exactly (busy_ns)
  * and as the estimate (thread time less empty polls), so one run prints "feed busy ns/msg at
- * R msg/s: X ns; uf-bench book on the same day: Y ns/msg; X/Y". */
+ * R msg/s: X ns; uf-bench book on the same day: Y ns/msg; X/Y". Book's sink row (the same
+ * work as the feed's, ring and image included, in a tight loop) splits X/Y into what the sink
+ * adds to the books and what being live adds to the sink. */
 #ifndef UF_BENCH_E2E_FEEDCPU_H
 #define UF_BENCH_E2E_FEEDCPU_H
 
@@ -19,6 +21,8 @@ struct e2e_bookref {
 	uint64_t messages; /* messages of the day it decoded */
 	double decode_ns;  /* decode alone, ns/msg (best of its passes) */
 	double ns_per_msg; /* decode + books, prefetch on: the tight loop, ns/msg */
+	double sink_ns;    /* datagram by datagram with the feed's sink (ring + image): the
+	                    * feed's own work in a tight loop, ns/msg; 0 when the row is absent */
 	double load;       /* 1-minute load average it saw */
 };
 
