@@ -30,6 +30,13 @@ static void uf_sink_journal_log(void *ctx, const char *line)
 	uf_feed_log_warn("%s", line);
 }
 
+/* Every side's count unknown: the next copy of each reads all it may need. Cold. */
+static void uf_sink_forget_totals(struct uf_sink *s)
+{
+	if (s->side_total)
+		memset(s->side_total, 0xff, 2 * (size_t)s->max_inst * sizeof(*s->side_total));
+}
+
 int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_publisher *pub,
                  char *err, size_t errlen)
 {
@@ -44,11 +51,13 @@ int uf_sink_open(struct uf_sink *s, const struct uf_feed_config *cfg, struct uf_
 	s->is_dirty = calloc(s->max_inst, 1);
 	s->dirty_rx = calloc(s->max_inst, sizeof(*s->dirty_rx));
 	s->dirty_px = calloc(4 * (size_t)s->max_inst, sizeof(*s->dirty_px));
-	if (!s->dirty || !s->is_dirty || !s->dirty_rx || !s->dirty_px) {
+	s->side_total = malloc(2 * (size_t)s->max_inst * sizeof(*s->side_total));
+	if (!s->dirty || !s->is_dirty || !s->dirty_rx || !s->dirty_px || !s->side_total) {
 		uf_sink_close(s);
 		uf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	uf_sink_forget_totals(s);
 	uf_ring_options_init(&opt);
 	opt.capacity = cfg->ring.capacity;
 	opt.mode = cfg->ring.mode;
@@ -100,7 +109,9 @@ void uf_sink_close(struct uf_sink *s)
 	free(s->is_dirty);
 	free(s->dirty_rx);
 	free(s->dirty_px);
+	free(s->side_total);
 	s->dirty_px = NULL;
+	s->side_total = NULL;
 	s->ring = NULL;
 	s->dirty = NULL;
 	s->is_dirty = NULL;
@@ -163,6 +174,7 @@ static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, ui
 		return uf_ring_image_set_stale(s->ring, r->instrument, 1, seq);
 	case UF_REC_RESET:
 		uf_sink_forget_doubts(s);
+		uf_sink_forget_totals(s); /* the image's books are emptied, not copied */
 		return uf_ring_image_reset_book(s->ring, UINT32_MAX, seq);
 	case UF_REC_STATUS:
 		if (!r->aux)
@@ -188,6 +200,9 @@ static int uf_sink_image_record(struct uf_sink *s, const struct uf_record *r, ui
  * so that the ring cuts a deeper side to depth and flags it truncated. */
 static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint64_t rx_ts)
 {
+	if (id < s->max_inst) /* a deeper side's count is not read here */
+		s->side_total[2 * (size_t)id] = s->side_total[2 * (size_t)id + 1] =
+		    UF_SINK_TOTAL_UNKNOWN;
 	int nb = uf_publish_top(s->pub, id, UF_SIDE_BID, s->bids, s->depth + 1);
 	int na = uf_publish_top(s->pub, id, UF_SIDE_ASK, s->asks, s->depth + 1);
 	return uf_ring_image_set_book(s->ring, id, s->bids, nb > 0 ? (uint32_t)nb : 0, s->asks,
@@ -199,9 +214,13 @@ static int uf_sink_copy_book(struct uf_sink *s, uint32_t id, uint64_t seq, uint6
  * in-place side write, no staging copy): the levels better than `best` are the same in the
  * publisher as in the image (none of them changed, none was inserted above them), so neither
  * is read. One read takes the levels from..end (the image's levels within the range) and the
- * side's count: when the side kept its count and was not cut, the levels worse than `worst`
- * did not move, and that is all (nothing at all when no image level lies in the range: a
- * level added and removed again). Otherwise a second read takes end..depth. A side deeper
+ * side's count: when the side kept its count, the levels worse than `worst` did not move (as
+ * many levels were added as removed, all better than them), and that is all (nothing at all
+ * when no image level lies in the range: a level added and removed again). The count before
+ * is the image's own for a side that fits in it; for a side deeper than the image (cut) it is
+ * the sink's note of the count at the last copy (side_total: on a deep book nearly every copy
+ * read the whole image side again when the image's cut flag was all there was to go on).
+ * Otherwise, or when the count is not known, a second read takes end..depth. A side deeper
  * than the image whose changes all lie below the image's last level reads no level (from =
  * end = depth) and keeps its levels and its truncated flag. The entry is touched (stamp,
  * receive time) in every case, as a full copy (uf_sink_copy_book) touches it. Inlined into
@@ -218,13 +237,19 @@ static inline __attribute__((always_inline)) int uf_sink_copy_side(struct uf_sin
 	if (UF_UNLIKELY(rc < 0))
 		return rc;
 	uf_ring_image_side_span(&w, best, worst, &from, &end);
-	/* the levels from..end first, with the side's count: when it kept its count and was not
-	 * cut, that is all that can differ */
+	/* the levels from..end first, with the side's count: when it kept its count, that is
+	 * all that can differ */
 	int got =
 	    uf_publish_levels(s->pub, id, (uint8_t)side, from, w.lv + from, end - from, &total);
-	if (UF_UNLIKELY(got < 0))
+	/* the side's count at the last copy: the image's own count, or for a side deeper than
+	 * the image (cut) the sink's note of it */
+	uint32_t *known = &s->side_total[2 * (size_t)id + (side == UF_SIDE_ASK)];
+	uint64_t before = w.cut ? *known : w.n;
+	*known = total < UF_SINK_TOTAL_UNKNOWN ? (uint32_t)total : UF_SINK_TOTAL_UNKNOWN;
+	if (UF_UNLIKELY(got < 0)) {
 		rc = got;
-	else if (w.cut || total != w.n) {
+		*known = UF_SINK_TOTAL_UNKNOWN;
+	} else if (total != before) {
 		/* the levels below moved too: end..depth, or what is left of the side (levels
 		 * from..end the first read did not fill are past the new count: cleared) */
 		n = total < w.depth ? (uint32_t)total : w.depth;

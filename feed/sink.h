@@ -50,6 +50,9 @@
 #define UF_SINK_DIRTY_ASK   2u
 #define UF_SINK_DIRTY_BOTH  3u
 #define UF_SINK_DIRTY_STALE 4u
+/* struct uf_sink.side_total of a side whose count the sink does not know (never copied, or the
+ * image written another way since): its next copy reads every level it may need. */
+#define UF_SINK_TOTAL_UNKNOWN UINT32_MAX
 
 struct uf_publisher;
 struct uf_ring;
@@ -64,14 +67,20 @@ struct uf_sink {
 	uint32_t depth;             /* image levels per side */
 	uint32_t ndirty;            /* instruments whose image book is stale */
 	uint32_t *dirty;            /* their ids */
-	uint8_t *is_dirty;  /* per instrument: UF_SINK_DIRTY_* sides changed (0: not listed) */
-	uint64_t *dirty_rx; /* per instrument: receive time of its latest change */
-	int64_t *dirty_px;  /* per instrument, [4 id] bid and [4 id + 1] ask: the best price
-	                     * changed since the copy, [4 id + 2] and [4 id + 3] the worst (a
-	                     * side not named: all of it); the copy covers that range */
-	int defer_image;    /* 1: books are copied by uf_sink_image_flush, not per step */
-	int image_open;     /* the deferred image bracket is open (steps since a flush) */
-	uint64_t open_recs; /* records published while it has been open */
+	uint8_t *is_dirty;    /* per instrument: UF_SINK_DIRTY_* sides changed (0: not listed) */
+	uint64_t *dirty_rx;   /* per instrument: receive time of its latest change */
+	int64_t *dirty_px;    /* per instrument, [4 id] bid and [4 id + 1] ask: the best price
+	                       * changed since the copy, [4 id + 2] and [4 id + 3] the worst (a
+	                       * side not named: all of it); the copy covers that range */
+	uint32_t *side_total; /* per instrument, [2 id] bid and [2 id + 1] ask: the side's level
+	                       * count in the publisher when it was last copied into the image
+	                       * (UF_SINK_TOTAL_UNKNOWN: not known). The image keeps at most
+	                       * `depth` levels and a cut flag, so for a side deeper than that only
+	                       * this says whether its count moved, that is, whether the levels
+	                       * below the changed prices moved up or down (uf_sink_copy_side). */
+	int defer_image;      /* 1: books are copied by uf_sink_image_flush, not per step */
+	int image_open;       /* the deferred image bracket is open (steps since a flush) */
+	uint64_t open_recs;   /* records published while it has been open */
 	/* Scratch for whole-book copies (uf_sink_copy_book: a book entering the filter): depth +
 	 * 1 levels, so the ring sees that a deeper book is cut and flags the image entry
 	 * truncated (UF_IMAGE_F_TRUNC_*). The per-step copies write into the image in place. */
