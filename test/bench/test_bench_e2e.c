@@ -276,7 +276,7 @@ static void check_feed_cpu_vs_book(json_t *j)
 		assert_true(json_real_value(json_object_get(bk, "ns_per_msg")) >
 		            json_real_value(json_object_get(bk, "decode_ns_per_msg")));
 		/* the row with the feed's ring and image was found */
-		assert_true(json_real_value(json_object_get(bk, "sink_ns_per_msg")) > 0);
+		assert_true(json_real_value(json_object_get(bk, "sink_row_ns_per_msg")) > 0);
 	}
 	assert_int_equal(json_array_size(json_object_get(fc, "backends")), 4);
 	json_array_foreach(json_object_get(fc, "backends"), i, b)

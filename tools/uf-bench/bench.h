@@ -10,6 +10,10 @@
 #include "bench_cmds.h"
 #undef UF_BENCH_CMD
 
+/* The name of `uf-bench book`'s row with the feed's sink behind the datagram row: the bench
+ * names it, `uf-bench e2e` finds it by name in book's JSON. */
+#define UF_BENCH_BOOK_SINK_ROW "per datagram, +ring +image"
+
 /* Parses the value `s` of option `opt` of `uf-bench cmd` as a count in [lo, hi]
  * (common/uf_parse.h uf_parse_u64); -1 after "uf-bench CMD: OPT wants a number in [LO, HI],
  * got S" on stderr. */

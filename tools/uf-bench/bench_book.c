@@ -125,7 +125,8 @@ static void dg_err(void *o, enum uf_step_err k)
 static uint64_t pass_dgram(struct dg_step *x, struct uf_publisher *p,
                            const struct uf_input_packets *in, int dgram_pf, uint32_t book_pf)
 {
-	uf_publish_reset(p);
+	if (!x->sink) /* with the sink, the new session below empties the books */
+		uf_publish_reset(p);
 	uf_publish_set_prefetch(p, book_pf);
 	memset(x->state, 0, x->e->state_size);
 	x->records = x->errs = 0;
@@ -299,7 +300,7 @@ int uf_bench_book(int argc, char **argv)
 	         pp.prefetch);
 	snprintf(what[R_DGRAM], sizeof(what[0]), "per datagram, look-ahead %u", pp.prefetch);
 	snprintf(what[R_DGRAM_PF], sizeof(what[0]), "per datagram, +datagram pf");
-	snprintf(what[R_SINK], sizeof(what[0]), "per datagram, +ring +image");
+	snprintf(what[R_SINK], sizeof(what[0]), "%s", UF_BENCH_BOOK_SINK_ROW);
 	struct dg_step *dg = calloc(1, sizeof(*dg));
 	dg->e = uf_proto_find("itch50-moldudp64");
 	dg->state = dg->e ? calloc(1, dg->e->state_size) : NULL;

@@ -87,7 +87,7 @@ void e2e_bookref_run(const struct e2e_opts *o, const char *day_path, struct e2e_
 			ref->decode_ns = v;
 		else if (!strncmp(pass, "decode+book, prefetch ", 22) && !strstr(pass, "off"))
 			ref->ns_per_msg = v;
-		else if (strstr(pass, "+ring +image"))
+		else if (!strcmp(pass, UF_BENCH_BOOK_SINK_ROW))
 			ref->sink_ns = v;
 	}
 	ref->ok = json_is_true(json_object_get(root, "ok")) && ref->messages && ref->ns_per_msg > 0;
@@ -237,7 +237,7 @@ static json_t *bookref_json(const struct e2e_bookref *r)
 {
 	return json_pack("{s:b, s:s, s:I, s:f, s:f, s:f, s:f}", "ok", r->ok, "note", r->note,
 	                 "messages", (json_int_t)r->messages, "decode_ns_per_msg", r->decode_ns,
-	                 "ns_per_msg", r->ns_per_msg, "sink_ns_per_msg", r->sink_ns, "loadavg",
+	                 "ns_per_msg", r->ns_per_msg, "sink_row_ns_per_msg", r->sink_ns, "loadavg",
 	                 r->load);
 }
 
