@@ -2,6 +2,8 @@
  * records; integrity errors; gap, snapshot and read access. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 
 #include "common/uf_endian.h"
 #include "common/uf_time.h"
@@ -767,9 +769,9 @@ static void test_create_refuses_impossible_sizes(void **state)
 
 struct stats_reader {
 	struct uf_publisher *p;
-	volatile int stop; /* set by the applying thread when done */
-	uint64_t reads;    /* snapshots taken */
-	int went_back;     /* a counter decreased between two reads */
+	int stop;       /* set by the applying thread when done */
+	uint64_t reads; /* snapshots taken (atomic: the applier waits on it) */
+	int went_back;  /* a counter decreased between two reads */
 };
 
 static void *stats_reader_main(void *arg)
@@ -777,16 +779,32 @@ static void *stats_reader_main(void *arg)
 	struct stats_reader *sr = arg;
 	uint64_t last_msgs = 0, last_recs = 0;
 	/* Bounded: stops when told, or after 50M reads whatever happens. */
-	while (!sr->stop && sr->reads < 50000000) {
+	while (!__atomic_load_n(&sr->stop, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&sr->reads, __ATOMIC_RELAXED) < 50000000) {
 		struct uf_publish_stats st;
 		uf_publish_stats(sr->p, &st);
 		if (st.messages < last_msgs || st.records < last_recs)
 			sr->went_back = 1;
 		last_msgs = st.messages;
 		last_recs = st.records;
-		sr->reads++;
+		__atomic_fetch_add(&sr->reads, 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
+}
+
+/* Waits (yielding, at most 10 s) until the reader has taken more than
+ * `after` snapshots; 1 when it has. */
+static int wait_for_reads(struct stats_reader *sr, uint64_t after)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (__atomic_load_n(&sr->reads, __ATOMIC_ACQUIRE) <= after) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			return 0;
+		sched_yield();
+	}
+	return 1;
 }
 
 static void test_stats_are_readable_from_another_thread_while_applying(void **state)
@@ -795,14 +813,25 @@ static void test_stats_are_readable_from_another_thread_while_applying(void **st
 	struct stats_reader sr = {.p = f->p};
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, stats_reader_main, &sr), 0);
-	for (uint64_t i = 0; i < 200000; i++) {
+	/* The reader may not be scheduled at all while 200k messages apply
+	 * (a loaded 2-CPU machine), so the test forces the overlap it is
+	 * about: the applier waits for a first read before it starts and,
+	 * half way, for a read made after that point. Bounded: 10 s each. */
+	int started = wait_for_reads(&sr, 0), mid_read = 0;
+	for (uint64_t i = 0; started && i < 200000; i++) {
 		struct uf_itch_msg m =
 		    (i & 1) ? mk_del(1, i - 1) : mk_add(1, i, 'B', 100, 1000, NULL);
 		uf_publish_apply(f->p, &m, i + 1, 0, f->r, UF_ARRAY_SIZE(f->r));
+		if (i == 100000)
+			mid_read =
+			    wait_for_reads(&sr, __atomic_load_n(&sr.reads, __ATOMIC_ACQUIRE));
 	}
-	sr.stop = 1;
+	/* The reader stops and is joined before any assertion can leave. */
+	__atomic_store_n(&sr.stop, 1, __ATOMIC_RELEASE);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_true(sr.reads > 0);
+	assert_true(started);
+	assert_true(mid_read);
+	assert_true(sr.reads > 1);
 	assert_false(sr.went_back);
 	struct uf_publish_stats st;
 	uf_publish_stats(f->p, &st);
