@@ -21,7 +21,7 @@ int uf_orders_init(struct uf_order_table *t, uint64_t max_orders, int numa_node,
 		return rc;
 	t->slots = t->mem.p;
 	t->mask = (1ull << bits) - 1;
-	t->shift = 64 - bits;
+	t->bits = bits;
 	t->max = max_orders;
 	return 0;
 }

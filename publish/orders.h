@@ -1,9 +1,17 @@
 /* The order table: order reference -> (shares left, level), open addressing.
  *
- * Power-of-two slots, Fibonacci hashing (ITCH references are mostly consecutive numbers; the
- * multiply spreads them over the table), linear probing, and backward-shift deletion so a
- * day of adds and deletes leaves no tombstones and probe chains stay as short as the live
- * load allows. Slots are 16 bytes, four to a cache line. Private to publish/. */
+ * Power-of-two slots, linear probing, and backward-shift deletion so a day of adds and
+ * deletes leaves no tombstones and probe chains stay as short as the live load allows. Slots
+ * are 16 bytes, four to a cache line. Private to publish/.
+ *
+ * The home slot keeps a reference's low bits, XORed with a hash of its high bits
+ * (uf_orders_home): ITCH references are numbered in order through the day, so consecutive
+ * orders take consecutive slots, four to a line, and the orders a stream touches most (the
+ * ones entered lately: most orders are cancelled or executed soon after they are entered) sit
+ * together in few lines and pages, instead of one line each anywhere in the table as with the
+ * Fibonacci hashing before (issue 26: the live feed's books stage, docs/performance.md).
+ * Scattering blocks of consecutive slots instead (a line, 4 KiB) was tried: a line gained
+ * little live, a 4 KiB block made strided and per-gateway numbers probe far. */
 #ifndef UF_PUB_ORDERS_H
 #define UF_PUB_ORDERS_H
 
@@ -27,7 +35,7 @@ _Static_assert(sizeof(struct uf_order) == 16, "four slots per cache line");
 struct uf_order_table {
 	struct uf_order *slots; /* 2^bits slots */
 	uint64_t mask;          /* slots - 1 */
-	uint32_t shift;         /* 64 - bits: hash keeps the top bits of the product */
+	uint32_t bits;          /* log2(slots) */
 	uint32_t pad;           /* 0 */
 	uint64_t count;         /* live orders */
 	uint64_t max;           /* live orders allowed (keeps the load <= 3/4) */
@@ -56,9 +64,17 @@ void uf_orders_fini(struct uf_order_table *t);
 /* Empties the table. Cold: O(slots). */
 void uf_orders_clear(struct uf_order_table *t);
 
+/* The reference's low bits, XORed with a hash of the bits above them: consecutive references
+ * keep consecutive slots (an XOR with a constant moves an aligned block of slots as a whole:
+ * the four slots of a line stay a line), while references that differ only above the table's
+ * bits (the same number again a table's length later, numbers only in the high bits) get
+ * homes scattered by the multiply instead of one chain. The limit (test_publish_orders): a
+ * venue that numbers its orders in several dense sequences at once (per gateway, say) would
+ * have their runs overlap in the low bits and probe far; ITCH numbers one sequence a day. */
 static inline uint64_t uf_orders_home(const struct uf_order_table *t, uint64_t ref)
 {
-	return (ref * 0x9E3779B97F4A7C15ull) >> t->shift;
+	uint64_t high = ref >> t->bits;
+	return (ref ^ ((high * 0x9E3779B97F4A7C15ull) >> (64 - t->bits))) & t->mask;
 }
 
 /* Address of the home slot of `ref`: what a prefetch should fetch. */
