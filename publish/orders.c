@@ -36,4 +36,5 @@ void uf_orders_clear(struct uf_order_table *t)
 {
 	memset(t->slots, 0, t->bytes);
 	t->count = 0;
+	t->max_disp = 0;
 }

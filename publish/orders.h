@@ -36,7 +36,8 @@ struct uf_order_table {
 	struct uf_order *slots; /* 2^bits slots */
 	uint64_t mask;          /* slots - 1 */
 	uint32_t bits;          /* log2(slots) */
-	uint32_t pad;           /* 0 */
+	uint32_t max_disp;      /* no live order sits further than this past its home (an upper
+	                         * bound: raised by inserts, kept by removes; 0 when cleared) */
 	uint64_t count;         /* live orders */
 	uint64_t max;           /* live orders allowed (keeps the load <= 3/4) */
 	size_t bytes;           /* bytes of the slots (clearing) */
@@ -106,12 +107,15 @@ static inline struct uf_order *uf_orders_insert(struct uf_order_table *t, uint64
 		*dup = uf_orders_find(t, ref) != NULL;
 		return NULL;
 	}
-	uint64_t i = uf_orders_home(t, ref);
+	uint64_t home = uf_orders_home(t, ref), i = home;
 	for (;;) {
 		struct uf_order *s = &t->slots[i];
 		if (s->level == 0) {
 			s->ref = ref;
 			t->count++;
+			uint32_t d = (uint32_t)((i - home) & t->mask);
+			if (UF_UNLIKELY(d > t->max_disp))
+				t->max_disp = d;
 			return s;
 		}
 		if (UF_UNLIKELY(s->ref == ref)) {
@@ -123,7 +127,11 @@ static inline struct uf_order *uf_orders_insert(struct uf_order_table *t, uint64
 }
 
 /* Removes the live order in slot `s`, shifting later members of its probe chain back so no
- * tombstone is left. Invalidates pointers to other slots of the chain. */
+ * tombstone is left. Invalidates pointers to other slots of the chain. The scan stops at the
+ * chain's end or max_disp slots past the hole, whichever comes first: an order further on has
+ * its home after the hole, so it stays. Consecutive references make long runs of orders each
+ * at its home; without the bound a remove walked every order entered after it that is still
+ * live. */
 static inline void uf_orders_remove(struct uf_order_table *t, struct uf_order *s)
 {
 	uint64_t i = (uint64_t)(s - t->slots);
@@ -132,7 +140,7 @@ static inline void uf_orders_remove(struct uf_order_table *t, struct uf_order *s
 	for (;;) {
 		j = (j + 1) & t->mask;
 		struct uf_order *n = &t->slots[j];
-		if (n->level == 0)
+		if (n->level == 0 || ((j - i) & t->mask) > t->max_disp)
 			break;
 		uint64_t k = uf_orders_home(t, n->ref);
 		/* n may move to the hole at i only if its home is not in (i, j] cyclically. */

@@ -77,6 +77,8 @@ static void run_pattern(ref_fn fn, uint64_t n, const char *name, int bounded)
 	              (unsigned long long)n, (double)sum / (double)n, (unsigned long long)worst);
 	/* random keys at load 0.46 average ~1.4 probes a find and a longest chain in the tens; one
 	 * chain for a pattern would be thousands */
+	/* the removes' scan bound is the longest displacement an insert made */
+	assert_int_equal(t.max_disp, worst - 1);
 	if (bounded) {
 		assert_true(worst <= 64);
 		assert_true(sum <= 2 * n);
@@ -93,6 +95,8 @@ static void run_pattern(ref_fn fn, uint64_t n, const char *name, int bounded)
 	for (uint64_t i = 1; i < n; i += 2)
 		uf_orders_remove(&t, uf_orders_find(&t, fn(i)));
 	assert_int_equal(t.count, 0);
+	uf_orders_clear(&t);
+	assert_int_equal(t.max_disp, 0);
 	for (uint64_t i = 0; i <= t.mask; i++)
 		assert_int_equal(t.slots[i].level, 0);
 	uf_orders_fini(&t);
