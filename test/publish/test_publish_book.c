@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
 
 #include "common/uf_endian.h"
 #include "common/uf_time.h"
@@ -796,11 +795,9 @@ static void *stats_reader_main(void *arg)
  * `after` snapshots; 1 when it has. */
 static int wait_for_reads(struct stats_reader *sr, uint64_t after)
 {
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	const uint64_t give_up = uf_now_mono_ns() + 10000000000ull;
 	while (__atomic_load_n(&sr->reads, __ATOMIC_ACQUIRE) <= after) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 10)
+		if (uf_now_mono_ns() > give_up)
 			return 0;
 		sched_yield();
 	}

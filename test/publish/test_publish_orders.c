@@ -21,11 +21,9 @@
 
 #define MAX_ORDERS 30000 /* 2^16 slots: load 0.46 when full */
 
-/* Probes a find of `ref` makes: slots from its home to its own, inclusive. */
-static uint64_t probes(const struct uf_order_table *t, uint64_t ref)
+/* Probes the find of `ref` that returned `s` made: slots from its home to s, inclusive. */
+static uint64_t probes(const struct uf_order_table *t, uint64_t ref, const struct uf_order *s)
 {
-	const struct uf_order *s = uf_orders_find(t, ref);
-	assert_non_null(s);
 	uint64_t home = uf_orders_home(t, ref), at = (uint64_t)(s - t->slots);
 	return ((at - home) & t->mask) + 1;
 }
@@ -68,17 +66,19 @@ static void run_pattern(ref_fn fn, uint64_t n, const char *name, int bounded)
 	}
 	uint64_t worst = 0, sum = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t p = probes(&t, fn(i));
+		const struct uf_order *s = uf_orders_find(&t, fn(i));
+		assert_non_null(s);
+		assert_int_equal(s->shares, (uint32_t)i + 1);
+		uint64_t p = probes(&t, fn(i), s);
 		sum += p;
 		worst = p > worst ? p : worst;
-		assert_int_equal(uf_orders_find(&t, fn(i))->shares, (uint32_t)i + 1);
 	}
 	print_message("%s: %llu orders, probes mean %.2f, longest %llu\n", name,
 	              (unsigned long long)n, (double)sum / (double)n, (unsigned long long)worst);
-	/* random keys at load 0.46 average ~1.4 probes a find and a longest chain in the tens; one
-	 * chain for a pattern would be thousands */
 	/* the removes' scan bound is the longest displacement an insert made */
 	assert_int_equal(t.max_disp, worst - 1);
+	/* random keys at load 0.46 average ~1.4 probes a find and a longest chain in the tens; one
+	 * chain for a pattern would be thousands */
 	if (bounded) {
 		assert_true(worst <= 64);
 		assert_true(sum <= 2 * n);
