@@ -741,15 +741,35 @@ out:
 	return r;
 }
 
+/* "idle_pause": true, false, or "auto" (also when absent: the back end decides). */
+static int get_idle_pause(struct uf_cj *c, json_t *jf, int *out)
+{
+	json_t *v = json_object_get(jf, "idle_pause");
+	char b[80];
+
+	if (!v || (json_is_string(v) && !strcmp(json_string_value(v), "auto")))
+		*out = UF_FEED_IDLE_PAUSE_AUTO;
+	else if (json_is_boolean(v))
+		*out = json_is_true(v) ? UF_FEED_IDLE_PAUSE_ON : UF_FEED_IDLE_PAUSE_OFF;
+	else
+		return uf_cj_fail(c, "idle_pause", "expected true, false or \"auto\", got %s %s",
+		                  uf_cj_type(v), uf_cj_show(v, b, sizeof(b)));
+	return 0;
+}
+
 static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 {
-	static const char *const keys[] = {
-	    "name",       "protocol",       "backend",      "cpu",
-	    "sqpoll_cpu", "sqpoll_idle_ms", "numa_node",    "lines",
-	    "recovery",   "ring",           "book",         "buffers",
-	    "symbols",    "symbols_file",   "stage_timing", "stage_timing_every",
-	    "snapshot",   "arbitration",    "capture",      "busy_clock",
-	    NULL};
+	static const char *const keys[] = {"name",         "protocol",
+	                                   "backend",      "cpu",
+	                                   "sqpoll_cpu",   "sqpoll_idle_ms",
+	                                   "numa_node",    "lines",
+	                                   "recovery",     "ring",
+	                                   "book",         "buffers",
+	                                   "symbols",      "symbols_file",
+	                                   "stage_timing", "stage_timing_every",
+	                                   "snapshot",     "arbitration",
+	                                   "capture",      "busy_clock",
+	                                   "idle_pause",   NULL};
 	char backend[32];
 	int64_t node;
 	int timing, busy;
@@ -782,7 +802,8 @@ static int parse_feed(struct uf_cj *c, json_t *jf, struct uf_feed_config *f)
 	    (r = uf_cj_bool(c, jf, "stage_timing", UF_CFG_DEFAULT_STAGE_TIMING, &timing)) ||
 	    (r = uf_cj_u32(c, jf, "stage_timing_every", 1, 65536, UF_FEED_STAGE_EVERY_DEFAULT,
 	                   &f->stage_timing_every)) ||
-	    (r = uf_cj_bool(c, jf, "busy_clock", UF_FEED_DEFAULT_BUSY_CLOCK, &busy)))
+	    (r = uf_cj_bool(c, jf, "busy_clock", UF_FEED_DEFAULT_BUSY_CLOCK, &busy)) ||
+	    (r = get_idle_pause(c, jf, &f->idle_pause)))
 		return r;
 	f->no_stage_timing = !timing;
 	f->busy_clock = busy;
@@ -1094,7 +1115,7 @@ int uf_config_feed_same_except_symbols(const struct uf_feed_config *a,
 	if (!UF_SAME_STR(name) || !UF_SAME_STR(protocol) || !UF_SAME(backend) || !UF_SAME(cpu) ||
 	    !UF_SAME(sqpoll_cpu) || !UF_SAME(sqpoll_idle_ms) || !UF_SAME(numa_node) ||
 	    !UF_SAME(nlines) || !UF_SAME_STR(symbols_file) || !UF_SAME(no_stage_timing) ||
-	    !UF_SAME(stage_timing_every) || !UF_SAME(busy_clock))
+	    !UF_SAME(stage_timing_every) || !UF_SAME(busy_clock) || !UF_SAME(idle_pause))
 		return 0;
 	for (int i = 0; i < a->nlines && i < UF_CFG_MAX_LINES; i++)
 		if (!same_line(&a->lines[i], &b->lines[i]))

@@ -89,7 +89,7 @@ const char *uf_cj_type(const json_t *v)
 	case JSON_FALSE:
 		return "a boolean";
 	case JSON_NULL:
-		return "null";
+		return "JSON"; /* "got JSON null": the value names itself */
 	}
 	return "?";
 }

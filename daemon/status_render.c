@@ -57,11 +57,19 @@ static int is_decode_error(const struct counter_def *d)
  * type (nanosecond sums as seconds, gauges as gauges), not as uringfeed_<name>_total. */
 static int is_not_a_count(const struct counter_def *d)
 {
-	static const char *const names[] = {
-	    "snapshot_duration_ns",   "snapshot_last_duration_ns",     "snapshot_in_progress",
-	    "snapshot_pending",       "capture_dropped_writer_behind", "capture_dropped_disk_full",
-	    "capture_dropped_no_dir", "capture_dropped_read_only",     "capture_dropped_io_error",
-	    "capture_lag_ns",         "capture_queued_bytes",          "busy_ns"};
+	static const char *const names[] = {"snapshot_duration_ns",
+	                                    "snapshot_last_duration_ns",
+	                                    "snapshot_in_progress",
+	                                    "snapshot_pending",
+	                                    "capture_dropped_writer_behind",
+	                                    "capture_dropped_disk_full",
+	                                    "capture_dropped_no_dir",
+	                                    "capture_dropped_read_only",
+	                                    "capture_dropped_io_error",
+	                                    "capture_lag_ns",
+	                                    "capture_queued_bytes",
+	                                    "busy_ns",
+	                                    "idle_pause"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(d->name, names[i]))
 			return 1;
@@ -599,6 +607,10 @@ char *uf_status_render_prometheus(const struct uf_status_snapshot *snap)
 	            "feed loop time in turns that did work (packets, a snapshot step, a gap "
 	            "timer, a filter switch); only with busy_clock on, else 0",
 	            offsetof(struct uf_feed_stats, busy_ns), 1);
+	feed_family(&b, snap, nf, "uringfeed_idle_pause", "gauge",
+	            "1 when the feed loop pauses the CPU after an empty poll, 0 when it spins "
+	            "without (config idle_pause; auto: no pause with SQPOLL)",
+	            offsetof(struct uf_feed_stats, idle_pause), 0);
 	feed_family(&b, snap, nf, "uringfeed_snapshot_duration_seconds_total", "counter",
 	            "time spent loading GLIMPSE snapshots, start to merge",
 	            offsetof(struct uf_feed_stats, snapshot_duration_ns), 1);

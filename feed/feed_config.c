@@ -67,6 +67,7 @@ void uf_feed_config_defaults(struct uf_feed_config *cfg)
 	cfg->cpu = UF_FEED_DEFAULT_CPU;
 	cfg->sqpoll_cpu = UF_FEED_DEFAULT_CPU;
 	cfg->numa_node = UF_FEED_DEFAULT_NUMA_NODE;
+	cfg->idle_pause = UF_FEED_DEFAULT_IDLE_PAUSE; /* AUTO: the back end decides */
 	/* The defaults a 0 cannot stand for: 0 retries, no wait, no snapshot at start,
 	 * "never" for the snapshot triggers and no re-load of uncertain books are values of
 	 * their own. */

@@ -509,6 +509,11 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 	if (f->backend != f->cfg.backend)
 		uf_feed_log_warn("feed: feed %s runs on back end %s (configured %s)", f->cfg.name,
 		                 uf_feed_backend_name(f), uf_backend_name(f->cfg.backend));
+	/* cfg.idle_pause: AUTO follows the back end actually running (SQPOLL may have fallen
+	 * back to io_uring without it): no pause with SQPOLL, a pause otherwise */
+	const int idle_pause = f->cfg.idle_pause == UF_FEED_IDLE_PAUSE_ON ||
+	                       (f->cfg.idle_pause == UF_FEED_IDLE_PAUSE_AUTO && !f->ig.sqpoll);
+	uf_store_relaxed_u64(&f->stats.idle_pause, (uint64_t)idle_pause);
 	/* The clock is calibrated by uf_feed_create whenever busy_clock is on, stage timing or
 	 * not; durations need no anchor (uf_tick_ns of a difference). */
 	struct uf_busy_clock busy = {.on = f->cfg.busy_clock != 0,
@@ -546,7 +551,8 @@ int uf_feed_run(struct uf_feed *f, const volatile int *stop)
 					uf_feed_read_kernel_drops(f);
 				}
 			}
-			uf_cpu_relax();
+			if (UF_UNLIKELY(idle_pause))
+				uf_cpu_relax(); /* lends the core to an SMT sibling */
 		} else {
 			uf_stat_add(&f->stats.batches, 1);
 			busy.worked = 1;

@@ -140,6 +140,9 @@ struct uf_feed_config {
 	                              * clock once per turn and sums the turns that did work
 	                              * into stats.busy_ns (the feed thread's exact work time,
 	                              * issue 26); 0 (off: no clock read) is the default */
+	int idle_pause;              /* "idle_pause": whether the run loop executes a CPU pause
+	                              * (x86 PAUSE, arm64 YIELD) after an empty poll:
+	                              * UF_FEED_IDLE_PAUSE_* (0, absent: auto) */
 	struct {
 		int enabled;              /* 1 when "capture.dir" is given (feed/capture.h) */
 		char dir[256];            /* folder the pcapng files go to (must exist, writable) */
@@ -181,8 +184,17 @@ struct uf_feed_config {
 #define UF_FEED_DEFAULT_BUFFERS_SIZE              2048
 #define UF_FEED_STAGE_EVERY_DEFAULT               16 /* stage_timing_every */
 #define UF_FEED_DEFAULT_BUSY_CLOCK                0  /* busy_clock: off */
-#define UF_FEED_DEFAULT_CAPTURE_ROTATE_MB         1024
-#define UF_FEED_DEFAULT_CAPTURE_BUFFER_MB         64
+/* idle_pause. AUTO (0, the default) is the back end the loop runs on: io_uring with SQPOLL
+ * spins without a pause, io_uring without SQPOLL and recvmmsg pause (epoll sleeps). Measured
+ * in one uf-bench e2e run each way (docs/performance.md "The feed's idle pause"): a paused
+ * spin cost the SQPOLL feed more CPU per message, and the feed that enters the kernel for its
+ * own receive less. ON and OFF ("idle_pause": true / false) fix it whatever the back end. */
+#define UF_FEED_IDLE_PAUSE_AUTO           0
+#define UF_FEED_IDLE_PAUSE_ON             1
+#define UF_FEED_IDLE_PAUSE_OFF            2
+#define UF_FEED_DEFAULT_IDLE_PAUSE        UF_FEED_IDLE_PAUSE_AUTO
+#define UF_FEED_DEFAULT_CAPTURE_ROTATE_MB 1024
+#define UF_FEED_DEFAULT_CAPTURE_BUFFER_MB 64
 
 /* Fills `cfg` with every default above (and the ring's and books' own): zero everywhere
  * else (no name, no lines, recovery and snapshot off, no symbol filter). An embedder starts

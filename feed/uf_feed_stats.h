@@ -158,6 +158,9 @@
 	X(batches, "receive polls that returned at least one packet")                              \
 	X(busy_ns, "feed loop time spent in turns that did work (packets, a snapshot step, a "     \
 	           "gap timer, a filter switch), ns; only with busy_clock on, else 0")             \
+	X(idle_pause, "gauge: 1 when the feed loop pauses the CPU after an empty poll, 0 when it " \
+	              "spins without (config idle_pause; auto: no pause with SQPOLL); set as "     \
+	              "the loop starts")                                                           \
 	X(snapshots_loaded, "GLIMPSE snapshots loaded into fresh books (stream continued from "    \
 	                    "their End of Snapshot sequence)")                                     \
 	X(snapshot_messages, "ITCH messages applied from GLIMPSE snapshots")                       \

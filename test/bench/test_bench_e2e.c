@@ -462,26 +462,18 @@ static void test_e2e_bad_usage_says_why_and_exits_2(void **state)
 	tb_run_free(&r);
 }
 
-/* A daemon that cannot start is reported per back end with its own last words, exit 1. */
-static void test_e2e_reports_a_daemon_that_exits_at_start(void **state)
+/* A bin dir whose uringfeed is `script` (a shell body) and whose uf-gen and uf-replay are the
+ * real ones: a daemon that exits at start, made to order. */
+static void fake_daemon_dir(const char *dir, const char *script)
 {
-	char dir[64], res[96], path[128], real[1024];
 	const char *bindir = getenv("UF_BIN_DIR") ? getenv("UF_BIN_DIR") : UF_BIN_DIR;
-	const char *argv[] = {"uf-bench", "e2e",       "--json",     "--duration", "1",
-	                      "--steps",  "1",         "--backends", "epoll",      "--bin-dir",
-	                      dir,        "--results", res,          "--no-plot",  NULL};
-	struct tb_run r;
-	json_error_t e;
-	json_t *j, *b;
+	char path[128], real[1024];
 	FILE *f;
 
-	(void)state;
-	tb_mkdtemp(dir, sizeof(dir));
-	snprintf(res, sizeof(res), "%s/results", dir);
 	snprintf(path, sizeof(path), "%s/uringfeed", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("#!/bin/sh\necho 'uringfeed: broken on purpose' >&2\nexit 1\n", f);
+	fprintf(f, "#!/bin/sh\n%s\n", script);
 	fclose(f);
 	assert_int_equal(chmod(path, 0755), 0);
 	for (int i = 0; i < 2; i++) {
@@ -490,6 +482,38 @@ static void test_e2e_reports_a_daemon_that_exits_at_start(void **state)
 		snprintf(path, sizeof(path), "%s/%s", dir, tool);
 		assert_int_equal(symlink(real, path), 0);
 	}
+}
+
+/* uf-bench keeps its temp folder for a failed daemon's log: each one it named is removed. */
+static void remove_kept(const char *err)
+{
+	const char *k = err;
+	int n = 0;
+	while ((k = strstr(k, "kept /tmp/uf-bench-e2e-")) != NULL) {
+		char cmd[160];
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%.*s'", (int)strcspn(k + 5, "\n'"), k + 5);
+		assert_int_equal(system(cmd), 0);
+		k += 5;
+		n++;
+	}
+	assert_true(n > 0);
+}
+
+/* A daemon that cannot start is reported per back end with its own last words, exit 1. */
+static void test_e2e_reports_a_daemon_that_exits_at_start(void **state)
+{
+	char dir[64], res[96];
+	const char *argv[] = {"uf-bench", "e2e",       "--json",     "--duration", "1",
+	                      "--steps",  "1",         "--backends", "epoll",      "--bin-dir",
+	                      dir,        "--results", res,          "--no-plot",  NULL};
+	struct tb_run r;
+	json_error_t e;
+	json_t *j, *b;
+
+	(void)state;
+	tb_mkdtemp(dir, sizeof(dir));
+	snprintf(res, sizeof(res), "%s/results", dir);
+	fake_daemon_dir(dir, "echo 'uringfeed: broken on purpose' >&2\nexit 1");
 	tb_run_tool("uf-bench", argv, 50, &r);
 	assert_int_equal(r.status, 1);
 	j = json_loads(r.out, 0, &e);
@@ -499,14 +523,75 @@ static void test_e2e_reports_a_daemon_that_exits_at_start(void **state)
 	assert_false(json_is_true(json_object_get(b, "ok")));
 	assert_non_null(strstr(json_string_value(json_object_get(b, "note")), "broken on purpose"));
 	assert_non_null(strstr(r.err, "broken on purpose"));
-	/* it keeps its temp folder for the log: the test removes it */
-	{
-		const char *k = strstr(r.err, "kept /tmp/uf-bench-e2e-");
-		char cmd[160];
-		assert_non_null(k);
-		snprintf(cmd, sizeof(cmd), "rm -rf -- '%.*s'", (int)strcspn(k + 5, "\n'"), k + 5);
-		assert_int_equal(system(cmd), 0);
+	remove_kept(r.err); /* it keeps its temp folder for the log: the test removes it */
+	json_decref(j);
+	tb_run_free(&r);
+	tb_rmtree(dir);
+}
+
+/* `--backends io_uring_nosqpoll,nosqpoll+spin`: the same back end twice in one run, only the
+ * variant's daemon with "idle_pause": false (the other's key left out: the back end's
+ * default), and each config one the real daemon accepts. The daemon is a script that keeps
+ * the config it was given and exits, so nothing is replayed. */
+static void test_e2e_spin_variant_runs_its_daemon_without_idle_pause(void **state)
+{
+	char dir[64], res[96], script[256], path[160];
+	const char *argv[] = {"uf-bench",   "e2e",        "--json",
+	                      "--duration", "1",          "--steps",
+	                      "1",          "--backends", "io_uring_nosqpoll,nosqpoll+spin",
+	                      "--bin-dir",  dir,          "--results",
+	                      res,          "--no-plot",  NULL};
+	struct tb_run r;
+	json_error_t e;
+	json_t *j, *bes;
+	int given = 0, left_out = 0;
+
+	(void)state;
+	tb_mkdtemp(dir, sizeof(dir));
+	snprintf(res, sizeof(res), "%s/results", dir);
+	/* uringfeed --config FILE: the nth start's config is kept as cfg.n */
+	snprintf(script, sizeof(script),
+	         "n=$(ls %s | grep -c '^cfg\\.')\ncp \"$2\" %s/cfg.$n\necho 'uringfeed: kept' >&2\n"
+	         "exit 1",
+	         dir, dir);
+	fake_daemon_dir(dir, script);
+	tb_run_tool("uf-bench", argv, 50, &r);
+	assert_int_equal(r.status, 1); /* no daemon ran: reported, exit 1 */
+	j = json_loads(r.out, 0, &e);
+	if (!j)
+		fail_msg("stdout is not JSON (%s): %.300s", e.text, r.out);
+	bes = json_object_get(j, "backends");
+	assert_int_equal(json_array_size(bes), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(bes, 0), "label")),
+	                    "io_uring");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(bes, 1), "label")),
+	                    "io_uring+spin");
+	for (int n = 0;; n++) {
+		snprintf(path, sizeof(path), "%s/cfg.%d", dir, n);
+		json_t *c = json_load_file(path, 0, &e);
+		if (!c)
+			break;
+		json_t *feed = json_array_get(json_object_get(c, "feeds"), 0);
+		assert_string_equal(json_string_value(json_object_get(feed, "backend")),
+		                    "io_uring_nosqpoll");
+		json_t *p = json_object_get(feed, "idle_pause");
+		if (p) {
+			assert_true(json_is_false(p));
+			given++;
+		} else {
+			left_out++;
+		}
+		json_decref(c);
+		const char *chk[] = {"uringfeed", "--check-config", path, "--no-host-checks", NULL};
+		struct tb_run v;
+		tb_run_tool("uringfeed", chk, 20, &v);
+		if (v.status != 0)
+			fail_msg("%s is not a valid config: %s", path, v.err);
+		tb_run_free(&v);
 	}
+	assert_true(given >= 1);
+	assert_true(left_out >= 1);
+	remove_kept(r.err);
 	json_decref(j);
 	tb_run_free(&r);
 	tb_rmtree(dir);
@@ -517,6 +602,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_e2e_bad_usage_says_why_and_exits_2),
 	    cmocka_unit_test(test_e2e_reports_a_daemon_that_exits_at_start),
+	    cmocka_unit_test(test_e2e_spin_variant_runs_its_daemon_without_idle_pause),
 	    cmocka_unit_test(test_e2e_every_backend_reports_latency_rate_and_cpu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,7 +55,7 @@ static void assert_numbers(const char *const *keys, const int64_t *got, size_t n
 #define TOP_NUMBERS(X)                                                                             \
 	X(status_enabled) X(log_level) X(log_journal) X(probe_enabled) X(ready_silence_ms) X(nfeeds)
 #define FEED_NUMBERS(X)                                                                            \
-	X(no_stage_timing) X(stage_timing_every) X(busy_clock) X(cpu) X(sqpoll_cpu)                \
+	X(no_stage_timing) X(stage_timing_every) X(busy_clock) X(idle_pause) X(cpu) X(sqpoll_cpu)  \
 	X(sqpoll_idle_ms) X(numa_node) X(nlines)                                                   \
 	X(recovery.enabled) X(recovery.max_count) X(recovery.timeout_ms) X(recovery.retries)       \
 	X(recovery.wait_ms) X(recovery.wait_packets) X(recovery.queue_packets)                     \
@@ -110,7 +110,7 @@ static void test_config_minimal_file_gets_documented_defaults(void **state)
 	assert_endpoint(&cfg.status_listen, "127.0.0.1", 8080);
 	f = &cfg.feeds[0];
 	static const int64_t feed[] = {
-	    0,       16,   0,  -1,      -1,    1000, -1,    1,       /* stage timing .. nlines */
+	    0,       16,   0,  0,       -1,    -1,   1000,  -1,   1, /* stage timing .. nlines */
 	    0,       1000, 50, 5,       2,     64,   65536, 1000, 8, /* recovery */
 	    10000,   4,    16, 5000,                                 /* arbitration */
 	    1048576, 0600, 10, 4000000, 16384, 4096, 2048,  0,       /* ring .. nsymbols */
@@ -174,7 +174,7 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	    "\"book\":{\"depth\":5,\"max_orders\":123456,\"max_instruments\":100},"
 	    "\"buffers\":{\"count\":1024,\"size\":4096},"
 	    "\"symbols\":[\"MSFT\",\"AAPL\",\"BRK.A\"],\"stage_timing\":false,"
-	    "\"stage_timing_every\":4,\"busy_clock\":true},"
+	    "\"stage_timing_every\":4,\"busy_clock\":true,\"idle_pause\":true},"
 	    "{\"name\":\"f2\",\"backend\":\"epoll\",\"lines\":[{\"group\":\"239.2.2.4\",\"port\":1}"
 	    "]}]}";
 	struct uf_config cfg;
@@ -189,7 +189,7 @@ static void test_config_every_key_parses_to_its_value(void **state)
 	f = &cfg.feeds[0];
 	/* clang-format off */
 	static const int64_t feed[] = {
-	    1,            4,    1,  0,  1,  250, 0,    2,              /* stage timing .. nlines */
+	    1,            4,    1,  1,  0,  1,  250, 0,    2,          /* stage timing .. nlines */
 	    1,            500,  20, 3,      7,   9,    1024, 100, 16,  /* recovery */
 	    5000000000ll, 8,    3,  750,                               /* arbitration */
 	    65536,        0640, 5,  123456, 100, 1024, 4096, 3,        /* ring .. nsymbols */
@@ -332,7 +332,7 @@ static void test_config_symbols_file_must_be_a_nonempty_regular_file(void **stat
 	X(ring.journal.keep_days++)                                                               \
 	X(book.depth++) X(book.max_orders++) X(book.max_instruments++) X(buffers.count *= 2)      \
 	X(buffers.size++) X(symbols_file[0] = 'z') X(no_stage_timing ^= 1) X(stage_timing_every++) \
-	X(busy_clock ^= 1)                                                                         \
+	X(busy_clock ^= 1) X(idle_pause = UF_FEED_IDLE_PAUSE_OFF)                                  \
 	X(capture.enabled ^= 1) X(capture.dir[0] = 'z') X(capture.rotate_mb++)                    \
 	X(capture.max_total_bytes++) X(capture.buffer_mb++)
 /* clang-format on */
@@ -411,6 +411,12 @@ static void test_config_semantic_errors_name_key_path_and_value(void **state)
 	             "feeds[0].busy_clock: expected true or false, got an integer 1");
 	expect_error(FEED("\"busy_clock\":\"on\""),
 	             "feeds[0].busy_clock: expected true or false, got a string \"on\"");
+	expect_error(FEED("\"idle_pause\":1"),
+	             "feeds[0].idle_pause: expected true, false or \"auto\", got an integer 1");
+	expect_error(FEED("\"idle_pause\":\"on\""),
+	             "feeds[0].idle_pause: expected true, false or \"auto\", got a string \"on\"");
+	expect_error(FEED("\"idle_pause\":null"),
+	             "feeds[0].idle_pause: expected true, false or \"auto\", got JSON null");
 	expect_error("{\"log\":{\"journal\":\"yes\"},\"feeds\":[]}",
 	             "log.journal: \"yes\" is not one of \"auto\", \"always\", \"never\"");
 	expect_error("{\"status\":{\"ready_silence_ms\":0},\"feeds\":[]}",
@@ -709,6 +715,29 @@ static void test_config_capture_keys_parse_and_refuse(void **state)
  * would fail at start with ENOMEM), naming the feed and the keys. Forced: 2^30 orders (a
  * 32 GiB order table); a host with that much free memory cannot run this test and says so.
  */
+/* "idle_pause": true, false and "auto" (the same as leaving it out) each give their value. */
+static void test_config_idle_pause_takes_true_false_and_auto(void **state)
+{
+	static const struct {
+		const char *json;
+		int want;
+	} cases[] = {
+	    {FEED("\"idle_pause\":true"), UF_FEED_IDLE_PAUSE_ON},
+	    {FEED("\"idle_pause\":false"), UF_FEED_IDLE_PAUSE_OFF},
+	    {FEED("\"idle_pause\":\"auto\""), UF_FEED_IDLE_PAUSE_AUTO},
+	    {FEED("\"busy_clock\":false"), UF_FEED_IDLE_PAUSE_AUTO},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct uf_config cfg;
+		char err[512];
+		if (uf_config_load_string(cases[i].json, &cfg, err, sizeof(err)) != 0)
+			fail_msg("%s: %s", cases[i].json, err);
+		assert_int_equal(cfg.feeds[0].idle_pause, cases[i].want);
+		uf_config_free(&cfg);
+	}
+}
+
 static void test_config_refuses_sizes_beyond_the_hosts_memory(void **state)
 {
 	const char *json = FEED("\"book\":{\"max_orders\":1073741824}");
@@ -892,6 +921,7 @@ int main(void)
 	    cmocka_unit_test(test_config_capture_keys_parse_and_refuse),
 	    cmocka_unit_test(test_config_snapshot_keys_parse_and_refuse),
 
+	    cmocka_unit_test(test_config_idle_pause_takes_true_false_and_auto),
 	    cmocka_unit_test(test_config_refuses_sizes_beyond_the_hosts_memory),
 	    cmocka_unit_test(test_config_ring_group_resolves_to_its_gid),
 	    cmocka_unit_test(test_config_ring_journal_parses_and_refuses),

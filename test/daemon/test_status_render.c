@@ -193,6 +193,9 @@ static void test_status_render_prometheus_every_counter(void **state)
 	else if (!strcmp(#field, "busy_ns"))                                                       \
 		snprintf(want, sizeof(want), "uringfeed_busy_seconds_total{feed=\"%s\"} %.9f",     \
 		         fe[i], (double)feed_val(i, k) / 1e9);                                     \
+	else if (!strcmp(#field, "idle_pause"))                                                    \
+		snprintf(want, sizeof(want), "uringfeed_idle_pause{feed=\"%s\"} %" PRIu64, fe[i],  \
+		         feed_val(i, k));                                                          \
 	else if (!strcmp(#field, "snapshot_last_duration_ns"))                                     \
 		snprintf(want, sizeof(want),                                                       \
 		         "uringfeed_snapshot_last_duration_seconds{feed=\"%s\"} %.9f", fe[i],      \

@@ -72,6 +72,9 @@ static void test_defaults_write_every_documented_value(void **state)
 	assert_int_equal(c.stage_timing_every, UF_FEED_STAGE_EVERY_DEFAULT);
 	assert_int_equal(c.busy_clock, UF_FEED_DEFAULT_BUSY_CLOCK); /* off: no clock read */
 	assert_int_equal(c.busy_clock, 0);
+	/* the idle spin's pause: the back end running decides (pipeline.c) */
+	assert_int_equal(c.idle_pause, UF_FEED_DEFAULT_IDLE_PAUSE);
+	assert_int_equal(c.idle_pause, UF_FEED_IDLE_PAUSE_AUTO);
 }
 
 /* 0 where 0 is a value of its own stays 0; 0 where it stands for "the default" becomes it; a

@@ -11,6 +11,7 @@ struct backend_name {
 	const char *label;    /* tables, JSON "label", plot keys */
 	const char *alias;    /* also accepted by --backends, NULL: none */
 	unsigned record;      /* REC_* what the run's daemon also writes to disk */
+	int idle_pause;       /* UF_FEED_IDLE_PAUSE_* the run's daemon is given (AUTO: none) */
 };
 
 enum { REC_JOURNAL = 1, REC_CAPTURE = 2 };
@@ -25,6 +26,10 @@ static const struct backend_name names[BE_COUNT] = {
     [BE_SQPOLL_JOURNAL] = {UF_BACKEND_IO_URING, "SQPOLL+journal", "sqpoll+journal", REC_JOURNAL},
     [BE_NOSQPOLL_RECORD] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring+capture+journal",
                             "nosqpoll+record", REC_JOURNAL | REC_CAPTURE},
+    [BE_SQPOLL_PAUSE] = {UF_BACKEND_IO_URING, "SQPOLL+pause", "sqpoll+pause", 0,
+                         UF_FEED_IDLE_PAUSE_ON},
+    [BE_NOSQPOLL_SPIN] = {UF_BACKEND_IO_URING_NOSQPOLL, "io_uring+spin", "nosqpoll+spin", 0,
+                          UF_FEED_IDLE_PAUSE_OFF},
 };
 
 enum uf_backend e2e_backend_feed(enum backend be)
@@ -40,6 +45,11 @@ int e2e_backend_journal(enum backend be)
 int e2e_backend_capture(enum backend be)
 {
 	return (names[be].record & REC_CAPTURE) != 0;
+}
+
+int e2e_backend_idle_pause(enum backend be)
+{
+	return names[be].idle_pause;
 }
 
 const char *e2e_backend_cfg(enum backend be)
@@ -66,7 +76,8 @@ int e2e_backends_parse(char *s, uint32_t *mask)
 		}
 		int is_feed_name = uf_backend_parse(tok, &fb) == 0;
 		for (int be = 0; be < BE_COUNT && found < 0; be++)
-			if ((is_feed_name && names[be].feed == fb && !names[be].record) ||
+			if ((is_feed_name && names[be].feed == fb && !names[be].record &&
+			     !names[be].idle_pause) ||
 			    (names[be].alias && !strcmp(tok, names[be].alias)))
 				found = be;
 		if (found < 0)

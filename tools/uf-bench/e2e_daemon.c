@@ -38,7 +38,7 @@ static int write_config(struct run *r, const char *path)
 	         "  \"status\": { \"listen\": \"127.0.0.1:%u\" },\n"
 	         "  \"log\": { \"level\": \"warn\" },\n"
 	         "  \"feeds\": [ {\n"
-	         "    \"name\": \"e2e\", \"backend\": \"%s\", \"cpu\": %d%s%s,\n"
+	         "    \"name\": \"e2e\", \"backend\": \"%s\", \"cpu\": %d%s%s%s,\n"
 	         "    \"lines\": [\n"
 	         "      { \"name\": \"A\", \"group\": \"%s\", \"port\": %u, \"interface\": "
 	         "\"127.0.0.1\" },\n"
@@ -50,9 +50,13 @@ static int write_config(struct run *r, const char *path)
 	         "  } ]\n"
 	         "}\n",
 	         r->status_port, e2e_backend_cfg(r->be), o->feed_cpu, sq,
-	         r->busy_clock ? ", \"busy_clock\": true" : "", r->group_a, r->port_a, r->group_b,
-	         r->port_b, r->port_rr, r->ring, journal, (unsigned long long)o->max_orders,
-	         capture);
+	         r->busy_clock ? ", \"busy_clock\": true" : "",
+	         e2e_backend_idle_pause(r->be) == UF_FEED_IDLE_PAUSE_ON ? ", \"idle_pause\": true"
+	         : e2e_backend_idle_pause(r->be) == UF_FEED_IDLE_PAUSE_OFF
+	             ? ", \"idle_pause\": false"
+	             : "",
+	         r->group_a, r->port_a, r->group_b, r->port_b, r->port_rr, r->ring, journal,
+	         (unsigned long long)o->max_orders, capture);
 	return e2e_write_file(path, text);
 }
 

@@ -32,8 +32,11 @@
  * BE_SQPOLL_JOURNAL is BE_SQPOLL with the ring's day journal on (ring.journal, in the run's
  * temp dir): `--backends sqpoll,sqpoll+journal` measures the journal's cost in one run.
  * BE_NOSQPOLL_RECORD is BE_NOSQPOLL with both the pcapng capture (feed "capture") and the
- * journal on: `--backends nosqpoll,nosqpoll+record` (docs/capture.md). Neither is in "all"
- * (the default). */
+ * journal on: `--backends nosqpoll,nosqpoll+record` (docs/capture.md). BE_SQPOLL_PAUSE is BE_SQPOLL
+ * with the feed's "idle_pause" true (a CPU pause after every empty poll), BE_NOSQPOLL_SPIN is
+ * BE_NOSQPOLL with it false: each the opposite of its back end's default, so `--backends
+ * sqpoll,sqpoll+pause` (or nosqpoll,nosqpoll+spin) measures the default's choice in one run.
+ * None of these is in "all" (the default). */
 enum backend {
 	BE_SQPOLL,
 	BE_NOSQPOLL,
@@ -41,6 +44,8 @@ enum backend {
 	BE_EPOLL,
 	BE_SQPOLL_JOURNAL,
 	BE_NOSQPOLL_RECORD,
+	BE_SQPOLL_PAUSE,
+	BE_NOSQPOLL_SPIN,
 	BE_COUNT
 };
 #define BE_ALL_MASK ((1u << BE_SQPOLL_JOURNAL) - 1) /* "all": every receive back end once */
@@ -50,6 +55,10 @@ enum uf_backend e2e_backend_feed(enum backend be);
 
 /* 1 when the run's daemon keeps the ring's day journal (docs/journal.md). */
 int e2e_backend_journal(enum backend be);
+
+/* The feed "idle_pause" the run's daemon is given: UF_FEED_IDLE_PAUSE_* (AUTO: the key is left
+ * out, the back end's default). */
+int e2e_backend_idle_pause(enum backend be);
 
 /* 1 when the run's daemon captures every datagram to pcapng (docs/capture.md). */
 int e2e_backend_capture(enum backend be);

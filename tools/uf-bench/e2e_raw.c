@@ -41,14 +41,12 @@ static const char *const raw_names[RAW_COUNT] = {
 
 enum raw_kind e2e_raw_for(enum backend be)
 {
-	switch (be) {
-	case BE_SQPOLL:
-	case BE_SQPOLL_JOURNAL:
+	switch (e2e_backend_feed(be)) { /* a variant (journal, capture, pause): its engine's */
+	case UF_BACKEND_IO_URING:
 		return RAW_URING_SQPOLL;
-	case BE_NOSQPOLL:
-	case BE_NOSQPOLL_RECORD:
+	case UF_BACKEND_IO_URING_NOSQPOLL:
 		return RAW_URING;
-	case BE_RECVMMSG:
+	case UF_BACKEND_RECVMMSG:
 		return RAW_RECVMMSG;
 	default:
 		return RAW_EPOLL;
