@@ -186,9 +186,10 @@ struct uf_feed_config {
 #define UF_FEED_DEFAULT_BUSY_CLOCK                0  /* busy_clock: off */
 /* idle_pause. AUTO (0, the default) is the back end the loop runs on: io_uring with SQPOLL
  * spins without a pause, io_uring without SQPOLL and recvmmsg pause (epoll sleeps). Measured
- * in one uf-bench e2e run each way (docs/performance.md "The feed's idle pause"): a paused
- * spin cost the SQPOLL feed more CPU per message, and the feed that enters the kernel for its
- * own receive less. ON and OFF ("idle_pause": true / false) fix it whatever the back end. */
+ * each way in one uf-bench e2e run (docs/performance.md "The feed's idle pause"): the feed
+ * that enters the kernel for its own receive used less CPU per message with the pause in
+ * every run; the SQPOLL feed no more without it, and less in the daemon's stage means. ON and
+ * OFF ("idle_pause": true / false) fix it whatever the back end. */
 #define UF_FEED_IDLE_PAUSE_AUTO           0
 #define UF_FEED_IDLE_PAUSE_ON             1
 #define UF_FEED_IDLE_PAUSE_OFF            2
