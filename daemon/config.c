@@ -741,13 +741,15 @@ out:
 	return r;
 }
 
-/* "idle_pause": true, false, or "auto" (also when absent: the back end decides). */
+/* "idle_pause": true, false, or "auto" (the back end decides); absent: the engine's default. */
 static int get_idle_pause(struct uf_cj *c, json_t *jf, int *out)
 {
 	json_t *v = json_object_get(jf, "idle_pause");
 	char b[80];
 
-	if (!v || (json_is_string(v) && !strcmp(json_string_value(v), "auto")))
+	if (!v)
+		*out = UF_FEED_DEFAULT_IDLE_PAUSE;
+	else if (json_is_string(v) && !strcmp(json_string_value(v), "auto"))
 		*out = UF_FEED_IDLE_PAUSE_AUTO;
 	else if (json_is_boolean(v))
 		*out = json_is_true(v) ? UF_FEED_IDLE_PAUSE_ON : UF_FEED_IDLE_PAUSE_OFF;

@@ -711,10 +711,6 @@ static void test_config_capture_keys_parse_and_refuse(void **state)
 	rmdir(ro);
 }
 
-/* Sizes inside every range but larger than this host's memory are refused up front (they
- * would fail at start with ENOMEM), naming the feed and the keys. Forced: 2^30 orders (a
- * 32 GiB order table); a host with that much free memory cannot run this test and says so.
- */
 /* "idle_pause": true, false and "auto" (the same as leaving it out) each give their value. */
 static void test_config_idle_pause_takes_true_false_and_auto(void **state)
 {
@@ -738,6 +734,10 @@ static void test_config_idle_pause_takes_true_false_and_auto(void **state)
 	}
 }
 
+/* Sizes inside every range but larger than this host's memory are refused up front (they
+ * would fail at start with ENOMEM), naming the feed and the keys. Forced: 2^30 orders (a
+ * 32 GiB order table); a host with that much free memory cannot run this test and says so.
+ */
 static void test_config_refuses_sizes_beyond_the_hosts_memory(void **state)
 {
 	const char *json = FEED("\"book\":{\"max_orders\":1073741824}");
