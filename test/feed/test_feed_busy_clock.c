@@ -7,7 +7,6 @@
  * No timed assertion: the bounds hold on any host, however loaded. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +19,7 @@
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
 #include "feed_test_util.h"
+#include "test/common/uf_test_feed_thread.h"
 
 #define BC_MESSAGES  20000
 #define BC_RATE      "20000" /* ~1 s of replay in ~500 datagrams a line: mostly waiting */
@@ -32,19 +32,10 @@ static char g_day[256];
 struct bc_run {
 	struct uf_feed_config cfg;
 	struct uf_feed *feed;
-	pthread_t thr;
-	volatile int stop;
-	int run_rc;
+	struct uf_test_feed_thread thr;
 	struct uf_feed_stats st; /* at the end */
 	uint64_t wall_ns;        /* thread start to join: the feed thread's whole run */
 };
-
-static void *bc_thread(void *arg)
-{
-	struct bc_run *r = arg;
-	r->run_rc = uf_feed_run(r->feed, &r->stop);
-	return NULL;
-}
 
 /* Runs a feed on `be` (busy clock `on`) while uf-replay sends the day to it, until every
  * message is accounted for and the end of session was seen; stops it and keeps its stats. */
@@ -57,9 +48,8 @@ static void bc_run_day(struct bc_run *r, enum uf_backend be, int sc, int on)
 	r->cfg.recovery.wait_packets = 64;
 	if (uf_feed_create(&r->cfg, &r->feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
-	r->stop = 0;
 	uint64_t t0 = uf_now_mono_ns();
-	assert_int_equal(pthread_create(&r->thr, NULL, bc_thread, r), 0);
+	uf_test_feed_thread_start(&r->thr, r->feed);
 
 	inet_ntop(AF_INET, &r->cfg.lines[0].group, ga, sizeof(ga));
 	inet_ntop(AF_INET, &r->cfg.lines[1].group, gb, sizeof(gb));
@@ -82,10 +72,9 @@ static void bc_run_day(struct bc_run *r, enum uf_backend be, int sc, int on)
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
-	r->stop = 1;
-	assert_int_equal(pthread_join(r->thr, NULL), 0);
+	int rc = uf_test_feed_thread_stop(&r->thr);
 	r->wall_ns = uf_now_mono_ns() - t0;
-	assert_int_equal(r->run_rc, 0);
+	assert_int_equal(rc, 0);
 	uf_feed_stats_read(s, &r->st);
 	uf_feed_destroy(r->feed);
 	uf_ring_unlink(r->cfg.ring.name, NULL);

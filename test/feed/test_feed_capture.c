@@ -5,7 +5,6 @@
  * served; the capture, de-duplicated by sequence, holds every message of the day once;
  * `uf-decode books` of the capture equals `uf-decode books` of the day file; tshark reads it
  * as Ethernet/IPv4/UDP on the lines' groups and ports. */
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +21,7 @@
 #include "feed_test_util.h"
 #include "ft_books.h"
 #include "ft_snap_settled.h"
+#include "test/common/uf_test_feed_thread.h"
 
 #define TC_MESSAGES 40000
 #define TC_RATE     "100000"
@@ -406,19 +406,6 @@ static void test_capture_max_total_deletes_the_oldest_files(void **s)
 
 /* ---- end to end ---- */
 
-struct tc_feed {
-	struct uf_feed *feed;
-	volatile int stop;
-	int rc;
-};
-
-static void *tc_feed_thread(void *arg)
-{
-	struct tc_feed *t = arg;
-	t->rc = uf_feed_run(t->feed, &t->stop);
-	return NULL;
-}
-
 static char *tc_slurp_cmd(const char *cmd)
 {
 	FILE *f = popen(cmd, "r");
@@ -448,17 +435,17 @@ static char *tc_slurp_cmd(const char *cmd)
  * writes what it was handed, then stops). Returns uf_feed_run's result. */
 static int tc_run(struct uf_feed_config *cfg, char **argv, struct uf_feed_stats *fs, char **books)
 {
-	struct tc_feed t = {0};
+	struct uf_test_feed_thread t;
+	struct uf_feed *feed;
 	char err[256];
-	if (uf_feed_create(cfg, &t.feed, err, sizeof(err)) < 0)
+	if (uf_feed_create(cfg, &feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
-	pthread_t thr;
-	assert_int_equal(pthread_create(&thr, NULL, tc_feed_thread, &t), 0);
+	uf_test_feed_thread_start(&t, feed);
 	char out[300];
 	snprintf(out, sizeof(out), "%s/replay-%s.json", ft_tmpdir(), cfg->name);
 	pid_t rp = ft_spawn(argv, out);
 	assert_true(rp > 0);
-	const struct uf_feed_stats *st = uf_feed_stats(t.feed);
+	const struct uf_feed_stats *st = uf_feed_stats(feed);
 	uint64_t end = uf_now_mono_ns() + (uint64_t)TC_DONE_MS * 1000000ull;
 	/* done: the end of session, and every message (or a snapshot loaded and settled, no
 	 * re-load due: its messages come from the snapshot, not the stream) */
@@ -472,8 +459,7 @@ static int tc_run(struct uf_feed_config *cfg, char **argv, struct uf_feed_stats 
 		struct timespec ts = {0, 2000000};
 		nanosleep(&ts, NULL);
 	}
-	t.stop = 1;
-	pthread_join(thr, NULL);
+	int rc = uf_test_feed_thread_stop(&t);
 	kill(rp, SIGTERM);
 	ft_wait(rp, 10000);
 	uf_feed_stats_read(st, fs);
@@ -496,9 +482,9 @@ static int tc_run(struct uf_feed_config *cfg, char **argv, struct uf_feed_stats 
 		struct ft_snap_settle set = ft_snap_settle_of(fs, cfg->snapshot.reload_uncertain);
 		assert_true(ft_snap_stale_ok(&set, stale));
 	}
-	uf_feed_destroy(t.feed);
+	uf_feed_destroy(feed);
 	uf_ring_unlink(cfg->ring.name, NULL);
-	return t.rc;
+	return rc;
 }
 
 /* Feed `sc` of this test on loopback, capture into `dir` when given. */
@@ -940,13 +926,13 @@ static void test_capture_new_session_starts_a_new_file(void **s)
 	tc_line_arg(&cfg, 0, a, sizeof(a));
 	tc_line_arg(&cfg, 1, b, sizeof(b));
 	assert_int_equal(ft_gen_day(day, sizeof(day), 5000, 10, 6), 0);
-	struct tc_feed t = {0};
+	struct uf_test_feed_thread t;
+	struct uf_feed *feed;
 	char err[256];
-	if (uf_feed_create(&cfg, &t.feed, err, sizeof(err)) < 0)
+	if (uf_feed_create(&cfg, &feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
-	pthread_t thr;
-	assert_int_equal(pthread_create(&thr, NULL, tc_feed_thread, &t), 0);
-	const struct uf_feed_stats *st = uf_feed_stats(t.feed);
+	uf_test_feed_thread_start(&t, feed);
+	const struct uf_feed_stats *st = uf_feed_stats(feed);
 	static const char *const sess[2] = {"DAYONE0001", "DAYTWO0002"};
 	for (int d = 0; d < 2; d++) {
 		char *argv[] = {"uf-replay",
@@ -974,11 +960,10 @@ static void test_capture_new_session_starts_a_new_file(void **s)
 		}
 		assert_int_equal(uf_load_relaxed_u64(&st->end_of_session), d + 1);
 	}
-	t.stop = 1;
-	pthread_join(thr, NULL);
+	assert_int_equal(uf_test_feed_thread_stop(&t), 0);
 	struct uf_feed_stats fs;
 	uf_feed_stats_read(st, &fs);
-	uf_feed_destroy(t.feed);
+	uf_feed_destroy(feed);
 	uf_ring_unlink(cfg.ring.name, NULL);
 	assert_int_equal(fs.sessions, 2); /* (the writer opens the second file after this read) */
 

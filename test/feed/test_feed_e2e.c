@@ -21,6 +21,7 @@
 #include "ring/ufconsumer.h"
 #include "feed_test_util.h"
 #include "ft_books.h"
+#include "test/common/uf_test_feed_thread.h"
 
 #ifndef FT_BACKEND
 #error "FT_BACKEND must name the receive back end under test"
@@ -41,11 +42,9 @@ static uint64_t g_ref_msgs;
 struct ft_case {
 	struct uf_feed_config cfg;
 	struct uf_feed *feed;
-	pthread_t thr;
-	volatile int stop;
-	int joined; /* 1 once ft_stop joined the feed thread */
+	struct uf_test_feed_thread thr; /* its tid: ft_feed_withheld_ns */
+	int joined;                     /* 1 once ft_stop joined the feed thread */
 	int run_rc;
-	pid_t tid; /* the feed thread's (ft_feed_withheld_ns) */
 	pid_t replay;
 	char replay_out[256];
 	struct uf_feed_stats st; /* copy taken at the end */
@@ -67,16 +66,6 @@ static int ft_venue(const struct uf_record *r)
 	assert_int_equal(r->instrument, 0);
 	assert_int_equal(r->flags, UF_RECF_LAST);
 	return 1;
-}
-
-static void *ft_feed_thread(void *arg)
-{
-	struct ft_case *c = arg;
-	__atomic_store_n(&c->tid, gettid(), __ATOMIC_RELEASE);
-	c->run_rc = uf_feed_run(c->feed, &c->stop);
-	if (c->run_rc < 0)
-		fprintf(stderr, "uf_feed_run: %s\n", uf_feed_error(c->feed));
-	return NULL;
 }
 
 /* Feed configuration of case `sc`: lines 239.77.<backend>.<2sc>/<2sc+1>, ports
@@ -107,12 +96,11 @@ static void ft_create(struct ft_case *c)
 		fail_msg("uf_feed_create: %s", err);
 }
 
-/* Starts the case's feed thread (ft_feed_thread, until c->stop). */
+/* Starts the case's feed thread (until ft_stop). */
 static void ft_launch(struct ft_case *c)
 {
-	c->stop = 0;
 	c->joined = 0;
-	assert_int_equal(pthread_create(&c->thr, NULL, ft_feed_thread, c), 0);
+	uf_test_feed_thread_start(&c->thr, c->feed);
 }
 
 /* The usual start: case `sc`'s configuration, the feed, its thread. */
@@ -307,8 +295,7 @@ static void ft_stop(struct ft_case *c)
 {
 	if (c->joined)
 		return;
-	c->stop = 1;
-	assert_int_equal(pthread_join(c->thr, NULL), 0);
+	c->run_rc = uf_test_feed_thread_stop(&c->thr);
 	c->joined = 1;
 }
 
@@ -551,7 +538,7 @@ static uint64_t ft_steal_ticks(void)
 static uint64_t ft_feed_withheld_ns(const struct ft_case *c, uint64_t steal0)
 {
 	uint64_t wait = 0;
-	pid_t tid = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
+	pid_t tid = __atomic_load_n(&c->thr.tid, __ATOMIC_ACQUIRE);
 	if (!tid || uf_schedstat_read(getpid(), tid, NULL, &wait) < 0)
 		wait = 0;
 	uint64_t steal = ft_steal_ticks() - steal0;

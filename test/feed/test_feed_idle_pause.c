@@ -4,7 +4,6 @@
  * io_uring without it and on recvmmsg; ON and OFF hold whatever the back end. Each case runs a
  * real feed on loopback until its loop has polled, then stops it: no traffic is needed, and
  * nothing is timed. */
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,39 +16,27 @@
 #include "feed/uf_feed.h"
 #include "ring/uf_ring.h"
 #include "feed_test_util.h"
+#include "test/common/uf_test_feed_thread.h"
 
 #define IP_OCTET     96
 #define IP_PORT_BASE 29600
 #define IP_WAIT_MS   20000 /* a loop that has not polled by then fails the case */
-
-struct ip_run {
-	struct uf_feed *feed;
-	volatile int stop;
-	int rc;
-};
-
-static void *ip_thread(void *arg)
-{
-	struct ip_run *r = arg;
-	r->rc = uf_feed_run(r->feed, &r->stop);
-	return NULL;
-}
 
 /* Runs a feed on `be` with idle_pause `mode` until its loop made an empty poll; returns what
  * it reported, and in `ran` the back end it actually ran on. */
 static uint64_t ip_case(enum uf_backend be, int sc, int mode, char *ran, size_t ranlen)
 {
 	static struct uf_feed_config cfg; /* big: not on the stack */
-	struct ip_run r = {0};
-	pthread_t thr;
+	struct uf_test_feed_thread t;
+	struct uf_feed *feed;
 	char err[256];
 
 	ft_config_lines(&cfg, "ip", be, sc, IP_OCTET, IP_PORT_BASE, 5);
 	cfg.idle_pause = mode;
-	if (uf_feed_create(&cfg, &r.feed, err, sizeof(err)) < 0)
+	if (uf_feed_create(&cfg, &feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
-	assert_int_equal(pthread_create(&thr, NULL, ip_thread, &r), 0);
-	const struct uf_feed_stats *s = uf_feed_stats(r.feed);
+	uf_test_feed_thread_start(&t, feed);
+	const struct uf_feed_stats *s = uf_feed_stats(feed);
 	uint64_t end = uf_now_mono_ns() + (uint64_t)IP_WAIT_MS * 1000000u;
 	while (uf_load_relaxed_u64(&s->busy_polls) == 0 && uf_now_mono_ns() < end) {
 		struct timespec ts = {0, 1000000};
@@ -57,12 +44,11 @@ static uint64_t ip_case(enum uf_backend be, int sc, int mode, char *ran, size_t 
 	}
 	uint64_t polls = uf_load_relaxed_u64(&s->busy_polls);
 	uint64_t pause = uf_load_relaxed_u64(&s->idle_pause);
-	r.stop = 1;
-	assert_int_equal(pthread_join(thr, NULL), 0);
-	snprintf(ran, ranlen, "%s", uf_feed_backend_name(r.feed));
-	uf_feed_destroy(r.feed);
+	int rc = uf_test_feed_thread_stop(&t);
+	snprintf(ran, ranlen, "%s", uf_feed_backend_name(feed));
+	uf_feed_destroy(feed);
 	uf_ring_unlink(cfg.ring.name, NULL);
-	assert_int_equal(r.rc, 0);
+	assert_int_equal(rc, 0);
 	assert_true(polls > 0); /* the loop ran: the gauge is its own */
 	print_message("[%s, idle_pause %d] ran on %s, reported %llu\n", uf_backend_name(be), mode,
 	              ran, (unsigned long long)pause);

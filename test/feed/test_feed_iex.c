@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +32,7 @@
 #include "ring/ufbook.h"
 #include "ring/ufconsumer.h"
 #include "test/common/uf_test_iex.h"
+#include "test/common/uf_test_feed_thread.h"
 #include "test/feed/feed_test_util.h"
 
 #define FI_SESSION 42u
@@ -41,22 +41,13 @@
 struct fi {
 	struct uf_feed_config cfg;
 	struct uf_feed *feed;
-	pthread_t thr;
-	volatile int stop;
-	int run_rc;
+	struct uf_test_feed_thread thr;
 	uf_consumer_t *c;
 	int tx;
 	struct uf_record recs[256]; /* every record read so far */
 	size_t n;
 	uint64_t last_seq; /* ring sequence of the last one */
 };
-
-static void *fi_thread(void *arg)
-{
-	struct fi *t = arg;
-	t->run_rc = uf_feed_run(t->feed, &t->stop);
-	return NULL;
-}
 
 /* Starts the feed; with `server` non-NULL its config also names a re-request server there
  * (which an IEX-TP feed must never ask: no request layout is implemented). */
@@ -84,7 +75,7 @@ static void fi_start_srv(struct fi *t, enum uf_backend be, int sc, const char *p
 	opt.start = UF_CONSUMER_START_OLDEST;
 	if (uf_consumer_attach(t->cfg.ring.name, &opt, &t->c, err, sizeof(err)) < 0)
 		fail_msg("uf_consumer_attach: %s", err);
-	assert_int_equal(pthread_create(&t->thr, NULL, fi_thread, t), 0);
+	uf_test_feed_thread_start(&t->thr, t->feed);
 	struct in_addr lo;
 	inet_pton(AF_INET, "127.0.0.1", &lo);
 	t->tx = uf_mcast_open_tx(lo, 1, err, sizeof(err));
@@ -99,9 +90,7 @@ static void fi_start(struct fi *t, enum uf_backend be, int sc, const char *proto
 
 static void fi_stop(struct fi *t)
 {
-	t->stop = 1;
-	pthread_join(t->thr, NULL);
-	assert_int_equal(t->run_rc, 0);
+	assert_int_equal(uf_test_feed_thread_stop(&t->thr), 0);
 	close(t->tx);
 	uf_consumer_detach(t->c);
 	uf_feed_destroy(t->feed);

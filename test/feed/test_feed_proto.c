@@ -15,7 +15,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +36,7 @@
 #include "publish/uf_proto.h"
 #include "ring/uf_ring.h"
 #include "ring/ufconsumer.h"
+#include "test/common/uf_test_feed_thread.h"
 #include "test/feed/feed_test_util.h"
 
 #define TOY_HDR 16
@@ -300,17 +300,8 @@ static void test_proto_itch50_framing_through_the_table(void **st)
 struct tp_feed {
 	struct uf_feed_config cfg;
 	struct uf_feed *feed;
-	pthread_t thr;
-	volatile int stop;
-	int run_rc;
+	struct uf_test_feed_thread thr;
 };
-
-static void *tp_thread(void *arg)
-{
-	struct tp_feed *t = arg;
-	t->run_rc = uf_feed_run(t->feed, &t->stop);
-	return NULL;
-}
 
 static void tp_send(int fd, const struct uf_line_config *l, const struct toy_pkt *p)
 {
@@ -371,8 +362,7 @@ static void test_proto_toy_feed_delivers_records_through_the_engine(void **st)
 	uf_consumer_t *c = NULL;
 	if (uf_consumer_attach(t.cfg.ring.name, &opt, &c, err, sizeof(err)) < 0)
 		fail_msg("uf_consumer_attach: %s", err);
-	t.stop = 0;
-	assert_int_equal(pthread_create(&t.thr, NULL, tp_thread, &t), 0);
+	uf_test_feed_thread_start(&t.thr, t.feed);
 
 	struct in_addr lo;
 	inet_pton(AF_INET, "127.0.0.1", &lo);
@@ -431,9 +421,7 @@ static void test_proto_toy_feed_delivers_records_through_the_engine(void **st)
 	}
 	assert_int_equal(stale, 1);
 
-	t.stop = 1;
-	pthread_join(t.thr, NULL);
-	assert_int_equal(t.run_rc, 0);
+	assert_int_equal(uf_test_feed_thread_stop(&t.thr), 0);
 	const struct uf_feed_stats *fs = uf_feed_stats(t.feed);
 	assert_int_equal(fs->messages, 6);
 	assert_int_equal(fs->decode_unknown_type, 1);

@@ -25,6 +25,7 @@
 #include "feed_test_util.h"
 #include "ft_books.h"
 #include "ft_snap_settled.h"
+#include "test/common/uf_test_feed_thread.h"
 
 #ifndef FT_BACKEND
 #error "FT_BACKEND must name the receive back end under test"
@@ -104,22 +105,11 @@ static inline int ts_tcp_bound(uint16_t *port, int listen_too)
 struct ts_case {
 	struct uf_feed_config cfg;
 	struct uf_feed *feed;
-	pthread_t thr;
-	volatile int stop;
-	int run_rc;
+	struct uf_test_feed_thread thr;
 	int tx;                        /* multicast sender */
 	struct sockaddr_in to[2];      /* line groups */
 	const struct uf_feed_stats *s; /* live counters */
 };
-
-static inline void *ts_feed_thread(void *arg)
-{
-	struct ts_case *c = arg;
-	c->run_rc = uf_feed_run(c->feed, &c->stop);
-	if (c->run_rc < 0)
-		fprintf(stderr, "uf_feed_run: %s\n", uf_feed_error(c->feed));
-	return NULL;
-}
 
 static inline void ts_config(struct uf_feed_config *cfg, int sc, uint16_t snap_port)
 {
@@ -163,15 +153,12 @@ static inline void ts_create(struct ts_case *c)
 
 static inline void ts_run(struct ts_case *c)
 {
-	c->stop = 0;
-	assert_int_equal(pthread_create(&c->thr, NULL, ts_feed_thread, c), 0);
+	uf_test_feed_thread_start(&c->thr, c->feed);
 }
 
 static inline void ts_end(struct ts_case *c)
 {
-	c->stop = 1;
-	pthread_join(c->thr, NULL);
-	assert_int_equal(c->run_rc, 0);
+	assert_int_equal(uf_test_feed_thread_stop(&c->thr), 0);
 	close(c->tx);
 	uf_feed_destroy(c->feed);
 	char p[300];

@@ -2,7 +2,6 @@
  * an idle feed must keep beating, or the daemon would withhold WATCHDOG=1 every quiet night
  * and systemd would restart a healthy process; a feed whose loop has ended must not. */
 #include <arpa/inet.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,22 +17,8 @@
 
 #include "feed/uf_feed.h"
 #include "test/common/uf_test_dir.h"
+#include "test/common/uf_test_feed_thread.h"
 #include "daemon/watchdog.h"
-
-struct runner {
-	struct uf_feed *feed;
-	volatile int stop;
-	int rc;
-	volatile int done; /* uf_feed_run returned */
-};
-
-static void *run(void *arg)
-{
-	struct runner *r = arg;
-	r->rc = uf_feed_run(r->feed, &r->stop);
-	r->done = 1;
-	return NULL;
-}
 
 /* One line on a loopback multicast group and port unique to this process; nothing is ever
  * sent to it. */
@@ -66,7 +51,8 @@ static void idle_config(struct uf_feed_config *cfg)
 }
 
 /* Waits until the beats differ from `from`: bounded at 10 s (the loop wakes every 50 ms). */
-static uint64_t wait_moved(const struct runner *r, const struct uf_feed_stats *st, uint64_t from)
+static uint64_t wait_moved(const struct uf_test_feed_thread *r, const struct uf_feed_stats *st,
+                           uint64_t from)
 {
 	struct timespec ms = {0, 1000000};
 
@@ -86,15 +72,15 @@ static uint64_t wait_moved(const struct runner *r, const struct uf_feed_stats *s
 static void test_watchdog_idle_feed_keeps_beating_and_a_stopped_one_does_not(void **state)
 {
 	struct uf_feed_config cfg;
-	struct runner r = {0};
+	struct uf_test_feed_thread r;
+	struct uf_feed *feed;
 	char err[256];
-	pthread_t t;
 
 	idle_config(&cfg);
-	if (uf_feed_create(&cfg, &r.feed, err, sizeof(err)) < 0)
+	if (uf_feed_create(&cfg, &feed, err, sizeof(err)) < 0)
 		fail_msg("uf_feed_create: %s", err);
-	const struct uf_feed_stats *st = uf_feed_stats(r.feed);
-	assert_int_equal(pthread_create(&t, NULL, run, &r), 0);
+	const struct uf_feed_stats *st = uf_feed_stats(feed);
+	uf_test_feed_thread_start(&r, feed);
 
 	/* Three consecutive watchdog checks on a feed that receives nothing: each sees progress. */
 	uint64_t prev = uf_watchdog_beats(st);
@@ -105,15 +91,13 @@ static void test_watchdog_idle_feed_keeps_beating_and_a_stopped_one_does_not(voi
 	}
 	assert_int_equal(uf_load_relaxed_u64((uint64_t *)&st->packets), 0); /* truly idle */
 
-	r.stop = 1;
-	pthread_join(t, NULL);
-	assert_int_equal(r.rc, 0);
+	assert_int_equal(uf_test_feed_thread_stop(&r), 0);
 	/* The loop has ended: its beats no longer move, so the ping would be withheld. */
 	prev = uf_watchdog_beats(st);
 	uint64_t cur = uf_watchdog_beats(st);
 	assert_int_equal(uf_watchdog_decide(&prev, &cur, NULL, 1, NULL), 0);
 
-	uf_feed_destroy(r.feed);
+	uf_feed_destroy(feed);
 }
 
 /* The rings go to a folder of this process, removed even when an assertion failed. */
