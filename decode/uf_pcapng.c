@@ -116,11 +116,11 @@ static uint16_t ip_checksum(const uint8_t *h)
 
 static void put_eth_ip(uint8_t *e, const struct uf_pcapng_udp *a, uint8_t proto, uint32_t l4);
 
-size_t uf_pcapng_epb_udp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
-                         const struct uf_pcapng_udp *a, const uint8_t *payload, uint32_t len)
+/* An enhanced packet block's fixed head (type, length, interface, timestamp, captured and
+ * original length: the whole frame is always kept) into out[0..28). */
+static void put_epb_head(uint8_t *out, size_t total, uint32_t iface, uint64_t ts_ns,
+                         uint32_t caplen)
 {
-	uint32_t caplen = UF_PCAPNG_UDP_HDRS + len;
-	size_t total = uf_pcapng_epb_size(len);
 	put32(out, UF_PCAPNG_BT_EPB);
 	put32(out + 4, (uint32_t)total);
 	put32(out + 8, iface);
@@ -128,6 +128,14 @@ size_t uf_pcapng_epb_udp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
 	put32(out + 16, (uint32_t)ts_ns);
 	put32(out + 20, caplen);
 	put32(out + 24, caplen);
+}
+
+size_t uf_pcapng_epb_udp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
+                         const struct uf_pcapng_udp *a, const uint8_t *payload, uint32_t len)
+{
+	uint32_t caplen = UF_PCAPNG_UDP_HDRS + len;
+	size_t total = uf_pcapng_epb_size(len);
+	put_epb_head(out, total, iface, ts_ns, caplen);
 	uint8_t *e = out + 28;
 	put_eth_ip(e, a, 17, 8 + len);
 	uint8_t *udp = e + 34;
@@ -176,13 +184,7 @@ size_t uf_pcapng_epb_tcp(uint8_t *out, uint32_t iface, uint64_t ts_ns,
 {
 	uint32_t caplen = UF_PCAPNG_TCP_HDRS + len;
 	size_t total = uf_pcapng_epb_tcp_size(len);
-	put32(out, UF_PCAPNG_BT_EPB);
-	put32(out + 4, (uint32_t)total);
-	put32(out + 8, iface);
-	put32(out + 12, (uint32_t)(ts_ns >> 32));
-	put32(out + 16, (uint32_t)ts_ns);
-	put32(out + 20, caplen);
-	put32(out + 24, caplen);
+	put_epb_head(out, total, iface, ts_ns, caplen);
 	uint8_t *e = out + 28;
 	put_eth_ip(e, a, 6, 20 + len);
 	uint8_t *t = e + 34;

@@ -58,6 +58,38 @@ static void rp_print_summary(const struct rp_sender *s, const struct rp_rereques
 	fflush(stdout);
 }
 
+/* The multicast sender on --interface: its socket, or -1 with the reason on stderr. */
+static int rp_open_sender(const struct rp_opts *o)
+{
+	char err[256];
+	int tx = uf_mcast_open_tx(o->ifaddr, 1, err, sizeof(err));
+	if (tx < 0)
+		fprintf(stderr, "uf-replay: multicast sender on %s: %s\n", o->ifs, err);
+	return tx;
+}
+
+/* From here on SIGINT and SIGTERM stop the replay (rp_stop), and sleeps end on time (a
+ * smoother rate). */
+static void rp_start_sending(void)
+{
+	signal(SIGINT, rp_on_signal);
+	signal(SIGTERM, rp_on_signal);
+	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+}
+
+/* Replays a capture as it was received: the sender, then `run` until the capture ends or a
+ * signal stops it. Returns run's exit status (1: no sender). */
+static int rp_send_capture(const struct rp_opts *o, int (*run)(const struct rp_opts *, int))
+{
+	int tx = rp_open_sender(o);
+	if (tx < 0)
+		return 1;
+	rp_start_sending();
+	int rc = run(o, tx);
+	close(tx);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static struct rp_opts o;
@@ -65,7 +97,6 @@ int main(int argc, char **argv)
 	static struct rp_sender snd;
 	struct rp_rerequest rr = {.fd = -1};
 	struct rp_snapshot snap = {0};
-	char err[256];
 	int rc, tx;
 
 	rc = rp_opts_parse(argc, argv, &o);
@@ -81,17 +112,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "uf-replay: --serve-* do not apply to a pcapng capture\n");
 			return 2;
 		}
-		tx = uf_mcast_open_tx(o.ifaddr, 1, err, sizeof(err));
-		if (tx < 0) {
-			fprintf(stderr, "uf-replay: multicast sender on %s: %s\n", o.ifs, err);
-			return 1;
-		}
-		signal(SIGINT, rp_on_signal);
-		signal(SIGTERM, rp_on_signal);
-		(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-		rc = rp_capture_run(&o, tx);
-		close(tx);
-		return rc;
+		return rp_send_capture(&o, rp_capture_run);
 	}
 	if (rp_capture_is_iextp(o.in)) { /* IEX-TP: to both lines with faults (replay_capture.h) */
 		if (o.serve_port || o.serve_snap) {
@@ -99,28 +120,16 @@ int main(int argc, char **argv)
 			                "--serve-* do not apply\n");
 			return 2;
 		}
-		tx = uf_mcast_open_tx(o.ifaddr, 1, err, sizeof(err));
-		if (tx < 0) {
-			fprintf(stderr, "uf-replay: multicast sender on %s: %s\n", o.ifs, err);
-			return 1;
-		}
-		signal(SIGINT, rp_on_signal);
-		signal(SIGTERM, rp_on_signal);
-		(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-		rc = rp_capture_run_iextp(&o, tx);
-		close(tx);
-		return rc;
+		return rp_send_capture(&o, rp_capture_run_iextp);
 	}
 	memcpy(st.session, o.session, sizeof(st.session));
 	st.mtu = o.mtu;
 	st.pack_ts = o.pack_ts;
 	if (rp_stream_load(&st, o.in) < 0)
 		return 2;
-	tx = uf_mcast_open_tx(o.ifaddr, 1, err, sizeof(err));
-	if (tx < 0) {
-		fprintf(stderr, "uf-replay: multicast sender on %s: %s\n", o.ifs, err);
+	tx = rp_open_sender(&o);
+	if (tx < 0)
 		return 1;
-	}
 	rp_sender_init(&snd, &o, &st, tx);
 	if (o.serve_port) {
 		if (rp_rerequest_open(&rr, o.serve_port, o.rerequest_delay_ms) < 0)
@@ -132,9 +141,7 @@ int main(int argc, char **argv)
 			return 1;
 		rp_sender_add_server(&snd, rp_snapshot_server(&snap));
 	}
-	signal(SIGINT, rp_on_signal);
-	signal(SIGTERM, rp_on_signal);
-	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* sleeps end on time: smoother rate */
+	rp_start_sending();
 
 	rp_sender_run(&snd);
 	rp_print_summary(&snd, &rr);
