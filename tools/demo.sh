@@ -108,12 +108,21 @@ curl -s http://127.0.0.1:8080/metrics |
 	grep -E '^uringfeed_(messages|gaps|rerequests|recovered_messages|gaps_unrecovered|decode_errors|book_integrity_errors|snapshots_loaded|snapshot_messages|snapshot_last_duration_ns|snapshot_failures)_total|^uringfeed_line_(wins|duplicates)_total|^uringfeed_wire_to_publish_(seconds_(sum|count)|max_seconds)|^uringfeed_ring_sequence|^uringfeed_consumer_lag_records|^uringfeed_ready' |
 	grep -v 'kind=.*} 0$' || true
 
+# Books the ring and the file both mark "stale":true (the book may be wrong: the input itself
+# removed an order or a level it never showed) are said, not hidden.
+stale_note() {
+	local n
+	n=$(grep -c '"stale":true' "$1" || true)
+	[ "$n" -gt 0 ] && echo " ($n marked stale by both: the input touches what it never showed)"
+	return 0
+}
+
 echo
 echo "demo: books from the ring (uf-tail --books) against the file (uf-decode books), depth 10"
-$bin/uf-tail --ring nasdaq --books --depth 10 >"$work/ring-books.jsonl"
+$bin/uf-tail --ring nasdaq --books --depth 10 >"$work/ring-books.jsonl" 2>/dev/null
 $bin/uf-decode books "$work/day.itch" --depth 10 >"$work/file-books.jsonl"
 if cmp -s "$work/ring-books.jsonl" "$work/file-books.jsonl"; then
-	echo "demo: identical: $(wc -l <"$work/file-books.jsonl") books, every level, share and order count"
+	echo "demo: identical: $(wc -l <"$work/file-books.jsonl") books, every level, share and order count$(stale_note "$work/file-books.jsonl")"
 else
 	echo "demo: BOOKS DIFFER:"
 	diff "$work/ring-books.jsonl" "$work/file-books.jsonl" | head -20
@@ -121,10 +130,10 @@ fi
 
 if [ -n "$deep" ]; then
 	echo "demo: IEX books from the iex ring against the capture (uf-decode books), depth 10"
-	$bin/uf-tail --ring iex --books --depth 10 >"$work/ring-iex.jsonl"
+	$bin/uf-tail --ring iex --books --depth 10 >"$work/ring-iex.jsonl" 2>/dev/null
 	$bin/uf-decode books "$deep" --depth 10 >"$work/file-iex.jsonl" 2>/dev/null || true
 	if cmp -s "$work/ring-iex.jsonl" "$work/file-iex.jsonl"; then
-		echo "demo: identical: $(wc -l <"$work/file-iex.jsonl") IEX books, every level and size"
+		echo "demo: identical: $(wc -l <"$work/file-iex.jsonl") IEX books, every level and size$(stale_note "$work/file-iex.jsonl")"
 	else
 		echo "demo: IEX BOOKS DIFFER:"
 		diff "$work/ring-iex.jsonl" "$work/file-iex.jsonl" | head -20

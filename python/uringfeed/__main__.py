@@ -1,6 +1,7 @@
 """python3 -m uringfeed COMMAND --ring NAME ...
 
   books   [--depth N]            the book image as JSON lines, exactly as `uf-tail --books`
+                                 ("stale":true: may be wrong; "truncated":true: cut short)
   records [--count N] [--timeout S] [--oldest | --from-start]   records as JSON lines
           (--from-start: the day from the producer's journal, then live)
 
@@ -10,7 +11,8 @@ import argparse
 import json
 import sys
 
-from . import Consumer, UfError, KIND_NAMES
+from . import (BOOKF_STALE, BOOKF_TRUNCATED_ASK, BOOKF_TRUNCATED_BID, Consumer, UfError,
+               KIND_NAMES)
 
 
 def json_str(b):
@@ -33,18 +35,41 @@ def side_json(levels, depth):
     return "[" + ",".join("[%d,%d,%d]" % lv for lv in levels) + "]"
 
 
+def cut_short(flags, cut, levels, depth):
+    """A side the image cut at its depth, printed shorter than asked (depth 0: every level)."""
+    return bool(flags & cut) and (depth == 0 or depth > len(levels))
+
+
+def book_json(s, depth):
+    """One book line as uf-tail prints it: "stale":true when the book may be wrong,
+    "truncated":true when a side has more levels than the image holds and more were asked."""
+    line = '{"symbol":%s,"bid":%s,"ask":%s' % (
+        json_str(s.symbol_bytes), side_json(s.bid, depth), side_json(s.ask, depth))
+    if s.flags & BOOKF_STALE:
+        line += ',"stale":true'
+    if cut_short(s.flags, BOOKF_TRUNCATED_BID, s.bid, depth) or \
+            cut_short(s.flags, BOOKF_TRUNCATED_ASK, s.ask, depth):
+        line += ',"truncated":true'
+    return line + "}\n"
+
+
 def render_books(snaps, depth=0):
     """uf-tail --books lines: non-empty books sorted by symbol bytes, then id."""
     books = [s for s in snaps if s.bid or s.ask]
     books.sort(key=lambda s: (s.symbol_bytes, s.instrument))
-    return "".join('{"symbol":%s,"bid":%s,"ask":%s}\n' % (
-        json_str(s.symbol_bytes), side_json(s.bid, depth), side_json(s.ask, depth))
-        for s in books)
+    return "".join(book_json(s, depth) for s in books)
 
 
 def cmd_books(a):
     with Consumer(a.ring, tag="py-books", dir=a.dir) as c:
-        sys.stdout.write(render_books(c.snapshot_all(), a.depth))
+        snaps = c.snapshot_all()
+    sys.stdout.write(render_books(snaps, a.depth))
+    books = [s for s in snaps if s.bid or s.ask]
+    stale = sum(1 for s in books if s.flags & BOOKF_STALE)
+    if stale:
+        sys.stdout.flush()
+        sys.stderr.write('uringfeed: %d of %d books are stale ("stale":true): they may be wrong '
+                         'until the feed recovers them\n' % (stale, len(books)))
     return 0
 
 

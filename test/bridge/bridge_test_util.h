@@ -430,7 +430,8 @@ static inline int bt_cmp(const void *a, const void *b)
 	return c ? c : (x->instrument > y->instrument) - (x->instrument < y->instrument);
 }
 
-/* Collected snapshots as `uf-tail --books --depth depth` prints them (malloc'ed); frees l. */
+/* Collected snapshots as `uf-tail --books --depth depth` prints them (depth >= 1; malloc'ed);
+ * frees l. */
 static inline char *bt_render_list(struct bt_books l, uint32_t depth)
 {
 	size_t cap = 1 << 20, len = 0;
@@ -455,6 +456,13 @@ static inline char *bt_render_list(struct bt_books l, uint32_t depth)
 				                        sides[k][j].shares, sides[k][j].orders);
 			len += (size_t)snprintf(out + len, cap - len, "]");
 		}
+		/* what uf-tail adds to a book that may be wrong, and to one whose side the image
+		 * cut at its depth when more levels were asked */
+		if (s->flags & UF_BOOKF_STALE)
+			len += (size_t)snprintf(out + len, cap - len, ",\"stale\":true");
+		if (((s->flags & UF_BOOKF_TRUNCATED_BID) && depth > ns[0]) ||
+		    ((s->flags & UF_BOOKF_TRUNCATED_ASK) && depth > ns[1]))
+			len += (size_t)snprintf(out + len, cap - len, ",\"truncated\":true");
 		len += (size_t)snprintf(out + len, cap - len, "}\n");
 		assert_true(len < cap - 4096);
 	}

@@ -158,6 +158,16 @@ static inline void pub_compare_errors(const struct uf_publisher *p, const struct
 		}
 	}
 	assert_int_equal(st.live_orders, r->live);
+	/* the same books in doubt: the engine's rule against the model's */
+	for (uint32_t inst = 0; inst < uf_publish_max_instruments(p); inst++) {
+		const struct uf_pub_instrument *in = uf_publish_instrument(p, inst);
+		int want = inst < r->max_inst && r->stale[inst];
+		if ((in->stale != 0) != want) {
+			print_error("stale mismatch inst %u: engine %u, model %d\n", inst,
+			            in->stale, want);
+			fail();
+		}
+	}
 }
 
 /* ---- record checker: a consumer's view ---- */
@@ -358,7 +368,8 @@ static int exp_book_cmp(const void *a, const void *b)
 	return c ? c : (x->inst < y->inst ? -1 : x->inst > y->inst);
 }
 
-/* The exact text `uf-decode books [--depth depth]` must print (depth 0 = all). Caller frees. */
+/* The exact text `uf-decode books [--depth depth]` must print (depth 0 = all), a book the
+ * model's errors put in doubt marked "stale":true. Caller frees. */
 static inline char *model_books_json(const struct ref_model *r, const struct sym_map *s,
                                      size_t depth)
 {
@@ -388,8 +399,11 @@ static inline char *model_books_json(const struct ref_model *r, const struct sym
 				                       l[i].orders);
 				cnt++;
 			}
-			len += (size_t)sprintf(out + len, side ? "]}\n" : "],\"ask\":[");
+			len += (size_t)sprintf(out + len, side ? "]" : "],\"ask\":[");
 		}
+		/* a book the model's errors put in doubt is said to be so */
+		len +=
+		    (size_t)sprintf(out + len, r->stale[b[k].inst] ? ",\"stale\":true}\n" : "}\n");
 	}
 	out[len] = '\0';
 	free(b);

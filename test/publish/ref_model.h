@@ -6,7 +6,10 @@
  *   bad side / locate >= max_instruments -> ignored; E C X D U on an unknown ref -> ignored;
  *   over-execution / over-cancel -> counted, the order loses what it had;
  *   replace: the old order goes, the new one is added with the old side and instrument;
- *   E C X D U whose locate differs from the order's -> counted, applied to the order. */
+ *   E C X D U whose locate differs from the order's -> counted, applied to the order;
+ *   every error above but the locate mismatch and a locate >= max_instruments puts its book in
+ *   doubt (stale: the book the add names, the order's book for an over-execution or
+ *   over-cancel, the message's locate for an unknown ref). */
 #ifndef UF_TEST_REF_MODEL_H
 #define UF_TEST_REF_MODEL_H
 
@@ -36,7 +39,16 @@ struct ref_model {
 	uint64_t max_orders;
 	uint32_t max_inst;
 	uint64_t err[UF_PUB_NERR];
+	uint8_t stale[UF_PUB_MAX_INSTRUMENTS]; /* 1: the book may be wrong (an error above) */
 };
+
+/* Counts an error that leaves book `inst` in doubt. */
+static inline void ref_doubt(struct ref_model *r, enum uf_pub_err kind, uint32_t inst)
+{
+	r->err[kind]++;
+	if (inst < r->max_inst)
+		r->stale[inst] = 1;
+}
 
 static inline void ref_init(struct ref_model *r, uint64_t max_orders, uint32_t max_inst)
 {
@@ -65,15 +77,15 @@ static inline void ref_add(struct ref_model *r, uint32_t inst, uint8_t side, uin
                            uint32_t shares, uint32_t price)
 {
 	if (side != 'B' && side != 'S') {
-		r->err[UF_PUB_ERR_BAD_SIDE]++;
+		ref_doubt(r, UF_PUB_ERR_BAD_SIDE, inst);
 		return;
 	}
 	if (ref_find(r, ref)) {
-		r->err[UF_PUB_ERR_DUP_REF]++;
+		ref_doubt(r, UF_PUB_ERR_DUP_REF, inst);
 		return;
 	}
 	if (r->live >= r->max_orders) {
-		r->err[UF_PUB_ERR_ORDERS_FULL]++;
+		ref_doubt(r, UF_PUB_ERR_ORDERS_FULL, inst);
 		return;
 	}
 	if (r->n == r->cap) {
@@ -102,7 +114,7 @@ static inline void ref_reduce(struct ref_model *r, struct ref_order *o, uint32_t
 		r->err[UF_PUB_ERR_LOCATE_MISMATCH]++;
 	if (all || want >= o->shares) {
 		if (!all && want > o->shares)
-			r->err[over]++;
+			ref_doubt(r, over, o->inst);
 		o->shares = 0;
 		o->live = 0;
 		r->live--;
@@ -128,7 +140,7 @@ static inline void ref_apply(struct ref_model *r, const struct uf_itch_msg *m)
 	case 'C':
 		o = ref_find(r, m->u.exec.order_ref);
 		if (!o) {
-			r->err[UF_PUB_ERR_UNKNOWN_REF]++;
+			ref_doubt(r, UF_PUB_ERR_UNKNOWN_REF, m->locate);
 			return;
 		}
 		ref_reduce(r, o, m->locate, m->u.exec.shares, 0, UF_PUB_ERR_OVER_EXEC);
@@ -136,7 +148,7 @@ static inline void ref_apply(struct ref_model *r, const struct uf_itch_msg *m)
 	case 'X':
 		o = ref_find(r, m->u.cancel.order_ref);
 		if (!o) {
-			r->err[UF_PUB_ERR_UNKNOWN_REF]++;
+			ref_doubt(r, UF_PUB_ERR_UNKNOWN_REF, m->locate);
 			return;
 		}
 		ref_reduce(r, o, m->locate, m->u.cancel.shares, 0, UF_PUB_ERR_OVER_CANCEL);
@@ -144,7 +156,7 @@ static inline void ref_apply(struct ref_model *r, const struct uf_itch_msg *m)
 	case 'D':
 		o = ref_find(r, m->u.del.order_ref);
 		if (!o) {
-			r->err[UF_PUB_ERR_UNKNOWN_REF]++;
+			ref_doubt(r, UF_PUB_ERR_UNKNOWN_REF, m->locate);
 			return;
 		}
 		ref_reduce(r, o, m->locate, 0, 1, UF_PUB_ERR_OVER_CANCEL);
@@ -152,7 +164,7 @@ static inline void ref_apply(struct ref_model *r, const struct uf_itch_msg *m)
 	case 'U': {
 		o = ref_find(r, m->u.replace.orig_ref);
 		if (!o) {
-			r->err[UF_PUB_ERR_UNKNOWN_REF]++;
+			ref_doubt(r, UF_PUB_ERR_UNKNOWN_REF, m->locate);
 			return;
 		}
 		uint32_t inst = o->inst;

@@ -157,13 +157,19 @@ static void test_books_prints_sorted_json_lines_best_first(void **state)
 	out = books(path, "--frobnicate", &st);
 	assert_int_equal(st, 2);
 	free(out);
-	/* An integrity error still prints the books, and says so in the status. */
+	/* An integrity error still prints the books, says so in the status, and marks the
+	 * book it put in doubt (the unknown reference's locate, 4: "B") stale, as uf-tail
+	 * --books marks it from a live feed's image; the others stay as they were. */
 	d.f = fopen(path, "ab");
 	w_D(&d, 4, 777);
 	fclose(d.f);
 	out = books(path, "--depth 1", &st);
 	assert_int_equal(st, 1);
-	assert_non_null(strstr(out, "{\"symbol\":\"B\",\"bid\":[[100,1,1]],\"ask\":[]}\n"));
+	assert_string_equal(out,
+	                    "{\"symbol\":\"A\",\"bid\":[],\"ask\":[[299,20,1]]}\n"
+	                    "{\"symbol\":\"AB\",\"bid\":[[5000,2,2]],\"ask\":[[5100,7,1]]}\n"
+	                    "{\"symbol\":\"B\",\"bid\":[[100,1,1]],\"ask\":[],\"stale\":true}\n"
+	                    "{\"symbol\":\"b\",\"bid\":[[10000,100,1]],\"ask\":[[10100,5,1]]}\n");
 	free(out);
 	unlink(path);
 	out = books("/nonexistent/file.itch", "", &st);

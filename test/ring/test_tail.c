@@ -110,6 +110,53 @@ static void test_tail_books_prints_uf_decode_format_sorted_by_symbol(void **stat
 	uf_ring_unlink(name, NULL);
 }
 
+/* A book the image flags may be wrong says so in its line ("stale":true), and so does
+ * uf-tail on stderr; a side cut at the image's depth says "truncated":true when more levels
+ * were asked than the image holds (every level, or --depth beyond it), not when the asked
+ * depth fits. A sound, complete book keeps the exact `uf-decode books` line. */
+static void test_tail_books_marks_stale_and_cut_books(void **state)
+{
+	static const int64_t ok_b[] = {100}, bad_b[] = {200}, deep_a[] = {10, 11, 12, 13, 14, 15};
+	char name[64], args[512], out[4096], errpath[128];
+	struct uf_ring *r;
+
+	test_ring_name(name, sizeof(name), "marks");
+	r = make_ring(name); /* image depth 5 */
+	uf_ring_image_set_symbol(r, 1, uf_ring_symbol_pack("OK"), 100, 'Q', 0);
+	uf_ring_image_set_symbol(r, 2, uf_ring_symbol_pack("BAD"), 100, 'Q', 0);
+	uf_ring_image_set_symbol(r, 3, uf_ring_symbol_pack("DEEP"), 100, 'Q', 0);
+	set_side(r, 1, UF_SIDE_BID, ok_b, 1);
+	set_side(r, 2, UF_SIDE_BID, bad_b, 1);
+	set_side(r, 3, UF_SIDE_ASK, deep_a, 6); /* one more than the image holds */
+	assert_int_equal(uf_ring_image_set_stale(r, 2, 1, 1), 0);
+
+	snprintf(errpath, sizeof(errpath), "/tmp/uf-tail-marks-%d.err", (int)getpid());
+	snprintf(args, sizeof(args), "--ring %s --books 2>%s", name, errpath);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_string_equal(out, "{\"symbol\":\"BAD\",\"bid\":[[200,100,1]],\"ask\":[],"
+	                         "\"stale\":true}\n"
+	                         "{\"symbol\":\"DEEP\",\"bid\":[],\"ask\":[[10,100,1],[11,200,2],"
+	                         "[12,300,3],[13,400,4],[14,500,5]],\"truncated\":true}\n"
+	                         "{\"symbol\":\"OK\",\"bid\":[[100,100,1]],\"ask\":[]}\n");
+	FILE *f = fopen(errpath, "r");
+	assert_non_null(f);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	unlink(errpath);
+	assert_non_null(strstr(out, "1 of 3 books are stale"));
+	/* the asked depth fits in the image: nothing is missing from the line */
+	snprintf(args, sizeof(args), "--ring %s --books --depth 5 2>/dev/null", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_null(strstr(out, "truncated"));
+	assert_non_null(strstr(out, "\"stale\":true"));
+	snprintf(args, sizeof(args), "--ring %s --books --depth 6 2>/dev/null", name);
+	assert_int_equal(run_tail(args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "[14,500,5]],\"truncated\":true}"));
+	uf_ring_close(r);
+	uf_ring_unlink(name, NULL);
+}
+
 static void test_tail_prints_records_and_ends_cleanly(void **state)
 {
 	char name[64], args[256], out[16384];
@@ -315,6 +362,7 @@ int main(void)
 	const char *env = getenv("UF_BIN_DIR");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tail_books_prints_uf_decode_format_sorted_by_symbol),
+	    cmocka_unit_test(test_tail_books_marks_stale_and_cut_books),
 	    cmocka_unit_test(test_tail_prints_records_and_ends_cleanly),
 	    cmocka_unit_test(test_tail_info_shows_the_venue_and_trading_date),
 	    cmocka_unit_test(test_tail_from_start_reads_the_journal_then_the_ring),

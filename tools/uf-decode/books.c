@@ -157,6 +157,11 @@ static long books_print(FILE *f, const struct uf_publisher *p, size_t depth)
 		books_put_side(f, p, e[i].id, UF_SIDE_BID, depth, buf, cap);
 		fputs(",\"ask\":", f);
 		books_put_side(f, p, e[i].id, UF_SIDE_ASK, depth, buf, cap);
+		/* the book may be wrong (an integrity error, an unrecovered gap): said as uf-tail
+		 * --books says it from a live feed's image, whose rules are these */
+		const struct uf_pub_instrument *in = uf_publish_instrument(p, e[i].id);
+		if (in && in->stale)
+			fputs(",\"stale\":true", f);
 		fputs("}\n", f);
 	}
 	free(buf);

@@ -60,7 +60,9 @@ static void usage(FILE *f)
 	        "  (records)         [--json] [--oldest] [--count N] [--timeout S] [--spin-us N]\n"
 	        "  --from-start      every record of the day from the ring's journal, then live\n"
 	        "                    (docs/journal.md; the producer must have ring.journal)\n"
-	        "  --books           print the book image as JSON lines (as `uf-decode books`)\n"
+	        "  --books           print the book image as JSON lines (as `uf-decode books`;\n"
+	        "                    a book that may be wrong adds \"stale\":true, one cut at the\n"
+	        "                    image's depth \"truncated\":true)\n"
 	        "  --depth N         levels per side for --books (default: all in the image)\n"
 	        "  --top SYMS        live top-of-book view of comma-separated symbols\n"
 	        "  --interval MS     --top refresh period (default 250)\n"
@@ -301,9 +303,38 @@ static void print_side(FILE *f, const struct uf_level *lv, uint32_t n, uint32_t 
 	fputc(']', f);
 }
 
+/* 1 when the side the image cut at its depth (`cut`) is printed shorter than asked: every
+ * level when depth is 0, else more than the image holds. */
+static int side_cut_short(uint32_t flags, uint32_t cut, uint32_t n, uint32_t depth)
+{
+	return (flags & cut) && (depth == 0 || depth > n);
+}
+
+/* One book as `uf-decode books` prints it, and what the image says against it: "stale":true
+ * when the book may be wrong (UF_BOOKF_STALE: an unrecovered gap, a doubt, a book not
+ * loaded from a snapshot yet), "truncated":true when a side has more levels than the image
+ * holds and more were asked. A sound, complete book prints exactly as `uf-decode books`, so
+ * the two compare byte for byte; a book that may not match says so in its own line. */
+static void print_book(FILE *f, const struct uf_book_snapshot *s, uint32_t depth)
+{
+	fputs("{\"symbol\":", f);
+	json_str(f, s->symbol);
+	fputs(",\"bid\":", f);
+	print_side(f, s->bid, s->nbid, depth);
+	fputs(",\"ask\":", f);
+	print_side(f, s->ask, s->nask, depth);
+	if (s->flags & UF_BOOKF_STALE)
+		fputs(",\"stale\":true", f);
+	if (side_cut_short(s->flags, UF_BOOKF_TRUNCATED_BID, s->nbid, depth) ||
+	    side_cut_short(s->flags, UF_BOOKF_TRUNCATED_ASK, s->nask, depth))
+		fputs(",\"truncated\":true", f);
+	fputs("}\n", f);
+}
+
 static int run_books(const struct tail_opts *o, uf_consumer_t *c)
 {
 	struct book_list l = {0};
+	size_t stale = 0;
 	int rc = uf_consumer_snapshot_all(c, collect_book, &l);
 
 	if (rc < 0) {
@@ -313,15 +344,15 @@ static int run_books(const struct tail_opts *o, uf_consumer_t *c)
 	}
 	qsort(l.v, l.n, sizeof(*l.v), cmp_symbol);
 	for (size_t i = 0; i < l.n; i++) {
-		fputs("{\"symbol\":", stdout);
-		json_str(stdout, l.v[i].symbol);
-		fputs(",\"bid\":", stdout);
-		print_side(stdout, l.v[i].bid, l.v[i].nbid, o->depth);
-		fputs(",\"ask\":", stdout);
-		print_side(stdout, l.v[i].ask, l.v[i].nask, o->depth);
-		fputs("}\n", stdout);
+		print_book(stdout, &l.v[i], o->depth);
+		stale += (l.v[i].flags & UF_BOOKF_STALE) != 0;
 	}
 	fflush(stdout);
+	if (stale)
+		fprintf(stderr,
+		        "uf-tail: %zu of %zu books are stale (\"stale\":true): they may be wrong "
+		        "until the feed recovers them\n",
+		        stale, l.n);
 	free(l.v);
 	return 0;
 }
