@@ -214,7 +214,8 @@ def test_books_command_prints_exactly_uf_tail_books(ring):
 
 def test_books_command_marks_stale_and_cut_books_as_uf_tail():
     """The marks of uf-tail --books (test_tail.c has the same books): "stale":true for a book
-    that may be wrong, "truncated":true for a side the image cut when more was asked."""
+    that may be wrong (printed even when empty), "truncated":true for a side the image cut
+    when more was asked."""
     class Snap:
         def __init__(self, sym, inst, bid, ask, flags):
             self.symbol_bytes, self.instrument = sym, inst
@@ -223,11 +224,14 @@ def test_books_command_marks_stale_and_cut_books_as_uf_tail():
     snaps = [Snap(b"OK", 1, [(100, 100, 1)], [], 0),
              Snap(b"BAD", 2, [(200, 100, 1)], [], uringfeed.BOOKF_STALE),
              Snap(b"DEEP", 3, [], deep, uringfeed.BOOKF_TRUNCATED_ASK),
-             Snap(b"NONE", 4, [], [], uringfeed.BOOKF_STALE)]  # empty: not printed
+             Snap(b"GONE", 4, [], [], uringfeed.BOOKF_STALE),  # empty, in doubt: printed
+             Snap(b"NONE", 5, [], [], 0),  # empty and sound: not printed
+             Snap(b"", 6, [], [], uringfeed.BOOKF_STALE)]  # no symbol, no level: not printed
     assert cli.render_books(snaps) == (
         '{"symbol":"BAD","bid":[[200,100,1]],"ask":[],"stale":true}\n'
         '{"symbol":"DEEP","bid":[],"ask":[[10,100,1],[11,200,2],[12,300,3],[13,400,4],'
         '[14,500,5]],"truncated":true}\n'
+        '{"symbol":"GONE","bid":[],"ask":[],"stale":true}\n'
         '{"symbol":"OK","bid":[[100,100,1]],"ask":[]}\n')
     assert "truncated" not in cli.render_books(snaps, 5)
     assert cli.render_books(snaps, 6).count('"truncated":true') == 1

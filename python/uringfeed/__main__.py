@@ -53,9 +53,16 @@ def book_json(s, depth):
     return line + "}\n"
 
 
+def shown(s):
+    """The books uf-tail --books prints: those with a level, and the empty ones in doubt that
+    have a symbol (the day may have orders there)."""
+    return bool(s.bid or s.ask or (s.flags & BOOKF_STALE and s.symbol_bytes))
+
+
 def render_books(snaps, depth=0):
-    """uf-tail --books lines: non-empty books sorted by symbol bytes, then id."""
-    books = [s for s in snaps if s.bid or s.ask]
+    """uf-tail --books lines: non-empty books and empty named ones in doubt, sorted by symbol
+    bytes, then id."""
+    books = [s for s in snaps if shown(s)]
     books.sort(key=lambda s: (s.symbol_bytes, s.instrument))
     return "".join(book_json(s, depth) for s in books)
 
@@ -64,7 +71,7 @@ def cmd_books(a):
     with Consumer(a.ring, tag="py-books", dir=a.dir) as c:
         snaps = c.snapshot_all()
     sys.stdout.write(render_books(snaps, a.depth))
-    books = [s for s in snaps if s.bid or s.ask]
+    books = [s for s in snaps if shown(s)]
     stale = sum(1 for s in books if s.flags & BOOKF_STALE)
     if stale:
         sys.stdout.flush()

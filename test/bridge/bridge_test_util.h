@@ -414,10 +414,11 @@ static inline int bt_keep(const struct uf_book_snapshot *s, void *arg)
 	return 0;
 }
 
-/* The same for the books uf-tail --books prints: only those with a level. */
+/* The same for the books uf-tail --books prints: those with a level, and empty named ones in
+ * doubt. */
 static inline int bt_collect(const struct uf_book_snapshot *s, void *arg)
 {
-	if (s->nbid == 0 && s->nask == 0)
+	if (s->nbid == 0 && s->nask == 0 && !((s->flags & UF_BOOKF_STALE) && s->symbol[0]))
 		return 0;
 	return bt_keep(s, arg);
 }

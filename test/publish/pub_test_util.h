@@ -380,6 +380,20 @@ static inline char *model_books_json(const struct ref_model *r, const struct sym
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || l[i].inst != l[i - 1].inst)
 			b[nb++] = (struct exp_book){s->sym[l[i].inst], l[i].inst};
+	/* and the named books in doubt that are empty: printed, marked */
+	size_t with_levels = nb;
+	for (uint32_t inst = 0; inst < r->max_inst; inst++) {
+		if (!r->stale[inst] || !s->named[inst])
+			continue;
+		int has = 0;
+		for (size_t k = 0; k < with_levels && !has; k++)
+			has = b[k].inst == inst;
+		if (!has) {
+			b = realloc(b, (nb + 1) * sizeof(*b));
+			assert_non_null(b);
+			b[nb++] = (struct exp_book){s->sym[inst], inst};
+		}
+	}
 	qsort(b, nb, sizeof(*b), exp_book_cmp);
 	size_t cap = 1024 + n * 64, len = 0;
 	char *out = malloc(cap);

@@ -162,6 +162,7 @@ static void test_books_prints_sorted_json_lines_best_first(void **state)
 	 * --books marks it from a live feed's image; the others stay as they were. */
 	d.f = fopen(path, "ab");
 	w_D(&d, 4, 777);
+	w_D(&d, 5, 778); /* the EMPTY book, in doubt now: printed, empty and marked */
 	fclose(d.f);
 	out = books(path, "--depth 1", &st);
 	assert_int_equal(st, 1);
@@ -169,6 +170,7 @@ static void test_books_prints_sorted_json_lines_best_first(void **state)
 	                    "{\"symbol\":\"A\",\"bid\":[],\"ask\":[[299,20,1]]}\n"
 	                    "{\"symbol\":\"AB\",\"bid\":[[5000,2,2]],\"ask\":[[5100,7,1]]}\n"
 	                    "{\"symbol\":\"B\",\"bid\":[[100,1,1]],\"ask\":[],\"stale\":true}\n"
+	                    "{\"symbol\":\"EMPTY\",\"bid\":[],\"ask\":[],\"stale\":true}\n"
 	                    "{\"symbol\":\"b\",\"bid\":[[10000,100,1]],\"ask\":[[10100,5,1]]}\n");
 	free(out);
 	unlink(path);

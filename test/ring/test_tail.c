@@ -110,8 +110,9 @@ static void test_tail_books_prints_uf_decode_format_sorted_by_symbol(void **stat
 	uf_ring_unlink(name, NULL);
 }
 
-/* A book the image flags may be wrong says so in its line ("stale":true), and so does
- * uf-tail on stderr; a side cut at the image's depth says "truncated":true when more levels
+/* A book the image flags may be wrong says so in its line ("stale":true), even an empty one
+ * (the day may have orders there: a line that says so, not no line), and so does uf-tail on
+ * stderr; a side cut at the image's depth says "truncated":true when more levels
  * were asked than the image holds (every level, or --depth beyond it), not when the asked
  * depth fits. A sound, complete book keeps the exact `uf-decode books` line. */
 static void test_tail_books_marks_stale_and_cut_books(void **state)
@@ -125,10 +126,17 @@ static void test_tail_books_marks_stale_and_cut_books(void **state)
 	uf_ring_image_set_symbol(r, 1, uf_ring_symbol_pack("OK"), 100, 'Q', 0);
 	uf_ring_image_set_symbol(r, 2, uf_ring_symbol_pack("BAD"), 100, 'Q', 0);
 	uf_ring_image_set_symbol(r, 3, uf_ring_symbol_pack("DEEP"), 100, 'Q', 0);
+	uf_ring_image_set_symbol(r, 4, uf_ring_symbol_pack("GONE"), 100, 'Q', 0); /* empty */
+	uf_ring_image_set_symbol(r, 5, uf_ring_symbol_pack("NONE"), 100, 'Q', 0); /* empty */
 	set_side(r, 1, UF_SIDE_BID, ok_b, 1);
 	set_side(r, 2, UF_SIDE_BID, bad_b, 1);
 	set_side(r, 3, UF_SIDE_ASK, deep_a, 6); /* one more than the image holds */
 	assert_int_equal(uf_ring_image_set_stale(r, 2, 1, 1), 0);
+	assert_int_equal(uf_ring_image_set_stale(r, 4, 1, 1), 0);
+	/* in doubt, but no symbol and no level: a book nobody knows, not printed */
+	set_side(r, 6, UF_SIDE_BID, ok_b, 1);
+	set_side(r, 6, UF_SIDE_BID, ok_b, 0);
+	assert_int_equal(uf_ring_image_set_stale(r, 6, 1, 1), 0);
 
 	snprintf(errpath, sizeof(errpath), "/tmp/uf-tail-marks-%d.err", (int)getpid());
 	snprintf(args, sizeof(args), "--ring %s --books 2>%s", name, errpath);
@@ -137,6 +145,7 @@ static void test_tail_books_marks_stale_and_cut_books(void **state)
 	                         "\"stale\":true}\n"
 	                         "{\"symbol\":\"DEEP\",\"bid\":[],\"ask\":[[10,100,1],[11,200,2],"
 	                         "[12,300,3],[13,400,4],[14,500,5]],\"truncated\":true}\n"
+	                         "{\"symbol\":\"GONE\",\"bid\":[],\"ask\":[],\"stale\":true}\n"
 	                         "{\"symbol\":\"OK\",\"bid\":[[100,100,1]],\"ask\":[]}\n");
 	FILE *f = fopen(errpath, "r");
 	assert_non_null(f);
@@ -144,7 +153,7 @@ static void test_tail_books_marks_stale_and_cut_books(void **state)
 	out[n] = '\0';
 	fclose(f);
 	unlink(errpath);
-	assert_non_null(strstr(out, "1 of 3 books are stale"));
+	assert_non_null(strstr(out, "2 of 4 books are stale"));
 	/* the asked depth fits in the image: nothing is missing from the line */
 	snprintf(args, sizeof(args), "--ring %s --books --depth 5 2>/dev/null", name);
 	assert_int_equal(run_tail(args, out, sizeof(out)), 0);

@@ -128,7 +128,8 @@ static int books_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Prints every non-empty book, sorted by symbol. Returns books printed or -ENOMEM. */
+/* Prints every non-empty book and every named one in doubt, sorted by symbol. Returns books
+ * printed or -ENOMEM. */
 static long books_print(FILE *f, const struct uf_publisher *p, size_t depth)
 {
 	uint32_t max = uf_publish_max_instruments(p);
@@ -142,9 +143,14 @@ static long books_print(FILE *f, const struct uf_publisher *p, size_t depth)
 	}
 	size_t n = 0;
 	for (uint32_t id = 0; id < max; id++) {
-		if (!uf_publish_depth(p, id, UF_SIDE_BID) && !uf_publish_depth(p, id, UF_SIDE_ASK))
+		/* non-empty books, and empty ones in doubt that have a symbol (a gap puts every id
+		 * in doubt; the named ones are those a reader knows), as uf-tail --books */
+		int named = uf_publish_symbol(p, id, e[n].sym) >= 0;
+		if (!uf_publish_depth(p, id, UF_SIDE_BID) &&
+		    !uf_publish_depth(p, id, UF_SIDE_ASK) &&
+		    !(named && uf_publish_instrument(p, id)->stale))
 			continue;
-		if (uf_publish_symbol(p, id, e[n].sym) < 0)
+		if (!named)
 			e[n].sym[0] = '\0';
 		e[n].id = id;
 		n++;

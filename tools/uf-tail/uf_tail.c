@@ -268,8 +268,9 @@ static int collect_book(const struct uf_book_snapshot *s, void *arg)
 {
 	struct book_list *l = arg;
 
-	if (s->nbid == 0 && s->nask == 0)
-		return 0; /* only non-empty books, as uf-decode books */
+	if (s->nbid == 0 && s->nask == 0 && !((s->flags & UF_BOOKF_STALE) && s->symbol[0]))
+		return 0; /* non-empty books, as uf-decode books, and empty named ones in doubt
+		           * (the day may have orders there: a line that says so, not no line) */
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		void *p = realloc(l->v, cap * sizeof(*l->v));
